@@ -1,0 +1,18 @@
+# kvt_add_test(NAME n SOURCES s... [LIBS l...] [TIMEOUT sec] [LABELS l...])
+# One test program per behaviour group; exit 77 means skipped; every test has a timeout.
+set(KVT_SHARED_DATA "${CMAKE_SOURCE_DIR}/../shared/data" CACHE PATH "the shared data folder")
+function(kvt_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES})
+  kvt_target(${T_NAME})
+  target_include_directories(${T_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/tests/lib)
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} kvt_testlib PkgConfig::CMOCKA)
+  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77
+    LABELS "${T_LABELS}"
+    ENVIRONMENT "KVT_BIN_DIR=${CMAKE_BINARY_DIR}/bin;KVT_SHARED_DATA=${KVT_SHARED_DATA};KVT_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endfunction()

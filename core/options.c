@@ -1,0 +1,216 @@
+/* options.c -- the options table of options_list.h and its parsers. */
+#include "options.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <strings.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+static const struct kvt_opt_def defs[KVT_OPT__COUNT] = {
+#define KVT_OPT_DEF(id, name, type, def, min, max, rt, help)                                       \
+	[KVT_OPT_##id] = {name, KVT_OPT_##type, def, min, max, rt, help},
+	KVT_OPTIONS(KVT_OPT_DEF)
+#undef KVT_OPT_DEF
+};
+
+const struct kvt_opt_def *kvt_opt_def(enum kvt_opt_id id)
+{
+	return (unsigned)id < KVT_OPT__COUNT ? &defs[id] : NULL;
+}
+
+int kvt_opt_find(const char *name)
+{
+	for (int i = 0; i < KVT_OPT__COUNT; i++)
+		if (!strcmp(defs[i].name, name))
+			return i;
+	return -ENOENT;
+}
+
+static int set_value(struct kvt_options *o, int id, const char *value)
+{
+	const struct kvt_opt_def *d = &defs[id];
+	uint64_t v = 0;
+	int rc = 0;
+	switch (d->type) {
+	case KVT_OPT_STR:
+		if (strlen(value) >= KVT_OPT_STR_MAX)
+			return -ERANGE;
+		strcpy(o->str[id], value);
+		return 0;
+	case KVT_OPT_BOOL:
+		if (!strcasecmp(value, "true") || !strcmp(value, "1") || !strcasecmp(value, "on") ||
+		    !strcasecmp(value, "yes"))
+			v = 1;
+		else if (!strcasecmp(value, "false") || !strcmp(value, "0") ||
+			 !strcasecmp(value, "off") || !strcasecmp(value, "no"))
+			v = 0;
+		else
+			return -EINVAL;
+		break;
+	case KVT_OPT_SIZE:
+	case KVT_OPT_U64:
+		if (!strcmp(value, "auto") && !strcmp(d->def, "auto")) {
+			o->num[id] = 0;
+			snprintf(o->str[id], KVT_OPT_STR_MAX, "auto");
+			return 0;
+		}
+		if (d->type == KVT_OPT_SIZE)
+			rc = kvt_parse_size(value, &v);
+		else {
+			char *end;
+			errno = 0;
+			v = strtoull(value, &end, 10);
+			rc = (errno || end == value || *end || *value == '-') ? -EINVAL : 0;
+		}
+		if (rc)
+			return rc;
+		if (v < d->min || v > d->max)
+			return -ERANGE;
+		break;
+	}
+	o->num[id] = v;
+	snprintf(o->str[id], KVT_OPT_STR_MAX, "%s", value);
+	return 0;
+}
+
+void kvt_opts_defaults(struct kvt_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	for (int i = 0; i < KVT_OPT__COUNT; i++)
+		if (set_value(o, i, defs[i].def))
+			KVT_PANIC("bad default in options_list.h");
+}
+
+int kvt_opts_set(struct kvt_options *o, const char *name, const char *value)
+{
+	int id = kvt_opt_find(name);
+	if (id < 0)
+		return id;
+	int rc = set_value(o, id, value);
+	if (!rc)
+		o->set[id] = true;
+	return rc;
+}
+
+static char *trim(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+int kvt_opts_set_pair(struct kvt_options *o, const char *pair)
+{
+	char buf[2 * KVT_OPT_STR_MAX];
+	if (strlen(pair) >= sizeof(buf))
+		return -ERANGE;
+	strcpy(buf, pair);
+	char *eq = strchr(buf, '=');
+	if (!eq)
+		return -EINVAL;
+	*eq = 0;
+	return kvt_opts_set(o, trim(buf), trim(eq + 1));
+}
+
+int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_t err_len)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int rc = -errno;
+		snprintf(err, err_len, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	char line[1024];
+	int lineno = 0, rc = 0;
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = 0;
+		char *s = trim(line);
+		if (!*s)
+			continue;
+		rc = kvt_opts_set_pair(o, s);
+		if (rc) {
+			snprintf(err, err_len, "%s:%d: %s: %s", path, lineno, s, strerror(-rc));
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len)
+{
+	for (int i = 0; i < KVT_OPT__COUNT; i++) {
+		char env[128] = "KVTIER_";
+		size_t n = strlen(env);
+		for (const char *p = defs[i].name; *p && n + 1 < sizeof(env); p++)
+			env[n++] = *p == '.' ? '_' : (char)toupper((unsigned char)*p);
+		env[n] = 0;
+		const char *v = getenv(env);
+		if (!v)
+			continue;
+		int rc = set_value(o, i, v);
+		if (rc) {
+			snprintf(err, err_len, "%s=%s: %s", env, v, strerror(-rc));
+			return rc;
+		}
+		o->set[i] = true;
+	}
+	return 0;
+}
+
+static uint64_t free_bytes_under(const char *dir)
+{
+	struct statvfs sv;
+	if (!dir || statvfs(dir, &sv))
+		return 0;
+	return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+void kvt_opts_resolve(struct kvt_options *o, const char *data_dir)
+{
+	if (!o->num[KVT_OPT_HOST_BYTES]) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 8ull << 30;
+		o->num[KVT_OPT_HOST_BYTES] = KVT_MAX(ram / 8, 64ull << 20) & ~((1ull << 20) - 1);
+	}
+	uint64_t share = KVT_MAX(free_bytes_under(data_dir) / 8, 64ull << 20) & ~((1ull << 20) - 1);
+	if (!o->num[KVT_OPT_NVME_BYTES])
+		o->num[KVT_OPT_NVME_BYTES] = share;
+	if (!o->num[KVT_OPT_ROCKSDB_BYTES])
+		o->num[KVT_OPT_ROCKSDB_BYTES] = share;
+}
+
+static void print_value(const struct kvt_options *o, int i, FILE *f)
+{
+	switch (defs[i].type) {
+	case KVT_OPT_STR: fprintf(f, "%s", o->str[i]); break;
+	case KVT_OPT_BOOL: fprintf(f, "%s", o->num[i] ? "true" : "false"); break;
+	case KVT_OPT_SIZE:
+	case KVT_OPT_U64: fprintf(f, "%llu", (unsigned long long)o->num[i]); break;
+	}
+}
+
+void kvt_opts_print(const struct kvt_options *o, FILE *f)
+{
+	for (int i = 0; i < KVT_OPT__COUNT; i++) {
+		fprintf(f, "%s = ", defs[i].name);
+		print_value(o, i, f);
+		fputc('\n', f);
+	}
+}
+
+void kvt_opts_help(FILE *f)
+{
+	static const char *tn[] = {"size", "int", "bool", "string"};
+	for (int i = 0; i < KVT_OPT__COUNT; i++)
+		fprintf(f, "  %-28s %-6s default %-8s %s%s\n", defs[i].name, tn[defs[i].type],
+			defs[i].def, defs[i].help, defs[i].runtime ? " (runtime)" : "");
+}

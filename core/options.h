@@ -1,0 +1,65 @@
+/*
+ * options.h -- the one options table: parsing from defaults, a config file, KVTIER_* environment
+ * variables and --set name=value, in that order of precedence (later wins).
+ */
+#ifndef KVT_CORE_OPTIONS_H
+#define KVT_CORE_OPTIONS_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "options_list.h"
+
+enum kvt_opt_type { KVT_OPT_SIZE, KVT_OPT_U64, KVT_OPT_BOOL, KVT_OPT_STR };
+
+enum kvt_opt_id {
+#define KVT_OPT_ENUM(id, name, type, def, min, max, rt, help) KVT_OPT_##id,
+	KVT_OPTIONS(KVT_OPT_ENUM)
+#undef KVT_OPT_ENUM
+	KVT_OPT__COUNT
+};
+
+struct kvt_opt_def {
+	const char *name;
+	enum kvt_opt_type type;
+	const char *def;
+	uint64_t min, max;
+	bool runtime;
+	const char *help;
+};
+
+#define KVT_OPT_STR_MAX 256
+struct kvt_options {
+	uint64_t num[KVT_OPT__COUNT];
+	char str[KVT_OPT__COUNT][KVT_OPT_STR_MAX];
+	bool set[KVT_OPT__COUNT]; /* given explicitly (not the default) */
+};
+
+const struct kvt_opt_def *kvt_opt_def(enum kvt_opt_id id);
+/* @return : the option id of name, or -ENOENT. */
+int kvt_opt_find(const char *name);
+/* Loads the defaults ("auto" stays 0 until kvt_opts_resolve). */
+void kvt_opts_defaults(struct kvt_options *o);
+/* Sets one option from text. @return : 0, -ENOENT (unknown name), -EINVAL, -ERANGE. */
+int kvt_opts_set(struct kvt_options *o, const char *name, const char *value);
+/* Parses "name=value". */
+int kvt_opts_set_pair(struct kvt_options *o, const char *pair);
+/* Reads a config file of "name = value" lines (# comments). err gets a message on failure. */
+int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_t err_len);
+/* Applies every KVTIER_<NAME> environment variable. */
+int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len);
+/* Resolves "auto" sizes against this machine (RAM, free space under data_dir). */
+void kvt_opts_resolve(struct kvt_options *o, const char *data_dir);
+/* Prints every option as "name = value" (a valid config file). */
+void kvt_opts_print(const struct kvt_options *o, FILE *f);
+/* Prints the table with help text. */
+void kvt_opts_help(FILE *f);
+
+static inline uint64_t kvt_opt_u64(const struct kvt_options *o, enum kvt_opt_id id)
+{
+	return o->num[id];
+}
+static inline const char *kvt_opt_str(const struct kvt_options *o, enum kvt_opt_id id)
+{
+	return o->str[id];
+}
+#endif

@@ -1,0 +1,8 @@
+/* gpu_int.h -- shared between the runtimes and the host stand-in. */
+#ifndef KVT_GPU_INT_H
+#define KVT_GPU_INT_H
+#include "gpu.h"
+void kvt_hostmem_free_if_host(struct kvt_gpu_mem *m);
+int kvt_hostmem_copy_to(struct kvt_gpu_mem *m, size_t off, const void *src, size_t len);
+int kvt_hostmem_copy_from(const struct kvt_gpu_mem *m, size_t off, void *dst, size_t len);
+#endif

@@ -1,0 +1,59 @@
+/*
+ * policy.h -- the policy seam: eviction and admission behind a versioned ops table.
+ *
+ * The same code runs in kvtierd and in the offline simulator (kvtier sim). A policy sees chunk
+ * metadata only, never tier internals. Entries are named by a dense u32 id chosen by the caller
+ * (the daemon's index slot, the simulator's block id); a policy keeps its own per-id state in
+ * arrays that it grows on demand, so no per-operation allocation happens once warm.
+ *
+ * Contract: on_insert(id) once per resident entry, on_access(id) on hits, on_remove(id) when the
+ * caller drops the entry (evicted or deleted). pick_victims proposes ids in eviction order
+ * without removing them; the caller removes those it really evicts. Ids the caller's evictable()
+ * rejects (leased, still being written) are never proposed. Not thread-safe: one owner.
+ */
+#ifndef KVT_POLICY_H
+#define KVT_POLICY_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KVT_POLICY_OPS_VERSION 1
+#define KVT_POLICY_NONE UINT32_MAX
+
+struct kvt_policy_meta {
+	uint64_t key_hash; /* a hash of (tenant, namespace, key): ghost entries, sketches */
+	uint64_t bytes;    /* stored size */
+	uint32_t parent;   /* id of the parent entry if resident, else KVT_POLICY_NONE */
+	uint32_t depth;    /* chunk index in its prefix (0 = first chunk) */
+	uint32_t tenant;
+	uint32_t reserved;
+};
+
+typedef bool (*kvt_policy_evictable_fn)(void *arg, uint32_t id);
+
+struct kvt_policy;
+
+struct kvt_policy_ops {
+	uint32_t version; /* KVT_POLICY_OPS_VERSION */
+	const char *name; /* lowercase word: "lru", ... */
+	int (*create)(size_t capacity_hint, struct kvt_policy **out);
+	void (*destroy)(struct kvt_policy *p);
+	void (*on_insert)(struct kvt_policy *p, uint32_t id, const struct kvt_policy_meta *m);
+	void (*on_access)(struct kvt_policy *p, uint32_t id);
+	void (*on_remove)(struct kvt_policy *p, uint32_t id);
+	/* Writes up to max victims in eviction order; @return : how many. */
+	size_t (*pick_victims)(struct kvt_policy *p, uint32_t *out, size_t max,
+			       kvt_policy_evictable_fn evictable, void *arg);
+	/* Admission on put or demotion; NULL means admit everything. */
+	bool (*admit)(struct kvt_policy *p, const struct kvt_policy_meta *m);
+	/* Sets a parameter ("small_ratio" = "0.1"); NULL or -ENOENT when unknown. */
+	int (*set_param)(struct kvt_policy *p, const char *name, const char *value);
+};
+
+/* @return : the policy named name, or NULL. */
+const struct kvt_policy_ops *kvt_policy_find(const char *name);
+/* @return : the i-th registered policy, NULL past the end. */
+const struct kvt_policy_ops *kvt_policy_at(size_t i);
+
+extern const struct kvt_policy_ops kvt_policy_lru;
+#endif

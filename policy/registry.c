@@ -1,0 +1,21 @@
+/* registry.c -- the list of policies known by name to the daemon and the simulator. */
+#include "policy.h"
+
+#include <string.h>
+
+static const struct kvt_policy_ops *const all[] = {
+	&kvt_policy_lru,
+};
+
+const struct kvt_policy_ops *kvt_policy_at(size_t i)
+{
+	return i < sizeof(all) / sizeof(all[0]) ? all[i] : NULL;
+}
+
+const struct kvt_policy_ops *kvt_policy_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(all[i]->name, name))
+			return all[i];
+	return NULL;
+}

@@ -1,0 +1,223 @@
+/* testlib.c -- see testlib.h. */
+#include "testlib.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *kvt_test_shared(const char *rel, char *buf, size_t len)
+{
+	const char *root = getenv("KVT_SHARED_DATA");
+	if (!root)
+		root = "../shared/data";
+	snprintf(buf, len, "%s/%s", root, rel);
+	return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+void kvt_test_require_shared(const char *path, const char *what)
+{
+	if (path)
+		return;
+	const char *ci = getenv("CI");
+	if (ci && !strcmp(ci, "true")) {
+		fprintf(stderr, "FAIL: %s is missing from ../shared/data, and CI always has it\n", what);
+		exit(1);
+	}
+	fprintf(stderr, "SKIP: %s not found under ../shared/data (set KVT_SHARED_DATA)\n", what);
+	exit(KVT_TEST_SKIP);
+}
+
+const char *kvt_test_tmpdir(char *buf, size_t len)
+{
+	const char *base = getenv("TMPDIR");
+	snprintf(buf, len, "%s/kvt-test-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(buf)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	return buf;
+}
+
+void kvt_test_rmtree(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d) {
+		unlink(path);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char sub[1024];
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		struct stat st;
+		if (!lstat(sub, &st) && S_ISDIR(st.st_mode))
+			kvt_test_rmtree(sub);
+		else
+			unlink(sub);
+	}
+	closedir(d);
+	rmdir(path);
+}
+
+const char *kvt_test_bin(const char *name, char *buf, size_t len)
+{
+	const char *dir = getenv("KVT_BIN_DIR");
+	snprintf(buf, len, "%s/%s", dir ? dir : "build/bin", name);
+	return buf;
+}
+
+static int wait_accepting(const char *sock, pid_t pid)
+{
+	for (int i = 0; i < 1000; i++) {
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		if (strlen(sock) >= sizeof(a.sun_path))
+			return -ENAMETOOLONG;
+		memcpy(a.sun_path, sock, strlen(sock) + 1);
+		int ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+		if (ok)
+			return 0;
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return -ECHILD;
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+static int spawn(struct kvt_test_daemon *d, const char *const *sets)
+{
+	char bin[512];
+	kvt_test_bin("kvtierd", bin, sizeof(bin));
+	const char *argv[64];
+	int n = 0;
+	argv[n++] = bin;
+	argv[n++] = "--socket";
+	argv[n++] = d->sock;
+	argv[n++] = "--data-dir";
+	argv[n++] = d->data;
+	argv[n++] = "--set";
+	argv[n++] = "host.bytes=64MiB";
+	for (int i = 0; sets && sets[i] && n < 60; i++) {
+		argv[n++] = "--set";
+		argv[n++] = sets[i];
+	}
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (!getenv("KVT_TEST_DAEMON_VERBOSE")) {
+			int null = open("/dev/null", O_WRONLY);
+			dup2(null, 1);
+		}
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	d->pid = pid;
+	return wait_accepting(d->sock, pid);
+}
+
+int kvt_test_daemon_start(struct kvt_test_daemon *d, const char *const *sets)
+{
+	memset(d, 0, sizeof(*d));
+	kvt_test_tmpdir(d->dir, sizeof(d->dir));
+	snprintf(d->sock, sizeof(d->sock), "%s/kvtier.sock", d->dir);
+	snprintf(d->data, sizeof(d->data), "%s/data", d->dir);
+	mkdir(d->data, 0750);
+	return spawn(d, sets);
+}
+
+int kvt_test_daemon_restart(struct kvt_test_daemon *d, const char *const *sets)
+{
+	return spawn(d, sets);
+}
+
+int kvt_test_daemon_stop(struct kvt_test_daemon *d, int sig)
+{
+	int st = -1;
+	if (d->pid <= 0)
+		return -1;
+	kill(d->pid, sig);
+	for (int i = 0; i < 2000; i++) {
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+			d->pid = 0;
+			return st;
+		}
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, &st, 0);
+	d->pid = 0;
+	return -1;
+}
+
+void kvt_test_daemon_destroy(struct kvt_test_daemon *d)
+{
+	if (d->pid > 0)
+		kvt_test_daemon_stop(d, SIGTERM);
+	if (d->dir[0])
+		kvt_test_rmtree(d->dir);
+}
+
+long long kvt_test_stat(struct kvt_test_daemon *d, const char *key)
+{
+	char bin[512], cmd[1200];
+	kvt_test_bin("kvtier", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s stats --json", bin, d->sock);
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	static char out[1 << 16];
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	pclose(f);
+	char pat[128];
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	const char *p = strstr(out, pat);
+	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+void kvt_test_fill(void *buf, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+	uint8_t *b = buf;
+	size_t i = 0;
+	for (; i + 8 <= len; i += 8) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		memcpy(b + i, &x, 8);
+	}
+	for (; i < len; i++)
+		b[i] = (uint8_t)(seed + i);
+}
+
+int kvt_test_fd_count(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}

@@ -1,0 +1,45 @@
+/* testlib.h -- fixtures shared by the tests: temp dirs, shared data, a daemon on a temp socket. */
+#ifndef KVT_TESTLIB_H
+#define KVT_TESTLIB_H
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <cmocka.h>
+
+#define KVT_TEST_SKIP 77
+
+/* Path of a file under ../shared/data, or NULL when absent (the caller skips, or fails in CI). */
+const char *kvt_test_shared(const char *rel, char *buf, size_t len);
+/* Exits 77 with a message when the shared data is absent, but fails (exit 1) when CI=true. */
+void kvt_test_require_shared(const char *path_or_null, const char *what);
+/* Creates a fresh temporary directory; returns its path in buf. */
+const char *kvt_test_tmpdir(char *buf, size_t len);
+/* Removes a directory tree. */
+void kvt_test_rmtree(const char *path);
+/* Path of a built binary (KVT_BIN_DIR/name). */
+const char *kvt_test_bin(const char *name, char *buf, size_t len);
+
+/* A kvtierd started on a temporary socket. */
+struct kvt_test_daemon {
+	pid_t pid;
+	char dir[256];
+	char sock[300];
+	char data[300];
+};
+/* Starts kvtierd with extra "--set" arguments (NULL-terminated), waits until it accepts. */
+int kvt_test_daemon_start(struct kvt_test_daemon *d, const char *const *sets);
+/* Restarts the same daemon (same socket and data dir) after a stop. */
+int kvt_test_daemon_restart(struct kvt_test_daemon *d, const char *const *sets);
+/* Sends sig and waits for exit; @return : the wait status. */
+int kvt_test_daemon_stop(struct kvt_test_daemon *d, int sig);
+/* Stops and removes the directory. */
+void kvt_test_daemon_destroy(struct kvt_test_daemon *d);
+/* Runs `kvtier stats --json` against d and returns a number found after "key": in the output. */
+long long kvt_test_stat(struct kvt_test_daemon *d, const char *key);
+/* Fills buf with bytes derived from seed (deterministic). */
+void kvt_test_fill(void *buf, size_t len, uint64_t seed);
+/* Counts open fds of pid. */
+int kvt_test_fd_count(pid_t pid);
+#endif

@@ -1,0 +1,86 @@
+/*
+ * tier.h -- the tier seam: a persistent or remote tier behind a versioned ops table.
+ *
+ * A tier stores records: the 128-byte chunk header (core/chunk.h) followed by the payload, the
+ * same bytes on every tier. The daemon names a record by its identity (tenant, namespace, key,
+ * taken from the header) plus an opaque 64-bit location the tier returned from write(); a tier
+ * that is addressed by key (rocksdb) may ignore the location.
+ *
+ * Buffers handed to write() and read() start at a 4096-byte aligned address and their length is
+ * a multiple of 4096 (KVT_TIER_ALIGN), so a tier that uses O_DIRECT needs no bounce buffer;
+ * rec_len is the record's real length (header + payload), buf_len the padded buffer.
+ *
+ * Every read verifies the header checksum, the identity and the payload checksum before it
+ * returns 0; a mismatch is -EBADMSG and the tier counts a corruption and drops the record.
+ * A tier that must make room (its own capacity) evicts through the policy seam and tells the
+ * daemon through env->dropped for every record it drops, so the daemon's index stays exact.
+ *
+ * Concurrency: one tier instance is driven by one thread at a time (the daemon's tier worker),
+ * except stats(), which may be called from any thread.
+ */
+#ifndef KVT_TIERS_TIER_H
+#define KVT_TIERS_TIER_H
+#include "core/chunk.h"
+#include "core/options.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define KVT_TIER_OPS_VERSION 1
+#define KVT_TIER_ALIGN 4096u
+
+struct kvt_tier;
+
+struct kvt_tier_stats {
+	uint64_t capacity_bytes, used_bytes, chunks;
+	uint64_t reads, writes, read_bytes, write_bytes;
+	uint64_t hits, misses, evictions, corruptions;
+	uint64_t err_io, err_again, err_nospc, err_other;
+	uint64_t queue_depth; /* I/Os in flight now */
+	bool disabled, full;
+};
+
+/* Identity of a record as the daemon knows it. */
+struct kvt_tier_id {
+	uint32_t tenant;
+	kvt_id_t ns, key;
+};
+
+struct kvt_tier_env {
+	const struct kvt_options *opts; /* borrowed for the life of the tier */
+	const char *data_dir;           /* borrowed during open only */
+	/* Called for every record the tier drops on its own (eviction, corruption). */
+	void (*dropped)(void *arg, const struct kvt_tier_id *id, uint64_t loc);
+	void *arg;
+};
+
+/* Called by iterate() for each valid record found (recovery); non-zero stops the walk. */
+typedef int (*kvt_tier_visit_fn)(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc);
+
+struct kvt_tier_ops {
+	uint32_t version; /* KVT_TIER_OPS_VERSION */
+	const char *name; /* "nvme", "rocksdb", ... */
+	int (*open)(const struct kvt_tier_env *env, struct kvt_tier **out);
+	void (*close)(struct kvt_tier *t);
+	/* Stores one record; buf holds the header and payload. @return : 0 and *loc, -ENOSPC
+	 * (full), -EAGAIN (backpressure), -EIO, -EFBIG (larger than the tier's largest slot). */
+	int (*write)(struct kvt_tier *t, const void *buf, size_t rec_len, size_t buf_len,
+		     uint64_t *loc);
+	/* Reads and verifies the record of id at loc into buf. @return : record length, -ENOENT,
+	 * -EBADMSG (corrupt: dropped and counted), -EIO, -ENOBUFS (buf_len too small). */
+	ssize_t (*read)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc, void *buf,
+			size_t buf_len);
+	/* Forgets the record. @return : 0 or -ENOENT. */
+	int (*remove)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc);
+	/* Walks every valid record (after open, for recovery). */
+	int (*iterate)(struct kvt_tier *t, kvt_tier_visit_fn visit, void *arg);
+	void (*stats)(struct kvt_tier *t, struct kvt_tier_stats *out);
+	/* Re-probes a disabled tier ("kvtier tier enable NAME"). NULL when not applicable. */
+	int (*enable)(struct kvt_tier *t);
+};
+
+/* @return : the tier named name, or NULL (not built in). */
+const struct kvt_tier_ops *kvt_tier_find(const char *name);
+#endif
