@@ -112,9 +112,7 @@ ssize_t kvt_proto_recv(int fd, void *buf, size_t len, int *fds, int *nfds)
 	} ctl;
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 			    .msg_controllen = sizeof(ctl.buf)};
-	int max_fds = nfds ? *nfds : 0;
-	if (nfds)
-		*nfds = 0;
+	int max_fds = nfds ? *nfds : 0, arrived = 0;
 	ssize_t n;
 	do
 		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
@@ -127,13 +125,15 @@ ssize_t kvt_proto_recv(int fd, void *buf, size_t len, int *fds, int *nfds)
 		size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		int got[8];
 		memcpy(got, CMSG_DATA(c), cnt * sizeof(int));
-		for (size_t i = 0; i < cnt; i++) {
-			if (nfds && *nfds < max_fds)
-				fds[(*nfds)++] = got[i];
+		for (size_t i = 0; i < cnt; i++, arrived++) {
+			if (arrived < max_fds)
+				fds[arrived] = got[i];
 			else
 				close(got[i]);
 		}
 	}
+	if (nfds)
+		*nfds = arrived;
 	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
 		return -EMSGSIZE;
 	return n;

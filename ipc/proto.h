@@ -148,8 +148,9 @@ int kvt_proto_check_namespace(const void *body, size_t len, kvt_model_t *m, char
 /* Sends one message with optional fds (MSG_NOSIGNAL). @return : 0 or -errno. */
 int kvt_proto_send(int fd, const void *msg, size_t len, const int *fds, int nfds);
 /*
- * Receives one message into buf. Fds that arrive are stored in fds (up to *nfds, the rest
- * closed) and *nfds set to the count; pass nfds NULL to close every fd that arrives.
+ * Receives one message into buf. Fds that arrive are stored in fds (up to *nfds on entry, the
+ * rest closed) and *nfds is set to how many arrived (so more than were stored means some were
+ * closed); pass nfds NULL to close every fd that arrives.
  * @return : message length, 0 on orderly close, -EMSGSIZE (truncated), -errno.
  */
 ssize_t kvt_proto_recv(int fd, void *buf, size_t len, int *fds, int *nfds);

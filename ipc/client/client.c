@@ -1,0 +1,652 @@
+/*
+ * client.c -- libkvtier: the engine's side of kvtierd (include/kvtier.h is the manual).
+ *
+ * State: one connection (fd), the tenant's pool mapped read-only (records + generation table),
+ * and this client's private staging area mapped read-write. Two locks: `io` serialises a
+ * request with its reply on the socket (and guards the connection state); `stage` gives the
+ * staging area to one put (or one reserve..commit) at a time. Lock order: stage, then io.
+ *
+ * Reads never go through the daemon's copy: kvt_acquire returns offsets into the pool mapping,
+ * and kvt_release checks each lease's generation in shared memory after the caller copied (a
+ * seqlock read), then tells the daemon without waiting for a reply. kvt_get is acquire, copy,
+ * release, check.
+ *
+ * Reconnection: a broken socket turns the current call into -ENOTCONN and drops the
+ * connection; the next call reconnects (bounded exponential backoff, 1 ms .. 1 s) and
+ * re-registers the namespaces this client had. Mappings of an old connection stay mapped until
+ * kvt_close, so a lease or a reservation taken before a restart never points at unmapped memory;
+ * such leases release as -ESTALE.
+ */
+#include "kvtier.h"
+#include "core/keys.h"
+#include "core/util.h"
+#include "ipc/proto.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define MAX_OLD_MAPS 64
+
+struct ns_slot {
+	kvt_id_t ns;
+	uint64_t chunk_bytes;
+	kvt_model_t m;
+	char name[KVT_MODEL_STR_MAX + 1], rev[KVT_MODEL_STR_MAX + 1];
+};
+
+struct kvt_client {
+	pthread_mutex_t io, stage;
+	char path[KVT_SOCK_PATH_MAX];
+	int fd;          /* -1 while disconnected; guarded by io */
+	uint32_t epoch;  /* bumps on every (re)connect */
+	uint32_t seq;
+	uint8_t *pool;
+	uint64_t pool_bytes, gen_bytes;
+	_Atomic uint64_t *gens;
+	uint8_t *staging;
+	uint64_t staging_bytes;
+	uint64_t retry_at_ns, backoff_ns;
+	struct ns_slot *nss; /* guarded by io */
+	uint32_t n_nss, cap_nss;
+	struct {
+		void *p;
+		size_t len;
+	} old[MAX_OLD_MAPS];
+	uint32_t n_old;
+	/* an open reservation (kvt_put_reserve..commit), guarded by stage */
+	uint32_t res_n, res_epoch;
+	kvt_id_t res_ns;
+	uint8_t tx[KVT_MSG_MAX], rx[KVT_MSG_MAX]; /* guarded by io */
+};
+
+static void unmap_or_keep(struct kvt_client *c, void *p, size_t len)
+{
+	if (!p)
+		return;
+	if (c->n_old < MAX_OLD_MAPS) {
+		c->old[c->n_old].p = p;
+		c->old[c->n_old++].len = len;
+	} else {
+		munmap(p, len); /* past the cap, old leases must not be read any more */
+	}
+}
+
+static void drop_conn_locked(struct kvt_client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	unmap_or_keep(c, c->pool, c->pool_bytes + c->gen_bytes);
+	unmap_or_keep(c, c->staging, c->staging_bytes);
+	c->pool = c->staging = NULL;
+	c->gens = NULL;
+}
+
+/* One request, one reply. Caller holds io and has a connection. @return : status or -errno. */
+static int rpc_locked(struct kvt_client *c, uint16_t type, size_t body_len, size_t *reply_len,
+		      int *fds, int *nfds)
+{
+	struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)c->tx;
+	*h = (struct kvt_msg_hdr){.type = type, .len = (uint32_t)(sizeof(*h) + body_len),
+				  .seq = ++c->seq};
+	int rc = kvt_proto_send(c->fd, c->tx, h->len, NULL, 0);
+	if (rc)
+		goto broken;
+	for (;;) {
+		ssize_t n = kvt_proto_recv(c->fd, c->rx, sizeof(c->rx), fds, nfds);
+		if (n <= 0) {
+			rc = n == 0 ? -ENOTCONN : (int)n;
+			goto broken;
+		}
+		const struct kvt_msg_hdr *r = (const struct kvt_msg_hdr *)c->rx;
+		if ((size_t)n < sizeof(*r) || r->len != (size_t)n) {
+			rc = -EPROTO;
+			goto broken;
+		}
+		if (r->seq != h->seq)
+			continue; /* cannot happen with one request in flight; be safe */
+		if (reply_len)
+			*reply_len = (size_t)n - sizeof(*r);
+		return r->status;
+	}
+broken:
+	if (nfds) {
+		for (int i = 0; i < *nfds && i < 2; i++)
+			close(fds[i]);
+		*nfds = 0;
+	}
+	drop_conn_locked(c);
+	return -ENOTCONN;
+}
+
+static int send_namespace_locked(struct kvt_client *c, const kvt_model_t *m, kvt_id_t *ns,
+				 uint64_t *chunk_bytes)
+{
+	struct kvt_msg_namespace *w = (struct kvt_msg_namespace *)(c->tx + sizeof(struct kvt_msg_hdr));
+	size_t nl = strlen(m->name), rl = m->revision ? strlen(m->revision) : 0;
+	*w = (struct kvt_msg_namespace){.dtype = m->dtype, .n_layers = m->n_layers,
+					.n_kv_heads = m->n_kv_heads, .head_dim = m->head_dim,
+					.tokens_per_chunk = m->tokens_per_chunk,
+					.tp_rank = m->tp_rank, .tp_size = m->tp_size,
+					.kv_group = m->kv_group, .layout = m->layout,
+					.name_len = (uint16_t)nl, .revision_len = (uint16_t)rl};
+	memcpy(w + 1, m->name, nl);
+	if (rl)
+		memcpy((char *)(w + 1) + nl, m->revision, rl);
+	size_t rlen = 0;
+	int rc = rpc_locked(c, KVT_MSG_NAMESPACE, sizeof(*w) + nl + rl, &rlen, NULL, NULL);
+	if (rc < 0)
+		return rc;
+	if (rlen < sizeof(struct kvt_msg_namespace_reply))
+		return -EPROTO;
+	const struct kvt_msg_namespace_reply *r =
+		(const void *)(c->rx + sizeof(struct kvt_msg_hdr));
+	*ns = r->ns;
+	*chunk_bytes = r->chunk_bytes;
+	return 0;
+}
+
+static int hello_locked(struct kvt_client *c)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path, c->path, strlen(c->path) + 1);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	c->fd = fd;
+	struct kvt_msg_hello *hi = (struct kvt_msg_hello *)(c->tx + sizeof(struct kvt_msg_hdr));
+	*hi = (struct kvt_msg_hello){.major = KVT_PROTO_MAJOR, .minor = KVT_PROTO_MINOR,
+				     .pid = (uint32_t)getpid()};
+	int fds[2] = {-1, -1}, nfds = 2;
+	size_t rlen = 0;
+	int rc = rpc_locked(c, KVT_MSG_HELLO, sizeof(*hi), &rlen, fds, &nfds);
+	if (rc < 0)
+		goto err;
+	const struct kvt_msg_hello_reply *r = (const void *)(c->rx + sizeof(struct kvt_msg_hdr));
+	if (rlen < sizeof(*r) || nfds != 2 || r->major != KVT_PROTO_MAJOR) {
+		rc = -EPROTO;
+		goto err;
+	}
+	void *pool = mmap(NULL, r->pool_bytes + r->gen_bytes, PROT_READ, MAP_SHARED, fds[0], 0);
+	if (pool == MAP_FAILED) {
+		rc = -errno;
+		goto err;
+	}
+	void *stg = mmap(NULL, r->staging_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	if (stg == MAP_FAILED) {
+		rc = -errno;
+		munmap(pool, r->pool_bytes + r->gen_bytes);
+		goto err;
+	}
+	close(fds[0]);
+	close(fds[1]);
+	c->pool = pool;
+	c->pool_bytes = r->pool_bytes;
+	c->gen_bytes = r->gen_bytes;
+	c->gens = (_Atomic uint64_t *)(c->pool + c->pool_bytes);
+	c->staging = stg;
+	c->staging_bytes = r->staging_bytes;
+	c->epoch++;
+	for (uint32_t i = 0; i < c->n_nss; i++) {
+		kvt_id_t ns;
+		uint64_t cb;
+		rc = send_namespace_locked(c, &c->nss[i].m, &ns, &cb);
+		if (rc < 0)
+			goto err_conn;
+	}
+	return 0;
+err:
+	for (int i = 0; i < nfds && i < 2; i++)
+		close(fds[i]);
+err_conn:
+	if (c->fd >= 0)
+		drop_conn_locked(c);
+	return rc == KVT_E_VERSION ? rc : (rc < 0 ? rc : -EPROTO);
+}
+
+/* Makes sure there is a connection; reconnects with bounded backoff. Caller holds io. */
+static int ensure_locked(struct kvt_client *c)
+{
+	if (c->fd >= 0)
+		return 0;
+	uint64_t now = kvt_now_ns();
+	if (now < c->retry_at_ns)
+		return -ENOTCONN;
+	int rc = hello_locked(c);
+	if (rc) {
+		c->backoff_ns = c->backoff_ns ? KVT_MIN(c->backoff_ns * 2, 1000000000ull) : 1000000ull;
+		c->retry_at_ns = now + c->backoff_ns;
+		return rc == KVT_E_VERSION ? rc : -ENOTCONN;
+	}
+	c->backoff_ns = 0;
+	c->retry_at_ns = 0;
+	return 0;
+}
+
+KVT_API int kvt_connect(const char *socket_path, kvt_client_t **out)
+{
+	if (!out)
+		return -EINVAL;
+	struct kvt_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd = -1;
+	int rc;
+	if (socket_path) {
+		if (strlen(socket_path) >= sizeof(c->path)) {
+			rc = -ENAMETOOLONG;
+			goto err;
+		}
+		strcpy(c->path, socket_path);
+	} else if ((rc = kvt_sockpath_client(c->path, sizeof(c->path)))) {
+		goto err;
+	}
+	pthread_mutex_init(&c->io, NULL);
+	pthread_mutex_init(&c->stage, NULL);
+	rc = hello_locked(c);
+	if (rc) {
+		pthread_mutex_destroy(&c->io);
+		pthread_mutex_destroy(&c->stage);
+		for (uint32_t i = 0; i < c->n_old; i++)
+			munmap(c->old[i].p, c->old[i].len);
+		goto err;
+	}
+	*out = c;
+	return 0;
+err:
+	free(c);
+	return rc;
+}
+
+KVT_API void kvt_close(kvt_client_t *c)
+{
+	if (!c)
+		return;
+	if (c->fd >= 0)
+		close(c->fd); /* the daemon releases every lease of this connection */
+	if (c->pool)
+		munmap(c->pool, c->pool_bytes + c->gen_bytes);
+	if (c->staging)
+		munmap(c->staging, c->staging_bytes);
+	for (uint32_t i = 0; i < c->n_old; i++)
+		munmap(c->old[i].p, c->old[i].len);
+	pthread_mutex_destroy(&c->io);
+	pthread_mutex_destroy(&c->stage);
+	free(c->nss);
+	free(c);
+}
+
+static const struct ns_slot *ns_find_locked(const struct kvt_client *c, kvt_id_t ns)
+{
+	for (uint32_t i = 0; i < c->n_nss; i++)
+		if (kvt_id_eq(c->nss[i].ns, ns))
+			return &c->nss[i];
+	return NULL;
+}
+
+KVT_API int kvt_namespace(kvt_client_t *c, const kvt_model_t *m, kvt_id_t *ns_out)
+{
+	kvt_id_t local;
+	if (!c || !ns_out || kvt_namespace_id(m, &local))
+		return -EINVAL;
+	pthread_mutex_lock(&c->io);
+	int rc = ensure_locked(c);
+	kvt_id_t ns;
+	uint64_t cb = 0;
+	if (!rc)
+		rc = send_namespace_locked(c, m, &ns, &cb);
+	if (!rc && (!kvt_id_eq(ns, local) || cb != kvt_chunk_bytes(m)))
+		rc = -EPROTO; /* the daemon disagrees with docs/keys.md */
+	if (!rc && !ns_find_locked(c, ns)) {
+		if (c->n_nss == c->cap_nss) {
+			uint32_t cap = c->cap_nss ? c->cap_nss * 2 : 4;
+			struct ns_slot *v = realloc(c->nss, sizeof(*v) * cap);
+			if (!v) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			c->nss = v;
+			c->cap_nss = cap;
+			for (uint32_t i = 0; i < c->n_nss; i++) { /* re-point the copied strings */
+				c->nss[i].m.name = c->nss[i].name;
+				c->nss[i].m.revision = c->nss[i].rev;
+			}
+		}
+		struct ns_slot *s = &c->nss[c->n_nss++];
+		s->ns = ns;
+		s->chunk_bytes = cb;
+		s->m = *m;
+		snprintf(s->name, sizeof(s->name), "%s", m->name);
+		snprintf(s->rev, sizeof(s->rev), "%s", m->revision ? m->revision : "");
+		s->m.name = s->name;
+		s->m.revision = s->rev;
+	}
+	if (!rc)
+		*ns_out = ns;
+out:
+	pthread_mutex_unlock(&c->io);
+	return rc;
+}
+
+static uint64_t ns_chunk_bytes(kvt_client_t *c, kvt_id_t ns)
+{
+	pthread_mutex_lock(&c->io);
+	const struct ns_slot *s = ns_find_locked(c, ns);
+	uint64_t cb = s ? s->chunk_bytes : 0;
+	pthread_mutex_unlock(&c->io);
+	return cb;
+}
+
+/* Sends PUT for k chunks already in staging at i * chunk_bytes. Caller holds stage. */
+static int commit_staged(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent,
+			 const kvt_id_t *keys, uint32_t k, uint64_t cb, uint32_t epoch)
+{
+	pthread_mutex_lock(&c->io);
+	int rc = c->fd >= 0 && c->epoch == epoch ? 0 : -ENOTCONN;
+	if (!rc) {
+		struct kvt_msg_put *p = (struct kvt_msg_put *)(c->tx + sizeof(struct kvt_msg_hdr));
+		*p = (struct kvt_msg_put){.ns = ns, .n = k, .chunk_bytes = cb};
+		if (parent) {
+			p->parent = *parent;
+			p->flags = KVT_PUT_F_PARENT;
+		}
+		struct kvt_msg_put_item *it = (struct kvt_msg_put_item *)(p + 1);
+		for (uint32_t i = 0; i < k; i++)
+			it[i] = (struct kvt_msg_put_item){.key = keys[i], .staging_off = i * cb};
+		rc = rpc_locked(c, KVT_MSG_PUT, sizeof(*p) + k * sizeof(*it), NULL, NULL, NULL);
+	}
+	pthread_mutex_unlock(&c->io);
+	return rc;
+}
+
+/* Connects if needed and reports the staging area of the current epoch. */
+static int staging_of(kvt_client_t *c, uint8_t **stg, uint64_t *bytes, uint32_t *epoch)
+{
+	pthread_mutex_lock(&c->io);
+	int rc = ensure_locked(c);
+	*stg = c->staging;
+	*bytes = c->staging_bytes;
+	*epoch = c->epoch;
+	pthread_mutex_unlock(&c->io);
+	return rc;
+}
+
+KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
+		    size_t n, const void *const *chunks, size_t chunk_len)
+{
+	if (!c || (!keys && n) || (!chunks && n))
+		return -EINVAL;
+	uint64_t cb = ns_chunk_bytes(c, ns);
+	if (!cb || chunk_len != cb)
+		return -EINVAL;
+	pthread_mutex_lock(&c->stage);
+	size_t done = 0;
+	int rc = 0;
+	while (done < n) {
+		uint8_t *stg;
+		uint64_t sbytes;
+		uint32_t epoch;
+		if ((rc = staging_of(c, &stg, &sbytes, &epoch)))
+			break;
+		size_t k = KVT_MIN(n - done, KVT_MIN(sbytes / cb, (uint64_t)KVT_BATCH_MAX));
+		if (!k) {
+			rc = -EFBIG; /* one chunk is larger than the staging area */
+			break;
+		}
+		for (size_t i = 0; i < k; i++)
+			memcpy(stg + i * cb, chunks[done + i], cb);
+		rc = commit_staged(c, ns, done ? &keys[done - 1] : parent, keys + done, (uint32_t)k,
+				   cb, epoch);
+		if (rc < 0)
+			break;
+		done += (size_t)rc;
+		if ((size_t)rc < k)
+			break;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&c->stage);
+	return done ? (int)done : rc;
+}
+
+KVT_API int kvt_put_reserve(kvt_client_t *c, kvt_id_t ns, size_t n, void **bufs)
+{
+	if (!c || !n || !bufs)
+		return -EINVAL;
+	uint64_t cb = ns_chunk_bytes(c, ns);
+	if (!cb)
+		return -EINVAL;
+	pthread_mutex_lock(&c->stage);
+	uint8_t *stg;
+	uint64_t sbytes;
+	uint32_t epoch;
+	int rc = staging_of(c, &stg, &sbytes, &epoch);
+	size_t k = KVT_MIN(n, KVT_MIN(sbytes / cb, (uint64_t)KVT_BATCH_MAX));
+	if (!rc && !k)
+		rc = -EFBIG;
+	if (rc) {
+		pthread_mutex_unlock(&c->stage);
+		return rc;
+	}
+	for (size_t i = 0; i < k; i++)
+		bufs[i] = stg + i * cb;
+	c->res_n = (uint32_t)k;
+	c->res_ns = ns;
+	c->res_epoch = epoch;
+	return (int)k; /* stage stays locked until commit or abort */
+}
+
+KVT_API int kvt_put_commit(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent,
+			   const kvt_id_t *keys, size_t n)
+{
+	if (!c || !c->res_n)
+		return -EINVAL;
+	int rc;
+	if (!kvt_id_eq(ns, c->res_ns) || n > c->res_n || !keys)
+		rc = -EINVAL;
+	else
+		rc = commit_staged(c, ns, parent, keys, (uint32_t)n, ns_chunk_bytes(c, ns),
+				   c->res_epoch);
+	c->res_n = 0;
+	pthread_mutex_unlock(&c->stage);
+	return rc;
+}
+
+KVT_API void kvt_put_abort(kvt_client_t *c)
+{
+	if (!c || !c->res_n)
+		return;
+	c->res_n = 0;
+	pthread_mutex_unlock(&c->stage);
+}
+
+/* LOOKUP, DELETE or ACQUIRE of up to KVT_BATCH_MAX keys. Caller holds io. */
+static int keys_rpc_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys,
+			   uint32_t k, size_t *rlen)
+{
+	int rc = ensure_locked(c);
+	if (rc)
+		return rc;
+	struct kvt_msg_keys *m = (struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr));
+	*m = (struct kvt_msg_keys){.ns = ns, .n = k};
+	memcpy(m + 1, keys, k * sizeof(kvt_id_t));
+	return rpc_locked(c, type, sizeof(*m) + k * sizeof(kvt_id_t), rlen, NULL, NULL);
+}
+
+static int keys_call(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys, size_t n)
+{
+	if (!c || (!keys && n))
+		return -EINVAL;
+	size_t total = 0;
+	while (total < n) {
+		uint32_t k = (uint32_t)KVT_MIN(n - total, (size_t)KVT_BATCH_MAX);
+		pthread_mutex_lock(&c->io);
+		int rc = keys_rpc_locked(c, type, ns, keys + total, k, NULL);
+		pthread_mutex_unlock(&c->io);
+		if (rc < 0)
+			return total ? (int)total : rc;
+		total += (size_t)rc;
+		if (type == KVT_MSG_LOOKUP && (uint32_t)rc < k)
+			break;
+	}
+	return (int)total;
+}
+
+KVT_API int kvt_lookup(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
+{
+	return keys_call(c, KVT_MSG_LOOKUP, ns, keys, n);
+}
+
+KVT_API int kvt_delete(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
+{
+	return keys_call(c, KVT_MSG_DELETE, ns, keys, n);
+}
+
+/* Lease bookkeeping lives in the public struct's opaque fields. */
+#define L_GEN_LO 0
+#define L_GEN_HI 1
+#define L_GEN_IDX 2
+#define L_EPOCH 3
+
+KVT_API int kvt_acquire(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
+			kvt_lease_t *out)
+{
+	if (!c || (!keys && n) || (!out && n))
+		return -EINVAL;
+	size_t total = 0;
+	while (total < n) {
+		uint32_t k = (uint32_t)KVT_MIN(n - total, (size_t)KVT_BATCH_MAX);
+		pthread_mutex_lock(&c->io);
+		size_t rlen = 0;
+		int rc = keys_rpc_locked(c, KVT_MSG_ACQUIRE, ns, keys + total, k, &rlen);
+		if (rc > 0 && (rc > (int)k || rlen < (size_t)rc * sizeof(struct kvt_msg_lease)))
+			rc = -EPROTO;
+		const struct kvt_msg_lease *l = (const void *)(c->rx + sizeof(struct kvt_msg_hdr));
+		for (int i = 0; i < rc; i++) {
+			kvt_lease_t *o = &out[total + (size_t)i];
+			memset(o, 0, sizeof(*o));
+			if (l[i].payload_off > c->pool_bytes ||
+			    l[i].payload_bytes > c->pool_bytes - l[i].payload_off ||
+			    l[i].gen_index >= c->gen_bytes / 8) {
+				rc = -EPROTO;
+				break;
+			}
+			o->data = c->pool + l[i].payload_off;
+			o->len = l[i].payload_bytes;
+			o->handle = l[i].handle;
+			o->codec = l[i].codec;
+			o->reserved[L_GEN_LO] = (uint32_t)l[i].gen;
+			o->reserved[L_GEN_HI] = (uint32_t)(l[i].gen >> 32);
+			o->reserved[L_GEN_IDX] = l[i].gen_index;
+			o->reserved[L_EPOCH] = c->epoch;
+		}
+		pthread_mutex_unlock(&c->io);
+		if (rc < 0) {
+			if (total)
+				kvt_release(c, out, total);
+			return rc;
+		}
+		total += (size_t)rc;
+		if ((uint32_t)rc < k)
+			break;
+	}
+	return (int)total;
+}
+
+KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
+{
+	if (!c || (!leases && n))
+		return -EINVAL;
+	/* the caller's copies must be complete before the generations are read */
+	atomic_thread_fence(memory_order_seq_cst);
+	pthread_mutex_lock(&c->io);
+	int valid = 0;
+	size_t sent = 0;
+	struct kvt_msg_release *r = (struct kvt_msg_release *)(c->tx + sizeof(struct kvt_msg_hdr));
+	uint64_t *handles = (uint64_t *)(r + 1);
+	const size_t max = (KVT_MSG_MAX - sizeof(struct kvt_msg_hdr) - sizeof(*r)) / 8;
+	for (size_t i = 0; i < n; i++) {
+		kvt_lease_t *l = &leases[i];
+		uint64_t gen = (uint64_t)l->reserved[L_GEN_HI] << 32 | l->reserved[L_GEN_LO];
+		bool current = c->fd >= 0 && l->reserved[L_EPOCH] == c->epoch;
+		if (current &&
+		    atomic_load_explicit(&c->gens[l->reserved[L_GEN_IDX]], memory_order_relaxed) ==
+			    gen) {
+			l->status = 0;
+			valid++;
+		} else {
+			l->status = -ESTALE;
+		}
+		if (current)
+			handles[sent++] = l->handle;
+		if (sent == max || (i + 1 == n && sent)) {
+			struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)c->tx;
+			*r = (struct kvt_msg_release){.n = (uint32_t)sent};
+			*h = (struct kvt_msg_hdr){.type = KVT_MSG_RELEASE,
+						  .len = (uint32_t)(sizeof(*h) + sizeof(*r) + sent * 8),
+						  .seq = ++c->seq};
+			if (kvt_proto_send(c->fd, c->tx, h->len, NULL, 0))
+				drop_conn_locked(c); /* the daemon releases on disconnect anyway */
+			sent = 0;
+		}
+	}
+	pthread_mutex_unlock(&c->io);
+	return valid;
+}
+
+KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
+		    void *const *dst, size_t dst_len)
+{
+	if (!c || (!keys && n) || (!dst && n))
+		return -EINVAL;
+	uint64_t cb = ns_chunk_bytes(c, ns);
+	if (!cb || dst_len < cb)
+		return -EINVAL;
+	kvt_lease_t leases[64];
+	size_t total = 0;
+	while (total < n) {
+		size_t k = KVT_MIN(n - total, (size_t)64);
+		int got = kvt_acquire(c, ns, keys + total, k, leases);
+		if (got <= 0)
+			return total ? (int)total : got;
+		for (int i = 0; i < got; i++)
+			memcpy(dst[total + (size_t)i], leases[i].data, KVT_MIN(leases[i].len, cb));
+		kvt_release(c, leases, (size_t)got);
+		int ok = 0;
+		while (ok < got && leases[ok].status == 0 && leases[ok].len == cb)
+			ok++;
+		total += (size_t)ok;
+		if (ok < (int)k)
+			break;
+	}
+	return (int)total;
+}
+
+/* Not exported from libkvtier.so: for the kvtier CLI, which links the static library. */
+int kvt__client_simple(kvt_client_t *c, uint16_t type, char *out, size_t out_len);
+int kvt__client_simple(kvt_client_t *c, uint16_t type, char *out, size_t out_len)
+{
+	pthread_mutex_lock(&c->io);
+	size_t rlen = 0;
+	int rc = ensure_locked(c);
+	if (!rc)
+		rc = rpc_locked(c, type, 0, &rlen, NULL, NULL);
+	if (rc >= 0 && out && out_len) {
+		size_t n = KVT_MIN(rlen, out_len - 1);
+		memcpy(out, c->rx + sizeof(struct kvt_msg_hdr), n);
+		out[n] = 0;
+	}
+	pthread_mutex_unlock(&c->io);
+	return rc;
+}

@@ -1,0 +1,277 @@
+/*
+ * conn.c -- client connections: accept, the hello (credentials, tenant, fds), and the request
+ * dispatch. Every field from a client is validated before use (proto.c); a malformed frame,
+ * fds sent by the client, or a request before the hello closes the connection; a well-formed
+ * request that fails gets an error reply. Replies never block: a client that does not read
+ * its replies is disconnected.
+ */
+#include "daemon.h"
+#include "core/keys.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int conn_slot(struct kvd *d)
+{
+	for (uint32_t i = 0; i < d->cap_conns; i++)
+		if (d->conns[i].fd < 0)
+			return (int)i;
+	uint32_t max = (uint32_t)kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_MAX);
+	if (d->cap_conns >= max)
+		return -EMFILE;
+	uint32_t cap = d->cap_conns ? d->cap_conns * 2 : 16;
+	if (cap > max)
+		cap = max;
+	struct kvd_conn *c = realloc(d->conns, sizeof(*c) * cap);
+	if (!c)
+		return -ENOMEM;
+	for (uint32_t i = d->cap_conns; i < cap; i++)
+		c[i] = (struct kvd_conn){.fd = -1, .tenant = KVD_NIL, .lease_head = KVD_NIL};
+	int slot = (int)d->cap_conns;
+	d->conns = c;
+	d->cap_conns = cap;
+	return slot;
+}
+
+void kvd_conn_accept(struct kvd *d)
+{
+	for (;;) {
+		int fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				kvt_log_rl(KVT_LOG_WARN, "accept: %s", strerror(errno));
+			return;
+		}
+		if (d->draining) {
+			close(fd);
+			continue;
+		}
+		struct ucred cr;
+		socklen_t crl = sizeof(cr);
+		int slot = conn_slot(d);
+		if (slot < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl)) {
+			kvt_log_rl(KVT_LOG_WARN, "refusing a client: %s",
+				   slot < 0 ? strerror(-slot) : strerror(errno));
+			close(fd);
+			continue;
+		}
+		struct kvd_conn *c = &d->conns[slot];
+		*c = (struct kvd_conn){.fd = fd, .uid = cr.uid, .gid = cr.gid, .pid = cr.pid,
+				       .tenant = KVD_NIL, .lease_head = KVD_NIL};
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
+					 .data.u64 = (uint64_t)slot + 16};
+		if (epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			c->fd = -1;
+			continue;
+		}
+		d->n_conns++;
+	}
+}
+
+void kvd_conn_close(struct kvd *d, uint32_t i)
+{
+	struct kvd_conn *c = &d->conns[i];
+	if (c->fd < 0)
+		return;
+	kvd_release_all(d, i);
+	if (c->staging)
+		munmap(c->staging, c->staging_bytes);
+	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	*c = (struct kvd_conn){.fd = -1, .tenant = KVD_NIL, .lease_head = KVD_NIL};
+	d->n_conns--;
+}
+
+static int reply(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *req, int32_t status,
+		 const void *body, size_t body_len, const int *fds, int nfds)
+{
+	struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)d->tx;
+	*h = (struct kvt_msg_hdr){.type = req->type, .len = (uint32_t)(sizeof(*h) + body_len),
+				  .seq = req->seq, .status = status};
+	if (body_len)
+		memcpy(h + 1, body, body_len);
+	int rc = kvt_proto_send(d->conns[i].fd, d->tx, h->len, fds, nfds);
+	if (rc)
+		kvt_log_rl(KVT_LOG_WARN, "client pid %d: reply failed (%s), closing",
+			   (int)d->conns[i].pid, strerror(-rc));
+	return rc;
+}
+
+static int staging_create(struct kvd *d, struct kvd_conn *c)
+{
+	uint64_t bytes = kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_STAGING_BYTES);
+	bytes = (bytes + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
+	int fd = memfd_create("kvtier-staging", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	int rc = 0;
+	if (ftruncate(fd, (off_t)bytes) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		rc = -errno;
+		goto err;
+	}
+	c->staging = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	if (c->staging == MAP_FAILED) {
+		c->staging = NULL;
+		rc = -errno;
+		goto err;
+	}
+	c->staging_bytes = bytes;
+	return fd;
+err:
+	close(fd);
+	return rc;
+}
+
+static int on_hello(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
+		    size_t len)
+{
+	struct kvd_conn *c = &d->conns[i];
+	const struct kvt_msg_hello *hi = body;
+	if (len < sizeof(*hi) || c->tenant != KVD_NIL)
+		return -EPROTO;
+	if (hi->major != KVT_PROTO_MAJOR) {
+		reply(d, i, h, KVT_E_VERSION, NULL, 0, NULL, 0);
+		return -EPROTO;
+	}
+	uint32_t t;
+	int rc = kvd_tenant_get(d, (uint32_t)c->uid, &t);
+	if (rc)
+		return reply(d, i, h, rc, NULL, 0, NULL, 0) ? rc : 0;
+	int fds[2] = {kvt_pool_ro_fd(&d->tenants[t].pool), -1};
+	if (fds[0] < 0)
+		return reply(d, i, h, fds[0], NULL, 0, NULL, 0) ? fds[0] : 0;
+	fds[1] = staging_create(d, c);
+	if (fds[1] < 0) {
+		rc = fds[1];
+		close(fds[0]);
+		return reply(d, i, h, rc, NULL, 0, NULL, 0) ? rc : 0;
+	}
+	c->tenant = t;
+	struct kvt_msg_hello_reply r = {.major = KVT_PROTO_MAJOR, .minor = KVT_PROTO_MINOR,
+					.pool_bytes = d->tenants[t].pool.bytes,
+					.gen_bytes = d->tenants[t].pool.gen_bytes,
+					.staging_bytes = c->staging_bytes, .tenant = d->tenants[t].key,
+					.client_id = i};
+	rc = reply(d, i, h, 0, &r, sizeof(r), fds, 2);
+	close(fds[0]);
+	close(fds[1]);
+	return rc;
+}
+
+static int on_namespace(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
+			size_t len)
+{
+	kvt_model_t m;
+	char name[KVT_MODEL_STR_MAX + 1], rev[KVT_MODEL_STR_MAX + 1];
+	int rc = kvt_proto_check_namespace(body, len, &m, name, rev);
+	if (rc == -EPROTO)
+		return rc;
+	struct kvt_msg_namespace_reply r = {0};
+	if (!rc)
+		rc = kvd_ns_register(d, d->conns[i].tenant, &m, &r.ns, &r.chunk_bytes);
+	return reply(d, i, h, rc, &r, rc ? 0 : sizeof(r), NULL, 0);
+}
+
+static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
+		   size_t len)
+{
+	uint32_t n;
+	if (kvt_proto_check_keys(body, len, &n))
+		return -EPROTO;
+	const struct kvt_msg_keys *k = body;
+	const kvt_id_t *keys = (const kvt_id_t *)(k + 1);
+	uint32_t t = d->conns[i].tenant;
+	if (h->type == KVT_MSG_LOOKUP)
+		return reply(d, i, h, kvd_lookup(d, t, k->ns, keys, n), NULL, 0, NULL, 0);
+	if (h->type == KVT_MSG_DELETE)
+		return reply(d, i, h, kvd_delete(d, t, k->ns, keys, n), NULL, 0, NULL, 0);
+	static struct kvt_msg_lease out[KVT_BATCH_MAX];
+	int got = kvd_acquire(d, i, k->ns, keys, n, out);
+	int rc = reply(d, i, h, got, out, (size_t)got * sizeof(out[0]), NULL, 0);
+	if (rc) /* the client will never learn these handles */
+		kvd_release_all(d, i);
+	return rc;
+}
+
+static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
+		  size_t len)
+{
+	uint32_t n;
+	if (kvt_proto_check_put(body, len, &n))
+		return -EPROTO;
+	const struct kvt_msg_put *p = body;
+	int rc = kvd_put(d, &d->conns[i], p, (const struct kvt_msg_put_item *)(p + 1), n);
+	return reply(d, i, h, rc, NULL, 0, NULL, 0);
+}
+
+static int dispatch(struct kvd *d, uint32_t i, size_t len)
+{
+	const struct kvt_msg_hdr *h = (const struct kvt_msg_hdr *)d->rx;
+	if (len < sizeof(*h) || h->len != len)
+		return -EPROTO;
+	const void *body = h + 1;
+	size_t blen = len - sizeof(*h);
+	if (h->type == KVT_MSG_HELLO)
+		return on_hello(d, i, h, body, blen);
+	if (d->conns[i].tenant == KVD_NIL)
+		return -EPROTO; /* nothing before the hello */
+	if (h->type == KVT_MSG_RELEASE) {
+		uint32_t n;
+		if (kvt_proto_check_release(body, blen, &n))
+			return -EPROTO;
+		kvd_release(d, i, (const uint64_t *)((const struct kvt_msg_release *)body + 1), n);
+		return 0;
+	}
+	if (d->draining && h->type != KVT_MSG_STATS && h->type != KVT_MSG_PING)
+		return reply(d, i, h, -ESHUTDOWN, NULL, 0, NULL, 0);
+	switch (h->type) {
+	case KVT_MSG_NAMESPACE: return on_namespace(d, i, h, body, blen);
+	case KVT_MSG_PUT: return on_put(d, i, h, body, blen);
+	case KVT_MSG_LOOKUP:
+	case KVT_MSG_ACQUIRE:
+	case KVT_MSG_DELETE: return on_keys(d, i, h, body, blen);
+	case KVT_MSG_PING: return reply(d, i, h, 0, NULL, 0, NULL, 0);
+	case KVT_MSG_STATS: {
+		static char json[KVT_MSG_MAX - 64];
+		int n = kvd_stats_json(d, json, sizeof(json));
+		return reply(d, i, h, n < 0 ? n : 0, json, n < 0 ? 0 : (size_t)n, NULL, 0);
+	}
+	default: return reply(d, i, h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+	}
+}
+
+void kvd_conn_readable(struct kvd *d, uint32_t i)
+{
+	for (int budget = 64; budget > 0 && d->conns[i].fd >= 0; budget--) {
+		int nfds = 0;
+		ssize_t n = kvt_proto_recv(d->conns[i].fd, d->rx, sizeof(d->rx), NULL, &nfds);
+		if (n == -EAGAIN)
+			return;
+		int rc;
+		if (n <= 0)
+			rc = n == 0 ? -ECONNRESET : (int)n;
+		else if (nfds)
+			rc = -EPROTO; /* clients never send fds */
+		else
+			rc = dispatch(d, i, (size_t)n);
+		if (rc) {
+			if (rc != -ECONNRESET) {
+				d->st.protocol_errors++;
+				kvt_log_rl(KVT_LOG_WARN, "client pid %d uid %d: %s, closing",
+					   (int)d->conns[i].pid, (int)d->conns[i].uid,
+					   strerror(-rc));
+			}
+			kvd_conn_close(d, i);
+			return;
+		}
+	}
+}

@@ -1,0 +1,314 @@
+/*
+ * main.c -- kvtierd: options, the listening socket, the event loop, drain on SIGTERM.
+ *
+ * Start-up: defaults < --config FILE < KVTIER_* environment < --set name=value. The socket's
+ * directory must be owned by us with no permissions beyond 0750 (created if missing); a stale
+ * socket (nobody accepting) is replaced, a live one is an error. The loop multiplexes the
+ * listening socket, clients, a signalfd and a 100 ms timerfd (lease timeouts, drain deadline).
+ */
+#include "daemon.h"
+#include "core/log.h"
+#include "core/util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { EV_LISTEN = 1, EV_SIGNAL = 2, EV_TIMER = 3, EV_CONN0 = 16 };
+
+static void log_stderr(enum kvt_log_level lvl, const char *msg)
+{
+	static const char *names[] = {"error", "warn", "info", "debug"};
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	fprintf(stderr, "%02d:%02d:%02d.%03ld kvtierd %s: %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
+		ts.tv_nsec / 1000000, names[lvl], msg);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kvtierd [--socket PATH] [--data-dir DIR] [--config FILE] [--set name=value]...\n"
+		   "               [--print-config] [--help]\n\noptions (also KVTIER_<NAME>, dots as underscores):\n");
+	kvt_opts_help(f);
+}
+
+static int check_dir(const char *dir)
+{
+	struct stat st;
+	if (stat(dir, &st)) {
+		if (errno != ENOENT || mkdir(dir, 0750))
+			return -errno;
+		if (stat(dir, &st))
+			return -errno;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != geteuid()) {
+		kvt_log(KVT_LOG_ERROR, "%s is owned by uid %u, not by us (%u)", dir,
+			(unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st.st_mode & 027) {
+		kvt_log(KVT_LOG_ERROR, "%s has mode %03o; it must not exceed 0750", dir,
+			(unsigned)(st.st_mode & 0777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+static int listen_on(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	char dir[KVT_SOCK_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	int rc = check_dir(dirname(dir));
+	if (rc)
+		return rc;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			rc = -EEXIST;
+			goto err;
+		}
+		int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		int live = connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(probe);
+		if (live) {
+			kvt_log(KVT_LOG_ERROR, "another kvtierd is serving %s", path);
+			rc = -EADDRINUSE;
+			goto err;
+		}
+		kvt_log(KVT_LOG_INFO, "replacing the stale socket %s", path);
+		unlink(path);
+	}
+	mode_t old = umask(0117);
+	rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (rc || chmod(path, 0660) || listen(fd, 128)) {
+		rc = -errno;
+		goto err;
+	}
+	return fd;
+err:
+	close(fd);
+	return rc;
+}
+
+static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
+{
+	static const struct option lo[] = {
+		{"socket", required_argument, 0, 's'}, {"data-dir", required_argument, 0, 'd'},
+		{"config", required_argument, 0, 'c'}, {"set", required_argument, 0, 'S'},
+		{"print-config", no_argument, 0, 'p'}, {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
+	const char *config = NULL;
+	char err[512];
+	int o, nsets = 0;
+	const char *sets[256];
+	while ((o = getopt_long(argc, argv, "s:d:c:S:ph", lo, NULL)) != -1) {
+		switch (o) {
+		case 's': snprintf(d->sock_path, sizeof(d->sock_path), "%s", optarg); break;
+		case 'd': snprintf(d->data_dir, sizeof(d->data_dir), "%s", optarg); break;
+		case 'c': config = optarg; break;
+		case 'S':
+			if (nsets < 256)
+				sets[nsets++] = optarg;
+			break;
+		case 'p': *print = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "kvtierd: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	kvt_opts_defaults(&d->opts);
+	if (config && kvt_opts_load_file(&d->opts, config, err, sizeof(err))) {
+		fprintf(stderr, "kvtierd: %s\n", err);
+		return -EINVAL;
+	}
+	if (kvt_opts_load_env(&d->opts, err, sizeof(err))) {
+		fprintf(stderr, "kvtierd: %s\n", err);
+		return -EINVAL;
+	}
+	for (int i = 0; i < nsets; i++) {
+		int rc = kvt_opts_set_pair(&d->opts, sets[i]);
+		if (rc) {
+			fprintf(stderr, "kvtierd: --set %s: %s\n", sets[i],
+				rc == -ENOENT ? "no such option" : strerror(-rc));
+			return -EINVAL;
+		}
+	}
+	if (!d->sock_path[0] && kvt_sockpath_daemon(d->sock_path, sizeof(d->sock_path)))
+		return -ENAMETOOLONG;
+	if (!d->data_dir[0]) {
+		const char *home = getenv("XDG_STATE_HOME");
+		if (geteuid() == 0)
+			snprintf(d->data_dir, sizeof(d->data_dir), "/var/lib/kvtier");
+		else if (home && *home)
+			snprintf(d->data_dir, sizeof(d->data_dir), "%s/kvtier", home);
+		else
+			snprintf(d->data_dir, sizeof(d->data_dir), "/tmp/kvtier-%u/data",
+				 (unsigned)getuid());
+	}
+	kvt_opts_resolve(&d->opts, d->data_dir);
+	return 0;
+}
+
+static int setup(struct kvd *d)
+{
+	d->host_cap = kvt_opt_u64(&d->opts, KVT_OPT_HOST_BYTES) & ~(uint64_t)(KVT_GRANULE - 1);
+	d->pol_ops = kvt_policy_find(kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY));
+	if (!d->pol_ops) {
+		kvt_log(KVT_LOG_ERROR, "host.policy: no policy named '%s'",
+			kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY));
+		return -EINVAL;
+	}
+	int rc = d->pol_ops->create(4096, &d->pol);
+	if (rc)
+		return rc;
+	if ((rc = kvd_index_init(&d->idx, 4096)))
+		return rc;
+	d->free_lease = KVD_NIL;
+	d->age_head = d->age_tail = KVD_NIL;
+	if ((d->lfd = listen_on(d->sock_path)) < 0) {
+		kvt_log(KVT_LOG_ERROR, "cannot listen on %s: %s", d->sock_path, strerror(-d->lfd));
+		return d->lfd;
+	}
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d->sigfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
+	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (d->sigfd < 0 || d->timerfd < 0 || d->ep < 0)
+		return -errno;
+	struct itimerspec its = {.it_interval = {0, 100000000}, .it_value = {0, 100000000}};
+	timerfd_settime(d->timerfd, 0, &its, NULL);
+	struct epoll_event ev = {.events = EPOLLIN};
+	ev.data.u64 = EV_LISTEN;
+	epoll_ctl(d->ep, EPOLL_CTL_ADD, d->lfd, &ev);
+	ev.data.u64 = EV_SIGNAL;
+	epoll_ctl(d->ep, EPOLL_CTL_ADD, d->sigfd, &ev);
+	ev.data.u64 = EV_TIMER;
+	epoll_ctl(d->ep, EPOLL_CTL_ADD, d->timerfd, &ev);
+	return 0;
+}
+
+static void start_drain(struct kvd *d)
+{
+	if (d->draining)
+		return;
+	d->draining = true;
+	d->drain_deadline_ns =
+		kvt_now_ns() + kvt_opt_u64(&d->opts, KVT_OPT_SHUTDOWN_TIMEOUT_MS) * 1000000ull;
+	epoll_ctl(d->ep, EPOLL_CTL_DEL, d->lfd, NULL);
+	close(d->lfd);
+	d->lfd = -1;
+	unlink(d->sock_path);
+	kvt_log(KVT_LOG_INFO, "draining: %u leases outstanding, %llu ms to release them",
+		d->n_leases, (unsigned long long)kvt_opt_u64(&d->opts, KVT_OPT_SHUTDOWN_TIMEOUT_MS));
+}
+
+static void print_banner(const struct kvd *d)
+{
+	char cap[32];
+	printf("kvtierd %d.%d.%d listening on %s\n", KVT_VERSION_MAJOR, KVT_VERSION_MINOR,
+	       KVT_VERSION_PATCH, d->sock_path);
+	printf("  host tier: %s shared memory, policy %s; data dir %s\n",
+	       kvt_fmt_bytes(d->host_cap, cap, sizeof(cap)), d->pol_ops->name, d->data_dir);
+	printf("  engines attach with kvt_connect(NULL, &c) and KVTIER_SOCKET=%s\n", d->sock_path);
+	printf("  (link with `pkg-config --libs kvtier`); inspect with `kvtier --socket %s stats`\n",
+	       d->sock_path);
+	fflush(stdout);
+}
+
+static void run(struct kvd *d)
+{
+	struct epoll_event evs[64];
+	for (;;) {
+		if (d->draining && (d->n_leases == 0 || kvt_now_ns() >= d->drain_deadline_ns))
+			break;
+		int n = epoll_wait(d->ep, evs, 64, -1);
+		if (n < 0 && errno != EINTR) {
+			kvt_log(KVT_LOG_ERROR, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int k = 0; k < n; k++) {
+			uint64_t tag = evs[k].data.u64;
+			if (tag == EV_LISTEN) {
+				kvd_conn_accept(d);
+			} else if (tag == EV_SIGNAL) {
+				struct signalfd_siginfo si;
+				while (read(d->sigfd, &si, sizeof(si)) == sizeof(si))
+					start_drain(d);
+			} else if (tag == EV_TIMER) {
+				uint64_t ticks;
+				if (read(d->timerfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+					kvt_log_rl(KVT_LOG_WARN, "timerfd: %s", strerror(errno));
+				kvd_leases_expire(d, kvt_now_ns());
+			} else {
+				uint32_t i = (uint32_t)(tag - EV_CONN0);
+				if (i < d->cap_conns && d->conns[i].fd >= 0)
+					kvd_conn_readable(d, i);
+			}
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct kvd d;
+	bool print = false;
+	kvt_log_set(log_stderr, KVT_LOG_INFO);
+	if (parse_args(&d, argc, argv, &print))
+		return 2;
+	int lvl = kvt_log_level_parse(kvt_opt_str(&d.opts, KVT_OPT_LOG_LEVEL));
+	kvt_log_set(log_stderr, lvl < 0 ? KVT_LOG_INFO : (enum kvt_log_level)lvl);
+	if (print) {
+		kvt_opts_print(&d.opts, stdout);
+		return 0;
+	}
+	if (setup(&d))
+		return 1;
+	print_banner(&d);
+	run(&d);
+	for (uint32_t i = 0; i < d.cap_conns; i++)
+		kvd_conn_close(&d, i);
+	if (d.lfd >= 0)
+		unlink(d.sock_path);
+	for (uint32_t i = 0; i < d.n_tenants; i++)
+		kvt_pool_close(&d.tenants[i].pool);
+	d.pol_ops->destroy(d.pol);
+	kvd_index_fini(&d.idx);
+	free(d.tenants);
+	free(d.nss);
+	free(d.conns);
+	free(d.leases);
+	kvt_log(KVT_LOG_INFO, "stopped");
+	return 0;
+}

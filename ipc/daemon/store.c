@@ -1,0 +1,287 @@
+/*
+ * store.c -- the host tier's chunk operations: tenants and their pools, namespaces, put with
+ * eviction, lookup, delete.
+ *
+ * A put copies each chunk from the client's staging area into a fresh record in the tenant's
+ * pool, hashing each block right after copying it (while it is in cache), writes the header,
+ * and only then inserts the entry into the index: a chunk is visible only when complete
+ * (invariant 4). The checksum is of the pool copy, so a client that scribbles on its staging
+ * area during the copy can only store garbage under its own key, never a wrong checksum.
+ * Capacity is host.bytes across tenants (granule-rounded record bytes); eviction asks the
+ * policy for victims and skips leased entries, so a full pool of leased chunks fails fast.
+ */
+#include "daemon.h"
+#include "core/chunk.h"
+#include "core/keys.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#define COPY_BLOCK (256u << 10)
+
+static uint64_t rec_bytes(uint64_t payload)
+{
+	return (KVT_CHUNK_HDR_BYTES + payload + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
+}
+
+int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out)
+{
+	for (uint32_t i = 0; i < d->n_tenants; i++)
+		if (d->tenants[i].key == uid) {
+			*out = i;
+			return 0;
+		}
+	struct kvd_tenant *t = realloc(d->tenants, sizeof(*t) * (d->n_tenants + 1));
+	if (!t)
+		return -ENOMEM;
+	d->tenants = t;
+	t = &d->tenants[d->n_tenants];
+	memset(t, 0, sizeof(*t));
+	char name[64];
+	snprintf(name, sizeof(name), "kvtier-pool-%u", uid);
+	int rc = kvt_pool_open(&t->pool, d->host_cap, name);
+	if (rc) {
+		kvt_log(KVT_LOG_ERROR, "tenant %u: cannot create its pool: %s", uid, strerror(-rc));
+		return rc;
+	}
+	t->key = uid;
+	*out = d->n_tenants++;
+	kvt_log(KVT_LOG_INFO, "tenant %u: pool of %llu bytes%s", uid,
+		(unsigned long long)d->host_cap, t->pool.pinned ? " (pinned)" : "");
+	return 0;
+}
+
+int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id_t *ns,
+		    uint64_t *chunk_bytes)
+{
+	int rc = kvt_namespace_id(m, ns);
+	if (rc)
+		return rc;
+	*chunk_bytes = kvt_chunk_bytes(m);
+	if (*chunk_bytes + KVT_CHUNK_HDR_BYTES > d->host_cap)
+		return -EFBIG;
+	if (kvd_ns_find(d, tenant, *ns))
+		return 0;
+	if (d->n_nss >= 65536)
+		return KVT_E_NSFULL;
+	if (d->n_nss == d->cap_nss) {
+		uint32_t cap = d->cap_nss ? d->cap_nss * 2 : 16;
+		struct kvd_ns *v = realloc(d->nss, sizeof(*v) * cap);
+		if (!v)
+			return -ENOMEM;
+		d->nss = v;
+		d->cap_nss = cap;
+	}
+	d->nss[d->n_nss++] = (struct kvd_ns){.ns = *ns, .tenant = tenant,
+					     .tokens = m->tokens_per_chunk,
+					     .chunk_bytes = *chunk_bytes};
+	return 0;
+}
+
+const struct kvd_ns *kvd_ns_find(const struct kvd *d, uint32_t tenant, kvt_id_t ns)
+{
+	for (uint32_t i = 0; i < d->n_nss; i++)
+		if (d->nss[i].tenant == tenant && kvt_id_eq(d->nss[i].ns, ns))
+			return &d->nss[i];
+	return NULL;
+}
+
+/* Frees the record and the entry; the generation bump revokes any stale reader. */
+static void entry_free(struct kvd *d, uint32_t id)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	struct kvd_tenant *t = &d->tenants[e->tenant];
+	uint64_t rb = rec_bytes(e->payload_bytes);
+	kvt_pool_free(&t->pool, e->off, ++d->gen_counter);
+	t->used_bytes -= rb;
+	t->chunks--;
+	d->host_used -= rb;
+	kvd_index_release(&d->idx, id);
+}
+
+/* Drops a published entry: out of the index and the policy; freed now or at its last unpin. */
+static void entry_drop(struct kvd *d, uint32_t id)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	kvd_index_unlink(&d->idx, id);
+	d->pol_ops->on_remove(d->pol, id);
+	if (e->pins) {
+		e->state = KVD_DEAD;
+		return;
+	}
+	entry_free(d, id);
+}
+
+void kvd_entry_unpin(struct kvd *d, uint32_t id)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	if (KVT_NEVER(!e->pins))
+		return;
+	if (--e->pins == 0 && e->state == KVD_DEAD)
+		entry_free(d, id);
+}
+
+struct victim_filter {
+	struct kvd *d;
+	uint32_t tenant; /* KVD_NIL: any */
+};
+
+static bool evictable(void *arg, uint32_t id)
+{
+	struct victim_filter *f = arg;
+	const struct kvd_entry *e = &f->d->idx.e[id];
+	return e->state == KVD_PUBLISHED && e->pins == 0 &&
+	       (f->tenant == KVD_NIL || e->tenant == f->tenant);
+}
+
+/* Evicts up to a batch of victims. @return : how many were evicted (0: nothing evictable). */
+static uint32_t evict_some(struct kvd *d, uint32_t tenant, uint64_t want_bytes)
+{
+	uint32_t v[32];
+	struct victim_filter f = {d, tenant};
+	size_t n = d->pol_ops->pick_victims(d->pol, v, 32, evictable, &f);
+	uint64_t freed = 0;
+	uint32_t done = 0;
+	for (size_t i = 0; i < n && freed < want_bytes; i++) {
+		freed += rec_bytes(d->idx.e[v[i]].payload_bytes);
+		entry_drop(d, v[i]);
+		d->st.evictions++;
+		done++;
+	}
+	return done;
+}
+
+/* Finds room for a record in tenant t. @return : pool offset or -ENOSPC. */
+static int64_t make_room(struct kvd *d, uint32_t t, uint64_t payload)
+{
+	uint64_t need = rec_bytes(payload);
+	if (need > d->host_cap)
+		return -EFBIG;
+	while (d->host_used + need > d->host_cap)
+		if (!evict_some(d, KVD_NIL, d->host_used + need - d->host_cap))
+			return -ENOSPC;
+	for (;;) {
+		int64_t off = kvt_pool_alloc(&d->tenants[t].pool, need);
+		if (off >= 0)
+			return off;
+		if (!evict_some(d, t, need)) /* fragmentation: free this tenant's space */
+			return -ENOSPC;
+	}
+}
+
+static uint64_t copy_and_sum(uint8_t *dst, const uint8_t *src, uint64_t len)
+{
+	XXH3_state_t st;
+	XXH3_64bits_reset(&st);
+	for (uint64_t o = 0; o < len; o += COPY_BLOCK) {
+		uint64_t n = len - o < COPY_BLOCK ? len - o : COPY_BLOCK;
+		memcpy(dst + o, src + o, n);
+		XXH3_64bits_update(&st, dst + o, n);
+	}
+	return XXH3_64bits_digest(&st);
+}
+
+static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, kvt_id_t key,
+		   const kvt_id_t *parent, uint32_t depth, uint64_t soff)
+{
+	uint32_t t = c->tenant;
+	uint32_t id = kvd_index_find(&d->idx, t, ns->ns, key);
+	if (id != KVD_NIL) {
+		d->pol_ops->on_access(d->pol, id);
+		return 0;
+	}
+	uint64_t len = ns->chunk_bytes;
+	if (soff > c->staging_bytes || len > c->staging_bytes - soff)
+		return -EINVAL;
+	if (d->idx.used >= kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS))
+		evict_some(d, KVD_NIL, 1);
+	int64_t off = make_room(d, t, len);
+	if (off < 0)
+		return (int)off;
+	id = kvd_index_alloc(&d->idx, (uint32_t)kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS));
+	if (id == KVD_NIL) {
+		kvt_pool_free(&d->tenants[t].pool, (uint64_t)off, ++d->gen_counter);
+		return -ENOSPC;
+	}
+	struct kvd_tenant *tn = &d->tenants[t];
+	uint8_t *rec = tn->pool.base + off;
+	struct kvt_chunk_hdr h = {.codec = KVT_CODEC_RAW, .n_tokens = ns->tokens,
+				  .tenant = tn->key, .ns = ns->ns, .key = key,
+				  .raw_bytes = len, .payload_bytes = len, .seq = ++d->seq_counter};
+	if (parent) {
+		h.parent = *parent;
+		h.flags |= KVT_CHUNK_F_HAS_PARENT;
+	}
+	h.payload_sum = copy_and_sum(rec + KVT_CHUNK_HDR_BYTES, c->staging + soff, len);
+	kvt_chunk_hdr_encode(rec, &h);
+
+	struct kvd_entry *e = &d->idx.e[id];
+	e->key = key, e->ns = ns->ns, e->parent = h.parent, e->has_parent = parent != NULL;
+	e->off = (uint64_t)off, e->payload_bytes = (uint32_t)len, e->tenant = t;
+	e->depth = depth, e->seq = h.seq, e->codec = KVT_CODEC_RAW;
+	e->state = KVD_PUBLISHED;
+	kvd_index_insert(&d->idx, id);
+	uint64_t rb = rec_bytes(len);
+	tn->used_bytes += rb, tn->chunks++, d->host_used += rb;
+	uint32_t pid = parent ? kvd_index_find(&d->idx, t, ns->ns, *parent) : KVD_NIL;
+	struct kvt_policy_meta m = {.key_hash = key.w[0] ^ t, .bytes = rb,
+				    .parent = pid == KVD_NIL ? KVT_POLICY_NONE : pid,
+				    .depth = depth, .tenant = t};
+	d->pol_ops->on_insert(d->pol, id, &m);
+	d->st.puts++;
+	d->st.put_bytes += len;
+	return 0;
+}
+
+int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
+	    const struct kvt_msg_put_item *items, uint32_t n)
+{
+	const struct kvd_ns *ns = kvd_ns_find(d, c->tenant, p->ns);
+	if (!ns || p->chunk_bytes != ns->chunk_bytes)
+		return -EINVAL;
+	const kvt_id_t *parent = (p->flags & KVT_PUT_F_PARENT) ? &p->parent : NULL;
+	uint32_t depth = 0;
+	if (parent) {
+		uint32_t pid = kvd_index_find(&d->idx, c->tenant, p->ns, *parent);
+		depth = pid == KVD_NIL ? 1 : d->idx.e[pid].depth + 1;
+	}
+	int done = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int rc = put_one(d, c, ns, items[i].key, parent, depth + i, items[i].staging_off);
+		if (rc) {
+			if (rc == -ENOSPC)
+				d->st.enospc++;
+			return done ? done : rc;
+		}
+		parent = &items[i].key;
+		done++;
+	}
+	return done;
+}
+
+int kvd_lookup(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)
+{
+	d->st.lookups += n;
+	uint32_t i = 0;
+	while (i < n && kvd_index_find(&d->idx, tenant, ns, keys[i]) != KVD_NIL)
+		i++;
+	return (int)i;
+}
+
+int kvd_delete(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)
+{
+	int done = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
+		if (id == KVD_NIL)
+			continue;
+		entry_drop(d, id);
+		d->st.deletes++;
+		done++;
+	}
+	return done;
+}

@@ -1,0 +1,101 @@
+/*
+ * main.c -- kvtier, the operator CLI: kvtier [--socket PATH] COMMAND [ARGS].
+ * Connects like the library (--socket, else $KVTIER_SOCKET, else the default path).
+ */
+#include "cli.h"
+#include "ipc/proto.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kvtier [--socket PATH] COMMAND [ARGS]\n\n"
+		   "commands:\n"
+		   "  ping                      check that kvtierd answers\n"
+		   "  stats [--json]            tiers, leases, clients, corruptions\n"
+		   "  sim ARGS                  replay a trace through the daemon's policies\n"
+		   "  bench [NAME] [ARGS]       benchmarks with their baselines (host, nvme, rocksdb, policy)\n");
+}
+
+int cli_exec_sibling(const char *name, int argc, char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		return 1;
+	self[n] = 0;
+	snprintf(path, sizeof(path), "%s/kvtier-%s", dirname(self), name);
+	if (access(path, X_OK)) {
+		fprintf(stderr, "kvtier: %s is not built (%s)\n", name, path);
+		return 1;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		argv[0] = path;
+		execv(path, argv);
+		_exit(127);
+	}
+	int st;
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return 1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sock = NULL;
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--socket") && i + 1 < argc)
+			sock = argv[++i];
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[i];
+	if (!strcmp(cmd, "sim"))
+		return cli_exec_sibling("sim", argc - i, argv + i);
+	if (!strcmp(cmd, "bench"))
+		return cli_bench(sock, argc - i, argv + i);
+	kvt_client_t *c;
+	int rc = kvt_connect(sock, &c);
+	if (rc) {
+		char path[KVT_SOCK_PATH_MAX] = "";
+		if (sock)
+			snprintf(path, sizeof(path), "%s", sock);
+		else
+			kvt_sockpath_client(path, sizeof(path));
+		fprintf(stderr, "kvtier: cannot reach kvtierd at %s: %s\n", path, kvt_strerror(rc));
+		return 1;
+	}
+	if (!strcmp(cmd, "ping")) {
+		rc = kvt__client_simple(c, KVT_MSG_PING, NULL, 0);
+		if (!rc)
+			printf("kvtierd is alive\n");
+	} else if (!strcmp(cmd, "stats")) {
+		rc = cli_stats(c, argc - i, argv + i);
+	} else {
+		fprintf(stderr, "kvtier: unknown command '%s'\n", cmd);
+		usage(stderr);
+		rc = -EINVAL;
+	}
+	kvt_close(c);
+	if (rc < 0)
+		fprintf(stderr, "kvtier: %s: %s\n", cmd, kvt_strerror(rc));
+	return rc < 0 ? 1 : 0;
+}
