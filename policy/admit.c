@@ -1,0 +1,141 @@
+/*
+ * admit.c -- TinyLFU and second-touch admission (see admit.h). The sketch width is the power
+ * of two at or above 4 x capacity_hint counters per row (bytes, saturating at 15); the
+ * doorkeeper has 8 bits per expected key and two probes. The counters are plain bytes rather
+ * than packed nibbles: simpler, and the sketch stays small next to the cache it guards.
+ */
+#include "admit.h"
+#include "pol_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { ALL, TINYLFU, SECOND };
+
+struct kvt_admit {
+	enum kind kind;
+	uint8_t *cm;  /* 4 rows x width */
+	uint64_t *dk; /* doorkeeper bits */
+	size_t width, dk_bits, records, window;
+};
+
+int kvt_admit_create(const char *name, size_t hint, struct kvt_admit **out)
+{
+	enum kind k;
+	if (!strcmp(name, "none"))
+		k = ALL;
+	else if (!strcmp(name, "tinylfu"))
+		k = TINYLFU;
+	else if (!strcmp(name, "second_touch"))
+		k = SECOND;
+	else
+		return -ENOENT;
+	struct kvt_admit *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->kind = k;
+	hint = hint < 64 ? 64 : hint;
+	a->width = 64;
+	while (a->width < 4 * hint)
+		a->width *= 2;
+	a->dk_bits = a->width * 2;
+	a->window = 10 * hint;
+	a->cm = calloc(4 * a->width, 1);
+	a->dk = calloc(a->dk_bits / 64, sizeof(uint64_t));
+	if (!a->cm || !a->dk) {
+		kvt_admit_destroy(a);
+		return -ENOMEM;
+	}
+	*out = a;
+	return 0;
+}
+
+void kvt_admit_destroy(struct kvt_admit *a)
+{
+	if (!a)
+		return;
+	free(a->cm);
+	free(a->dk);
+	free(a);
+}
+
+const char *kvt_admit_name(const struct kvt_admit *a)
+{
+	static const char *const names[] = {"none", "tinylfu", "second_touch"};
+	return names[a->kind];
+}
+
+static bool dk_has(const struct kvt_admit *a, uint64_t h)
+{
+	uint64_t b1 = h & (a->dk_bits - 1), b2 = (h >> 32) & (a->dk_bits - 1);
+	return (a->dk[b1 / 64] >> (b1 % 64) & 1) && (a->dk[b2 / 64] >> (b2 % 64) & 1);
+}
+
+static void dk_set(struct kvt_admit *a, uint64_t h)
+{
+	uint64_t b1 = h & (a->dk_bits - 1), b2 = (h >> 32) & (a->dk_bits - 1);
+	a->dk[b1 / 64] |= 1ULL << (b1 % 64);
+	a->dk[b2 / 64] |= 1ULL << (b2 % 64);
+}
+
+static size_t cell(const struct kvt_admit *a, uint64_t h, int row)
+{
+	uint64_t x = kvt__mix64(h + 0x9e3779b97f4a7c15ULL * (uint64_t)(row + 1));
+	return (size_t)row * a->width + (x & (a->width - 1));
+}
+
+static unsigned cm_min(const struct kvt_admit *a, uint64_t h)
+{
+	unsigned m = 255;
+	for (int r = 0; r < 4; r++) {
+		unsigned c = a->cm[cell(a, h, r)];
+		m = c < m ? c : m;
+	}
+	return m;
+}
+
+static void age(struct kvt_admit *a)
+{
+	for (size_t i = 0; i < 4 * a->width; i++)
+		a->cm[i] >>= 1;
+	memset(a->dk, 0, a->dk_bits / 8);
+	a->records = 0;
+}
+
+void kvt_admit_record(struct kvt_admit *a, uint64_t key_hash)
+{
+	if (a->kind == ALL)
+		return;
+	uint64_t h = kvt__mix64(key_hash);
+	if (!dk_has(a, h)) {
+		dk_set(a, h);
+	} else {
+		unsigned m = cm_min(a, h);
+		if (m < 15) /* conservative update: raise only the minimal cells */
+			for (int r = 0; r < 4; r++)
+				if (a->cm[cell(a, h, r)] == m)
+					a->cm[cell(a, h, r)]++;
+	}
+	if (++a->records >= a->window)
+		age(a);
+}
+
+unsigned kvt_admit_estimate(const struct kvt_admit *a, uint64_t key_hash)
+{
+	uint64_t h = kvt__mix64(key_hash);
+	return dk_has(a, h) ? cm_min(a, h) + 1 : 0;
+}
+
+bool kvt_admit_check(struct kvt_admit *a, uint64_t cand_hash, const uint64_t *victim_hash)
+{
+	switch (a->kind) {
+	case SECOND:
+		return kvt_admit_estimate(a, cand_hash) >= 2;
+	case TINYLFU:
+		return !victim_hash ||
+		       kvt_admit_estimate(a, cand_hash) > kvt_admit_estimate(a, *victim_hash);
+	default:
+		return true;
+	}
+}

@@ -1,0 +1,313 @@
+/*
+ * cli.c -- `kvtier sim` argument parsing and reports (text table, JSON lines, SVG plot).
+ *
+ * Single-tier form: --trace F --capacity N[,N...] --policy P[,P...]: every (policy, capacity)
+ * pair is replayed, each beside Belady's MIN at the same capacity. Multi-tier form: --tier
+ * NAME=SIZE (blocks, or bytes with a B/KiB/MiB/GiB suffix divided by --block-bytes), repeated
+ * top tier first, with --policy NAME=P and --admission NAME=A per tier.
+ */
+#include "sim.h"
+#include "sim_int.h"
+
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LIST 32
+
+struct opts {
+	const char *trace, *plot;
+	bool json;
+	size_t caps[MAX_LIST], n_caps;
+	char *pols[MAX_LIST];
+	size_t n_pols;
+	struct kvt_sim_tier tiers[KVT_SIM_MAX_TIERS];
+	size_t n_tiers;
+	const char *params[MAX_LIST + 1];
+	size_t n_params;
+	const char *admission;
+	uint64_t block_bytes;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: kvtier sim --trace FILE --capacity N[,N...] --policy P[,P...]\n"
+	    "                  [--admission none|tinylfu|second_touch] [--param k=v]...\n"
+	    "                  [--json] [--plot FILE.svg] [--block-bytes N]\n"
+	    "       kvtier sim --trace FILE --tier host=4096 --tier nvme=64GiB\n"
+	    "                  --policy host=s3fifo --policy nvme=lru\n"
+	    "                  [--admission nvme=second_touch] --block-bytes N\n"
+	    "       kvtier sim --list-policies\n"
+	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n");
+}
+
+static int parse_size(const char *s, uint64_t block_bytes, size_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || v < 0)
+		return -EINVAL;
+	double mul = 0;
+	if (!*end)
+		mul = 0; /* blocks */
+	else if (!strcmp(end, "B"))
+		mul = 1;
+	else if (!strcmp(end, "KiB"))
+		mul = 1024.0;
+	else if (!strcmp(end, "MiB"))
+		mul = 1048576.0;
+	else if (!strcmp(end, "GiB"))
+		mul = 1073741824.0;
+	else
+		return -EINVAL;
+	*out = mul ? (size_t)(v * mul / (double)block_bytes) : (size_t)v;
+	return 0;
+}
+
+static int split_list(char *s, char **out, size_t *n)
+{
+	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+		if (*n == MAX_LIST)
+			return -E2BIG;
+		out[(*n)++] = tok;
+	}
+	return 0;
+}
+
+/* "NAME=VAL" sets the policy (which 0) or admission (1) of the tier NAME. @return : 0, -EINVAL. */
+static int tier_pair(struct opts *o, const char *arg, int which)
+{
+	const char *eq = strchr(arg, '=');
+	for (size_t i = 0; eq && i < o->n_tiers; i++)
+		if (strlen(o->tiers[i].name) == (size_t)(eq - arg) &&
+		    !strncmp(o->tiers[i].name, arg, (size_t)(eq - arg))) {
+			if (which)
+				o->tiers[i].admission = eq + 1;
+			else
+				o->tiers[i].policy = eq + 1;
+			return 0;
+		}
+	fprintf(stderr, "sim: no tier for '%s'\n", arg);
+	return -EINVAL;
+}
+
+struct raw {
+	char *caps, *tiers[KVT_SIM_MAX_TIERS], *pol_pairs[MAX_LIST], *adm_pairs[MAX_LIST];
+	size_t n_tiers, n_pp, n_ap;
+};
+
+static int take(struct opts *o, struct raw *w, const char *a, char *v)
+{
+	if (!strcmp(a, "--trace"))
+		o->trace = v;
+	else if (!strcmp(a, "--plot"))
+		o->plot = v;
+	else if (!strcmp(a, "--capacity"))
+		w->caps = v;
+	else if (!strcmp(a, "--policy") && strchr(v, '=') && w->n_pp < MAX_LIST)
+		w->pol_pairs[w->n_pp++] = v;
+	else if (!strcmp(a, "--policy"))
+		return split_list(v, o->pols, &o->n_pols);
+	else if (!strcmp(a, "--admission") && strchr(v, '=') && w->n_ap < MAX_LIST)
+		w->adm_pairs[w->n_ap++] = v;
+	else if (!strcmp(a, "--admission"))
+		o->admission = v;
+	else if (!strcmp(a, "--param") && o->n_params < MAX_LIST)
+		o->params[o->n_params++] = v;
+	else if (!strcmp(a, "--tier") && w->n_tiers < KVT_SIM_MAX_TIERS)
+		w->tiers[w->n_tiers++] = v;
+	else if (!strcmp(a, "--block-bytes"))
+		o->block_bytes = strtoull(v, NULL, 10);
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int finish(struct opts *o, struct raw *w)
+{
+	char *l[MAX_LIST];
+	size_t n = 0;
+	int rc = 0;
+	if (w->caps && (rc = split_list(w->caps, l, &n)))
+		return rc;
+	for (size_t k = 0; k < n && !rc; k++)
+		rc = parse_size(l[k], o->block_bytes, &o->caps[o->n_caps++]);
+	for (size_t k = 0; k < w->n_tiers && !rc; k++) {
+		char *eq = strchr(w->tiers[k], '=');
+		struct kvt_sim_tier *t = &o->tiers[o->n_tiers++];
+		if (!eq || parse_size(eq + 1, o->block_bytes, &t->capacity_blocks))
+			return -EINVAL;
+		*eq = 0;
+		t->name = w->tiers[k];
+		t->policy = o->n_pols ? o->pols[0] : "lru";
+		t->admission = o->admission;
+		t->params = o->params;
+	}
+	for (size_t k = 0; k < w->n_pp && !rc; k++)
+		rc = tier_pair(o, w->pol_pairs[k], 0);
+	for (size_t k = 0; k < w->n_ap && !rc; k++)
+		rc = tier_pair(o, w->adm_pairs[k], 1);
+	return rc;
+}
+
+/* @return : 0, 1 when the command is complete (help, list), -EINVAL. */
+static int parse(struct opts *o, int argc, char **argv)
+{
+	struct raw w;
+	memset(&w, 0, sizeof(w));
+	o->block_bytes = 512 * 1024;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--json")) {
+			o->json = true;
+		} else if (!strcmp(a, "--list-policies")) {
+			for (size_t k = 0; kvt_policy_at(k); k++)
+				printf("%s\n", kvt_policy_at(k)->name);
+			return 1;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 1;
+		} else if (i + 1 >= argc || take(o, &w, a, argv[i + 1])) {
+			fprintf(stderr, "sim: bad option %s\n", a);
+			return -EINVAL;
+		} else {
+			i++;
+		}
+	}
+	if (!o->block_bytes || !o->trace) {
+		fprintf(stderr, "sim: --trace is required\n");
+		return -EINVAL;
+	}
+	return finish(o, &w);
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0.0;
+}
+
+/* One replay plus its OPT bound, printed as a table row or a JSON line. */
+static int single(struct opts *o, const struct kvt_trace *t, const char *pol, size_t cap,
+                  double *hr, double *opt_hr)
+{
+	struct kvt_sim_tier tier = {.name = "tier",
+	                            .policy = pol,
+	                            .admission = o->admission,
+	                            .params = o->params,
+	                            .capacity_blocks = cap};
+	struct kvt_sim_result r, opt;
+	int rc = kvt_sim_run(t, &tier, 1, &r);
+	if (!rc)
+		rc = kvt_sim_opt(t, cap, &opt);
+	if (rc)
+		return rc;
+	*hr = ratio(r.hits, r.accesses);
+	*opt_hr = ratio(opt.hits, opt.accesses);
+	const struct kvt_sim_tier_result *x = &r.tier[0];
+	if (o->json)
+		printf("{\"policy\":\"%s\",\"admission\":\"%s\",\"capacity_blocks\":%zu,"
+		       "\"accesses\":%llu,\"hits\":%llu,\"hit_ratio\":%.6f,"
+		       "\"prefix_hit_ratio\":%.6f,\"opt_hit_ratio\":%.6f,"
+		       "\"opt_prefix_hit_ratio\":%.6f,\"evictions\":%llu,\"rejected\":%llu,"
+		       "\"replay_s\":%.4f}\n",
+		       pol, o->admission ? o->admission : "none", cap,
+		       (unsigned long long)r.accesses, (unsigned long long)r.hits, *hr,
+		       ratio(r.prefix_hits, r.accesses), *opt_hr,
+		       ratio(opt.prefix_hits, opt.accesses), (unsigned long long)x->evictions,
+		       (unsigned long long)x->rejected, r.elapsed_s);
+	else
+		printf("%-12s %10zu %9.4f %9.4f %9.4f %9.3f\n", pol, cap, *hr,
+		       ratio(r.prefix_hits, r.accesses), *opt_hr, r.elapsed_s);
+	return 0;
+}
+
+static int multi(struct opts *o, const struct kvt_trace *t)
+{
+	struct kvt_sim_result r, opt;
+	size_t total = 0;
+	int rc = kvt_sim_run(t, o->tiers, o->n_tiers, &r);
+	for (size_t i = 0; i < o->n_tiers; i++)
+		total += o->tiers[i].capacity_blocks;
+	if (!rc)
+		rc = kvt_sim_opt(t, total, &opt);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < o->n_tiers; i++) {
+		const struct kvt_sim_tier_result *x = &r.tier[i];
+		const struct kvt_sim_tier *ti = &o->tiers[i];
+		unsigned long long bb = o->block_bytes;
+		if (o->json)
+			printf(
+			    "{\"tier\":\"%s\",\"policy\":\"%s\",\"admission\":\"%s\","
+			    "\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,"
+			    "\"bytes_promoted\":%llu,\"bytes_demoted\":%llu,\"rejected\":%llu}\n",
+			    ti->name, ti->policy, ti->admission ? ti->admission : "none",
+			    ti->capacity_blocks, ratio(x->hits, r.accesses),
+			    (unsigned long long)x->promoted_blocks * bb,
+			    (unsigned long long)x->demoted_blocks * bb,
+			    (unsigned long long)x->rejected);
+		else
+			printf("tier %-8s %-10s %10zu blocks  hit %.4f  promoted %llu B  demoted "
+			       "%llu B  rejected %llu\n",
+			       ti->name, ti->policy, ti->capacity_blocks,
+			       ratio(x->hits, r.accesses),
+			       (unsigned long long)x->promoted_blocks * bb,
+			       (unsigned long long)x->demoted_blocks * bb,
+			       (unsigned long long)x->rejected);
+	}
+	if (o->json)
+		printf("{\"tier\":\"all\",\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,"
+		       "\"prefix_hit_ratio\":%.6f,\"opt_hit_ratio\":%.6f}\n",
+		       total, ratio(r.hits, r.accesses), ratio(r.prefix_hits, r.accesses),
+		       ratio(opt.hits, opt.accesses));
+	else
+		printf("all  %zu blocks  hit %.4f  prefix hit %.4f  OPT %.4f\n", total,
+		       ratio(r.hits, r.accesses), ratio(r.prefix_hits, r.accesses),
+		       ratio(opt.hits, opt.accesses));
+	return 0;
+}
+
+int kvt_sim_main(int argc, char **argv)
+{
+	struct opts o;
+	struct kvt_trace t;
+	memset(&o, 0, sizeof(o));
+	int rc = parse(&o, argc, argv);
+	if (rc) {
+		if (rc < 0)
+			usage(stderr);
+		return rc < 0 ? 2 : 0;
+	}
+	if ((rc = kvt_trace_load(o.trace, &t))) {
+		fprintf(stderr, "sim: %s: %s\n", o.trace, strerror(-rc));
+		return 1;
+	}
+	if (o.n_tiers) {
+		rc = multi(&o, &t);
+		goto out;
+	}
+	if (!o.n_caps || !o.n_pols) {
+		fprintf(stderr, "sim: --capacity and --policy are required\n");
+		rc = -EINVAL;
+		goto out;
+	}
+	double hr[MAX_LIST * MAX_LIST], opt[MAX_LIST];
+	if (!o.json)
+		printf("%-12s %10s %9s %9s %9s %9s\n", "policy", "capacity", "hit", "prefix", "opt",
+		       "replay_s");
+	for (size_t p = 0; p < o.n_pols && !rc; p++)
+		for (size_t c = 0; c < o.n_caps && !rc; c++)
+			rc = single(&o, &t, o.pols[p], o.caps[c], &hr[p * MAX_LIST + c], &opt[c]);
+	if (!rc && o.plot)
+		rc = kvt__sim_plot(o.plot, o.pols, o.n_pols, o.caps, o.n_caps, hr, MAX_LIST, opt);
+out:
+	kvt_trace_free(&t);
+	if (rc)
+		fprintf(stderr, "sim: %s\n", strerror(-rc));
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,225 @@
+/*
+ * replay.c -- the simulator's replay loop. Each tier owns a policy instance made through the
+ * registry's ops table (the daemon's code, not a copy), an optional admission filter, and a
+ * residency byte per block. A request's blocks are accessed in order: a hit in tier 0 is a hit;
+ * a hit lower down is a hit that also promotes the block into tier 0 (the copy stays: tiers are
+ * inclusive); a miss inserts into tier 0. Evicting from a tier demotes the victim to the next
+ * tier when that tier lacks it and admits it. Eviction asks the policy for one victim at a time.
+ */
+#include "sim.h"
+
+#include "policy/admit.h"
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct tier {
+	const struct kvt_policy_ops *ops;
+	struct kvt_policy *p;
+	struct kvt_admit *adm;
+	uint8_t *res;
+	size_t used, cap;
+	struct kvt_sim_tier_result *r;
+};
+
+struct run {
+	struct tier t[KVT_SIM_MAX_TIERS];
+	size_t n;
+	uint32_t prev_blk; /* previous block of the current request, or KVT_POLICY_NONE */
+	uint32_t depth;
+	uint32_t tenant;
+};
+
+static inline uint64_t key_hash(uint32_t blk)
+{
+	uint64_t x = (uint64_t)blk + 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static void make_meta(const struct run *u, const struct tier *t, uint32_t blk,
+                      struct kvt_policy_meta *m)
+{
+	m->key_hash = key_hash(blk);
+	m->bytes = 1;
+	m->parent =
+	    u->prev_blk != KVT_POLICY_NONE && t->res[u->prev_blk] ? u->prev_blk : KVT_POLICY_NONE;
+	m->depth = u->depth;
+	m->tenant = u->tenant;
+	m->reserved = 0;
+}
+
+static void insert(struct run *u, size_t ti, uint32_t blk);
+
+static void evict_one(struct run *u, size_t ti)
+{
+	struct tier *t = &u->t[ti];
+	uint32_t v;
+	if (t->ops->pick_victims(t->p, &v, 1, NULL, NULL) != 1 || !t->res[v]) {
+		fprintf(stderr, "sim: policy %s proposed no valid victim\n", t->ops->name);
+		abort();
+	}
+	t->ops->on_remove(t->p, v);
+	t->res[v] = 0;
+	t->used--;
+	t->r->evictions++;
+	if (ti + 1 < u->n && !u->t[ti + 1].res[v]) {
+		size_t before = u->t[ti + 1].r->inserts;
+		insert(u, ti + 1, v);
+		t->r->demoted_blocks += u->t[ti + 1].r->inserts - before;
+	}
+}
+
+static void insert(struct run *u, size_t ti, uint32_t blk)
+{
+	struct tier *t = &u->t[ti];
+	struct kvt_policy_meta m;
+	if (!t->cap)
+		return;
+	make_meta(u, t, blk, &m);
+	if (t->ops->admit && !t->ops->admit(t->p, &m)) {
+		t->r->rejected++;
+		return;
+	}
+	if (t->adm) {
+		uint64_t vh, *vp = NULL;
+		uint32_t v;
+		if (t->used >= t->cap && t->ops->pick_victims(t->p, &v, 1, NULL, NULL) == 1) {
+			vh = key_hash(v);
+			vp = &vh;
+		}
+		if (!kvt_admit_check(t->adm, m.key_hash, vp)) {
+			t->r->rejected++;
+			return;
+		}
+	}
+	while (t->used >= t->cap)
+		evict_one(u, ti);
+	t->ops->on_insert(t->p, blk, &m);
+	t->res[blk] = 1;
+	t->used++;
+	t->r->inserts++;
+}
+
+/* @return : true on a hit in any tier. */
+static bool access_blk(struct run *u, uint32_t blk)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (u->t[i].adm)
+			kvt_admit_record(u->t[i].adm, key_hash(blk));
+	for (size_t i = 0; i < u->n; i++) {
+		struct tier *t = &u->t[i];
+		if (!t->res[blk])
+			continue;
+		t->r->hits++;
+		t->ops->on_access(t->p, blk);
+		if (i > 0 && !u->t[0].res[blk]) {
+			size_t before = u->t[0].r->inserts;
+			insert(u, 0, blk);
+			t->r->promoted_blocks += u->t[0].r->inserts - before;
+		}
+		return true;
+	}
+	insert(u, 0, blk);
+	return false;
+}
+
+static int apply_params(struct tier *t, const char *const *params)
+{
+	for (size_t i = 0; params && params[i]; i++) {
+		char name[64];
+		const char *eq = strchr(params[i], '=');
+		if (!eq || (size_t)(eq - params[i]) >= sizeof(name))
+			return -EINVAL;
+		memcpy(name, params[i], (size_t)(eq - params[i]));
+		name[eq - params[i]] = 0;
+		int rc = t->ops->set_param ? t->ops->set_param(t->p, name, eq + 1) : -ENOENT;
+		if (rc) {
+			fprintf(stderr, "sim: %s: cannot set %s\n", t->ops->name, params[i]);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void teardown(struct run *u)
+{
+	for (size_t i = 0; i < u->n; i++) {
+		if (u->t[i].p)
+			u->t[i].ops->destroy(u->t[i].p);
+		kvt_admit_destroy(u->t[i].adm);
+		free(u->t[i].res);
+	}
+}
+
+static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim_tier *tiers,
+                 size_t n, struct kvt_sim_result *r)
+{
+	u->n = n;
+	for (size_t i = 0; i < n; i++) {
+		struct tier *t = &u->t[i];
+		t->r = &r->tier[i];
+		t->cap = tiers[i].capacity_blocks;
+		t->ops = kvt_policy_find(tiers[i].policy);
+		if (!t->ops) {
+			fprintf(stderr, "sim: unknown policy '%s'\n", tiers[i].policy);
+			return -ENOENT;
+		}
+		t->res = calloc(tr->n_blocks + 1, 1);
+		if (!t->res)
+			return -ENOMEM;
+		int rc = t->ops->create(t->cap, &t->p);
+		if (rc) {
+			t->p = NULL;
+			return rc;
+		}
+		if ((rc = apply_params(t, tiers[i].params)))
+			return rc;
+		if (tiers[i].admission && strcmp(tiers[i].admission, "none") &&
+		    (rc = kvt_admit_create(tiers[i].admission, t->cap, &t->adm))) {
+			fprintf(stderr, "sim: unknown admission '%s'\n", tiers[i].admission);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, size_t n,
+                struct kvt_sim_result *r)
+{
+	struct run u;
+	memset(&u, 0, sizeof(u));
+	memset(r, 0, sizeof(*r));
+	if (!n || n > KVT_SIM_MAX_TIERS)
+		return -EINVAL;
+	int rc = setup(&u, tr, tiers, n, r);
+	if (rc)
+		goto out;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (size_t q = 0; q < tr->n_req; q++) {
+		bool lead = true;
+		u.prev_blk = KVT_POLICY_NONE;
+		u.tenant = tr->tenant[q];
+		u.depth = 0;
+		for (uint64_t i = tr->req_off[q]; i < tr->req_off[q + 1]; i++) {
+			bool hit = access_blk(&u, tr->blk[i]);
+			r->hits += hit;
+			lead = lead && hit;
+			r->prefix_hits += lead;
+			u.prev_blk = tr->blk[i];
+			u.depth++;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	r->accesses = tr->n_acc;
+	r->elapsed_s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
+out:
+	teardown(&u);
+	return rc;
+}

@@ -1,0 +1,64 @@
+/*
+ * sim.h -- kvtier sim: replays a block-access trace through the same policy code as kvtierd.
+ *
+ * kvt_sim_main() is the command-line entry that `kvtier sim ...` calls (argv[0] = "sim"); the
+ * functions below are the library under it, used by the tests. Not thread-safe; one caller.
+ */
+#ifndef KVT_SIM_H
+#define KVT_SIM_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A trace in memory: requests, each a run of dense block ids (0..n_blocks-1). */
+struct kvt_trace {
+	size_t n_req, n_acc, n_blocks;
+	uint64_t *req_off; /* n_req + 1 offsets into blk */
+	uint32_t *blk;     /* n_acc dense block ids, in request order */
+	uint64_t *ts_ms;   /* n_req arrival times */
+	uint32_t *tenant;  /* n_req tenants (0 when the format has none) */
+};
+
+/*
+ * Loads a trace: Mooncake JSONL (a line starting with '{', fields timestamp and hash_ids) or the
+ * native text format (one request a line: "<timestamp_ms> [t=<tenant>] <id> <id> ...", ids are
+ * any u64, '#' starts a comment). Ids are remapped to dense ids in order of first appearance.
+ * @return : 0, -errno on I/O, -EINVAL on a malformed line. t is owned by the caller
+ * (kvt_trace_free).
+ */
+int kvt_trace_load(const char *path, struct kvt_trace *t);
+/* Builds a trace from memory (tests): n_req requests, lens[i] blocks each, ids dense < n_blocks. */
+int kvt_trace_from(struct kvt_trace *t, size_t n_req, const uint32_t *lens, const uint32_t *ids);
+void kvt_trace_free(struct kvt_trace *t);
+
+struct kvt_sim_tier {
+	const char *name;          /* "host", "nvme", ... (borrowed) */
+	const char *policy;        /* policy name (borrowed) */
+	const char *admission;     /* NULL, "none", "tinylfu", "second_touch" (borrowed) */
+	const char *const *params; /* NULL-terminated "k=v" list for set_param (borrowed) */
+	size_t capacity_blocks;
+};
+
+struct kvt_sim_tier_result {
+	uint64_t hits, inserts, rejected, evictions, promoted_blocks, demoted_blocks;
+};
+
+#define KVT_SIM_MAX_TIERS 8
+struct kvt_sim_result {
+	uint64_t accesses, hits, prefix_hits;
+	double elapsed_s; /* replay time, policy work included, loading excluded */
+	struct kvt_sim_tier_result tier[KVT_SIM_MAX_TIERS];
+};
+
+/* Replays t through tiers[0..n) (tier 0 on top, inclusive, demotion on eviction, promotion to
+ * tier 0 on a lower-tier hit). @return : 0, -ENOENT unknown policy, -EINVAL bad parameter. */
+int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, size_t n,
+                struct kvt_sim_result *r);
+/* Belady's MIN (with bypass) at capacity blocks: O(n log n). Fills hits and prefix_hits. */
+int kvt_sim_opt(const struct kvt_trace *t, size_t capacity, struct kvt_sim_result *r);
+/* The same bound by a direct O(n * capacity) scan; for tests on small traces. */
+int kvt_sim_opt_naive(const struct kvt_trace *t, size_t capacity, struct kvt_sim_result *r);
+
+/* The `kvtier sim` command. @return : a process exit status. */
+int kvt_sim_main(int argc, char **argv);
+#endif

@@ -1,0 +1,250 @@
+/*
+ * trace.c -- trace loading. The whole file is read into memory and scanned once; block ids go
+ * through an open-addressing map to dense ids (first appearance order), so policies can keep
+ * per-id arrays. Mooncake lines are parsed by looking for the "timestamp" and "hash_ids" keys
+ * only; the rest of the object is ignored.
+ */
+#include "sim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct idmap {
+	uint64_t *keys; /* key + 1; 0 = empty */
+	uint32_t *vals;
+	size_t cap, n;
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static int idmap_get(struct idmap *m, uint64_t key, uint32_t *out)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 1 << 16;
+		uint64_t *k = calloc(nc, sizeof(*k));
+		uint32_t *v = calloc(nc, sizeof(*v));
+		if (!k || !v) {
+			free(k);
+			free(v);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->keys[i]) {
+				size_t j = mix(m->keys[i]) & (nc - 1);
+				while (k[j])
+					j = (j + 1) & (nc - 1);
+				k[j] = m->keys[i];
+				v[j] = m->vals[i];
+			}
+		free(m->keys);
+		free(m->vals);
+		m->keys = k;
+		m->vals = v;
+		m->cap = nc;
+	}
+	uint64_t k1 = key + 1;
+	size_t j = mix(k1) & (m->cap - 1);
+	while (m->keys[j] && m->keys[j] != k1)
+		j = (j + 1) & (m->cap - 1);
+	if (!m->keys[j]) {
+		m->keys[j] = k1;
+		m->vals[j] = (uint32_t)m->n++;
+	}
+	*out = m->vals[j];
+	return 0;
+}
+
+struct builder {
+	struct kvt_trace *t;
+	size_t cap_req, cap_acc;
+	struct idmap map;
+};
+
+static int push_req(struct builder *b, uint64_t ts, uint32_t tenant)
+{
+	struct kvt_trace *t = b->t;
+	if (t->n_req + 2 > b->cap_req) {
+		size_t nc = b->cap_req ? b->cap_req * 2 : 4096;
+		uint64_t *off = realloc(t->req_off, nc * sizeof(*off));
+		if (!off)
+			return -ENOMEM;
+		t->req_off = off;
+		uint64_t *tsa = realloc(t->ts_ms, nc * sizeof(*tsa));
+		if (!tsa)
+			return -ENOMEM;
+		t->ts_ms = tsa;
+		uint32_t *ten = realloc(t->tenant, nc * sizeof(*ten));
+		if (!ten)
+			return -ENOMEM;
+		t->tenant = ten;
+		b->cap_req = nc;
+	}
+	t->ts_ms[t->n_req] = ts;
+	t->tenant[t->n_req] = tenant;
+	t->req_off[t->n_req] = t->n_acc;
+	t->n_req++;
+	t->req_off[t->n_req] = t->n_acc;
+	return 0;
+}
+
+static int push_blk(struct builder *b, uint64_t raw)
+{
+	struct kvt_trace *t = b->t;
+	if (t->n_acc == b->cap_acc) {
+		size_t nc = b->cap_acc ? b->cap_acc * 2 : 1 << 16;
+		uint32_t *blk = realloc(t->blk, nc * sizeof(*blk));
+		if (!blk)
+			return -ENOMEM;
+		t->blk = blk;
+		b->cap_acc = nc;
+	}
+	uint32_t id;
+	int rc = idmap_get(&b->map, raw, &id);
+	if (rc)
+		return rc;
+	t->blk[t->n_acc++] = id;
+	t->req_off[t->n_req] = t->n_acc;
+	return 0;
+}
+
+static int parse_mooncake(struct builder *b, char *line)
+{
+	char *p = strstr(line, "\"timestamp\"");
+	char *h = strstr(line, "\"hash_ids\"");
+	if (!h)
+		return -EINVAL;
+	uint64_t ts = 0;
+	if (p && (p = strchr(p, ':')))
+		ts = strtoull(p + 1, NULL, 10);
+	h = strchr(h, '[');
+	if (!h)
+		return -EINVAL;
+	int rc = push_req(b, ts, 0);
+	if (rc)
+		return rc;
+	for (h++;;) {
+		while (*h == ' ' || *h == ',' || *h == '\t')
+			h++;
+		if (*h == ']')
+			return 0;
+		char *end;
+		uint64_t v = strtoull(h, &end, 10);
+		if (end == h)
+			return -EINVAL;
+		if ((rc = push_blk(b, v)))
+			return rc;
+		h = end;
+	}
+}
+
+static int parse_native(struct builder *b, char *line)
+{
+	char *c = strchr(line, '#');
+	if (c)
+		*c = 0;
+	char *end, *p = line;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (!*p)
+		return 0;
+	uint64_t ts = strtoull(p, &end, 10);
+	if (end == p)
+		return -EINVAL;
+	p = end;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	uint32_t tenant = 0;
+	if (!strncmp(p, "t=", 2)) {
+		tenant = (uint32_t)strtoul(p + 2, &end, 10);
+		if (end == p + 2)
+			return -EINVAL;
+		p = end;
+	}
+	int rc = push_req(b, ts, tenant);
+	while (!rc) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		uint64_t v = strtoull(p, &end, 10);
+		if (end == p)
+			return -EINVAL;
+		rc = push_blk(b, v);
+		p = end;
+	}
+	return rc;
+}
+
+static void builder_done(struct builder *b)
+{
+	b->t->n_blocks = b->map.n;
+	free(b->map.keys);
+	free(b->map.vals);
+}
+
+int kvt_trace_load(const char *path, struct kvt_trace *t)
+{
+	int rc = 0;
+	memset(t, 0, sizeof(*t));
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	struct builder b = {.t = t};
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	size_t lineno = 0;
+	while ((len = getline(&line, &cap, f)) > 0 && !rc) {
+		lineno++;
+		char *s = line;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		rc = *s == '{' ? parse_mooncake(&b, s) : parse_native(&b, s);
+		if (rc == -EINVAL)
+			fprintf(stderr, "sim: %s:%zu: malformed line\n", path, lineno);
+	}
+	if (!rc && ferror(f))
+		rc = -EIO;
+	free(line);
+	fclose(f);
+	builder_done(&b);
+	if (!rc && !t->req_off && push_req(&b, 0, 0))
+		rc = -ENOMEM;
+	if (rc)
+		kvt_trace_free(t);
+	return rc;
+}
+
+int kvt_trace_from(struct kvt_trace *t, size_t n_req, const uint32_t *lens, const uint32_t *ids)
+{
+	int rc = 0;
+	memset(t, 0, sizeof(*t));
+	struct builder b = {.t = t};
+	size_t k = 0;
+	for (size_t i = 0; i < n_req && !rc; i++) {
+		rc = push_req(&b, i, 0);
+		for (uint32_t j = 0; j < lens[i] && !rc; j++)
+			rc = push_blk(&b, ids[k++]);
+	}
+	builder_done(&b);
+	if (rc)
+		kvt_trace_free(t);
+	return rc;
+}
+
+void kvt_trace_free(struct kvt_trace *t)
+{
+	free(t->req_off);
+	free(t->blk);
+	free(t->ts_ms);
+	free(t->tenant);
+	memset(t, 0, sizeof(*t));
+}
