@@ -1,0 +1,5 @@
+# The rocksdb tier's tests: a real database in a temporary directory (tiers/rocksdb/).
+if(TARGET kvt_tier_rocksdb)
+  kvt_add_test(NAME test_rocksdb_tier SOURCES rocksdb/test_rocksdb_tier.c
+    LIBS kvt_tier_rocksdb LABELS unit TIMEOUT 60)
+endif()

@@ -1,0 +1,311 @@
+/*
+ * test_rocksdb_tier.c -- the rocksdb tier against a real database in a temporary directory:
+ * byte-identical round trips, the size cap under churn (with matching dropped callbacks),
+ * reopen after close, corruption behind the tier's back, TTL.
+ */
+#include "rdb_fixture.h"
+
+#include <time.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static int setup(void **state)
+{
+	kvt_test_tmpdir(dir, sizeof(dir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	kvt_test_rmtree(dir);
+	return 0;
+}
+
+static struct kvt_tier *open_tier(struct kvt_options *o, struct rdb_drops *d)
+{
+	struct kvt_tier_env env = rdb_env(o, d);
+	struct kvt_tier *t = NULL;
+	assert_int_equal(kvt_tier_rocksdb.open(&env, &t), 0);
+	return t;
+}
+
+static void test_rocksdb_roundtrip(void **state)
+{
+	static const size_t sizes[] = {0, 1, 4096, 65536, 256 << 10, 2 << 20, 100000};
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	struct kvt_options o;
+	struct rdb_drops d = {0};
+	uint64_t loc, total = 0;
+	rdb_opts(&o, dir, 64 << 20, NULL);
+	struct kvt_tier *t = open_tier(&o, &d);
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + (2 << 20)),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + (2 << 20));
+	for (size_t i = 0; i < N; i++) {
+		size_t len = rdb_record(buf, i, sizes[i]);
+		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+		total += len;
+	}
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(rdb_check(t, i, sizes[i], buf, exp),
+		                 KVT_CHUNK_HDR_BYTES + sizes[i]);
+	struct kvt_tier_stats s = rdb_stats(t);
+	assert_int_equal(s.used_bytes, total);
+	assert_int_equal(s.chunks, N);
+	assert_int_equal(s.hits, N);
+
+	/* A miss, another tenant's identity, a short buffer. */
+	struct kvt_tier_id id = rdb_id(999);
+	assert_int_equal(kvt_tier_rocksdb.read(t, &id, 0, buf, 1 << 20), -ENOENT);
+	id = rdb_id(3);
+	id.tenant = RDB_TENANT + 1;
+	assert_int_equal(kvt_tier_rocksdb.read(t, &id, 0, buf, 1 << 20), -ENOENT);
+	id = rdb_id(5); /* 2 MiB payload */
+	assert_int_equal(kvt_tier_rocksdb.read(t, &id, 0, buf, 1 << 20), -ENOBUFS);
+
+	/* A header whose payload length disagrees with rec_len is refused. */
+	size_t len = rdb_record(buf, 50, 4096);
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len - 1, rdb_pad(len), &loc), -EINVAL);
+
+	/* Overwrite with another size keeps usage exact; remove forgets. */
+	len = rdb_record(buf, 2, 8192);
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	total += 8192 - 4096;
+	assert_int_equal(rdb_stats(t).used_bytes, total);
+	assert_int_equal(rdb_check(t, 2, 8192, buf, exp), KVT_CHUNK_HDR_BYTES + 8192);
+	id = rdb_id(2);
+	assert_int_equal(kvt_tier_rocksdb.remove(t, &id, 0), 0);
+	assert_int_equal(kvt_tier_rocksdb.remove(t, &id, 0), -ENOENT);
+	assert_int_equal(kvt_tier_rocksdb.read(t, &id, 0, buf, 1 << 20), -ENOENT);
+	total -= KVT_CHUNK_HDR_BYTES + 8192;
+	assert_int_equal(rdb_stats(t).used_bytes, total);
+	assert_int_equal(d.n, 0);
+	kvt_tier_rocksdb.close(t);
+	free(buf);
+	free(exp);
+}
+
+/* Random sizes at 4x the cap: usage never passes the cap and matches a model of what is live. */
+static void test_rocksdb_cap_churn(void **state)
+{
+	enum { N = 600, CAP = 4 << 20 };
+	struct kvt_options o;
+	struct rdb_drops d = {.seen = calloc(N, 1), .max_id = N};
+	uint64_t loc, live_bytes = 0;
+	static size_t plen[N];
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + CAP),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + CAP);
+	rdb_opts(&o, dir, CAP, NULL);
+	struct kvt_tier *t = open_tier(&o, &d);
+	srand(7);
+	size_t big = rdb_record(buf, N + 1, CAP);
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, big, rdb_pad(big), &loc), -EFBIG);
+	for (uint64_t i = 0; i < N; i++) {
+		plen[i] = (size_t)(rand() % 4 ? rand() % 32768 : rand() % (512 << 10));
+		size_t len = rdb_record(buf, i, plen[i]);
+		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+		if (i % 5 == 0 && i > 10) /* touch an older record: LRU keeps it */
+			rdb_check(t, i - 10, plen[i - 10], buf, exp);
+		struct kvt_tier_stats s = rdb_stats(t);
+		assert_true(s.used_bytes <= CAP);
+		live_bytes = 0;
+		uint64_t live = 0;
+		for (uint64_t j = 0; j <= i; j++)
+			if (!d.seen[j])
+				live_bytes += KVT_CHUNK_HDR_BYTES + plen[j], live++;
+		assert_int_equal(s.used_bytes, live_bytes);
+		assert_int_equal(s.chunks, live);
+	}
+	/* Every record not reported dropped is a byte-identical hit; every dropped one a miss. */
+	uint64_t hits = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		ssize_t n = rdb_check(t, i, plen[i], buf, exp);
+		if (d.seen[i]) {
+			assert_int_equal(n, -ENOENT);
+		} else {
+			assert_int_equal(n, KVT_CHUNK_HDR_BYTES + plen[i]);
+			hits++;
+		}
+	}
+	struct kvt_tier_stats s = rdb_stats(t);
+	assert_int_equal(s.evictions, d.n);
+	assert_true(d.n > N / 2);
+	assert_true(hits > 0);
+	kvt_tier_rocksdb.close(t);
+	free(d.seen);
+	free(buf);
+	free(exp);
+}
+
+struct visit_ctx {
+	uint64_t n, bytes;
+	uint8_t *seen;
+};
+
+static int visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	struct visit_ctx *v = arg;
+	assert_int_equal(h->tenant, RDB_TENANT);
+	assert_true(h->key.w[0] < 64);
+	assert_false(v->seen[h->key.w[0]]);
+	v->seen[h->key.w[0]] = 1;
+	v->n++;
+	v->bytes += KVT_CHUNK_HDR_BYTES + h->payload_bytes;
+	return 0;
+}
+
+/* Close (WAL off: close flushes) and reopen: every record back, usage rebuilt, iterate sees all. */
+static void test_rocksdb_reopen(void **state)
+{
+	enum { N = 40 };
+	struct kvt_options o;
+	struct rdb_drops d = {0};
+	uint64_t loc, total = 0;
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + (256 << 10)),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + (256 << 10));
+	rdb_opts(&o, dir, 64 << 20, NULL);
+	struct kvt_tier *t = open_tier(&o, &d);
+	for (uint64_t i = 0; i < N; i++) {
+		size_t len = rdb_record(buf, i, (i % 3) ? 4096 * i : 256 << 10);
+		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+		total += len;
+	}
+	kvt_tier_rocksdb.close(t);
+	t = open_tier(&o, &d);
+	struct kvt_tier_stats s = rdb_stats(t);
+	assert_int_equal(s.used_bytes, total);
+	assert_int_equal(s.chunks, N);
+	uint8_t seen[64] = {0};
+	struct visit_ctx v = {.seen = seen};
+	assert_int_equal(kvt_tier_rocksdb.iterate(t, visit, &v), 0);
+	assert_int_equal(v.n, N);
+	assert_int_equal(v.bytes, total);
+	for (uint64_t i = 0; i < N; i++)
+		assert_true(rdb_check(t, i, (i % 3) ? 4096 * i : 256 << 10, buf, exp) > 0);
+	assert_int_equal(d.n, 0);
+	kvt_tier_rocksdb.close(t);
+	free(buf);
+	free(exp);
+}
+
+/* Writes value under record i's key with the raw C API (the tier is closed). */
+static void raw_put(const char *path, uint64_t i, const void *val, size_t len)
+{
+	char *err = NULL;
+	uint8_t k[KVT__RDB_KEY_BYTES];
+	struct kvt_tier_id id = rdb_id(i);
+	rocksdb_options_t *opts = rocksdb_options_create();
+	rocksdb_t *db = rocksdb_open(opts, path, &err);
+	assert_null(err);
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	kvt__rdb_key_encode(k, &id);
+	rocksdb_put(db, wo, (const char *)k, sizeof(k), val, len, &err);
+	assert_null(err);
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_close(db);
+	rocksdb_options_destroy(opts);
+}
+
+static void test_rocksdb_corruption(void **state)
+{
+	struct kvt_options o;
+	struct rdb_drops d = {.seen = calloc(16, 1), .max_id = 16};
+	uint64_t loc;
+	char path[512];
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + 65536),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + 65536);
+	rdb_opts(&o, dir, 64 << 20, NULL);
+	snprintf(path, sizeof(path), "%s/db", dir);
+	struct kvt_tier *t = open_tier(&o, &d);
+	for (uint64_t i = 0; i < 6; i++) {
+		size_t len = rdb_record(buf, i, 65536);
+		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	}
+	kvt_tier_rocksdb.close(t);
+
+	size_t len = rdb_record(buf, 1, 65536);
+	buf[KVT_CHUNK_HDR_BYTES + 777] ^= 0x10; /* payload bit flip: caught on read */
+	raw_put(path, 1, buf, len);
+	len = rdb_record(buf, 2, 65536);
+	buf[40] ^= 1; /* header bit flip: caught by the open scan */
+	raw_put(path, 2, buf, len);
+	len = rdb_record(buf, 4, 65536); /* record 4's bytes under key 3: identity mismatch */
+	raw_put(path, 3, buf, len);
+	raw_put(path, 5, "short", 5);
+	len = rdb_record(buf, 4, 65536);
+	buf[KVT_CHUNK_HDR_BYTES + 5] ^= 0x80; /* payload flip: caught by iterate */
+	raw_put(path, 4, buf, len);
+
+	t = open_tier(&o, &d);
+	struct kvt_tier_stats s = rdb_stats(t);
+	assert_int_equal(s.corruptions, 3); /* 2, 3, 5 at open: never announced, so not dropped */
+	assert_int_equal(s.chunks, 3);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(rdb_check(t, 1, 65536, buf, exp), -EBADMSG);
+	assert_int_equal(rdb_stats(t).corruptions, 4);
+	assert_int_equal(d.n, 1);
+	assert_true(d.seen[1]);
+	assert_int_equal(rdb_check(t, 1, 65536, buf, exp), -ENOENT);
+
+	uint8_t seen[64] = {0};
+	struct visit_ctx v = {.seen = seen};
+	assert_int_equal(kvt_tier_rocksdb.iterate(t, visit, &v), 0);
+	assert_int_equal(v.n, 1); /* only record 0: 4's payload fails the full check */
+	assert_true(seen[0] && !seen[4]);
+	assert_int_equal(rdb_stats(t).corruptions, 5);
+	assert_int_equal(d.n, 2);
+	assert_true(d.seen[4]);
+	assert_int_equal(rdb_check(t, 4, 65536, buf, exp), -ENOENT);
+	assert_int_equal(rdb_check(t, 0, 65536, buf, exp), KVT_CHUNK_HDR_BYTES + 65536);
+	s = rdb_stats(t);
+	assert_int_equal(s.chunks, 1);
+	assert_int_equal(s.used_bytes, KVT_CHUNK_HDR_BYTES + 65536);
+	kvt_tier_rocksdb.close(t);
+
+	/* The corrupt values were deleted, not just skipped. */
+	memset(d.seen, 0, 16);
+	d.n = 0;
+	t = open_tier(&o, &d);
+	s = rdb_stats(t);
+	assert_int_equal(s.corruptions, 0);
+	assert_int_equal(s.chunks, 1);
+	kvt_tier_rocksdb.close(t);
+	free(d.seen);
+	free(buf);
+	free(exp);
+}
+
+static void test_rocksdb_ttl(void **state)
+{
+	struct kvt_options o;
+	struct rdb_drops d = {.seen = calloc(4, 1), .max_id = 4};
+	uint64_t loc;
+	const char *extra[] = {"rocksdb.ttl_s=1", NULL};
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096);
+	rdb_opts(&o, dir, 64 << 20, extra);
+	struct kvt_tier *t = open_tier(&o, &d);
+	size_t len = rdb_record(buf, 0, 4096);
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	assert_true(rdb_check(t, 0, 4096, buf, exp) > 0);
+	usleep(1200 * 1000); /* TTL has 1 s granularity: born 0, now 1 */
+	assert_int_equal(rdb_check(t, 0, 4096, buf, exp), -ENOENT);
+	assert_true(d.seen[0]);
+	assert_int_equal(rdb_stats(t).used_bytes, 0);
+	kvt_tier_rocksdb.close(t);
+	free(d.seen);
+	free(buf);
+	free(exp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_rocksdb_roundtrip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_cap_churn, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_reopen, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_corruption, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_ttl, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,179 @@
+/*
+ * db.c -- every RocksDB object the tier owns: options, the database handle, error mapping.
+ *
+ * The database is configured as a cache, not a store of record (docs/rocksdb.md measures why):
+ * - WAL off by default: chunks are re-creatable, and close() flushes the memtable, so only a
+ *   crash loses the unflushed tail; rocksdb.wal=true makes every acknowledged write survive a
+ *   process crash (not a power loss: no fsync per write).
+ * - No RocksDB compression by default (the codec already compressed); lz4/zstd as options.
+ * - Writes use no_slowdown, so a stalled or failed database answers at once (Incomplete or the
+ *   background error) instead of blocking the daemon's tier worker.
+ * - Values at least rocksdb.blob_min_bytes go to blob files (0: off) with blob GC on, so
+ *   compaction moves 36-byte keys instead of megabyte values.
+ * - The block cache is one LRU cache of rocksdb.block_cache_bytes (0: none).
+ * - Size is capped by the tier's own eviction (tier.c), not by FIFO compaction, so the tier's
+ *   index always knows what is stored.
+ *
+ * Pitfalls of the C API handled here: every errptr is freed by kvt__rdb_err(); every options
+ * object is destroyed in kvt__rdb_db_close(); rocksdb_open copies the options, so they are kept
+ * only for reopen.
+ */
+#include "rocksdb_int.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define WRITE_BUFFER_BYTES (64ull << 20)
+#define BLOB_FILE_BYTES    (256ull << 20)
+
+int kvt__rdb_err(char *err)
+{
+	if (!err)
+		return 0;
+	int rc = -EIO;
+	if (strstr(err, "No space left") || strstr(err, "NoSpace"))
+		rc = -ENOSPC;
+	else if (!strncmp(err, "Result incomplete", 17) || strstr(err, "Write stall") ||
+	         !strncmp(err, "Resource busy", 13) ||
+	         !strncmp(err, "Operation failed. Try again", 27))
+		rc = -EAGAIN;
+	else if (!strncmp(err, "Corruption", 10))
+		rc = -EBADMSG;
+	else if (!strncmp(err, "Invalid argument", 16) || !strncmp(err, "Not implemented", 15))
+		rc = -EINVAL;
+	kvt_log_rl(KVT_LOG_WARN, "rocksdb: %s", err);
+	rocksdb_free(err);
+	return rc;
+}
+
+static int parse_compression(const char *s, int *out)
+{
+	if (!*s || !strcmp(s, "none"))
+		*out = rocksdb_no_compression;
+	else if (!strcmp(s, "lz4"))
+		*out = rocksdb_lz4_compression;
+	else if (!strcmp(s, "zstd"))
+		*out = rocksdb_zstd_compression;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int kvt__rdb_conf_from_opts(struct kvt__rdb_conf *c, const struct kvt_options *o,
+                            const char *data_dir)
+{
+	memset(c, 0, sizeof(*c));
+	const char *p = kvt_opt_str(o, KVT_OPT_ROCKSDB_PATH);
+	int n = *p ? snprintf(c->path, sizeof(c->path), "%s", p)
+	           : snprintf(c->path, sizeof(c->path), "%s/rocksdb", data_dir ? data_dir : ".");
+	if (n < 0 || (size_t)n >= sizeof(c->path))
+		return -ENAMETOOLONG;
+	c->wal = kvt_opt_u64(o, KVT_OPT_ROCKSDB_WAL) != 0;
+	c->blob_min_bytes = kvt_opt_u64(o, KVT_OPT_ROCKSDB_BLOB_MIN_BYTES);
+	c->block_cache_bytes = kvt_opt_u64(o, KVT_OPT_ROCKSDB_BLOCK_CACHE_BYTES);
+	c->write_buffer_bytes = WRITE_BUFFER_BYTES;
+	c->compaction = KVT__RDB_LEVEL;
+	return parse_compression(kvt_opt_str(o, KVT_OPT_ROCKSDB_COMPRESSION), &c->compression);
+}
+
+static void build_options(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
+{
+	rocksdb_options_t *o = d->opts;
+	rocksdb_options_set_create_if_missing(o, 1);
+	rocksdb_options_set_compression(o, c->compression);
+	rocksdb_options_set_write_buffer_size(o, c->write_buffer_bytes);
+	rocksdb_options_set_max_write_buffer_number(o, 4);
+	rocksdb_options_set_max_background_jobs(o, 2);
+	rocksdb_options_set_info_log_level(o, 2 /* WARN: the LOG file stays small */);
+	rocksdb_options_set_keep_log_file_num(o, 2);
+	rocksdb_options_set_max_log_file_size(o, 1 << 20);
+	rocksdb_options_set_compaction_style(o, c->compaction == KVT__RDB_UNIVERSAL
+	                                            ? rocksdb_universal_compaction
+	                                            : rocksdb_level_compaction);
+	if (c->compaction == KVT__RDB_LEVEL)
+		rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
+	if (c->blob_min_bytes) {
+		rocksdb_options_set_enable_blob_files(o, 1);
+		rocksdb_options_set_min_blob_size(o, c->blob_min_bytes);
+		rocksdb_options_set_blob_file_size(o, BLOB_FILE_BYTES);
+		rocksdb_options_set_blob_compression_type(o, c->compression);
+		rocksdb_options_set_enable_blob_gc(o, 1);
+	}
+	if (d->cache)
+		rocksdb_block_based_options_set_block_cache(d->bbto, d->cache);
+	else
+		rocksdb_block_based_options_set_no_block_cache(d->bbto, 1);
+	rocksdb_options_set_block_based_table_factory(o, d->bbto);
+
+	rocksdb_writeoptions_set_no_slowdown(d->wo, 1);
+	rocksdb_writeoptions_disable_WAL(d->wo, !c->wal);
+	rocksdb_readoptions_set_fill_cache(d->scan, 0);
+	rocksdb_flushoptions_set_wait(d->fo, 0);
+}
+
+static int open_db(struct kvt__rdb_db *d)
+{
+	char *err = NULL;
+	d->db = rocksdb_open(d->opts, d->path, &err);
+	return kvt__rdb_err(err);
+}
+
+int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->path, sizeof(d->path), "%s", c->path);
+	if (mkdir(d->path, 0750) && errno != EEXIST)
+		return -errno;
+	d->opts = rocksdb_options_create();
+	d->bbto = rocksdb_block_based_options_create();
+	d->wo = rocksdb_writeoptions_create();
+	d->ro = rocksdb_readoptions_create();
+	d->scan = rocksdb_readoptions_create();
+	d->fo = rocksdb_flushoptions_create();
+	if (c->block_cache_bytes)
+		d->cache = rocksdb_cache_create_lru(c->block_cache_bytes);
+	if (!d->opts || !d->bbto || !d->wo || !d->ro || !d->scan || !d->fo ||
+	    (c->block_cache_bytes && !d->cache)) {
+		kvt__rdb_db_close(d);
+		return -ENOMEM;
+	}
+	build_options(d, c);
+	int rc = open_db(d);
+	if (rc)
+		kvt__rdb_db_close(d);
+	return rc;
+}
+
+void kvt__rdb_db_close(struct kvt__rdb_db *d)
+{
+	if (d->db)
+		rocksdb_close(d->db); /* flushes the memtable when the WAL is off */
+	d->db = NULL;
+	if (d->fo)
+		rocksdb_flushoptions_destroy(d->fo);
+	if (d->scan)
+		rocksdb_readoptions_destroy(d->scan);
+	if (d->ro)
+		rocksdb_readoptions_destroy(d->ro);
+	if (d->wo)
+		rocksdb_writeoptions_destroy(d->wo);
+	if (d->opts)
+		rocksdb_options_destroy(d->opts);
+	if (d->bbto)
+		rocksdb_block_based_options_destroy(d->bbto);
+	if (d->cache)
+		rocksdb_cache_destroy(d->cache);
+	d->fo = NULL, d->scan = d->ro = NULL, d->wo = NULL;
+	d->opts = NULL, d->bbto = NULL, d->cache = NULL;
+}
+
+int kvt__rdb_db_reopen(struct kvt__rdb_db *d)
+{
+	if (d->db)
+		rocksdb_close(d->db);
+	d->db = NULL;
+	return open_db(d);
+}

@@ -1,0 +1,120 @@
+/*
+ * rocksdb_int.h -- folder-private: the rocksdb tier's state, its in-memory index and its DB handle.
+ *
+ * Layering inside the folder: index.c (identity -> dense slot, no RocksDB), db.c (options, open,
+ * close, reopen, error mapping: every RocksDB object lives there), tier.c (the ops table: write,
+ * read, eviction through the policy seam, TTL, recovery scan, disk-full state).
+ *
+ * Concurrency: one thread (the daemon's tier worker) drives a tier; only the counters in
+ * struct kvt_tier's st (read with relaxed atomics by stats()) are shared with other threads.
+ */
+#ifndef KVT_TIERS_ROCKSDB_INT_H
+#define KVT_TIERS_ROCKSDB_INT_H
+#include "tiers/tier.h"
+#include "policy/policy.h"
+
+#include <limits.h>
+#include <rocksdb/c.h>
+
+#define KVT__RDB_KEY_BYTES 36u /* tenant (le32) | ns (2 x le64) | key (2 x le64) */
+#define KVT__RDB_NIL       UINT32_MAX
+
+/* ---- index.c: identity -> slot, an open-addressing table over a dense slot array ---- */
+
+struct kvt__rdb_slot {
+	struct kvt_tier_id id;
+	uint64_t bytes;  /* record length: header + payload */
+	uint32_t born_s; /* seconds since the tier opened, at write or recovery (TTL) */
+	uint8_t live;
+	uint8_t mark; /* scratch: chosen as a victim, or seen by a reconcile scan */
+};
+
+struct kvt__rdb_index {
+	struct kvt__rdb_slot *slots; /* owned; dense, slot number = policy id */
+	uint32_t n_slots, cap_slots;
+	uint32_t *free; /* owned; stack of dead slot numbers, cap_slots long */
+	uint32_t n_free;
+	uint32_t *table; /* owned; slot numbers, KVT__RDB_NIL when empty; mask + 1 long */
+	uint32_t mask, n_live;
+};
+
+int kvt__rdb_index_init(struct kvt__rdb_index *ix);
+void kvt__rdb_index_fini(struct kvt__rdb_index *ix);
+/* @return : the slot of id, or KVT__RDB_NIL. */
+uint32_t kvt__rdb_index_find(const struct kvt__rdb_index *ix, const struct kvt_tier_id *id);
+/* Adds id (absent). @return : 0 and *slot, or -ENOMEM. */
+int kvt__rdb_index_add(struct kvt__rdb_index *ix, const struct kvt_tier_id *id, uint64_t bytes,
+                       uint32_t born_s, uint32_t *slot);
+void kvt__rdb_index_del(struct kvt__rdb_index *ix, uint32_t slot);
+uint64_t kvt__rdb_id_hash(const struct kvt_tier_id *id);
+void kvt__rdb_key_encode(uint8_t out[KVT__RDB_KEY_BYTES], const struct kvt_tier_id *id);
+/* @return : 0, or -EBADMSG when the key is not 36 bytes long. */
+int kvt__rdb_key_decode(const void *k, size_t len, struct kvt_tier_id *id);
+
+/* ---- db.c: the RocksDB handle and every RocksDB options object ---- */
+
+enum { KVT__RDB_LEVEL = 0, KVT__RDB_UNIVERSAL = 1 };
+
+/* Everything that shapes the database, resolved from the options table (or set by the bench). */
+struct kvt__rdb_conf {
+	char path[PATH_MAX];
+	bool wal;
+	int compression; /* rocksdb_no_compression, rocksdb_lz4_compression, ... */
+	uint64_t blob_min_bytes;
+	uint64_t block_cache_bytes;
+	uint64_t write_buffer_bytes;
+	int compaction; /* KVT__RDB_LEVEL or KVT__RDB_UNIVERSAL */
+};
+
+struct kvt__rdb_db {
+	rocksdb_t *db; /* NULL while closed (a failed reopen) */
+	rocksdb_options_t *opts;
+	rocksdb_block_based_table_options_t *bbto;
+	rocksdb_cache_t *cache;      /* NULL when block_cache_bytes is 0 */
+	rocksdb_writeoptions_t *wo;  /* no_slowdown; WAL per conf */
+	rocksdb_readoptions_t *ro;   /* point reads */
+	rocksdb_readoptions_t *scan; /* recovery scans: no block-cache fill */
+	rocksdb_flushoptions_t *fo;  /* wait = false */
+	char path[PATH_MAX];
+};
+
+/* Fills c from the options table; path defaults to data_dir/rocksdb. @return : 0 or -EINVAL. */
+int kvt__rdb_conf_from_opts(struct kvt__rdb_conf *c, const struct kvt_options *o,
+                            const char *data_dir);
+/* Builds the options objects and opens (creating) the database. @return : 0 or -errno. */
+int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c);
+/* Closes the database and destroys every options object. Accepts a never-opened d. */
+void kvt__rdb_db_close(struct kvt__rdb_db *d);
+/* Closes and reopens the database with the same options (disk-full recovery). */
+int kvt__rdb_db_reopen(struct kvt__rdb_db *d);
+/* Maps a RocksDB error string to -errno and frees it (NULL -> 0). */
+int kvt__rdb_err(char *err);
+
+/* ---- tier.c ---- */
+
+extern const struct kvt_tier_ops kvt_tier_rocksdb;
+
+struct kvt_tier {
+	struct kvt_tier_env env;
+	struct kvt__rdb_conf conf;
+	struct kvt__rdb_db db;
+	struct kvt__rdb_index ix;
+	const struct kvt_policy_ops *pol_ops;
+	struct kvt_policy *pol;
+	uint64_t cap_bytes, used_bytes;
+	uint64_t ttl_s;
+	uint64_t open_ns, last_sweep_ns, last_flush_ns, last_probe_ns;
+	bool full;         /* the last write met ENOSPC; probe before the next one */
+	uint32_t exclude;  /* slot not to evict while making room for it */
+	uint32_t *victims; /* owned; scratch for pick_victims, cap_victims long */
+	uint32_t cap_victims;
+	rocksdb_writebatch_t *batch; /* owned; reused for every write */
+	struct kvt_tier_stats st;    /* counters: written by the worker, read atomically */
+};
+
+/* Testing and operations: flushes the memtable; wait blocks until it is on disk. */
+int kvt__rdb_flush(struct kvt_tier *t, bool wait);
+/* Opens with an explicit configuration (the bench compares option sets). */
+int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_conf *c,
+                       struct kvt_tier **out);
+#endif

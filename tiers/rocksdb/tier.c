@@ -1,0 +1,562 @@
+/*
+ * tier.c -- the rocksdb tier: records stored as values under (tenant | namespace | key).
+ *
+ * Value = the whole record (128-byte header + payload), so a read is one point lookup and the
+ * record can be verified on its own. The in-memory index (index.c) holds every stored identity
+ * with its size; it is authoritative for the worker thread, so a miss never touches RocksDB.
+ *
+ * Invariants, each held after every call returns:
+ * - used_bytes = sum of slot bytes = logical bytes stored <= cap_bytes (rocksdb.bytes).
+ * - every live slot has a value in the database, except records lost by a crash or a failed
+ *   flush; those are found by the next scan (open or disk-full recovery) and reported dropped.
+ * - a record that fails verification (header, identity, length, payload checksum) is deleted,
+ *   counted as a corruption and reported through env->dropped; the caller gets -EBADMSG.
+ *
+ * Eviction: slot numbers are the policy's ids (LRU). Victims and the new record go into one
+ * write batch, so a failed write evicts nothing. TTL (rocksdb.ttl_s) counts from the write, or
+ * from the open for records found on disk (a restart extends a record's life by its age then).
+ *
+ * Disk full: a write that meets ENOSPC marks the tier full and fails; later writes fail at once
+ * (-ENOSPC, no RocksDB call) until a probe (every PROBE_NS) sees RESUME_FREE_BYTES free, then the
+ * database is closed and reopened (RocksDB 7.8's C API has no resume) and a reconcile scan drops
+ * whatever the failed flushes lost. Reads keep using the open database meanwhile.
+ *
+ * Blocking: write() copies into the memtable (plus a WAL append when rocksdb.wal is on) and never
+ * waits for RocksDB (no_slowdown); read() may pread from SST or blob files; open() scans the whole
+ * database; close() flushes the memtable; the disk-full probe reopens (tens of milliseconds).
+ */
+#include "rocksdb_int.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#define PROBE_NS          (500ull * 1000 * 1000)
+#define SWEEP_NS          (1000ull * 1000 * 1000)
+#define RESUME_FREE_BYTES (8ull << 20)
+#define VICTIM_STEP       64u
+
+enum scan_mode { SCAN_OPEN, SCAN_RECONCILE, SCAN_ITERATE };
+
+#define ST_ADD(t, f, v) __atomic_fetch_add(&(t)->st.f, (v), __ATOMIC_RELAXED)
+#define ST_SET(t, f, v) __atomic_store_n(&(t)->st.f, (v), __ATOMIC_RELAXED)
+
+static uint32_t now_s(const struct kvt_tier *t)
+{
+	return (uint32_t)((kvt_now_ns() - t->open_ns) / 1000000000ull);
+}
+
+static void publish_usage(struct kvt_tier *t)
+{
+	ST_SET(t, used_bytes, t->used_bytes);
+	ST_SET(t, chunks, (uint64_t)t->ix.n_live);
+	ST_SET(t, full, t->full);
+}
+
+/* Checks a stored value against the identity it is stored under. */
+static int check_record(const struct kvt_tier_id *id, const void *val, size_t len, bool payload,
+                        struct kvt_chunk_hdr *h)
+{
+	if (len < KVT_CHUNK_HDR_BYTES || kvt_chunk_hdr_decode(val, h))
+		return -EBADMSG;
+	if (h->tenant != id->tenant || memcmp(&h->ns, &id->ns, sizeof(h->ns)) ||
+	    memcmp(&h->key, &id->key, sizeof(h->key)) ||
+	    h->payload_bytes != len - KVT_CHUNK_HDR_BYTES)
+		return -EBADMSG;
+	if (payload)
+		return kvt_chunk_verify(h, (const uint8_t *)val + KVT_CHUNK_HDR_BYTES,
+		                        len - KVT_CHUNK_HDR_BYTES);
+	return 0;
+}
+
+static void policy_insert(struct kvt_tier *t, uint32_t s)
+{
+	const struct kvt__rdb_slot *sl = &t->ix.slots[s];
+	struct kvt_policy_meta m = {.key_hash = kvt__rdb_id_hash(&sl->id),
+	                            .bytes = sl->bytes,
+	                            .parent = KVT_POLICY_NONE,
+	                            .tenant = sl->id.tenant};
+	t->pol_ops->on_insert(t->pol, s, &m);
+}
+
+/* Drops slot s from the index and the policy; report tells the daemon. */
+static void forget(struct kvt_tier *t, uint32_t s, bool report)
+{
+	struct kvt_tier_id id = t->ix.slots[s].id;
+	t->pol_ops->on_remove(t->pol, s);
+	t->used_bytes -= t->ix.slots[s].bytes;
+	kvt__rdb_index_del(&t->ix, s);
+	if (report && t->env.dropped)
+		t->env.dropped(t->env.arg, &id, 0);
+}
+
+static int delete_key(struct kvt_tier *t, const struct kvt_tier_id *id)
+{
+	uint8_t k[KVT__RDB_KEY_BYTES];
+	char *err = NULL;
+	if (!t->db.db)
+		return -EIO;
+	kvt__rdb_key_encode(k, id);
+	rocksdb_delete(t->db.db, t->db.wo, (const char *)k, sizeof(k), &err);
+	return kvt__rdb_err(err);
+}
+
+static void count_err(struct kvt_tier *t, int rc)
+{
+	if (rc == -ENOSPC) {
+		t->full = true;
+		t->last_probe_ns = kvt_now_ns();
+		ST_ADD(t, err_nospc, 1);
+	} else if (rc == -EAGAIN) {
+		ST_ADD(t, err_again, 1);
+	} else if (rc == -EIO) {
+		ST_ADD(t, err_io, 1);
+	} else {
+		ST_ADD(t, err_other, 1);
+	}
+}
+
+/* ---- recovery scans ---- */
+
+static void scan_one(struct kvt_tier *t, enum scan_mode mode, const char *k, size_t klen,
+                     const char *v, size_t vlen, rocksdb_writebatch_t *dels, int *stop,
+                     kvt_tier_visit_fn visit, void *arg)
+{
+	struct kvt_tier_id id;
+	struct kvt_chunk_hdr h;
+	bool bad = kvt__rdb_key_decode(k, klen, &id) != 0 ||
+	           check_record(&id, v, vlen, mode == SCAN_ITERATE, &h) != 0;
+	uint32_t s = bad ? KVT__RDB_NIL : kvt__rdb_index_find(&t->ix, &id);
+	if (s != KVT__RDB_NIL && t->ix.slots[s].bytes != vlen)
+		bad = true; /* records are immutable: another length is a corrupt value */
+	if (!bad && mode == SCAN_OPEN && s == KVT__RDB_NIL) {
+		if (kvt__rdb_index_add(&t->ix, &id, vlen, now_s(t), &s) == 0) {
+			policy_insert(t, s);
+			t->used_bytes += vlen;
+		}
+		return;
+	}
+	if (!bad && s != KVT__RDB_NIL) {
+		t->ix.slots[s].mark = 1;
+		if (mode == SCAN_ITERATE)
+			*stop = visit(arg, &h, 0);
+		return;
+	}
+	/* Corrupt, or not in the index (a delete lost with the memtable): remove it. */
+	rocksdb_writebatch_delete(dels, k, klen);
+	if (bad)
+		ST_ADD(t, corruptions, 1);
+	if (s != KVT__RDB_NIL)
+		forget(t, s, mode != SCAN_OPEN);
+}
+
+/*
+ * Walks the database. OPEN fills the index; RECONCILE and ITERATE mark what they find and then
+ * drop (and report) every slot that has no valid value any more.
+ */
+static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg)
+{
+	rocksdb_writebatch_t *dels = rocksdb_writebatch_create();
+	rocksdb_iterator_t *it = rocksdb_create_iterator(t->db.db, t->db.scan);
+	char *err = NULL;
+	int stop = 0, rc;
+	for (uint32_t s = 0; s < t->ix.n_slots; s++)
+		t->ix.slots[s].mark = 0;
+	for (rocksdb_iter_seek_to_first(it); !stop && rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		const char *v = rocksdb_iter_value(it, &vlen);
+		scan_one(t, mode, k, klen, v, vlen, dels, &stop, visit, arg);
+	}
+	rocksdb_iter_get_error(it, &err);
+	rc = kvt__rdb_err(err);
+	rocksdb_iter_destroy(it);
+	if (!rc && !stop && mode != SCAN_OPEN)
+		for (uint32_t s = 0; s < t->ix.n_slots; s++)
+			if (t->ix.slots[s].live && !t->ix.slots[s].mark)
+				forget(t, s, true);
+	for (uint32_t s = 0; s < t->ix.n_slots; s++)
+		t->ix.slots[s].mark = 0; /* mark is the victim flag outside scans */
+	if (rocksdb_writebatch_count(dels)) {
+		rocksdb_write(t->db.db, t->db.wo, dels, &err);
+		kvt__rdb_err(err); /* best effort: the next scan deletes them again */
+	}
+	rocksdb_writebatch_destroy(dels);
+	publish_usage(t);
+	return rc;
+}
+
+/* ---- eviction ---- */
+
+static bool evictable(void *arg, uint32_t id)
+{
+	struct kvt_tier *t = arg;
+	return id < t->ix.n_slots && t->ix.slots[id].live && !t->ix.slots[id].mark &&
+	       id != t->exclude;
+}
+
+/*
+ * Chooses victims until used - old + need fits the cap, marks them and adds their deletes to
+ * t->batch. @return : how many victims (t->victims), or -ENOSPC.
+ */
+static int choose_victims(struct kvt_tier *t, uint64_t old, uint64_t need, uint32_t *n_out)
+{
+	uint64_t freed = 0;
+	uint32_t n = 0;
+	while (t->used_bytes - old - freed + need > t->cap_bytes) {
+		if (n + VICTIM_STEP > t->cap_victims) {
+			uint32_t cap = 2 * (n + VICTIM_STEP);
+			uint32_t *v = realloc(t->victims, cap * sizeof(*v));
+			if (!v)
+				goto err_unmark;
+			t->victims = v;
+			t->cap_victims = cap;
+		}
+		size_t got =
+		    t->pol_ops->pick_victims(t->pol, t->victims + n, VICTIM_STEP, evictable, t);
+		if (!got)
+			goto err_unmark;
+		for (size_t i = 0; i < got && t->used_bytes - old - freed + need > t->cap_bytes;
+		     i++) {
+			uint32_t s = t->victims[n++];
+			uint8_t k[KVT__RDB_KEY_BYTES];
+			t->ix.slots[s].mark = 1;
+			freed += t->ix.slots[s].bytes;
+			kvt__rdb_key_encode(k, &t->ix.slots[s].id);
+			rocksdb_writebatch_delete(t->batch, (const char *)k, sizeof(k));
+		}
+	}
+	*n_out = n;
+	return 0;
+err_unmark:
+	for (uint32_t i = 0; i < n; i++)
+		t->ix.slots[t->victims[i]].mark = 0;
+	return -ENOSPC;
+}
+
+static void commit_victims(struct kvt_tier *t, uint32_t n, bool report)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		t->ix.slots[t->victims[i]].mark = 0;
+		forget(t, t->victims[i], report);
+	}
+	ST_ADD(t, evictions, n);
+}
+
+static void sweep_ttl(struct kvt_tier *t)
+{
+	uint64_t now = kvt_now_ns();
+	if (!t->ttl_s || now - t->last_sweep_ns < SWEEP_NS)
+		return;
+	t->last_sweep_ns = now;
+	uint32_t sec = now_s(t);
+	for (uint32_t s = 0; s < t->ix.n_slots; s++) {
+		if (!t->ix.slots[s].live || sec - t->ix.slots[s].born_s < t->ttl_s)
+			continue;
+		delete_key(t, &t->ix.slots[s].id);
+		forget(t, s, true);
+		ST_ADD(t, evictions, 1);
+	}
+}
+
+/* ---- disk full ---- */
+
+/* @return : 0 when the tier may write, -ENOSPC while the disk stays full. */
+static int probe_full(struct kvt_tier *t)
+{
+	struct statvfs sv;
+	uint64_t now = kvt_now_ns();
+	if (now - t->last_probe_ns < PROBE_NS)
+		return -ENOSPC;
+	t->last_probe_ns = now;
+	if (statvfs(t->db.path, &sv) || (uint64_t)sv.f_bavail * sv.f_frsize < RESUME_FREE_BYTES)
+		return -ENOSPC;
+	int rc = kvt__rdb_db_reopen(&t->db);
+	if (rc) {
+		kvt_log_rl(KVT_LOG_WARN, "rocksdb: reopen after disk full: %d", rc);
+		return -ENOSPC; /* reads answer -EIO until a later probe reopens */
+	}
+	rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+	if (rc)
+		return rc;
+	t->full = false;
+	publish_usage(t);
+	kvt_log(KVT_LOG_INFO, "rocksdb: resumed after disk full, %u records", t->ix.n_live);
+	return 0;
+}
+
+/* ---- the ops table ---- */
+
+static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t buf_len,
+                     uint64_t *loc)
+{
+	struct kvt_chunk_hdr h;
+	uint32_t n_vic = 0, s;
+	char *err = NULL;
+	int rc;
+	if (rec_len < KVT_CHUNK_HDR_BYTES || rec_len > buf_len || kvt_chunk_hdr_decode(buf, &h) ||
+	    h.payload_bytes != rec_len - KVT_CHUNK_HDR_BYTES)
+		return -EINVAL;
+	if (rec_len > t->cap_bytes)
+		return -EFBIG;
+	if (t->full && (rc = probe_full(t))) {
+		ST_ADD(t, err_nospc, 1);
+		return rc;
+	}
+	if (!t->db.db)
+		return -EIO;
+	sweep_ttl(t);
+	struct kvt_tier_id id = {.tenant = h.tenant, .ns = h.ns, .key = h.key};
+	s = kvt__rdb_index_find(&t->ix, &id);
+	uint64_t old = s == KVT__RDB_NIL ? 0 : t->ix.slots[s].bytes;
+	t->exclude = s;
+	rocksdb_writebatch_clear(t->batch);
+	rc = choose_victims(t, old, rec_len, &n_vic);
+	if (rc)
+		goto err;
+	uint8_t k[KVT__RDB_KEY_BYTES];
+	kvt__rdb_key_encode(k, &id);
+	rocksdb_writebatch_put(t->batch, (const char *)k, sizeof(k), buf, rec_len);
+	rocksdb_write(t->db.db, t->db.wo, t->batch, &err);
+	rc = kvt__rdb_err(err);
+	if (rc)
+		goto err_unmark;
+	commit_victims(t, n_vic, true);
+	if (s == KVT__RDB_NIL) {
+		rc = kvt__rdb_index_add(&t->ix, &id, rec_len, now_s(t), &s);
+		if (rc) {
+			delete_key(t, &id);
+			goto err;
+		}
+		policy_insert(t, s);
+	} else {
+		t->used_bytes -= old;
+		t->ix.slots[s].bytes = rec_len;
+		t->ix.slots[s].born_s = now_s(t);
+		t->pol_ops->on_access(t->pol, s);
+	}
+	t->used_bytes += rec_len;
+	t->exclude = KVT__RDB_NIL;
+	ST_ADD(t, writes, 1);
+	ST_ADD(t, write_bytes, rec_len);
+	publish_usage(t);
+	*loc = 0;
+	return 0;
+err_unmark:
+	for (uint32_t i = 0; i < n_vic; i++)
+		t->ix.slots[t->victims[i]].mark = 0;
+err:
+	t->exclude = KVT__RDB_NIL;
+	count_err(t, rc);
+	publish_usage(t);
+	return rc;
+}
+
+static void drop_corrupt(struct kvt_tier *t, uint32_t s)
+{
+	delete_key(t, &t->ix.slots[s].id);
+	forget(t, s, true);
+	ST_ADD(t, corruptions, 1);
+	publish_usage(t);
+	kvt_log_rl(KVT_LOG_WARN, "rocksdb: corrupt record dropped");
+}
+
+static ssize_t rdb_read(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc, void *buf,
+                        size_t buf_len)
+{
+	uint32_t s = kvt__rdb_index_find(&t->ix, id);
+	uint8_t k[KVT__RDB_KEY_BYTES];
+	struct kvt_chunk_hdr h;
+	char *err = NULL;
+	size_t len;
+	if (s == KVT__RDB_NIL)
+		goto miss;
+	if (t->ttl_s && now_s(t) - t->ix.slots[s].born_s >= t->ttl_s) {
+		delete_key(t, id);
+		forget(t, s, true);
+		ST_ADD(t, evictions, 1);
+		publish_usage(t);
+		goto miss;
+	}
+	if (!t->db.db)
+		return -EIO;
+	kvt__rdb_key_encode(k, id);
+	rocksdb_pinnableslice_t *ps =
+	    rocksdb_get_pinned(t->db.db, t->db.ro, (const char *)k, sizeof(k), &err);
+	int rc = kvt__rdb_err(err);
+	if (rc) {
+		count_err(t, rc == -ENOSPC ? -EIO : rc);
+		return rc == -ENOSPC ? -EIO : rc;
+	}
+	if (!ps) { /* lost behind the index's back (a crash between scans): a miss */
+		forget(t, s, true);
+		publish_usage(t);
+		goto miss;
+	}
+	const char *v = rocksdb_pinnableslice_value(ps, &len);
+	if (len != t->ix.slots[s].bytes) {
+		rocksdb_pinnableslice_destroy(ps);
+		drop_corrupt(t, s);
+		return -EBADMSG;
+	}
+	if (len > buf_len) {
+		rocksdb_pinnableslice_destroy(ps);
+		return -ENOBUFS;
+	}
+	memcpy(buf, v, len);
+	rocksdb_pinnableslice_destroy(ps);
+	if (check_record(id, buf, len, true, &h)) {
+		drop_corrupt(t, s);
+		return -EBADMSG;
+	}
+	t->pol_ops->on_access(t->pol, s);
+	ST_ADD(t, reads, 1);
+	ST_ADD(t, hits, 1);
+	ST_ADD(t, read_bytes, len);
+	return (ssize_t)len;
+miss:
+	ST_ADD(t, misses, 1);
+	return -ENOENT;
+}
+
+static int rdb_remove(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc)
+{
+	uint32_t s = kvt__rdb_index_find(&t->ix, id);
+	if (s == KVT__RDB_NIL)
+		return -ENOENT;
+	/* A failed delete leaves a stale value that the next scan removes (it is not indexed). */
+	delete_key(t, id);
+	forget(t, s, false);
+	publish_usage(t);
+	return 0;
+}
+
+static int rdb_iterate(struct kvt_tier *t, kvt_tier_visit_fn visit, void *arg)
+{
+	if (!t->db.db)
+		return -EIO;
+	return scan(t, SCAN_ITERATE, visit, arg);
+}
+
+static void rdb_stats(struct kvt_tier *t, struct kvt_tier_stats *out)
+{
+	const uint64_t *src = (const uint64_t *)&t->st;
+	uint64_t *dst = (uint64_t *)out;
+	size_t n = offsetof(struct kvt_tier_stats, disabled) / sizeof(uint64_t);
+	for (size_t i = 0; i < n; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	out->disabled = false;
+	out->full = __atomic_load_n(&t->st.full, __ATOMIC_RELAXED);
+}
+
+static uint64_t auto_capacity(const char *path)
+{
+	struct statvfs sv;
+	if (statvfs(path, &sv))
+		return 1ull << 30;
+	return KVT_MAX((uint64_t)sv.f_bavail * sv.f_frsize / 8, 1ull << 20);
+}
+
+int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_conf *c,
+                       struct kvt_tier **out)
+{
+	int rc = -ENOMEM;
+	struct kvt_tier *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->env = *env;
+	t->env.data_dir = NULL; /* borrowed during open only */
+	t->conf = *c;
+	t->exclude = KVT__RDB_NIL;
+	t->open_ns = t->last_sweep_ns = kvt_now_ns();
+	t->pol_ops = kvt_policy_find("lru");
+	if (!t->pol_ops)
+		goto err_free;
+	if (kvt__rdb_index_init(&t->ix))
+		goto err_free;
+	if ((rc = t->pol_ops->create(1024, &t->pol)))
+		goto err_index;
+	rc = -ENOMEM;
+	if (!(t->batch = rocksdb_writebatch_create()))
+		goto err_policy;
+	if ((rc = kvt__rdb_db_open(&t->db, c)))
+		goto err_batch;
+	t->cap_bytes = kvt_opt_u64(env->opts, KVT_OPT_ROCKSDB_BYTES);
+	if (!t->cap_bytes)
+		t->cap_bytes = auto_capacity(t->db.path);
+	t->ttl_s = kvt_opt_u64(env->opts, KVT_OPT_ROCKSDB_TTL_S);
+	ST_SET(t, capacity_bytes, t->cap_bytes);
+	if ((rc = scan(t, SCAN_OPEN, NULL, NULL)))
+		goto err_db;
+	/* Deletes are not durable with the WAL off: evict back under the cap before serving. */
+	uint32_t n_vic = 0;
+	rocksdb_writebatch_clear(t->batch);
+	if (!choose_victims(t, 0, 0, &n_vic) && n_vic) {
+		char *err = NULL;
+		rocksdb_write(t->db.db, t->db.wo, t->batch, &err);
+		kvt__rdb_err(err);
+		commit_victims(t, n_vic, false);
+	}
+	publish_usage(t);
+	*out = t;
+	return 0;
+err_db:
+	kvt__rdb_db_close(&t->db);
+err_batch:
+	rocksdb_writebatch_destroy(t->batch);
+err_policy:
+	t->pol_ops->destroy(t->pol);
+err_index:
+	kvt__rdb_index_fini(&t->ix);
+err_free:
+	free(t);
+	return rc;
+}
+
+static int rdb_open(const struct kvt_tier_env *env, struct kvt_tier **out)
+{
+	struct kvt__rdb_conf c;
+	int rc = kvt__rdb_conf_from_opts(&c, env->opts, env->data_dir);
+	if (rc)
+		return rc;
+	return kvt__rdb_open_conf(env, &c, out);
+}
+
+static void rdb_close(struct kvt_tier *t)
+{
+	if (!t)
+		return;
+	kvt__rdb_db_close(&t->db);
+	rocksdb_writebatch_destroy(t->batch);
+	t->pol_ops->destroy(t->pol);
+	kvt__rdb_index_fini(&t->ix);
+	free(t->victims);
+	free(t);
+}
+
+int kvt__rdb_flush(struct kvt_tier *t, bool wait)
+{
+	char *err = NULL;
+	if (!t->db.db)
+		return -EIO;
+	rocksdb_flushoptions_set_wait(t->db.fo, wait);
+	rocksdb_flush(t->db.db, t->db.fo, &err);
+	rocksdb_flushoptions_set_wait(t->db.fo, 0);
+	return kvt__rdb_err(err);
+}
+
+const struct kvt_tier_ops kvt_tier_rocksdb = {
+    .version = KVT_TIER_OPS_VERSION,
+    .name = "rocksdb",
+    .open = rdb_open,
+    .close = rdb_close,
+    .write = rdb_write,
+    .read = rdb_read,
+    .remove = rdb_remove,
+    .iterate = rdb_iterate,
+    .stats = rdb_stats,
+    .enable = NULL,
+};
