@@ -118,7 +118,7 @@ static void lru_remove(struct kvt_policy *p, uint32_t id)
 }
 
 static size_t lru_victims(struct kvt_policy *p, uint32_t *out, size_t max,
-			  kvt_policy_evictable_fn ok, void *arg)
+                          kvt_policy_evictable_fn ok, void *arg)
 {
 	size_t n = 0;
 	for (uint32_t id = p->tail; id != NIL && n < max; id = p->prev[id])
@@ -128,12 +128,12 @@ static size_t lru_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 }
 
 const struct kvt_policy_ops kvt_policy_lru = {
-	.version = KVT_POLICY_OPS_VERSION,
-	.name = "lru",
-	.create = lru_create,
-	.destroy = lru_destroy,
-	.on_insert = lru_insert,
-	.on_access = lru_access,
-	.on_remove = lru_remove,
-	.pick_victims = lru_victims,
+    .version = KVT_POLICY_OPS_VERSION,
+    .name = "lru",
+    .create = lru_create,
+    .destroy = lru_destroy,
+    .on_insert = lru_insert,
+    .on_access = lru_access,
+    .on_remove = lru_remove,
+    .pick_victims = lru_victims,
 };

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define KVT_POLICY_OPS_VERSION 1
-#define KVT_POLICY_NONE UINT32_MAX
+#define KVT_POLICY_NONE        UINT32_MAX
 
 struct kvt_policy_meta {
 	uint64_t key_hash; /* a hash of (tenant, namespace, key): ghost entries, sketches */
@@ -43,7 +43,7 @@ struct kvt_policy_ops {
 	void (*on_remove)(struct kvt_policy *p, uint32_t id);
 	/* Writes up to max victims in eviction order; @return : how many. */
 	size_t (*pick_victims)(struct kvt_policy *p, uint32_t *out, size_t max,
-			       kvt_policy_evictable_fn evictable, void *arg);
+	                       kvt_policy_evictable_fn evictable, void *arg);
 	/* Admission on put or demotion; NULL means admit everything. */
 	bool (*admit)(struct kvt_policy *p, const struct kvt_policy_meta *m);
 	/* Sets a parameter ("small_ratio" = "0.1"); NULL or -ENOENT when unknown. */
@@ -56,4 +56,10 @@ const struct kvt_policy_ops *kvt_policy_find(const char *name);
 const struct kvt_policy_ops *kvt_policy_at(size_t i);
 
 extern const struct kvt_policy_ops kvt_policy_lru;
+extern const struct kvt_policy_ops kvt_policy_arc;
+extern const struct kvt_policy_ops kvt_policy_s3fifo;
+extern const struct kvt_policy_ops kvt_policy_sieve;
+extern const struct kvt_policy_ops kvt_policy_lfu;
+extern const struct kvt_policy_ops kvt_policy_prefix;
+extern const struct kvt_policy_ops kvt_policy_gdsf;
 #endif

@@ -4,7 +4,8 @@
 #include <string.h>
 
 static const struct kvt_policy_ops *const all[] = {
-	&kvt_policy_lru,
+    &kvt_policy_lru, &kvt_policy_arc,    &kvt_policy_s3fifo, &kvt_policy_sieve,
+    &kvt_policy_lfu, &kvt_policy_prefix, &kvt_policy_gdsf,
 };
 
 const struct kvt_policy_ops *kvt_policy_at(size_t i)

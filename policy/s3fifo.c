@@ -1,0 +1,218 @@
+/*
+ * s3fifo.c -- S3-FIFO (Yang et al., SOSP'23): a small FIFO S (small_ratio of the resident
+ * entries, default 0.1) that filters one-hit wonders, a main FIFO M with reinsertion, and a
+ * ghost FIFO G of keys recently evicted from S (as many as M holds). New keys enter S, or M when
+ * G remembers them. Each entry has a 2-bit hit counter. Evicting from S moves an entry that was
+ * hit at least move_threshold times (default 1) to M, else evicts it into G; evicting from M
+ * reinserts an entry with a non-zero counter (decremented) and evicts one with zero.
+ *
+ * pick_victims performs those moves (policy state) and proposes entries without removing them;
+ * a proposed entry that the caller keeps goes back to the tail of its queue on the next call.
+ */
+#include "pol_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { NONE, IN_S, IN_M, PROPOSED };
+
+struct kvt_policy {
+	uint32_t *prev, *next;
+	uint64_t *hash;
+	uint8_t *where, *freq, *from; /* from: the queue a proposed entry came from */
+	size_t cap;
+	struct kvt__list s, m, prop;
+	struct kvt__ghost g;
+	double small_ratio;
+	unsigned move_threshold;
+};
+
+static int ensure(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap)
+		return 0;
+	size_t nc = kvt__pol_cap_for(p->cap, id);
+	if (kvt__pol_grow((void **)&p->prev, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->next, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->hash, 8, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->where, 1, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->freq, 1, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->from, 1, p->cap, nc))
+		return -ENOMEM;
+	p->cap = nc;
+	return 0;
+}
+
+static void s3_destroy(struct kvt_policy *p)
+{
+	if (!p)
+		return;
+	free(p->prev);
+	free(p->next);
+	free(p->hash);
+	free(p->where);
+	free(p->freq);
+	free(p->from);
+	kvt__ghost_free(&p->g);
+	free(p);
+}
+
+static int s3_create(size_t hint, struct kvt_policy **out)
+{
+	struct kvt_policy *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	kvt__list_init(&p->s);
+	kvt__list_init(&p->m);
+	kvt__list_init(&p->prop);
+	p->small_ratio = 0.1;
+	p->move_threshold = 1;
+	if (kvt__ghost_init(&p->g, hint) || (hint && ensure(p, (uint32_t)(hint - 1)))) {
+		s3_destroy(p);
+		return -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+static struct kvt__list *queue(struct kvt_policy *p, uint8_t w)
+{
+	return w == IN_S ? &p->s : w == IN_M ? &p->m : &p->prop;
+}
+
+static void put(struct kvt_policy *p, uint32_t id, uint8_t w)
+{
+	p->where[id] = w;
+	kvt__list_push_head(queue(p, w), p->prev, p->next, id);
+}
+
+static void take(struct kvt_policy *p, uint32_t id)
+{
+	kvt__list_unlink(queue(p, p->where[id]), p->prev, p->next, id);
+	p->where[id] = NONE;
+}
+
+static void s3_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy_meta *m)
+{
+	if (ensure(p, id))
+		return;
+	if (p->where[id])
+		take(p, id);
+	p->hash[id] = m->key_hash;
+	p->freq[id] = 0;
+	if (kvt__ghost_has(&p->g, m->key_hash)) {
+		kvt__ghost_del(&p->g, m->key_hash);
+		put(p, id, IN_M);
+	} else {
+		put(p, id, IN_S);
+	}
+}
+
+static void s3_access(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap && p->where[id] && p->freq[id] < 3)
+		p->freq[id]++;
+}
+
+static void s3_remove(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !p->where[id])
+		return;
+	uint8_t w = p->where[id] == PROPOSED ? p->from[id] : p->where[id];
+	take(p, id);
+	if (w == IN_S) {
+		kvt__ghost_add(&p->g, p->hash[id]);
+		kvt__ghost_trim(&p->g, p->m.n + 1);
+	}
+}
+
+/* Returns last call's unclaimed proposals to the tails of their queues, oldest first. */
+static void unpropose(struct kvt_policy *p)
+{
+	while (p->prop.head != KVT__NIL) {
+		uint32_t id = p->prop.head; /* newest proposal: lands nearest the tail last */
+		take(p, id);
+		struct kvt__list *q = queue(p, p->from[id]);
+		p->where[id] = p->from[id];
+		/* push at the tail */
+		p->next[id] = KVT__NIL;
+		p->prev[id] = q->tail;
+		if (q->tail != KVT__NIL)
+			p->next[q->tail] = id;
+		q->tail = id;
+		if (q->head == KVT__NIL)
+			q->head = id;
+		q->n++;
+	}
+}
+
+/* One eviction step; @return : a victim, or KVT__NIL when this step only moved entries. */
+static uint32_t step(struct kvt_policy *p, kvt_policy_evictable_fn ok, void *arg)
+{
+	size_t total = p->s.n + p->m.n;
+	bool from_s = p->s.n && ((double)p->s.n >= p->small_ratio * (double)total || !p->m.n);
+	uint32_t id = from_s ? p->s.tail : p->m.tail;
+	take(p, id);
+	if (from_s && p->freq[id] >= p->move_threshold) {
+		p->freq[id] = 0;
+		put(p, id, IN_M);
+		return KVT__NIL;
+	}
+	if (!from_s && p->freq[id]) {
+		p->freq[id]--;
+		put(p, id, IN_M);
+		return KVT__NIL;
+	}
+	if (ok && !ok(arg, id)) {
+		put(p, id, from_s ? IN_S : IN_M); /* leased: treat as just used */
+		return KVT__NIL;
+	}
+	p->from[id] = from_s ? IN_S : IN_M;
+	put(p, id, PROPOSED);
+	return id;
+}
+
+static size_t s3_victims(struct kvt_policy *p, uint32_t *out, size_t max,
+                         kvt_policy_evictable_fn ok, void *arg)
+{
+	unpropose(p);
+	size_t n = 0, steps = 0, limit = 4 * (p->s.n + p->m.n) + 8;
+	while (n < max && p->s.n + p->m.n && steps++ < limit) {
+		uint32_t v = step(p, ok, arg);
+		if (v != KVT__NIL)
+			out[n++] = v;
+	}
+	return n;
+}
+
+static int s3_set_param(struct kvt_policy *p, const char *name, const char *value)
+{
+	double v;
+	if (!strcmp(name, "small_ratio")) {
+		if (kvt__param_double(value, 0.0, 1.0, &v))
+			return -EINVAL;
+		p->small_ratio = v;
+		return 0;
+	}
+	if (!strcmp(name, "move_threshold")) {
+		if (kvt__param_double(value, 0, 3, &v))
+			return -EINVAL;
+		p->move_threshold = (unsigned)v;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+const struct kvt_policy_ops kvt_policy_s3fifo = {
+    .version = KVT_POLICY_OPS_VERSION,
+    .name = "s3fifo",
+    .create = s3_create,
+    .destroy = s3_destroy,
+    .on_insert = s3_insert,
+    .on_access = s3_access,
+    .on_remove = s3_remove,
+    .pick_victims = s3_victims,
+    .set_param = s3_set_param,
+};

@@ -1,0 +1,130 @@
+/*
+ * sieve.c -- SIEVE (Zhang et al., NSDI'24): one FIFO queue, a visited bit per entry and a hand
+ * that walks from the oldest entry toward the newest. A hit only sets the bit (no list move, so
+ * hits are cheap and lock-friendly); the hand clears set bits as it passes and stops at the
+ * first clear one, which is the victim. New entries go to the head; survivors stay in place.
+ * pick_victims moves the hand and clears bits (policy state) but removes nothing.
+ */
+#include "pol_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct kvt_policy {
+	uint32_t *prev, *next;
+	uint8_t *live, *visited;
+	size_t cap;
+	struct kvt__list q; /* head = newest */
+	uint32_t hand;      /* next entry to examine, KVT__NIL = start at the tail */
+};
+
+static int ensure(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap)
+		return 0;
+	size_t nc = kvt__pol_cap_for(p->cap, id);
+	if (kvt__pol_grow((void **)&p->prev, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->next, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->live, 1, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->visited, 1, p->cap, nc))
+		return -ENOMEM;
+	p->cap = nc;
+	return 0;
+}
+
+static void sieve_destroy(struct kvt_policy *p)
+{
+	if (!p)
+		return;
+	free(p->prev);
+	free(p->next);
+	free(p->live);
+	free(p->visited);
+	free(p);
+}
+
+static int sieve_create(size_t hint, struct kvt_policy **out)
+{
+	struct kvt_policy *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	kvt__list_init(&p->q);
+	p->hand = KVT__NIL;
+	if (hint && ensure(p, (uint32_t)(hint - 1))) {
+		sieve_destroy(p);
+		return -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+static void sieve_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy_meta *m)
+{
+	(void)m;
+	if (ensure(p, id))
+		return;
+	if (p->live[id]) {
+		p->visited[id] = 1;
+		return;
+	}
+	p->live[id] = 1;
+	p->visited[id] = 0;
+	kvt__list_push_head(&p->q, p->prev, p->next, id);
+}
+
+static void sieve_access(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap && p->live[id])
+		p->visited[id] = 1;
+}
+
+static void sieve_remove(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !p->live[id])
+		return;
+	if (p->hand == id)
+		p->hand = p->prev[id];
+	kvt__list_unlink(&p->q, p->prev, p->next, id);
+	p->live[id] = 0;
+}
+
+static bool proposed(const uint32_t *out, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (out[i] == id)
+			return true;
+	return false;
+}
+
+static size_t sieve_victims(struct kvt_policy *p, uint32_t *out, size_t max,
+                            kvt_policy_evictable_fn ok, void *arg)
+{
+	size_t n = 0, steps = 0, limit = 2 * p->q.n + 2;
+	uint32_t h = p->hand;
+	bool first = true;
+	while (n < max && p->q.n && steps++ < limit) {
+		if (h == KVT__NIL)
+			h = p->q.tail;
+		if (p->visited[h]) {
+			p->visited[h] = 0;
+		} else if ((!ok || ok(arg, h)) && !proposed(out, n, h)) {
+			out[n++] = h;
+			if (first)
+				p->hand = h; /* on_remove(h) steps the hand past it */
+			first = false;
+		}
+		h = p->prev[h];
+	}
+	return n;
+}
+
+const struct kvt_policy_ops kvt_policy_sieve = {
+    .version = KVT_POLICY_OPS_VERSION,
+    .name = "sieve",
+    .create = sieve_create,
+    .destroy = sieve_destroy,
+    .on_insert = sieve_insert,
+    .on_access = sieve_access,
+    .on_remove = sieve_remove,
+    .pick_victims = sieve_victims,
+};
