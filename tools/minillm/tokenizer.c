@@ -229,30 +229,39 @@ static void merge(const struct kvt_llm_tokenizer *t, int *ids, int *n, char *pai
 }
 
 int kvt_llm_encode(const struct kvt_llm_tokenizer *t, const char *text, int bos, int *ids,
-                   int max_ids, int *n_out)
+		   int max_ids, int *n_out)
 {
-	int n = 0, rc = 0;
+	/* before merging, every byte may be a token: encode into scratch, copy what fits */
+	size_t cap = strlen(text) + 3;
+	int n = 0, rc = -ENOMEM;
+	int *tmp = cap < (size_t)1 << 28 ? malloc(cap * sizeof(int)) : NULL;
 	char *pair = malloc(2 * (size_t)t->max_len + 2);
-	if (!pair)
-		return -ENOMEM;
-	if (bos && (rc = push(ids, max_ids, &n, KVT_LLM_BOS)))
+	if (!tmp || !pair)
 		goto out;
+	if (bos)
+		tmp[n++] = KVT_LLM_BOS;
 	int first = n;
-	if (text[0] && (rc = push_char(t, " ", 1, ids, max_ids, &n)))
+	if (text[0] && (rc = push_char(t, " ", 1, tmp, (int)cap, &n)))
 		goto out;
 	for (const char *c = text; *c;) {
 		size_t len = 1;
 		while (len < 4 && ((unsigned char)c[len] & 0xC0) == 0x80)
 			len++;
-		if ((rc = push_char(t, c, len, ids, max_ids, &n)))
+		if ((rc = push_char(t, c, len, tmp, (int)cap, &n)))
 			goto out;
 		c += len;
 	}
 	int m = n - first;
-	merge(t, ids + first, &m, pair);
+	merge(t, tmp + first, &m, pair);
 	n = first + m;
+	rc = -ENOSPC;
+	if (n > max_ids)
+		goto out;
+	memcpy(ids, tmp, (size_t)n * sizeof(int));
 	*n_out = n;
+	rc = 0;
 out:
+	free(tmp);
 	free(pair);
 	return rc;
 }
