@@ -14,3 +14,7 @@ if(TARGET kvt_minillm)
   kvt_add_test(NAME test_minillm_json SOURCES minillm/test_minillm_json.c
     LIBS ${KVT_MLLM_LIBS} LABELS unit TIMEOUT 30)
 endif()
+if(TARGET kvt_minillm AND TARGET kvtier_static AND TARGET kvtierd)
+  kvt_add_test(NAME test_minillm_reuse SOURCES minillm/test_minillm_reuse.c
+    LIBS ${KVT_MLLM_LIBS} LABELS integration TIMEOUT 120)
+endif()

@@ -1,0 +1,217 @@
+/* test_minillm_reuse.c -- engines in separate processes share prefix KV through kvtierd:
+ * bit-identical output with and without reuse, partial prefix hits, prompts shorter than a
+ * chunk, and namespaces (tokens_per_chunk, dtype, model name) that must never hit. */
+#include "testlib.h"
+#include "mllm_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct kvt_test_daemon daemon_;
+static struct kvt_llm_model *model;
+static struct kvt_llm_tokenizer *tok;
+static int P[128], NP; /* the shared prompt's ids */
+static char out[1 << 16], err[1 << 14];
+
+static const char *text =
+    "Echoes of vectors unfold, a gentle hum of precision, as I sense the nodes, a gentle hum "
+    "of precision";
+
+static int setup(void **state)
+{
+	mllm_open(&model, &tok);
+	assert_int_equal(kvt_llm_encode(tok, text, 1, P, 128, &NP), 0);
+	assert_true(NP > 32 && NP < 48); /* two full chunks of 16 and a partial one */
+	int rc = kvt_test_daemon_start(&daemon_, NULL);
+	if (rc) {
+		fprintf(stderr, "kvtierd did not start: %d\n", rc);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	kvt_test_daemon_destroy(&daemon_);
+	kvt_llm_tokenizer_close(tok);
+	kvt_llm_model_close(model);
+	return 0;
+}
+
+static char *ids_arg(const int *ids, int n)
+{
+	static char buf[2048];
+	size_t off = 0;
+	for (int i = 0; i < n; i++)
+		off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%d", i ? " " : "", ids[i]);
+	return buf;
+}
+
+struct run {
+	long prompt, reused, put;
+	char ids[1024], top5[512], hash[64], kverr[128];
+};
+
+/* Runs minillm on ids with extra args; kvtier attached when kvtier. */
+static void run(const int *ids, int n, int kvtier, const char *extra, struct run *r)
+{
+	char args[4096];
+	snprintf(args, sizeof(args),
+	         "--json --steps 24 --temperature 0.7 --seed 3 %s%s %s "
+	         "--prompt-ids \"%s\"",
+	         kvtier ? "--kvtier=" : "", kvtier ? daemon_.sock : "", extra ? extra : "",
+	         ids_arg(ids, n));
+	int st = mllm_exec(args, out, sizeof(out), err, sizeof(err));
+	if (st) {
+		fprintf(stderr, "minillm exited %d: %s\n", st, err);
+		fail();
+	}
+	r->prompt = mllm_json_int(out, 0, "prompt_tokens");
+	r->reused = mllm_json_int(out, 0, "reused_tokens");
+	r->put = mllm_json_int(out, 0, "put_chunks");
+	mllm_json_raw(out, 0, "output_ids", r->ids, sizeof(r->ids));
+	mllm_json_raw(out, 0, "top5", r->top5, sizeof(r->top5));
+	mllm_json_raw(out, 0, "logits_hash", r->hash, sizeof(r->hash));
+	mllm_json_raw(out, 0, "kvtier_error", r->kverr, sizeof(r->kverr));
+	assert_int_equal(r->prompt, n);
+	assert_true(r->ids[0] == '[' && strlen(r->hash) == 18);
+	assert_string_equal(r->kverr, ""); /* kvtier never failed */
+}
+
+static void same_output(const struct run *a, const struct run *b)
+{
+	assert_string_equal(a->ids, b->ids);
+	assert_string_equal(a->top5, b->top5);
+	assert_string_equal(a->hash, b->hash); /* every logit, bit for bit */
+}
+
+static void test_minillm_reuse_cross_process(void **state)
+{
+	static const char *modes[] = {"", "--kv-dtype f32"};
+	for (int m = 0; m < 2; m++) {
+		struct run base, a, b;
+		run(P, NP, 0, modes[m], &base);
+		assert_int_equal(base.reused, 0);
+		run(P, NP, 1, modes[m], &a); /* process A computes and puts chunks 0 and 1 */
+		assert_int_equal(a.reused, 0);
+		assert_int_equal(a.put, 2);
+		same_output(&base, &a);
+		run(P, NP, 1, modes[m], &b); /* process B reuses them */
+		assert_int_equal(b.reused, 32);
+		assert_int_equal(b.put, 0);
+		same_output(&base, &b);
+	}
+}
+
+static void test_minillm_reuse_partial(void **state)
+{
+	int q[128];
+	struct run base, r;
+	/* shares 20 tokens with P: only chunk 0 matches */
+	memcpy(q, P, 20 * sizeof(int));
+	for (int i = 20; i < 44; i++)
+		q[i] = 300 + i;
+	run(q, 44, 0, NULL, &base);
+	run(q, 44, 1, NULL, &r);
+	assert_int_equal(r.reused, 16);
+	assert_int_equal(r.put, 1); /* chunk 1 of q is new; chunk 0 was already stored */
+	same_output(&base, &r);
+	/* P extended: chunks 0 and 1 match, chunk 2 is computed and put */
+	memcpy(q, P, (size_t)NP * sizeof(int));
+	for (int i = NP; i < 60; i++)
+		q[i] = 270 + i;
+	run(q, 60, 0, NULL, &base);
+	run(q, 60, 1, NULL, &r);
+	assert_int_equal(r.reused, 32);
+	assert_int_equal(r.put, 1);
+	same_output(&base, &r);
+	run(q, 60, 1, NULL, &r); /* and now three chunks are there */
+	assert_int_equal(r.reused, 48);
+	same_output(&base, &r);
+	/* the first token differs: nothing matches though later tokens are equal */
+	q[1] = q[1] == 300 ? 301 : 300;
+	run(q, 60, 1, NULL, &r);
+	assert_int_equal(r.reused, 0);
+}
+
+static void test_minillm_reuse_short_prompt(void **state)
+{
+	struct run base, r;
+	run(P, 10, 0, NULL, &base);
+	run(P, 10, 1, NULL, &r);
+	assert_int_equal(r.reused, 0);
+	assert_int_equal(r.put, 0);
+	same_output(&base, &r);
+	/* exactly one chunk: stored, but never reused -- its last token is recomputed */
+	int q[16];
+	for (int i = 0; i < 16; i++)
+		q[i] = 400 + i;
+	run(q, 16, 1, NULL, &r);
+	assert_int_equal(r.put, 1);
+	run(q, 16, 1, NULL, &r);
+	assert_int_equal(r.reused, 0);
+	run(q, 15, 1, NULL, &r);
+	assert_int_equal(r.reused, 0);
+}
+
+static void test_minillm_reuse_namespace_mismatch(void **state)
+{
+	struct run r;
+	run(P, NP, 1, NULL, &r); /* f16, 16 tokens per chunk: stored by now */
+	assert_int_equal(r.reused, 32);
+	run(P, NP, 1, "--tokens-per-chunk 8", &r);
+	assert_int_equal(r.reused, 0);
+	assert_int_equal(r.put, NP / 8);
+	run(P, NP, 1, "--tokens-per-chunk 8", &r); /* its own namespace does hit */
+	assert_int_equal(r.reused, (NP - 1) / 8 * 8);
+	run(P, NP, 1, "--tokens-per-chunk 32", &r);
+	assert_int_equal(r.reused, 0);
+	run(P, NP, 1, "--model-name someone-else", &r);
+	assert_int_equal(r.reused, 0);
+	char args[256];
+	snprintf(args, sizeof(args), "--kv-dtype f32 --model-name f32-only");
+	run(P, NP, 1, args, &r); /* f32 under a fresh name: nothing an f16 engine put */
+	assert_int_equal(r.reused, 0);
+}
+
+static void test_minillm_reuse_requests_file(void **state)
+{
+	char dir[256], path[300], args[1024];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/req.jsonl", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "{\"prompt\": \"I dream of quiet rivers of light, of circuits that hum like "
+	           "bees in the warm evening air\", \"steps\": 4}\n");
+	fprintf(f, "{\"prompt\": \"I dream of quiet rivers of light, of circuits that hum like "
+	           "bees in the warm evening air and more\"}\n");
+	fprintf(f, "{\"prompt_ids\": [%s], \"steps\": 2}\n", "1, 300, 301");
+	fclose(f);
+	snprintf(args, sizeof(args), "--json --steps 3 --kvtier=%s --requests %s", daemon_.sock,
+	         path);
+	assert_int_equal(mllm_exec(args, out, sizeof(out), err, sizeof(err)), 0);
+	assert_true(mllm_json_int(out, 0, "prompt_tokens") >= 17);
+	assert_int_equal(mllm_json_int(out, 0, "reused_tokens"), 0);
+	assert_true(mllm_json_int(out, 0, "put_chunks") >= 1);
+	assert_true(mllm_json_int(out, 1, "reused_tokens") >= 16); /* same process, request 0 */
+	assert_int_equal(mllm_json_int(out, 2, "prompt_tokens"), 3);
+	char ids[64];
+	mllm_json_raw(out, 1, "output_ids", ids, sizeof(ids));
+	assert_int_equal(strchr(ids, ',') - ids > 0, 1);
+	mllm_json_raw(out, 2, "output_ids", ids, sizeof(ids));
+	assert_int_equal((int)(strchr(ids + 1, ',') != NULL) + (strchr(ids, ']') != NULL), 2);
+	kvt_test_rmtree(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_minillm_reuse_cross_process),
+	    cmocka_unit_test(test_minillm_reuse_partial),
+	    cmocka_unit_test(test_minillm_reuse_short_prompt),
+	    cmocka_unit_test(test_minillm_reuse_namespace_mismatch),
+	    cmocka_unit_test(test_minillm_reuse_requests_file),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
