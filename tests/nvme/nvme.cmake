@@ -1,0 +1,14 @@
+# The nvme tier's tests (tiers/nvme/): real files in a temp dir, real io_uring. Each program runs
+# once per backend: "<name>" with io_uring (skips with 77 where io_uring is unavailable) and
+# "<name>_pio" with the pread/pwrite thread pool.
+if(TARGET kvt_tier_nvme)
+  function(kvt_nvme_test name label timeout)
+    kvt_add_test(NAME ${name} SOURCES nvme/${name}.c LIBS kvt_tier_nvme LABELS ${label}
+      TIMEOUT ${timeout})
+    add_test(NAME ${name}_pio COMMAND ${name} pio)
+    get_test_property(${name} ENVIRONMENT env)
+    set_tests_properties(${name}_pio PROPERTIES TIMEOUT ${timeout} SKIP_RETURN_CODE 77
+      LABELS ${label} ENVIRONMENT "${env}")
+  endfunction()
+  kvt_nvme_test(test_nvme unit 60)
+endif()

@@ -1,0 +1,179 @@
+/* nvme_fixture.h -- helpers for the nvme tier's tests: records from a seed, a tier in a tmp dir. */
+#ifndef KVT_TESTS_NVME_FIXTURE_H
+#define KVT_TESTS_NVME_FIXTURE_H
+#include "testlib.h"
+#include "core/chunk.h"
+#include "core/options.h"
+#include "tiers/nvme/nvme.h"
+#include "tiers/nvme/nvme_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The backend under test: argv[1] ("uring" or "pio"); uring skips (77) where it is missing. */
+static const char *g_backend = "uring";
+
+static inline void nvt_pick_backend(int argc, char **argv)
+{
+	if (argc > 1)
+		g_backend = argv[1];
+	if (!strcmp(g_backend, "uring") && !kvt__nvme_uring_available()) {
+		fprintf(stderr, "SKIP: io_uring unavailable\n");
+		exit(KVT_TEST_SKIP);
+	}
+}
+
+struct nvt {
+	char dir[256];
+	struct kvt_options opts;
+	struct kvt_tier_env env;
+	struct kvt__nvme_hooks hooks;
+	struct kvt_tier *t;
+	/* locs the tier dropped on its own (env->dropped), in order */
+	uint64_t *dropped;
+	size_t n_dropped, cap_dropped;
+};
+
+static inline void nvt_on_drop(void *arg, const struct kvt_tier_id *id, uint64_t loc)
+{
+	struct nvt *n = arg;
+	if (n->n_dropped == n->cap_dropped) {
+		n->cap_dropped = n->cap_dropped ? 2 * n->cap_dropped : 256;
+		n->dropped = realloc(n->dropped, n->cap_dropped * sizeof(uint64_t));
+		assert_non_null(n->dropped);
+	}
+	n->dropped[n->n_dropped++] = loc;
+}
+
+static inline bool nvt_was_dropped(const struct nvt *n, uint64_t loc)
+{
+	for (size_t i = 0; i < n->n_dropped; i++)
+		if (n->dropped[i] == loc)
+			return true;
+	return false;
+}
+
+static inline void nvt_init(struct nvt *n, const char *bytes, const char *qd)
+{
+	memset(n, 0, sizeof(*n));
+	kvt_test_tmpdir(n->dir, sizeof(n->dir));
+	kvt_opts_defaults(&n->opts);
+	assert_int_equal(kvt_opts_set(&n->opts, "nvme.bytes", bytes), 0);
+	assert_int_equal(kvt_opts_set(&n->opts, "nvme.queue_depth", qd), 0);
+	n->env = (struct kvt_tier_env){
+	    .opts = &n->opts, .data_dir = n->dir, .dropped = nvt_on_drop, .arg = n};
+	n->hooks.backend = g_backend;
+}
+
+static inline int nvt_open(struct nvt *n)
+{
+	return kvt__nvme_open_hooked(&n->env, &n->hooks, &n->t);
+}
+
+static inline void nvt_close(struct nvt *n)
+{
+	kvt_tier_nvme.close(n->t);
+	n->t = NULL;
+}
+
+static inline void nvt_fini(struct nvt *n)
+{
+	if (n->t)
+		nvt_close(n);
+	kvt_test_rmtree(n->dir);
+	free(n->dropped);
+}
+
+static inline const char *nvt_path(const struct nvt *n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/nvme.dat", n->dir);
+	return buf;
+}
+
+/* The identity of record seed. */
+static inline struct kvt_tier_id nvt_id(uint64_t seed)
+{
+	struct kvt_tier_id id = {.tenant = 7};
+	id.ns.w[0] = 0x6e73, id.ns.w[1] = 1;
+	id.key.w[0] = seed, id.key.w[1] = ~seed;
+	return id;
+}
+
+/* Payload length of record seed in [lo, hi): deterministic. */
+static inline size_t nvt_len(uint64_t seed, size_t lo, size_t hi)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull;
+	return lo + (size_t)((x >> 17) % (hi - lo));
+}
+
+/* Allocates a padded, aligned buffer holding record seed (header + payload_len bytes). */
+static inline uint8_t *nvt_record(uint64_t seed, size_t payload_len, size_t *buf_len)
+{
+	size_t rec = KVT_CHUNK_HDR_BYTES + payload_len;
+	*buf_len = KVT_ALIGN_UP(rec, (size_t)KVT_TIER_ALIGN);
+	uint8_t *b = aligned_alloc(KVT_TIER_ALIGN, *buf_len);
+	assert_non_null(b);
+	memset(b, 0xee, *buf_len);
+	kvt_test_fill(b + KVT_CHUNK_HDR_BYTES, payload_len, seed);
+	struct kvt_tier_id id = nvt_id(seed);
+	struct kvt_chunk_hdr h = {.tenant = id.tenant,
+	                          .ns = id.ns,
+	                          .key = id.key,
+	                          .seq = seed,
+	                          .raw_bytes = payload_len,
+	                          .payload_bytes = payload_len,
+	                          .n_tokens = 16};
+	h.payload_sum = kvt_chunk_sum(b + KVT_CHUNK_HDR_BYTES, payload_len);
+	kvt_chunk_hdr_encode(b, &h);
+	return b;
+}
+
+/* Writes record seed. @return : the tier's result; *loc on success. */
+static inline int nvt_put(struct nvt *n, uint64_t seed, size_t payload_len, uint64_t *loc)
+{
+	size_t bl;
+	uint8_t *b = nvt_record(seed, payload_len, &bl);
+	int rc = kvt_tier_nvme.write(n->t, b, KVT_CHUNK_HDR_BYTES + payload_len, bl, loc);
+	free(b);
+	return rc;
+}
+
+/*
+ * Reads record seed at loc and compares every byte with what was written.
+ * @return : the tier's error (negative), 0 when the bytes are identical; fails the test on
+ * a wrong byte (a successful read that differs).
+ */
+static inline int nvt_check(struct nvt *n, uint64_t seed, size_t payload_len, uint64_t loc)
+{
+	size_t bl;
+	uint8_t *want = nvt_record(seed, payload_len, &bl);
+	uint8_t *got = aligned_alloc(KVT_TIER_ALIGN, bl);
+	assert_non_null(got);
+	struct kvt_tier_id id = nvt_id(seed);
+	ssize_t rc = kvt_tier_nvme.read(n->t, &id, loc, got, bl);
+	if (rc >= 0) {
+		assert_int_equal(rc, KVT_CHUNK_HDR_BYTES + payload_len);
+		assert_memory_equal(got, want, (size_t)rc); /* never a wrong byte */
+		rc = 0;
+	}
+	free(got);
+	free(want);
+	return (int)rc;
+}
+
+static inline struct kvt_tier_stats nvt_stats(struct nvt *n)
+{
+	struct kvt_tier_stats s;
+	kvt_tier_nvme.stats(n->t, &s);
+	return s;
+}
+
+static inline struct kvt__nvme_xstats nvt_xstats(struct nvt *n)
+{
+	struct kvt__nvme_xstats x;
+	kvt__nvme_xstats(n->t, &x);
+	return x;
+}
+#endif

@@ -1,0 +1,260 @@
+/* test_nvme.c -- the nvme tier on a real file: round trip, reopen, FIFO reclaim, remove, limits. */
+#include "nvme_fixture.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define N_RECS 160
+
+struct seen {
+	uint64_t locs[4096];
+	size_t n;
+	uint64_t bytes;
+};
+
+static int visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	struct seen *s = arg;
+	assert_true(s->n < KVT_ARRAY_SIZE(s->locs));
+	s->locs[s->n++] = loc;
+	s->bytes += KVT_ALIGN_UP(KVT_CHUNK_HDR_BYTES + h->payload_bytes, 4096);
+	assert_int_equal(h->key.w[1], ~h->key.w[0]);
+	return 0;
+}
+
+static size_t rec_len_of(uint64_t seed)
+{
+	static const size_t sizes[] = {100, 4096 - 128, 64 << 10, (256 << 10) + 100, 1 << 20};
+	return sizes[seed % 5] + (seed % 7) * 512;
+}
+
+static void test_nvme_roundtrip_reopen(void **state)
+{
+	struct nvt n;
+	nvt_init(&n, "128MiB", "8");
+	assert_int_equal(nvt_open(&n), 0);
+	assert_string_equal(kvt__nvme_backend(n.t), g_backend);
+	uint64_t loc[N_RECS];
+	for (uint64_t i = 0; i < N_RECS; i++)
+		assert_int_equal(nvt_put(&n, i + 1, rec_len_of(i), &loc[i]), 0);
+	for (uint64_t i = 0; i < N_RECS; i++)
+		assert_int_equal(nvt_check(&n, i + 1, rec_len_of(i), loc[i]), 0);
+	struct kvt_tier_stats s = nvt_stats(&n);
+	assert_int_equal(s.chunks, N_RECS);
+	assert_int_equal(s.writes, N_RECS);
+	assert_int_equal(s.reads, N_RECS);
+	assert_int_equal(s.evictions, 0);
+	assert_int_equal(n.n_dropped, 0);
+	uint64_t used = s.used_bytes;
+	nvt_close(&n);
+
+	assert_int_equal(nvt_open(&n), 0);
+	s = nvt_stats(&n);
+	assert_int_equal(s.chunks, N_RECS);
+	assert_int_equal(s.used_bytes, used);
+	assert_int_equal(s.corruptions, 0);
+	struct seen *seen = calloc(1, sizeof(*seen));
+	assert_int_equal(kvt_tier_nvme.iterate(n.t, visit, seen), 0);
+	assert_int_equal(seen->n, N_RECS);
+	assert_int_equal(seen->bytes, used); /* usage is exactly what is on disk */
+	for (uint64_t i = 0; i < N_RECS; i++) {
+		assert_int_equal(seen->locs[i], loc[i]); /* log order = write order */
+		assert_int_equal(nvt_check(&n, i + 1, rec_len_of(i), loc[i]), 0);
+	}
+	free(seen);
+	/* writes continue after the recovered head */
+	uint64_t l2;
+	assert_int_equal(nvt_put(&n, 9999, 5000, &l2), 0);
+	assert_int_equal(nvt_check(&n, 9999, 5000, l2), 0);
+	assert_int_equal(nvt_check(&n, 1, rec_len_of(0), loc[0]), 0);
+	nvt_fini(&n);
+}
+
+static void test_nvme_fifo_reclaim(void **state)
+{
+	struct nvt n;
+	nvt_init(&n, "16MiB", "4"); /* 15 regions of 1 MiB */
+	assert_int_equal(nvt_open(&n), 0);
+	enum { N = 200 };
+	uint64_t loc[N];
+	for (uint64_t i = 0; i < N; i++)
+		assert_int_equal(nvt_put(&n, i + 1, 200 << 10, &loc[i]), 0);
+	struct kvt_tier_stats s = nvt_stats(&n);
+	assert_true(n.n_dropped > 0);
+	assert_int_equal(s.evictions, n.n_dropped);
+	assert_int_equal(s.chunks, N - n.n_dropped);
+	assert_true(s.used_bytes <= s.capacity_bytes);
+	/* the oldest went first, every survivor reads back, every dropped one is a miss */
+	for (uint64_t i = 0; i < N; i++) {
+		bool gone = nvt_was_dropped(&n, loc[i]);
+		if (i < n.n_dropped)
+			assert_true(gone);
+		assert_int_equal(nvt_check(&n, i + 1, 200 << 10, loc[i]), gone ? -ENOENT : 0);
+	}
+	nvt_close(&n);
+	assert_int_equal(nvt_open(&n), 0);
+	struct kvt_tier_stats r = nvt_stats(&n);
+	assert_int_equal(r.chunks, s.chunks); /* old records of reused regions stay dead */
+	assert_int_equal(r.used_bytes, s.used_bytes);
+	for (uint64_t i = n.n_dropped; i < N; i++)
+		assert_int_equal(nvt_check(&n, i + 1, 200 << 10, loc[i]), 0);
+	nvt_fini(&n);
+}
+
+static void test_nvme_remove_persists(void **state)
+{
+	struct nvt n;
+	nvt_init(&n, "16MiB", "4");
+	assert_int_equal(nvt_open(&n), 0);
+	uint64_t a, b, c;
+	assert_int_equal(nvt_put(&n, 1, 10000, &a), 0);
+	assert_int_equal(nvt_put(&n, 2, 10000, &b), 0);
+	assert_int_equal(nvt_put(&n, 3, 10000, &c), 0);
+	struct kvt_tier_id id2 = nvt_id(2), id9 = nvt_id(9);
+	assert_int_equal(kvt_tier_nvme.remove(n.t, &id9, b), -ENOENT); /* wrong identity */
+	assert_int_equal(kvt_tier_nvme.remove(n.t, &id2, b), 0);
+	assert_int_equal(kvt_tier_nvme.remove(n.t, &id2, b), -ENOENT);
+	assert_int_equal(nvt_check(&n, 2, 10000, b), -ENOENT);
+	assert_int_equal(n.n_dropped, 0); /* the daemon asked: no callback */
+	nvt_close(&n);
+	assert_int_equal(nvt_open(&n), 0);
+	assert_int_equal(nvt_stats(&n).chunks, 2);
+	assert_int_equal(nvt_check(&n, 1, 10000, a), 0);
+	assert_int_equal(nvt_check(&n, 2, 10000, b), -ENOENT);
+	assert_int_equal(nvt_check(&n, 3, 10000, c), 0); /* the walk skips the tombstone */
+	nvt_fini(&n);
+}
+
+static void test_nvme_limits(void **state)
+{
+	struct kvt__nvme_fault f = {0}; /* no faults: it only watches what reaches the kernel */
+	struct nvt n;
+	nvt_init(&n, "16MiB", "4");
+	n.hooks.fault = &f;
+	assert_int_equal(nvt_open(&n), 0);
+	uint64_t loc;
+	/* larger than a region: -EFBIG, counted, nothing written */
+	assert_int_equal(nvt_put(&n, 1, (1 << 20), &loc), -EFBIG);
+	assert_int_equal(nvt_xstats(&n).efbig, 1);
+	assert_int_equal(nvt_stats(&n).err_other, 1);
+	assert_int_equal(nvt_put(&n, 2, (1 << 20) - 4096 - 128, &loc), 0); /* the largest fits */
+	assert_int_equal(nvt_check(&n, 2, (1 << 20) - 4096 - 128, loc), 0);
+	/* misaligned or short buffers are refused before any I/O */
+	size_t bl;
+	uint8_t *b = nvt_record(3, 5000, &bl);
+	uint8_t *odd = malloc(bl + 1);
+	memcpy(odd + 1, b, bl);
+	if ((uintptr_t)(odd + 1) % 4096)
+		assert_int_equal(kvt_tier_nvme.write(n.t, odd + 1, 5128, bl, &loc), -EINVAL);
+	assert_int_equal(kvt_tier_nvme.write(n.t, b, 5128, 4096, &loc), -EINVAL);
+	b[200] ^= 1; /* a header that does not match its length */
+	assert_int_equal(kvt_tier_nvme.write(n.t, b, 5128 + 1, bl, &loc), -EINVAL);
+	b[200] ^= 1;
+	assert_int_equal(kvt_tier_nvme.write(n.t, b, 5128, bl, &loc), 0);
+	struct kvt_tier_id id3 = nvt_id(3), id4 = nvt_id(4);
+	assert_int_equal(kvt_tier_nvme.read(n.t, &id3, loc, b, 4096), -ENOBUFS);
+	assert_int_equal(kvt_tier_nvme.read(n.t, &id4, loc, b, bl), -ENOENT);
+	assert_int_equal(kvt_tier_nvme.read(n.t, &id3, loc ^ (1ull << 40), b, bl), -ENOENT);
+	assert_int_equal(kvt_tier_nvme.read(n.t, &id3, 12345, b, bl), -ENOENT);
+	assert_int_equal(nvt_check(&n, 3, 5000, loc), 0);
+	free(odd);
+	free(b);
+	assert_true(f.ios > 0);
+	assert_int_equal(f.misaligned, 0);
+	assert_int_equal(nvt_xstats(&n).misaligned, 0);
+	nvt_fini(&n);
+}
+
+static void rewrite_sb(const char *path, uint32_t format)
+{
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t b[4096];
+	for (int copy = 0; copy < 2; copy++) {
+		assert_int_equal(pread(fd, b, 4096, copy * 4096), 4096);
+		kvt_store_le32(b + 8, format);
+		kvt_store_le64(b + 4088, XXH3_64bits(b, 4088));
+		assert_int_equal(pwrite(fd, b, 4096, copy * 4096), 4096);
+	}
+	close(fd);
+}
+
+static void test_nvme_format_mismatch_rebuilds(void **state)
+{
+	struct nvt n;
+	char path[512];
+	nvt_init(&n, "16MiB", "4");
+	assert_int_equal(nvt_open(&n), 0);
+	uint64_t loc;
+	assert_int_equal(nvt_put(&n, 1, 10000, &loc), 0);
+	nvt_close(&n);
+	rewrite_sb(nvt_path(&n, path, sizeof(path)), KVT_NVME_FORMAT + 1);
+	assert_int_equal(nvt_open(&n), 0);
+	assert_int_equal(nvt_stats(&n).chunks, 0);
+	assert_int_equal(nvt_check(&n, 1, 10000, loc), -ENOENT);
+	assert_int_equal(nvt_put(&n, 2, 10000, &loc), 0);
+	nvt_close(&n);
+	/* one torn superblock copy: the other one opens it */
+	int fd = open(path, O_RDWR);
+	uint8_t junk[4096];
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(pread(fd, junk, 8, 0), 8);
+	uint8_t b0[4096], b1[4096];
+	assert_int_equal(pread(fd, b0, 4096, 0), 4096);
+	assert_int_equal(pread(fd, b1, 4096, 4096), 4096);
+	uint64_t g0 = kvt_load_le64(b0 + 16), g1 = kvt_load_le64(b1 + 16);
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(pwrite(fd, junk, 4096, g0 > g1 ? 0 : 4096), 4096);
+	close(fd);
+	assert_int_equal(nvt_open(&n), 0);
+	assert_int_equal(nvt_stats(&n).chunks, 1);
+	assert_int_equal(nvt_check(&n, 2, 10000, loc), 0);
+	nvt_close(&n);
+	/* another size: a new geometry, rebuilt */
+	assert_int_equal(kvt_opts_set(&n.opts, "nvme.bytes", "24MiB"), 0);
+	assert_int_equal(nvt_open(&n), 0);
+	assert_int_equal(nvt_stats(&n).chunks, 0);
+	nvt_fini(&n);
+}
+
+static void test_nvme_registered_buffers(void **state)
+{
+	struct nvt n;
+	nvt_init(&n, "16MiB", "4");
+	assert_int_equal(nvt_open(&n), 0);
+	size_t bl;
+	uint8_t *b = nvt_record(5, 300000, &bl);
+	int rc = kvt_tier_nvme_register(n.t, b, bl);
+	if (!strcmp(g_backend, "pio")) {
+		assert_int_equal(rc, -EOPNOTSUPP);
+	} else if (rc == 0) {
+		uint64_t loc;
+		assert_int_equal(kvt_tier_nvme.write(n.t, b, 300128, bl, &loc), 0);
+		struct kvt__nvme_xstats x = nvt_xstats(&n);
+		assert_true(x.fixed_ios >= 1);
+		memset(b, 0, bl);
+		struct kvt_tier_id id = nvt_id(5);
+		assert_int_equal(kvt_tier_nvme.read(n.t, &id, loc, b, bl), 300128);
+		assert_true(nvt_xstats(&n).fixed_ios > x.fixed_ios);
+		assert_int_equal(nvt_check(&n, 5, 300000, loc), 0);
+	} else {
+		assert_true(rc == -ENOMEM || rc == -EPERM); /* memlock: the tier keeps working */
+	}
+	free(b);
+	nvt_fini(&n);
+}
+
+int main(int argc, char **argv)
+{
+	nvt_pick_backend(argc, argv);
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_nvme_roundtrip_reopen),
+	    cmocka_unit_test(test_nvme_fifo_reclaim),
+	    cmocka_unit_test(test_nvme_remove_persists),
+	    cmocka_unit_test(test_nvme_limits),
+	    cmocka_unit_test(test_nvme_format_mismatch_rebuilds),
+	    cmocka_unit_test(test_nvme_registered_buffers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,143 @@
+/*
+ * io_fault.c -- a fault-injecting backend that wraps a real one (RELIABILITY.md F6, F8, D6).
+ *
+ * The real I/O always happens; what the injector changes is what the tier is told: a completion
+ * may turn into -EIO, -EAGAIN, -ENOSPC (writes) or a short transfer of an odd length (so the
+ * engine must realign before it resubmits), and a submit may answer -EAGAIN/-EBUSY without
+ * submitting anything (backpressure from io_uring_enter). Every injection is counted in the
+ * caller's struct kvt__nvme_fault, so tests can require the tier's counters to equal them.
+ * It also counts every I/O that reaches it misaligned (it sits just above the kernel).
+ * The knobs are read on every call: a test may arm, disarm or change rates at any time.
+ */
+#include "nvme_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static uint32_t fault_rand(struct kvt__nvme_fault *f)
+{
+	/* xorshift64*: deterministic per seed */
+	f->rng ^= f->rng >> 12, f->rng ^= f->rng << 25, f->rng ^= f->rng >> 27;
+	return (uint32_t)((f->rng * 2685821657736338717ull) >> 32);
+}
+
+static bool roll(struct kvt__nvme_fault *f, uint32_t ppm)
+{
+	return ppm && fault_rand(f) % 1000000u < ppm;
+}
+
+static int fault_open(const struct kvt__nvme_io_cfg *cfg, void **out)
+{
+	struct kvt__nvme_fault *f = cfg->arg;
+	if (!f || !cfg->inner)
+		return -EINVAL;
+	f->inner = cfg->inner;
+	f->depth = cfg->depth;
+	f->rng = f->seed ? f->seed : 0x9e3779b97f4a7c15ull;
+	f->op_of = calloc(cfg->depth, 1);
+	f->len_of = calloc(cfg->depth, sizeof(*f->len_of));
+	if (!f->op_of || !f->len_of)
+		goto err;
+	int rc = f->inner->open(cfg, &f->inner_ctx);
+	if (rc) {
+		free(f->op_of), free(f->len_of);
+		f->op_of = NULL, f->len_of = NULL;
+		return rc;
+	}
+	*out = f;
+	return 0;
+err:
+	free(f->op_of), free(f->len_of);
+	f->op_of = NULL, f->len_of = NULL;
+	return -ENOMEM;
+}
+
+static void fault_close(void *ctx)
+{
+	struct kvt__nvme_fault *f = ctx;
+	if (!f)
+		return;
+	f->inner->close(f->inner_ctx);
+	free(f->op_of), free(f->len_of);
+	f->op_of = NULL, f->len_of = NULL;
+}
+
+static int fault_register(void *ctx, const struct iovec *iov, unsigned n)
+{
+	struct kvt__nvme_fault *f = ctx;
+	return f->inner->register_buffers ? f->inner->register_buffers(f->inner_ctx, iov, n)
+	                                  : -EOPNOTSUPP;
+}
+
+static int fault_queue(void *ctx, const struct kvt__nvme_io *io)
+{
+	struct kvt__nvme_fault *f = ctx;
+	unsigned a = f->align ? f->align : 4096;
+	if (io->off % a || io->len % a || (uintptr_t)io->buf % 4096)
+		f->misaligned++;
+	if (io->cookie < f->depth) {
+		f->op_of[io->cookie] = io->op;
+		f->len_of[io->cookie] = io->len;
+	}
+	return f->inner->queue(f->inner_ctx, io);
+}
+
+static int fault_submit(void *ctx)
+{
+	struct kvt__nvme_fault *f = ctx;
+	if (f->armed && roll(f, f->ppm_busy)) {
+		f->busy++;
+		return fault_rand(f) & 1 ? -EAGAIN : -EBUSY;
+	}
+	return f->inner->submit(f->inner_ctx);
+}
+
+static void inject(struct kvt__nvme_fault *f, struct kvt__nvme_cqe *c)
+{
+	bool wr = c->cookie < f->depth && f->op_of[c->cookie] == KVT_NVME_WRITE;
+	f->ios++;
+	if (!f->armed || c->res <= 0)
+		return;
+	uint32_t r = fault_rand(f) % 1000000u;
+	uint32_t edge = f->ppm_eio;
+	if (r < edge) {
+		c->res = -EIO;
+		*(wr ? &f->eio_w : &f->eio_r) += 1;
+		return;
+	}
+	if (r < (edge += f->ppm_again)) {
+		c->res = -EAGAIN;
+		f->again++;
+		return;
+	}
+	if (wr && r < (edge += f->ppm_nospc)) {
+		c->res = -ENOSPC;
+		f->nospc++;
+		return;
+	}
+	if (r < edge + f->ppm_short && c->res > 1) {
+		/* an odd length on purpose: the engine must round down to the alignment */
+		c->res = (int32_t)(1 + fault_rand(f) % (uint32_t)(c->res - 1));
+		*(wr ? &f->short_w : &f->short_r) += 1;
+	}
+}
+
+static int fault_reap(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsigned min)
+{
+	struct kvt__nvme_fault *f = ctx;
+	int n = f->inner->reap(f->inner_ctx, out, max, min);
+	for (int i = 0; i < n; i++)
+		inject(f, &out[i]);
+	return n;
+}
+
+const struct kvt__nvme_io_ops kvt__nvme_io_fault = {
+    .version = KVT_NVME_IO_OPS_VERSION,
+    .name = "fault",
+    .open = fault_open,
+    .close = fault_close,
+    .register_buffers = fault_register,
+    .queue = fault_queue,
+    .submit = fault_submit,
+    .reap = fault_reap,
+};

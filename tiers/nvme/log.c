@@ -1,0 +1,456 @@
+/*
+ * log.c -- the nvme tier's on-disk layout: a FIFO log of fixed-size regions.
+ *
+ *   [0, 4K)      superblock copy A     [4K, 8K) superblock copy B
+ *   [1 MiB, ...) n_regions regions of region_bytes each, used as a ring
+ *   region:      [header block: magic, instance, seq, index][record][record]...[zero block]
+ *   record:      the 128-byte chunk header + payload, padded to 4 KiB, written as one request
+ *                together with a zero "terminator" block right after it
+ *
+ * Why a log of regions and not size-class slabs: chunks are immutable and written once, their
+ * sizes vary with the codec level (a compressed chunk is any size), and an SSD likes large
+ * sequential writes. A slab allocator would waste the gap to the next size class and scatter
+ * small random writes; the log packs records back to back (waste: the 4 KiB padding and the
+ * unused tail of each region, under one record) and writes sequentially. Reclaim is FIFO by
+ * region (CacheLib Navy's block cache, without reinsertion): the oldest region is erased as a
+ * whole and the daemon is told about each live record in it (env->dropped), so nothing is ever
+ * copied forward and the tier's write amplification is 1 + 4 KiB/record (the terminator), i.e.
+ * 1.016 at 256 KiB, 1.002 at 2 MiB. Hot chunks survive because the daemon promotes them.
+ *
+ * Superblock: double-buffered; generation g lives in copy g % 2, so a torn superblock write
+ * leaves the other copy valid. It holds the geometry and a random instance id; a region or
+ * tombstone block from another instance (an older format of the same file) is never trusted.
+ * A format-version or geometry mismatch rebuilds the tier (an empty log), never crashes.
+ *
+ * Recovery: read every region header, order the valid ones by seq (the ring order), then walk
+ * each region's records by reading 4 KiB header blocks, depth regions at a time. A walk stops at
+ * the first block that is neither a valid record header nor a tombstone: the terminator that
+ * every write leaves after its record, or the zero block written after a fresh region header,
+ * so records left over from a region's previous use are never resurrected. The records of the
+ * head region (the only place a write can be torn by a crash) are read whole and verified.
+ * remove() persists by overwriting the record's first block with a tombstone that the walk
+ * skips. Usage after recovery is the sum of the recovered records' padded lengths: exact.
+ */
+#include "nvme_int.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define SB_MAGIC   0x42534d564e54564bull /* "KVTNVMSB" */
+#define RG_MAGIC   0x47524d564e54564bull /* "KVTNVMRG" */
+#define TB_MAGIC   0x42544d564e54564bull /* "KVTNVMTB" */
+#define SUM_OFF    (KVT_NVME_BLOCK - 8)
+#define SCAN_BATCH 256u
+
+static uint64_t block_sum(const uint8_t *b)
+{
+	return XXH3_64bits(b, SUM_OFF);
+}
+
+static bool block_ok(const uint8_t *b, uint64_t magic)
+{
+	return kvt_load_le64(b) == magic && kvt_load_le64(b + SUM_OFF) == block_sum(b);
+}
+
+static void block_seal(uint8_t *b)
+{
+	kvt_store_le64(b + SUM_OFF, block_sum(b));
+}
+
+static uint64_t region_start(const struct kvt_nvme *t, uint64_t r)
+{
+	return t->data_off + r * t->region_bytes;
+}
+
+uint64_t kvt__nvme_rec_off(const struct kvt_nvme *t, uint64_t region, const struct kvt__nvme_rec *r)
+{
+	return region_start(t, region) + (uint64_t)r->off_blocks * KVT_NVME_BLOCK;
+}
+
+static int rw1(struct kvt_nvme *t, int op, uint64_t off, void *buf, size_t len)
+{
+	struct kvt__nvme_seg s = {off, buf, len};
+	return kvt__nvme_rw(t, op, &s, 1);
+}
+
+/* ---- superblock ---- */
+
+int kvt__nvme_log_sb_write(struct kvt_nvme *t, bool clean)
+{
+	uint8_t *b = t->blk;
+	memset(b, 0, KVT_NVME_BLOCK);
+	t->sb_gen++;
+	kvt_store_le64(b, SB_MAGIC);
+	kvt_store_le32(b + 8, KVT_NVME_FORMAT);
+	kvt_store_le32(b + 12, t->align);
+	kvt_store_le64(b + 16, t->sb_gen);
+	kvt_store_le64(b + 24, t->region_bytes);
+	kvt_store_le64(b + 32, t->n_regions);
+	kvt_store_le64(b + 40, t->data_off);
+	kvt_store_le64(b + 48, t->file_bytes);
+	kvt_store_le64(b + 56, t->instance);
+	kvt_store_le32(b + 64, clean);
+	block_seal(b);
+	int rc = rw1(t, KVT_NVME_WRITE, (t->sb_gen & 1) * KVT_NVME_BLOCK, b, KVT_NVME_BLOCK);
+	if (!rc && fdatasync(t->fd))
+		rc = -errno;
+	return rc;
+}
+
+struct sb {
+	bool valid;
+	uint32_t format;
+	uint64_t gen, region_bytes, n_regions, data_off, instance;
+};
+
+static struct sb sb_decode(const uint8_t *b)
+{
+	struct sb s = {0};
+	if (!block_ok(b, SB_MAGIC))
+		return s;
+	s.valid = true;
+	s.format = kvt_load_le32(b + 8);
+	s.gen = kvt_load_le64(b + 16);
+	s.region_bytes = kvt_load_le64(b + 24);
+	s.n_regions = kvt_load_le64(b + 32);
+	s.data_off = kvt_load_le64(b + 40);
+	s.instance = kvt_load_le64(b + 56);
+	return s;
+}
+
+/* @return : 1 when the superblock matches this geometry (recover), 0 (format), or -errno. */
+static int sb_read(struct kvt_nvme *t)
+{
+	int rc = rw1(t, KVT_NVME_READ, 0, t->scan_buf, 2 * KVT_NVME_BLOCK);
+	if (rc)
+		return rc;
+	struct sb a = sb_decode(t->scan_buf), b = sb_decode(t->scan_buf + KVT_NVME_BLOCK);
+	struct sb *best = a.valid && (!b.valid || a.gen > b.gen) ? &a : b.valid ? &b : NULL;
+	if (!best)
+		return 0;
+	t->sb_gen = best->gen;
+	if (best->format != KVT_NVME_FORMAT) {
+		kvt_log(KVT_LOG_WARN, "nvme: %s has format %u, not %u: rebuilding the tier",
+		        t->path, best->format, KVT_NVME_FORMAT);
+		return 0;
+	}
+	if (best->region_bytes != t->region_bytes || best->n_regions != t->n_regions ||
+	    best->data_off != t->data_off) {
+		kvt_log(KVT_LOG_WARN, "nvme: %s geometry changed: rebuilding the tier", t->path);
+		return 0;
+	}
+	t->instance = best->instance;
+	return 1;
+}
+
+int kvt__nvme_log_probe(struct kvt_nvme *t)
+{
+	int rc = rw1(t, KVT_NVME_READ, 0, t->scan_buf, 2 * KVT_NVME_BLOCK);
+	if (rc)
+		return rc;
+	struct sb a = sb_decode(t->scan_buf), b = sb_decode(t->scan_buf + KVT_NVME_BLOCK);
+	if ((a.valid && a.instance == t->instance) || (b.valid && b.instance == t->instance))
+		return 0;
+	return -EIO;
+}
+
+/* ---- regions ---- */
+
+static int region_open(struct kvt_nvme *t, uint64_t r)
+{
+	uint8_t *b = t->blk;
+	memset(b, 0, KVT_NVME_BLOCK);
+	kvt_store_le64(b, RG_MAGIC);
+	kvt_store_le64(b + 8, t->instance);
+	kvt_store_le64(b + 16, t->next_seq);
+	kvt_store_le64(b + 24, r);
+	block_seal(b);
+	/* header + the zero block after it: nothing of the region's past use survives a scan */
+	int rc = rw1(t, KVT_NVME_WRITE, region_start(t, r), b, 2 * KVT_NVME_BLOCK);
+	if (rc)
+		return rc;
+	t->regions[r].seq = t->next_seq++;
+	t->regions[r].wp = KVT_NVME_BLOCK;
+	t->regions[r].n_recs = 0;
+	return 0;
+}
+
+static void region_reclaim(struct kvt_nvme *t, uint64_t r)
+{
+	struct kvt__nvme_region *R = &t->regions[r];
+	for (uint32_t i = 0; i < R->n_recs; i++) {
+		struct kvt__nvme_rec *rec = &R->recs[i];
+		if (!rec->alive)
+			continue;
+		kvt__nvme_log_kill(t, r, rec, false);
+		KVT_NVME_ADD(t, st.evictions, 1);
+	}
+	R->n_recs = 0;
+	R->seq = 0;
+}
+
+int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len)
+{
+	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
+	struct kvt__nvme_region *R = &t->regions[t->head];
+	if (R->seq && R->wp + need > t->region_bytes) {
+		t->head = (t->head + 1) % t->n_regions;
+		R = &t->regions[t->head];
+		if (R->seq)
+			region_reclaim(t, t->head);
+	}
+	if (!R->seq) {
+		int rc = region_open(t, t->head);
+		if (rc)
+			return rc;
+	}
+	return (int64_t)(region_start(t, t->head) + R->wp);
+}
+
+int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint64_t file_off,
+                         uint32_t rec_len)
+{
+	uint64_t r = (file_off - t->data_off) / t->region_bytes;
+	struct kvt__nvme_region *R = &t->regions[r];
+	if (R->n_recs == R->cap_recs) {
+		uint32_t cap = R->cap_recs ? R->cap_recs * 2 : 64;
+		void *p = realloc(R->recs, cap * sizeof(*R->recs));
+		if (!p)
+			return -ENOMEM;
+		R->recs = p, R->cap_recs = cap;
+	}
+	uint64_t in = file_off - region_start(t, r);
+	struct kvt__nvme_rec *rec = &R->recs[R->n_recs++];
+	rec->h = *h;
+	rec->off_blocks = (uint32_t)(in / KVT_NVME_BLOCK);
+	rec->rec_len = rec_len;
+	rec->alive = true;
+	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
+	R->wp = in + need;
+	KVT_NVME_ADD(t, st.used_bytes, need);
+	KVT_NVME_ADD(t, st.chunks, 1);
+	return 0;
+}
+
+void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
+                        bool tombstone)
+{
+	if (!rec->alive)
+		return;
+	rec->alive = false;
+	KVT_NVME_ADD(t, st.used_bytes,
+	             -KVT_ALIGN_UP((uint64_t)rec->rec_len, (uint64_t)KVT_NVME_BLOCK));
+	KVT_NVME_ADD(t, st.chunks, (uint64_t)-1);
+	uint64_t off = kvt__nvme_rec_off(t, region, rec);
+	if (tombstone) {
+		uint8_t *b = t->blk;
+		memset(b, 0, KVT_NVME_BLOCK);
+		kvt_store_le64(b, TB_MAGIC);
+		kvt_store_le64(b + 8, t->instance);
+		kvt_store_le32(b + 16, rec->rec_len);
+		block_seal(b);
+		rw1(t, KVT_NVME_WRITE, off, b,
+		    KVT_NVME_BLOCK); /* best effort: counted if it fails */
+	}
+	if (t->env.dropped && !t->recovering) {
+		struct kvt_tier_id id = {
+		    .tenant = rec->h.tenant, .ns = rec->h.ns, .key = rec->h.key};
+		t->env.dropped(t->env.arg, &id, kvt__nvme_loc(off, t->regions[region].seq));
+	}
+}
+
+struct kvt__nvme_rec *kvt__nvme_log_find(struct kvt_nvme *t, uint64_t loc, uint64_t *region)
+{
+	uint64_t off = (loc & ((1ull << 40) - 1)) << 12;
+	if (off < t->data_off)
+		return NULL;
+	uint64_t r = (off - t->data_off) / t->region_bytes;
+	if (r >= t->n_regions)
+		return NULL;
+	struct kvt__nvme_region *R = &t->regions[r];
+	if (!R->seq || (R->seq & 0xffffff) != loc >> 40)
+		return NULL;
+	uint32_t want = (uint32_t)((off - region_start(t, r)) / KVT_NVME_BLOCK);
+	uint32_t lo = 0, hi = R->n_recs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (R->recs[mid].off_blocks < want)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == R->n_recs || R->recs[lo].off_blocks != want || !R->recs[lo].alive)
+		return NULL;
+	*region = r;
+	return &R->recs[lo];
+}
+
+/* ---- recovery ---- */
+
+static int read_region_headers(struct kvt_nvme *t)
+{
+	struct kvt__nvme_seg segs[SCAN_BATCH];
+	for (uint64_t r0 = 0; r0 < t->n_regions; r0 += SCAN_BATCH) {
+		unsigned n = (unsigned)KVT_MIN((uint64_t)SCAN_BATCH, t->n_regions - r0);
+		for (unsigned i = 0; i < n; i++)
+			segs[i] = (struct kvt__nvme_seg){region_start(t, r0 + i),
+			                                 t->scan_buf + (size_t)i * KVT_NVME_BLOCK,
+			                                 KVT_NVME_BLOCK};
+		int rc = kvt__nvme_rw(t, KVT_NVME_READ, segs, n);
+		if (rc)
+			return rc;
+		for (unsigned i = 0; i < n; i++) {
+			const uint8_t *b = t->scan_buf + (size_t)i * KVT_NVME_BLOCK;
+			struct kvt__nvme_region *R = &t->regions[r0 + i];
+			R->seq = 0;
+			if (block_ok(b, RG_MAGIC) && kvt_load_le64(b + 8) == t->instance &&
+			    kvt_load_le64(b + 24) == r0 + i && kvt_load_le64(b + 16)) {
+				R->seq = kvt_load_le64(b + 16);
+				R->wp = KVT_NVME_BLOCK;
+				if (R->seq >= t->next_seq)
+					t->next_seq = R->seq + 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Looks at the block at cursor wp of region r and moves wp past it. @return : false to stop. */
+static bool scan_block(struct kvt_nvme *t, uint64_t r, const uint8_t *b)
+{
+	struct kvt__nvme_region *R = &t->regions[r];
+	uint64_t room = t->region_bytes - R->wp;
+	if (block_ok(b, TB_MAGIC) && kvt_load_le64(b + 8) == t->instance) {
+		uint64_t need =
+		    KVT_ALIGN_UP((uint64_t)kvt_load_le32(b + 16), (uint64_t)KVT_NVME_BLOCK);
+		if (!need || need > room)
+			return false;
+		R->wp += need;
+		return true;
+	}
+	struct kvt_chunk_hdr h;
+	if (kvt_chunk_hdr_decode(b, &h) || h.payload_bytes > t->max_rec - KVT_CHUNK_HDR_BYTES)
+		return false;
+	uint32_t rec_len = (uint32_t)(KVT_CHUNK_HDR_BYTES + h.payload_bytes);
+	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
+	/* append moves wp past the record */
+	return need <= room && !kvt__nvme_log_append(t, &h, region_start(t, r) + R->wp, rec_len);
+}
+
+/* Walks the records of up to SCAN_BATCH regions in lock step: one header read each per round. */
+static int scan_regions(struct kvt_nvme *t)
+{
+	uint64_t active[SCAN_BATCH];
+	struct kvt__nvme_seg segs[SCAN_BATCH];
+	unsigned batch = KVT_MIN(SCAN_BATCH, KVT_MAX(t->eng.depth, 8u));
+	for (uint64_t r0 = 0; r0 < t->n_regions; r0 += batch) {
+		unsigned n = 0;
+		for (uint64_t r = r0; r < KVT_MIN(r0 + batch, t->n_regions); r++)
+			if (t->regions[r].seq)
+				active[n++] = r;
+		while (n) {
+			for (unsigned i = 0; i < n; i++)
+				segs[i] = (struct kvt__nvme_seg){
+				    region_start(t, active[i]) + t->regions[active[i]].wp,
+				    t->scan_buf + (size_t)i * KVT_NVME_BLOCK, KVT_NVME_BLOCK};
+			int rc = kvt__nvme_rw(t, KVT_NVME_READ, segs, n);
+			if (rc)
+				return rc;
+			unsigned m = 0;
+			for (unsigned i = 0; i < n; i++) {
+				struct kvt__nvme_region *R = &t->regions[active[i]];
+				if (scan_block(t, active[i], segs[i].buf) &&
+				    R->wp < t->region_bytes)
+					active[m++] = active[i];
+			}
+			n = m;
+		}
+	}
+	return 0;
+}
+
+/* Verifies every record of the head region (where a crash can tear a write). */
+static int verify_head(struct kvt_nvme *t)
+{
+	struct kvt__nvme_region *R = &t->regions[t->head];
+	if (!R->seq || !R->n_recs)
+		return 0;
+	uint8_t *buf = aligned_alloc(KVT_TIER_ALIGN, t->region_bytes);
+	if (!buf)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < R->n_recs; i++) {
+		struct kvt__nvme_rec *rec = &R->recs[i];
+		uint64_t need = KVT_ALIGN_UP((uint64_t)rec->rec_len, (uint64_t)KVT_NVME_BLOCK);
+		int rc = rw1(t, KVT_NVME_READ, kvt__nvme_rec_off(t, t->head, rec), buf, need);
+		struct kvt_chunk_hdr h;
+		bool ok = !rc && !kvt_chunk_hdr_decode(buf, &h) &&
+		          !kvt_chunk_verify(&h, buf + KVT_CHUNK_HDR_BYTES,
+		                            rec->rec_len - KVT_CHUNK_HDR_BYTES);
+		if (ok)
+			continue;
+		KVT_NVME_ADD(t, st.corruptions, 1);
+		bool last = i + 1 == R->n_recs;
+		kvt__nvme_log_kill(t, t->head, rec, false);
+		if (last) { /* a torn tail: the next write goes where it was */
+			R->wp = (uint64_t)rec->off_blocks * KVT_NVME_BLOCK;
+			R->n_recs--;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+static void find_head(struct kvt_nvme *t)
+{
+	uint64_t best = 0;
+	t->head = 0;
+	for (uint64_t r = 0; r < t->n_regions; r++)
+		if (t->regions[r].seq > best)
+			best = t->regions[r].seq, t->head = r;
+}
+
+int kvt__nvme_log_open(struct kvt_nvme *t)
+{
+	t->regions = calloc(t->n_regions, sizeof(*t->regions));
+	t->blk = aligned_alloc(KVT_TIER_ALIGN, 2 * KVT_NVME_BLOCK);
+	t->scan_buf = aligned_alloc(KVT_TIER_ALIGN, (size_t)SCAN_BATCH * KVT_NVME_BLOCK);
+	if (!t->regions || !t->blk || !t->scan_buf)
+		return -ENOMEM;
+	memset(t->blk, 0, 2 * KVT_NVME_BLOCK);
+	t->next_seq = 1;
+	int rc = sb_read(t);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		/* a new tier: regions of any older instance are ignored from now on */
+		if (getrandom(&t->instance, sizeof(t->instance), 0) != sizeof(t->instance))
+			t->instance = kvt_now_ns() ^ (uint64_t)getpid() << 32;
+	} else {
+		t->recovering = true;
+		rc = read_region_headers(t);
+		if (!rc)
+			rc = scan_regions(t);
+		find_head(t);
+		if (!rc)
+			rc = verify_head(t);
+		t->recovering = false;
+		if (rc)
+			return rc;
+	}
+	return kvt__nvme_log_sb_write(t, false);
+}
+
+void kvt__nvme_log_close(struct kvt_nvme *t)
+{
+	if (t->regions)
+		for (uint64_t r = 0; r < t->n_regions; r++)
+			free(t->regions[r].recs);
+	free(t->regions);
+	free(t->blk);
+	free(t->scan_buf);
+	t->regions = NULL, t->blk = NULL, t->scan_buf = NULL;
+}

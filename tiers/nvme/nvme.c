@@ -1,0 +1,443 @@
+/*
+ * nvme.c -- the nvme tier's ops table (tiers/tier.h) over the log (log.c) and the I/O engine.
+ *
+ * Open: the file (default DATA_DIR/nvme.dat) or block device is opened O_DIRECT; the alignment
+ * comes from statx(STATX_DIOALIGN) (4096 when the kernel does not say, and more than 4096 is
+ * refused because the daemon's buffers are padded to 4096). A regular file is sized with
+ * fallocate to nvme.bytes. The backend is io_uring when the kernel allows it, else a pread/pwrite
+ * thread pool; KVTIER_NVME_BACKEND=uring|pio forces one.
+ *
+ * Health: -EIO drops the record it hit (env->dropped) and counts; KVT_NVME_DISABLE_AFTER
+ * consecutive failed requests disable the whole tier (every call then fails fast with -EIO,
+ * stats show disabled) until enable() re-reads the superblock successfully. -ENOSPC from the
+ * device marks the tier full: writes fail fast with -ENOSPC, reads keep working, and one write
+ * per full_retry_ms is let through as a probe (a success clears full).
+ *
+ * Every call blocks the calling thread until its I/O is complete (a 32 MiB record is one
+ * request of queue-depth I/Os); one thread drives the tier at a time, stats() from any thread.
+ */
+#include "nvme.h"
+#include "nvme_int.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define DATA_OFF (1ull << 20)
+
+static struct kvt_nvme *NV(struct kvt_tier *t)
+{
+	return (struct kvt_nvme *)t;
+}
+
+static void health(struct kvt_nvme *t, int rc)
+{
+	if (!rc) {
+		t->consecutive_err = 0;
+		return;
+	}
+	if (rc == -EAGAIN || rc == -ENOSPC || rc == -EINVAL)
+		return;
+	if (++t->consecutive_err >= KVT_NVME_DISABLE_AFTER && !KVT_NVME_GET(t, st.disabled)) {
+		KVT_NVME_SET(t, st.disabled, true);
+		kvt_log(KVT_LOG_ERROR,
+		        "nvme: %u consecutive I/O failures on %s: tier disabled until "
+		        "'kvtier tier enable nvme'",
+		        t->consecutive_err, t->path);
+	}
+}
+
+static uint64_t pick_region_bytes(uint64_t space)
+{
+	if (space >= (1ull << 30))
+		return 64ull << 20;
+	uint64_t r = 1ull << 20;
+	while (r * 2 <= space / 8)
+		r *= 2;
+	return r;
+}
+
+static int size_file(struct kvt_nvme *t, uint64_t want)
+{
+	struct stat st;
+	if (fstat(t->fd, &st))
+		return -errno;
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t dev = 0;
+		if (ioctl(t->fd, BLKGETSIZE64, &dev))
+			return -errno;
+		t->is_blk = true;
+		t->file_bytes = want && want < dev ? want : dev;
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > want && ftruncate(t->fd, (off_t)want))
+		return -errno;
+	int rc = fallocate(t->fd, 0, 0, (off_t)want);
+	if (rc && (errno == EOPNOTSUPP || errno == ENOSYS))
+		rc = ftruncate(t->fd, (off_t)want);
+	if (rc)
+		return -errno;
+	t->file_bytes = want;
+	return 0;
+}
+
+static int open_file(struct kvt_nvme *t)
+{
+	t->fd = open(t->path, O_RDWR | O_CREAT | O_CLOEXEC | O_DIRECT, 0600);
+	t->direct = t->fd >= 0;
+	if (t->fd < 0 && errno == EINVAL) {
+		kvt_log(KVT_LOG_WARN, "nvme: %s does not support O_DIRECT: using the page cache",
+		        t->path);
+		t->fd = open(t->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	}
+	if (t->fd < 0)
+		return -errno;
+	t->align = KVT_NVME_BLOCK;
+#ifdef STATX_DIOALIGN
+	struct statx sx;
+	if (t->direct && !statx(t->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) &&
+	    (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align) {
+		if (sx.stx_dio_offset_align > KVT_NVME_BLOCK ||
+		    sx.stx_dio_mem_align > KVT_TIER_ALIGN) {
+			kvt_log(KVT_LOG_ERROR,
+			        "nvme: %s needs %u-byte alignment; at most %u supported", t->path,
+			        sx.stx_dio_offset_align, KVT_NVME_BLOCK);
+			return -EINVAL;
+		}
+	}
+#endif
+	return 0;
+}
+
+static const struct kvt__nvme_io_ops *pick_backend(struct kvt_nvme *t, const char **forced)
+{
+	const char *want = t->hooks.backend ? t->hooks.backend : getenv("KVTIER_NVME_BACKEND");
+	*forced = want && *want ? want : NULL;
+	if (*forced && !strcmp(*forced, "pio"))
+		return &kvt__nvme_io_pio;
+#ifdef KVT_HAVE_URING
+	if (*forced && strcmp(*forced, "uring"))
+		return NULL;
+	return &kvt__nvme_io_uring;
+#else
+	return *forced ? NULL : &kvt__nvme_io_pio;
+#endif
+}
+
+static int open_engine(struct kvt_nvme *t)
+{
+	const char *forced;
+	const struct kvt__nvme_io_ops *ops = pick_backend(t, &forced);
+	if (!ops)
+		return -ENOSYS;
+	uint64_t qd = kvt_opt_u64(t->env.opts, KVT_OPT_NVME_QUEUE_DEPTH);
+	struct kvt__nvme_io_cfg cfg = {.fd = t->fd, .depth = (unsigned)(qd ? qd : 32)};
+	for (;;) {
+		const struct kvt__nvme_io_ops *top = ops;
+		if (t->hooks.fault) {
+			cfg.inner = ops, cfg.arg = t->hooks.fault;
+			t->hooks.fault->align = t->align;
+			top = &kvt__nvme_io_fault;
+		}
+		int rc = kvt__nvme_engine_open(&t->eng, top, &cfg, t->align);
+		if (!rc) {
+			t->backend_name = ops->name;
+			return 0;
+		}
+		if (forced || ops == &kvt__nvme_io_pio)
+			return rc;
+		kvt_log(KVT_LOG_WARN, "nvme: io_uring unavailable (%s): using pread/pwrite",
+		        strerror(-rc));
+		ops = &kvt__nvme_io_pio;
+	}
+}
+
+static void nvme_close(struct kvt_tier *tier)
+{
+	struct kvt_nvme *t = NV(tier);
+	if (!t)
+		return;
+	if (t->eng.ctx && t->regions && !KVT_NVME_GET(t, st.disabled))
+		kvt__nvme_log_sb_write(t, true);
+	kvt__nvme_engine_close(&t->eng);
+	kvt__nvme_log_close(t);
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t);
+}
+
+int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme_hooks *hooks,
+                          struct kvt_tier **out)
+{
+	struct kvt_nvme *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->fd = -1;
+	t->env = *env;
+	if (hooks)
+		t->hooks = *hooks;
+	if (!t->hooks.full_retry_set)
+		t->hooks.full_retry_ms = 1000;
+	const char *p = kvt_opt_str(env->opts, KVT_OPT_NVME_PATH);
+	int rc = -ENAMETOOLONG;
+	int n = *p ? snprintf(t->path, sizeof(t->path), "%s", p)
+	           : snprintf(t->path, sizeof(t->path), "%s/nvme.dat",
+	                      env->data_dir ? env->data_dir : ".");
+	if (n < 0 || (size_t)n >= sizeof(t->path))
+		goto err;
+	uint64_t want = kvt_opt_u64(env->opts, KVT_OPT_NVME_BYTES);
+	if (!want)
+		want = 64ull << 20;
+	if ((rc = open_file(t)))
+		goto err;
+	if ((rc = size_file(t, want & ~(uint64_t)(KVT_NVME_BLOCK - 1))))
+		goto err;
+	rc = -ENOSPC;
+	if (t->file_bytes < DATA_OFF + 2 * (1ull << 20))
+		goto err;
+	t->data_off = DATA_OFF;
+	t->region_bytes = t->hooks.region_bytes ? t->hooks.region_bytes
+	                                        : pick_region_bytes(t->file_bytes - DATA_OFF);
+	t->n_regions = (t->file_bytes - DATA_OFF) / t->region_bytes;
+	t->max_rec = t->region_bytes - KVT_NVME_BLOCK;
+	if (t->n_regions < 2 || t->region_bytes % KVT_NVME_BLOCK || t->max_rec > UINT32_MAX)
+		goto err;
+	KVT_NVME_SET(t, st.capacity_bytes, t->n_regions * t->max_rec);
+	if ((rc = open_engine(t)))
+		goto err;
+	if ((rc = kvt__nvme_log_open(t)))
+		goto err;
+	*out = (struct kvt_tier *)t;
+	return 0;
+err:
+	nvme_close((struct kvt_tier *)t);
+	return rc;
+}
+
+static int nvme_open(const struct kvt_tier_env *env, struct kvt_tier **out)
+{
+	return kvt__nvme_open_hooked(env, NULL, out);
+}
+
+/* @return : 0 when the tier may write now, else -ENOSPC (full, not yet time to probe). */
+static int full_gate(struct kvt_nvme *t)
+{
+	if (!KVT_NVME_GET(t, st.full))
+		return 0;
+	if (kvt_now_ns() - t->full_since_ns >= (uint64_t)t->hooks.full_retry_ms * 1000000ull)
+		return 0;
+	KVT_NVME_ADD(t, xs.rejected_full, 1);
+	return -ENOSPC;
+}
+
+static int nvme_write(struct kvt_tier *tier, const void *buf, size_t rec_len, size_t buf_len,
+                      uint64_t *loc)
+{
+	struct kvt_nvme *t = NV(tier);
+	struct kvt_chunk_hdr h;
+	if (KVT_NVME_GET(t, st.disabled))
+		return -EIO;
+	size_t need = KVT_ALIGN_UP(rec_len, (size_t)KVT_NVME_BLOCK);
+	if (rec_len < KVT_CHUNK_HDR_BYTES || buf_len < need || (uintptr_t)buf % KVT_TIER_ALIGN)
+		return -EINVAL;
+	if (rec_len > t->max_rec) {
+		KVT_NVME_ADD(t, xs.efbig, 1);
+		KVT_NVME_ADD(t, st.err_other, 1);
+		return -EFBIG;
+	}
+	if (kvt_chunk_hdr_decode(buf, &h) || h.payload_bytes != rec_len - KVT_CHUNK_HDR_BYTES)
+		return -EINVAL;
+	int rc = full_gate(t);
+	if (rc)
+		return rc;
+	int64_t off = kvt__nvme_log_place(t, (uint32_t)rec_len);
+	if (off < 0) {
+		rc = (int)off;
+		goto fail;
+	}
+	uint64_t r = ((uint64_t)off - t->data_off) / t->region_bytes;
+	uint64_t end = t->data_off + (r + 1) * t->region_bytes;
+	struct kvt__nvme_seg segs[2] = {
+	    {(uint64_t)off, (void *)buf, need},
+	    {(uint64_t)off + need, t->blk + KVT_NVME_BLOCK, KVT_NVME_BLOCK}};
+	rc = kvt__nvme_rw(t, KVT_NVME_WRITE, segs, (uint64_t)off + need < end ? 2 : 1);
+	if (rc)
+		goto fail;
+	if ((rc = kvt__nvme_log_append(t, &h, (uint64_t)off, (uint32_t)rec_len)))
+		return rc;
+	health(t, 0);
+	KVT_NVME_SET(t, st.full, false);
+	KVT_NVME_ADD(t, st.writes, 1);
+	KVT_NVME_ADD(t, st.write_bytes, rec_len);
+	*loc = kvt__nvme_loc((uint64_t)off, t->regions[r].seq);
+	return 0;
+fail:
+	health(t, rc);
+	if (rc == -ENOSPC) {
+		if (!KVT_NVME_GET(t, st.full))
+			kvt_log_rl(KVT_LOG_WARN, "nvme: %s: device full, tier marked full",
+			           t->path);
+		KVT_NVME_SET(t, st.full, true);
+		t->full_since_ns = kvt_now_ns();
+	}
+	return rc;
+}
+
+static bool same_id(const struct kvt_chunk_hdr *h, const struct kvt_tier_id *id)
+{
+	return h->tenant == id->tenant && !memcmp(&h->ns, &id->ns, sizeof(h->ns)) &&
+	       !memcmp(&h->key, &id->key, sizeof(h->key));
+}
+
+static ssize_t nvme_read(struct kvt_tier *tier, const struct kvt_tier_id *id, uint64_t loc,
+                         void *buf, size_t buf_len)
+{
+	struct kvt_nvme *t = NV(tier);
+	uint64_t r;
+	if (KVT_NVME_GET(t, st.disabled))
+		return -EIO;
+	struct kvt__nvme_rec *rec = kvt__nvme_log_find(t, loc, &r);
+	if (!rec || !same_id(&rec->h, id)) {
+		KVT_NVME_ADD(t, st.misses, 1);
+		return -ENOENT;
+	}
+	size_t need = KVT_ALIGN_UP((size_t)rec->rec_len, (size_t)KVT_NVME_BLOCK);
+	if (buf_len < need)
+		return -ENOBUFS;
+	if ((uintptr_t)buf % KVT_TIER_ALIGN)
+		return -EINVAL;
+	int rc = kvt__nvme_rw(t, KVT_NVME_READ,
+	                      &(struct kvt__nvme_seg){kvt__nvme_rec_off(t, r, rec), buf, need}, 1);
+	health(t, rc);
+	if (rc) {
+		if (rc != -EAGAIN) {
+			KVT_NVME_ADD(t, xs.dropped_io, 1);
+			kvt__nvme_log_kill(t, r, rec, false);
+		}
+		return rc;
+	}
+	struct kvt_chunk_hdr h;
+	if (kvt_chunk_hdr_decode(buf, &h) || !same_id(&h, id) || h.seq != rec->h.seq ||
+	    h.payload_sum != rec->h.payload_sum ||
+	    kvt_chunk_verify(&h, (uint8_t *)buf + KVT_CHUNK_HDR_BYTES,
+	                     rec->rec_len - KVT_CHUNK_HDR_BYTES)) {
+		KVT_NVME_ADD(t, st.corruptions, 1);
+		kvt_log_rl(KVT_LOG_WARN, "nvme: %s: corrupt record at %llu dropped", t->path,
+		           (unsigned long long)kvt__nvme_rec_off(t, r, rec));
+		kvt__nvme_log_kill(t, r, rec, true);
+		return -EBADMSG;
+	}
+	KVT_NVME_ADD(t, st.hits, 1);
+	KVT_NVME_ADD(t, st.reads, 1);
+	KVT_NVME_ADD(t, st.read_bytes, rec->rec_len);
+	return (ssize_t)rec->rec_len;
+}
+
+static int nvme_remove(struct kvt_tier *tier, const struct kvt_tier_id *id, uint64_t loc)
+{
+	struct kvt_nvme *t = NV(tier);
+	uint64_t r;
+	struct kvt__nvme_rec *rec = kvt__nvme_log_find(t, loc, &r);
+	if (!rec || !same_id(&rec->h, id))
+		return -ENOENT;
+	void (*cb)(void *, const struct kvt_tier_id *, uint64_t) = t->env.dropped;
+	t->env.dropped = NULL; /* the daemon asked: no callback */
+	kvt__nvme_log_kill(t, r, rec, !KVT_NVME_GET(t, st.disabled));
+	t->env.dropped = cb;
+	return 0;
+}
+
+static int nvme_iterate(struct kvt_tier *tier, kvt_tier_visit_fn visit, void *arg)
+{
+	struct kvt_nvme *t = NV(tier);
+	/* ring order from the oldest region: head+1, head+2, ..., head */
+	for (uint64_t i = 1; i <= t->n_regions; i++) {
+		uint64_t r = (t->head + i) % t->n_regions;
+		struct kvt__nvme_region *R = &t->regions[r];
+		for (uint32_t j = 0; R->seq && j < R->n_recs; j++) {
+			if (!R->recs[j].alive)
+				continue;
+			uint64_t loc = kvt__nvme_loc(kvt__nvme_rec_off(t, r, &R->recs[j]), R->seq);
+			int rc = visit(arg, &R->recs[j].h, loc);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static void nvme_stats(struct kvt_tier *tier, struct kvt_tier_stats *o)
+{
+	struct kvt_nvme *t = NV(tier);
+	uint64_t *dst = (uint64_t *)o, *src = (uint64_t *)&t->st;
+	size_t n = offsetof(struct kvt_tier_stats, disabled) / sizeof(uint64_t);
+	for (size_t i = 0; i < n; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	o->disabled = KVT_NVME_GET(t, st.disabled);
+	o->full = KVT_NVME_GET(t, st.full);
+}
+
+static int nvme_enable(struct kvt_tier *tier)
+{
+	struct kvt_nvme *t = NV(tier);
+	int rc = kvt__nvme_log_probe(t);
+	if (rc)
+		return rc;
+	t->consecutive_err = 0;
+	KVT_NVME_SET(t, st.full, false);
+	KVT_NVME_SET(t, st.disabled, false);
+	return 0;
+}
+
+int kvt_tier_nvme_register(struct kvt_tier *tier, void *base, size_t len)
+{
+	struct kvt_nvme *t = NV(tier);
+	int rc = kvt__nvme_engine_register(&t->eng, base, len);
+	if (rc && !t->eng.regbuf_failed) {
+		struct rlimit rl = {0};
+		getrlimit(RLIMIT_MEMLOCK, &rl);
+		t->eng.regbuf_failed = true;
+		kvt_log(
+		    KVT_LOG_WARN,
+		    "nvme: cannot register %zu bytes of buffers (%s; RLIMIT_MEMLOCK %llu): using "
+		    "unregistered buffers. Raise the limit (LimitMEMLOCK=, ulimit -l) or grant "
+		    "CAP_IPC_LOCK",
+		    len, strerror(-rc), (unsigned long long)rl.rlim_cur);
+	}
+	return rc;
+}
+
+void kvt__nvme_xstats(struct kvt_tier *tier, struct kvt__nvme_xstats *out)
+{
+	struct kvt_nvme *t = NV(tier);
+	uint64_t *dst = (uint64_t *)out, *src = (uint64_t *)&t->xs;
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+const char *kvt__nvme_backend(struct kvt_tier *tier)
+{
+	return NV(tier)->backend_name;
+}
+
+const struct kvt_tier_ops kvt_tier_nvme = {
+    .version = KVT_TIER_OPS_VERSION,
+    .name = "nvme",
+    .open = nvme_open,
+    .close = nvme_close,
+    .write = nvme_write,
+    .read = nvme_read,
+    .remove = nvme_remove,
+    .iterate = nvme_iterate,
+    .stats = nvme_stats,
+    .enable = nvme_enable,
+};

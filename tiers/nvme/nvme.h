@@ -1,0 +1,34 @@
+/*
+ * nvme.h -- what the daemon may call on the nvme tier beyond tiers/tier.h.
+ *
+ * How to drive the tier (kvt_tier_nvme, found as kvt_tier_find("nvme")):
+ * - One thread at a time calls open/write/read/remove/iterate/enable/close (a tier worker);
+ *   stats() may be called from any thread at any time.
+ * - write() and read() block until their I/O is done (one record is one request of up to
+ *   nvme.queue_depth I/Os in flight); remove() blocks for one 4 KiB write (a tombstone);
+ *   open() blocks for the recovery scan (header reads, depth regions at a time), then the
+ *   daemon should call iterate() once to rebuild its index from the recovered records.
+ * - Buffers: 4096-aligned, padded to 4096 (tier.h). Registering the memory they come from
+ *   (the host pool) once after open makes the I/O use io_uring fixed buffers.
+ * - Errors: -EFBIG (record larger than a region: keep it in the upper tier), -ENOSPC (device
+ *   full: stats.full; retry later), -EAGAIN (backpressure), -EIO (device error; the record was
+ *   dropped on a read; stats.disabled after repeated errors: call enable() to re-probe).
+ * - The tier evicts on its own (FIFO by region) and reports each drop through env->dropped,
+ *   from inside write(): the callback must not call back into the tier.
+ */
+#ifndef KVT_TIERS_NVME_H
+#define KVT_TIERS_NVME_H
+#include "tiers/tier.h"
+
+/*
+ * kvt_tier_nvme_register() registers [base, base+len) (e.g. the host pool) with io_uring for
+ * fixed-buffer I/O. Counts against RLIMIT_MEMLOCK unless the daemon has CAP_IPC_LOCK; on failure
+ * the tier logs one warning and keeps working with unregistered buffers. Replaces nothing: at most
+ * 64 GiB in all.
+ * @return : 0, -ENOMEM/-EPERM (memlock too low), -EOPNOTSUPP (pio backend), -E2BIG.
+ */
+/* The ops table (also reachable as kvt_tier_find("nvme")). */
+extern const struct kvt_tier_ops kvt_tier_nvme;
+
+int kvt_tier_nvme_register(struct kvt_tier *t, void *base, size_t len);
+#endif

@@ -1,0 +1,225 @@
+/*
+ * nvme_int.h -- internals of the nvme tier, shared by its files and its tests.
+ *
+ * Layering (top to bottom):
+ *   nvme.c     the tier ops table: write/read/remove/iterate/stats/enable over the log
+ *   log.c      on-disk layout: superblocks, regions, records, recovery scan, FIFO reclaim
+ *   engine.c   one synchronous request = many in-flight I/Os: splitting, batching, short-I/O
+ *              resubmission, -EAGAIN retries, error classification, alignment checks
+ *   io_*.c     backends behind struct kvt__nvme_io_ops: io_uring, pread/pwrite thread pool,
+ *              and a fault injector that wraps either (tests, RELIABILITY.md F6/F8/D6)
+ *
+ * Concurrency: one thread drives a tier at a time (tier.h); the counters in struct kvt_nvme's
+ * stats are written with relaxed atomics so that stats() may read them from any thread.
+ */
+#ifndef KVT_TIERS_NVME_INT_H
+#define KVT_TIERS_NVME_INT_H
+#include "tiers/tier.h"
+#include "core/util.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define KVT_NVME_FORMAT        1u
+#define KVT_NVME_BLOCK         4096u      /* superblock, region header, terminator */
+#define KVT_NVME_MAX_REGBUF    (1u << 30) /* io_uring caps one registered buffer at 1 GiB */
+#define KVT_NVME_MAX_REGBUFS   64u
+#define KVT_NVME_AGAIN_RETRIES 16u /* -EAGAIN on one I/O: resubmits before giving up */
+#define KVT_NVME_SHORT_RETRIES 64u /* zero-progress short I/Os before -EIO */
+#define KVT_NVME_DISABLE_AFTER 16u /* consecutive failed requests that disable the tier */
+
+/* ---- I/O backends ---------------------------------------------------------------------- */
+
+enum kvt__nvme_op { KVT_NVME_READ, KVT_NVME_WRITE };
+
+/* One I/O as a backend sees it. buf_index >= 0: inside registered buffer buf_index. */
+struct kvt__nvme_io {
+	uint64_t off;
+	void *buf;
+	uint32_t len;
+	uint8_t op;
+	int16_t buf_index;
+	uint32_t cookie;
+};
+
+struct kvt__nvme_cqe {
+	uint32_t cookie;
+	int32_t res; /* bytes done, or -errno */
+};
+
+struct kvt__nvme_io_cfg {
+	int fd;
+	unsigned depth;                       /* most I/Os in flight */
+	const struct kvt__nvme_io_ops *inner; /* for wrapping backends (fault) */
+	void *arg;                            /* backend-specific (fault: struct kvt__nvme_fault) */
+};
+
+#define KVT_NVME_IO_OPS_VERSION 1
+/* A backend. Driven by one thread at a time, like the tier. */
+struct kvt__nvme_io_ops {
+	uint32_t version;
+	const char *name;
+	int (*open)(const struct kvt__nvme_io_cfg *cfg, void **ctx);
+	void (*close)(void *ctx);
+	/* Optional: registers buffers for fixed I/O. @return : 0, -ENOMEM (memlock), -EOPNOTSUPP.
+	 */
+	int (*register_buffers)(void *ctx, const struct iovec *iov, unsigned n);
+	/* Queues one I/O (not yet submitted). @return : 0 or -EBUSY (queue full). */
+	int (*queue)(void *ctx, const struct kvt__nvme_io *io);
+	/* Submits everything queued. @return : 0, -EAGAIN/-EBUSY (backpressure: reap, retry). */
+	int (*submit)(void *ctx);
+	/* Waits for at least min completions (0: poll). @return : number written to out, or -errno.
+	 */
+	int (*reap)(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsigned min);
+};
+
+extern const struct kvt__nvme_io_ops kvt__nvme_io_uring; /* absent without liburing */
+extern const struct kvt__nvme_io_ops kvt__nvme_io_pio;
+extern const struct kvt__nvme_io_ops kvt__nvme_io_fault;
+bool kvt__nvme_uring_available(void);
+
+/* The fault injector's knobs and its own count of what it injected (tests compare). */
+struct kvt__nvme_fault {
+	uint32_t ppm_eio, ppm_again, ppm_nospc, ppm_short, ppm_busy; /* per million I/Os */
+	uint64_t seed;
+	bool armed; /* inject only while set */
+	/* results (written by the driving thread) */
+	uint64_t ios, eio_r, eio_w, again, nospc, short_r, short_w, busy, misaligned;
+	unsigned align;
+	/* private */
+	void *inner_ctx;
+	const struct kvt__nvme_io_ops *inner;
+	uint64_t rng;
+	uint8_t *op_of; /* cookie -> op, sized depth */
+	uint32_t *len_of;
+	unsigned depth;
+};
+
+/* ---- the engine ----------------------------------------------------------------------- */
+
+struct kvt__nvme_seg {
+	uint64_t off;
+	void *buf;
+	size_t len;
+};
+
+struct kvt__nvme_slot {
+	struct kvt__nvme_io io;
+	uint32_t tries, zero_progress;
+	bool busy;
+};
+
+/* Counters past struct kvt_tier_stats (tests compare them with the injector's). */
+struct kvt__nvme_xstats {
+	uint64_t short_reads, short_writes, again_retries, submit_busy, efbig, rejected_full;
+	uint64_t misaligned, fixed_ios, plain_ios, dropped_io, resurrected_skip;
+};
+
+struct kvt__nvme_engine {
+	const struct kvt__nvme_io_ops *ops;
+	void *ctx;
+	unsigned depth, align;
+	size_t min_piece;
+	struct kvt__nvme_slot *slots; /* depth of them */
+	struct kvt__nvme_cqe *cqes;
+	struct iovec regbuf[KVT_NVME_MAX_REGBUFS];
+	unsigned n_regbuf;
+	bool regbuf_failed;
+};
+
+struct kvt_nvme;
+/*
+ * Performs segs (each aligned) as one request: splits them into up to depth in-flight I/Os,
+ * resubmits short I/Os and -EAGAIN, and waits for every I/O it issued. Blocks.
+ * @return : 0, or the request's first error (-EIO, -ENOSPC, -EAGAIN, -EINVAL for misalignment).
+ */
+int kvt__nvme_rw(struct kvt_nvme *t, int op, const struct kvt__nvme_seg *segs, unsigned n);
+int kvt__nvme_engine_open(struct kvt__nvme_engine *e, const struct kvt__nvme_io_ops *ops,
+                          const struct kvt__nvme_io_cfg *cfg, unsigned align);
+void kvt__nvme_engine_close(struct kvt__nvme_engine *e);
+/* Registers [base, base+len) for fixed I/O. @return : 0, or -errno (the tier stays usable). */
+int kvt__nvme_engine_register(struct kvt__nvme_engine *e, void *base, size_t len);
+
+/* ---- the log ---------------------------------------------------------------------------- */
+
+struct kvt__nvme_rec {
+	struct kvt_chunk_hdr h;
+	uint32_t off_blocks; /* from the region start, in align units */
+	uint32_t rec_len;
+	bool alive;
+};
+
+struct kvt__nvme_region {
+	uint64_t seq; /* 0: free */
+	uint64_t wp;  /* next write offset within the region (bytes) */
+	struct kvt__nvme_rec *recs;
+	uint32_t n_recs, cap_recs;
+};
+
+struct kvt__nvme_hooks {
+	const char *backend;           /* "uring", "pio" or NULL (probe / env) */
+	struct kvt__nvme_fault *fault; /* wrap the backend with the injector */
+	uint32_t full_retry_ms;        /* while full, how often a write probes (default 1000) */
+	uint64_t region_bytes;         /* 0: chosen from the capacity */
+	bool full_retry_set;
+};
+
+struct kvt_nvme {
+	struct kvt_tier_env env;
+	char path[4096];
+	int fd;
+	bool is_blk, direct, recovering;
+	unsigned align;
+	uint64_t file_bytes, data_off, region_bytes, n_regions, max_rec;
+	uint64_t instance, sb_gen, next_seq;
+	uint64_t head; /* region index being written */
+	struct kvt__nvme_region *regions;
+	uint8_t *blk; /* KVT_NVME_BLOCK * 2 aligned scratch: zero terminator + header blocks */
+	uint8_t *scan_buf;
+	struct kvt__nvme_engine eng;
+	struct kvt__nvme_hooks hooks;
+	const char *backend_name;
+	/* health */
+	unsigned consecutive_err;
+	uint64_t full_since_ns;
+	/* counters: relaxed atomics (stats() may run on any thread) */
+	struct kvt_tier_stats st;
+	struct kvt__nvme_xstats xs;
+};
+
+#define KVT_NVME_ADD(t, f, n) __atomic_fetch_add(&(t)->f, (n), __ATOMIC_RELAXED)
+#define KVT_NVME_SET(t, f, v) __atomic_store_n(&(t)->f, (v), __ATOMIC_RELAXED)
+#define KVT_NVME_GET(t, f)    __atomic_load_n(&(t)->f, __ATOMIC_RELAXED)
+
+/* loc: bits 0..39 the record's file offset in 4 KiB units, bits 40..63 the region seq. */
+static inline uint64_t kvt__nvme_loc(uint64_t file_off, uint64_t region_seq)
+{
+	return (file_off >> 12) | (region_seq & 0xffffffull) << 40;
+}
+
+int kvt__nvme_log_open(struct kvt_nvme *t);
+void kvt__nvme_log_close(struct kvt_nvme *t);
+/* Finds the live record at loc. @return : the record and its region index, or NULL. */
+struct kvt__nvme_rec *kvt__nvme_log_find(struct kvt_nvme *t, uint64_t loc, uint64_t *region);
+/* Makes room for a record of rec_len at the head. @return : its file offset, or -errno. */
+int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len);
+/* Appends the record just written at file_off. @return : 0 or -ENOMEM. */
+int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint64_t file_off,
+                         uint32_t rec_len);
+/* Marks rec dead; tombstone writes a zero block over its header (persisted drop). */
+void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
+                        bool tombstone);
+uint64_t kvt__nvme_rec_off(const struct kvt_nvme *t, uint64_t region,
+                           const struct kvt__nvme_rec *r);
+/* Reads and checks the superblock (the enable() probe). */
+int kvt__nvme_log_probe(struct kvt_nvme *t);
+int kvt__nvme_log_sb_write(struct kvt_nvme *t, bool clean);
+
+/* Test hooks. */
+int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme_hooks *hooks,
+                          struct kvt_tier **out);
+void kvt__nvme_xstats(struct kvt_tier *t, struct kvt__nvme_xstats *out);
+const char *kvt__nvme_backend(struct kvt_tier *t);
+#endif
