@@ -11,6 +11,8 @@ if(TARGET kvt_minillm)
     LIBS ${KVT_MLLM_LIBS} LABELS unit TIMEOUT 30)
   kvt_add_test(NAME test_minillm_kvcache SOURCES minillm/test_minillm_kvcache.c
     LIBS ${KVT_MLLM_LIBS} LABELS unit TIMEOUT 60)
+  kvt_add_test(NAME test_minillm_cli SOURCES minillm/test_minillm_cli.c
+    LIBS ${KVT_MLLM_LIBS} LABELS unit TIMEOUT 60)
   kvt_add_test(NAME test_minillm_json SOURCES minillm/test_minillm_json.c
     LIBS ${KVT_MLLM_LIBS} LABELS unit TIMEOUT 30)
 endif()
