@@ -112,8 +112,9 @@ static const float *load_row(const struct kvt_llm_kvcache *kv, int l, int which,
 	if (kv->dtype == KVT_LLM_F32)
 		return row;
 	const uint16_t *h = row;
+	const float *table = kvt_llm_f16_table();
 	for (int i = 0; i < kv->kv_dim; i++)
-		buf[i] = kvt_llm_f16_to_f32(h[i]);
+		buf[i] = table[h[i]];
 	return buf;
 }
 

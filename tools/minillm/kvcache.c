@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +47,31 @@ uint16_t kvt_llm_f32_to_f16(float f)
 	return (uint16_t)(sign | h);
 }
 
+static float f16_table[1 << 16];
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+
+static float f16_convert(uint16_t h);
+
+static void f16_table_init(void)
+{
+	for (uint32_t h = 0; h < (1u << 16); h++)
+		f16_table[h] = f16_convert((uint16_t)h);
+}
+
+/* Attention converts every cached element it reads: a 256 KiB table, filled once. */
 float kvt_llm_f16_to_f32(uint16_t h)
+{
+	pthread_once(&f16_once, f16_table_init);
+	return f16_table[h];
+}
+
+const float *kvt_llm_f16_table(void)
+{
+	pthread_once(&f16_once, f16_table_init);
+	return f16_table;
+}
+
+static float f16_convert(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, man = h & 0x3ff, x;
 	if (e == 0) {

@@ -98,6 +98,8 @@ int kvt_llm_kv_scatter(struct kvt_llm_kvcache *kv, int pos, int n, const void *s
 /* fp16 <-> fp32 (round to nearest even), independent of compiler support for _Float16. */
 uint16_t kvt_llm_f32_to_f16(float f);
 float kvt_llm_f16_to_f32(uint16_t h);
+/* The 65536-entry half -> float table behind kvt_llm_f16_to_f32 (thread-safe, filled once). */
+const float *kvt_llm_f16_table(void);
 
 /* ---- forward pass and sampling (forward.c, sample.c) ---- */
 

@@ -229,7 +229,7 @@ static void merge(const struct kvt_llm_tokenizer *t, int *ids, int *n, char *pai
 }
 
 int kvt_llm_encode(const struct kvt_llm_tokenizer *t, const char *text, int bos, int *ids,
-		   int max_ids, int *n_out)
+                   int max_ids, int *n_out)
 {
 	/* before merging, every byte may be a token: encode into scratch, copy what fits */
 	size_t cap = strlen(text) + 3;
