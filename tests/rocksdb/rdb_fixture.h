@@ -11,6 +11,7 @@
 #include "tiers/rocksdb/rocksdb_int.h"
 #include "core/chunk.h"
 #include "core/options.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <stdio.h>
