@@ -24,8 +24,8 @@
 #include "kvtier.h"
 #include <stdbool.h>
 
-#define KVT_CHUNK_MAGIC   0x4354564bu
-#define KVT_CHUNK_VERSION 1
+#define KVT_CHUNK_MAGIC     0x4354564bu
+#define KVT_CHUNK_VERSION   1
 #define KVT_CHUNK_HDR_BYTES 128u
 
 enum { KVT_CHUNK_F_HAS_PARENT = 1u << 0 };

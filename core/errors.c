@@ -7,11 +7,14 @@ KVT_API const char *kvt_strerror(int err)
 {
 	switch (err) {
 #define KVT_ERR_CASE(name, value, text)                                                            \
-	case value: return text;
+	case value:                                                                                \
+		return text;
 		KVT_ERRORS(KVT_ERR_CASE)
 #undef KVT_ERR_CASE
-	case 0: return "success";
-	default: break;
+	case 0:
+		return "success";
+	default:
+		break;
 	}
 	if (err < 0 && err > -4096)
 		return strerror(-err);

@@ -18,11 +18,15 @@
 size_t kvt__dtype_bytes(uint32_t dtype)
 {
 	switch (dtype) {
-	case KVT_DTYPE_F32: return 4;
+	case KVT_DTYPE_F32:
+		return 4;
 	case KVT_DTYPE_F16:
-	case KVT_DTYPE_BF16: return 2;
-	case KVT_DTYPE_FP8_E4M3: return 1;
-	default: return 0;
+	case KVT_DTYPE_BF16:
+		return 2;
+	case KVT_DTYPE_FP8_E4M3:
+		return 1;
+	default:
+		return 0;
 	}
 }
 
@@ -43,7 +47,7 @@ int kvt__model_validate(const kvt_model_t *m)
 			return -EINVAL;
 	/* keep one chunk under 4 GiB so every size fits the wire's u32 fields */
 	uint64_t bytes = 2ull * m->n_layers * m->n_kv_heads * m->head_dim * m->tokens_per_chunk *
-			 kvt__dtype_bytes(m->dtype);
+	                 kvt__dtype_bytes(m->dtype);
 	if (bytes >= (1ull << 32) || m->n_layers > 65536 || m->n_kv_heads > 65536 ||
 	    m->head_dim > 65536 || m->tokens_per_chunk > 65536)
 		return -EINVAL;
@@ -97,9 +101,15 @@ int kvt_namespace_id(const kvt_model_t *m, kvt_id_t *ns_out)
 	XXH3_128bits_update(&st, "kvtier-ns-v1", 12);
 	put_str(&st, m->name);
 	put_str(&st, m->revision);
-	const uint32_t v[] = {m->dtype,      m->n_layers, m->n_kv_heads,
-			      m->head_dim,   m->tokens_per_chunk, m->tp_rank,
-			      m->tp_size ? m->tp_size : 1, m->kv_group, m->layout};
+	const uint32_t v[] = {m->dtype,
+	                      m->n_layers,
+	                      m->n_kv_heads,
+	                      m->head_dim,
+	                      m->tokens_per_chunk,
+	                      m->tp_rank,
+	                      m->tp_size ? m->tp_size : 1,
+	                      m->kv_group,
+	                      m->layout};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		put_u32(&st, v[i]);
 	*ns_out = digest(&st);
@@ -107,7 +117,7 @@ int kvt_namespace_id(const kvt_model_t *m, kvt_id_t *ns_out)
 }
 
 size_t kvt_chunk_keys(kvt_id_t ns, const uint32_t *tokens, size_t n_tokens,
-		      uint32_t tokens_per_chunk, kvt_id_t *keys, size_t max_keys)
+                      uint32_t tokens_per_chunk, kvt_id_t *keys, size_t max_keys)
 {
 	if (!tokens_per_chunk || (!tokens && n_tokens) || (!keys && max_keys))
 		return 0;

@@ -11,7 +11,7 @@
 static const struct kvt_opt_def defs[KVT_OPT__COUNT] = {
 #define KVT_OPT_DEF(id, name, type, def, min, max, rt, help)                                       \
 	[KVT_OPT_##id] = {name, KVT_OPT_##type, def, min, max, rt, help},
-	KVT_OPTIONS(KVT_OPT_DEF)
+    KVT_OPTIONS(KVT_OPT_DEF)
 #undef KVT_OPT_DEF
 };
 
@@ -44,7 +44,7 @@ static int set_value(struct kvt_options *o, int id, const char *value)
 		    !strcasecmp(value, "yes"))
 			v = 1;
 		else if (!strcasecmp(value, "false") || !strcmp(value, "0") ||
-			 !strcasecmp(value, "off") || !strcasecmp(value, "no"))
+		         !strcasecmp(value, "off") || !strcasecmp(value, "no"))
 			v = 0;
 		else
 			return -EINVAL;
@@ -191,10 +191,16 @@ void kvt_opts_resolve(struct kvt_options *o, const char *data_dir)
 static void print_value(const struct kvt_options *o, int i, FILE *f)
 {
 	switch (defs[i].type) {
-	case KVT_OPT_STR: fprintf(f, "%s", o->str[i]); break;
-	case KVT_OPT_BOOL: fprintf(f, "%s", o->num[i] ? "true" : "false"); break;
+	case KVT_OPT_STR:
+		fprintf(f, "%s", o->str[i]);
+		break;
+	case KVT_OPT_BOOL:
+		fprintf(f, "%s", o->num[i] ? "true" : "false");
+		break;
 	case KVT_OPT_SIZE:
-	case KVT_OPT_U64: fprintf(f, "%llu", (unsigned long long)o->num[i]); break;
+	case KVT_OPT_U64:
+		fprintf(f, "%llu", (unsigned long long)o->num[i]);
+		break;
 	}
 }
 
@@ -212,5 +218,5 @@ void kvt_opts_help(FILE *f)
 	static const char *tn[] = {"size", "int", "bool", "string"};
 	for (int i = 0; i < KVT_OPT__COUNT; i++)
 		fprintf(f, "  %-28s %-6s default %-8s %s%s\n", defs[i].name, tn[defs[i].type],
-			defs[i].def, defs[i].help, defs[i].runtime ? " (runtime)" : "");
+		        defs[i].def, defs[i].help, defs[i].runtime ? " (runtime)" : "");
 }

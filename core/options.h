@@ -15,7 +15,7 @@ enum kvt_opt_id {
 #define KVT_OPT_ENUM(id, name, type, def, min, max, rt, help) KVT_OPT_##id,
 	KVT_OPTIONS(KVT_OPT_ENUM)
 #undef KVT_OPT_ENUM
-	KVT_OPT__COUNT
+	    KVT_OPT__COUNT
 };
 
 struct kvt_opt_def {

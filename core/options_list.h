@@ -7,30 +7,34 @@
 	X(HOST_BYTES, "host.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                       \
 	  "host tier capacity across all tenants (auto: 1/8 of RAM)")                              \
 	X(HOST_POLICY, "host.policy", STR, "lru", 0, 0, 1, "eviction policy of the host tier")     \
-	X(LEASE_TIMEOUT_MS, "lease.timeout_ms", U64, "30000", 1, 86400000, 1,                     \
+	X(LEASE_TIMEOUT_MS, "lease.timeout_ms", U64, "30000", 1, 86400000, 1,                      \
 	  "a lease older than this is revoked")                                                    \
-	X(SHUTDOWN_TIMEOUT_MS, "shutdown.timeout_ms", U64, "5000", 0, 3600000, 1,                 \
+	X(SHUTDOWN_TIMEOUT_MS, "shutdown.timeout_ms", U64, "5000", 0, 3600000, 1,                  \
 	  "on SIGTERM, how long leases get to be released")                                        \
 	X(CLIENT_STAGING_BYTES, "client.staging_bytes", SIZE, "64MiB", 1ull << 16, 1ull << 40, 0,  \
 	  "private staging area of each client (puts)")                                            \
 	X(CLIENT_MAX, "client.max", U64, "1024", 1, 65536, 0, "most connected clients")            \
-	X(INDEX_MAX_CHUNKS, "index.max_chunks", U64, "16777216", 1024, 1ull << 32, 0,             \
+	X(INDEX_MAX_CHUNKS, "index.max_chunks", U64, "16777216", 1024, 1ull << 32, 0,              \
 	  "most chunks the index holds")                                                           \
 	X(TIERS_ORDER, "tiers.order", STR, "host", 0, 0, 0,                                        \
 	  "tiers from fastest to slowest, comma separated (host,nvme,rocksdb)")                    \
 	X(DEMOTE_WAIT_MS, "demote.wait_ms", U64, "100", 0, 60000, 1,                               \
 	  "how long a put waits for demotion to free host space before -EAGAIN")                   \
-	X(NVME_PATH, "nvme.path", STR, "", 0, 0, 0, "nvme tier file or block device (default DATA_DIR/nvme.dat)") \
+	X(NVME_PATH, "nvme.path", STR, "", 0, 0, 0,                                                \
+	  "nvme tier file or block device (default DATA_DIR/nvme.dat)")                            \
 	X(NVME_BYTES, "nvme.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                       \
 	  "nvme tier capacity (auto: 1/8 of the data directory's free space)")                     \
-	X(NVME_QUEUE_DEPTH, "nvme.queue_depth", U64, "32", 1, 4096, 0, "nvme io_uring queue depth") \
+	X(NVME_QUEUE_DEPTH, "nvme.queue_depth", U64, "32", 1, 4096, 0,                             \
+	  "nvme io_uring queue depth")                                                             \
 	X(NVME_ADMIT, "nvme.admit", STR, "all", 0, 0, 1, "nvme admission: all or second_touch")    \
-	X(ROCKSDB_PATH, "rocksdb.path", STR, "", 0, 0, 0, "rocksdb directory (default DATA_DIR/rocksdb)") \
+	X(ROCKSDB_PATH, "rocksdb.path", STR, "", 0, 0, 0,                                          \
+	  "rocksdb directory (default DATA_DIR/rocksdb)")                                          \
 	X(ROCKSDB_BYTES, "rocksdb.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                 \
 	  "rocksdb tier logical capacity (auto: 1/8 of the data directory's free space)")          \
 	X(ROCKSDB_WAL, "rocksdb.wal", BOOL, "false", 0, 1, 0, "write-ahead log on")                \
 	X(ROCKSDB_COMPRESSION, "rocksdb.compression", STR, "none", 0, 0, 0, "none, lz4 or zstd")   \
-	X(ROCKSDB_TTL_S, "rocksdb.ttl_s", U64, "0", 0, 1ull << 32, 0, "drop chunks older than this (0: never)") \
+	X(ROCKSDB_TTL_S, "rocksdb.ttl_s", U64, "0", 0, 1ull << 32, 0,                              \
+	  "drop chunks older than this (0: never)")                                                \
 	X(ROCKSDB_BLOB_MIN_BYTES, "rocksdb.blob_min_bytes", SIZE, "0", 0, 1ull << 40, 0,           \
 	  "values at least this large go to blob files (0: off)")                                  \
 	X(ROCKSDB_BLOCK_CACHE_BYTES, "rocksdb.block_cache_bytes", SIZE, "8MiB", 0, 1ull << 40, 0,  \

@@ -25,9 +25,9 @@ int kvt_parse_size(const char *s, uint64_t *out)
 	static const struct {
 		const char *suffix;
 		unsigned shift;
-	} units[] = {{"", 0},     {"b", 0},    {"k", 10},   {"kib", 10}, {"kb", 10},
-		     {"m", 20},   {"mib", 20}, {"mb", 20},  {"g", 30},   {"gib", 30},
-		     {"gb", 30},  {"t", 40},   {"tib", 40}, {"tb", 40}};
+	} units[] = {{"", 0},    {"b", 0},    {"k", 10},   {"kib", 10}, {"kb", 10},
+	             {"m", 20},  {"mib", 20}, {"mb", 20},  {"g", 30},   {"gib", 30},
+	             {"gb", 30}, {"t", 40},   {"tib", 40}, {"tb", 40}};
 	for (size_t i = 0; i < KVT_ARRAY_SIZE(units); i++) {
 		if (strcasecmp(end, units[i].suffix))
 			continue;

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <time.h>
 
-#define KVT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define KVT_ARRAY_SIZE(a)  (sizeof(a) / sizeof((a)[0]))
 #define KVT_ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((__typeof__(x))(a)-1))
-#define KVT_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define KVT_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define KVT_LIKELY(x) __builtin_expect(!!(x), 1)
-#define KVT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define KVT_MIN(a, b)      ((a) < (b) ? (a) : (b))
+#define KVT_MAX(a, b)      ((a) > (b) ? (a) : (b))
+#define KVT_LIKELY(x)      __builtin_expect(!!(x), 1)
+#define KVT_UNLIKELY(x)    __builtin_expect(!!(x), 0)
 
 /* Three kinds of checks (STYLE.md 12). */
 #ifndef NDEBUG
@@ -22,11 +22,11 @@
 			kvt__panic(__FILE__, __LINE__, #x);                                        \
 	} while (0)
 #define KVT_ALWAYS(x) ((x) ? 1 : (kvt__panic(__FILE__, __LINE__, #x), 0))
-#define KVT_NEVER(x) ((x) ? (kvt__panic(__FILE__, __LINE__, #x), 1) : 0)
+#define KVT_NEVER(x)  ((x) ? (kvt__panic(__FILE__, __LINE__, #x), 1) : 0)
 #else
 #define KVT_ASSERT(x) ((void)0)
 #define KVT_ALWAYS(x) (!!(x))
-#define KVT_NEVER(x) (!!(x))
+#define KVT_NEVER(x)  (!!(x))
 #endif
 #define KVT_PANIC(msg) kvt__panic(__FILE__, __LINE__, msg)
 
@@ -35,7 +35,8 @@ _Noreturn void kvt__panic(const char *file, int line, const char *what);
 static inline void kvt_store_le32(void *p, uint32_t v)
 {
 	uint8_t *b = p;
-	b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16), b[3] = (uint8_t)(v >> 24);
+	b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16),
+	b[3] = (uint8_t)(v >> 24);
 }
 static inline void kvt_store_le64(void *p, uint64_t v)
 {

@@ -14,10 +14,10 @@
 #define KVT_GPU_IPC_HANDLE_BYTES 64
 
 struct kvt_gpu_mem {
-	void *ptr;     /* device pointer (or host pointer for the stand-in) */
+	void *ptr; /* device pointer (or host pointer for the stand-in) */
 	size_t bytes;
 	int device;
-	int host;      /* 1 when this is the host-memory stand-in */
+	int host; /* 1 when this is the host-memory stand-in */
 };
 
 /* @return : number of usable devices (>= 1), or -ENODEV. */

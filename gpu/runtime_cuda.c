@@ -28,12 +28,17 @@ int kvt_gpu_probe(void)
 static int err_of(cudaError_t e)
 {
 	switch (e) {
-	case cudaSuccess: return 0;
-	case cudaErrorMemoryAllocation: return -ENOMEM;
-	case cudaErrorInvalidValue: return -EINVAL;
+	case cudaSuccess:
+		return 0;
+	case cudaErrorMemoryAllocation:
+		return -ENOMEM;
+	case cudaErrorInvalidValue:
+		return -EINVAL;
 	case cudaErrorNoDevice:
-	case cudaErrorInsufficientDriver: return -ENODEV;
-	default: return -EIO;
+	case cudaErrorInsufficientDriver:
+		return -ENODEV;
+	default:
+		return -EIO;
 	}
 }
 

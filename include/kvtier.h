@@ -51,7 +51,7 @@ enum { KVT_CODEC_RAW = 0 };
 
 /* kvtier-only error codes, below -4096 so that they never collide with errno. */
 #define KVT_ERRORS(X)                                                                              \
-	X(KVT_E_VERSION, -4097, "protocol version not supported by the daemon")                   \
+	X(KVT_E_VERSION, -4097, "protocol version not supported by the daemon")                    \
 	X(KVT_E_NSFULL, -4098, "too many namespaces registered")
 
 enum {
@@ -109,7 +109,7 @@ KVT_API size_t kvt_chunk_bytes(const kvt_model_t *m);
  * @return : the number of keys written to keys (at most max_keys), 0 if tokens_per_chunk is 0.
  */
 KVT_API size_t kvt_chunk_keys(kvt_id_t ns, const uint32_t *tokens, size_t n_tokens,
-			      uint32_t tokens_per_chunk, kvt_id_t *keys, size_t max_keys);
+                              uint32_t tokens_per_chunk, kvt_id_t *keys, size_t max_keys);
 
 /*
  * Stores n chunks of a prefix. parent is the key before keys[0] (NULL when keys[0] starts the
@@ -119,7 +119,7 @@ KVT_API size_t kvt_chunk_keys(kvt_id_t ns, const uint32_t *tokens, size_t n_toke
  *           could be: -EINVAL, -ENOSPC (every byte of the tier is leased), -ENOTCONN.
  */
 KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
-		    size_t n, const void *const *chunks, size_t chunk_len);
+                    size_t n, const void *const *chunks, size_t chunk_len);
 
 /*
  * Zero-extra-copy put: kvt_put_reserve hands out up to n writable chunk buffers in this
@@ -131,7 +131,7 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
  */
 KVT_API int kvt_put_reserve(kvt_client_t *c, kvt_id_t ns, size_t n, void **bufs);
 KVT_API int kvt_put_commit(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent,
-			   const kvt_id_t *keys, size_t n);
+                           const kvt_id_t *keys, size_t n);
 KVT_API void kvt_put_abort(kvt_client_t *c);
 
 /* @return : how many leading keys are present, or -errno. */
@@ -142,8 +142,8 @@ KVT_API int kvt_lookup(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_
  * kvt_chunk_bytes are written). A chunk revoked while it was copied counts as a miss.
  * @return : how many leading chunks were copied, or -errno.
  */
-KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
-		    void *const *dst, size_t dst_len);
+KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, void *const *dst,
+                    size_t dst_len);
 
 /*
  * Leases the leading hits zero-copy into out[0..ret). Rule: copy, then release, then check
@@ -151,7 +151,7 @@ KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n
  * @return : how many leases were taken, or -errno.
  */
 KVT_API int kvt_acquire(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
-			kvt_lease_t *out);
+                        kvt_lease_t *out);
 
 /*
  * Releases n leases and sets each one's status. Needs no reply from the daemon.

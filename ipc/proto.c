@@ -27,7 +27,8 @@ int kvt_proto_check_put(const void *body, size_t len, uint32_t *n)
 	if (len < sizeof(struct kvt_msg_put))
 		return -EPROTO;
 	const struct kvt_msg_put *p = body;
-	if (p->n > KVT_BATCH_MAX || len < sizeof(*p) + (size_t)p->n * sizeof(struct kvt_msg_put_item))
+	if (p->n > KVT_BATCH_MAX ||
+	    len < sizeof(*p) + (size_t)p->n * sizeof(struct kvt_msg_put_item))
 		return -EPROTO;
 	*n = p->n;
 	return 0;
@@ -46,7 +47,7 @@ int kvt_proto_check_release(const void *body, size_t len, uint32_t *n)
 }
 
 int kvt_proto_check_namespace(const void *body, size_t len, kvt_model_t *m, char *name,
-			      char *revision)
+                              char *revision)
 {
 	if (len < sizeof(struct kvt_msg_namespace))
 		return -EPROTO;
@@ -110,8 +111,10 @@ ssize_t kvt_proto_recv(int fd, void *buf, size_t len, int *fds, int *nfds)
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int) * 8)];
 	} ctl;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			    .msg_controllen = sizeof(ctl.buf)};
+	struct msghdr mh = {.msg_iov = &iov,
+	                    .msg_iovlen = 1,
+	                    .msg_control = ctl.buf,
+	                    .msg_controllen = sizeof(ctl.buf)};
 	int max_fds = nfds ? *nfds : 0, arrived = 0;
 	ssize_t n;
 	do

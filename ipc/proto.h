@@ -53,9 +53,9 @@ enum kvt_msg_type {
 struct kvt_msg_hdr {
 	uint16_t type;
 	uint16_t flags;
-	uint32_t len;    /* whole message, header included */
-	uint32_t seq;    /* chosen by the client, echoed in the reply */
-	int32_t status;  /* replies: a count >= 0 or -errno; requests: 0 */
+	uint32_t len;   /* whole message, header included */
+	uint32_t seq;   /* chosen by the client, echoed in the reply */
+	int32_t status; /* replies: a count >= 0 or -errno; requests: 0 */
 };
 _Static_assert(sizeof(struct kvt_msg_hdr) == 16, "wire size");
 
@@ -69,8 +69,8 @@ _Static_assert(sizeof(struct kvt_msg_hello) == 16, "wire size");
 /* HELLO reply body; fds: [0] pool (read-only), [1] staging (read-write). */
 struct kvt_msg_hello_reply {
 	uint32_t major, minor;
-	uint64_t pool_bytes;    /* record area of the pool mapping */
-	uint64_t gen_bytes;     /* generation table that follows it */
+	uint64_t pool_bytes; /* record area of the pool mapping */
+	uint64_t gen_bytes;  /* generation table that follows it */
 	uint64_t staging_bytes;
 	uint32_t tenant;
 	uint32_t client_id;
@@ -107,7 +107,7 @@ struct kvt_msg_put {
 	uint32_t n;
 	uint32_t flags;       /* KVT_PUT_F_PARENT when parent is meaningful */
 	uint64_t chunk_bytes; /* payload bytes of each chunk */
-	/* struct kvt_msg_put_item items[n]; */
+	                      /* struct kvt_msg_put_item items[n]; */
 };
 _Static_assert(sizeof(struct kvt_msg_put) == 48, "wire size");
 enum { KVT_PUT_F_PARENT = 1 };
@@ -123,9 +123,9 @@ _Static_assert(sizeof(struct kvt_msg_put_item) == 32, "wire size");
 struct kvt_msg_lease {
 	uint64_t payload_off; /* offset of the payload in the pool mapping */
 	uint64_t payload_bytes;
-	uint64_t handle;      /* lease id, names this connection's lease */
-	uint64_t gen;         /* generation of the record's granule when leased */
-	uint32_t gen_index;   /* granule index in the generation table */
+	uint64_t handle;    /* lease id, names this connection's lease */
+	uint64_t gen;       /* generation of the record's granule when leased */
+	uint32_t gen_index; /* granule index in the generation table */
 	uint32_t codec;
 };
 _Static_assert(sizeof(struct kvt_msg_lease) == 40, "wire size");
@@ -143,7 +143,7 @@ int kvt_proto_check_keys(const void *body, size_t len, uint32_t *n);
 int kvt_proto_check_put(const void *body, size_t len, uint32_t *n);
 int kvt_proto_check_release(const void *body, size_t len, uint32_t *n);
 int kvt_proto_check_namespace(const void *body, size_t len, kvt_model_t *m, char *name,
-			      char *revision);
+                              char *revision);
 
 /* Sends one message with optional fds (MSG_NOSIGNAL). @return : 0 or -errno. */
 int kvt_proto_send(int fd, const void *msg, size_t len, const int *fds, int nfds);

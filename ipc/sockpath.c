@@ -12,14 +12,19 @@ static int candidate(int i, char *out, size_t len)
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	int n;
 	switch (i) {
-	case 0: n = snprintf(out, len, "/run/kvtier/kvtier.sock"); break;
+	case 0:
+		n = snprintf(out, len, "/run/kvtier/kvtier.sock");
+		break;
 	case 1:
 		if (!xdg || !*xdg)
 			return -ENOENT;
 		n = snprintf(out, len, "%s/kvtier/kvtier.sock", xdg);
 		break;
-	case 2: n = snprintf(out, len, "/tmp/kvtier-%u/kvtier.sock", (unsigned)getuid()); break;
-	default: return -ENOENT;
+	case 2:
+		n = snprintf(out, len, "/tmp/kvtier-%u/kvtier.sock", (unsigned)getuid());
+		break;
+	default:
+		return -ENOENT;
 	}
 	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }

@@ -12,12 +12,12 @@ extern const struct kvt_tier_ops kvt_tier_rocksdb;
 
 static const struct kvt_tier_ops *const all[] = {
 #ifdef KVT_HAVE_TIER_NVME
-	&kvt_tier_nvme,
+    &kvt_tier_nvme,
 #endif
 #ifdef KVT_HAVE_TIER_ROCKSDB
-	&kvt_tier_rocksdb,
+    &kvt_tier_rocksdb,
 #endif
-	NULL,
+    NULL,
 };
 
 const struct kvt_tier_ops *kvt_tier_find(const char *name)

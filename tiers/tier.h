@@ -29,7 +29,7 @@
 #include <sys/types.h>
 
 #define KVT_TIER_OPS_VERSION 1
-#define KVT_TIER_ALIGN 4096u
+#define KVT_TIER_ALIGN       4096u
 
 struct kvt_tier;
 
@@ -67,11 +67,11 @@ struct kvt_tier_ops {
 	/* Stores one record; buf holds the header and payload. @return : 0 and *loc, -ENOSPC
 	 * (full), -EAGAIN (backpressure), -EIO, -EFBIG (larger than the tier's largest slot). */
 	int (*write)(struct kvt_tier *t, const void *buf, size_t rec_len, size_t buf_len,
-		     uint64_t *loc);
+	             uint64_t *loc);
 	/* Reads and verifies the record of id at loc into buf. @return : record length, -ENOENT,
 	 * -EBADMSG (corrupt: dropped and counted), -EIO, -ENOBUFS (buf_len too small). */
 	ssize_t (*read)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc, void *buf,
-			size_t buf_len);
+	                size_t buf_len);
 	/* Forgets the record. @return : 0 or -ENOENT. */
 	int (*remove)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc);
 	/* Walks every valid record (after open, for recovery). */

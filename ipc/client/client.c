@@ -44,8 +44,8 @@ struct ns_slot {
 struct kvt_client {
 	pthread_mutex_t io, stage;
 	char path[KVT_SOCK_PATH_MAX];
-	int fd;          /* -1 while disconnected; guarded by io */
-	uint32_t epoch;  /* bumps on every (re)connect */
+	int fd;         /* -1 while disconnected; guarded by io */
+	uint32_t epoch; /* bumps on every (re)connect */
 	uint32_t seq;
 	uint8_t *pool;
 	uint64_t pool_bytes, gen_bytes;
@@ -91,11 +91,11 @@ static void drop_conn_locked(struct kvt_client *c)
 
 /* One request, one reply. Caller holds io and has a connection. @return : status or -errno. */
 static int rpc_locked(struct kvt_client *c, uint16_t type, size_t body_len, size_t *reply_len,
-		      int *fds, int *nfds)
+                      int *fds, int *nfds)
 {
 	struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)c->tx;
-	*h = (struct kvt_msg_hdr){.type = type, .len = (uint32_t)(sizeof(*h) + body_len),
-				  .seq = ++c->seq};
+	*h = (struct kvt_msg_hdr){
+	    .type = type, .len = (uint32_t)(sizeof(*h) + body_len), .seq = ++c->seq};
 	int rc = kvt_proto_send(c->fd, c->tx, h->len, NULL, 0);
 	if (rc)
 		goto broken;
@@ -127,16 +127,22 @@ broken:
 }
 
 static int send_namespace_locked(struct kvt_client *c, const kvt_model_t *m, kvt_id_t *ns,
-				 uint64_t *chunk_bytes)
+                                 uint64_t *chunk_bytes)
 {
-	struct kvt_msg_namespace *w = (struct kvt_msg_namespace *)(c->tx + sizeof(struct kvt_msg_hdr));
+	struct kvt_msg_namespace *w =
+	    (struct kvt_msg_namespace *)(c->tx + sizeof(struct kvt_msg_hdr));
 	size_t nl = strlen(m->name), rl = m->revision ? strlen(m->revision) : 0;
-	*w = (struct kvt_msg_namespace){.dtype = m->dtype, .n_layers = m->n_layers,
-					.n_kv_heads = m->n_kv_heads, .head_dim = m->head_dim,
-					.tokens_per_chunk = m->tokens_per_chunk,
-					.tp_rank = m->tp_rank, .tp_size = m->tp_size,
-					.kv_group = m->kv_group, .layout = m->layout,
-					.name_len = (uint16_t)nl, .revision_len = (uint16_t)rl};
+	*w = (struct kvt_msg_namespace){.dtype = m->dtype,
+	                                .n_layers = m->n_layers,
+	                                .n_kv_heads = m->n_kv_heads,
+	                                .head_dim = m->head_dim,
+	                                .tokens_per_chunk = m->tokens_per_chunk,
+	                                .tp_rank = m->tp_rank,
+	                                .tp_size = m->tp_size,
+	                                .kv_group = m->kv_group,
+	                                .layout = m->layout,
+	                                .name_len = (uint16_t)nl,
+	                                .revision_len = (uint16_t)rl};
 	memcpy(w + 1, m->name, nl);
 	if (rl)
 		memcpy((char *)(w + 1) + nl, m->revision, rl);
@@ -147,7 +153,7 @@ static int send_namespace_locked(struct kvt_client *c, const kvt_model_t *m, kvt
 	if (rlen < sizeof(struct kvt_msg_namespace_reply))
 		return -EPROTO;
 	const struct kvt_msg_namespace_reply *r =
-		(const void *)(c->rx + sizeof(struct kvt_msg_hdr));
+	    (const void *)(c->rx + sizeof(struct kvt_msg_hdr));
 	*ns = r->ns;
 	*chunk_bytes = r->chunk_bytes;
 	return 0;
@@ -167,8 +173,8 @@ static int hello_locked(struct kvt_client *c)
 	}
 	c->fd = fd;
 	struct kvt_msg_hello *hi = (struct kvt_msg_hello *)(c->tx + sizeof(struct kvt_msg_hdr));
-	*hi = (struct kvt_msg_hello){.major = KVT_PROTO_MAJOR, .minor = KVT_PROTO_MINOR,
-				     .pid = (uint32_t)getpid()};
+	*hi = (struct kvt_msg_hello){
+	    .major = KVT_PROTO_MAJOR, .minor = KVT_PROTO_MINOR, .pid = (uint32_t)getpid()};
 	int fds[2] = {-1, -1}, nfds = 2;
 	size_t rlen = 0;
 	int rc = rpc_locked(c, KVT_MSG_HELLO, sizeof(*hi), &rlen, fds, &nfds);
@@ -226,7 +232,8 @@ static int ensure_locked(struct kvt_client *c)
 		return -ENOTCONN;
 	int rc = hello_locked(c);
 	if (rc) {
-		c->backoff_ns = c->backoff_ns ? KVT_MIN(c->backoff_ns * 2, 1000000000ull) : 1000000ull;
+		c->backoff_ns =
+		    c->backoff_ns ? KVT_MIN(c->backoff_ns * 2, 1000000000ull) : 1000000ull;
 		c->retry_at_ns = now + c->backoff_ns;
 		return rc == KVT_E_VERSION ? rc : -ENOTCONN;
 	}
@@ -350,8 +357,8 @@ static uint64_t ns_chunk_bytes(kvt_client_t *c, kvt_id_t ns)
 }
 
 /* Sends PUT for k chunks already in staging at i * chunk_bytes. Caller holds stage. */
-static int commit_staged(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent,
-			 const kvt_id_t *keys, uint32_t k, uint64_t cb, uint32_t epoch)
+static int commit_staged(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
+                         uint32_t k, uint64_t cb, uint32_t epoch)
 {
 	pthread_mutex_lock(&c->io);
 	int rc = c->fd >= 0 && c->epoch == epoch ? 0 : -ENOTCONN;
@@ -384,7 +391,7 @@ static int staging_of(kvt_client_t *c, uint8_t **stg, uint64_t *bytes, uint32_t 
 }
 
 KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
-		    size_t n, const void *const *chunks, size_t chunk_len)
+                    size_t n, const void *const *chunks, size_t chunk_len)
 {
 	if (!c || (!keys && n) || (!chunks && n))
 		return -EINVAL;
@@ -408,7 +415,7 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 		for (size_t i = 0; i < k; i++)
 			memcpy(stg + i * cb, chunks[done + i], cb);
 		rc = commit_staged(c, ns, done ? &keys[done - 1] : parent, keys + done, (uint32_t)k,
-				   cb, epoch);
+		                   cb, epoch);
 		if (rc < 0)
 			break;
 		done += (size_t)rc;
@@ -448,7 +455,7 @@ KVT_API int kvt_put_reserve(kvt_client_t *c, kvt_id_t ns, size_t n, void **bufs)
 }
 
 KVT_API int kvt_put_commit(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent,
-			   const kvt_id_t *keys, size_t n)
+                           const kvt_id_t *keys, size_t n)
 {
 	if (!c || !c->res_n)
 		return -EINVAL;
@@ -457,7 +464,7 @@ KVT_API int kvt_put_commit(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent,
 		rc = -EINVAL;
 	else
 		rc = commit_staged(c, ns, parent, keys, (uint32_t)n, ns_chunk_bytes(c, ns),
-				   c->res_epoch);
+		                   c->res_epoch);
 	c->res_n = 0;
 	pthread_mutex_unlock(&c->stage);
 	return rc;
@@ -473,7 +480,7 @@ KVT_API void kvt_put_abort(kvt_client_t *c)
 
 /* LOOKUP, DELETE or ACQUIRE of up to KVT_BATCH_MAX keys. Caller holds io. */
 static int keys_rpc_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys,
-			   uint32_t k, size_t *rlen)
+                           uint32_t k, size_t *rlen)
 {
 	int rc = ensure_locked(c);
 	if (rc)
@@ -514,13 +521,13 @@ KVT_API int kvt_delete(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_
 }
 
 /* Lease bookkeeping lives in the public struct's opaque fields. */
-#define L_GEN_LO 0
-#define L_GEN_HI 1
+#define L_GEN_LO  0
+#define L_GEN_HI  1
 #define L_GEN_IDX 2
-#define L_EPOCH 3
+#define L_EPOCH   3
 
 KVT_API int kvt_acquire(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
-			kvt_lease_t *out)
+                        kvt_lease_t *out)
 {
 	if (!c || (!keys && n) || (!out && n))
 		return -EINVAL;
@@ -580,9 +587,8 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
 		kvt_lease_t *l = &leases[i];
 		uint64_t gen = (uint64_t)l->reserved[L_GEN_HI] << 32 | l->reserved[L_GEN_LO];
 		bool current = c->fd >= 0 && l->reserved[L_EPOCH] == c->epoch;
-		if (current &&
-		    atomic_load_explicit(&c->gens[l->reserved[L_GEN_IDX]], memory_order_relaxed) ==
-			    gen) {
+		if (current && atomic_load_explicit(&c->gens[l->reserved[L_GEN_IDX]],
+		                                    memory_order_relaxed) == gen) {
 			l->status = 0;
 			valid++;
 		} else {
@@ -593,9 +599,10 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
 		if (sent == max || (i + 1 == n && sent)) {
 			struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)c->tx;
 			*r = (struct kvt_msg_release){.n = (uint32_t)sent};
-			*h = (struct kvt_msg_hdr){.type = KVT_MSG_RELEASE,
-						  .len = (uint32_t)(sizeof(*h) + sizeof(*r) + sent * 8),
-						  .seq = ++c->seq};
+			*h = (struct kvt_msg_hdr){
+			    .type = KVT_MSG_RELEASE,
+			    .len = (uint32_t)(sizeof(*h) + sizeof(*r) + sent * 8),
+			    .seq = ++c->seq};
 			if (kvt_proto_send(c->fd, c->tx, h->len, NULL, 0))
 				drop_conn_locked(c); /* the daemon releases on disconnect anyway */
 			sent = 0;
@@ -605,8 +612,8 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
 	return valid;
 }
 
-KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
-		    void *const *dst, size_t dst_len)
+KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, void *const *dst,
+                    size_t dst_len)
 {
 	if (!c || (!keys && n) || (!dst && n))
 		return -EINVAL;

@@ -58,15 +58,19 @@ void kvd_conn_accept(struct kvd *d)
 		int slot = conn_slot(d);
 		if (slot < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl)) {
 			kvt_log_rl(KVT_LOG_WARN, "refusing a client: %s",
-				   slot < 0 ? strerror(-slot) : strerror(errno));
+			           slot < 0 ? strerror(-slot) : strerror(errno));
 			close(fd);
 			continue;
 		}
 		struct kvd_conn *c = &d->conns[slot];
-		*c = (struct kvd_conn){.fd = fd, .uid = cr.uid, .gid = cr.gid, .pid = cr.pid,
-				       .tenant = KVD_NIL, .lease_head = KVD_NIL};
+		*c = (struct kvd_conn){.fd = fd,
+		                       .uid = cr.uid,
+		                       .gid = cr.gid,
+		                       .pid = cr.pid,
+		                       .tenant = KVD_NIL,
+		                       .lease_head = KVD_NIL};
 		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
-					 .data.u64 = (uint64_t)slot + 16};
+		                         .data.u64 = (uint64_t)slot + 16};
 		if (epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &ev)) {
 			close(fd);
 			c->fd = -1;
@@ -91,17 +95,19 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 }
 
 static int reply(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *req, int32_t status,
-		 const void *body, size_t body_len, const int *fds, int nfds)
+                 const void *body, size_t body_len, const int *fds, int nfds)
 {
 	struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)d->tx;
-	*h = (struct kvt_msg_hdr){.type = req->type, .len = (uint32_t)(sizeof(*h) + body_len),
-				  .seq = req->seq, .status = status};
+	*h = (struct kvt_msg_hdr){.type = req->type,
+	                          .len = (uint32_t)(sizeof(*h) + body_len),
+	                          .seq = req->seq,
+	                          .status = status};
 	if (body_len)
 		memcpy(h + 1, body, body_len);
 	int rc = kvt_proto_send(d->conns[i].fd, d->tx, h->len, fds, nfds);
 	if (rc)
 		kvt_log_rl(KVT_LOG_WARN, "client pid %d: reply failed (%s), closing",
-			   (int)d->conns[i].pid, strerror(-rc));
+		           (int)d->conns[i].pid, strerror(-rc));
 	return rc;
 }
 
@@ -132,7 +138,7 @@ err:
 }
 
 static int on_hello(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
-		    size_t len)
+                    size_t len)
 {
 	struct kvd_conn *c = &d->conns[i];
 	const struct kvt_msg_hello *hi = body;
@@ -156,11 +162,13 @@ static int on_hello(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 		return reply(d, i, h, rc, NULL, 0, NULL, 0) ? rc : 0;
 	}
 	c->tenant = t;
-	struct kvt_msg_hello_reply r = {.major = KVT_PROTO_MAJOR, .minor = KVT_PROTO_MINOR,
-					.pool_bytes = d->tenants[t].pool.bytes,
-					.gen_bytes = d->tenants[t].pool.gen_bytes,
-					.staging_bytes = c->staging_bytes, .tenant = d->tenants[t].key,
-					.client_id = i};
+	struct kvt_msg_hello_reply r = {.major = KVT_PROTO_MAJOR,
+	                                .minor = KVT_PROTO_MINOR,
+	                                .pool_bytes = d->tenants[t].pool.bytes,
+	                                .gen_bytes = d->tenants[t].pool.gen_bytes,
+	                                .staging_bytes = c->staging_bytes,
+	                                .tenant = d->tenants[t].key,
+	                                .client_id = i};
 	rc = reply(d, i, h, 0, &r, sizeof(r), fds, 2);
 	close(fds[0]);
 	close(fds[1]);
@@ -168,7 +176,7 @@ static int on_hello(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 }
 
 static int on_namespace(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
-			size_t len)
+                        size_t len)
 {
 	kvt_model_t m;
 	char name[KVT_MODEL_STR_MAX + 1], rev[KVT_MODEL_STR_MAX + 1];
@@ -182,7 +190,7 @@ static int on_namespace(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, 
 }
 
 static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
-		   size_t len)
+                   size_t len)
 {
 	uint32_t n;
 	if (kvt_proto_check_keys(body, len, &n))
@@ -203,7 +211,7 @@ static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const
 }
 
 static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
-		  size_t len)
+                  size_t len)
 {
 	uint32_t n;
 	if (kvt_proto_check_put(body, len, &n))
@@ -234,18 +242,23 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 	if (d->draining && h->type != KVT_MSG_STATS && h->type != KVT_MSG_PING)
 		return reply(d, i, h, -ESHUTDOWN, NULL, 0, NULL, 0);
 	switch (h->type) {
-	case KVT_MSG_NAMESPACE: return on_namespace(d, i, h, body, blen);
-	case KVT_MSG_PUT: return on_put(d, i, h, body, blen);
+	case KVT_MSG_NAMESPACE:
+		return on_namespace(d, i, h, body, blen);
+	case KVT_MSG_PUT:
+		return on_put(d, i, h, body, blen);
 	case KVT_MSG_LOOKUP:
 	case KVT_MSG_ACQUIRE:
-	case KVT_MSG_DELETE: return on_keys(d, i, h, body, blen);
-	case KVT_MSG_PING: return reply(d, i, h, 0, NULL, 0, NULL, 0);
+	case KVT_MSG_DELETE:
+		return on_keys(d, i, h, body, blen);
+	case KVT_MSG_PING:
+		return reply(d, i, h, 0, NULL, 0, NULL, 0);
 	case KVT_MSG_STATS: {
 		static char json[KVT_MSG_MAX - 64];
 		int n = kvd_stats_json(d, json, sizeof(json));
 		return reply(d, i, h, n < 0 ? n : 0, json, n < 0 ? 0 : (size_t)n, NULL, 0);
 	}
-	default: return reply(d, i, h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+	default:
+		return reply(d, i, h, -EOPNOTSUPP, NULL, 0, NULL, 0);
 	}
 }
 
@@ -267,8 +280,8 @@ void kvd_conn_readable(struct kvd *d, uint32_t i)
 			if (rc != -ECONNRESET) {
 				d->st.protocol_errors++;
 				kvt_log_rl(KVT_LOG_WARN, "client pid %d uid %d: %s, closing",
-					   (int)d->conns[i].pid, (int)d->conns[i].uid,
-					   strerror(-rc));
+				           (int)d->conns[i].pid, (int)d->conns[i].uid,
+				           strerror(-rc));
 			}
 			kvd_conn_close(d, i);
 			return;

@@ -25,11 +25,11 @@ enum kvd_state { KVD_FREE = 0, KVD_PUBLISHED = 1, KVD_DEAD = 2 /* deleted, waiti
 /* One chunk. 96 bytes: with the bucket array and the policy's arrays, ~110 bytes a chunk. */
 struct kvd_entry {
 	kvt_id_t key, ns, parent;
-	uint64_t off;          /* record offset in the tenant's pool */
+	uint64_t off; /* record offset in the tenant's pool */
 	uint32_t payload_bytes;
-	uint32_t tenant;       /* index into kvd.tenants */
-	uint32_t hnext;        /* hash chain */
-	uint32_t pins;         /* live leases */
+	uint32_t tenant; /* index into kvd.tenants */
+	uint32_t hnext;  /* hash chain */
+	uint32_t pins;   /* live leases */
 	uint32_t depth;
 	uint8_t state, codec, has_parent, pad;
 	uint64_t seq;
@@ -41,7 +41,7 @@ struct kvd_index {
 	struct kvd_entry *e;
 	uint32_t cap, used, free_head; /* free entries chain through hnext */
 	uint32_t *bucket;
-	uint32_t nbucket;              /* power of two */
+	uint32_t nbucket; /* power of two */
 };
 
 struct kvd_tenant {
@@ -60,20 +60,20 @@ struct kvd_ns {
 
 struct kvd_lease {
 	uint32_t entry;
-	uint32_t conn;       /* KVD_NIL when free */
-	uint32_t seq;        /* handle = seq << 32 | index */
+	uint32_t conn;         /* KVD_NIL when free */
+	uint32_t seq;          /* handle = seq << 32 | index */
 	uint32_t cnext, cprev; /* the connection's leases */
 	uint32_t anext, aprev; /* all leases, oldest first */
 	uint64_t t_ns;
 };
 
 struct kvd_conn {
-	int fd;               /* -1 when the slot is free */
+	int fd; /* -1 when the slot is free */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
-	uint32_t tenant;      /* KVD_NIL before hello */
-	uint8_t *staging;     /* read-only view of the client's staging memfd */
+	uint32_t tenant;  /* KVD_NIL before hello */
+	uint8_t *staging; /* read-only view of the client's staging memfd */
 	uint64_t staging_bytes;
 	uint32_t lease_head;
 	uint32_t n_leases;
@@ -129,17 +129,17 @@ uint64_t kvd_index_bytes(const struct kvd_index *x);
 /* store.c: the host tier's chunk operations */
 int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out);
 int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id_t *ns,
-		    uint64_t *chunk_bytes);
+                    uint64_t *chunk_bytes);
 const struct kvd_ns *kvd_ns_find(const struct kvd *d, uint32_t tenant, kvt_id_t ns);
 int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
-	    const struct kvt_msg_put_item *items, uint32_t n);
+            const struct kvt_msg_put_item *items, uint32_t n);
 int kvd_lookup(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 int kvd_delete(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 void kvd_entry_unpin(struct kvd *d, uint32_t id);
 
 /* lease.c */
 int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
-		struct kvt_msg_lease *out);
+                struct kvt_msg_lease *out);
 void kvd_release(struct kvd *d, uint32_t conn, const uint64_t *handles, uint32_t n);
 void kvd_release_all(struct kvd *d, uint32_t conn);
 void kvd_leases_expire(struct kvd *d, uint64_t now_ns);

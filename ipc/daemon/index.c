@@ -132,5 +132,6 @@ void kvd_index_release(struct kvd_index *x, uint32_t id)
 
 uint64_t kvd_index_bytes(const struct kvd_index *x)
 {
-	return (uint64_t)x->cap * sizeof(struct kvd_entry) + (uint64_t)x->nbucket * sizeof(uint32_t);
+	return (uint64_t)x->cap * sizeof(struct kvd_entry) +
+	       (uint64_t)x->nbucket * sizeof(uint32_t);
 }

@@ -86,7 +86,7 @@ static void lease_free(struct kvd *d, uint32_t i)
 }
 
 int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
-		struct kvt_msg_lease *out)
+                struct kvt_msg_lease *out)
 {
 	uint32_t t = d->conns[conn].tenant;
 	uint32_t i = 0;
@@ -104,12 +104,12 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 		d->pol_ops->on_access(d->pol, id);
 		struct kvt_pool *p = &d->tenants[t].pool;
 		out[i] = (struct kvt_msg_lease){
-			.payload_off = e->off + KVT_CHUNK_HDR_BYTES,
-			.payload_bytes = e->payload_bytes,
-			.handle = (uint64_t)d->leases[li].seq << 32 | li,
-			.gen = kvt_pool_gen(p, e->off),
-			.gen_index = (uint32_t)(e->off / KVT_GRANULE),
-			.codec = e->codec,
+		    .payload_off = e->off + KVT_CHUNK_HDR_BYTES,
+		    .payload_bytes = e->payload_bytes,
+		    .handle = (uint64_t)d->leases[li].seq << 32 | li,
+		    .gen = kvt_pool_gen(p, e->off),
+		    .gen_index = (uint32_t)(e->off / KVT_GRANULE),
+		    .codec = e->codec,
 		};
 		d->st.hits++;
 		d->st.leases_granted++;

@@ -36,13 +36,15 @@ static void log_stderr(enum kvt_log_level lvl, const char *msg)
 	struct tm tm;
 	gmtime_r(&ts.tv_sec, &tm);
 	fprintf(stderr, "%02d:%02d:%02d.%03ld kvtierd %s: %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
-		ts.tv_nsec / 1000000, names[lvl], msg);
+	        ts.tv_nsec / 1000000, names[lvl], msg);
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvtierd [--socket PATH] [--data-dir DIR] [--config FILE] [--set name=value]...\n"
-		   "               [--print-config] [--help]\n\noptions (also KVTIER_<NAME>, dots as underscores):\n");
+	fprintf(f, "usage: kvtierd [--socket PATH] [--data-dir DIR] [--config FILE] [--set "
+	           "name=value]...\n"
+	           "               [--print-config] [--help]\n\noptions (also KVTIER_<NAME>, dots "
+	           "as underscores):\n");
 	kvt_opts_help(f);
 }
 
@@ -59,12 +61,12 @@ static int check_dir(const char *dir)
 		return -ENOTDIR;
 	if (st.st_uid != geteuid()) {
 		kvt_log(KVT_LOG_ERROR, "%s is owned by uid %u, not by us (%u)", dir,
-			(unsigned)st.st_uid, (unsigned)geteuid());
+		        (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if (st.st_mode & 027) {
 		kvt_log(KVT_LOG_ERROR, "%s has mode %03o; it must not exceed 0750", dir,
-			(unsigned)(st.st_mode & 0777));
+		        (unsigned)(st.st_mode & 0777));
 		return -EPERM;
 	}
 	return 0;
@@ -116,27 +118,41 @@ err:
 
 static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 {
-	static const struct option lo[] = {
-		{"socket", required_argument, 0, 's'}, {"data-dir", required_argument, 0, 'd'},
-		{"config", required_argument, 0, 'c'}, {"set", required_argument, 0, 'S'},
-		{"print-config", no_argument, 0, 'p'}, {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0}};
+	static const struct option lo[] = {{"socket", required_argument, 0, 's'},
+	                                   {"data-dir", required_argument, 0, 'd'},
+	                                   {"config", required_argument, 0, 'c'},
+	                                   {"set", required_argument, 0, 'S'},
+	                                   {"print-config", no_argument, 0, 'p'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {0, 0, 0, 0}};
 	const char *config = NULL;
 	char err[512];
 	int o, nsets = 0;
 	const char *sets[256];
 	while ((o = getopt_long(argc, argv, "s:d:c:S:ph", lo, NULL)) != -1) {
 		switch (o) {
-		case 's': snprintf(d->sock_path, sizeof(d->sock_path), "%s", optarg); break;
-		case 'd': snprintf(d->data_dir, sizeof(d->data_dir), "%s", optarg); break;
-		case 'c': config = optarg; break;
+		case 's':
+			snprintf(d->sock_path, sizeof(d->sock_path), "%s", optarg);
+			break;
+		case 'd':
+			snprintf(d->data_dir, sizeof(d->data_dir), "%s", optarg);
+			break;
+		case 'c':
+			config = optarg;
+			break;
 		case 'S':
 			if (nsets < 256)
 				sets[nsets++] = optarg;
 			break;
-		case 'p': *print = true; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -EINVAL;
+		case 'p':
+			*print = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
@@ -156,7 +172,7 @@ static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 		int rc = kvt_opts_set_pair(&d->opts, sets[i]);
 		if (rc) {
 			fprintf(stderr, "kvtierd: --set %s: %s\n", sets[i],
-				rc == -ENOENT ? "no such option" : strerror(-rc));
+			        rc == -ENOENT ? "no such option" : strerror(-rc));
 			return -EINVAL;
 		}
 	}
@@ -170,7 +186,7 @@ static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 			snprintf(d->data_dir, sizeof(d->data_dir), "%s/kvtier", home);
 		else
 			snprintf(d->data_dir, sizeof(d->data_dir), "/tmp/kvtier-%u/data",
-				 (unsigned)getuid());
+			         (unsigned)getuid());
 	}
 	kvt_opts_resolve(&d->opts, d->data_dir);
 	return 0;
@@ -182,7 +198,7 @@ static int setup(struct kvd *d)
 	d->pol_ops = kvt_policy_find(kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY));
 	if (!d->pol_ops) {
 		kvt_log(KVT_LOG_ERROR, "host.policy: no policy named '%s'",
-			kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY));
+		        kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY));
 		return -EINVAL;
 	}
 	int rc = d->pol_ops->create(4096, &d->pol);
@@ -225,13 +241,14 @@ static void start_drain(struct kvd *d)
 		return;
 	d->draining = true;
 	d->drain_deadline_ns =
-		kvt_now_ns() + kvt_opt_u64(&d->opts, KVT_OPT_SHUTDOWN_TIMEOUT_MS) * 1000000ull;
+	    kvt_now_ns() + kvt_opt_u64(&d->opts, KVT_OPT_SHUTDOWN_TIMEOUT_MS) * 1000000ull;
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, d->lfd, NULL);
 	close(d->lfd);
 	d->lfd = -1;
 	unlink(d->sock_path);
 	kvt_log(KVT_LOG_INFO, "draining: %u leases outstanding, %llu ms to release them",
-		d->n_leases, (unsigned long long)kvt_opt_u64(&d->opts, KVT_OPT_SHUTDOWN_TIMEOUT_MS));
+	        d->n_leases,
+	        (unsigned long long)kvt_opt_u64(&d->opts, KVT_OPT_SHUTDOWN_TIMEOUT_MS));
 }
 
 static void print_banner(const struct kvd *d)
@@ -242,8 +259,9 @@ static void print_banner(const struct kvd *d)
 	printf("  host tier: %s shared memory, policy %s; data dir %s\n",
 	       kvt_fmt_bytes(d->host_cap, cap, sizeof(cap)), d->pol_ops->name, d->data_dir);
 	printf("  engines attach with kvt_connect(NULL, &c) and KVTIER_SOCKET=%s\n", d->sock_path);
-	printf("  (link with `pkg-config --libs kvtier`); inspect with `kvtier --socket %s stats`\n",
-	       d->sock_path);
+	printf(
+	    "  (link with `pkg-config --libs kvtier`); inspect with `kvtier --socket %s stats`\n",
+	    d->sock_path);
 	fflush(stdout);
 }
 

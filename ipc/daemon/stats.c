@@ -28,9 +28,10 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	uint64_t meta = kvd_index_bytes(&d->idx) + (uint64_t)d->idx.cap * 9 /* policy arrays */;
 	put(&o, "{\"version\":\"%d.%d.%d\",\"protocol\":%d,", KVT_VERSION_MAJOR, KVT_VERSION_MINOR,
 	    KVT_VERSION_PATCH, KVT_PROTO_MAJOR);
-	put(&o, "\"tiers\":[{\"name\":\"host\",\"policy\":\"%s\",\"capacity_bytes\":%llu,"
-		"\"used_bytes\":%llu,\"chunks\":%llu,\"hits\":%llu,\"misses\":%llu,"
-		"\"evictions\":%llu,\"puts\":%llu,\"put_bytes\":%llu,\"enospc\":%llu}],",
+	put(&o,
+	    "\"tiers\":[{\"name\":\"host\",\"policy\":\"%s\",\"capacity_bytes\":%llu,"
+	    "\"used_bytes\":%llu,\"chunks\":%llu,\"hits\":%llu,\"misses\":%llu,"
+	    "\"evictions\":%llu,\"puts\":%llu,\"put_bytes\":%llu,\"enospc\":%llu}],",
 	    d->pol_ops->name, (unsigned long long)d->host_cap, (unsigned long long)d->host_used,
 	    (unsigned long long)chunks, (unsigned long long)d->st.hits,
 	    (unsigned long long)d->st.misses, (unsigned long long)d->st.evictions,
@@ -39,11 +40,11 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	put(&o, "\"leases\":%u,\"leases_granted\":%llu,\"leases_revoked\":%llu,\"clients\":%u,",
 	    d->n_leases, (unsigned long long)d->st.leases_granted,
 	    (unsigned long long)d->st.leases_revoked, d->n_conns);
-	put(&o, "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,",
-	    d->n_tenants, d->n_nss, (unsigned long long)d->st.lookups,
-	    (unsigned long long)d->st.deletes);
-	put(&o, "\"corruptions\":%llu,\"protocol_errors\":%llu,\"index_bytes\":%llu,"
-		"\"index_bytes_per_chunk\":%llu,\"draining\":%s}",
+	put(&o, "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,", d->n_tenants,
+	    d->n_nss, (unsigned long long)d->st.lookups, (unsigned long long)d->st.deletes);
+	put(&o,
+	    "\"corruptions\":%llu,\"protocol_errors\":%llu,\"index_bytes\":%llu,"
+	    "\"index_bytes_per_chunk\":%llu,\"draining\":%s}",
 	    (unsigned long long)d->st.corruptions, (unsigned long long)d->st.protocol_errors,
 	    (unsigned long long)meta, (unsigned long long)(chunks ? meta / chunks : 0),
 	    d->draining ? "true" : "false");

@@ -51,12 +51,12 @@ int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out)
 	t->key = uid;
 	*out = d->n_tenants++;
 	kvt_log(KVT_LOG_INFO, "tenant %u: pool of %llu bytes%s", uid,
-		(unsigned long long)d->host_cap, t->pool.pinned ? " (pinned)" : "");
+	        (unsigned long long)d->host_cap, t->pool.pinned ? " (pinned)" : "");
 	return 0;
 }
 
 int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id_t *ns,
-		    uint64_t *chunk_bytes)
+                    uint64_t *chunk_bytes)
 {
 	int rc = kvt_namespace_id(m, ns);
 	if (rc)
@@ -76,9 +76,10 @@ int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id
 		d->nss = v;
 		d->cap_nss = cap;
 	}
-	d->nss[d->n_nss++] = (struct kvd_ns){.ns = *ns, .tenant = tenant,
-					     .tokens = m->tokens_per_chunk,
-					     .chunk_bytes = *chunk_bytes};
+	d->nss[d->n_nss++] = (struct kvd_ns){.ns = *ns,
+	                                     .tenant = tenant,
+	                                     .tokens = m->tokens_per_chunk,
+	                                     .chunk_bytes = *chunk_bytes};
 	return 0;
 }
 
@@ -186,7 +187,7 @@ static uint64_t copy_and_sum(uint8_t *dst, const uint8_t *src, uint64_t len)
 }
 
 static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, kvt_id_t key,
-		   const kvt_id_t *parent, uint32_t depth, uint64_t soff)
+                   const kvt_id_t *parent, uint32_t depth, uint64_t soff)
 {
 	uint32_t t = c->tenant;
 	uint32_t id = kvd_index_find(&d->idx, t, ns->ns, key);
@@ -209,9 +210,14 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	}
 	struct kvd_tenant *tn = &d->tenants[t];
 	uint8_t *rec = tn->pool.base + off;
-	struct kvt_chunk_hdr h = {.codec = KVT_CODEC_RAW, .n_tokens = ns->tokens,
-				  .tenant = tn->key, .ns = ns->ns, .key = key,
-				  .raw_bytes = len, .payload_bytes = len, .seq = ++d->seq_counter};
+	struct kvt_chunk_hdr h = {.codec = KVT_CODEC_RAW,
+	                          .n_tokens = ns->tokens,
+	                          .tenant = tn->key,
+	                          .ns = ns->ns,
+	                          .key = key,
+	                          .raw_bytes = len,
+	                          .payload_bytes = len,
+	                          .seq = ++d->seq_counter};
 	if (parent) {
 		h.parent = *parent;
 		h.flags |= KVT_CHUNK_F_HAS_PARENT;
@@ -228,9 +234,11 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	uint64_t rb = rec_bytes(len);
 	tn->used_bytes += rb, tn->chunks++, d->host_used += rb;
 	uint32_t pid = parent ? kvd_index_find(&d->idx, t, ns->ns, *parent) : KVD_NIL;
-	struct kvt_policy_meta m = {.key_hash = key.w[0] ^ t, .bytes = rb,
-				    .parent = pid == KVD_NIL ? KVT_POLICY_NONE : pid,
-				    .depth = depth, .tenant = t};
+	struct kvt_policy_meta m = {.key_hash = key.w[0] ^ t,
+	                            .bytes = rb,
+	                            .parent = pid == KVD_NIL ? KVT_POLICY_NONE : pid,
+	                            .depth = depth,
+	                            .tenant = t};
 	d->pol_ops->on_insert(d->pol, id, &m);
 	d->st.puts++;
 	d->st.put_bytes += len;
@@ -238,7 +246,7 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 }
 
 int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
-	    const struct kvt_msg_put_item *items, uint32_t n)
+            const struct kvt_msg_put_item *items, uint32_t n)
 {
 	const struct kvd_ns *ns = kvd_ns_find(d, c->tenant, p->ns);
 	if (!ns || p->chunk_bytes != ns->chunk_bytes)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -30,7 +31,8 @@ void kvt_test_require_shared(const char *path, const char *what)
 		return;
 	const char *ci = getenv("CI");
 	if (ci && !strcmp(ci, "true")) {
-		fprintf(stderr, "FAIL: %s is missing from ../shared/data, and CI always has it\n", what);
+		fprintf(stderr, "FAIL: %s is missing from ../shared/data, and CI always has it\n",
+		        what);
 		exit(1);
 	}
 	fprintf(stderr, "SKIP: %s not found under ../shared/data (set KVT_SHARED_DATA)\n", what);
@@ -121,6 +123,8 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
+		/* a test that fails mid-way never leaves a daemon holding ctest's pipes */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!getenv("KVT_TEST_DAEMON_VERBOSE")) {
 			int null = open("/dev/null", O_WRONLY);
 			dup2(null, 1);

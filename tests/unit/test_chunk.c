@@ -7,9 +7,14 @@
 
 static struct kvt_chunk_hdr sample(void)
 {
-	struct kvt_chunk_hdr h = {.codec = 0, .level = 0, .flags = KVT_CHUNK_F_HAS_PARENT,
-				  .n_tokens = 16, .tenant = 1000, .raw_bytes = 4096,
-				  .payload_bytes = 4096, .seq = 42};
+	struct kvt_chunk_hdr h = {.codec = 0,
+	                          .level = 0,
+	                          .flags = KVT_CHUNK_F_HAS_PARENT,
+	                          .n_tokens = 16,
+	                          .tenant = 1000,
+	                          .raw_bytes = 4096,
+	                          .payload_bytes = 4096,
+	                          .seq = 42};
 	h.ns.w[0] = 1, h.ns.w[1] = 2, h.key.w[0] = 3, h.key.w[1] = 4;
 	h.parent.w[0] = 5, h.parent.w[1] = 6;
 	return h;
@@ -69,9 +74,9 @@ static void test_chunk_layout_is_stable(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_chunk_roundtrip),
-		cmocka_unit_test(test_chunk_header_damage),
-		cmocka_unit_test(test_chunk_layout_is_stable),
+	    cmocka_unit_test(test_chunk_roundtrip),
+	    cmocka_unit_test(test_chunk_header_damage),
+	    cmocka_unit_test(test_chunk_layout_is_stable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,7 +76,7 @@ static void test_extent_bad_free_and_full(void **state)
 	int64_t b = kvt_extent_alloc(&e, 40);
 	assert_int_equal(b, 60);
 	assert_int_equal(kvt_extent_alloc(&e, 1), -ENOSPC);
-	assert_int_equal(kvt_extent_free(&e, 1), -EINVAL);  /* not a head */
+	assert_int_equal(kvt_extent_free(&e, 1), -EINVAL); /* not a head */
 	assert_int_equal(kvt_extent_free(&e, 60), 40);
 	assert_int_equal(kvt_extent_free(&e, 60), -EINVAL); /* double free */
 	assert_int_equal(kvt_extent_free(&e, 0), 60);
@@ -87,8 +87,8 @@ static void test_extent_bad_free_and_full(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_extent_random_churn),
-		cmocka_unit_test(test_extent_bad_free_and_full),
+	    cmocka_unit_test(test_extent_random_churn),
+	    cmocka_unit_test(test_extent_bad_free_and_full),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

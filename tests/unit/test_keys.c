@@ -9,7 +9,8 @@
 
 static void hexid(kvt_id_t id, char out[33])
 {
-	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1], (unsigned long long)id.w[0]);
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1],
+	         (unsigned long long)id.w[0]);
 }
 
 static kvt_id_t parse_id(const char *s)
@@ -43,14 +44,21 @@ static void test_keys_namespace_vectors(void **state)
 			continue;
 		char name[256], rev[256], want[40];
 		unsigned v[9];
-		assert_int_equal(sscanf(line, "ns %255s %255s %u %u %u %u %u %u %u %u %u -> %39s", name,
-					rev, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
-					&v[8], want),
-				 12);
-		kvt_model_t m = {.name = name, .revision = strcmp(rev, "-") ? rev : NULL,
-				 .dtype = v[0], .n_layers = v[1], .n_kv_heads = v[2],
-				 .head_dim = v[3], .tokens_per_chunk = v[4], .tp_rank = v[5],
-				 .tp_size = v[6], .kv_group = v[7], .layout = v[8]};
+		assert_int_equal(sscanf(line, "ns %255s %255s %u %u %u %u %u %u %u %u %u -> %39s",
+		                        name, rev, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+		                        &v[7], &v[8], want),
+		                 12);
+		kvt_model_t m = {.name = name,
+		                 .revision = strcmp(rev, "-") ? rev : NULL,
+		                 .dtype = v[0],
+		                 .n_layers = v[1],
+		                 .n_kv_heads = v[2],
+		                 .head_dim = v[3],
+		                 .tokens_per_chunk = v[4],
+		                 .tp_rank = v[5],
+		                 .tp_size = v[6],
+		                 .kv_group = v[7],
+		                 .layout = v[8]};
 		kvt_id_t ns;
 		assert_int_equal(kvt_namespace_id(&m, &ns), 0);
 		char got[33];
@@ -98,8 +106,12 @@ static void test_keys_chain_vectors(void **state)
 
 static void test_keys_prefix_property(void **state)
 {
-	kvt_model_t m = {.name = "x", .dtype = KVT_DTYPE_F16, .n_layers = 2, .n_kv_heads = 2,
-			 .head_dim = 8, .tokens_per_chunk = 4};
+	kvt_model_t m = {.name = "x",
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = 2,
+	                 .n_kv_heads = 2,
+	                 .head_dim = 8,
+	                 .tokens_per_chunk = 4};
 	kvt_id_t ns, a[4], b[4];
 	assert_int_equal(kvt_namespace_id(&m, &ns), 0);
 	uint32_t ta[16], tb[16];
@@ -118,8 +130,12 @@ static void test_keys_prefix_property(void **state)
 
 static void test_keys_model_validation(void **state)
 {
-	kvt_model_t m = {.name = "x", .dtype = KVT_DTYPE_F16, .n_layers = 4, .n_kv_heads = 4,
-			 .head_dim = 16, .tokens_per_chunk = 16};
+	kvt_model_t m = {.name = "x",
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = 4,
+	                 .n_kv_heads = 4,
+	                 .head_dim = 16,
+	                 .tokens_per_chunk = 16};
 	kvt_id_t ns;
 	assert_int_equal(kvt_chunk_bytes(&m), 2u * 4 * 4 * 16 * 16 * 2);
 	kvt_model_t bad = m;
@@ -146,10 +162,10 @@ static void test_keys_model_validation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_keys_namespace_vectors),
-		cmocka_unit_test(test_keys_chain_vectors),
-		cmocka_unit_test(test_keys_prefix_property),
-		cmocka_unit_test(test_keys_model_validation),
+	    cmocka_unit_test(test_keys_namespace_vectors),
+	    cmocka_unit_test(test_keys_chain_vectors),
+	    cmocka_unit_test(test_keys_prefix_property),
+	    cmocka_unit_test(test_keys_model_validation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,9 +68,9 @@ static void test_options_auto_resolves(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_options_units_and_bounds),
-		cmocka_unit_test(test_options_file_and_env),
-		cmocka_unit_test(test_options_auto_resolves),
+	    cmocka_unit_test(test_options_units_and_bounds),
+	    cmocka_unit_test(test_options_file_and_env),
+	    cmocka_unit_test(test_options_auto_resolves),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

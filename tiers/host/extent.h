@@ -17,10 +17,10 @@
 struct kvt_extent {
 	uint32_t n_granules;
 	uint32_t free_granules;
-	uint32_t *len;      /* at an extent's head: its length; else 0 */
-	uint32_t *tail;     /* at a free extent's tail: head + 1; else 0 */
+	uint32_t *len;         /* at an extent's head: its length; else 0 */
+	uint32_t *tail;        /* at a free extent's tail: head + 1; else 0 */
 	uint32_t *next, *prev; /* free-list links at a free extent's head */
-	uint8_t *is_free;   /* at an extent's head */
+	uint8_t *is_free;      /* at an extent's head */
 	uint32_t bin_head[KVT_EXTENT_BINS];
 	uint64_t bin_mask[2];
 };

@@ -19,7 +19,8 @@ int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, const char *name)
 	if (!granules || granules >= UINT32_MAX)
 		return -EINVAL;
 	p->bytes = bytes;
-	p->gen_bytes = (granules * sizeof(uint64_t) + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
+	p->gen_bytes =
+	    (granules * sizeof(uint64_t) + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
 	int rc = kvt_extent_init(&p->ext, (uint32_t)granules);
 	if (rc)
 		return rc;
@@ -39,7 +40,7 @@ int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, const char *name)
 		goto err_fd;
 	}
 	if (fcntl(p->fd, F_ADD_SEALS,
-		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL)) {
+	          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL)) {
 		rc = -errno;
 		goto err_map;
 	}

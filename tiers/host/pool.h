@@ -17,10 +17,10 @@
 #include <stdint.h>
 
 struct kvt_pool {
-	int fd;               /* owned; read-write memfd, sealed */
-	uint8_t *base;        /* the daemon's writable mapping of records + generations */
-	uint64_t bytes;       /* record area */
-	uint64_t gen_bytes;   /* generation table after it */
+	int fd;             /* owned; read-write memfd, sealed */
+	uint8_t *base;      /* the daemon's writable mapping of records + generations */
+	uint64_t bytes;     /* record area */
+	uint64_t gen_bytes; /* generation table after it */
 	_Atomic uint64_t *gens;
 	struct kvt_extent ext;
 	bool pinned;

@@ -17,11 +17,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: kvtier [--socket PATH] COMMAND [ARGS]\n\n"
-		   "commands:\n"
-		   "  ping                      check that kvtierd answers\n"
-		   "  stats [--json]            tiers, leases, clients, corruptions\n"
-		   "  sim ARGS                  replay a trace through the daemon's policies\n"
-		   "  bench [NAME] [ARGS]       benchmarks with their baselines (host, nvme, rocksdb, policy)\n");
+	           "commands:\n"
+	           "  ping                      check that kvtierd answers\n"
+	           "  stats [--json]            tiers, leases, clients, corruptions\n"
+	           "  sim ARGS                  replay a trace through the daemon's policies\n"
+	           "  bench [NAME] [ARGS]       benchmarks with their baselines (host, nvme, "
+	           "rocksdb, policy)\n");
 }
 
 int cli_exec_sibling(const char *name, int argc, char **argv)

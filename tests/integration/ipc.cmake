@@ -1,0 +1,4 @@
+kvt_add_test(NAME test_ipc SOURCES integration/test_ipc.c LIBS kvtier_static LABELS integration
+  TIMEOUT 120)
+kvt_add_test(NAME test_robust SOURCES integration/test_robust.c LIBS kvtier_static
+  LABELS integration TIMEOUT 120)

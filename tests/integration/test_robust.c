@@ -1,0 +1,302 @@
+/*
+ * test_robust.c -- hostile clients: the seals on the pool and the staging area hold, and garbage
+ * on the socket (random bytes, truncated or oversized frames, wrong versions, absurd counts,
+ * fds sent to the daemon, forged lease handles) gets an error or a closed connection, while
+ * the daemon keeps serving others and its fd count returns to its baseline.
+ */
+#include "testlib.h"
+#include "kvtier.h"
+#include "ipc/proto.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static struct kvt_test_daemon d;
+
+static int setup(void **state)
+{
+	return kvt_test_daemon_start(&d, NULL);
+}
+
+static int teardown(void **state)
+{
+	kvt_test_daemon_destroy(&d);
+	return 0;
+}
+
+static kvt_model_t model(void)
+{
+	kvt_model_t m = {.name = "robust",
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = 1,
+	                 .n_kv_heads = 1,
+	                 .head_dim = 64,
+	                 .tokens_per_chunk = 16};
+	return m;
+}
+
+/* A healthy client: put and get one chunk. @return : 0 on success. */
+static int healthy_roundtrip(uint32_t salt)
+{
+	kvt_client_t *c;
+	kvt_model_t m = model();
+	kvt_id_t ns, key;
+	uint32_t toks[16];
+	for (int i = 0; i < 16; i++)
+		toks[i] = salt + (uint32_t)i;
+	if (kvt_connect(d.sock, &c))
+		return -1;
+	int rc = kvt_namespace(c, &m, &ns);
+	kvt_chunk_keys(ns, toks, 16, 16, &key, 1);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *a = malloc(cb), *b = malloc(cb);
+	kvt_test_fill(a, cb, salt);
+	const void *ch[1] = {a};
+	void *dst[1] = {b};
+	if (!rc && kvt_put(c, ns, NULL, &key, 1, ch, cb) != 1)
+		rc = -2;
+	if (!rc && (kvt_get(c, ns, &key, 1, dst, cb) != 1 || memcmp(a, b, cb)))
+		rc = -3;
+	free(a);
+	free(b);
+	kvt_close(c);
+	return rc;
+}
+
+static int raw_connect(void)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path, d.sock, strlen(d.sock) + 1);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	struct timeval tv = {.tv_sec = 2};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Sends a frame; @return : the reply's status, or 1 when the daemon closed the connection. */
+static int send_frame(int fd, const void *buf, size_t len, const int *fds, int nfds)
+{
+	if (kvt_proto_send(fd, buf, len, fds, nfds))
+		return 1;
+	uint8_t rx[KVT_MSG_MAX];
+	ssize_t n = kvt_proto_recv(fd, rx, sizeof(rx), NULL, NULL);
+	if (n <= 0)
+		return n == 0 || n == -ECONNRESET ? 1 : (int)n;
+	return ((struct kvt_msg_hdr *)rx)->status;
+}
+
+static int hello_fds(int fd, uint32_t major, int *fds, int *nfds)
+{
+	uint8_t buf[64];
+	struct kvt_msg_hdr *h = (void *)buf;
+	struct kvt_msg_hello *hi = (void *)(h + 1);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_HELLO, .len = sizeof(*h) + sizeof(*hi), .seq = 1};
+	*hi = (struct kvt_msg_hello){.major = major};
+	if (kvt_proto_send(fd, buf, h->len, NULL, 0))
+		return 1;
+	uint8_t rx[512];
+	ssize_t n = kvt_proto_recv(fd, rx, sizeof(rx), fds, nfds);
+	if (n <= 0)
+		return 1;
+	return ((struct kvt_msg_hdr *)rx)->status;
+}
+
+static int hello(int fd, uint32_t major)
+{
+	int fds[4], nfds = 4;
+	int st = hello_fds(fd, major, fds, &nfds);
+	for (int i = 0; i < nfds && i < 4; i++)
+		close(fds[i]);
+	return st;
+}
+
+static void test_robust_seals_hold(void **state)
+{
+	assert_int_equal(healthy_roundtrip(1), 0);
+	int sock = raw_connect(), fds[4], nfds = 4;
+	assert_int_equal(hello_fds(sock, KVT_PROTO_MAJOR, fds, &nfds), 0);
+	assert_int_equal(nfds, 2);
+	int pool = fds[0], stg = fds[1];
+	assert_int_equal(fcntl(pool, F_GETFL) & O_ACCMODE, O_RDONLY);
+	assert_int_equal(fcntl(pool, F_GET_SEALS),
+	                 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
+	/* the pool fd: no writable mapping, no write, no resize -- also not by reopening it */
+	assert_ptr_equal(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, pool, 0), MAP_FAILED);
+	assert_int_not_equal(ftruncate(pool, 0), 0);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pool);
+	int rw = open(path, O_RDWR);
+	if (rw >= 0) {
+		assert_ptr_equal(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0),
+		                 MAP_FAILED);
+		assert_int_equal(write(rw, "x", 1), -1);
+		assert_int_not_equal(ftruncate(rw, 0), 0);
+		assert_int_not_equal(fcntl(rw, F_ADD_SEALS, F_SEAL_WRITE), 0);
+		close(rw);
+	}
+	void *ro = mmap(NULL, 4096, PROT_READ, MAP_SHARED, pool, 0);
+	assert_ptr_not_equal(ro, MAP_FAILED);
+	assert_int_not_equal(mprotect(ro, 4096, PROT_READ | PROT_WRITE), 0);
+	munmap(ro, 4096);
+	/* the staging area: writable, but it cannot shrink or grow (the daemon never faults) */
+	assert_int_not_equal(ftruncate(stg, 0), 0);
+	assert_int_not_equal(ftruncate(stg, 1 << 30), 0);
+	close(pool);
+	close(stg);
+	close(sock);
+	assert_int_equal(kill(d.pid, 0), 0);
+	assert_int_equal(healthy_roundtrip(2), 0);
+}
+
+static void test_robust_garbage_on_the_socket(void **state)
+{
+	assert_int_equal(healthy_roundtrip(3), 0);
+	usleep(20000);
+	int base = kvt_test_fd_count(d.pid);
+	assert_true(base > 0);
+	uint8_t buf[KVT_MSG_MAX + 4096];
+	struct kvt_msg_hdr *h = (void *)buf;
+
+	/* random bytes, many times, of random lengths */
+	for (int i = 0; i < 50; i++) {
+		int fd = raw_connect();
+		size_t len = 1 + (size_t)rand() % 2000;
+		kvt_test_fill(buf, len, (uint64_t)i);
+		send_frame(fd, buf, len, NULL, 0);
+		close(fd);
+	}
+	/* a request before the hello closes the connection */
+	int fd = raw_connect();
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_PING, .len = sizeof(*h)};
+	assert_int_equal(send_frame(fd, buf, sizeof(*h), NULL, 0), 1);
+	close(fd);
+	/* a wrong protocol version gets KVT_E_VERSION (then a close) */
+	fd = raw_connect();
+	assert_int_equal(hello(fd, 99), KVT_E_VERSION);
+	close(fd);
+	/* after a good hello: truncated frames, a lying length, absurd counts, unknown types */
+	fd = raw_connect();
+	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_PING, .len = sizeof(*h)};
+	assert_int_equal(send_frame(fd, buf, sizeof(*h), NULL, 0), 0);
+	*h = (struct kvt_msg_hdr){.type = 77, .len = sizeof(*h)};
+	assert_int_equal(send_frame(fd, buf, sizeof(*h), NULL, 0), -EOPNOTSUPP);
+	struct kvt_msg_keys *k = (void *)(h + 1);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_LOOKUP, .len = sizeof(*h) + sizeof(*k)};
+	*k = (struct kvt_msg_keys){.n = 0xffffffffu};
+	assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), 1); /* absurd count: closed */
+	close(fd);
+	const uint16_t types[] = {KVT_MSG_NAMESPACE, KVT_MSG_PUT,    KVT_MSG_ACQUIRE,
+	                          KVT_MSG_RELEASE,   KVT_MSG_DELETE, KVT_MSG_LOOKUP};
+	const size_t min_body[] = {sizeof(struct kvt_msg_namespace), sizeof(struct kvt_msg_put),
+	                           sizeof(struct kvt_msg_keys),      sizeof(struct kvt_msg_release),
+	                           sizeof(struct kvt_msg_keys),      sizeof(struct kvt_msg_keys)};
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		for (size_t cut = 0; cut < min_body[t]; cut += 5) { /* truncated bodies: closed */
+			fd = raw_connect();
+			assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+			memset(buf, 0, 256);
+			*h = (struct kvt_msg_hdr){.type = types[t],
+			                          .len = (uint32_t)(sizeof(*h) + cut)};
+			assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), 1);
+			close(fd);
+		}
+		fd = raw_connect(); /* header length disagrees with the frame */
+		assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+		*h = (struct kvt_msg_hdr){.type = types[t], .len = 1u << 30};
+		assert_int_equal(send_frame(fd, buf, 200, NULL, 0), 1);
+		close(fd);
+	}
+	/* a put naming staging offsets past the end, and forged lease handles */
+	fd = raw_connect();
+	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+	struct kvt_msg_release *r = (void *)(h + 1);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_RELEASE, .len = sizeof(*h) + sizeof(*r) + 8 * 4};
+	*r = (struct kvt_msg_release){.n = 4};
+	uint64_t forged[4] = {0, 1ull << 32, ~0ull, 12345};
+	memcpy(r + 1, forged, sizeof(forged));
+	assert_int_equal(kvt_proto_send(fd, buf, h->len, NULL, 0), 0);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_PING, .len = sizeof(*h)};
+	assert_int_equal(send_frame(fd, buf, sizeof(*h), NULL, 0), 0); /* still served */
+	close(fd);
+	/* an oversized frame and a frame carrying fds close the connection */
+	fd = raw_connect();
+	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_PING, .len = sizeof(buf)};
+	assert_int_equal(send_frame(fd, buf, sizeof(buf), NULL, 0), 1);
+	close(fd);
+	fd = raw_connect();
+	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+	int extra[4] = {0, 1, 2, fd};
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_PING, .len = sizeof(*h)};
+	assert_int_equal(send_frame(fd, buf, sizeof(*h), extra, 4), 1);
+	close(fd);
+
+	/* the daemon still serves, and leaked nothing */
+	assert_int_equal(kill(d.pid, 0), 0);
+	assert_int_equal(healthy_roundtrip(4), 0);
+	int now = -1;
+	for (int i = 0; i < 100 && now != base; i++) {
+		usleep(10000);
+		now = kvt_test_fd_count(d.pid);
+	}
+	assert_int_equal(now, base);
+	assert_true(kvt_test_stat(&d, "protocol_errors") > 10);
+}
+
+static void test_robust_put_offsets_checked(void **state)
+{
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model();
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_close(c);
+	int fd = raw_connect();
+	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+	uint8_t buf[1024];
+	struct kvt_msg_hdr *h = (void *)buf;
+	struct kvt_msg_namespace *w = (void *)(h + 1);
+	*w = (struct kvt_msg_namespace){.dtype = m.dtype,
+	                                .n_layers = 1,
+	                                .n_kv_heads = 1,
+	                                .head_dim = 64,
+	                                .tokens_per_chunk = 16,
+	                                .name_len = 6};
+	memcpy(w + 1, "robust", 6);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_NAMESPACE, .len = sizeof(*h) + sizeof(*w) + 6};
+	assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), 0);
+	struct kvt_msg_put *p = (void *)(h + 1);
+	struct kvt_msg_put_item *it = (void *)(p + 1);
+	*p = (struct kvt_msg_put){.ns = ns, .n = 1, .chunk_bytes = kvt_chunk_bytes(&m)};
+	*it = (struct kvt_msg_put_item){.key = {{1, 1}}, .staging_off = ~0ull - 10};
+	*h =
+	    (struct kvt_msg_hdr){.type = KVT_MSG_PUT, .len = sizeof(*h) + sizeof(*p) + sizeof(*it)};
+	assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), -EINVAL);
+	p->chunk_bytes = 1; /* wrong size for the namespace */
+	it->staging_off = 0;
+	assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), -EINVAL);
+	close(fd);
+	assert_int_equal(healthy_roundtrip(5), 0);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_robust_seals_hold),
+	    cmocka_unit_test(test_robust_garbage_on_the_socket),
+	    cmocka_unit_test(test_robust_put_offsets_checked),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
