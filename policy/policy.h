@@ -62,4 +62,6 @@ extern const struct kvt_policy_ops kvt_policy_sieve;
 extern const struct kvt_policy_ops kvt_policy_lfu;
 extern const struct kvt_policy_ops kvt_policy_prefix;
 extern const struct kvt_policy_ops kvt_policy_gdsf;
+extern const struct kvt_policy_ops kvt_policy_lhd;
+extern const struct kvt_policy_ops kvt_policy_hindsight;
 #endif

@@ -1,0 +1,242 @@
+/*
+ * lhd.c -- "lhd": learned hit density (after LHD, Beckmann et al., NSDI'18), adapted to prefix
+ * chunks. Instead of a fixed rule, the policy learns from what happened to past entries which
+ * ones earn their space: for each class of entry it keeps histograms of the ages (in accesses
+ * since the entry's last use) at which entries of that class were hit or evicted, and turns
+ * them into a hit density: P(hit eventually | survived to age a) / E[further space-time spent].
+ * The victim is the sampled entry with the lowest density.
+ *
+ * Classes come from the structure of the workload, not from constants: an entry's hit count
+ * (1, 2, 3, 4+), whether a later chunk of some prefix was ever chained to it (an entry that
+ * ended its prefix, typically a partial last chunk or an abandoned conversation's tip, is rarely
+ * asked for again), and whether it is a root chunk (depth 0, shared system prompts). The tables
+ * are refolded every `period` events (default 4096) with exponential decay (0.9), so the model
+ * follows the workload. Cost: one table lookup per sampled candidate (64 per eviction) and
+ * O(classes x bins) every period; memory 22 bytes per id plus 2 x 16 x 128 doubles.
+ * Eviction samples with a fixed-seed xorshift generator, so runs are reproducible.
+ */
+#include "pol_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCLASS 16
+#define NBIN   128
+
+struct kvt_policy {
+	uint64_t *last;
+	uint32_t *slot; /* index in res[] */
+	uint8_t *cnt, *flags;
+	size_t cap;
+	uint32_t *res; /* resident ids, dense, for sampling */
+	size_t n_res, res_cap;
+	double hits[NCLASS][NBIN], evs[NCLASS][NBIN];
+	float density[NCLASS][NBIN];
+	uint64_t now, events, rng;
+	unsigned samples, period;
+	double decay;
+};
+
+enum { F_LIVE = 1, F_CHILD = 2, F_ROOT = 4 };
+
+static unsigned age_bin(uint64_t age)
+{
+	if (age < 8)
+		return (unsigned)age;
+	unsigned e = 63u - (unsigned)__builtin_clzll(age); /* >= 3 */
+	unsigned m = (unsigned)(age >> (e - 2)) & 3u;
+	unsigned b = 8 + (e - 3) * 4 + m;
+	return b < NBIN ? b : NBIN - 1;
+}
+
+static double bin_width(unsigned b)
+{
+	if (b < 8)
+		return 1.0;
+	unsigned e = (b - 8) / 4 + 3;
+	return (double)(1ULL << (e - 2));
+}
+
+static unsigned class_of(const struct kvt_policy *p, uint32_t id)
+{
+	unsigned c = p->cnt[id] > 4 ? 3 : p->cnt[id] - 1u;
+	return c * 4 + (p->flags[id] & F_CHILD ? 1u : 0u) + (p->flags[id] & F_ROOT ? 2u : 0u);
+}
+
+static void refold(struct kvt_policy *p)
+{
+	for (unsigned c = 0; c < NCLASS; c++) {
+		double h = 0, e = 0, life = 0;
+		for (unsigned b = NBIN; b-- > 0;) {
+			h += p->hits[c][b];
+			e += p->hits[c][b] + p->evs[c][b];
+			life += e * bin_width(b);
+			p->density[c][b] = life > 0 ? (float)(h / life) : 0.0f;
+			p->hits[c][b] *= p->decay;
+			p->evs[c][b] *= p->decay;
+		}
+	}
+}
+
+static void tick(struct kvt_policy *p)
+{
+	p->now++;
+	if (++p->events % p->period == 0)
+		refold(p);
+}
+
+static int ensure(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap)
+		return 0;
+	size_t nc = kvt__pol_cap_for(p->cap, id);
+	if (kvt__pol_grow((void **)&p->last, 8, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->slot, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->cnt, 1, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->flags, 1, p->cap, nc))
+		return -ENOMEM;
+	p->cap = nc;
+	return 0;
+}
+
+static void lhd_destroy(struct kvt_policy *p)
+{
+	if (!p)
+		return;
+	free(p->last);
+	free(p->slot);
+	free(p->cnt);
+	free(p->flags);
+	free(p->res);
+	free(p);
+}
+
+static int lhd_create(size_t hint, struct kvt_policy **out)
+{
+	struct kvt_policy *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->samples = 64;
+	p->period = 4096;
+	p->decay = 0.9;
+	p->rng = 0x9e3779b97f4a7c15ULL;
+	/* before the first refold: older is worse, like LRU */
+	for (unsigned c = 0; c < NCLASS; c++)
+		for (unsigned b = 0; b < NBIN; b++)
+			p->density[c][b] = 1.0f / (float)(b + 1);
+	*out = p;
+	return 0;
+}
+
+static void lhd_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy_meta *m)
+{
+	if (ensure(p, id))
+		return;
+	if (!(p->flags[id] & F_LIVE)) {
+		if (p->n_res == p->res_cap) {
+			size_t nc = p->res_cap ? p->res_cap * 2 : 1024;
+			if (kvt__pol_grow((void **)&p->res, 4, p->res_cap, nc))
+				return;
+			p->res_cap = nc;
+		}
+		p->slot[id] = (uint32_t)p->n_res;
+		p->res[p->n_res++] = id;
+	}
+	tick(p);
+	p->flags[id] = F_LIVE | (m->depth == 0 ? F_ROOT : 0);
+	p->cnt[id] = 1;
+	p->last[id] = p->now;
+	if (m->parent < p->cap && (p->flags[m->parent] & F_LIVE))
+		p->flags[m->parent] |= F_CHILD;
+}
+
+static void lhd_access(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !(p->flags[id] & F_LIVE))
+		return;
+	tick(p);
+	p->hits[class_of(p, id)][age_bin(p->now - p->last[id])] += 1;
+	if (p->cnt[id] < 255)
+		p->cnt[id]++;
+	p->last[id] = p->now;
+}
+
+static void lhd_remove(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !(p->flags[id] & F_LIVE))
+		return;
+	p->evs[class_of(p, id)][age_bin(p->now - p->last[id])] += 1;
+	uint32_t s = p->slot[id], moved = p->res[--p->n_res];
+	p->res[s] = moved;
+	p->slot[moved] = s;
+	p->flags[id] = 0;
+}
+
+static float score(const struct kvt_policy *p, uint32_t id)
+{
+	return p->density[class_of(p, id)][age_bin(p->now - p->last[id])];
+}
+
+static uint64_t next_rand(struct kvt_policy *p)
+{
+	p->rng ^= p->rng << 13;
+	p->rng ^= p->rng >> 7;
+	p->rng ^= p->rng << 17;
+	return p->rng;
+}
+
+static size_t lhd_victims(struct kvt_policy *p, uint32_t *out, size_t max,
+                          kvt_policy_evictable_fn ok, void *arg)
+{
+	size_t n = 0;
+	for (size_t round = 0; n < max && p->n_res && round < 4 * max + 8; round++) {
+		uint32_t best = KVT__NIL;
+		float bs = 0;
+		for (unsigned k = 0; k < p->samples; k++) {
+			uint32_t id = p->res[next_rand(p) % p->n_res];
+			float s = score(p, id);
+			bool dup = false;
+			for (size_t i = 0; i < n && !dup; i++)
+				dup = out[i] == id;
+			if (dup || (best != KVT__NIL && s > bs) ||
+			    (best != KVT__NIL && s == bs && p->last[id] >= p->last[best]))
+				continue;
+			if (ok && !ok(arg, id))
+				continue;
+			best = id;
+			bs = s;
+		}
+		if (best != KVT__NIL)
+			out[n++] = best;
+	}
+	return n;
+}
+
+static int lhd_set_param(struct kvt_policy *p, const char *name, const char *value)
+{
+	double v;
+	if (!strcmp(name, "samples") && !kvt__param_double(value, 1, 1024, &v))
+		p->samples = (unsigned)v;
+	else if (!strcmp(name, "period") && !kvt__param_double(value, 16, 1e9, &v))
+		p->period = (unsigned)v;
+	else if (!strcmp(name, "decay") && !kvt__param_double(value, 0, 1, &v))
+		p->decay = v;
+	else
+		return strcmp(name, "samples") && strcmp(name, "period") && strcmp(name, "decay")
+		           ? -ENOENT
+		           : -EINVAL;
+	return 0;
+}
+
+const struct kvt_policy_ops kvt_policy_lhd = {
+    .version = KVT_POLICY_OPS_VERSION,
+    .name = "lhd",
+    .create = lhd_create,
+    .destroy = lhd_destroy,
+    .on_insert = lhd_insert,
+    .on_access = lhd_access,
+    .on_remove = lhd_remove,
+    .pick_victims = lhd_victims,
+    .set_param = lhd_set_param,
+};
