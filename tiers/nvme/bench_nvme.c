@@ -1,4 +1,365 @@
-int main(void)
+/*
+ * bench_nvme.c -- kvtier-bench-nvme: the nvme tier against raw io_uring O_DIRECT on the same file
+ * system, in the same run (`kvtier bench nvme` execs it). Not a test.
+ *
+ * For each record size B and queue depth Q:
+ *   raw     an io_uring loop of its own (fixed file, registered buffers) on a second file in the
+ *           same directory: sequential and random writes and reads of B-byte I/Os, Q in flight
+ *           ("raw B x Q"); and the same bytes in flight as the tier issues for one record: B cut
+ *           into pieces of max(128 KiB, B/Q), all in flight, one record at a time ("raw 1 rec").
+ *           Latency: one B-byte read as such pieces, timed, many times (p50/p99).
+ *   tier    write() of B-byte records back to back (nvme.queue_depth = Q), then read() of them in
+ *           random order, each read verified (XXH3) by the tier; throughput, p50/p99 latency.
+ * Ratios are tier / raw from this run. The disk here may be virtual: ratios are what count.
+ *
+ * usage: kvtier-bench-nvme [--dir DIR] [--sizes 256K,2M,32M] [--qd 1,8,32] [--mib-per-case 512]
+ *                          [--backend uring|pio] [--fio]
+ */
+#include "nvme.h"
+#include "nvme_int.h"
+#include "core/options.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef KVT_HAVE_URING
+#include <liburing.h>
+#endif
+
+#define PIECE_MIN (128u << 10)
+
+static double now_s(void)
 {
+	return (double)kvt_now_ns() / 1e9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return n ? v[(size_t)(p * (double)(n - 1))] : 0;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 17;
+}
+
+#ifdef KVT_HAVE_URING
+struct raw {
+	struct io_uring ring;
+	int fd;
+	uint64_t file_bytes;
+	uint8_t *buf;
+	size_t buf_bytes;
+};
+
+/* Moves total bytes in io_bytes I/Os, depth in flight. @return : MB/s, or -1. */
+static double raw_stream(struct raw *r, bool wr, bool random, size_t io_bytes, unsigned depth,
+                         uint64_t total)
+{
+	uint64_t n_ios = total / io_bytes, issued = 0, done = 0, seq = 0, rng = 99;
+	uint64_t slots = r->file_bytes / io_bytes;
+	double t0 = now_s();
+	unsigned inflight = 0;
+	while (done < n_ios) {
+		while (inflight < depth && issued < n_ios) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+			uint64_t off = (random ? rnd(&rng) % slots : seq++ % slots) * io_bytes;
+			uint8_t *b = r->buf + (size_t)(issued % depth) * io_bytes;
+			if (wr)
+				io_uring_prep_write_fixed(sqe, 0, b, (unsigned)io_bytes, off, 0);
+			else
+				io_uring_prep_read_fixed(sqe, 0, b, (unsigned)io_bytes, off, 0);
+			sqe->flags |= IOSQE_FIXED_FILE;
+			issued++, inflight++;
+		}
+		io_uring_submit(&r->ring);
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(&r->ring, &cqe))
+			return -1;
+		if (cqe->res != (int)io_bytes)
+			return -1;
+		io_uring_cqe_seen(&r->ring, cqe);
+		inflight--, done++;
+	}
+	return (double)(n_ios * io_bytes) / (now_s() - t0) / 1e6;
+}
+
+/* One B-byte read as pieces all in flight; @return : seconds. */
+static double raw_read_once(struct raw *r, uint64_t off, size_t bytes, size_t piece)
+{
+	double t0 = now_s();
+	unsigned n = 0;
+	for (size_t d = 0; d < bytes; d += piece, n++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+		io_uring_prep_read_fixed(sqe, 0, r->buf + d, (unsigned)KVT_MIN(piece, bytes - d),
+		                         off + d, 0);
+		sqe->flags |= IOSQE_FIXED_FILE;
+	}
+	io_uring_submit(&r->ring);
+	for (unsigned i = 0; i < n; i++) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(&r->ring, &cqe))
+			return -1;
+		io_uring_cqe_seen(&r->ring, cqe);
+	}
+	return now_s() - t0;
+}
+
+static int raw_open(struct raw *r, const char *path, uint64_t file_bytes, size_t buf_bytes,
+                    unsigned entries)
+{
+	r->file_bytes = file_bytes;
+	r->fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	if (r->fd < 0 || fallocate(r->fd, 0, 0, (off_t)file_bytes))
+		return -errno;
+	r->buf_bytes = buf_bytes;
+	r->buf = aligned_alloc(4096, buf_bytes);
+	if (!r->buf)
+		return -ENOMEM;
+	memset(r->buf, 0x5a, buf_bytes);
+	int rc = io_uring_queue_init(entries, &r->ring, 0);
+	if (rc)
+		return rc;
+	struct iovec iov = {r->buf, buf_bytes};
+	io_uring_register_files(&r->ring, &r->fd, 1);
+	return io_uring_register_buffers(&r->ring, &iov, 1);
+}
+
+static void raw_close(struct raw *r)
+{
+	io_uring_queue_exit(&r->ring);
+	free(r->buf);
+	close(r->fd);
+}
+#endif
+
+struct tier_res {
+	double w_mbs, r_mbs, p50, p99;
+};
+
+static int tier_case(const char *dir, const char *backend, size_t rec, unsigned qd, uint64_t total,
+                     uint64_t file_bytes, struct tier_res *res)
+{
+	struct kvt_options o;
+	kvt_opts_defaults(&o);
+	char v[64];
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)file_bytes);
+	kvt_opts_set(&o, "nvme.bytes", v);
+	snprintf(v, sizeof(v), "%u", qd);
+	kvt_opts_set(&o, "nvme.queue_depth", v);
+	struct kvt_tier_env env = {.opts = &o, .data_dir = dir};
+	struct kvt__nvme_hooks hooks = {.backend = backend};
+	struct kvt_tier *t;
+	int rc = kvt__nvme_open_hooked(&env, &hooks, &t);
+	if (rc)
+		return rc;
+	size_t buf_len = KVT_ALIGN_UP(rec, (size_t)4096);
+	uint8_t *buf = aligned_alloc(4096, buf_len);
+	size_t n = (size_t)(total / rec);
+	uint64_t *locs = calloc(n, sizeof(*locs));
+	double *lat = calloc(n, sizeof(*lat));
+	if (!buf || !locs || !lat)
+		return -ENOMEM;
+	kvt_tier_nvme_register(t, buf, buf_len); /* as the daemon registers its host pool */
+	memset(buf, 0x33, buf_len);
+	struct kvt_chunk_hdr h = {.tenant = 1, .payload_bytes = rec - KVT_CHUNK_HDR_BYTES};
+	double t0 = now_s();
+	for (size_t i = 0; i < n; i++) {
+		h.key.w[0] = i, h.seq = i;
+		/* the daemon computes the checksum when the chunk is put, not at demotion */
+		h.payload_sum = i == 0 ? kvt_chunk_sum(buf + KVT_CHUNK_HDR_BYTES, h.payload_bytes)
+		                       : h.payload_sum;
+		kvt_chunk_hdr_encode(buf, &h);
+		if ((rc = kvt_tier_nvme.write(t, buf, rec, buf_len, &locs[i])))
+			goto out;
+	}
+	res->w_mbs = (double)(n * rec) / (now_s() - t0) / 1e6;
+	uint64_t rng = 5;
+	t0 = now_s();
+	for (size_t i = 0; i < n; i++) {
+		size_t j = (size_t)(rnd(&rng) % n);
+		struct kvt_tier_id id = {.tenant = 1};
+		id.key.w[0] = j;
+		double a = now_s();
+		ssize_t got = kvt_tier_nvme.read(t, &id, locs[j], buf, buf_len);
+		lat[i] = now_s() - a;
+		if (got != (ssize_t)rec) {
+			rc = got < 0 ? (int)got : -EIO;
+			goto out;
+		}
+	}
+	res->r_mbs = (double)(n * rec) / (now_s() - t0) / 1e6;
+	res->p50 = pct(lat, n, 0.5) * 1e3;
+	res->p99 = pct(lat, n, 0.99) * 1e3;
+	rc = 0;
+out:
+	free(lat), free(locs), free(buf);
+	kvt_tier_nvme.close(t);
+	return rc;
+}
+
+static void run_fio(const char *dir)
+{
+	char cmd[1024];
+	for (int i = 0; i < 2; i++) {
+		snprintf(
+		    cmd, sizeof(cmd),
+		    "fio --name=ref --filename=%s/fio.dat --size=1G --direct=1 "
+		    "--ioengine=io_uring --fixedbufs --registerfiles --rw=%s --bs=2M --iodepth=8 "
+		    "--runtime=3 --time_based --output-format=terse --terse-version=3 2>/dev/null "
+		    "| awk -F';' '{printf \"fio %s 2MiB qd8: %%.0f MB/s\\n\", "
+		    "($7+$48)*1.024/1000}'",
+		    dir, i ? "randread" : "write", i ? "randread" : "write");
+		if (system(cmd) != 0)
+			printf("fio: not run\n");
+	}
+	snprintf(cmd, sizeof(cmd), "%s/fio.dat", dir);
+	unlink(cmd);
+}
+
+static size_t parse_list(const char *s, uint64_t *out, size_t max)
+{
+	size_t n = 0;
+	char tmp[256];
+	snprintf(tmp, sizeof(tmp), "%s", s);
+	for (char *save, *tok = strtok_r(tmp, ",", &save); tok && n < max;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!kvt_parse_size(tok, &out[n]))
+			n++;
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
+	const char *backend = "uring";
+	uint64_t sizes[8] = {256 << 10, 2 << 20, 32 << 20}, qds[8] = {1, 8, 32};
+	size_t n_sizes = 3, n_qds = 3;
+	uint64_t per_case = 512ull << 20;
+	bool fio = false;
+	static const struct option lo[] = {{"dir", 1, 0, 'd'},
+	                                   {"sizes", 1, 0, 's'},
+	                                   {"qd", 1, 0, 'q'},
+	                                   {"mib-per-case", 1, 0, 'm'},
+	                                   {"backend", 1, 0, 'b'},
+	                                   {"fio", 0, 0, 'f'},
+	                                   {0, 0, 0, 0}};
+	for (int c; (c = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 's':
+			n_sizes = parse_list(optarg, sizes, 8);
+			break;
+		case 'q':
+			n_qds = parse_list(optarg, qds, 8);
+			break;
+		case 'm':
+			per_case = strtoull(optarg, NULL, 0) << 20;
+			break;
+		case 'b':
+			backend = optarg;
+			break;
+		case 'f':
+			fio = true;
+			break;
+		default:
+			fprintf(stderr, "see the comment at the top of bench_nvme.c\n");
+			return 2;
+		}
+	}
+#ifndef KVT_HAVE_URING
+	fprintf(stderr, "kvtier-bench-nvme: built without liburing: no raw baseline\n");
+	return 77;
+#else
+	char tdir[512], raw_path[600];
+	snprintf(tdir, sizeof(tdir), "%s/kvt-bench-nvme-XXXXXX", dir);
+	if (!mkdtemp(tdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(raw_path, sizeof(raw_path), "%s/raw.dat", tdir);
+	uint64_t file_bytes = per_case * 2 + (64ull << 20) * 4;
+	printf("# kvtier-bench-nvme: dir %s, backend %s, %llu MiB per case\n", tdir, backend,
+	       (unsigned long long)(per_case >> 20));
+	printf("| rec | qd | raw seq wr | raw rnd wr | raw seq rd | raw rnd rd | raw 1-rec rd | "
+	       "tier wr "
+	       "| tier rd | wr/raw seq | rd/raw rnd | rd/raw 1-rec | raw p99 ms | tier p50 ms | "
+	       "tier p99 "
+	       "ms | p99 ratio "
+	       "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	int rc = 0;
+	for (size_t si = 0; si < n_sizes; si++) {
+		for (size_t qi = 0; qi < n_qds; qi++) {
+			size_t B = (size_t)sizes[si];
+			unsigned Q = (unsigned)qds[qi];
+			size_t piece =
+			    KVT_MAX((size_t)PIECE_MIN, KVT_ALIGN_UP((B + Q - 1) / Q, (size_t)4096));
+			uint64_t total = KVT_MAX(per_case, (uint64_t)B * 8);
+			size_t rawbuf = KVT_MIN((size_t)B * Q, (size_t)512 << 20);
+			unsigned rq = (unsigned)KVT_MIN((size_t)Q, rawbuf / B);
+			struct raw r = {0};
+			/* raw file = exactly the bytes the sequential write covers: no read ever
+			 * hits an unwritten extent (which the file system answers without I/O) */
+			uint64_t raw_bytes = total / B * B;
+			if ((rc = raw_open(&r, raw_path, raw_bytes, KVT_MAX(rawbuf, B), 256))) {
+				fprintf(stderr, "raw: %s\n", strerror(-rc));
+				return 1;
+			}
+			double sw = raw_stream(&r, true, false, B, rq, total);
+			double rw = raw_stream(&r, true, true, B, rq, total);
+			double sr = raw_stream(&r, false, false, B, rq, total);
+			double rr = raw_stream(&r, false, true, B, rq, total);
+			size_t n_lat = (size_t)KVT_MAX(total / B, (uint64_t)50);
+			double *lat = calloc(n_lat, sizeof(*lat)), sum = 0;
+			uint64_t rng = 3, slots = raw_bytes / KVT_ALIGN_UP(B, (size_t)4096);
+			for (size_t i = 0; i < n_lat; i++) {
+				lat[i] = raw_read_once(
+				    &r, (rnd(&rng) % slots) * KVT_ALIGN_UP(B, 4096), B, piece);
+				sum += lat[i];
+			}
+			double one = (double)(n_lat * B) / sum / 1e6;
+			double raw_p99 = pct(lat, n_lat, 0.99) * 1e3;
+			free(lat);
+			raw_close(&r);
+			unlink(raw_path);
+			struct tier_res tr = {0};
+			rc = tier_case(tdir, backend, B, Q, total, file_bytes, &tr);
+			char p[600];
+			snprintf(p, sizeof(p), "%s/nvme.dat", tdir);
+			unlink(p);
+			if (rc) {
+				fprintf(stderr, "tier: %s\n", strerror(-rc));
+				return 1;
+			}
+			char bs[32];
+			printf("| %s | %u | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f "
+			       "| %.2f | "
+			       "%.2f | %.2f | %.2f | %.2f | %.2f |\n",
+			       kvt_fmt_bytes(B, bs, sizeof(bs)), Q, sw, rw, sr, rr, one, tr.w_mbs,
+			       tr.r_mbs, tr.w_mbs / sw, tr.r_mbs / rr, tr.r_mbs / one, raw_p99,
+			       tr.p50, tr.p99, tr.p99 / raw_p99);
+			fflush(stdout);
+		}
+	}
+	printf("(throughput in MB/s; raw B x Q: B-byte I/Os, Q in flight; raw 1-rec: one record at "
+	       "a time cut like the tier cuts it)\n");
+	if (fio)
+		run_fio(tdir);
+	rmdir(tdir);
 	return 0;
+#endif
 }
