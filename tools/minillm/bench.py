@@ -95,6 +95,20 @@ def med(rows, key):
     return statistics.median(r[key] for r in rows)
 
 
+def pair(b, make, sock, extra=()):
+    """Cold and warm runs, interleaved twice on fresh prompts (make(rep) writes a requests file;
+    a warm run stores its prompts' chunks, so prompts are never run warm twice); the run with the
+    lower median prefill of each side is kept: the machine is shared, and this filters transient
+    load for both sides alike."""
+    runs = []
+    for rep in range(2):
+        f = make(rep)
+        runs.append((b.run(f, None, extra), b.run(f, sock, extra)))
+    cold = min((r[0] for r in runs), key=lambda x: med(x, "prefill_ms"))
+    warm = min((r[1] for r in runs), key=lambda x: med(x, "prefill_ms"))
+    return cold, warm
+
+
 def exp_share(b, sock, out):
     base = b.ids(P_LEN)
     b.warm(base, sock)
@@ -102,8 +116,8 @@ def exp_share(b, sock, out):
                "| copy-in (ms) | share of prefill saved |")
     out.append("|---:|---:|---:|---:|---:|---:|---:|")
     for s in range(0, P_LEN, 16):
-        f = b.req_file(b.prompts(base, s, b.a.requests), "share-%d.jsonl" % s)
-        cold, warm = b.run(f, None), b.run(f, sock)
+        cold, warm = pair(b, lambda rep: b.req_file(b.prompts(base, s, b.a.requests),
+                                                     "share-%d-%d.jsonl" % (s, rep)), sock)
         c, w = med(cold, "prefill_ms"), med(warm, "prefill_ms")
         reused = med(warm, "reused_tokens")
         out.append("| %d | %d | %.2f | %.3f | %.3f | %.3f | %.2f |" % (
@@ -139,8 +153,8 @@ def exp_chunk(b, out):
                 extra = ["--kv-dtype", dtype, "--tokens-per-chunk", str(c)]
                 base = b.ids(P_LEN)
                 b.warm(base, sock, extra)
-                f = b.req_file(b.prompts(base, P_LEN - 1, b.a.requests), "chunk.jsonl")
-                cold, warm = b.run(f, None, extra), b.run(f, sock, extra)
+                cold, warm = pair(b, lambda rep: b.req_file(
+                    b.prompts(base, P_LEN - 1, b.a.requests), "chunk-%d.jsonl" % rep), sock, extra)
                 reused = med(warm, "reused_tokens")
                 copy_us = med(warm, "copy_ms") * 1000 / max(reused, 1)
                 comp_us = med(cold, "prefill_ms") * 1000 / P_LEN
@@ -161,8 +175,9 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
     b = Bench(a)
-    out = ["machine: %s, %d cpus; %d requests per process, medians; prompt %d tokens, 1 generated"
-           % (os.uname().machine, os.cpu_count(), a.requests, P_LEN), ""]
+    out = ["machine: %s, %d cpus, load %.1f at start; %d requests per process, medians; prompt %d "
+           "tokens, 1 generated" % (os.uname().machine, os.cpu_count(), os.getloadavg()[0],
+                                     a.requests, P_LEN), ""]
     try:
         d, sock = start_daemon(a.build, os.path.join(b.tmp))
         try:
