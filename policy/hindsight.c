@@ -291,6 +291,19 @@ static int hs_set_param(struct kvt_policy *p, const char *name, const char *valu
 	return -ENOENT;
 }
 
+static size_t hs_export(struct kvt_policy *p, uint32_t *out, size_t max)
+{
+	size_t n = p->n_res < max ? p->n_res : max;
+	uint32_t *tmp = malloc((p->n_res + 1) * sizeof(*tmp));
+	if (!tmp)
+		return 0;
+	memcpy(tmp, p->res, p->n_res * sizeof(*tmp));
+	kvt__sort_ids_by(tmp, p->n_res, p->last);
+	memcpy(out, tmp, n * sizeof(*out));
+	free(tmp);
+	return n;
+}
+
 const struct kvt_policy_ops kvt_policy_hindsight = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "hindsight",
@@ -300,5 +313,6 @@ const struct kvt_policy_ops kvt_policy_hindsight = {
     .on_access = hs_access,
     .on_remove = hs_remove,
     .pick_victims = hs_victims,
+    .export_order = hs_export,
     .set_param = hs_set_param,
 };

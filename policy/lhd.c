@@ -229,6 +229,19 @@ static int lhd_set_param(struct kvt_policy *p, const char *name, const char *val
 	return 0;
 }
 
+static size_t lhd_export(struct kvt_policy *p, uint32_t *out, size_t max)
+{
+	size_t n = p->n_res < max ? p->n_res : max;
+	uint32_t *tmp = malloc((p->n_res + 1) * sizeof(*tmp));
+	if (!tmp)
+		return 0;
+	memcpy(tmp, p->res, p->n_res * sizeof(*tmp));
+	kvt__sort_ids_by(tmp, p->n_res, p->last);
+	memcpy(out, tmp, n * sizeof(*out));
+	free(tmp);
+	return n;
+}
+
 const struct kvt_policy_ops kvt_policy_lhd = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "lhd",
@@ -238,5 +251,6 @@ const struct kvt_policy_ops kvt_policy_lhd = {
     .on_access = lhd_access,
     .on_remove = lhd_remove,
     .pick_victims = lhd_victims,
+    .export_order = lhd_export,
     .set_param = lhd_set_param,
 };

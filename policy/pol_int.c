@@ -440,3 +440,19 @@ int kvt__param_double(const char *value, double lo, double hi, double *out)
 	*out = v;
 	return 0;
 }
+
+static const uint64_t *sort_key; /* qsort has no context argument; policies are single-owner */
+
+static int cmp_ids(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	if (sort_key[x] != sort_key[y])
+		return sort_key[x] < sort_key[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+void kvt__sort_ids_by(uint32_t *ids, size_t n, const uint64_t *key)
+{
+	sort_key = key;
+	qsort(ids, n, sizeof(*ids), cmp_ids);
+}

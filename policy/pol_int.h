@@ -76,6 +76,9 @@ static inline uint64_t kvt__mix64(uint64_t x)
 	return x;
 }
 
+/* Sorts ids[0..n) by key[id] ascending, ties by id (export_order of sampled policies). */
+void kvt__sort_ids_by(uint32_t *ids, size_t n, const uint64_t *key);
+
 /* Parses a double parameter in [lo, hi]. @return : 0 or -EINVAL. */
 int kvt__param_double(const char *value, double lo, double hi, double *out);
 

@@ -48,12 +48,30 @@ struct kvt_policy_ops {
 	bool (*admit)(struct kvt_policy *p, const struct kvt_policy_meta *m);
 	/* Sets a parameter ("small_ratio" = "0.1"); NULL or -ENOENT when unknown. */
 	int (*set_param)(struct kvt_policy *p, const char *name, const char *value);
+	/* Added in version 1, optional: writes up to max resident ids, coldest first, without
+	 * changing anything; @return : how many. NULL means pick_victims(all) gives that order. */
+	size_t (*export_order)(struct kvt_policy *p, uint32_t *out, size_t max);
 };
 
 /* @return : the policy named name, or NULL. */
 const struct kvt_policy_ops *kvt_policy_find(const char *name);
 /* @return : the i-th registered policy, NULL past the end. */
 const struct kvt_policy_ops *kvt_policy_at(size_t i);
+
+/* Fills *out with the metadata of resident entry id (the caller's index). */
+typedef void (*kvt_policy_meta_fn)(void *arg, uint32_t id, struct kvt_policy_meta *out);
+
+/*
+ * Run-time switch without dropping entries: creates a policy of to_ops and inserts into it each
+ * of the n_resident entries of from (coldest first, so that recency carries over; a parent
+ * always before its children, so prefix-aware policies see the tree). from is left valid (its
+ * victim order may have been consulted) and still owned by the caller, who destroys it on
+ * success and keeps using it on failure.
+ * @return : 0, -ENOMEM, -EINVAL when from reports a different number of entries.
+ */
+int kvt_policy_switch(const struct kvt_policy_ops *from_ops, struct kvt_policy *from,
+                      size_t n_resident, const struct kvt_policy_ops *to_ops, size_t capacity_hint,
+                      kvt_policy_meta_fn meta, void *arg, struct kvt_policy **out);
 
 extern const struct kvt_policy_ops kvt_policy_lru;
 extern const struct kvt_policy_ops kvt_policy_arc;

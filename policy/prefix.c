@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct kvt_policy {
 	struct kvt__heap leaves;
@@ -141,6 +142,24 @@ static size_t prefix_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	return kvt__heap_walk(&p->leaves, out, max, ok, arg);
 }
 
+static size_t prefix_export(struct kvt_policy *p, uint32_t *out, size_t max)
+{
+	size_t n = 0, total = 0;
+	for (uint32_t id = 0; id < p->cap; id++)
+		total += p->live[id];
+	uint32_t *tmp = malloc((total + 1) * sizeof(*tmp));
+	if (!tmp)
+		return 0;
+	for (uint32_t id = 0; id < p->cap; id++)
+		if (p->live[id])
+			tmp[n++] = id;
+	kvt__sort_ids_by(tmp, n, p->tick);
+	n = n < max ? n : max;
+	memcpy(out, tmp, n * sizeof(*out));
+	free(tmp);
+	return n;
+}
+
 const struct kvt_policy_ops kvt_policy_prefix = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "prefix",
@@ -150,4 +169,5 @@ const struct kvt_policy_ops kvt_policy_prefix = {
     .on_access = prefix_access,
     .on_remove = prefix_remove,
     .pick_victims = prefix_victims,
+    .export_order = prefix_export,
 };

@@ -178,7 +178,7 @@ static size_t s3_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                          kvt_policy_evictable_fn ok, void *arg)
 {
 	unpropose(p);
-	size_t n = 0, steps = 0, limit = 4 * (p->s.n + p->m.n) + 8;
+	size_t n = 0, steps = 0, limit = 6 * (p->s.n + p->m.n) + 8;
 	while (n < max && p->s.n + p->m.n && steps++ < limit) {
 		uint32_t v = step(p, ok, arg);
 		if (v != KVT__NIL)

@@ -1,0 +1,141 @@
+/*
+ * quota.c -- per-tenant quotas (see quota.h). Usage and limits live in arrays indexed by tenant
+ * that grow on demand. Victims are chosen one at a time through the policy's pick_victims with
+ * a filter that sees what was already chosen in this call (pending bytes per tenant), so a
+ * batch of victims can never take a tenant below its guarantee together. Each round asks the
+ * policy again (k rounds for k victims; k is small: one put's worth of room).
+ */
+#include "quota.h"
+#include "pol_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kvt_quota {
+	uint64_t *used, *guaranteed, *max, *pending;
+	size_t n;
+};
+
+int kvt_quota_create(struct kvt_quota **out)
+{
+	struct kvt_quota *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	*out = q;
+	return 0;
+}
+
+void kvt_quota_destroy(struct kvt_quota *q)
+{
+	if (!q)
+		return;
+	free(q->used);
+	free(q->guaranteed);
+	free(q->max);
+	free(q->pending);
+	free(q);
+}
+
+static int ensure(struct kvt_quota *q, uint32_t t)
+{
+	if (t < q->n)
+		return 0;
+	size_t nc = q->n ? q->n : 16;
+	while (nc <= t)
+		nc *= 2;
+	if (kvt__pol_grow((void **)&q->used, 8, q->n, nc) ||
+	    kvt__pol_grow((void **)&q->guaranteed, 8, q->n, nc) ||
+	    kvt__pol_grow((void **)&q->max, 8, q->n, nc) ||
+	    kvt__pol_grow((void **)&q->pending, 8, q->n, nc))
+		return -ENOMEM;
+	for (size_t i = q->n; i < nc; i++)
+		q->max[i] = KVT_QUOTA_UNLIMITED;
+	q->n = nc;
+	return 0;
+}
+
+int kvt_quota_set(struct kvt_quota *q, uint32_t tenant, uint64_t guaranteed_bytes,
+                  uint64_t max_bytes)
+{
+	if (guaranteed_bytes > max_bytes)
+		return -EINVAL;
+	if (ensure(q, tenant))
+		return -ENOMEM;
+	q->guaranteed[tenant] = guaranteed_bytes;
+	q->max[tenant] = max_bytes;
+	return 0;
+}
+
+int kvt_quota_charge(struct kvt_quota *q, uint32_t tenant, int64_t delta_bytes)
+{
+	if (ensure(q, tenant))
+		return -ENOMEM;
+	if (delta_bytes < 0 && (uint64_t)-delta_bytes > q->used[tenant])
+		q->used[tenant] = 0;
+	else
+		q->used[tenant] += (uint64_t)delta_bytes;
+	return 0;
+}
+
+uint64_t kvt_quota_used(const struct kvt_quota *q, uint32_t tenant)
+{
+	return tenant < q->n ? q->used[tenant] : 0;
+}
+
+bool kvt_quota_fits(const struct kvt_quota *q, uint32_t tenant, uint64_t bytes)
+{
+	if (tenant >= q->n)
+		return true;
+	return q->used[tenant] + bytes <= q->max[tenant];
+}
+
+struct filter {
+	struct kvt_quota *q;
+	const struct kvt_quota_view *v;
+	uint32_t requester;
+	bool own_only;
+	const uint32_t *chosen;
+	size_t n_chosen;
+};
+
+static bool quota_ok(void *arg, uint32_t id)
+{
+	struct filter *f = arg;
+	for (size_t i = 0; i < f->n_chosen; i++)
+		if (f->chosen[i] == id)
+			return false;
+	if (f->v->evictable && !f->v->evictable(f->v->arg, id))
+		return false;
+	uint32_t t = f->v->tenant_of(f->v->arg, id);
+	if (f->own_only)
+		return t == f->requester;
+	if (t >= f->q->n)
+		return true;
+	uint64_t b = f->v->bytes_of(f->v->arg, id), left = f->q->used[t] - f->q->pending[t];
+	return left >= b && left - b >= f->q->guaranteed[t];
+}
+
+size_t kvt_quota_pick_victims(struct kvt_quota *q, const struct kvt_policy_ops *ops,
+                              struct kvt_policy *p, uint32_t requester, uint64_t need_bytes,
+                              const struct kvt_quota_view *view, uint32_t *out, size_t max)
+{
+	struct filter f = {.q = q, .v = view, .requester = requester, .chosen = out};
+	uint64_t freed = 0;
+	if (ensure(q, requester))
+		return 0;
+	f.own_only = !kvt_quota_fits(q, requester, need_bytes);
+	memset(q->pending, 0, q->n * sizeof(*q->pending));
+	while (freed < need_bytes && f.n_chosen < max) {
+		uint32_t v;
+		if (ops->pick_victims(p, &v, 1, quota_ok, &f) != 1)
+			break;
+		uint32_t t = view->tenant_of(view->arg, v);
+		uint64_t b = view->bytes_of(view->arg, v);
+		if (t < q->n)
+			q->pending[t] += b;
+		out[f.n_chosen++] = v;
+		freed += b;
+	}
+	return f.n_chosen;
+}

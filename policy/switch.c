@@ -1,0 +1,73 @@
+/*
+ * switch.c -- kvt_policy_switch(): a run-time policy change that keeps every entry. The old
+ * policy's eviction order (export_order, else pick_victims over everything with no filter)
+ * is replayed into the new one coldest first. Before an entry goes in, its resident ancestors
+ * go in (depth first through meta.parent), so a prefix-aware policy rebuilds its tree. Memory:
+ * the order array and a bitmap over ids, both freed before return.
+ */
+#include "policy.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Walks up to the first ancestor already inserted (chain: scratch of n_resident ids), then
+ * inserts downward. done[id]: 0 not resident, 1 waiting, 2 inserted. */
+static void insert_with_ancestors(const struct kvt_policy_ops *ops, struct kvt_policy *p,
+                                  uint32_t id, uint8_t *done, uint32_t max_id, uint32_t *chain,
+                                  kvt_policy_meta_fn meta, void *arg)
+{
+	size_t n = 0;
+	struct kvt_policy_meta m;
+	while (id <= max_id && done[id] == 1) {
+		done[id] = 3; /* on the chain: a cycle in the caller's parents cannot loop */
+		chain[n++] = id;
+		meta(arg, id, &m);
+		id = m.parent;
+	}
+	while (n--) {
+		meta(arg, chain[n], &m);
+		ops->on_insert(p, chain[n], &m);
+		done[chain[n]] = 2;
+	}
+}
+
+int kvt_policy_switch(const struct kvt_policy_ops *from_ops, struct kvt_policy *from,
+                      size_t n_resident, const struct kvt_policy_ops *to_ops, size_t capacity_hint,
+                      kvt_policy_meta_fn meta, void *arg, struct kvt_policy **out)
+{
+	int rc = -ENOMEM;
+	struct kvt_policy *p = NULL;
+	uint8_t *done = NULL;
+	uint32_t *order = malloc((n_resident + 1) * sizeof(*order));
+	uint32_t *chain = malloc((n_resident + 1) * sizeof(*chain));
+	if (!order || !chain)
+		goto err;
+	size_t n = from_ops->export_order
+	               ? from_ops->export_order(from, order, n_resident)
+	               : from_ops->pick_victims(from, order, n_resident, NULL, NULL);
+	rc = -EINVAL;
+	if (n != n_resident)
+		goto err;
+	uint32_t max_id = 0;
+	for (size_t i = 0; i < n; i++)
+		max_id = order[i] > max_id ? order[i] : max_id;
+	rc = -ENOMEM;
+	if (!(done = calloc((size_t)max_id + 1, 1)))
+		goto err;
+	for (size_t i = 0; i < n; i++)
+		done[order[i]] = 1; /* resident, not yet inserted */
+	if ((rc = to_ops->create(capacity_hint, &p)))
+		goto err;
+	for (size_t i = 0; i < n; i++)
+		insert_with_ancestors(to_ops, p, order[i], done, max_id, chain, meta, arg);
+	free(chain);
+	free(done);
+	free(order);
+	*out = p;
+	return 0;
+err:
+	free(chain);
+	free(done);
+	free(order);
+	return rc;
+}
