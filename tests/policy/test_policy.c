@@ -1,0 +1,371 @@
+/* test_policy.c -- every policy behind the ops table: victim order on hand-made sequences,
+ * evictable() rejections, the prefix-aware invariant, quotas, admission and run-time switch. */
+#include "testlib.h"
+
+#include "policy/admit.h"
+#include "policy/policy.h"
+#include "policy/quota.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_IDS 4096
+
+static struct kvt_policy_meta metas[N_IDS];
+
+static struct kvt_policy_meta meta(uint32_t id, uint32_t parent, uint32_t depth)
+{
+	struct kvt_policy_meta m = {
+	    .key_hash = 0x1234567ULL * (id + 1), .bytes = 1, .parent = parent, .depth = depth};
+	metas[id] = m;
+	return m;
+}
+
+static struct kvt_policy *make(const char *name, size_t hint)
+{
+	const struct kvt_policy_ops *ops = kvt_policy_find(name);
+	assert_non_null(ops);
+	struct kvt_policy *p = NULL;
+	assert_int_equal(ops->create(hint, &p), 0);
+	return p;
+}
+
+static void ins(const struct kvt_policy_ops *ops, struct kvt_policy *p, uint32_t id,
+                uint32_t parent, uint32_t depth)
+{
+	struct kvt_policy_meta m = meta(id, parent, depth);
+	ops->on_insert(p, id, &m);
+}
+
+static void expect_victims(const char *name, const uint32_t *want, size_t n, struct kvt_policy *p)
+{
+	uint32_t got[16];
+	size_t k = kvt_policy_find(name)->pick_victims(p, got, n, NULL, NULL);
+	assert_int_equal(k, n);
+	for (size_t i = 0; i < n; i++)
+		if (got[i] != want[i])
+			fail_msg("%s: victim %zu is %u, want %u", name, i, got[i], want[i]);
+}
+
+static void test_policy_lru_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_lru;
+	struct kvt_policy *p = make("lru", 0);
+	for (uint32_t i = 1; i <= 3; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_access(p, 1);
+	expect_victims("lru", (uint32_t[]){2, 3, 1}, 3, p);
+	o->destroy(p);
+}
+
+static void test_policy_arc_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_arc;
+	struct kvt_policy *p = make("arc", 4);
+	for (uint32_t i = 1; i <= 3; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_access(p, 1); /* 1 moves to T2; T1 = {3, 2}, p = 0 so T1 goes first */
+	expect_victims("arc", (uint32_t[]){2, 3, 1}, 3, p);
+	/* a ghost hit in B1 re-enters in T2 */
+	o->on_remove(p, 2);
+	ins(o, p, 2, KVT_POLICY_NONE, 0);
+	expect_victims("arc", (uint32_t[]){1}, 1, p); /* p grew: T2 gives */
+	o->destroy(p);
+}
+
+static void test_policy_s3fifo_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_s3fifo;
+	struct kvt_policy *p = make("s3fifo", 10);
+	for (uint32_t i = 1; i <= 10; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_access(p, 1); /* 1 was hit in S: promoted to M instead of evicted */
+	expect_victims("s3fifo", (uint32_t[]){2}, 1, p);
+	o->on_remove(p, 2);
+	/* 2 left S unhit: its ghost sends it straight to M when it returns */
+	ins(o, p, 2, KVT_POLICY_NONE, 0);
+	expect_victims("s3fifo", (uint32_t[]){3}, 1, p);
+	assert_int_equal(o->set_param(p, "small_ratio", "0.5"), 0);
+	assert_int_equal(o->set_param(p, "small_ratio", "2"), -EINVAL);
+	assert_int_equal(o->set_param(p, "nope", "1"), -ENOENT);
+	o->destroy(p);
+}
+
+static void test_policy_sieve_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_sieve;
+	struct kvt_policy *p = make("sieve", 0);
+	for (uint32_t i = 1; i <= 3; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_access(p, 1); /* visited: the hand passes it once */
+	expect_victims("sieve", (uint32_t[]){2, 3, 1}, 3, p);
+	o->destroy(p);
+}
+
+static void test_policy_lfu_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_lfu;
+	struct kvt_policy *p = make("lfu", 0);
+	for (uint32_t i = 1; i <= 3; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_access(p, 1);
+	o->on_access(p, 1);
+	o->on_access(p, 3);
+	expect_victims("lfu", (uint32_t[]){2, 3, 1}, 3, p);
+	/* aging: after evicting 2 (key 1) and 3 (key 2), L = 2; a newcomer keys at L + 1 = 3 and
+	 * ties with 1 (count 3), which is older and goes first */
+	o->on_remove(p, 2);
+	o->on_remove(p, 3);
+	ins(o, p, 4, KVT_POLICY_NONE, 0);
+	expect_victims("lfu", (uint32_t[]){1, 4}, 2, p);
+	o->destroy(p);
+}
+
+static void test_policy_gdsf_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_gdsf;
+	struct kvt_policy *p = make("gdsf", 0);
+	ins(o, p, 1, KVT_POLICY_NONE, 9); /* deep: costly to recompute */
+	ins(o, p, 2, KVT_POLICY_NONE, 0);
+	ins(o, p, 3, KVT_POLICY_NONE, 3);
+	expect_victims("gdsf", (uint32_t[]){2, 3, 1}, 3, p);
+	o->destroy(p);
+}
+
+static void test_policy_prefix_leaves_first(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_prefix;
+	struct kvt_policy *p = make("prefix", 0);
+	ins(o, p, 1, KVT_POLICY_NONE, 0);
+	ins(o, p, 2, 1, 1);
+	ins(o, p, 3, 2, 2);
+	ins(o, p, 4, KVT_POLICY_NONE, 0);
+	o->on_access(p, 1); /* the root is hottest, but 2 and 3 still outrank nothing */
+	uint32_t v[8];
+	size_t n = o->pick_victims(p, v, 8, NULL, NULL);
+	assert_int_equal(n, 2); /* only leaves: 3 (older) then 4 */
+	assert_int_equal(v[0], 3);
+	assert_int_equal(v[1], 4);
+	o->on_remove(p, 3);
+	expect_victims("prefix", (uint32_t[]){2, 4}, 2, p);
+	o->on_remove(p, 2);
+	expect_victims("prefix", (uint32_t[]){4, 1}, 2, p);
+	o->destroy(p);
+}
+
+/* A random forest under random operations: no victim ever has a resident child. */
+static void test_policy_prefix_never_ancestor_first(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_prefix;
+	struct kvt_policy *p = make("prefix", 0);
+	static uint32_t parent[N_IDS], nchild[N_IDS];
+	static uint8_t live[N_IDS];
+	memset(live, 0, sizeof(live));
+	memset(nchild, 0, sizeof(nchild));
+	srand(7);
+	size_t n_live = 0;
+	for (int step = 0; step < 20000; step++) {
+		uint32_t id = (uint32_t)(rand() % 512);
+		if (live[id]) {
+			o->on_access(p, id);
+			continue;
+		}
+		if (n_live >= 100) {
+			uint32_t v;
+			assert_int_equal(o->pick_victims(p, &v, 1, NULL, NULL), 1);
+			assert_true(live[v]);
+			assert_int_equal(nchild[v], 0);
+			o->on_remove(p, v);
+			live[v] = 0;
+			n_live--;
+			if (parent[v] != KVT_POLICY_NONE)
+				nchild[parent[v]]--;
+		}
+		uint32_t pa = (uint32_t)(rand() % 512);
+		pa = live[pa] && pa != id ? pa : KVT_POLICY_NONE;
+		parent[id] = pa;
+		if (pa != KVT_POLICY_NONE)
+			nchild[pa]++;
+		ins(o, p, id, pa, 0);
+		live[id] = 1;
+		n_live++;
+	}
+	o->destroy(p);
+}
+
+static bool reject_even(void *arg, uint32_t id)
+{
+	(void)arg;
+	return id % 2 == 1;
+}
+
+/* Every policy: leased (rejected) ids are never proposed; proposals are resident and unique. */
+static void test_policy_evictable_respected(void **state)
+{
+	for (size_t k = 0; kvt_policy_at(k); k++) {
+		const struct kvt_policy_ops *o = kvt_policy_at(k);
+		struct kvt_policy *p = NULL;
+		assert_int_equal(o->create(64, &p), 0);
+		for (uint32_t i = 0; i < 64; i++)
+			ins(o, p, i, KVT_POLICY_NONE, i % 4);
+		for (uint32_t i = 0; i < 64; i += 3)
+			o->on_access(p, i);
+		o->on_remove(p, 5);
+		uint32_t v[64];
+		uint8_t seen[64] = {0};
+		size_t n = o->pick_victims(p, v, 64, reject_even, NULL);
+		assert_true(n >= 1);
+		for (size_t i = 0; i < n; i++) {
+			if (v[i] % 2 == 0 || v[i] == 5 || v[i] >= 64 || seen[v[i]])
+				fail_msg("%s proposed %u", o->name, v[i]);
+			seen[v[i]] = 1;
+		}
+		o->destroy(p);
+	}
+}
+
+static void fill_meta(void *arg, uint32_t id, struct kvt_policy_meta *out)
+{
+	(void)arg;
+	*out = metas[id];
+}
+
+/* Every pair of policies: a switch keeps every entry (and LRU -> LRU keeps the order). */
+static void test_policy_switch_keeps_entries(void **state)
+{
+	for (size_t a = 0; kvt_policy_at(a); a++)
+		for (size_t b = 0; kvt_policy_at(b); b++) {
+			const struct kvt_policy_ops *fo = kvt_policy_at(a), *to = kvt_policy_at(b);
+			struct kvt_policy *from = NULL, *p2 = NULL;
+			assert_int_equal(fo->create(200, &from), 0);
+			for (uint32_t i = 0; i < 200; i++) /* chains of 10 */
+				ins(fo, from, i, i % 10 ? i - 1 : KVT_POLICY_NONE, i % 10);
+			for (uint32_t i = 0; i < 200; i += 7)
+				fo->on_access(from, i);
+			assert_int_equal(
+			    kvt_policy_switch(fo, from, 200, to, 200, fill_meta, NULL, &p2), 0);
+			uint32_t v[200];
+			uint8_t seen[200] = {0};
+			size_t n = to->export_order ? to->export_order(p2, v, 200)
+			                            : to->pick_victims(p2, v, 200, NULL, NULL);
+			if (n != 200)
+				fail_msg("%s -> %s kept %zu of 200", fo->name, to->name, n);
+			for (size_t i = 0; i < n; i++) {
+				assert_true(v[i] < 200 && !seen[v[i]]);
+				seen[v[i]] = 1;
+			}
+			fo->destroy(from);
+			to->destroy(p2);
+		}
+	/* LRU to LRU: the victim order survives */
+	struct kvt_policy *l1 = make("lru", 0), *l2 = NULL;
+	for (uint32_t i = 0; i < 5; i++)
+		ins(&kvt_policy_lru, l1, i, KVT_POLICY_NONE, 0);
+	kvt_policy_lru.on_access(l1, 0);
+	assert_int_equal(
+	    kvt_policy_switch(&kvt_policy_lru, l1, 5, &kvt_policy_lru, 5, fill_meta, NULL, &l2), 0);
+	expect_victims("lru", (uint32_t[]){1, 2, 3, 4, 0}, 5, l2);
+	assert_int_equal(kvt_policy_switch(&kvt_policy_lru, l1, 6, &kvt_policy_lru, 5, fill_meta,
+	                                   NULL, &l2 /* untouched on failure */),
+	                 -EINVAL);
+	kvt_policy_lru.destroy(l1);
+	kvt_policy_lru.destroy(l2);
+}
+
+/* Quotas: tenant 0 floods, tenant 1 keeps its guarantee; at its maximum tenant 0 evicts
+ * only its own entries. */
+static uint32_t tenant_tab[N_IDS];
+static uint32_t q_tenant(void *arg, uint32_t id)
+{
+	(void)arg;
+	return tenant_tab[id];
+}
+static uint64_t q_bytes(void *arg, uint32_t id)
+{
+	(void)arg;
+	(void)id;
+	return 10;
+}
+
+static void test_policy_quota_guarantee(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_lru;
+	struct kvt_policy *p = make("lru", 0);
+	struct kvt_quota *q = NULL;
+	assert_int_equal(kvt_quota_create(&q), 0);
+	assert_int_equal(kvt_quota_set(q, 1, 300, 1000), 0); /* 30 entries guaranteed */
+	assert_int_equal(kvt_quota_set(q, 0, 0, 600), 0);
+	assert_int_equal(kvt_quota_set(q, 2, 10, 5), -EINVAL);
+	struct kvt_quota_view view = {q_tenant, q_bytes, NULL, NULL};
+	uint64_t cap = 900, used = 0;
+	uint32_t next = 0;
+	/* tenant 1 fills 40 entries first (the oldest, LRU's first victims) */
+	for (; next < 40; next++) {
+		tenant_tab[next] = 1;
+		ins(o, p, next, KVT_POLICY_NONE, 0);
+		kvt_quota_charge(q, 1, 10);
+		used += 10;
+	}
+	for (int round = 0; round < 500; round++, next++) {
+		tenant_tab[next] = 0;
+		if (used + 10 > cap || !kvt_quota_fits(q, 0, 10)) {
+			uint32_t v[4];
+			size_t n = kvt_quota_pick_victims(q, o, p, 0, 10, &view, v, 4);
+			assert_int_equal(n, 1);
+			o->on_remove(p, v[0]);
+			kvt_quota_charge(q, tenant_tab[v[0]], -10);
+			used -= 10;
+		}
+		ins(o, p, next, KVT_POLICY_NONE, 0);
+		kvt_quota_charge(q, 0, 10);
+		used += 10;
+		assert_true(kvt_quota_used(q, 1) >= 300);
+		assert_true(kvt_quota_used(q, 0) <= 600);
+	}
+	assert_int_equal(kvt_quota_used(q, 1), 300); /* above-guarantee part was fair game */
+	assert_int_equal(kvt_quota_used(q, 0), 600);
+	kvt_quota_destroy(q);
+	o->destroy(p);
+}
+
+static void test_policy_admission(void **state)
+{
+	struct kvt_admit *a = NULL;
+	assert_int_equal(kvt_admit_create("bogus", 100, &a), -ENOENT);
+	assert_int_equal(kvt_admit_create("second_touch", 100, &a), 0);
+	kvt_admit_record(a, 42);
+	assert_false(kvt_admit_check(a, 42, NULL));
+	kvt_admit_record(a, 42);
+	assert_true(kvt_admit_check(a, 42, NULL));
+	kvt_admit_destroy(a);
+	assert_int_equal(kvt_admit_create("tinylfu", 100, &a), 0);
+	for (int i = 0; i < 5; i++)
+		kvt_admit_record(a, 7);
+	kvt_admit_record(a, 9);
+	uint64_t hot = 7, cold = 9;
+	assert_true(kvt_admit_estimate(a, 7) > kvt_admit_estimate(a, 9));
+	assert_false(kvt_admit_check(a, 9, &hot));
+	assert_true(kvt_admit_check(a, 7, &cold));
+	assert_true(kvt_admit_check(a, 9, NULL)); /* room: admit */
+	kvt_admit_destroy(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_policy_lru_order),
+	    cmocka_unit_test(test_policy_arc_order),
+	    cmocka_unit_test(test_policy_s3fifo_order),
+	    cmocka_unit_test(test_policy_sieve_order),
+	    cmocka_unit_test(test_policy_lfu_order),
+	    cmocka_unit_test(test_policy_gdsf_order),
+	    cmocka_unit_test(test_policy_prefix_leaves_first),
+	    cmocka_unit_test(test_policy_prefix_never_ancestor_first),
+	    cmocka_unit_test(test_policy_evictable_respected),
+	    cmocka_unit_test(test_policy_switch_keeps_entries),
+	    cmocka_unit_test(test_policy_quota_guarantee),
+	    cmocka_unit_test(test_policy_admission),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,67 @@
+/* test_policy_mrc.c -- SHARDS miss-ratio curves against exact LRU replays of the same trace. */
+#include "testlib.h"
+
+#include "policy/mrc.h"
+#include "sim.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static void check(double rate, double tol)
+{
+	/* 200k accesses over 20k keys with a skewed popularity; rate 1 is exact (up to the
+	 * histogram's bins), sampled rates carry SHARDS's sampling error */
+	enum { N = 200000 };
+	static uint32_t ids[N];
+	uint32_t lens[1] = {N};
+	srand(3);
+	for (int i = 0; i < N; i++) {
+		double u = (double)rand() / RAND_MAX;
+		ids[i] = (uint32_t)(20000 * u * u);
+	}
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_from(&t, 1, lens, ids), 0);
+	struct kvt_mrc *m = NULL;
+	assert_int_equal(kvt_mrc_create(0.0, &m), -EINVAL);
+	assert_int_equal(kvt_mrc_create(1.5, &m), -EINVAL);
+	assert_int_equal(kvt_mrc_create(rate, &m), 0);
+	for (size_t i = 0; i < t.n_acc; i++)
+		kvt_mrc_access(m, 0x9e3779b97f4a7c15ULL * (t.blk[i] + 1));
+	assert_true(kvt_mrc_samples(m) > N * rate / 2 && kvt_mrc_samples(m) <= N);
+	double curve[5];
+	kvt_mrc_curve(m, 1000, curve);
+	static const size_t sizes[5] = {500, 1000, 2000, 4000, 8000};
+	for (int k = 0; k < 5; k++) {
+		struct kvt_sim_tier tier = {
+		    .name = "t", .policy = "lru", .capacity_blocks = sizes[k]};
+		struct kvt_sim_result r;
+		assert_int_equal(kvt_sim_run(&t, &tier, 1, &r), 0);
+		double exact = (double)r.hits / (double)r.accesses;
+		print_message("size %zu: mrc %.4f, lru %.4f\n", sizes[k], curve[k], exact);
+		if (curve[k] < exact - tol || curve[k] > exact + tol)
+			fail_msg("size %zu: mrc %.4f, lru %.4f", sizes[k], curve[k], exact);
+		if (k)
+			assert_true(curve[k] >= curve[k - 1]);
+	}
+	kvt_mrc_destroy(m);
+	kvt_trace_free(&t);
+}
+
+static void test_policy_mrc_exact_at_full_rate(void **state)
+{
+	check(1.0, 0.002);
+}
+
+static void test_policy_mrc_sampled(void **state)
+{
+	check(0.1, 0.03);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_policy_mrc_exact_at_full_rate),
+	    cmocka_unit_test(test_policy_mrc_sampled),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
