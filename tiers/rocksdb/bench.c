@@ -1,4 +1,343 @@
-int main(void)
+/*
+ * bench.c -- kvtier-bench-rocksdb: the rocksdb tier's write and read paths against raw RocksDB
+ * put/get of the same values with the same options, measured in the same run.
+ *
+ * Per value size and repetition: fresh databases, both open at once; raw rocksdb_put and tier
+ * write() alternate op by op, each op timed alone (EAGAIN retries included, their back-off
+ * sleeps not); the flush and compaction they cause write the same bytes for both and are shown
+ * once, for scale. Then, in one shuffled key order, raw rocksdb_get (a malloc'd copy, freed), raw
+ * pinned get + memcpy into the caller's buffer, and tier read() (the same plus header, identity
+ * and payload checksum verification) alternate. Interleaving puts background noise on both sides
+ * equally. The median repetition is printed with the tier/raw ratio. Usage: kvtier-bench-rocksdb
+ * --help.
+ */
+#include "rocksdb_int.h"
+#include "core/chunk.h"
+#include "core/util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct cfg {
+	const char *dir;
+	uint64_t total_bytes; /* per size and phase */
+	int reps;
+	struct kvt__rdb_conf conf;
+	struct kvt_options opts;
+};
+
+static void rmtree(const char *path)
 {
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd))
+		fprintf(stderr, "bench: could not remove %s\n", path);
+}
+
+static double secs(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+static struct kvt_tier_id bench_id(uint64_t i)
+{
+	struct kvt_tier_id id = {.tenant = 1, .ns = {{0xbe7c, 2}}, .key = {{i, 0x5eed}}};
+	return id;
+}
+
+/* Re-stamps the header of rec for record i (the payload, and so its checksum, is shared). */
+static void stamp(uint8_t *rec, size_t payload, uint64_t sum, uint64_t i)
+{
+	struct kvt_tier_id id = bench_id(i);
+	struct kvt_chunk_hdr h = {.version = KVT_CHUNK_VERSION,
+	                          .tenant = id.tenant,
+	                          .ns = id.ns,
+	                          .key = id.key,
+	                          .raw_bytes = payload,
+	                          .payload_bytes = payload,
+	                          .seq = i,
+	                          .payload_sum = sum};
+	kvt_chunk_hdr_encode(rec, &h);
+}
+
+static int flush_wait(rocksdb_t *db)
+{
+	char *err = NULL;
+	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	rocksdb_flushoptions_set_wait(fo, 1);
+	rocksdb_flush(db, fo, &err);
+	rocksdb_flushoptions_destroy(fo);
+	return kvt__rdb_err(err);
+}
+
+struct result {
+	double raw_put, tier_put, raw_get, raw_pinned, tier_get; /* MB/s */
+	double flush_s; /* the final flush of both databases */
+	uint64_t eagain;
+};
+
+/* Both sides open at once; each operation is timed alone and the two sides alternate op by op,
+ * so background noise (flushes, compactions, other processes) lands on both equally. */
+struct side {
+	struct kvt__rdb_db raw;
+	struct kvt_tier *tier;
+	uint64_t ns[5]; /* raw put, tier put, raw get, raw pinned get + copy, tier get */
+};
+
+static int raw_put(struct side *sd, uint64_t i, const uint8_t *rec, size_t len, struct result *r)
+{
+	uint8_t k[KVT__RDB_KEY_BYTES];
+	struct kvt_tier_id id = bench_id(i);
+	kvt__rdb_key_encode(k, &id);
+	for (;;) {
+		char *err = NULL;
+		uint64_t t0 = kvt_now_ns();
+		rocksdb_put(sd->raw.db, sd->raw.wo, (const char *)k, sizeof(k), (const char *)rec,
+		            len, &err);
+		sd->ns[0] += kvt_now_ns() - t0;
+		int rc = kvt__rdb_err(err);
+		if (rc != -EAGAIN)
+			return rc;
+		r->eagain++;
+		usleep(200);
+	}
+}
+
+static int tier_put(struct side *sd, uint64_t i, uint8_t *rec, size_t payload, uint64_t sum,
+                    struct result *r)
+{
+	size_t len = KVT_CHUNK_HDR_BYTES + payload;
+	uint64_t loc;
+	for (;;) {
+		uint64_t t0 = kvt_now_ns();
+		stamp(rec, payload, sum, i); /* the daemon's header is charged to the tier */
+		int rc = kvt_tier_rocksdb.write(sd->tier, rec, len,
+		                                KVT_ALIGN_UP(len, KVT_TIER_ALIGN), &loc);
+		sd->ns[1] += kvt_now_ns() - t0;
+		if (rc != -EAGAIN)
+			return rc;
+		r->eagain++;
+		usleep(200);
+	}
+}
+
+/* Reads key i raw (rocksdb_get), key p raw (pinned + copy) and key i through the tier: the two
+ * raw reads use keys half a pass apart, so neither warms the block cache for the other. */
+static int gets(struct side *sd, uint64_t i, uint64_t p, size_t len, uint8_t *out)
+{
+	uint8_t k[KVT__RDB_KEY_BYTES];
+	struct kvt_tier_id id = bench_id(i), idp = bench_id(p);
+	char *err = NULL;
+	size_t vlen = 0;
+	int rc;
+	kvt__rdb_key_encode(k, &id);
+	uint64_t t0 = kvt_now_ns();
+	char *v = rocksdb_get(sd->raw.db, sd->raw.ro, (const char *)k, sizeof(k), &vlen, &err);
+	rocksdb_free(v);
+	uint64_t t1 = kvt_now_ns();
+	if ((rc = kvt__rdb_err(err)) || vlen != len)
+		return rc ? rc : -EIO;
+	kvt__rdb_key_encode(k, &idp);
+	t1 = kvt_now_ns();
+	rocksdb_pinnableslice_t *ps =
+	    rocksdb_get_pinned(sd->raw.db, sd->raw.ro, (const char *)k, sizeof(k), &err);
+	if (ps)
+		memcpy(out, rocksdb_pinnableslice_value(ps, &vlen), len);
+	rocksdb_pinnableslice_destroy(ps);
+	uint64_t t2 = kvt_now_ns();
+	if ((rc = kvt__rdb_err(err)) || !ps)
+		return rc ? rc : -EIO;
+	ssize_t got =
+	    kvt_tier_rocksdb.read(sd->tier, &id, 0, out, KVT_ALIGN_UP(len, KVT_TIER_ALIGN));
+	uint64_t t3 = kvt_now_ns();
+	sd->ns[2] += t1 - t0, sd->ns[3] += t2 - t1, sd->ns[4] += t3 - t2;
+	return got == (ssize_t)len ? 0 : got < 0 ? (int)got : -EIO;
+}
+
+static int run_rep(const struct cfg *c, uint8_t *rec, size_t payload, uint64_t sum, uint64_t n,
+                   const uint64_t *order, uint8_t *out, struct result *r)
+{
+	struct kvt__rdb_conf conf = c->conf;
+	struct kvt_tier_env env = {.opts = &c->opts};
+	struct side sd = {0};
+	size_t len = KVT_CHUNK_HDR_BYTES + payload;
+	int rc;
+	snprintf(conf.path, sizeof(conf.path), "%s/raw", c->dir);
+	if ((rc = kvt__rdb_db_open(&sd.raw, &conf)))
+		return rc;
+	snprintf(conf.path, sizeof(conf.path), "%s/tier", c->dir);
+	if ((rc = kvt__rdb_open_conf(&env, &conf, &sd.tier)))
+		goto err_raw;
+	stamp(rec, payload, sum, 0);
+	for (uint64_t i = 0; i < n; i++)
+		if ((rc = raw_put(&sd, i, rec, len, r)) ||
+		    (rc = tier_put(&sd, i, rec, payload, sum, r)))
+			goto out;
+	/* Background work is the same bytes on both sides; its total is shown for scale. */
+	uint64_t t0 = kvt_now_ns();
+	if ((rc = flush_wait(sd.raw.db)) || (rc = kvt__rdb_flush(sd.tier, true)))
+		goto out;
+	r->flush_s = secs(kvt_now_ns() - t0);
+	for (uint64_t j = 0; j < n; j++)
+		if ((rc = gets(&sd, order[j], order[(j + n / 2) % n], len, out)))
+			goto out;
+	double mb = (double)(n * len) / 1e6;
+	r->raw_put = mb / secs(sd.ns[0]), r->tier_put = mb / secs(sd.ns[1]);
+	r->raw_get = mb / secs(sd.ns[2]), r->raw_pinned = mb / secs(sd.ns[3]);
+	r->tier_get = mb / secs(sd.ns[4]);
+out:
+	kvt_tier_rocksdb.close(sd.tier);
+err_raw:
+	kvt__rdb_db_close(&sd.raw);
+	return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(struct result *rs, int reps, size_t off)
+{
+	double v[16];
+	for (int i = 0; i < reps; i++)
+		v[i] = *(const double *)((const char *)&rs[i] + off);
+	qsort(v, (size_t)reps, sizeof(v[0]), cmp_double);
+	return v[reps / 2];
+}
+
+static int bench_size(const struct cfg *c, size_t payload)
+{
+	size_t len = KVT_CHUNK_HDR_BYTES + payload, buf_len = KVT_ALIGN_UP(len, KVT_TIER_ALIGN);
+	uint64_t n = KVT_MAX(c->total_bytes / len, 8);
+	uint8_t *rec = NULL, *out = NULL;
+	uint64_t *order = calloc(n, sizeof(*order));
+	struct result rs[16];
+	int rc = -ENOMEM;
+	if (!order || posix_memalign((void **)&rec, KVT_TIER_ALIGN, buf_len) ||
+	    posix_memalign((void **)&out, KVT_TIER_ALIGN, buf_len))
+		goto out;
+	for (size_t i = 0; i < payload; i++) /* incompressible-ish, like quantised KV */
+		rec[KVT_CHUNK_HDR_BYTES + i] = (uint8_t)((i * 2654435761u) >> 13);
+	uint64_t sum = kvt_chunk_sum(rec + KVT_CHUNK_HDR_BYTES, payload);
+	srand(42);
+	for (uint64_t i = 0; i < n; i++)
+		order[i] = i;
+	for (uint64_t i = n - 1; i > 0; i--) {
+		uint64_t j = (uint64_t)rand() % (i + 1), x = order[i];
+		order[i] = order[j], order[j] = x;
+	}
+	memset(out, 0, buf_len);
+	memset(rs, 0, sizeof(rs));
+	for (int rep = 0; rep < c->reps; rep++) {
+		rmtree(c->dir);
+		if (mkdir(c->dir, 0700)) {
+			rc = -errno;
+			goto out;
+		}
+		if ((rc = run_rep(c, rec, payload, sum, n, order, out, &rs[rep]))) {
+			fprintf(stderr, "bench: %s\n", strerror(-rc));
+			goto out;
+		}
+	}
+	double rp = median(rs, c->reps, offsetof(struct result, raw_put));
+	double tp = median(rs, c->reps, offsetof(struct result, tier_put));
+	double rg = median(rs, c->reps, offsetof(struct result, raw_get));
+	double rpin = median(rs, c->reps, offsetof(struct result, raw_pinned));
+	double tg = median(rs, c->reps, offsetof(struct result, tier_get));
+	double fl = median(rs, c->reps, offsetof(struct result, flush_s));
+	printf("value %7zu B x %4llu | put MB/s raw %6.0f tier %6.0f (%.2fx) | get MB/s raw %6.0f "
+	       "tier %6.0f (%.2fx) raw-pinned+copy %6.0f (%.2fx) | final flush %.2f s, eagain "
+	       "%llu\n",
+	       len, (unsigned long long)n, rp, tp, tp / rp, rg, tg, tg / rg, rpin, tg / rpin, fl,
+	       (unsigned long long)rs[0].eagain);
+	rc = 0;
+out:
+	rmtree(c->dir);
+	free(order);
+	free(rec);
+	free(out);
+	return rc;
+}
+
+static void usage(void)
+{
+	puts("kvtier-bench-rocksdb: the rocksdb tier against raw RocksDB, same options, same run\n"
+	     "  --dir DIR           scratch directory (default /tmp/kvtier-bench-rocksdb.PID)\n"
+	     "  --mib N             bytes written per size and phase (default 256)\n"
+	     "  --reps N            repetitions, the median is printed (default 3)\n"
+	     "  --sizes A,B         payload sizes (default 256KiB,2MiB)\n"
+	     "  --set NAME=VALUE    a rocksdb.* option (rocksdb.wal, rocksdb.blob_min_bytes, ...)\n"
+	     "  --universal         universal compaction instead of level");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"dir", 1, 0, 'd'}, {"mib", 1, 0, 'm'},       {"reps", 1, 0, 'r'}, {"sizes", 1, 0, 's'},
+	    {"set", 1, 0, 'o'}, {"universal", 0, 0, 'u'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+	};
+	struct cfg c = {.total_bytes = 256ull << 20, .reps = 3};
+	char dir[PATH_MAX], sizes[256] = "256KiB,2MiB";
+	bool universal = false;
+	int opt;
+	snprintf(dir, sizeof(dir), "/tmp/kvtier-bench-rocksdb.%d", (int)getpid());
+	c.dir = dir;
+	kvt_opts_defaults(&c.opts);
+	kvt_opts_set(&c.opts, "rocksdb.bytes", "1TiB");
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'd':
+			snprintf(dir, sizeof(dir), "%s", optarg);
+			break;
+		case 'm':
+			c.total_bytes = strtoull(optarg, NULL, 0) << 20;
+			break;
+		case 'r':
+			c.reps = KVT_MIN(KVT_MAX(atoi(optarg), 1), 16);
+			break;
+		case 's':
+			snprintf(sizes, sizeof(sizes), "%s", optarg);
+			break;
+		case 'o':
+			if (kvt_opts_set_pair(&c.opts, optarg)) {
+				fprintf(stderr, "bench: bad option %s\n", optarg);
+				return 2;
+			}
+			break;
+		case 'u':
+			universal = true;
+			break;
+		default:
+			usage();
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (kvt__rdb_conf_from_opts(&c.conf, &c.opts, dir))
+		return 2;
+	if (universal)
+		c.conf.compaction = KVT__RDB_UNIVERSAL;
+	printf("rocksdb bench: wal=%d compression=%s blob_min_bytes=%llu block_cache=%llu "
+	       "compaction=%s reps=%d\n",
+	       c.conf.wal, kvt_opt_str(&c.opts, KVT_OPT_ROCKSDB_COMPRESSION),
+	       (unsigned long long)c.conf.blob_min_bytes,
+	       (unsigned long long)c.conf.block_cache_bytes, universal ? "universal" : "level",
+	       c.reps);
+	for (char *save = NULL, *s = strtok_r(sizes, ",", &save); s;
+	     s = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		if (kvt_parse_size(s, &v) || !v) {
+			fprintf(stderr, "bench: bad size %s\n", s);
+			return 2;
+		}
+		if (bench_size(&c, (size_t)v))
+			return 1;
+	}
 	return 0;
 }

@@ -109,6 +109,7 @@ struct kvt_tier {
 	uint32_t *victims; /* owned; scratch for pick_victims, cap_victims long */
 	uint32_t cap_victims;
 	rocksdb_writebatch_t *batch; /* owned; reused for every write */
+	struct XXH3_state_s *xxh;    /* owned; read verification */
 	struct kvt_tier_stats st;    /* counters: written by the worker, read atomically */
 };
 
