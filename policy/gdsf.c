@@ -71,7 +71,7 @@ static void gdsf_remove(struct kvt_policy *p, uint32_t id)
 	if (!kvt__heap_has(&p->h, id))
 		return;
 	if (kvt__heap_min(&p->h) == id)
-		p->L = p->h.key[id];
+		p->L = kvt__heap_key(&p->h, id);
 	kvt__heap_del(&p->h, id);
 }
 

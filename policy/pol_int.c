@@ -72,53 +72,51 @@ void kvt__heap_init(struct kvt__heap *h)
 
 void kvt__heap_free(struct kvt__heap *h)
 {
-	free(h->ids);
+	free(h->e);
 	free(h->pos);
-	free(h->key);
-	free(h->seq);
 	free(h->aux);
 	memset(h, 0, sizeof(*h));
 }
 
-static inline bool less_id(const struct kvt__heap *h, uint32_t a, uint32_t b)
+static inline bool ent_less(const struct kvt__hent *a, const struct kvt__hent *b)
 {
-	return h->key[a] < h->key[b] || (h->key[a] == h->key[b] && h->seq[a] < h->seq[b]);
+	return a->key < b->key || (a->key == b->key && a->seq < b->seq);
 }
 
-static inline void place(struct kvt__heap *h, size_t i, uint32_t id)
+static inline void place(struct kvt__heap *h, size_t i, const struct kvt__hent *x)
 {
-	h->ids[i] = id;
-	h->pos[id] = (uint32_t)i + 1;
+	h->e[i] = *x;
+	h->pos[x->id] = (uint32_t)i + 1;
 }
 
 static void sift_up(struct kvt__heap *h, size_t i)
 {
-	uint32_t id = h->ids[i];
+	struct kvt__hent x = h->e[i];
 	while (i > 0) {
 		size_t pa = (i - 1) / 2;
-		if (!less_id(h, id, h->ids[pa]))
+		if (!ent_less(&x, &h->e[pa]))
 			break;
-		place(h, i, h->ids[pa]);
+		place(h, i, &h->e[pa]);
 		i = pa;
 	}
-	place(h, i, id);
+	place(h, i, &x);
 }
 
 static void sift_down(struct kvt__heap *h, size_t i)
 {
-	uint32_t id = h->ids[i];
+	struct kvt__hent x = h->e[i];
 	for (;;) {
 		size_t c = 2 * i + 1;
 		if (c >= h->n)
 			break;
-		if (c + 1 < h->n && less_id(h, h->ids[c + 1], h->ids[c]))
+		if (c + 1 < h->n && ent_less(&h->e[c + 1], &h->e[c]))
 			c++;
-		if (!less_id(h, h->ids[c], id))
+		if (!ent_less(&h->e[c], &x))
 			break;
-		place(h, i, h->ids[c]);
+		place(h, i, &h->e[c]);
 		i = c;
 	}
-	place(h, i, id);
+	place(h, i, &x);
 }
 
 bool kvt__heap_has(const struct kvt__heap *h, uint32_t id)
@@ -126,21 +124,24 @@ bool kvt__heap_has(const struct kvt__heap *h, uint32_t id)
 	return id < h->pos_cap && h->pos[id];
 }
 
+double kvt__heap_key(const struct kvt__heap *h, uint32_t id)
+{
+	return h->e[h->pos[id] - 1].key;
+}
+
 int kvt__heap_set(struct kvt__heap *h, uint32_t id, double key)
 {
 	if (id >= h->pos_cap) {
 		size_t nc = kvt__pol_cap_for(h->pos_cap, id);
-		if (kvt__pol_grow((void **)&h->pos, sizeof(*h->pos), h->pos_cap, nc) ||
-		    kvt__pol_grow((void **)&h->key, sizeof(*h->key), h->pos_cap, nc) ||
-		    kvt__pol_grow((void **)&h->seq, sizeof(*h->seq), h->pos_cap, nc))
+		if (kvt__pol_grow((void **)&h->pos, sizeof(*h->pos), h->pos_cap, nc))
 			return -ENOMEM;
 		h->pos_cap = nc;
 	}
 	if (h->pos[id]) {
 		size_t i = h->pos[id] - 1;
-		double old = h->key[id];
-		h->key[id] = key;
-		h->seq[id] = h->clock++;
+		double old = h->e[i].key;
+		h->e[i].key = key;
+		h->e[i].seq = h->clock++;
 		if (key < old)
 			sift_up(h, i);
 		else
@@ -149,13 +150,12 @@ int kvt__heap_set(struct kvt__heap *h, uint32_t id, double key)
 	}
 	if (h->n == h->cap) {
 		size_t nc = h->cap ? h->cap * 2 : 1024;
-		if (kvt__pol_grow((void **)&h->ids, sizeof(*h->ids), h->cap, nc))
+		if (kvt__pol_grow((void **)&h->e, sizeof(*h->e), h->cap, nc))
 			return -ENOMEM;
 		h->cap = nc;
 	}
-	h->key[id] = key;
-	h->seq[id] = h->clock++;
-	place(h, h->n++, id);
+	struct kvt__hent x = {key, h->clock++, id};
+	place(h, h->n++, &x);
 	sift_up(h, h->n - 1);
 	return 0;
 }
@@ -169,9 +169,9 @@ void kvt__heap_del(struct kvt__heap *h, uint32_t id)
 	h->n--;
 	if (i == h->n)
 		return;
-	uint32_t last = h->ids[h->n];
-	place(h, i, last);
-	if (i > 0 && less_id(h, last, h->ids[(i - 1) / 2]))
+	struct kvt__hent last = h->e[h->n];
+	place(h, i, &last);
+	if (i > 0 && ent_less(&last, &h->e[(i - 1) / 2]))
 		sift_up(h, i);
 	else
 		sift_down(h, i);
@@ -179,13 +179,13 @@ void kvt__heap_del(struct kvt__heap *h, uint32_t id)
 
 uint32_t kvt__heap_min(const struct kvt__heap *h)
 {
-	return h->n ? h->ids[0] : KVT__NIL;
+	return h->n ? h->e[0].id : KVT__NIL;
 }
 
-/* aux is a min-heap of heap positions, compared by the ids they hold. */
+/* aux is a min-heap of heap positions, compared by the entries they hold. */
 static bool aux_less(const struct kvt__heap *h, uint32_t a, uint32_t b)
 {
-	return less_id(h, h->ids[a], h->ids[b]);
+	return ent_less(&h->e[a], &h->e[b]);
 }
 
 static int aux_push(struct kvt__heap *h, size_t *n, uint32_t v)
@@ -232,14 +232,14 @@ size_t kvt__heap_walk(struct kvt__heap *h, uint32_t *out, size_t max, kvt_policy
 	if (!h->n || !max)
 		return 0;
 	if (!ok && max == 1) {
-		out[0] = h->ids[0];
+		out[0] = h->e[0].id;
 		return 1;
 	}
 	if (aux_push(h, &an, 0))
 		return 0;
 	while (an && got < max) {
 		uint32_t i = aux_pop(h, &an);
-		uint32_t id = h->ids[i];
+		uint32_t id = h->e[i].id;
 		if (!ok || ok(arg, id))
 			out[got++] = id;
 		for (uint32_t c = 2 * i + 1; c <= 2 * i + 2; c++)
@@ -261,7 +261,7 @@ static inline uint64_t fix_key(uint64_t k)
 int kvt__hset_init(struct kvt__hset *s, size_t expect)
 {
 	size_t cap = 64;
-	while (cap < expect * 2)
+	while (cap < expect * 4)
 		cap *= 2;
 	memset(s, 0, sizeof(*s));
 	s->keys = calloc(cap, sizeof(*s->keys));
@@ -300,7 +300,7 @@ uint32_t kvt__hset_get(const struct kvt__hset *s, uint64_t k)
 static int rehash(struct kvt__hset *s, size_t cap)
 {
 	struct kvt__hset t;
-	if (kvt__hset_init(&t, cap / 2))
+	if (kvt__hset_init(&t, cap / 4)) /* exactly cap slots */
 		return -ENOMEM;
 	for (size_t i = 0; i < s->cap; i++)
 		if (s->keys[i] > TOMB) {
@@ -317,8 +317,9 @@ static int rehash(struct kvt__hset *s, size_t cap)
 int kvt__hset_put(struct kvt__hset *s, uint64_t k, uint32_t v)
 {
 	k = fix_key(k);
-	if ((s->n + s->tomb + 1) * 4 > s->cap * 3 &&
-	    rehash(s, (s->n + 1) * 4 > s->cap * 2 ? s->cap * 2 : s->cap))
+	/* linear probing stays short below half load; tombstones count as load */
+	if ((s->n + s->tomb + 1) * 2 > s->cap &&
+	    rehash(s, (s->n + 1) * 4 > s->cap ? s->cap * 2 : s->cap))
 		return -ENOMEM;
 	size_t mask = s->cap - 1, i = kvt__mix64(k) & mask, t = SIZE_MAX;
 	while (s->keys[i] && s->keys[i] != k) {

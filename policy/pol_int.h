@@ -30,13 +30,17 @@ void kvt__list_init(struct kvt__list *l);
 void kvt__list_push_head(struct kvt__list *l, uint32_t *prev, uint32_t *next, uint32_t id);
 void kvt__list_unlink(struct kvt__list *l, uint32_t *prev, uint32_t *next, uint32_t id);
 
-/* Indexed min-heap of ids by a double key; ties broken by insertion sequence. */
+/* Indexed min-heap of ids by a double key; ties broken by insertion sequence. Entries carry
+ * their key so that sifting touches the heap array only. */
+struct kvt__hent {
+	double key;
+	uint64_t seq; /* tie break: older first */
+	uint32_t id;
+};
 struct kvt__heap {
-	uint32_t *ids; /* heap array, n used */
-	uint32_t *pos; /* pos[id] + 1, 0 = absent; sized pos_cap */
-	double *key;   /* key[id] */
-	uint64_t *seq; /* seq[id]: tie break, older first */
-	uint32_t *aux; /* scratch for non-destructive walks */
+	struct kvt__hent *e; /* heap array, n used */
+	uint32_t *pos;       /* pos[id] + 1, 0 = absent; sized pos_cap */
+	uint32_t *aux;       /* scratch for non-destructive walks */
 	size_t n, cap, pos_cap, aux_cap;
 	uint64_t clock;
 };
@@ -46,6 +50,8 @@ void kvt__heap_free(struct kvt__heap *h);
 int kvt__heap_set(struct kvt__heap *h, uint32_t id, double key);
 void kvt__heap_del(struct kvt__heap *h, uint32_t id);
 bool kvt__heap_has(const struct kvt__heap *h, uint32_t id);
+/* The key of id, which must be in the heap. */
+double kvt__heap_key(const struct kvt__heap *h, uint32_t id);
 /* The minimum id, or KVT__NIL when empty. */
 uint32_t kvt__heap_min(const struct kvt__heap *h);
 /* Writes up to max ids in key order that ok() accepts, without changing the heap. */

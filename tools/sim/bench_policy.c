@@ -1,0 +1,97 @@
+/*
+ * bench_policy.c -- kvtier-bench-policy: policy operations per second on one core. The same
+ * loop runs every registered policy, LRU first as the baseline: a skewed key stream over
+ * 4 x capacity keys; a resident key is an on_access, a missing one an on_insert preceded, when
+ * full, by pick_victims(1) + on_remove. One "op" is one access (whatever it costs the policy).
+ * Usage: kvtier-bench-policy [ops (default 20000000)] [capacity (default 65536)] [policy...]
+ */
+#include "policy/policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double run(const struct kvt_policy_ops *o, const uint32_t *keys, size_t n_keys, size_t ops,
+                  size_t cap, size_t universe, double *hit_ratio)
+{
+	struct kvt_policy *p = NULL;
+	uint8_t *res = calloc(universe, 1);
+	if (!res || o->create(cap, &p)) {
+		free(res);
+		return 0;
+	}
+	size_t used = 0, hits = 0;
+	double t0 = now_s();
+	for (size_t i = 0; i < ops; i++) {
+		uint32_t k = keys[i % n_keys];
+		if (res[k]) {
+			o->on_access(p, k);
+			hits++;
+			continue;
+		}
+		if (used == cap) {
+			uint32_t v;
+			if (o->pick_victims(p, &v, 1, NULL, NULL) != 1)
+				break;
+			o->on_remove(p, v);
+			res[v] = 0;
+			used--;
+		}
+		struct kvt_policy_meta m = {.key_hash = k * 0x9e3779b97f4a7c15ULL,
+		                            .bytes = 1,
+		                            .parent = KVT_POLICY_NONE,
+		                            .depth = k % 16};
+		o->on_insert(p, k, &m);
+		res[k] = 1;
+		used++;
+	}
+	double dt = now_s() - t0;
+	o->destroy(p);
+	free(res);
+	*hit_ratio = (double)hits / (double)ops;
+	return (double)ops / dt;
+}
+
+int main(int argc, char **argv)
+{
+	size_t ops = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
+	size_t cap = argc > 2 ? strtoull(argv[2], NULL, 10) : 65536;
+	size_t universe = 4 * cap, n_keys = 1 << 22;
+	uint32_t *keys = malloc(n_keys * sizeof(*keys));
+	if (!keys || !cap)
+		return 1;
+	uint64_t x = 88172645463325252ULL;
+	for (size_t i = 0; i < n_keys; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		double u = (double)(x >> 11) / 9007199254740992.0;
+		keys[i] = (uint32_t)((double)universe * u * u); /* skewed popularity */
+	}
+	double base_hr, hr, base = run(&kvt_policy_lru, keys, n_keys, ops, cap, universe, &base_hr);
+	printf("%-10s %8s %12s %8s %6s\n", "policy", "Mops/s", "ns/op", "vs lru", "hit");
+	for (size_t i = 0; kvt_policy_at(i); i++) {
+		const struct kvt_policy_ops *o = kvt_policy_at(i);
+		bool wanted = argc <= 3;
+		for (int a = 3; a < argc; a++)
+			wanted = wanted || !strcmp(argv[a], o->name);
+		if (!wanted)
+			continue;
+		double r =
+		    !strcmp(o->name, "lru") ? base : run(o, keys, n_keys, ops, cap, universe, &hr);
+		if (!strcmp(o->name, "lru"))
+			run(o, keys, n_keys, ops / 10 ? ops / 10 : 1, cap, universe, &hr);
+		printf("%-10s %8.1f %12.1f %7.2fx %6.3f\n", o->name, r / 1e6, 1e9 / r, r / base,
+		       hr);
+	}
+	free(keys);
+	return 0;
+}
