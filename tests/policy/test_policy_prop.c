@@ -5,6 +5,8 @@
 #include "policy/policy.h"
 #include "sim.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,11 +98,42 @@ static void test_policy_prop_opt_by_hand(void **state)
 	kvt_trace_free(&t);
 }
 
+/* The native format: comments, tenants, arbitrary u64 ids remapped densely. */
+static void test_policy_prop_native_trace(void **state)
+{
+	char dir[256], path[300];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/t.trace", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "# ts ids\n0 18446744073709551615 2 3\n\n5 t=2 18446744073709551615 2 9 # c\n");
+	fclose(f);
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_load(path, &t), 0);
+	assert_int_equal(t.n_req, 2);
+	assert_int_equal(t.n_acc, 6);
+	assert_int_equal(t.n_blocks, 4);
+	assert_int_equal(t.tenant[1], 2);
+	assert_int_equal(t.ts_ms[1], 5);
+	assert_int_equal(t.blk[3], 0);
+	struct kvt_sim_result r;
+	assert_int_equal(kvt_sim_opt(&t, 8, &r), 0);
+	assert_int_equal(r.hits, 2);
+	assert_int_equal(r.prefix_hits, 2);
+	kvt_trace_free(&t);
+	f = fopen(path, "w");
+	fprintf(f, "0 1 x\n");
+	fclose(f);
+	assert_int_equal(kvt_trace_load(path, &t), -EINVAL);
+	kvt_test_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policy_prop_opt_bounds_all),
 	    cmocka_unit_test(test_policy_prop_opt_by_hand),
+	    cmocka_unit_test(test_policy_prop_native_trace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

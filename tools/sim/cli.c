@@ -296,6 +296,13 @@ int kvt_sim_main(int argc, char **argv)
 		rc = -EINVAL;
 		goto out;
 	}
+	for (size_t p = 0; p < o.n_pols; p++)
+		if (!kvt_policy_find(o.pols[p])) {
+			fprintf(stderr, "sim: unknown policy '%s' (see --list-policies)\n",
+			        o.pols[p]);
+			rc = -ENOENT;
+			goto out;
+		}
 	double hr[MAX_LIST * MAX_LIST], opt[MAX_LIST];
 	if (!o.json)
 		printf("%-12s %10s %9s %9s %9s %9s\n", "policy", "capacity", "hit", "prefix", "opt",
@@ -307,7 +314,7 @@ int kvt_sim_main(int argc, char **argv)
 		rc = kvt__sim_plot(o.plot, o.pols, o.n_pols, o.caps, o.n_caps, hr, MAX_LIST, opt);
 out:
 	kvt_trace_free(&t);
-	if (rc)
+	if (rc && rc != -ENOENT)
 		fprintf(stderr, "sim: %s\n", strerror(-rc));
 	return rc ? 1 : 0;
 }

@@ -15,6 +15,8 @@ struct idmap {
 	uint64_t *keys; /* key + 1; 0 = empty */
 	uint32_t *vals;
 	size_t cap, n;
+	uint32_t max_val; /* the id of key UINT64_MAX (whose key + 1 would be 0) */
+	bool has_max;
 };
 
 static uint64_t mix(uint64_t x)
@@ -27,6 +29,14 @@ static uint64_t mix(uint64_t x)
 
 static int idmap_get(struct idmap *m, uint64_t key, uint32_t *out)
 {
+	if (key == UINT64_MAX) {
+		if (!m->has_max) {
+			m->has_max = true;
+			m->max_val = (uint32_t)m->n++;
+		}
+		*out = m->max_val;
+		return 0;
+	}
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t nc = m->cap ? m->cap * 2 : 1 << 16;
 		uint64_t *k = calloc(nc, sizeof(*k));
@@ -150,6 +160,7 @@ static int parse_native(struct builder *b, char *line)
 	char *c = strchr(line, '#');
 	if (c)
 		*c = 0;
+	line[strcspn(line, "\r\n")] = 0;
 	char *end, *p = line;
 	while (*p == ' ' || *p == '\t')
 		p++;
