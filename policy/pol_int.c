@@ -264,27 +264,23 @@ int kvt__hset_init(struct kvt__hset *s, size_t expect)
 	while (cap < expect * 4)
 		cap *= 2;
 	memset(s, 0, sizeof(*s));
-	s->keys = calloc(cap, sizeof(*s->keys));
-	s->vals = calloc(cap, sizeof(*s->vals));
-	if (!s->keys || !s->vals) {
-		kvt__hset_free(s);
+	s->slots = calloc(cap, sizeof(*s->slots));
+	if (!s->slots)
 		return -ENOMEM;
-	}
 	s->cap = cap;
 	return 0;
 }
 
 void kvt__hset_free(struct kvt__hset *s)
 {
-	free(s->keys);
-	free(s->vals);
+	free(s->slots);
 	memset(s, 0, sizeof(*s));
 }
 
 static size_t find_slot(const struct kvt__hset *s, uint64_t k)
 {
 	size_t mask = s->cap - 1, i = kvt__mix64(k) & mask;
-	while (s->keys[i] && s->keys[i] != k)
+	while (s->slots[i].key && s->slots[i].key != k)
 		i = (i + 1) & mask;
 	return i;
 }
@@ -294,7 +290,7 @@ uint32_t kvt__hset_get(const struct kvt__hset *s, uint64_t k)
 	if (!s->cap)
 		return KVT__NIL;
 	size_t i = find_slot(s, fix_key(k));
-	return s->keys[i] ? s->vals[i] : KVT__NIL;
+	return s->slots[i].key ? s->slots[i].val : KVT__NIL;
 }
 
 static int rehash(struct kvt__hset *s, size_t cap)
@@ -303,10 +299,8 @@ static int rehash(struct kvt__hset *s, size_t cap)
 	if (kvt__hset_init(&t, cap / 4)) /* exactly cap slots */
 		return -ENOMEM;
 	for (size_t i = 0; i < s->cap; i++)
-		if (s->keys[i] > TOMB) {
-			size_t j = find_slot(&t, s->keys[i]);
-			t.keys[j] = s->keys[i];
-			t.vals[j] = s->vals[i];
+		if (s->slots[i].key > TOMB) {
+			t.slots[find_slot(&t, s->slots[i].key)] = s->slots[i];
 			t.n++;
 		}
 	kvt__hset_free(s);
@@ -322,21 +316,22 @@ int kvt__hset_put(struct kvt__hset *s, uint64_t k, uint32_t v)
 	    rehash(s, (s->n + 1) * 4 > s->cap ? s->cap * 2 : s->cap))
 		return -ENOMEM;
 	size_t mask = s->cap - 1, i = kvt__mix64(k) & mask, t = SIZE_MAX;
-	while (s->keys[i] && s->keys[i] != k) {
-		if (s->keys[i] == TOMB && t == SIZE_MAX)
+	while (s->slots[i].key && s->slots[i].key != k) {
+		if (s->slots[i].key == TOMB && t == SIZE_MAX)
 			t = i;
 		i = (i + 1) & mask;
 	}
-	if (!s->keys[i]) {
+	int fresh = !s->slots[i].key;
+	if (fresh) {
 		if (t != SIZE_MAX) {
 			i = t;
 			s->tomb--;
 		}
-		s->keys[i] = k;
+		s->slots[i].key = k;
 		s->n++;
 	}
-	s->vals[i] = v;
-	return 0;
+	s->slots[i].val = v;
+	return fresh;
 }
 
 void kvt__hset_del(struct kvt__hset *s, uint64_t k)
@@ -344,11 +339,24 @@ void kvt__hset_del(struct kvt__hset *s, uint64_t k)
 	if (!s->cap)
 		return;
 	size_t i = find_slot(s, fix_key(k));
-	if (!s->keys[i])
+	if (!s->slots[i].key)
 		return;
-	s->keys[i] = TOMB;
+	s->slots[i].key = TOMB;
 	s->n--;
 	s->tomb++;
+}
+
+bool kvt__hset_del_if(struct kvt__hset *s, uint64_t k, uint32_t v)
+{
+	if (!s->cap)
+		return false;
+	size_t i = find_slot(s, fix_key(k));
+	if (!s->slots[i].key || s->slots[i].val != v)
+		return false;
+	s->slots[i].key = TOMB;
+	s->n--;
+	s->tomb++;
+	return true;
 }
 
 /* ---- ghost FIFO ---- */
@@ -401,15 +409,14 @@ int kvt__ghost_add(struct kvt__ghost *g, uint64_t h)
 			g->cap *= 2;
 		}
 	}
-	if (kvt__ghost_has(g, h))
-		kvt__ghost_del(g, h);
 	uint64_t seq = g->tail++;
 	g->ring[seq % g->cap] = h;
-	if (kvt__hset_put(&g->set, h, (uint32_t)seq)) {
+	int fresh = kvt__hset_put(&g->set, h, (uint32_t)seq); /* an old slot of h goes stale */
+	if (fresh < 0) {
 		g->tail--;
 		return -ENOMEM;
 	}
-	g->n++;
+	g->n += (size_t)fresh;
 	return 0;
 }
 
@@ -425,10 +432,8 @@ void kvt__ghost_trim(struct kvt__ghost *g, size_t limit)
 {
 	while (g->n > limit && g->head < g->tail) {
 		uint64_t s = g->head++;
-		if (slot_live(g, s)) {
-			kvt__hset_del(&g->set, g->ring[s % g->cap]);
+		if (kvt__hset_del_if(&g->set, g->ring[s % g->cap], (uint32_t)s))
 			g->n--;
-		}
 	}
 }
 

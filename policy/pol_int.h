@@ -59,17 +59,23 @@ size_t kvt__heap_walk(struct kvt__heap *h, uint32_t *out, size_t max, kvt_policy
                       void *arg);
 
 /* Open-addressing set of 64-bit hashes mapping to a u32 value (ghost lists). 0 is reserved. */
+struct kvt__hslot {
+	uint64_t key; /* 0 empty, 1 deleted */
+	uint32_t val;
+};
 struct kvt__hset {
-	uint64_t *keys;
-	uint32_t *vals;
+	struct kvt__hslot *slots; /* key and value together: one cache miss per probe */
 	size_t cap, n, tomb;
 };
 int kvt__hset_init(struct kvt__hset *s, size_t expect);
 void kvt__hset_free(struct kvt__hset *s);
 /* @return : the value stored for k, or KVT__NIL. */
 uint32_t kvt__hset_get(const struct kvt__hset *s, uint64_t k);
+/* @return : 1 when k was new, 0 when its value was replaced, -ENOMEM. */
 int kvt__hset_put(struct kvt__hset *s, uint64_t k, uint32_t v);
 void kvt__hset_del(struct kvt__hset *s, uint64_t k);
+/* Deletes k only while it maps to v. @return : whether it did. */
+bool kvt__hset_del_if(struct kvt__hset *s, uint64_t k, uint32_t v);
 
 /* A 64-bit mixer (splitmix64 finaliser). */
 static inline uint64_t kvt__mix64(uint64_t x)
