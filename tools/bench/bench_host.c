@@ -1,0 +1,454 @@
+/*
+ * bench_host.c -- kvtier bench host: the host tier through libkvtier against memcpy, measured
+ * in the same run (the machines are shared and noisy; the ratios are what count).
+ *
+ *  get      batches of 32 chunks into private pre-faulted buffers, 1 and 2 client processes,
+ *           against memcpy of the same bytes out of a pre-faulted memfd mapping (2 concurrent
+ *           memcpys for the 2-process case)
+ *  acquire  zero-copy acquire + release of a batch of 64: microseconds per chunk
+ *  put      plain kvt_put and the reserve/commit path, against memcpy
+ *  lookup   keys per second per client, batches of 64 prefix keys
+ *  scale    --scale: 10^6 chunks of 4 KiB and 64 clients: metadata per chunk, get latency at
+ *           10^3 and 10^6 chunks
+ *
+ * Starts its own kvtierd (next to this binary) on a temporary socket unless --socket is given.
+ */
+#include "kvtier.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char sock[108];
+static pid_t daemon_pid;
+static char tmpdir[64];
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "bench: %s: %s\n", what, kvt_strerror(rc));
+	if (daemon_pid > 0)
+		kill(daemon_pid, SIGKILL);
+	exit(1);
+}
+
+static void start_daemon(const char *host_bytes)
+{
+	char self[PATH_MAX], bin[PATH_MAX + 16], set[64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		die("readlink", -errno);
+	self[n] = 0;
+	snprintf(bin, sizeof(bin), "%s/kvtierd", dirname(self));
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kvt-bench-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		die("mkdtemp", -errno);
+	snprintf(sock, sizeof(sock), "%s/s", tmpdir);
+	snprintf(set, sizeof(set), "host.bytes=%s", host_bytes);
+	daemon_pid = fork();
+	if (!daemon_pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int null = open("/dev/null", 1);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl(bin, bin, "--socket", sock, "--data-dir", tmpdir, "--set", set, "--set",
+		      "client.staging_bytes=256MiB", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 2000; i++) {
+		kvt_client_t *c;
+		if (!kvt_connect(sock, &c)) {
+			kvt_close(c);
+			return;
+		}
+		usleep(5000);
+	}
+	die("kvtierd did not start", -ETIMEDOUT);
+}
+
+static void stop_daemon(void)
+{
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGTERM);
+		waitpid(daemon_pid, NULL, 0);
+		daemon_pid = 0;
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+		if (system(cmd))
+			fprintf(stderr, "bench: could not remove %s\n", tmpdir);
+	}
+}
+
+/* A model whose chunk is exactly `bytes` (f16, 16 tokens; 64 KiB per layer when large). */
+static kvt_model_t model_of(size_t bytes, uint32_t salt)
+{
+	static char names[8][32];
+	snprintf(names[salt % 8], 32, "bench-%u", salt);
+	kvt_model_t m = {.name = names[salt % 8],
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = 1,
+	                 .n_kv_heads = 1,
+	                 .tokens_per_chunk = 16};
+	if (bytes >= (64u << 10)) {
+		m.n_kv_heads = 8, m.head_dim = 128, m.n_layers = (uint32_t)(bytes >> 16);
+	} else {
+		m.head_dim = (uint32_t)(bytes / (2 * 16 * 2));
+	}
+	return m;
+}
+
+static void make_keys(kvt_id_t ns, kvt_id_t *keys, size_t n, uint32_t salt)
+{
+	uint32_t *toks = malloc(n * 16 * sizeof(uint32_t));
+	for (size_t i = 0; i < n * 16; i++)
+		toks[i] = (uint32_t)i * 2654435761u + salt;
+	kvt_chunk_keys(ns, toks, n * 16, 16, keys, n);
+	free(toks);
+}
+
+static void *prefaulted(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		die("mmap", -errno);
+	memset(p, 1, bytes);
+	return p;
+}
+
+/* memcpy of n chunks out of a pre-faulted memfd mapping. @return : GB/s. */
+static double memcpy_gbps(size_t chunk, size_t n, int iters, void *const *dst)
+{
+	int fd = memfd_create("bench-baseline", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)(chunk * n)))
+		die("memfd", -errno);
+	uint8_t *src = mmap(NULL, chunk * n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	memset(src, 3, chunk * n);
+	double t0 = now_s();
+	for (int it = 0; it < iters; it++)
+		for (size_t i = 0; i < n; i++)
+			memcpy(dst[i], src + i * chunk, chunk);
+	double dt = now_s() - t0;
+	munmap(src, chunk * n);
+	close(fd);
+	return (double)chunk * (double)n * iters / dt / 1e9;
+}
+
+struct get_result {
+	double gbps, base_gbps;
+};
+
+/* One process: put n chunks, then time gets (or the baseline). Writes GB/s to the pipe. */
+static void get_worker(size_t chunk, int iters, int which, int wfd, int rfd, uint32_t salt)
+{
+	const size_t n = 32;
+	void *dst[32];
+	for (size_t i = 0; i < n; i++)
+		dst[i] = prefaulted(chunk);
+	double r = 0;
+	char go;
+	if (which == 0) {
+		kvt_client_t *c;
+		int rc = kvt_connect(sock, &c);
+		if (rc)
+			die("connect", rc);
+		kvt_model_t m = model_of(chunk, salt);
+		kvt_id_t ns, keys[32];
+		if ((rc = kvt_namespace(c, &m, &ns)))
+			die("namespace", rc);
+		make_keys(ns, keys, n, salt);
+		if ((rc = kvt_put(c, ns, NULL, keys, n, (const void *const *)dst, chunk)) != (int)n)
+			die("put", rc);
+		if ((rc = kvt_get(c, ns, keys, n, dst, chunk)) != (int)n) /* warm */
+			die("get", rc);
+		if (write(wfd, "r", 1) != 1 || read(rfd, &go, 1) != 1)
+			die("sync", -EIO);
+		double t0 = now_s();
+		for (int it = 0; it < iters; it++)
+			if ((rc = kvt_get(c, ns, keys, n, dst, chunk)) != (int)n)
+				die("get", rc);
+		r = (double)chunk * (double)n * iters / (now_s() - t0) / 1e9;
+		kvt_close(c);
+	} else {
+		if (write(wfd, "r", 1) != 1 || read(rfd, &go, 1) != 1)
+			die("sync", -EIO);
+		r = memcpy_gbps(chunk, n, iters, dst);
+	}
+	if (write(wfd, &r, sizeof(r)) != sizeof(r))
+		die("report", -EIO);
+	_exit(0);
+}
+
+/* Runs `procs` workers at once. @return : aggregate GB/s. */
+static double run_get(size_t chunk, int iters, int procs, int which)
+{
+	int up[2], down[2];
+	if (pipe(up) || pipe(down))
+		die("pipe", -errno);
+	pid_t pids[8];
+	for (int p = 0; p < procs; p++) {
+		pids[p] = fork();
+		if (!pids[p])
+			get_worker(chunk, iters, which, up[1], down[0],
+			           (uint32_t)(p + 1 + 10 * which));
+	}
+	char ch;
+	for (int p = 0; p < procs; p++)
+		if (read(up[0], &ch, 1) != 1)
+			die("sync", -EIO);
+	for (int p = 0; p < procs; p++)
+		if (write(down[1], "g", 1) != 1)
+			die("sync", -EIO);
+	double sum = 0;
+	for (int p = 0; p < procs; p++) {
+		double r;
+		if (read(up[0], &r, sizeof(r)) != sizeof(r))
+			die("result", -EIO);
+		sum += r;
+	}
+	for (int p = 0; p < procs; p++)
+		waitpid(pids[p], NULL, 0);
+	close(up[0]), close(up[1]), close(down[0]), close(down[1]);
+	return sum;
+}
+
+static void bench_get(void)
+{
+	static const size_t sizes[] = {256u << 10, 2u << 20, 32u << 20};
+	static const int iters[] = {200, 30, 3};
+	printf("\n## get: batch of 32 chunks into private pre-faulted buffers\n\n");
+	printf("| chunk | procs | kvt_get GB/s | memcpy GB/s | ratio |\n|---|---|---|---|---|\n");
+	for (int s = 0; s < 3; s++) {
+		for (int procs = 1; procs <= 2; procs++) {
+			double g = run_get(sizes[s], iters[s], procs, 0);
+			double b = run_get(sizes[s], iters[s], procs, 1);
+			printf("| %zu KiB | %d | %.2f | %.2f | %.2f |\n", sizes[s] >> 10, procs, g,
+			       b, g / b);
+			fflush(stdout);
+		}
+	}
+}
+
+static void bench_put_acquire_lookup(void)
+{
+	static const size_t sizes[] = {256u << 10, 2u << 20, 32u << 20};
+	kvt_client_t *c;
+	int rc = kvt_connect(sock, &c);
+	if (rc)
+		die("connect", rc);
+	printf("\n## put: batch of 32 chunks (plain kvt_put and reserve/commit) vs memcpy\n\n");
+	printf(
+	    "| chunk | kvt_put GB/s | reserve+commit GB/s | memcpy GB/s | put ratio | r/c ratio |\n"
+	    "|---|---|---|---|---|---|\n");
+	for (int s = 0; s < 3; s++) {
+		size_t chunk = sizes[s], n = s == 2 ? 6 : 32;
+		int iters = s == 0 ? 20 : s == 1 ? 6 : 3;
+		void *src[32], *dst[32];
+		for (size_t i = 0; i < n; i++)
+			src[i] = prefaulted(chunk), dst[i] = prefaulted(chunk);
+		kvt_model_t m = model_of(chunk, 100 + (uint32_t)s);
+		kvt_id_t ns, *keys = malloc(sizeof(kvt_id_t) * n * (size_t)(2 * iters + 2));
+		if ((rc = kvt_namespace(c, &m, &ns)))
+			die("namespace", rc);
+		make_keys(ns, keys, n * (size_t)(2 * iters + 2), 7);
+		kvt_put(c, ns, NULL, keys, n, (const void *const *)src, chunk); /* warm staging */
+		double t0 = now_s();
+		for (int it = 1; it <= iters; it++)
+			if ((rc = kvt_put(c, ns, NULL, keys + (size_t)it * n, n,
+			                  (const void *const *)src, chunk)) != (int)n)
+				die("put", rc);
+		double put = (double)chunk * (double)n * iters / (now_s() - t0) / 1e9;
+		t0 = now_s();
+		for (int it = iters + 1; it <= 2 * iters; it++) {
+			void *bufs[32];
+			size_t done = 0;
+			while (done < n) {
+				int k = kvt_put_reserve(c, ns, n - done, bufs);
+				if (k <= 0)
+					die("reserve", k);
+				for (int i = 0; i < k; i++) /* the engine's own copy (or DMA) */
+					memcpy(bufs[i], src[done + (size_t)i], chunk);
+				rc = kvt_put_commit(c, ns, NULL, keys + (size_t)it * n + done,
+				                    (size_t)k);
+				if (rc != k)
+					die("commit", rc);
+				done += (size_t)k;
+			}
+		}
+		double rcm = (double)chunk * (double)n * iters / (now_s() - t0) / 1e9;
+		double base = memcpy_gbps(chunk, n, iters, dst);
+		printf("| %zu KiB | %.2f | %.2f | %.2f | %.2f | %.2f |\n", chunk >> 10, put, rcm,
+		       base, put / base, rcm / base);
+		fflush(stdout);
+		for (size_t i = 0; i < n; i++)
+			munmap(src[i], chunk), munmap(dst[i], chunk);
+		free(keys);
+		kvt_model_t mm = m;
+		kvt_id_t *all = malloc(sizeof(kvt_id_t) * n * (size_t)(2 * iters + 2));
+		make_keys(ns, all, n * (size_t)(2 * iters + 2), 7);
+		kvt_delete(c, ns, all, n * (size_t)(2 * iters + 2));
+		free(all);
+		(void)mm;
+	}
+
+	/* acquire + release, batches of 64 small chunks */
+	kvt_model_t m = model_of(64u << 10, 200);
+	kvt_id_t ns, keys[64];
+	if ((rc = kvt_namespace(c, &m, &ns)))
+		die("namespace", rc);
+	make_keys(ns, keys, 64, 9);
+	size_t cb = kvt_chunk_bytes(&m);
+	void *src[64];
+	for (int i = 0; i < 64; i++)
+		src[i] = prefaulted(cb);
+	if ((rc = kvt_put(c, ns, NULL, keys, 64, (const void *const *)src, cb)) != 64)
+		die("put", rc);
+	kvt_lease_t l[64];
+	const int iters = 2000;
+	double t0 = now_s();
+	for (int it = 0; it < iters; it++) {
+		if ((rc = kvt_acquire(c, ns, keys, 64, l)) != 64)
+			die("acquire", rc);
+		if ((rc = kvt_release(c, l, 64)) != 64)
+			die("release", rc);
+	}
+	double us = (now_s() - t0) * 1e6 / (iters * 64.0);
+	printf("\n## acquire + release (zero-copy), batches of 64\n\n%.3f us per chunk "
+	       "(target <= 5)\n",
+	       us);
+	/* lookup */
+	t0 = now_s();
+	const int liters = 20000;
+	for (int it = 0; it < liters; it++)
+		if ((rc = kvt_lookup(c, ns, keys, 64)) != 64)
+			die("lookup", rc);
+	double kps = liters * 64.0 / (now_s() - t0);
+	printf(
+	    "\n## lookup, batches of 64 prefix keys\n\n%.2f million keys/s per client (one round "
+	    "trip per batch)\n",
+	    kps / 1e6);
+	kvt_close(c);
+}
+
+static double get_latency_us(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
+                             void *dst, size_t cb)
+{
+	const int iters = 20000;
+	void *d1[1] = {dst};
+	double t0 = now_s();
+	for (int it = 0; it < iters; it++) {
+		int rc = kvt_get(c, ns, &keys[(size_t)it * 7919 % n], 1, d1, cb);
+		if (rc != 1)
+			die("get", rc);
+	}
+	return (now_s() - t0) * 1e6 / iters;
+}
+
+static long long stat_of(kvt_client_t *c, const char *key);
+
+static void bench_scale(void)
+{
+	const size_t total = 1000000, cb = 4096;
+	kvt_client_t *c, *idle[64];
+	int rc = kvt_connect(sock, &c);
+	if (rc)
+		die("connect", rc);
+	for (int i = 0; i < 63; i++)
+		if ((rc = kvt_connect(sock, &idle[i])))
+			die("connect", rc);
+	kvt_model_t m = model_of(cb, 300);
+	kvt_id_t ns;
+	if ((rc = kvt_namespace(c, &m, &ns)))
+		die("namespace", rc);
+	kvt_id_t *keys = malloc(sizeof(kvt_id_t) * total);
+	make_keys(ns, keys, total, 11);
+	uint8_t *buf = prefaulted(cb);
+	const void *src[256];
+	for (int i = 0; i < 256; i++)
+		src[i] = buf;
+	double lat3 = 0;
+	for (size_t done = 0; done < total; done += 256) {
+		if ((rc = kvt_put(c, ns, NULL, keys + done, 256, src, cb)) != 256)
+			die("put", rc);
+		if (done + 256 == 1024)
+			lat3 = get_latency_us(c, ns, keys, 1024, buf, cb);
+	}
+	double lat6 = get_latency_us(c, ns, keys, total, buf, cb);
+	long long chunks = stat_of(c, "chunks"), per = stat_of(c, "index_bytes_per_chunk");
+	printf("\n## scale: 10^6 chunks of 4 KiB, 64 connected clients\n\n"
+	       "chunks indexed %lld, daemon metadata %lld bytes per chunk (target <= 128)\n"
+	       "get latency (1 chunk): %.2f us at 10^3 chunks, %.2f us at 10^6 chunks\n",
+	       chunks, per, lat3, lat6);
+	for (int i = 0; i < 63; i++)
+		kvt_close(idle[i]);
+	kvt_close(c);
+	free(keys);
+}
+
+int kvt__client_simple(kvt_client_t *c, uint16_t type, char *out, size_t out_len);
+static long long stat_of(kvt_client_t *c, const char *key)
+{
+	static char json[65536];
+	if (kvt__client_simple(c, 8 /* KVT_MSG_STATS */, json, sizeof(json)) < 0)
+		return -1;
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	const char *p = strstr(json, pat);
+	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+int main(int argc, char **argv)
+{
+	int scale = 0, only_scale = 0;
+	const char *given = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--scale"))
+			scale = 1;
+		else if (!strcmp(argv[i], "--scale-only"))
+			scale = only_scale = 1;
+		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
+			given = argv[++i];
+		else {
+			fprintf(
+			    stderr,
+			    "usage: kvtier bench host [--scale|--scale-only] [--socket PATH]\n");
+			return 2;
+		}
+	}
+	if (given)
+		snprintf(sock, sizeof(sock), "%s", given);
+	printf("# kvtier bench host (%ld cores)\n", sysconf(_SC_NPROCESSORS_ONLN));
+	if (!only_scale) {
+		if (!given)
+			start_daemon("3GiB");
+		bench_get();
+		bench_put_acquire_lookup();
+		if (!given)
+			stop_daemon();
+	}
+	if (scale) {
+		if (!given)
+			start_daemon("8GiB");
+		bench_scale();
+		if (!given)
+			stop_daemon();
+	}
+	return 0;
+}
