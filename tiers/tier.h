@@ -56,6 +56,32 @@ struct kvt_tier_env {
 	void *arg;
 };
 
+/*
+ * One record of write_batch(). In: buf (header + payload, 4096-aligned, buf_len a multiple of
+ * 4096 and >= rec_len rounded up to 4096; borrowed until write_batch returns). Out: res (0 or
+ * what write() would return for this record) and loc (valid when res == 0).
+ */
+struct kvt_tier_wreq {
+	const void *buf;
+	size_t rec_len, buf_len;
+	uint64_t loc; /* out */
+	int res;      /* out */
+	uint32_t reserved;
+};
+
+/*
+ * One record of read_batch(). In: id, loc, buf (4096-aligned, borrowed until read_batch
+ * returns), buf_len. Out: res, what read() would return for this record (record length or
+ * -errno).
+ */
+struct kvt_tier_rreq {
+	struct kvt_tier_id id;
+	uint64_t loc;
+	void *buf;
+	size_t buf_len;
+	ssize_t res; /* out */
+};
+
 /* Called by iterate() for each valid record found (recovery); non-zero stops the walk. */
 typedef int (*kvt_tier_visit_fn)(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc);
 
@@ -79,6 +105,17 @@ struct kvt_tier_ops {
 	void (*stats)(struct kvt_tier *t, struct kvt_tier_stats *out);
 	/* Re-probes a disabled tier ("kvtier tier enable NAME"). NULL when not applicable. */
 	int (*enable)(struct kvt_tier *t);
+	/*
+	 * Optional batched I/O (added after version 1; NULL: not supported, call write()/read()
+	 * once per record). Performs reqs[0..n) with the whole batch kept in flight at the tier's
+	 * queue depth, blocks until every request is done, and sets every reqs[i].res (and loc).
+	 * Requests are independent: one failing does not fail the call. Records are stored in
+	 * array order (on a tier that evicts FIFO, later entries outlive earlier ones).
+	 * env->dropped may be called from inside write_batch, as from write().
+	 * @return : the number of requests whose res is 0 (write) or > 0 (read); never negative.
+	 */
+	size_t (*write_batch)(struct kvt_tier *t, struct kvt_tier_wreq *reqs, size_t n);
+	size_t (*read_batch)(struct kvt_tier *t, struct kvt_tier_rreq *reqs, size_t n);
 };
 
 /* @return : the tier named name, or NULL (not built in). */
