@@ -47,6 +47,7 @@ enum kvt_msg_type {
 	KVT_MSG_DELETE = 7,
 	KVT_MSG_STATS = 8,
 	KVT_MSG_PING = 9,
+	KVT_MSG_TIER_ENABLE = 10, /* body: the tier's name */
 	KVT_MSG__MAX
 };
 

@@ -641,14 +641,18 @@ KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n
 }
 
 /* Not exported from libkvtier.so: for the kvtier CLI, which links the static library. */
-int kvt__client_simple(kvt_client_t *c, uint16_t type, char *out, size_t out_len);
-int kvt__client_simple(kvt_client_t *c, uint16_t type, char *out, size_t out_len)
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len)
 {
 	pthread_mutex_lock(&c->io);
-	size_t rlen = 0;
+	size_t rlen = 0, ilen = in ? strlen(in) : 0;
 	int rc = ensure_locked(c);
-	if (!rc)
-		rc = rpc_locked(c, type, 0, &rlen, NULL, NULL);
+	if (!rc && ilen > KVT_MSG_MAX - sizeof(struct kvt_msg_hdr))
+		rc = -EINVAL;
+	if (!rc) {
+		memcpy(c->tx + sizeof(struct kvt_msg_hdr), in, ilen);
+		rc = rpc_locked(c, type, ilen, &rlen, NULL, NULL);
+	}
 	if (rc >= 0 && out && out_len) {
 		size_t n = KVT_MIN(rlen, out_len - 1);
 		memcpy(out, c->rx + sizeof(struct kvt_msg_hdr), n);

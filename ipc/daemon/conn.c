@@ -8,6 +8,7 @@
 #include "daemon.h"
 #include "core/keys.h"
 #include "core/log.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,6 +89,7 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 	kvd_release_all(d, i);
 	if (c->staging)
 		munmap(c->staging, c->staging_bytes);
+	free(c->parked);
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	*c = (struct kvd_conn){.fd = -1, .tenant = KVD_NIL, .lease_head = KVD_NIL};
@@ -203,7 +205,16 @@ static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const
 	if (h->type == KVT_MSG_DELETE)
 		return reply(d, i, h, kvd_delete(d, t, k->ns, keys, n), NULL, 0, NULL, 0);
 	static struct kvt_msg_lease out[KVT_BATCH_MAX];
-	int got = kvd_acquire(d, i, k->ns, keys, n, out);
+	bool promote;
+	int got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
+	if (promote) {
+		uint32_t jobs = kvd_tiers_promote(d, i, t, k->ns, keys, n);
+		if (jobs)
+			return kvd_conn_park(d, i, h->len, jobs, 5000);
+		d->resume_final = true; /* nothing could start: serve what is at host */
+		got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
+		d->resume_final = d->resuming;
+	}
 	int rc = reply(d, i, h, got, out, (size_t)got * sizeof(out[0]), NULL, 0);
 	if (rc) /* the client will never learn these handles */
 		kvd_release_all(d, i);
@@ -218,6 +229,9 @@ static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const 
 		return -EPROTO;
 	const struct kvt_msg_put *p = body;
 	int rc = kvd_put(d, &d->conns[i], p, (const struct kvt_msg_put_item *)(p + 1), n);
+	if (rc == -EINPROGRESS) /* wait for demotions to make room, a bounded time */
+		return kvd_conn_park(d, i, h->len, 0,
+		                     kvt_opt_u64(&d->opts, KVT_OPT_DEMOTE_WAIT_MS));
 	return reply(d, i, h, rc, NULL, 0, NULL, 0);
 }
 
@@ -262,9 +276,64 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 	}
 }
 
+int kvd_conn_park(struct kvd *d, uint32_t i, size_t len, uint32_t waiting, uint64_t wait_ms)
+{
+	struct kvd_conn *c = &d->conns[i];
+	if (!c->parked && !(c->parked = malloc(KVT_MSG_MAX)))
+		return -ENOMEM;
+	if (c->parked != d->rx)
+		memmove(c->parked, d->rx, len);
+	c->parked_len = (uint32_t)len;
+	c->waiting = waiting;
+	if (!d->resuming) /* a retry keeps the first deadline */
+		c->park_deadline_ns = kvt_now_ns() + wait_ms * 1000000ull;
+	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL); /* one request at a time per client */
+	return 0;
+}
+
+void kvd_conn_job_done(struct kvd *d, uint32_t i)
+{
+	if (i < d->cap_conns && d->conns[i].fd >= 0 && d->conns[i].parked_len &&
+	    d->conns[i].waiting)
+		d->conns[i].waiting--;
+}
+
+static void resume(struct kvd *d, uint32_t i, bool final)
+{
+	struct kvd_conn *c = &d->conns[i];
+	size_t len = c->parked_len;
+	c->parked_len = 0;
+	memcpy(d->rx, c->parked, len);
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)i + 16};
+	epoll_ctl(d->ep, EPOLL_CTL_ADD, c->fd, &ev);
+	d->resuming = true;
+	d->resume_final = final;
+	int rc = dispatch(d, i, len);
+	d->resuming = d->resume_final = false;
+	if (rc) {
+		d->st.protocol_errors++;
+		kvd_conn_close(d, i);
+	}
+}
+
+void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns)
+{
+	for (uint32_t i = 0; i < d->cap_conns; i++) {
+		struct kvd_conn *c = &d->conns[i];
+		if (c->fd < 0 || !c->parked_len)
+			continue;
+		const struct kvt_msg_hdr *h = (const struct kvt_msg_hdr *)c->parked;
+		bool late = now_ns >= c->park_deadline_ns;
+		/* a put retries whenever anything finished; an acquire when its promotions did */
+		if (late || (h->type == KVT_MSG_PUT) || !c->waiting)
+			resume(d, i, late || h->type != KVT_MSG_PUT);
+	}
+}
+
 void kvd_conn_readable(struct kvd *d, uint32_t i)
 {
-	for (int budget = 64; budget > 0 && d->conns[i].fd >= 0; budget--) {
+	for (int budget = 64; budget > 0 && d->conns[i].fd >= 0 && !d->conns[i].parked_len;
+	     budget--) {
 		int nfds = 0;
 		ssize_t n = kvt_proto_recv(d->conns[i].fd, d->rx, sizeof(d->rx), NULL, &nfds);
 		if (n == -EAGAIN)

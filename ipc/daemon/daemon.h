@@ -14,6 +14,7 @@
 #include "policy/policy.h"
 #include "tiers/host/pool.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -22,20 +23,24 @@
 
 enum kvd_state { KVD_FREE = 0, KVD_PUBLISHED = 1, KVD_DEAD = 2 /* deleted, waiting for leases */ };
 
-/* One chunk. 96 bytes: with the bucket array and the policy's arrays, ~110 bytes a chunk. */
+#define KVD_MAX_LOWER 2   /* persistent tiers below host */
+enum { KVD_AT_HOST = 1 }; /* where: bit 0 host, bit 1 + k lower tier k */
+
+/* One chunk. 104 bytes: with the bucket array and the policy's arrays, < 128 bytes a chunk. */
 struct kvd_entry {
 	kvt_id_t key, ns, parent;
-	uint64_t off; /* record offset in the tenant's pool */
+	uint64_t off;                /* record offset in the tenant's pool, when at host */
+	uint64_t loc[KVD_MAX_LOWER]; /* location in each lower tier, when there */
+	uint64_t seq;                /* record sequence number: names this version of the entry */
 	uint32_t payload_bytes;
 	uint32_t tenant; /* index into kvd.tenants */
 	uint32_t hnext;  /* hash chain */
-	uint32_t pins;   /* live leases */
 	uint32_t depth;
-	uint8_t state, codec, has_parent, pad;
-	uint64_t seq;
-	uint64_t reserved;
+	uint16_t pins; /* live leases (host copy) */
+	uint16_t jobs; /* tier jobs reading or writing the host copy */
+	uint8_t state, codec, has_parent, where;
 };
-_Static_assert(sizeof(struct kvd_entry) == 96, "entry stays small");
+_Static_assert(sizeof(struct kvd_entry) == 104, "entry stays small");
 
 struct kvd_index {
 	struct kvd_entry *e;
@@ -68,7 +73,11 @@ struct kvd_lease {
 };
 
 struct kvd_conn {
-	int fd; /* -1 when the slot is free */
+	int fd;          /* -1 when the slot is free */
+	uint8_t *parked; /* a request waiting for tier jobs (its copy), or NULL */
+	uint32_t parked_len;
+	uint32_t waiting; /* tier jobs the parked request waits for */
+	uint64_t park_deadline_ns;
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -82,8 +91,20 @@ struct kvd_conn {
 struct kvd_stats {
 	uint64_t hits, misses, puts, put_bytes, evictions, lookups;
 	uint64_t leases_granted, leases_revoked, protocol_errors, corruptions;
-	uint64_t enospc, deletes;
+	uint64_t enospc, deletes, eagain;
+	uint64_t demoted, promoted, promote_failed, demote_failed, lower_dropped, recovered;
+	uint64_t not_admitted;
 };
+
+/* A persistent tier below host, driven by the tier worker thread (tiers.c). */
+struct kvd_lower {
+	const struct kvt_tier_ops *ops;
+	struct kvt_tier *t;
+	pthread_mutex_t lock; /* one caller at a time (tier.h) */
+	bool second_touch;    /* admission: demote on the second access only */
+};
+
+struct kvd_job; /* tiers.c */
 
 struct kvd {
 	struct kvt_options opts;
@@ -107,6 +128,14 @@ struct kvd {
 
 	const struct kvt_policy_ops *pol_ops;
 	struct kvt_policy *pol;
+
+	struct kvd_lower lower[KVD_MAX_LOWER];
+	uint32_t n_lower;
+	struct kvd_worker *worker; /* tiers.c */
+	int evfd;                  /* the worker's completions wake the loop */
+	uint32_t demotes_inflight;
+	bool resuming;     /* dispatching a parked request */
+	bool resume_final; /* ... for the last time: no more waiting */
 
 	uint64_t host_cap, host_used; /* granule-rounded, across tenants */
 	uint64_t gen_counter, seq_counter;
@@ -137,9 +166,37 @@ int kvd_lookup(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys
 int kvd_delete(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 void kvd_entry_unpin(struct kvd *d, uint32_t id);
 
+void kvd_entry_unjob(struct kvd *d, uint32_t id);
+/* Drops the entry everywhere (host copy freed when its last reader ends). */
+void kvd_entry_drop(struct kvd *d, uint32_t id);
+/* Drops only the host copy (a lower tier keeps the chunk). */
+void kvd_entry_drop_host(struct kvd *d, uint32_t id);
+/* Finds room for a record of payload bytes in tenant t's pool, accounted as used.
+ * @return : offset, -ENOSPC, -EFBIG, or -EINPROGRESS (full of chunks waiting for demotion). */
+int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload);
+uint64_t kvd_rec_bytes(uint64_t payload);
+int kvd_tenant_of_uid(const struct kvd *d, uint32_t uid);
+
+/* tiers.c: lower tiers, the worker thread, demotion, promotion, recovery */
+int kvd_tiers_open(struct kvd *d);
+void kvd_tiers_close(struct kvd *d);
+void kvd_tiers_register_pool(struct kvd *d, struct kvt_pool *p);
+/* Queues demotion of a host copy into the lower tiers (admission decides). */
+void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put);
+/* Queues promotions for the leading keys lacking a host copy, for a parked request.
+ * @return : jobs to wait for (0: nothing could be started). */
+uint32_t kvd_tiers_promote(struct kvd *d, uint32_t conn, uint32_t tenant, kvt_id_t ns,
+                           const kvt_id_t *keys, uint32_t n);
+void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
+/* Handles the worker's completions (evfd readable). */
+void kvd_tiers_complete(struct kvd *d);
+int kvd_tiers_enable(struct kvd *d, const char *name);
+void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos);
+
 /* lease.c */
+/* @return : leases granted; *promote set when a leading entry has no host copy yet. */
 int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
-                struct kvt_msg_lease *out);
+                struct kvt_msg_lease *out, bool *promote);
 void kvd_release(struct kvd *d, uint32_t conn, const uint64_t *handles, uint32_t n);
 void kvd_release_all(struct kvd *d, uint32_t conn);
 void kvd_leases_expire(struct kvd *d, uint64_t now_ns);
@@ -148,6 +205,11 @@ void kvd_leases_expire(struct kvd *d, uint64_t now_ns);
 void kvd_conn_accept(struct kvd *d);
 void kvd_conn_readable(struct kvd *d, uint32_t conn);
 void kvd_conn_close(struct kvd *d, uint32_t conn);
+/* Parks the request in d->rx until tier jobs finish (waiting) or the deadline passes. */
+int kvd_conn_park(struct kvd *d, uint32_t conn, size_t len, uint32_t waiting, uint64_t wait_ms);
+/* Re-dispatches parked requests whose jobs finished or whose deadline passed. */
+void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns);
+void kvd_conn_job_done(struct kvd *d, uint32_t conn);
 
 /* stats.c */
 int kvd_stats_json(struct kvd *d, char *buf, size_t len);

@@ -86,13 +86,27 @@ static void lease_free(struct kvd *d, uint32_t i)
 }
 
 int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
-                struct kvt_msg_lease *out)
+                struct kvt_msg_lease *out, bool *promote)
 {
 	uint32_t t = d->conns[conn].tenant;
+	*promote = false;
+	/* a leading chunk only in a lower tier: promote first (unless this is the last try) */
+	if (!d->resume_final) {
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t id = kvd_index_find(&d->idx, t, ns, keys[i]);
+			if (id == KVD_NIL)
+				break;
+			if (!(d->idx.e[id].where & KVD_AT_HOST)) {
+				*promote = true;
+				return 0;
+			}
+		}
+	}
 	uint32_t i = 0;
 	for (; i < n; i++) {
 		uint32_t id = kvd_index_find(&d->idx, t, ns, keys[i]);
-		if (id == KVD_NIL) {
+		if (id == KVD_NIL || !(d->idx.e[id].where & KVD_AT_HOST) ||
+		    d->idx.e[id].pins == UINT16_MAX) {
 			d->st.misses++;
 			break;
 		}
@@ -102,6 +116,7 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 		struct kvd_entry *e = &d->idx.e[id];
 		e->pins++;
 		d->pol_ops->on_access(d->pol, id);
+		kvd_tiers_demote(d, id, false); /* second touch admission */
 		struct kvt_pool *p = &d->tenants[t].pool;
 		out[i] = (struct kvt_msg_lease){
 		    .payload_off = e->off + KVT_CHUNK_HDR_BYTES,

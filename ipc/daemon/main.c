@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "tiers/tier.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -26,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { EV_LISTEN = 1, EV_SIGNAL = 2, EV_TIMER = 3, EV_CONN0 = 16 };
+enum { EV_LISTEN = 1, EV_SIGNAL = 2, EV_TIMER = 3, EV_TIERS = 4, EV_CONN0 = 16 };
 
 static void log_stderr(enum kvt_log_level lvl, const char *msg)
 {
@@ -208,6 +209,9 @@ static int setup(struct kvd *d)
 		return rc;
 	d->free_lease = KVD_NIL;
 	d->age_head = d->age_tail = KVD_NIL;
+	d->evfd = -1;
+	if ((rc = kvd_tiers_open(d)))
+		return rc;
 	if ((d->lfd = listen_on(d->sock_path)) < 0) {
 		kvt_log(KVT_LOG_ERROR, "cannot listen on %s: %s", d->sock_path, strerror(-d->lfd));
 		return d->lfd;
@@ -232,6 +236,9 @@ static int setup(struct kvd *d)
 	epoll_ctl(d->ep, EPOLL_CTL_ADD, d->sigfd, &ev);
 	ev.data.u64 = EV_TIMER;
 	epoll_ctl(d->ep, EPOLL_CTL_ADD, d->timerfd, &ev);
+	ev.data.u64 = EV_TIERS;
+	if (d->evfd >= 0)
+		epoll_ctl(d->ep, EPOLL_CTL_ADD, d->evfd, &ev);
 	return 0;
 }
 
@@ -258,6 +265,13 @@ static void print_banner(const struct kvd *d)
 	       KVT_VERSION_PATCH, d->sock_path);
 	printf("  host tier: %s shared memory, policy %s; data dir %s\n",
 	       kvt_fmt_bytes(d->host_cap, cap, sizeof(cap)), d->pol_ops->name, d->data_dir);
+	for (uint32_t k = 0; k < d->n_lower; k++) {
+		struct kvt_tier_stats s = {0};
+		d->lower[k].ops->stats(d->lower[k].t, &s);
+		printf("  %s tier: %s, %llu chunks recovered\n", d->lower[k].ops->name,
+		       kvt_fmt_bytes(s.capacity_bytes, cap, sizeof(cap)),
+		       (unsigned long long)s.chunks);
+	}
 	printf("  engines attach with kvt_connect(NULL, &c) and KVTIER_SOCKET=%s\n", d->sock_path);
 	printf(
 	    "  (link with `pkg-config --libs kvtier`); inspect with `kvtier --socket %s stats`\n",
@@ -289,6 +303,9 @@ static void run(struct kvd *d)
 				if (read(d->timerfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 					kvt_log_rl(KVT_LOG_WARN, "timerfd: %s", strerror(errno));
 				kvd_leases_expire(d, kvt_now_ns());
+				kvd_conn_resume_ready(d, kvt_now_ns());
+			} else if (tag == EV_TIERS) {
+				kvd_tiers_complete(d);
 			} else {
 				uint32_t i = (uint32_t)(tag - EV_CONN0);
 				if (i < d->cap_conns && d->conns[i].fd >= 0)
@@ -317,6 +334,7 @@ int main(int argc, char **argv)
 	run(&d);
 	for (uint32_t i = 0; i < d.cap_conns; i++)
 		kvd_conn_close(&d, i);
+	kvd_tiers_close(&d);
 	if (d.lfd >= 0)
 		unlink(d.sock_path);
 	for (uint32_t i = 0; i < d.n_tenants; i++)

@@ -37,6 +37,17 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	    (unsigned long long)d->st.misses, (unsigned long long)d->st.evictions,
 	    (unsigned long long)d->st.puts, (unsigned long long)d->st.put_bytes,
 	    (unsigned long long)d->st.enospc);
+	o.pos -= 2; /* reopen the tiers array */
+	kvd_tiers_stats_json(d, o.buf, o.len, &o.pos);
+	put(&o, "],");
+	put(&o,
+	    "\"demoted\":%llu,\"promoted\":%llu,\"demote_failed\":%llu,"
+	    "\"promote_failed\":%llu,\"lower_dropped\":%llu,\"recovered\":%llu,"
+	    "\"eagain\":%llu,\"not_admitted\":%llu,",
+	    (unsigned long long)d->st.demoted, (unsigned long long)d->st.promoted,
+	    (unsigned long long)d->st.demote_failed, (unsigned long long)d->st.promote_failed,
+	    (unsigned long long)d->st.lower_dropped, (unsigned long long)d->st.recovered,
+	    (unsigned long long)d->st.eagain, (unsigned long long)d->st.not_admitted);
 	put(&o, "\"leases\":%u,\"leases_granted\":%llu,\"leases_revoked\":%llu,\"clients\":%u,",
 	    d->n_leases, (unsigned long long)d->st.leases_granted,
 	    (unsigned long long)d->st.leases_revoked, d->n_conns);

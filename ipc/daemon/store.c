@@ -23,7 +23,7 @@
 
 #define COPY_BLOCK (256u << 10)
 
-static uint64_t rec_bytes(uint64_t payload)
+uint64_t kvd_rec_bytes(uint64_t payload)
 {
 	return (KVT_CHUNK_HDR_BYTES + payload + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
 }
@@ -49,10 +49,19 @@ int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out)
 		return rc;
 	}
 	t->key = uid;
+	kvd_tiers_register_pool(d, &t->pool);
 	*out = d->n_tenants++;
 	kvt_log(KVT_LOG_INFO, "tenant %u: pool of %llu bytes%s", uid,
 	        (unsigned long long)d->host_cap, t->pool.pinned ? " (pinned)" : "");
 	return 0;
+}
+
+int kvd_tenant_of_uid(const struct kvd *d, uint32_t uid)
+{
+	for (uint32_t i = 0; i < d->n_tenants; i++)
+		if (d->tenants[i].key == uid)
+			return (int)i;
+	return -ENOENT;
 }
 
 int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id_t *ns,
@@ -91,30 +100,53 @@ const struct kvd_ns *kvd_ns_find(const struct kvd *d, uint32_t tenant, kvt_id_t 
 	return NULL;
 }
 
-/* Frees the record and the entry; the generation bump revokes any stale reader. */
-static void entry_free(struct kvd *d, uint32_t id)
+/* Frees the host copy's record; the generation bump revokes any stale reader. */
+static void host_free(struct kvd *d, struct kvd_entry *e)
 {
-	struct kvd_entry *e = &d->idx.e[id];
 	struct kvd_tenant *t = &d->tenants[e->tenant];
-	uint64_t rb = rec_bytes(e->payload_bytes);
+	uint64_t rb = kvd_rec_bytes(e->payload_bytes);
 	kvt_pool_free(&t->pool, e->off, ++d->gen_counter);
 	t->used_bytes -= rb;
 	t->chunks--;
 	d->host_used -= rb;
+	e->where &= (uint8_t)~KVD_AT_HOST;
+}
+
+/* Frees what is left of a dead entry once nobody reads its host copy any more. */
+static void maybe_free(struct kvd *d, uint32_t id)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	if (e->state != KVD_DEAD || e->pins || e->jobs)
+		return;
+	if (e->where & KVD_AT_HOST)
+		host_free(d, e);
 	kvd_index_release(&d->idx, id);
 }
 
-/* Drops a published entry: out of the index and the policy; freed now or at its last unpin. */
-static void entry_drop(struct kvd *d, uint32_t id)
+void kvd_entry_drop_host(struct kvd *d, uint32_t id)
 {
 	struct kvd_entry *e = &d->idx.e[id];
-	kvd_index_unlink(&d->idx, id);
-	d->pol_ops->on_remove(d->pol, id);
-	if (e->pins) {
-		e->state = KVD_DEAD;
+	if (!(e->where & KVD_AT_HOST) || e->pins || e->jobs)
 		return;
-	}
-	entry_free(d, id);
+	d->pol_ops->on_remove(d->pol, id);
+	host_free(d, e);
+}
+
+/* Drops the entry: out of the index and the policy; freed now or when its last reader ends.
+ * Copies in lower tiers are removed there. */
+void kvd_entry_drop(struct kvd *d, uint32_t id)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	if (e->state != KVD_PUBLISHED)
+		return;
+	kvd_index_unlink(&d->idx, id);
+	if (e->where & KVD_AT_HOST)
+		d->pol_ops->on_remove(d->pol, id);
+	if (e->where & ~KVD_AT_HOST)
+		kvd_tiers_remove(d, e);
+	e->where &= KVD_AT_HOST;
+	e->state = KVD_DEAD;
+	maybe_free(d, id);
 }
 
 void kvd_entry_unpin(struct kvd *d, uint32_t id)
@@ -122,8 +154,17 @@ void kvd_entry_unpin(struct kvd *d, uint32_t id)
 	struct kvd_entry *e = &d->idx.e[id];
 	if (KVT_NEVER(!e->pins))
 		return;
-	if (--e->pins == 0 && e->state == KVD_DEAD)
-		entry_free(d, id);
+	e->pins--;
+	maybe_free(d, id);
+}
+
+void kvd_entry_unjob(struct kvd *d, uint32_t id)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	if (KVT_NEVER(!e->jobs))
+		return;
+	e->jobs--;
+	maybe_free(d, id);
 }
 
 struct victim_filter {
@@ -135,8 +176,8 @@ static bool evictable(void *arg, uint32_t id)
 {
 	struct victim_filter *f = arg;
 	const struct kvd_entry *e = &f->d->idx.e[id];
-	return e->state == KVD_PUBLISHED && e->pins == 0 &&
-	       (f->tenant == KVD_NIL || e->tenant == f->tenant);
+	return e->state == KVD_PUBLISHED && (e->where & KVD_AT_HOST) && e->pins == 0 &&
+	       e->jobs == 0 && (f->tenant == KVD_NIL || e->tenant == f->tenant);
 }
 
 /* Evicts up to a batch of victims. @return : how many were evicted (0: nothing evictable). */
@@ -148,29 +189,38 @@ static uint32_t evict_some(struct kvd *d, uint32_t tenant, uint64_t want_bytes)
 	uint64_t freed = 0;
 	uint32_t done = 0;
 	for (size_t i = 0; i < n && freed < want_bytes; i++) {
-		freed += rec_bytes(d->idx.e[v[i]].payload_bytes);
-		entry_drop(d, v[i]);
+		struct kvd_entry *e = &d->idx.e[v[i]];
+		freed += kvd_rec_bytes(e->payload_bytes);
+		if (e->where & ~KVD_AT_HOST)
+			kvd_entry_drop_host(d, v[i]); /* a lower tier still has it */
+		else
+			kvd_entry_drop(d, v[i]);
 		d->st.evictions++;
 		done++;
 	}
 	return done;
 }
 
-/* Finds room for a record in tenant t. @return : pool offset or -ENOSPC. */
-static int64_t make_room(struct kvd *d, uint32_t t, uint64_t payload)
+int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 {
-	uint64_t need = rec_bytes(payload);
+	uint64_t need = kvd_rec_bytes(payload);
 	if (need > d->host_cap)
 		return -EFBIG;
+	/* nothing evictable: -ENOSPC when it is all leased, -EINPROGRESS when chunks wait for
+	 * demotion (the worker will make them evictable soon) */
+	int busy = d->demotes_inflight ? -EINPROGRESS : -ENOSPC;
 	while (d->host_used + need > d->host_cap)
 		if (!evict_some(d, KVD_NIL, d->host_used + need - d->host_cap))
-			return -ENOSPC;
+			return busy;
 	for (;;) {
 		int64_t off = kvt_pool_alloc(&d->tenants[t].pool, need);
-		if (off >= 0)
+		if (off >= 0) {
+			struct kvd_tenant *tn = &d->tenants[t];
+			tn->used_bytes += need, tn->chunks++, d->host_used += need;
 			return off;
+		}
 		if (!evict_some(d, t, need)) /* fragmentation: free this tenant's space */
-			return -ENOSPC;
+			return busy;
 	}
 }
 
@@ -200,12 +250,14 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 		return -EINVAL;
 	if (d->idx.used >= kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS))
 		evict_some(d, KVD_NIL, 1);
-	int64_t off = make_room(d, t, len);
+	int64_t off = kvd_make_room(d, t, len);
 	if (off < 0)
 		return (int)off;
 	id = kvd_index_alloc(&d->idx, (uint32_t)kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS));
 	if (id == KVD_NIL) {
-		kvt_pool_free(&d->tenants[t].pool, (uint64_t)off, ++d->gen_counter);
+		struct kvd_entry tmp = {
+		    .off = (uint64_t)off, .payload_bytes = (uint32_t)len, .tenant = t};
+		host_free(d, &tmp);
 		return -ENOSPC;
 	}
 	struct kvd_tenant *tn = &d->tenants[t];
@@ -230,9 +282,9 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	e->off = (uint64_t)off, e->payload_bytes = (uint32_t)len, e->tenant = t;
 	e->depth = depth, e->seq = h.seq, e->codec = KVT_CODEC_RAW;
 	e->state = KVD_PUBLISHED;
+	e->where = KVD_AT_HOST;
 	kvd_index_insert(&d->idx, id);
-	uint64_t rb = rec_bytes(len);
-	tn->used_bytes += rb, tn->chunks++, d->host_used += rb;
+	uint64_t rb = kvd_rec_bytes(len);
 	uint32_t pid = parent ? kvd_index_find(&d->idx, t, ns->ns, *parent) : KVD_NIL;
 	struct kvt_policy_meta m = {.key_hash = key.w[0] ^ t,
 	                            .bytes = rb,
@@ -242,6 +294,7 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	d->pol_ops->on_insert(d->pol, id, &m);
 	d->st.puts++;
 	d->st.put_bytes += len;
+	kvd_tiers_demote(d, id, true);
 	return 0;
 }
 
@@ -263,7 +316,11 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
 		if (rc) {
 			if (rc == -ENOSPC)
 				d->st.enospc++;
-			return done ? done : rc;
+			if (rc == -EINPROGRESS && d->resume_final) {
+				rc = -EAGAIN; /* waited demote.wait_ms: the engine backs off */
+				d->st.eagain++;
+			}
+			return done && rc != -EINPROGRESS ? done : rc;
 		}
 		parent = &items[i].key;
 		done++;
@@ -287,7 +344,7 @@ int kvd_delete(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys
 		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
 		if (id == KVD_NIL)
 			continue;
-		entry_drop(d, id);
+		kvd_entry_drop(d, id);
 		d->st.deletes++;
 		done++;
 	}

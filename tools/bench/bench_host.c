@@ -402,11 +402,11 @@ static void bench_scale(void)
 	free(keys);
 }
 
-int kvt__client_simple(kvt_client_t *c, uint16_t type, char *out, size_t out_len);
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 static long long stat_of(kvt_client_t *c, const char *key)
 {
 	static char json[65536];
-	if (kvt__client_simple(c, 8 /* KVT_MSG_STATS */, json, sizeof(json)) < 0)
+	if (kvt__client_simple(c, 8 /* KVT_MSG_STATS */, NULL, json, sizeof(json)) < 0)
 		return -1;
 	char pat[64];
 	snprintf(pat, sizeof(pat), "\"%s\":", key);

@@ -3,7 +3,7 @@
 #define KVT_CLI_H
 #include "kvtier.h"
 #include <stdint.h>
-int kvt__client_simple(kvt_client_t *c, uint16_t type, char *out, size_t out_len);
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 int cli_stats(kvt_client_t *c, int argc, char **argv);
 int cli_bench(const char *sock, int argc, char **argv);
 /* Runs build/bin/kvtier-<name> with argv; @return : its exit status. */

@@ -20,6 +20,7 @@ static void usage(FILE *f)
 	           "commands:\n"
 	           "  ping                      check that kvtierd answers\n"
 	           "  stats [--json]            tiers, leases, clients, corruptions\n"
+	           "  tier enable NAME          re-probe a tier disabled after device errors\n"
 	           "  sim ARGS                  replay a trace through the daemon's policies\n"
 	           "  bench [NAME] [ARGS]       benchmarks with their baselines (host, nvme, "
 	           "rocksdb, policy)\n");
@@ -85,11 +86,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!strcmp(cmd, "ping")) {
-		rc = kvt__client_simple(c, KVT_MSG_PING, NULL, 0);
+		rc = kvt__client_simple(c, KVT_MSG_PING, NULL, NULL, 0);
 		if (!rc)
 			printf("kvtierd is alive\n");
 	} else if (!strcmp(cmd, "stats")) {
 		rc = cli_stats(c, argc - i, argv + i);
+	} else if (!strcmp(cmd, "tier") && i + 2 < argc && !strcmp(argv[i + 1], "enable")) {
+		rc = kvt__client_simple(c, KVT_MSG_TIER_ENABLE, argv[i + 2], NULL, 0);
+		if (!rc)
+			printf("tier %s enabled\n", argv[i + 2]);
 	} else {
 		fprintf(stderr, "kvtier: unknown command '%s'\n", cmd);
 		usage(stderr);

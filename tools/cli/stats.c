@@ -17,7 +17,7 @@ static long long num(const char *json, const char *key)
 int cli_stats(kvt_client_t *c, int argc, char **argv)
 {
 	static char json[KVT_MSG_MAX];
-	int rc = kvt__client_simple(c, KVT_MSG_STATS, json, sizeof(json));
+	int rc = kvt__client_simple(c, KVT_MSG_STATS, NULL, json, sizeof(json));
 	if (rc < 0)
 		return rc;
 	if (argc > 1 && !strcmp(argv[1], "--json")) {

@@ -1,0 +1,591 @@
+/*
+ * tiers.c -- the persistent tiers below host (tiers.order, e.g. host,nvme,rocksdb): recovery at
+ * start, demotion, promotion, removal, and the worker thread that does their I/O.
+ *
+ * Placement is inclusive and write-through in the background: a chunk published at host is
+ * queued for demotion into every lower tier (admission permitting: nvme.admit=second_touch
+ * waits for the chunk's second access). While a demotion job reads the host copy, the entry is
+ * not evictable (entry.jobs); once a lower tier holds it, host eviction just drops the host copy.
+ * So a put never waits for I/O unless host is full of chunks still waiting to be demoted; then
+ * it is parked for demote.wait_ms and fails with -EAGAIN (conn.c).
+ *
+ * A hit on a chunk that is only in a lower tier parks the acquire, reserves host space and
+ * queues a promotion: the worker reads the record straight into the pool (the tier verifies the
+ * header, identity and checksum), and the completion publishes the host copy and resumes the
+ * acquire. A failed or corrupt read is a miss, never a wrong byte.
+ *
+ * Threads: the event loop owns the index and queues jobs; one worker thread runs them in order
+ * (promotions before demotions, so a get does not wait behind a write backlog) and hands
+ * finished jobs back through a list and an eventfd. A tier's own drops (FIFO reclaim, detected
+ * corruption) arrive from inside the worker through env->dropped and travel back the same way.
+ * Each tier has a mutex, since the loop may also call it (pool registration, enable).
+ */
+#include "daemon.h"
+#include "core/chunk.h"
+#include "core/log.h"
+#include "tiers/tier.h"
+#ifdef KVT_HAVE_TIER_NVME
+#include "tiers/nvme/nvme.h"
+#endif
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+enum job_kind { JOB_DEMOTE, JOB_PROMOTE, JOB_REMOVE, JOB_DROPPED };
+
+struct kvd_job {
+	struct kvd_job *next;
+	uint8_t kind, tier;
+	uint32_t entry, conn;
+	uint64_t seq; /* the entry version this job belongs to */
+	struct kvt_tier_id id;
+	uint64_t loc;
+	uint8_t *buf; /* the host record (demote: source; promote: destination) */
+	uint64_t off;
+	size_t rec_len, buf_len;
+	ssize_t result;
+};
+
+struct kvd_worker {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct kvd_job *promote_head, **promote_tail;
+	struct kvd_job *other_head, **other_tail;
+	struct kvd_job *done;
+	bool stop;
+	struct kvd *d;
+};
+
+static void push(struct kvd_job **head, struct kvd_job ***tail, struct kvd_job *j)
+{
+	j->next = NULL;
+	**tail = j;
+	*tail = &j->next;
+	(void)head;
+}
+
+static struct kvd_job *pop(struct kvd_job **head, struct kvd_job ***tail)
+{
+	struct kvd_job *j = *head;
+	if (j) {
+		*head = j->next;
+		if (!*head)
+			*tail = head;
+	}
+	return j;
+}
+
+static void finish(struct kvd_worker *w, struct kvd_job *j)
+{
+	pthread_mutex_lock(&w->lock);
+	j->next = w->done;
+	w->done = j;
+	pthread_mutex_unlock(&w->lock);
+	uint64_t one = 1;
+	if (write(w->d->evfd, &one, sizeof(one)) < 0)
+		kvt_log_rl(KVT_LOG_WARN, "eventfd: %s", strerror(errno));
+}
+
+/* env->dropped: called by a tier from inside the worker (or during open, from the loop). */
+struct dropped_ctx {
+	struct kvd *d;
+	uint8_t tier;
+};
+static struct dropped_ctx dropped_ctx[KVD_MAX_LOWER];
+
+static void on_dropped(void *arg, const struct kvt_tier_id *id, uint64_t loc)
+{
+	struct dropped_ctx *cx = arg;
+	struct kvd_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return; /* the index keeps a stale location: a later read misses and drops it */
+	j->kind = JOB_DROPPED;
+	j->tier = cx->tier;
+	j->id = *id;
+	j->loc = loc;
+	if (cx->d->worker)
+		finish(cx->d->worker, j);
+	else
+		free(j);
+}
+
+static void run_job(struct kvd *d, struct kvd_job *j)
+{
+	struct kvd_lower *l = &d->lower[j->tier];
+	pthread_mutex_lock(&l->lock);
+	switch (j->kind) {
+	case JOB_DEMOTE: {
+		uint64_t loc = 0;
+		j->result = l->ops->write(l->t, j->buf, j->rec_len, j->buf_len, &loc);
+		j->loc = loc;
+		break;
+	}
+	case JOB_PROMOTE:
+		j->result = l->ops->read(l->t, &j->id, j->loc, j->buf, j->buf_len);
+		if (j->result >= 0 && (size_t)j->result != j->rec_len)
+			j->result = -EBADMSG;
+		break;
+	case JOB_REMOVE:
+		j->result = l->ops->remove(l->t, &j->id, j->loc);
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void *worker_main(void *arg)
+{
+	struct kvd_worker *w = arg;
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->stop && !w->promote_head && !w->other_head)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->stop)
+			break;
+		struct kvd_job *j = pop(&w->promote_head, &w->promote_tail);
+		if (!j)
+			j = pop(&w->other_head, &w->other_tail);
+		pthread_mutex_unlock(&w->lock);
+		run_job(w->d, j);
+		finish(w, j);
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static void submit(struct kvd *d, struct kvd_job *j)
+{
+	struct kvd_worker *w = d->worker;
+	pthread_mutex_lock(&w->lock);
+	if (j->kind == JOB_PROMOTE)
+		push(&w->promote_head, &w->promote_tail, j);
+	else
+		push(&w->other_head, &w->other_tail, j);
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Recovery: one record found in lower tier k. */
+struct recover_ctx {
+	struct kvd *d;
+	uint8_t tier;
+};
+
+static int recover_one(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	struct recover_ctx *rc = arg;
+	struct kvd *d = rc->d;
+	uint32_t t;
+	if (kvd_tenant_get(d, h->tenant, &t))
+		return 0;
+	uint32_t id = kvd_index_find(&d->idx, t, h->ns, h->key);
+	if (id == KVD_NIL) {
+		id = kvd_index_alloc(&d->idx,
+		                     (uint32_t)kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS));
+		if (id == KVD_NIL)
+			return 1; /* index full: stop */
+		struct kvd_entry *e = &d->idx.e[id];
+		e->key = h->key, e->ns = h->ns, e->parent = h->parent;
+		e->has_parent = (h->flags & KVT_CHUNK_F_HAS_PARENT) != 0;
+		e->payload_bytes = (uint32_t)h->payload_bytes, e->tenant = t;
+		e->seq = h->seq, e->codec = h->codec, e->state = KVD_PUBLISHED;
+		kvd_index_insert(&d->idx, id);
+	}
+	struct kvd_entry *e = &d->idx.e[id];
+	if (e->payload_bytes != h->payload_bytes)
+		return 0; /* two versions disagree: keep the first seen (fastest tier) */
+	e->where |= (uint8_t)(2u << rc->tier);
+	e->loc[rc->tier] = loc;
+	if (h->seq > d->seq_counter)
+		d->seq_counter = h->seq;
+	d->st.recovered++;
+	return 0;
+}
+
+int kvd_tiers_open(struct kvd *d)
+{
+	char order[KVT_OPT_STR_MAX], *save = NULL;
+	snprintf(order, sizeof(order), "%s", kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
+	d->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->evfd < 0)
+		return -errno;
+	bool seen_host = false;
+	for (char *name = strtok_r(order, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+		if (!strcmp(name, "host")) {
+			seen_host = true;
+			continue;
+		}
+		const struct kvt_tier_ops *ops = kvt_tier_find(name);
+		if (!ops) {
+			kvt_log(KVT_LOG_ERROR, "tiers.order: no tier named '%s' in this build",
+			        name);
+			return -EINVAL;
+		}
+		if (d->n_lower == KVD_MAX_LOWER) {
+			kvt_log(KVT_LOG_ERROR, "tiers.order: at most %d tiers below host",
+			        KVD_MAX_LOWER);
+			return -EINVAL;
+		}
+		uint8_t k = (uint8_t)d->n_lower;
+		dropped_ctx[k] = (struct dropped_ctx){d, k};
+		struct kvt_tier_env env = {.opts = &d->opts,
+		                           .data_dir = d->data_dir,
+		                           .dropped = on_dropped,
+		                           .arg = &dropped_ctx[k]};
+		struct kvd_lower *l = &d->lower[k];
+		l->ops = ops;
+		pthread_mutex_init(&l->lock, NULL);
+		int rc = ops->open(&env, &l->t);
+		if (rc) {
+			kvt_log(KVT_LOG_ERROR, "tier %s: cannot open: %s", name, strerror(-rc));
+			return rc;
+		}
+		l->second_touch =
+		    !strcmp(name, "nvme") &&
+		    !strcmp(kvt_opt_str(&d->opts, KVT_OPT_NVME_ADMIT), "second_touch");
+		d->n_lower++;
+		struct recover_ctx rcx = {d, k};
+		uint64_t before = d->st.recovered;
+		rc = ops->iterate(l->t, recover_one, &rcx);
+		kvt_log(KVT_LOG_INFO, "tier %s: open, %llu chunks recovered%s", name,
+		        (unsigned long long)(d->st.recovered - before),
+		        rc < 0 ? " (walk stopped early)" : "");
+	}
+	if (!seen_host) {
+		kvt_log(KVT_LOG_ERROR, "tiers.order must start with host");
+		return -EINVAL;
+	}
+	if (!d->n_lower)
+		return 0;
+	struct kvd_worker *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->promote_tail = &w->promote_head;
+	w->other_tail = &w->other_head;
+	w->d = d;
+	d->worker = w;
+	if (pthread_create(&w->thread, NULL, worker_main, w)) {
+		d->worker = NULL;
+		free(w);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void kvd_tiers_close(struct kvd *d)
+{
+	struct kvd_worker *w = d->worker;
+	if (w) {
+		pthread_mutex_lock(&w->lock);
+		w->stop = true; /* the job in progress finishes; queued ones are dropped */
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+		pthread_join(w->thread, NULL);
+		struct kvd_job *j;
+		while ((j = pop(&w->promote_head, &w->promote_tail)))
+			free(j);
+		while ((j = pop(&w->other_head, &w->other_tail)))
+			free(j);
+		while ((j = w->done)) {
+			w->done = j->next;
+			free(j);
+		}
+		free(w);
+		d->worker = NULL;
+	}
+	for (uint32_t k = 0; k < d->n_lower; k++) {
+		d->lower[k].ops->close(d->lower[k].t);
+		pthread_mutex_destroy(&d->lower[k].lock);
+	}
+	d->n_lower = 0;
+	if (d->evfd >= 0)
+		close(d->evfd);
+}
+
+void kvd_tiers_register_pool(struct kvd *d, struct kvt_pool *p)
+{
+#ifdef KVT_HAVE_TIER_NVME
+	for (uint32_t k = 0; k < d->n_lower; k++) {
+		if (d->lower[k].ops != &kvt_tier_nvme)
+			continue;
+		pthread_mutex_lock(&d->lower[k].lock);
+		kvt_tier_nvme_register(d->lower[k].t, p->base, p->bytes);
+		pthread_mutex_unlock(&d->lower[k].lock);
+	}
+#else
+	(void)d, (void)p;
+#endif
+}
+
+static struct kvd_job *job_for(struct kvd *d, uint32_t id, uint8_t kind, uint8_t tier)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	struct kvd_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->kind = kind, j->tier = tier, j->entry = id, j->seq = e->seq, j->conn = KVD_NIL;
+	j->id =
+	    (struct kvt_tier_id){.tenant = d->tenants[e->tenant].key, .ns = e->ns, .key = e->key};
+	j->rec_len = KVT_CHUNK_HDR_BYTES + e->payload_bytes;
+	j->buf_len = kvd_rec_bytes(e->payload_bytes);
+	j->loc = e->loc[tier];
+	return j;
+}
+
+void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	if (!d->n_lower || !(e->where & KVD_AT_HOST) || e->jobs)
+		return; /* jobs: a demotion is already on its way */
+	for (uint8_t k = 0; k < d->n_lower; k++) {
+		if (e->where & (2u << k))
+			continue;
+		/* second touch: skip the put, demote on the first access after it */
+		if (d->lower[k].second_touch && put) {
+			d->st.not_admitted++;
+			continue;
+		}
+		struct kvd_job *j = job_for(d, id, JOB_DEMOTE, k);
+		if (!j)
+			return;
+		j->buf = d->tenants[e->tenant].pool.base + e->off;
+		e->jobs++;
+		d->demotes_inflight++;
+		submit(d, j);
+	}
+}
+
+uint32_t kvd_tiers_promote(struct kvd *d, uint32_t conn, uint32_t tenant, kvt_id_t ns,
+                           const kvt_id_t *keys, uint32_t n)
+{
+	uint32_t queued = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
+		if (id == KVD_NIL)
+			break;
+		struct kvd_entry *e = &d->idx.e[id];
+		if (e->where & KVD_AT_HOST)
+			continue;
+		if (e->jobs) { /* already being promoted for someone else: wait for it too */
+			queued++;
+			continue;
+		}
+		int64_t off = kvd_make_room(d, tenant, e->payload_bytes);
+		if (off < 0)
+			break;
+		uint8_t k = 0;
+		while (k < d->n_lower && !(e->where & (2u << k)))
+			k++;
+		struct kvd_job *j = job_for(d, id, JOB_PROMOTE, k);
+		if (!j || k == d->n_lower) {
+			free(j);
+			break;
+		}
+		j->off = (uint64_t)off;
+		j->buf = d->tenants[tenant].pool.base + off;
+		j->conn = conn;
+		e->jobs++;
+		submit(d, j);
+		queued++;
+	}
+	return queued;
+}
+
+void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e)
+{
+	uint32_t id = (uint32_t)(e - d->idx.e);
+	for (uint8_t k = 0; k < d->n_lower; k++) {
+		if (!(e->where & (2u << k)))
+			continue;
+		struct kvd_job *j = job_for(d, id, JOB_REMOVE, k);
+		if (j)
+			submit(d, j);
+	}
+}
+
+/* The entry a job was made for, if it is still the same version. */
+static struct kvd_entry *job_entry(struct kvd *d, const struct kvd_job *j)
+{
+	if (j->entry >= d->idx.cap)
+		return NULL;
+	struct kvd_entry *e = &d->idx.e[j->entry];
+	return e->state != KVD_FREE && e->seq == j->seq ? e : NULL;
+}
+
+static void release_reserved(struct kvd *d, struct kvd_entry *e, uint64_t off)
+{
+	struct kvd_tenant *t = &d->tenants[e->tenant];
+	uint64_t rb = kvd_rec_bytes(e->payload_bytes);
+	kvt_pool_free(&t->pool, off, ++d->gen_counter);
+	t->used_bytes -= rb, t->chunks--, d->host_used -= rb;
+}
+
+static void complete_demote(struct kvd *d, struct kvd_job *j)
+{
+	d->demotes_inflight--;
+	struct kvd_entry *e = job_entry(d, j);
+	if (j->result < 0) {
+		d->st.demote_failed++;
+		if (j->result != -EFBIG)
+			kvt_log_rl(KVT_LOG_WARN, "demotion to %s failed: %s",
+			           d->lower[j->tier].ops->name, strerror((int)-j->result));
+	} else if (e && e->state == KVD_PUBLISHED) {
+		e->where |= (uint8_t)(2u << j->tier);
+		e->loc[j->tier] = j->loc;
+		d->st.demoted++;
+	} else { /* deleted meanwhile: take the new copy back out */
+		j->kind = JOB_REMOVE;
+		j->entry = KVD_NIL;
+		submit(d, j);
+		if (e)
+			kvd_entry_unjob(d, (uint32_t)(e - d->idx.e));
+		return;
+	}
+	if (e)
+		kvd_entry_unjob(d, j->entry);
+	free(j);
+}
+
+static void complete_promote(struct kvd *d, struct kvd_job *j)
+{
+	struct kvd_entry *e = job_entry(d, j);
+	kvd_conn_job_done(d, j->conn);
+	if (!e) {
+		free(j);
+		return;
+	}
+	uint32_t id = j->entry;
+	if (j->result < 0 || e->state != KVD_PUBLISHED || (e->where & KVD_AT_HOST)) {
+		release_reserved(d, e, j->off);
+		if (j->result < 0) {
+			d->st.promote_failed++;
+			e->where &= (uint8_t) ~(2u << j->tier); /* the tier dropped it */
+		}
+	} else {
+		e->off = j->off;
+		e->where |= KVD_AT_HOST;
+		uint32_t pid =
+		    e->has_parent ? kvd_index_find(&d->idx, e->tenant, e->ns, e->parent) : KVD_NIL;
+		struct kvt_policy_meta m = {.key_hash = e->key.w[0] ^ e->tenant,
+		                            .bytes = kvd_rec_bytes(e->payload_bytes),
+		                            .parent = pid == KVD_NIL ? KVT_POLICY_NONE : pid,
+		                            .depth = e->depth,
+		                            .tenant = e->tenant};
+		d->pol_ops->on_insert(d->pol, id, &m);
+		d->st.promoted++;
+	}
+	free(j);
+	kvd_entry_unjob(d, id);
+	e = &d->idx.e[id];
+	if (e->state == KVD_PUBLISHED && !e->where)
+		kvd_entry_drop(d, id); /* no copy left anywhere */
+}
+
+static void complete_dropped(struct kvd *d, struct kvd_job *j)
+{
+	d->st.lower_dropped++;
+	int t = kvd_tenant_of_uid(d, j->id.tenant);
+	uint32_t id = t < 0 ? KVD_NIL : kvd_index_find(&d->idx, (uint32_t)t, j->id.ns, j->id.key);
+	uint8_t bit = (uint8_t)(2u << j->tier);
+	if (id != KVD_NIL) {
+		struct kvd_entry *e = &d->idx.e[id];
+		if ((e->where & bit) && e->loc[j->tier] == j->loc) {
+			e->where &= (uint8_t)~bit;
+			if (!e->where && !e->jobs)
+				kvd_entry_drop(d, id);
+		}
+	}
+	free(j);
+}
+
+void kvd_tiers_complete(struct kvd *d)
+{
+	struct kvd_worker *w = d->worker;
+	uint64_t cnt;
+	if (read(d->evfd, &cnt, sizeof(cnt)) < 0 || !w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	struct kvd_job *list = w->done;
+	w->done = NULL;
+	pthread_mutex_unlock(&w->lock);
+	/* oldest first */
+	struct kvd_job *rev = NULL;
+	while (list) {
+		struct kvd_job *nx = list->next;
+		list->next = rev;
+		rev = list;
+		list = nx;
+	}
+	while (rev) {
+		struct kvd_job *j = rev;
+		rev = rev->next;
+		switch (j->kind) {
+		case JOB_DEMOTE:
+			complete_demote(d, j);
+			break;
+		case JOB_PROMOTE:
+			complete_promote(d, j);
+			break;
+		case JOB_DROPPED:
+			complete_dropped(d, j);
+			break;
+		default:
+			free(j);
+			break;
+		}
+	}
+	kvd_conn_resume_ready(d, kvt_now_ns());
+}
+
+int kvd_tiers_enable(struct kvd *d, const char *name)
+{
+	for (uint32_t k = 0; k < d->n_lower; k++) {
+		struct kvd_lower *l = &d->lower[k];
+		if (strcmp(l->ops->name, name))
+			continue;
+		if (!l->ops->enable)
+			return -EOPNOTSUPP;
+		pthread_mutex_lock(&l->lock);
+		int rc = l->ops->enable(l->t);
+		pthread_mutex_unlock(&l->lock);
+		return rc;
+	}
+	return -ENOENT;
+}
+
+void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
+{
+	for (uint32_t k = 0; k < d->n_lower; k++) {
+		struct kvt_tier_stats s = {0};
+		d->lower[k].ops->stats(d->lower[k].t, &s);
+		if (*pos >= len)
+			return;
+		int n = snprintf(
+		    buf + *pos, len - *pos,
+		    ",{\"name\":\"%s\",\"capacity_bytes\":%llu,\"used_bytes\":%llu,\"chunks\":%llu,"
+		    "\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,\"reads\":%llu,"
+		    "\"writes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,"
+		    "\"corruptions\":%llu,\"err_io\":%llu,\"err_again\":%llu,\"err_nospc\":%llu,"
+		    "\"err_other\":%llu,\"queue_depth\":%llu,\"disabled\":%s,\"full\":%s}",
+		    d->lower[k].ops->name, (unsigned long long)s.capacity_bytes,
+		    (unsigned long long)s.used_bytes, (unsigned long long)s.chunks,
+		    (unsigned long long)s.hits, (unsigned long long)s.misses,
+		    (unsigned long long)s.evictions, (unsigned long long)s.reads,
+		    (unsigned long long)s.writes, (unsigned long long)s.read_bytes,
+		    (unsigned long long)s.write_bytes, (unsigned long long)s.corruptions,
+		    (unsigned long long)s.err_io, (unsigned long long)s.err_again,
+		    (unsigned long long)s.err_nospc, (unsigned long long)s.err_other,
+		    (unsigned long long)s.queue_depth, s.disabled ? "true" : "false",
+		    s.full ? "true" : "false");
+		*pos += n > 0 ? (size_t)n : 0;
+	}
+}
