@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,10 @@ static int setup(struct kvd *d)
 	d->free_lease = KVD_NIL;
 	d->age_head = d->age_tail = KVD_NIL;
 	d->evfd = -1;
+	if (mkdir(d->data_dir, 0750) && errno != EEXIST) {
+		kvt_log(KVT_LOG_ERROR, "data dir %s: %s", d->data_dir, strerror(errno));
+		return -errno;
+	}
 	if ((rc = kvd_tiers_open(d)))
 		return rc;
 	if ((d->lfd = listen_on(d->sock_path)) < 0) {
@@ -220,8 +225,6 @@ static int setup(struct kvd *d)
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
-	sigprocmask(SIG_BLOCK, &ss, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	d->sigfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
 	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -319,6 +322,13 @@ int main(int argc, char **argv)
 {
 	static struct kvd d;
 	bool print = false;
+	/* before any thread exists (the tier worker, RocksDB's): signals come through signalfd */
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	kvt_log_set(log_stderr, KVT_LOG_INFO);
 	if (parse_args(&d, argc, argv, &print))
 		return 2;

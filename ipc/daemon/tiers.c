@@ -146,11 +146,13 @@ static void *worker_main(void *arg)
 	for (;;) {
 		while (!w->stop && !w->promote_head && !w->other_head)
 			pthread_cond_wait(&w->cond, &w->lock);
-		if (w->stop)
-			break;
-		struct kvd_job *j = pop(&w->promote_head, &w->promote_tail);
+		/* stopping: finish queued demotions and removals (what a graceful stop owes the
+		 * next start), drop promotions (nobody waits for them any more) */
+		struct kvd_job *j = w->stop ? NULL : pop(&w->promote_head, &w->promote_tail);
 		if (!j)
 			j = pop(&w->other_head, &w->other_tail);
+		if (!j)
+			break;
 		pthread_mutex_unlock(&w->lock);
 		run_job(w->d, j);
 		finish(w, j);
@@ -286,7 +288,7 @@ void kvd_tiers_close(struct kvd *d)
 	struct kvd_worker *w = d->worker;
 	if (w) {
 		pthread_mutex_lock(&w->lock);
-		w->stop = true; /* the job in progress finishes; queued ones are dropped */
+		w->stop = true; /* demotions and removals still queued are finished first */
 		pthread_cond_signal(&w->cond);
 		pthread_mutex_unlock(&w->lock);
 		pthread_join(w->thread, NULL);

@@ -2,3 +2,5 @@ kvt_add_test(NAME test_ipc SOURCES integration/test_ipc.c LIBS kvtier_static LAB
   TIMEOUT 120)
 kvt_add_test(NAME test_robust SOURCES integration/test_robust.c LIBS kvtier_static
   LABELS integration TIMEOUT 120)
+kvt_add_test(NAME test_tiers SOURCES integration/test_tiers.c LIBS kvtier_static
+  LABELS integration TIMEOUT 180)

@@ -1,0 +1,230 @@
+/*
+ * test_tiers.c -- kvtierd with persistent tiers below host (real files, real io_uring, a real
+ * RocksDB): 4x the host capacity stays findable and byte-identical, served back from the lower
+ * tier; SIGTERM and kill -9 of the daemon keep every chunk acknowledged as demoted; a chunk
+ * larger than the nvme tier's largest slot stays at host.
+ */
+#include "testlib.h"
+#include "kvtier.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define N 128 /* 128 x 64 KiB = 8 MiB against a 2 MiB host tier */
+
+static kvt_model_t model(uint32_t layers)
+{
+	kvt_model_t m = {.name = "tiers",
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = layers,
+	                 .n_kv_heads = 8,
+	                 .head_dim = 128,
+	                 .tokens_per_chunk = 16};
+	return m; /* 64 KiB per layer */
+}
+
+static void keys_of(kvt_id_t ns, kvt_id_t *keys, size_t n, uint32_t salt)
+{
+	static uint32_t toks[N * 16];
+	for (size_t i = 0; i < n * 16; i++)
+		toks[i] = (uint32_t)i * 31 + salt;
+	assert_int_equal(kvt_chunk_keys(ns, toks, n * 16, 16, keys, n), n);
+}
+
+static void put_all(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t cb, uint32_t salt)
+{
+	uint8_t *buf = malloc(cb);
+	for (size_t i = 0; i < N; i++) {
+		kvt_test_fill(buf, cb, salt * 10000 + i);
+		const void *ch[1] = {buf};
+		int rc;
+		/* -EAGAIN: host is full of chunks still waiting for demotion: back off and retry */
+		for (int tries = 0; (rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch,
+		                                  cb)) == -EAGAIN &&
+		                    tries < 200;
+		     tries++)
+			usleep(5000);
+		assert_int_equal(rc, 1);
+	}
+	free(buf);
+}
+
+static void wait_stat(struct kvt_test_daemon *d, const char *key, long long want)
+{
+	long long v = -1;
+	for (int i = 0; i < 500 && v < want; i++) {
+		v = kvt_test_stat(d, key);
+		if (v < want)
+			usleep(10000);
+	}
+	assert_true(v >= want);
+}
+
+/* Every chunk is a hit and byte-identical (get promotes from the lower tier as needed). */
+static void check_all(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t cb, uint32_t salt)
+{
+	uint8_t *got = malloc(cb), *want = malloc(cb);
+	assert_int_equal(kvt_lookup(c, ns, keys, N), N);
+	for (size_t i = 0; i < N; i++) {
+		void *dst[1] = {got};
+		assert_int_equal(kvt_get(c, ns, &keys[i], 1, dst, cb), 1);
+		kvt_test_fill(want, cb, salt * 10000 + i);
+		assert_memory_equal(got, want, cb);
+	}
+	/* and a whole-prefix get, which promotes a batch at once */
+	void **dst = malloc(sizeof(void *) * N);
+	for (size_t i = 0; i < N; i++)
+		dst[i] = malloc(cb);
+	int n = kvt_get(c, ns, keys, N, dst, cb);
+	assert_true(n > 0);
+	for (int i = 0; i < n; i++) {
+		kvt_test_fill(want, cb, salt * 10000 + (uint64_t)i);
+		assert_memory_equal(dst[i], want, cb);
+	}
+	for (size_t i = 0; i < N; i++)
+		free(dst[i]);
+	free(dst);
+	free(got);
+	free(want);
+}
+
+static void spill_restart(const char *order, const char *extra, int kill9)
+{
+	char o[64];
+	snprintf(o, sizeof(o), "tiers.order=%s", order);
+	const char *sets[] = {"host.bytes=2MiB",     o,     "nvme.bytes=64MiB",
+	                      "rocksdb.bytes=64MiB", extra, NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(1);
+	kvt_id_t ns, keys[N];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	keys_of(ns, keys, N, 1);
+	size_t cb = kvt_chunk_bytes(&m);
+	put_all(c, ns, keys, cb, 1);
+	wait_stat(&d, "demoted", N);
+	assert_true(kvt_test_stat(&d, "evictions") > 0);
+	check_all(c, ns, keys, cb, 1);
+	assert_true(kvt_test_stat(&d, "promoted") > 0);
+	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
+
+	/* restart: everything acknowledged as demoted is a hit afterwards, byte-identical */
+	kvt_test_daemon_stop(&d, kill9 ? SIGKILL : SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
+	assert_true(kvt_test_stat(&d, "recovered") >= N);
+	int rc = -ENOTCONN;
+	for (int i = 0; i < 200 && rc == -ENOTCONN; i++) {
+		rc = kvt_lookup(c, ns, keys, N);
+		if (rc == -ENOTCONN)
+			usleep(10000);
+	}
+	assert_int_equal(rc, N);
+	check_all(c, ns, keys, cb, 1);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
+static void test_tiers_nvme_spill_and_sigterm(void **state)
+{
+	spill_restart("host,nvme", NULL, 0);
+}
+
+static void test_tiers_nvme_kill9(void **state)
+{
+	spill_restart("host,nvme", NULL, 1);
+}
+
+static void test_tiers_rocksdb_spill_and_sigterm(void **state)
+{
+	spill_restart("host,rocksdb", NULL, 0);
+}
+
+static void test_tiers_rocksdb_kill9_with_wal(void **state)
+{
+	spill_restart("host,rocksdb", "rocksdb.wal=true", 1);
+}
+
+static void test_tiers_three_levels(void **state)
+{
+	spill_restart("host,nvme,rocksdb", NULL, 0);
+}
+
+static void test_tiers_too_large_for_nvme_stays_at_host(void **state)
+{
+	/* an 8 MiB nvme tier has 1 MiB regions: a 2 MiB chunk cannot be demoted */
+	const char *sets[] = {"host.bytes=16MiB", "tiers.order=host,nvme", "nvme.bytes=8MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(32); /* 2 MiB chunks */
+	kvt_id_t ns, keys[2];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	keys_of(ns, keys, 2, 2);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = malloc(cb), *got = malloc(cb);
+	kvt_test_fill(buf, cb, 77);
+	const void *ch[1] = {buf};
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 1, ch, cb), 1);
+	wait_stat(&d, "demote_failed", 1);
+	assert_int_equal(kvt_test_stat(&d, "demoted"), 0);
+	void *dst[1] = {got};
+	assert_int_equal(kvt_get(c, ns, keys, 1, dst, cb), 1);
+	assert_memory_equal(got, buf, cb);
+	free(buf);
+	free(got);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
+static void test_tiers_delete_reaches_lower_tier(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(1);
+	kvt_id_t ns, keys[N];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	keys_of(ns, keys, N, 3);
+	size_t cb = kvt_chunk_bytes(&m);
+	put_all(c, ns, keys, cb, 3);
+	wait_stat(&d, "demoted", N);
+	assert_int_equal(kvt_delete(c, ns, keys, 4), 4);
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(kvt_lookup(c, ns, keys + k, 1), 0);
+	assert_int_equal(kvt_lookup(c, ns, keys + 4, N - 4), N - 4);
+	/* deleted chunks stay deleted across a restart (tombstones) */
+	kvt_test_daemon_stop(&d, SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
+	kvt_close(c);
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(kvt_lookup(c, ns, keys + k, 1), 0);
+	assert_int_equal(kvt_lookup(c, ns, keys + 4, N - 4), N - 4);
+	assert_int_equal(kvt_test_stat(&d, "recovered"), N - 4);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tiers_nvme_spill_and_sigterm),
+	    cmocka_unit_test(test_tiers_nvme_kill9),
+	    cmocka_unit_test(test_tiers_rocksdb_spill_and_sigterm),
+	    cmocka_unit_test(test_tiers_rocksdb_kill9_with_wal),
+	    cmocka_unit_test(test_tiers_three_levels),
+	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
+	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
