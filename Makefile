@@ -3,7 +3,7 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: run test deps build asan bench clean
+.PHONY: run test deps build asan bench demo clean
 
 run: build
 	@$(BUILD)/bin/kvtierd $(ARGS)
@@ -26,6 +26,10 @@ asan: deps
 
 bench: build
 	$(BUILD)/bin/kvtier bench
+
+# Engine A prefills, engine B (another process) reuses its prefix through kvtierd.
+demo: build
+	tools/minillm/demo.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan
