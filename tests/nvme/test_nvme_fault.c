@@ -77,7 +77,8 @@ static void test_nvme_fault_mix(void **state)
 	assert_int_equal(f.misaligned, 0); /* short I/O was resubmitted aligned */
 	assert_int_equal(s.queue_depth, 0);
 	assert_false(s.disabled);
-	assert_true(ok_reads > failed_reads && ok_writes > 10 * failed_writes);
+	/* a write is 3+ I/Os (body pieces, terminator, then its header block), 2 % of which fail */
+	assert_true(ok_reads > failed_reads && ok_writes > 5 * failed_writes);
 	/* after the storm: each record is intact or a miss (dropped on -EIO, evicted) */
 	size_t found = 0;
 	for (size_t i = 0; i < n_live; i++) {

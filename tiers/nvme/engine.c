@@ -1,20 +1,26 @@
 /*
- * engine.c -- one synchronous request as many in-flight I/Os.
+ * engine.c -- batches of jobs as many in-flight I/Os.
  *
- * A request is a few aligned segments (a record, its terminator block). The engine cuts them
- * into pieces of max(min_piece, size/depth) so that a single 32 MiB record keeps depth I/Os in
- * flight, queues as many as the depth allows, submits them in one batch, and refills as
- * completions arrive. Every I/O gets a slot (cookie = slot index): depth slots are allocated at
- * open, so the data path allocates nothing.
+ * A batch is an array of jobs; a job is one aligned range of the file to read or write (a
+ * record, its first block, a terminator). The engine cuts ready jobs into pieces of at most
+ * b->piece bytes, keeps up to depth pieces in flight across all the jobs of the batch, submits
+ * what it queued in one call, and refills as completions arrive, so a batch of Q records keeps Q
+ * I/Os in flight and a single 32 MiB record keeps depth I/Os in flight. Jobs that depend on
+ * others start not ready; the batch's done() callback, called once per finished job, may make
+ * them ready (the write path issues a record's first block only after the rest of it is on
+ * disk: see nvme.c). Every I/O gets a slot (cookie = slot index): depth slots, a free stack and a
+ * redo stack are allocated at open, so the data path allocates nothing.
  *
  * What a completion can say, and what the engine does:
  *   full length         the piece is done
  *   short (0 < n < len) resubmit the rest from n rounded down to the alignment (the kernel only
  *                       ever sees aligned offsets, lengths and buffers); a piece that makes no
- *                       progress KVT_NVME_SHORT_RETRIES times fails with -EIO
+ *                       progress KVT_NVME_SHORT_RETRIES times fails its job with -EIO
  *   -EAGAIN, -EINTR     resubmit, at most KVT_NVME_AGAIN_RETRIES times, then -EAGAIN
- *   -ENOSPC, -EIO, ...  the request fails with the first error; pieces already in flight are
- *                       still waited for (their buffers are the caller's) but not resubmitted
+ *   -ENOSPC, -EIO, ...  the job fails with its first error; its pieces already in flight are
+ *                       still waited for (their buffers are the caller's) but no more are issued
+ *                       (with b->stop_on_error, no more pieces of any job are issued)
+ * A job that can never run (not ready when nothing else is in flight) finishes with -ECANCELED.
  * -EAGAIN/-EBUSY from submit (io_uring_enter) is backpressure: reap one completion (or, with
  * none in flight, sleep 50 us) and submit again. The engine never returns while an I/O that it
  * queued is still owned by the kernel.
@@ -35,16 +41,21 @@ int kvt__nvme_engine_open(struct kvt__nvme_engine *e, const struct kvt__nvme_io_
 	e->min_piece = 128u << 10;
 	e->slots = calloc(e->depth, sizeof(*e->slots));
 	e->cqes = calloc(e->depth, sizeof(*e->cqes));
-	if (!e->slots || !e->cqes) {
-		free(e->slots), free(e->cqes);
-		return -ENOMEM;
-	}
+	e->free_stack = calloc(e->depth, sizeof(*e->free_stack));
+	e->redo_stack = calloc(e->depth, sizeof(*e->redo_stack));
+	if (!e->slots || !e->cqes || !e->free_stack || !e->redo_stack)
+		goto err;
 	int rc = ops->open(cfg, &e->ctx);
 	if (rc) {
-		free(e->slots), free(e->cqes);
-		e->slots = NULL, e->cqes = NULL;
+		free(e->slots), free(e->cqes), free(e->free_stack), free(e->redo_stack);
+		memset(e, 0, sizeof(*e));
+		return rc;
 	}
-	return rc;
+	return 0;
+err:
+	free(e->slots), free(e->cqes), free(e->free_stack), free(e->redo_stack);
+	memset(e, 0, sizeof(*e));
+	return -ENOMEM;
 }
 
 void kvt__nvme_engine_close(struct kvt__nvme_engine *e)
@@ -52,8 +63,8 @@ void kvt__nvme_engine_close(struct kvt__nvme_engine *e)
 	if (e->ops && e->ctx)
 		e->ops->close(e->ctx);
 	e->ctx = NULL;
-	free(e->slots), free(e->cqes);
-	e->slots = NULL, e->cqes = NULL;
+	free(e->slots), free(e->cqes), free(e->free_stack), free(e->redo_stack);
+	e->slots = NULL, e->cqes = NULL, e->free_stack = NULL, e->redo_stack = NULL;
 }
 
 int kvt__nvme_engine_register(struct kvt__nvme_engine *e, void *base, size_t len)
@@ -90,32 +101,15 @@ static int16_t regbuf_index(const struct kvt__nvme_engine *e, const void *buf, s
 	return -1;
 }
 
-/* The request being performed: a cursor over its segments and its outcome. */
-struct req {
-	const struct kvt__nvme_seg *segs;
-	unsigned n_segs, seg;
-	size_t seg_done, piece;
-	int op, err;
-	unsigned busy, queued; /* slots in use; queued but not yet submitted */
-	unsigned requeue;      /* slots waiting to be queued again */
+/* The state of one run: free and redo stacks, counts. */
+struct run {
+	struct kvt__nvme_batch *b;
+	unsigned n_free, n_redo;
+	unsigned inflight; /* slots owned by the kernel (queued or submitted) */
+	unsigned queued;   /* queued but not yet submitted */
+	unsigned first;    /* no job below this has pieces left to issue */
+	unsigned left;     /* jobs not finished */
 };
-
-static bool next_piece(struct kvt_nvme *t, struct req *r, struct kvt__nvme_io *io)
-{
-	while (r->seg < r->n_segs && r->seg_done == r->segs[r->seg].len)
-		r->seg++, r->seg_done = 0;
-	if (r->seg == r->n_segs)
-		return false;
-	const struct kvt__nvme_seg *s = &r->segs[r->seg];
-	size_t len = KVT_MIN(r->piece, s->len - r->seg_done);
-	io->off = s->off + r->seg_done;
-	io->buf = (uint8_t *)s->buf + r->seg_done;
-	io->len = (uint32_t)len;
-	io->op = (uint8_t)r->op;
-	io->buf_index = regbuf_index(&t->eng, io->buf, len);
-	r->seg_done += len;
-	return true;
-}
 
 static void count_error(struct kvt_nvme *t, int res)
 {
@@ -135,102 +129,148 @@ static void count_error(struct kvt_nvme *t, int res)
 	}
 }
 
-static void fail(struct req *r, int err)
+static void job_fail(struct run *r, struct kvt__nvme_job *j, int err)
 {
-	if (!r->err)
-		r->err = err;
+	if (!j->err)
+		j->err = err;
+	if (!r->b->err)
+		r->b->err = err;
 }
 
-/* Handles one completion; the slot is freed or marked for requeue. */
-static void complete(struct kvt_nvme *t, struct req *r, const struct kvt__nvme_cqe *c)
+static bool job_issuable(const struct run *r, const struct kvt__nvme_job *j)
+{
+	return j->ready && !j->done && !j->err && j->issued < j->len &&
+	       !(r->b->stop_on_error && r->b->err);
+}
+
+static void job_finish(struct run *r, unsigned i)
+{
+	struct kvt__nvme_batch *b = r->b;
+	b->jobs[i].done = true;
+	r->left--;
+	if (b->done) {
+		b->done(b->arg, b, i);
+		r->first = 0; /* the callback may have readied any job */
+	}
+}
+
+/* A piece of job i is over (done, failed, or given up): finish the job when it was the last. */
+static void piece_over(struct run *r, unsigned i)
+{
+	struct kvt__nvme_job *j = &r->b->jobs[i];
+	j->inflight--;
+	if (!j->inflight && (j->err || j->issued == j->len || (r->b->stop_on_error && r->b->err)))
+		job_finish(r, i);
+}
+
+static void slot_release(struct kvt__nvme_engine *e, struct run *r, unsigned s)
+{
+	e->slots[s].busy = false;
+	e->free_stack[r->n_free++] = s;
+}
+
+/* Handles one completion: the slot is freed or pushed on the redo stack. */
+static void complete(struct kvt_nvme *t, struct run *r, const struct kvt__nvme_cqe *c)
 {
 	struct kvt__nvme_engine *e = &t->eng;
 	if (KVT_NEVER(c->cookie >= e->depth || !e->slots[c->cookie].busy))
 		return;
 	struct kvt__nvme_slot *s = &e->slots[c->cookie];
+	struct kvt__nvme_job *j = &r->b->jobs[s->job];
 	bool again = false;
+	r->inflight--;
 	if (c->res == (int32_t)s->io.len) {
 		/* done */
 	} else if (c->res > 0) {
-		KVT_NVME_ADD(t, xs.short_reads, r->op == KVT_NVME_READ);
-		KVT_NVME_ADD(t, xs.short_writes, r->op == KVT_NVME_WRITE);
+		KVT_NVME_ADD(t, xs.short_reads, s->io.op == KVT_NVME_READ);
+		KVT_NVME_ADD(t, xs.short_writes, s->io.op == KVT_NVME_WRITE);
 		uint32_t adv = (uint32_t)c->res & ~(e->align - 1);
 		if (!adv && ++s->zero_progress > KVT_NVME_SHORT_RETRIES) {
 			KVT_NVME_ADD(t, st.err_io, 1);
-			fail(r, -EIO);
+			job_fail(r, j, -EIO);
 		}
 		s->io.off += adv, s->io.buf = (uint8_t *)s->io.buf + adv, s->io.len -= adv;
 		again = true;
 	} else if (c->res == 0) {
 		/* end of file: the file shrank under us */
 		KVT_NVME_ADD(t, st.err_io, 1);
-		fail(r, -EIO);
+		job_fail(r, j, -EIO);
 	} else if (c->res == -EAGAIN || c->res == -EINTR) {
 		if (c->res == -EAGAIN)
 			KVT_NVME_ADD(t, st.err_again, 1);
 		if (++s->tries > KVT_NVME_AGAIN_RETRIES)
-			fail(r, -EAGAIN);
+			job_fail(r, j, -EAGAIN);
 		else
 			KVT_NVME_ADD(t, xs.again_retries, 1);
 		again = true;
 	} else {
 		count_error(t, c->res);
-		fail(r, c->res);
+		job_fail(r, j, c->res);
 	}
-	if (again && !r->err) {
-		r->requeue++;
-		s->busy = false; /* picked up again by refill() with its io intact */
-		s->tries |= 1u << 31;
+	if (again && !j->err && !(r->b->stop_on_error && r->b->err)) {
+		e->redo_stack[r->n_redo++] = c->cookie; /* still busy, io intact */
 		return;
 	}
-	s->busy = false;
-	s->tries = 0, s->zero_progress = 0;
-	r->busy--;
+	unsigned ji = s->job;
+	slot_release(e, r, c->cookie);
+	piece_over(r, ji);
 }
 
-/* Queues pieces (requeued ones first) while slots are free. */
-static void refill(struct kvt_nvme *t, struct req *r)
+static bool queue_slot(struct kvt_nvme *t, struct run *r, unsigned si)
 {
 	struct kvt__nvme_engine *e = &t->eng;
-	for (unsigned i = 0; i < e->depth; i++) {
-		struct kvt__nvme_slot *s = &e->slots[i];
-		if (s->busy)
+	struct kvt__nvme_slot *s = &e->slots[si];
+	s->io.cookie = si;
+	if (KVT_NEVER(e->ops->queue(e->ctx, &s->io)))
+		return false; /* cannot happen: the ring holds depth entries */
+	s->busy = true;
+	r->inflight++, r->queued++;
+	KVT_NVME_ADD(t, xs.fixed_ios, s->io.buf_index >= 0);
+	KVT_NVME_ADD(t, xs.plain_ios, s->io.buf_index < 0);
+	return true;
+}
+
+/* Queues redo pieces first, then new pieces of ready jobs in job order, while slots are free. */
+static void refill(struct kvt_nvme *t, struct run *r)
+{
+	struct kvt__nvme_engine *e = &t->eng;
+	struct kvt__nvme_batch *b = r->b;
+	while (r->n_redo) {
+		unsigned si = e->redo_stack[--r->n_redo];
+		struct kvt__nvme_job *j = &b->jobs[e->slots[si].job];
+		if (!j->err && !(b->stop_on_error && b->err) && queue_slot(t, r, si))
 			continue;
-		bool redo = s->tries & (1u << 31);
-		if (redo) {
-			if (r->err) { /* failed meanwhile: drop the rest */
-				s->tries = 0, s->zero_progress = 0;
-				r->requeue--, r->busy--;
-				continue;
+		job_fail(r, j, j->err ? j->err : b->err ? b->err : -EIO);
+		unsigned ji = e->slots[si].job;
+		slot_release(e, r, si);
+		piece_over(r, ji);
+	}
+	for (unsigned i = r->first; i < b->n && r->n_free; i++) {
+		struct kvt__nvme_job *j = &b->jobs[i];
+		if (i == r->first && (j->done || j->issued == j->len))
+			r->first++;
+		while (r->n_free && job_issuable(r, j)) {
+			unsigned si = e->free_stack[--r->n_free];
+			struct kvt__nvme_slot *s = &e->slots[si];
+			size_t len = KVT_MIN(b->piece, j->len - j->issued);
+			s->io.off = j->off + j->issued;
+			s->io.buf = (uint8_t *)j->buf + j->issued;
+			s->io.len = (uint32_t)len;
+			s->io.op = j->op;
+			s->io.buf_index = regbuf_index(e, s->io.buf, len);
+			s->job = i, s->tries = 0, s->zero_progress = 0;
+			if (!queue_slot(t, r, si)) {
+				e->free_stack[r->n_free++] = si;
+				job_fail(r, j, -EIO);
+				break;
 			}
-		} else {
-			if (r->err || r->busy == e->depth || !next_piece(t, r, &s->io))
-				continue;
-			s->tries = 0, s->zero_progress = 0;
+			j->issued += len;
+			j->inflight++;
 		}
-		s->io.cookie = i;
-		if (KVT_NEVER(e->ops->queue(e->ctx, &s->io))) {
-			/* cannot happen: the ring holds depth entries; undo and give up the piece
-			 */
-			fail(r, -EIO);
-			if (redo)
-				s->tries = 0, r->requeue--, r->busy--;
-			continue;
-		}
-		if (redo) {
-			s->tries &= ~(1u << 31);
-			r->requeue--;
-		} else {
-			r->busy++;
-		}
-		s->busy = true;
-		r->queued++;
-		KVT_NVME_ADD(t, xs.fixed_ios, s->io.buf_index >= 0);
-		KVT_NVME_ADD(t, xs.plain_ios, s->io.buf_index < 0);
 	}
 }
 
-static void reap(struct kvt_nvme *t, struct req *r, unsigned min)
+static void reap(struct kvt_nvme *t, struct run *r, unsigned min)
 {
 	struct kvt__nvme_engine *e = &t->eng;
 	int n = e->ops->reap(e->ctx, e->cqes, e->depth, min);
@@ -242,33 +282,63 @@ static void reap(struct kvt_nvme *t, struct req *r, unsigned min)
 		complete(t, r, &e->cqes[i]);
 }
 
-int kvt__nvme_rw(struct kvt_nvme *t, int op, const struct kvt__nvme_seg *segs, unsigned n)
+/* Nothing in flight and nothing to issue: finish what can never run, or whose work is over. */
+static bool finish_stuck(struct run *r)
+{
+	struct kvt__nvme_batch *b = r->b;
+	bool any = false;
+	for (unsigned i = 0; i < b->n; i++) {
+		struct kvt__nvme_job *j = &b->jobs[i];
+		if (j->done || j->inflight || job_issuable(r, j))
+			continue;
+		if (!j->err && j->issued < j->len)
+			j->err = b->stop_on_error && b->err ? b->err : -ECANCELED;
+		job_finish(r, i);
+		any = true;
+		if (r->first < b->n && job_issuable(r, &b->jobs[r->first]))
+			break; /* the callback readied work: run it first */
+	}
+	return any;
+}
+
+static int check_job(struct kvt_nvme *t, const struct kvt__nvme_job *j)
+{
+	if ((j->off | j->len) % t->eng.align || (uintptr_t)j->buf % KVT_TIER_ALIGN || !j->len) {
+		KVT_NVME_ADD(t, xs.misaligned, 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int kvt__nvme_run(struct kvt_nvme *t, struct kvt__nvme_batch *b)
 {
 	struct kvt__nvme_engine *e = &t->eng;
-	size_t total = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if ((segs[i].off | segs[i].len) % e->align ||
-		    (uintptr_t)segs[i].buf % KVT_TIER_ALIGN || !segs[i].len ||
-		    segs[i].len > UINT32_MAX) {
-			KVT_NVME_ADD(t, xs.misaligned, 1);
-			return -EINVAL;
-		}
-		total += segs[i].len;
+	struct run r = {.b = b, .left = b->n};
+	b->err = 0;
+	for (unsigned i = 0; i < b->n; i++) {
+		struct kvt__nvme_job *j = &b->jobs[i];
+		j->issued = 0, j->inflight = 0, j->err = 0, j->done = false;
+		if (j->len && (j->err = check_job(t, j)))
+			b->err = b->err ? b->err : j->err;
 	}
-	struct req r = {.segs = segs, .n_segs = n, .op = op};
-	r.piece = KVT_MAX(e->min_piece,
-	                  KVT_ALIGN_UP((total + e->depth - 1) / e->depth, (size_t)e->align));
-	for (;;) {
+	for (unsigned i = 0; i < b->n; i++) /* empty jobs are done at once */
+		if (!b->jobs[i].len && !b->jobs[i].done)
+			job_finish(&r, i);
+	b->piece = KVT_ALIGN_UP(KVT_MAX(b->piece, e->min_piece), (size_t)e->align);
+	b->piece = KVT_MIN(b->piece, (size_t)1 << 30);
+	for (unsigned i = 0; i < e->depth; i++)
+		e->free_stack[i] = e->depth - 1 - i, e->slots[i].busy = false;
+	r.n_free = e->depth;
+	while (r.left) {
 		refill(t, &r);
-		KVT_NVME_SET(t, st.queue_depth, r.busy);
+		KVT_NVME_SET(t, st.queue_depth, r.inflight);
 		if (r.queued) {
 			int rc = e->ops->submit(e->ctx);
 			if (rc == 0) {
 				r.queued = 0;
 			} else if (rc == -EAGAIN || rc == -EBUSY) {
 				KVT_NVME_ADD(t, xs.submit_busy, 1);
-				unsigned submitted = r.busy - r.requeue - r.queued;
-				if (submitted) {
+				if (r.inflight > r.queued) {
 					reap(t, &r, 1);
 				} else {
 					struct timespec ts = {0, 50000};
@@ -279,11 +349,33 @@ int kvt__nvme_rw(struct kvt_nvme *t, int op, const struct kvt__nvme_seg *segs, u
 				KVT_PANIC("nvme: submit failed with I/O queued");
 			}
 		}
-		if (!r.busy)
-			break;
-		if (r.busy > r.requeue)
+		if (r.inflight)
 			reap(t, &r, 1);
+		else if (!r.n_redo && !finish_stuck(&r) && r.left)
+			KVT_PANIC("nvme: batch stuck");
 	}
 	KVT_NVME_SET(t, st.queue_depth, 0);
-	return r.err;
+	return b->err;
+}
+
+int kvt__nvme_rw(struct kvt_nvme *t, int op, const struct kvt__nvme_seg *segs, unsigned n)
+{
+	struct kvt__nvme_job jobs[KVT_NVME_RW_MAX];
+	size_t total = 0;
+	if (KVT_NEVER(n > KVT_NVME_RW_MAX))
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		jobs[i] = (struct kvt__nvme_job){.off = segs[i].off,
+		                                 .buf = segs[i].buf,
+		                                 .len = segs[i].len,
+		                                 .op = (uint8_t)op,
+		                                 .ready = true};
+		int rc = check_job(t, &jobs[i]);
+		if (rc)
+			return rc; /* nothing misaligned reaches the kernel */
+		total += segs[i].len;
+	}
+	struct kvt__nvme_batch b = {.jobs = jobs, .n = n, .stop_on_error = true};
+	b.piece = (total + t->eng.depth - 1) / t->eng.depth;
+	return kvt__nvme_run(t, &b);
 }

@@ -32,6 +32,9 @@
 
 #define DATA_OFF (1ull << 20)
 
+/* the jobs of one record in a write batch (see write_run) */
+enum { J_BODY, J_TERM, J_HEAD, J_PER_REC };
+
 static struct kvt_nvme *NV(struct kvt_tier *t)
 {
 	return (struct kvt_nvme *)t;
@@ -170,6 +173,7 @@ static void nvme_close(struct kvt_tier *tier)
 		kvt__nvme_log_sb_write(t, true);
 	kvt__nvme_engine_close(&t->eng);
 	kvt__nvme_log_close(t);
+	free(t->bjobs), free(t->bstate);
 	if (t->fd >= 0)
 		close(t->fd);
 	free(t);
@@ -214,6 +218,11 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	KVT_NVME_SET(t, st.capacity_bytes, t->n_regions * t->max_rec);
 	if ((rc = open_engine(t)))
 		goto err;
+	rc = -ENOMEM;
+	t->bjobs = calloc(KVT_NVME_BATCH_MAX * J_PER_REC, sizeof(*t->bjobs));
+	t->bstate = calloc(KVT_NVME_BATCH_MAX, sizeof(*t->bstate));
+	if (!t->bjobs || !t->bstate)
+		goto err;
 	if ((rc = kvt__nvme_log_open(t)))
 		goto err;
 	*out = (struct kvt_tier *)t;
@@ -239,48 +248,27 @@ static int full_gate(struct kvt_nvme *t)
 	return -ENOSPC;
 }
 
-static int nvme_write(struct kvt_tier *tier, const void *buf, size_t rec_len, size_t buf_len,
-                      uint64_t *loc)
+/* Validates one record for writing. @return : 0 and *h, or the record's error. */
+static int write_check(struct kvt_nvme *t, const struct kvt_tier_wreq *q, struct kvt_chunk_hdr *h)
 {
-	struct kvt_nvme *t = NV(tier);
-	struct kvt_chunk_hdr h;
 	if (KVT_NVME_GET(t, st.disabled))
 		return -EIO;
-	size_t need = KVT_ALIGN_UP(rec_len, (size_t)KVT_NVME_BLOCK);
-	if (rec_len < KVT_CHUNK_HDR_BYTES || buf_len < need || (uintptr_t)buf % KVT_TIER_ALIGN)
+	size_t need = KVT_ALIGN_UP(q->rec_len, (size_t)KVT_NVME_BLOCK);
+	if (q->rec_len < KVT_CHUNK_HDR_BYTES || q->buf_len < need ||
+	    (uintptr_t)q->buf % KVT_TIER_ALIGN)
 		return -EINVAL;
-	if (rec_len > t->max_rec) {
+	if (q->rec_len > t->max_rec) {
 		KVT_NVME_ADD(t, xs.efbig, 1);
 		KVT_NVME_ADD(t, st.err_other, 1);
 		return -EFBIG;
 	}
-	if (kvt_chunk_hdr_decode(buf, &h) || h.payload_bytes != rec_len - KVT_CHUNK_HDR_BYTES)
+	if (kvt_chunk_hdr_decode(q->buf, h) || h->payload_bytes != q->rec_len - KVT_CHUNK_HDR_BYTES)
 		return -EINVAL;
-	int rc = full_gate(t);
-	if (rc)
-		return rc;
-	int64_t off = kvt__nvme_log_place(t, (uint32_t)rec_len);
-	if (off < 0) {
-		rc = (int)off;
-		goto fail;
-	}
-	uint64_t r = ((uint64_t)off - t->data_off) / t->region_bytes;
-	uint64_t end = t->data_off + (r + 1) * t->region_bytes;
-	struct kvt__nvme_seg segs[2] = {
-	    {(uint64_t)off, (void *)buf, need},
-	    {(uint64_t)off + need, t->blk + KVT_NVME_BLOCK, KVT_NVME_BLOCK}};
-	rc = kvt__nvme_rw(t, KVT_NVME_WRITE, segs, (uint64_t)off + need < end ? 2 : 1);
-	if (rc)
-		goto fail;
-	if ((rc = kvt__nvme_log_append(t, &h, (uint64_t)off, (uint32_t)rec_len)))
-		return rc;
-	health(t, 0);
-	KVT_NVME_SET(t, st.full, false);
-	KVT_NVME_ADD(t, st.writes, 1);
-	KVT_NVME_ADD(t, st.write_bytes, rec_len);
-	*loc = kvt__nvme_loc((uint64_t)off, t->regions[r].seq);
-	return 0;
-fail:
+	return full_gate(t);
+}
+
+static void write_failed(struct kvt_nvme *t, int rc)
+{
 	health(t, rc);
 	if (rc == -ENOSPC) {
 		if (!KVT_NVME_GET(t, st.full))
@@ -289,7 +277,165 @@ fail:
 		KVT_NVME_SET(t, st.full, true);
 		t->full_since_ns = kvt_now_ns();
 	}
-	return rc;
+}
+
+/*
+ * Batched writes. Record i of a run is three jobs: its body (all but the first block), the zero
+ * terminator block after it (none at the end of a region), and its first block, the one that
+ * holds the chunk header. The first block is issued last: after the body and the terminator are
+ * on disk, and after the terminator of record i-1, which it overwrites. So whenever a crash
+ * comes, the recovery walk (log.c) finds whole records up to a zero block and never walks into
+ * what a region's earlier use left behind, while every record's body is in flight at once.
+ * A record that fails breaks its region's chain there: the records after it in the same region
+ * are not kept (-EAGAIN when they had no error of their own), and the region's write pointer
+ * goes back to the failed record, so the log has no hole.
+ */
+static void head_maybe_ready(struct kvt_nvme *t, unsigned i)
+{
+	const struct kvt__nvme_bstate *s = &t->bstate[i];
+	if (s->err || s->parts != 3)
+		return;
+	if (!s->first && !(t->bstate[i - 1].parts & 2))
+		return;
+	t->bjobs[i * J_PER_REC + J_HEAD].ready = true;
+}
+
+static void write_done(void *arg, struct kvt__nvme_batch *b, unsigned j)
+{
+	struct kvt_nvme *t = arg;
+	unsigned i = j / J_PER_REC, kind = j % J_PER_REC;
+	struct kvt__nvme_bstate *s = &t->bstate[i];
+	if (b->jobs[j].err) {
+		if (!s->err)
+			s->err = b->jobs[j].err;
+		return;
+	}
+	if (kind == J_HEAD)
+		return;
+	s->parts |= (uint8_t)(1u << kind);
+	head_maybe_ready(t, i);
+	if (kind == J_TERM && (i + 1) * J_PER_REC < b->n && !t->bstate[i + 1].first)
+		head_maybe_ready(t, i + 1);
+}
+
+static uint64_t region_of(const struct kvt_nvme *t, uint64_t off)
+{
+	return (off - t->data_off) / t->region_bytes;
+}
+
+/* Places records from reqs[i] on (at most one region change), writes them, keeps what landed.
+ * @return : the index of the first request not handled. */
+static size_t write_run(struct kvt_nvme *t, struct kvt_tier_wreq *reqs, size_t n, size_t i,
+                        size_t *ok)
+{
+	unsigned m = 0;
+	bool moved = false;
+	size_t total = 0;
+	for (; i < n && m < KVT_NVME_BATCH_MAX; i++) {
+		struct kvt_tier_wreq *q = &reqs[i];
+		struct kvt_chunk_hdr h;
+		q->loc = 0;
+		if ((q->res = write_check(t, q, &h)))
+			continue;
+		uint64_t need = KVT_ALIGN_UP((uint64_t)q->rec_len, (uint64_t)KVT_NVME_BLOCK);
+		const struct kvt__nvme_region *H = &t->regions[t->head];
+		if (H->seq && H->wp + need > t->region_bytes) {
+			if (moved) /* a second region change: the next run (no reclaim of our own)
+			            */
+				break;
+			moved = true;
+		}
+		int64_t off = kvt__nvme_log_place(t, (uint32_t)q->rec_len);
+		if (off < 0) {
+			q->res = (int)off;
+			write_failed(t, q->res);
+			i++;
+			break;
+		}
+		uint64_t r = region_of(t, (uint64_t)off);
+		uint64_t rstart = t->data_off + r * t->region_bytes;
+		struct kvt__nvme_bstate *s = &t->bstate[m];
+		*s = (struct kvt__nvme_bstate){
+		    .off = (uint64_t)off, .region = r, .req = (uint32_t)i};
+		s->first = !m || t->bstate[m - 1].region != r;
+		t->regions[r].wp =
+		    (uint64_t)off - rstart + need; /* provisional: undone on failure */
+		bool term = (uint64_t)off + need < rstart + t->region_bytes;
+		struct kvt__nvme_job *j = &t->bjobs[m * J_PER_REC];
+		j[J_BODY] = (struct kvt__nvme_job){.off = (uint64_t)off + KVT_NVME_BLOCK,
+		                                   .buf = (uint8_t *)q->buf + KVT_NVME_BLOCK,
+		                                   .len = need - KVT_NVME_BLOCK,
+		                                   .op = KVT_NVME_WRITE,
+		                                   .ready = true};
+		j[J_TERM] = (struct kvt__nvme_job){.off = (uint64_t)off + need,
+		                                   .buf = t->blk + KVT_NVME_BLOCK,
+		                                   .len = term ? KVT_NVME_BLOCK : 0,
+		                                   .op = KVT_NVME_WRITE,
+		                                   .ready = true};
+		j[J_HEAD] = (struct kvt__nvme_job){.off = (uint64_t)off,
+		                                   .buf = (void *)q->buf,
+		                                   .len = KVT_NVME_BLOCK,
+		                                   .op = KVT_NVME_WRITE};
+		total += need;
+		m++;
+	}
+	if (!m)
+		return i;
+	struct kvt__nvme_batch b = {.jobs = t->bjobs,
+	                            .n = m * J_PER_REC,
+	                            .piece = (total + t->eng.depth - 1) / t->eng.depth,
+	                            .done = write_done,
+	                            .arg = t};
+	kvt__nvme_run(t, &b);
+	bool broken = false;
+	for (unsigned k = 0; k < m; k++) {
+		struct kvt__nvme_bstate *s = &t->bstate[k];
+		struct kvt_tier_wreq *q = &reqs[s->req];
+		struct kvt_chunk_hdr h;
+		if (s->first)
+			broken = false;
+		if (!broken && !s->err) {
+			kvt_chunk_hdr_decode(q->buf, &h);
+			s->err = kvt__nvme_log_append(t, &h, s->off, (uint32_t)q->rec_len);
+		}
+		if (!broken && !s->err) {
+			q->res = 0;
+			q->loc = kvt__nvme_loc(s->off, t->regions[s->region].seq);
+			health(t, 0);
+			KVT_NVME_SET(t, st.full, false);
+			KVT_NVME_ADD(t, st.writes, 1);
+			KVT_NVME_ADD(t, st.write_bytes, q->rec_len);
+			(*ok)++;
+			continue;
+		}
+		if (!broken) {
+			broken = true;
+			t->regions[s->region].wp =
+			    s->off - (t->data_off + s->region * t->region_bytes);
+		}
+		q->res = s->err && s->err != -ECANCELED ? s->err : -EAGAIN;
+		write_failed(t, q->res);
+	}
+	return i;
+}
+
+static size_t nvme_write_batch(struct kvt_tier *tier, struct kvt_tier_wreq *reqs, size_t n)
+{
+	struct kvt_nvme *t = NV(tier);
+	size_t ok = 0;
+	for (size_t i = 0; i < n;)
+		i = write_run(t, reqs, n, i, &ok);
+	return ok;
+}
+
+static int nvme_write(struct kvt_tier *tier, const void *buf, size_t rec_len, size_t buf_len,
+                      uint64_t *loc)
+{
+	struct kvt_tier_wreq q = {.buf = buf, .rec_len = rec_len, .buf_len = buf_len};
+	nvme_write_batch(tier, &q, 1);
+	if (!q.res)
+		*loc = q.loc;
+	return q.res;
 }
 
 static bool same_id(const struct kvt_chunk_hdr *h, const struct kvt_tier_id *id)
@@ -298,48 +444,120 @@ static bool same_id(const struct kvt_chunk_hdr *h, const struct kvt_tier_id *id)
 	       !memcmp(&h->key, &id->key, sizeof(h->key));
 }
 
-static ssize_t nvme_read(struct kvt_tier *tier, const struct kvt_tier_id *id, uint64_t loc,
-                         void *buf, size_t buf_len)
+/* Verifies a record as soon as its read completes, while the rest of the batch is in flight. */
+static void read_done(void *arg, struct kvt__nvme_batch *b, unsigned j)
 {
-	struct kvt_nvme *t = NV(tier);
-	uint64_t r;
+	struct kvt_nvme *t = arg;
+	struct kvt__nvme_bstate *s = &t->bstate[j];
+	const struct kvt__nvme_rec *rec = s->rec;
+	const uint8_t *buf = b->jobs[j].buf;
+	struct kvt_chunk_hdr h;
+	if ((s->err = b->jobs[j].err))
+		return;
+	if (kvt_chunk_hdr_decode(buf, &h) || h.tenant != rec->h.tenant ||
+	    memcmp(&h.ns, &rec->h.ns, sizeof(h.ns)) || memcmp(&h.key, &rec->h.key, sizeof(h.key)) ||
+	    h.seq != rec->h.seq || h.payload_sum != rec->h.payload_sum ||
+	    kvt_chunk_verify(&h, buf + KVT_CHUNK_HDR_BYTES, rec->rec_len - KVT_CHUNK_HDR_BYTES))
+		s->err = -EBADMSG;
+}
+
+/* Looks up reqs[i]. @return : 0 with the record and its region, or the request's error. */
+static int read_check(struct kvt_nvme *t, const struct kvt_tier_rreq *q, struct kvt__nvme_rec **rec,
+                      uint64_t *r)
+{
 	if (KVT_NVME_GET(t, st.disabled))
 		return -EIO;
-	struct kvt__nvme_rec *rec = kvt__nvme_log_find(t, loc, &r);
-	if (!rec || !same_id(&rec->h, id)) {
+	*rec = kvt__nvme_log_find(t, q->loc, r);
+	if (!*rec || !same_id(&(*rec)->h, &q->id)) {
 		KVT_NVME_ADD(t, st.misses, 1);
 		return -ENOENT;
 	}
-	size_t need = KVT_ALIGN_UP((size_t)rec->rec_len, (size_t)KVT_NVME_BLOCK);
-	if (buf_len < need)
+	if (q->buf_len < KVT_ALIGN_UP((size_t)(*rec)->rec_len, (size_t)KVT_NVME_BLOCK))
 		return -ENOBUFS;
-	if ((uintptr_t)buf % KVT_TIER_ALIGN)
+	if ((uintptr_t)q->buf % KVT_TIER_ALIGN)
 		return -EINVAL;
-	int rc = kvt__nvme_rw(t, KVT_NVME_READ,
-	                      &(struct kvt__nvme_seg){kvt__nvme_rec_off(t, r, rec), buf, need}, 1);
-	health(t, rc);
-	if (rc) {
-		if (rc != -EAGAIN) {
-			KVT_NVME_ADD(t, xs.dropped_io, 1);
-			kvt__nvme_log_kill(t, r, rec, false);
+	return 0;
+}
+
+static void read_finish(struct kvt_nvme *t, struct kvt_tier_rreq *q, struct kvt__nvme_bstate *s)
+{
+	struct kvt__nvme_rec *rec = s->rec;
+	if (s->err == -EBADMSG) {
+		if (rec->alive) {
+			KVT_NVME_ADD(t, st.corruptions, 1);
+			kvt_log_rl(KVT_LOG_WARN, "nvme: %s: corrupt record at %llu dropped",
+			           t->path, (unsigned long long)s->off);
+			kvt__nvme_log_kill(t, s->region, rec, true);
 		}
-		return rc;
+		q->res = -EBADMSG;
+		return;
 	}
-	struct kvt_chunk_hdr h;
-	if (kvt_chunk_hdr_decode(buf, &h) || !same_id(&h, id) || h.seq != rec->h.seq ||
-	    h.payload_sum != rec->h.payload_sum ||
-	    kvt_chunk_verify(&h, (uint8_t *)buf + KVT_CHUNK_HDR_BYTES,
-	                     rec->rec_len - KVT_CHUNK_HDR_BYTES)) {
-		KVT_NVME_ADD(t, st.corruptions, 1);
-		kvt_log_rl(KVT_LOG_WARN, "nvme: %s: corrupt record at %llu dropped", t->path,
-		           (unsigned long long)kvt__nvme_rec_off(t, r, rec));
-		kvt__nvme_log_kill(t, r, rec, true);
-		return -EBADMSG;
+	health(t, s->err);
+	if (s->err) {
+		if (s->err != -EAGAIN && rec->alive) {
+			KVT_NVME_ADD(t, xs.dropped_io, 1);
+			kvt__nvme_log_kill(t, s->region, rec, false);
+		}
+		q->res = s->err;
+		return;
 	}
 	KVT_NVME_ADD(t, st.hits, 1);
 	KVT_NVME_ADD(t, st.reads, 1);
 	KVT_NVME_ADD(t, st.read_bytes, rec->rec_len);
-	return (ssize_t)rec->rec_len;
+	q->res = (ssize_t)rec->rec_len;
+}
+
+static size_t nvme_read_batch(struct kvt_tier *tier, struct kvt_tier_rreq *reqs, size_t n)
+{
+	struct kvt_nvme *t = NV(tier);
+	size_t ok = 0;
+	for (size_t i = 0; i < n;) {
+		unsigned m = 0;
+		size_t total = 0;
+		for (; i < n && m < KVT_NVME_BATCH_MAX; i++) {
+			struct kvt_tier_rreq *q = &reqs[i];
+			struct kvt__nvme_rec *rec;
+			uint64_t r;
+			int rc = read_check(t, q, &rec, &r);
+			if (rc) {
+				q->res = rc;
+				continue;
+			}
+			size_t need = KVT_ALIGN_UP((size_t)rec->rec_len, (size_t)KVT_NVME_BLOCK);
+			uint64_t off = kvt__nvme_rec_off(t, r, rec);
+			t->bstate[m] = (struct kvt__nvme_bstate){
+			    .off = off, .region = r, .rec = rec, .req = (uint32_t)i};
+			t->bjobs[m] = (struct kvt__nvme_job){.off = off,
+			                                     .buf = q->buf,
+			                                     .len = need,
+			                                     .op = KVT_NVME_READ,
+			                                     .ready = true};
+			total += need;
+			m++;
+		}
+		if (!m)
+			continue;
+		struct kvt__nvme_batch b = {.jobs = t->bjobs,
+		                            .n = m,
+		                            .piece = (total + t->eng.depth - 1) / t->eng.depth,
+		                            .done = read_done,
+		                            .arg = t};
+		kvt__nvme_run(t, &b);
+		for (unsigned k = 0; k < m; k++) {
+			struct kvt_tier_rreq *q = &reqs[t->bstate[k].req];
+			read_finish(t, q, &t->bstate[k]);
+			ok += q->res > 0;
+		}
+	}
+	return ok;
+}
+
+static ssize_t nvme_read(struct kvt_tier *tier, const struct kvt_tier_id *id, uint64_t loc,
+                         void *buf, size_t buf_len)
+{
+	struct kvt_tier_rreq q = {.id = *id, .loc = loc, .buf = buf, .buf_len = buf_len};
+	nvme_read_batch(tier, &q, 1);
+	return q.res;
 }
 
 static int nvme_remove(struct kvt_tier *tier, const struct kvt_tier_id *id, uint64_t loc)
@@ -440,4 +658,6 @@ const struct kvt_tier_ops kvt_tier_nvme = {
     .iterate = nvme_iterate,
     .stats = nvme_stats,
     .enable = nvme_enable,
+    .write_batch = nvme_write_batch,
+    .read_batch = nvme_read_batch,
 };

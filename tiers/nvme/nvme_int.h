@@ -108,7 +108,40 @@ struct kvt__nvme_seg {
 struct kvt__nvme_slot {
 	struct kvt__nvme_io io;
 	uint32_t tries, zero_progress;
-	bool busy;
+	unsigned job; /* index in the running batch */
+	bool busy;    /* owned by the kernel, or waiting on the redo stack */
+};
+
+/*
+ * One aligned range of the file to read or write; the engine cuts it into pieces. The caller
+ * fills off/buf/len/op/ready (len 0: an empty job, done at once) and may use tag; the engine
+ * owns the rest while the batch runs and leaves done, err set.
+ */
+struct kvt__nvme_job {
+	uint64_t off;
+	void *buf;
+	size_t len;
+	uint8_t op;
+	bool ready; /* may be issued (a done() callback may set it on a waiting job) */
+	bool done;  /* every piece is over (or the job never ran: err -ECANCELED) */
+	int err;    /* the job's first error, 0 when all of it was transferred */
+	size_t issued;
+	uint32_t inflight;
+	uint32_t tag;
+};
+
+struct kvt__nvme_batch;
+/* Called once per finished job, on the driving thread, from inside kvt__nvme_run(). */
+typedef void (*kvt__nvme_done_fn)(void *arg, struct kvt__nvme_batch *b, unsigned job);
+
+struct kvt__nvme_batch {
+	struct kvt__nvme_job *jobs; /* borrowed */
+	unsigned n;
+	size_t piece;       /* largest I/O (raised to the engine's minimum, aligned) */
+	bool stop_on_error; /* one failed piece stops every job (a single request) */
+	kvt__nvme_done_fn done;
+	void *arg;
+	int err; /* out: the first error of any job */
 };
 
 /* Counters past struct kvt_tier_stats (tests compare them with the injector's). */
@@ -124,12 +157,22 @@ struct kvt__nvme_engine {
 	size_t min_piece;
 	struct kvt__nvme_slot *slots; /* depth of them */
 	struct kvt__nvme_cqe *cqes;
+	unsigned *free_stack, *redo_stack; /* depth each: slot indices */
 	struct iovec regbuf[KVT_NVME_MAX_REGBUFS];
 	unsigned n_regbuf;
 	bool regbuf_failed;
 };
 
+#define KVT_NVME_RW_MAX    256u /* segments of one kvt__nvme_rw() */
+#define KVT_NVME_BATCH_MAX 128u /* records per engine run of a write/read batch */
+
 struct kvt_nvme;
+/*
+ * Runs every job of b with up to depth pieces in flight across the jobs: resubmits short I/Os
+ * and -EAGAIN, calls b->done for each finished job, and waits for every I/O it issued. Blocks.
+ * @return : b->err, the first error of any job (each job's own is in jobs[i].err).
+ */
+int kvt__nvme_run(struct kvt_nvme *t, struct kvt__nvme_batch *b);
 /*
  * Performs segs (each aligned) as one request: splits them into up to depth in-flight I/Os,
  * resubmits short I/Os and -EAGAIN, and waits for every I/O it issued. Blocks.
@@ -166,6 +209,17 @@ struct kvt__nvme_hooks {
 	bool full_retry_set;
 };
 
+/* Per-record state of a batch being written or read (nvme.c). */
+struct kvt__nvme_bstate {
+	uint64_t off; /* file offset of the record */
+	uint64_t region;
+	struct kvt__nvme_rec *rec; /* reads */
+	uint32_t req;              /* index in the caller's array */
+	uint8_t parts;             /* writes: body and terminator finished (bits 0, 1) */
+	bool first;                /* writes: first record of its region in this run */
+	int err;
+};
+
 struct kvt_nvme {
 	struct kvt_tier_env env;
 	char path[4096];
@@ -179,6 +233,9 @@ struct kvt_nvme {
 	uint8_t *blk; /* KVT_NVME_BLOCK * 2 aligned scratch: zero terminator + header blocks */
 	uint8_t *scan_buf;
 	struct kvt__nvme_engine eng;
+	/* batch scratch, KVT_NVME_BATCH_MAX records: 3 jobs and one state word each */
+	struct kvt__nvme_job *bjobs;
+	struct kvt__nvme_bstate *bstate;
 	struct kvt__nvme_hooks hooks;
 	const char *backend_name;
 	/* health */
