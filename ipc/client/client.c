@@ -653,7 +653,7 @@ int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out
 		memcpy(c->tx + sizeof(struct kvt_msg_hdr), in, ilen);
 		rc = rpc_locked(c, type, ilen, &rlen, NULL, NULL);
 	}
-	if (rc >= 0 && out && out_len) {
+	if (out && out_len) { /* the reply's text, also with an error status */
 		size_t n = KVT_MIN(rlen, out_len - 1);
 		memcpy(out, c->rx + sizeof(struct kvt_msg_hdr), n);
 		out[n] = 0;

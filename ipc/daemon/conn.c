@@ -235,6 +235,27 @@ static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const 
 	return reply(d, i, h, rc, NULL, 0, NULL, 0);
 }
 
+/* Operator requests with a text body: policy get|set|mrc, tier enable. */
+static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
+                    size_t blen)
+{
+	static char cmd[1024], out[2048];
+	if (blen >= sizeof(cmd))
+		return reply(d, i, h, -EINVAL, NULL, 0, NULL, 0);
+	memcpy(cmd, body, blen);
+	cmd[blen] = 0;
+	out[0] = 0;
+	int rc;
+	if (h->type == KVT_MSG_POLICY) {
+		rc = kvd_policy_command(d, cmd, out, sizeof(out));
+	} else {
+		rc = kvd_tiers_enable(d, cmd);
+		kvt_log(KVT_LOG_INFO, "tier %s: enable requested by pid %d: %s", cmd,
+		        (int)d->conns[i].pid, rc ? strerror(-rc) : "enabled");
+	}
+	return reply(d, i, h, rc, out, strlen(out), NULL, 0);
+}
+
 static int dispatch(struct kvd *d, uint32_t i, size_t len)
 {
 	const struct kvt_msg_hdr *h = (const struct kvt_msg_hdr *)d->rx;
@@ -271,6 +292,9 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 		int n = kvd_stats_json(d, json, sizeof(json));
 		return reply(d, i, h, n < 0 ? n : 0, json, n < 0 ? 0 : (size_t)n, NULL, 0);
 	}
+	case KVT_MSG_POLICY:
+	case KVT_MSG_TIER_ENABLE:
+		return on_admin(d, i, h, body, blen);
 	default:
 		return reply(d, i, h, -EOPNOTSUPP, NULL, 0, NULL, 0);
 	}

@@ -128,6 +128,7 @@ struct kvd {
 
 	const struct kvt_policy_ops *pol_ops;
 	struct kvt_policy *pol;
+	struct kvt_mrc *mrc; /* host tier's miss-ratio curve (sampled) */
 
 	struct kvd_lower lower[KVD_MAX_LOWER];
 	uint32_t n_lower;
@@ -192,6 +193,10 @@ void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
 void kvd_tiers_complete(struct kvd *d);
 int kvd_tiers_enable(struct kvd *d, const char *name);
 void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos);
+
+/* policyctl.c */
+int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len);
+int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len);
 
 /* lease.c */
 /* @return : leases granted; *promote set when a leading entry has no host copy yet. */

@@ -10,6 +10,7 @@
 #include "daemon.h"
 #include "core/chunk.h"
 #include "core/util.h"
+#include "policy/mrc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -103,6 +104,8 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 		}
 	}
 	uint32_t i = 0;
+	for (uint32_t k = 0; d->mrc && k < n; k++)
+		kvt_mrc_access(d->mrc, keys[k].w[0] ^ t);
 	for (; i < n; i++) {
 		uint32_t id = kvd_index_find(&d->idx, t, ns, keys[i]);
 		if (id == KVD_NIL || !(d->idx.e[id].where & KVD_AT_HOST) ||

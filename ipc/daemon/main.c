@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "policy/mrc.h"
 #include "tiers/tier.h"
 
 #include <errno.h>
@@ -206,6 +207,8 @@ static int setup(struct kvd *d)
 	int rc = d->pol_ops->create(4096, &d->pol);
 	if (rc)
 		return rc;
+	if (kvt_mrc_create(0.01, &d->mrc))
+		d->mrc = NULL; /* no curve, nothing else lost */
 	if ((rc = kvd_index_init(&d->idx, 4096)))
 		return rc;
 	d->free_lease = KVD_NIL;
@@ -350,6 +353,7 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < d.n_tenants; i++)
 		kvt_pool_close(&d.tenants[i].pool);
 	d.pol_ops->destroy(d.pol);
+	kvt_mrc_destroy(d.mrc);
 	kvd_index_fini(&d.idx);
 	free(d.tenants);
 	free(d.nss);

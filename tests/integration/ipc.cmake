@@ -4,3 +4,5 @@ kvt_add_test(NAME test_robust SOURCES integration/test_robust.c LIBS kvtier_stat
   LABELS integration TIMEOUT 120)
 kvt_add_test(NAME test_tiers SOURCES integration/test_tiers.c LIBS kvtier_static
   LABELS integration TIMEOUT 180)
+kvt_add_test(NAME test_policyctl SOURCES integration/test_policyctl.c LIBS kvtier_static
+  LABELS integration TIMEOUT 60)

@@ -16,14 +16,18 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvtier [--socket PATH] COMMAND [ARGS]\n\n"
-	           "commands:\n"
-	           "  ping                      check that kvtierd answers\n"
-	           "  stats [--json]            tiers, leases, clients, corruptions\n"
-	           "  tier enable NAME          re-probe a tier disabled after device errors\n"
-	           "  sim ARGS                  replay a trace through the daemon's policies\n"
-	           "  bench [NAME] [ARGS]       benchmarks with their baselines (host, nvme, "
-	           "rocksdb, policy)\n");
+	fprintf(f,
+	        "usage: kvtier [--socket PATH] COMMAND [ARGS]\n\n"
+	        "commands:\n"
+	        "  ping                      check that kvtierd answers\n"
+	        "  stats [--json]            tiers, leases, clients, corruptions\n"
+	        "  tier enable NAME          re-probe a tier disabled after device errors\n"
+	        "  policy get TIER           the tier's eviction policy\n"
+	        "  policy set TIER NAME [k=v ...]  switch policy (no chunk dropped) or set params\n"
+	        "  mrc TIER                  hit ratio at 1/2x..8x the tier's size (sampled)\n"
+	        "  sim ARGS                  replay a trace through the daemon's policies\n"
+	        "  bench [NAME] [ARGS]       benchmarks with their baselines (host, nvme, "
+	        "rocksdb, policy)\n");
 }
 
 int cli_exec_sibling(const char *name, int argc, char **argv)
@@ -91,6 +95,17 @@ int main(int argc, char **argv)
 			printf("kvtierd is alive\n");
 	} else if (!strcmp(cmd, "stats")) {
 		rc = cli_stats(c, argc - i, argv + i);
+	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc")) {
+		char body[1024] = "", out[2048] = "";
+		size_t n = 0;
+		if (!strcmp(cmd, "mrc"))
+			n = (size_t)snprintf(body, sizeof(body), "mrc");
+		for (int k = i + 1; k < argc && n < sizeof(body); k++)
+			n += (size_t)snprintf(body + n, sizeof(body) - n, "%s%s", n ? " " : "",
+			                      argv[k]);
+		rc = kvt__client_simple(c, KVT_MSG_POLICY, body, out, sizeof(out));
+		if (out[0])
+			fprintf(rc < 0 ? stderr : stdout, "%s\n", out);
 	} else if (!strcmp(cmd, "tier") && i + 2 < argc && !strcmp(argv[i + 1], "enable")) {
 		rc = kvt__client_simple(c, KVT_MSG_TIER_ENABLE, argv[i + 2], NULL, 0);
 		if (!rc)
