@@ -4,11 +4,16 @@
 #include "testlib.h"
 #include "mllm_util.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
+#include "kvtier.h"
 #include <stdlib.h>
 #include <string.h>
 
 static struct kvt_test_daemon daemon_;
+static const char *sock_ = daemon_.sock; /* the daemon run() attaches to */
 static struct kvt_llm_model *model;
 static struct kvt_llm_tokenizer *tok;
 static int P[128], NP; /* the shared prompt's ids */
@@ -60,7 +65,7 @@ static void run(const int *ids, int n, int kvtier, const char *extra, struct run
 	snprintf(args, sizeof(args),
 	         "--json --steps 24 --temperature 0.7 --seed 3 %s%s %s "
 	         "--prompt-ids \"%s\"",
-	         kvtier ? "--kvtier=" : "", kvtier ? daemon_.sock : "", extra ? extra : "",
+	         kvtier ? "--kvtier=" : "", kvtier ? sock_ : "", extra ? extra : "",
 	         ids_arg(ids, n));
 	int st = mllm_exec(args, out, sizeof(out), err, sizeof(err));
 	if (st) {
@@ -204,6 +209,69 @@ static void test_minillm_reuse_requests_file(void **state)
 	kvt_test_rmtree(dir);
 }
 
+/* Fills the host tier with another model's chunks, so every earlier chunk leaves host. */
+static void flush_host(const char *sock)
+{
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(sock, &c), 0);
+	kvt_model_t m = {.name = "ballast", .dtype = KVT_DTYPE_F16, .n_layers = 8, .n_kv_heads = 8,
+	                 .head_dim = 128, .tokens_per_chunk = 16}; /* 512 KiB chunks */
+	kvt_id_t ns, keys[8];
+	uint32_t toks[8 * 16];
+	for (int i = 0; i < 8 * 16; i++)
+		toks[i] = (uint32_t)i;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_chunk_keys(ns, toks, 8 * 16, 16, keys, 8);
+	size_t cb = kvt_chunk_bytes(&m);
+	void *buf = calloc(1, cb);
+	for (int i = 0; i < 8; i++) {
+		const void *ch[1] = {buf};
+		int rc;
+		while ((rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch, cb)) == -EAGAIN)
+			usleep(10000);
+		assert_int_equal(rc, 1);
+	}
+	free(buf);
+	kvt_close(c);
+}
+
+static void wait_demoted(struct kvt_test_daemon *d, long long want)
+{
+	for (int i = 0; i < 500 && kvt_test_stat(d, "demoted") < want; i++)
+		usleep(10000);
+	assert_true(kvt_test_stat(d, "demoted") >= want);
+}
+
+/* Reuse from the nvme tier (after eviction from host) and after daemon restarts. */
+static void test_minillm_reuse_after_demotion_and_restart(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB",
+	                      NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	sock_ = d.sock;
+	struct run base, a, b;
+	run(P, NP, 0, "", &base);
+	run(P, NP, 1, "", &a);
+	assert_int_equal(a.put, 2);
+	wait_demoted(&d, 2);
+	flush_host(d.sock);
+	assert_true(kvt_test_stat(&d, "evictions") >= 2);
+	run(P, NP, 1, "", &b); /* promoted back from nvme */
+	assert_int_equal(b.reused, 32);
+	same_output(&base, &b);
+	assert_true(kvt_test_stat(&d, "promoted") >= 2);
+	for (int sig = 0; sig < 2; sig++) { /* SIGTERM, then kill -9 */
+		kvt_test_daemon_stop(&d, sig ? SIGKILL : SIGTERM);
+		assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
+		run(P, NP, 1, "", &b);
+		assert_int_equal(b.reused, 32);
+		same_output(&base, &b);
+	}
+	sock_ = daemon_.sock;
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +280,7 @@ int main(void)
 	    cmocka_unit_test(test_minillm_reuse_short_prompt),
 	    cmocka_unit_test(test_minillm_reuse_namespace_mismatch),
 	    cmocka_unit_test(test_minillm_reuse_requests_file),
+	    cmocka_unit_test(test_minillm_reuse_after_demotion_and_restart),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
