@@ -1,0 +1,524 @@
+/*
+ * conv.c -- "conv": conversation-aware eviction by learned reuse-time distributions.
+ *
+ * What it predicts. A chunk is reused when its conversation comes back (the next turn re-reads
+ * the whole prefix) or when another request shares it. The policy learns online, per class of
+ * chunk, the distribution of the time X (in policy events) from a chunk's access to its next
+ * reuse, from the whole access stream: a resident chunk's reuse is seen in on_access, an
+ * evicted chunk's in on_insert through a history of evicted chunks (a direct-mapped table keyed
+ * by key_hash, so the estimate does not depend on what this policy chose to keep -- LHD's
+ * small-cache blind spot). Overwritten history entries are censored observations, so the
+ * per-class survival curve S(x) = P(X > x) is a Kaplan-Meier estimate over log-spaced age bins.
+ *
+ * What it keeps. From S it derives, for each (class, age bin), the hit density of keeping the
+ * chunk to a horizon h: P(reuse in (a, h]) / E[space-time spent until the reuse or h], the
+ * expected hits per slot-event (LHD's measure, with the true rather than the observed hit
+ * distribution). The horizon is the reuse distance g up to which an optimal cache of this size
+ * can afford to keep reuses, E[X; X <= g] = capacity per event, from the pooled distribution
+ * (`horizon` divides the capacity in that equation; default 1). Sparse classes lean on the
+ * pooled distribution (a prior worth 16 observations).
+ *
+ * Victims. Within a class the density depends on the age alone, so residents sit in one list
+ * per class ordered by last use (a chunk used right after its parent goes behind the parent,
+ * so a chain offers its tip first); each class offers its oldest and newest entry and the
+ * lowest density goes. With `leaf_first` (default 1) an entry with resident children counts
+ * double, so prefixes are trimmed from the tip; 0 optimises block hits alone.
+ *
+ * Classes come from the prefix tree and the access stream, nothing fitted to a trace:
+ *  - returns along the chain (0, 1, 2, 3+): a new chunk inherits its parent's count, plus one
+ *    when the parent was itself re-accessed -- the chunk extends a conversation that came back
+ *    (a new turn), so the count is the conversation's turn number;
+ *  - reuses of the chunk itself (0, 1, 2+);
+ *  - whether a later chunk was ever chained to it (a prompt's last, often partial, chunk has no
+ *    child and rarely returns);
+ *  - the conversation's last gap, relative to the capacity c: none, < c, < 2c, < 4c, < 8c, more
+ *    (a new chunk takes its parent's when the parent was just reused).
+ *
+ * Cost: insert and access O(1) plus one history probe; a victim costs one table lookup per
+ * non-empty class (<= 144); the density table (144 classes x 96 bins) is rebuilt every 4,096
+ * events (~15 ns per event amortised). Memory: 31 bytes per id, 16 bytes per history slot
+ * (16 x capacity slots, so ~0.5 KiB per cached chunk), 280 KiB of tables.
+ */
+#include "pol_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NSEG      4 /* returns along the chain: 0, 1, 2, 3+ */
+#define NHITS     3 /* reuses of the chunk: 0, 1, 2+ */
+#define NCLASS    (NSEG * NHITS * 2 * 6)
+#define NBIN      96
+#define PERIOD    4096
+#define HIST_MULT 16
+#define PRIOR     16.0
+
+enum { F_LIVE = 1, F_CHILD = 2, F_REACC = 4 };
+
+struct hent {
+	uint64_t tag;  /* key_hash, 0 = empty */
+	uint32_t time; /* event count at its last access (low 32 bits) */
+	uint16_t cls;
+	uint8_t seg, hits;
+};
+
+struct kvt_policy {
+	/* per id */
+	uint64_t *hash;
+	uint32_t *last, *prev, *next, *parent, *nchild;
+	uint16_t *cls;
+	uint8_t *flags, *seg, *hits, *gap, *depth;
+	size_t cap;
+	/* residents: one list per class, most recent access at the head */
+	struct kvt__list cl[NCLASS];
+	size_t n_res, c;
+	/* history of evicted chunks */
+	struct hent *hist;
+	size_t hist_n;
+	/* learning */
+	double ev[NCLASS][NBIN], cen[NCLASS][NBIN];
+	float dens[NCLASS][NBIN];
+	uint64_t now, next_fold;
+	double horizon, decay_hl;
+	unsigned walk;
+	bool leaf_first;
+};
+
+static unsigned age_bin(uint64_t age)
+{
+	if (age < 8)
+		return (unsigned)age;
+	unsigned e = 63u - (unsigned)__builtin_clzll(age);
+	unsigned b = 8 + (e - 3) * 4 + ((unsigned)(age >> (e - 2)) & 3u);
+	return b < NBIN ? b : NBIN - 1;
+}
+
+static double bin_lo(unsigned b)
+{
+	if (b < 8)
+		return b;
+	unsigned e = (b - 8) / 4 + 3;
+	return (double)(1ULL << e) + (double)((b - 8) % 4) * (double)(1ULL << (e - 2));
+}
+
+static double bin_w(unsigned b)
+{
+	return b < 8 ? 1.0 : (double)(1ULL << ((b - 8) / 4 + 1));
+}
+
+static unsigned class_of(const struct kvt_policy *p, uint32_t id)
+{
+	unsigned s = p->seg[id] >= NSEG ? NSEG - 1 : p->seg[id];
+	unsigned h = p->hits[id] >= NHITS ? NHITS - 1 : p->hits[id];
+	return ((s * NHITS + h) * 2 + (p->flags[id] & F_CHILD ? 1u : 0u)) * 6 + p->gap[id];
+}
+
+/*
+ * Recomputes id's class and moves it to the front of that class's list (it was just used) --
+ * but behind its parent when the parent is in the same list: a request touches a prefix root
+ * first, so this keeps each chain ordered root to tip from the head, and the tail end of a
+ * list, where victims come from, offers a chain's tip before its ancestors.
+ */
+static void reclass(struct kvt_policy *p, uint32_t id)
+{
+	kvt__list_unlink(&p->cl[p->cls[id]], p->prev, p->next, id);
+	unsigned k = class_of(p, id);
+	struct kvt__list *l = &p->cl[k];
+	uint32_t pa = p->parent[id];
+	p->cls[id] = (uint16_t)k;
+	if (pa == KVT__NIL || !(p->flags[pa] & F_LIVE) || p->cls[pa] != k ||
+	    (uint32_t)p->now - p->last[pa] > 64) {
+		kvt__list_push_head(l, p->prev, p->next, id);
+		return;
+	}
+	uint32_t nx = p->next[pa];
+	p->prev[id] = pa;
+	p->next[id] = nx;
+	p->next[pa] = id;
+	if (nx != KVT__NIL)
+		p->prev[nx] = id;
+	else
+		l->tail = id;
+	l->n++;
+}
+
+static inline unsigned cls_idx(uint8_t c)
+{
+	return c;
+}
+
+/* The last reuse distance relative to the capacity: none, < c, < 2c, < 4c, < 8c, more. */
+static uint8_t gap_bucket(const struct kvt_policy *p, uint64_t dist)
+{
+	unsigned b = 1;
+	while (b < 5 && dist >= ((uint64_t)p->c << (b - 1)))
+		b++;
+	return (uint8_t)b;
+}
+
+/* ---- learning ---- */
+
+/* The reuse distance g up to which a cache of c entries can keep every reuse: E[X; X<=g] = c. */
+static unsigned horizon_bin(const struct kvt_policy *p)
+{
+	double tot = 0, ev[NBIN] = {0};
+	for (unsigned k = 0; k < NCLASS; k++)
+		for (unsigned b = 0; b < NBIN; b++) {
+			ev[b] += p->ev[k][b];
+			tot += p->ev[k][b] + p->cen[k][b];
+		}
+	if (tot <= 0)
+		return NBIN - 1;
+	double space = 0, c = (double)p->c / p->horizon;
+	for (unsigned b = 0; b < NBIN; b++) {
+		space += ev[b] * (bin_lo(b) + bin_w(b) / 2) / tot;
+		if (space >= c)
+			return b;
+	}
+	return NBIN - 1;
+}
+
+static void fold(struct kvt_policy *p)
+{
+	unsigned hb = horizon_bin(p);
+	double pev[NBIN] = {0}, pcen[NBIN] = {0}, ptot = 0;
+	for (unsigned k = 0; k < NCLASS; k++)
+		for (unsigned b = 0; b < NBIN; b++) {
+			pev[b] += p->ev[k][b];
+			pcen[b] += p->cen[k][b];
+			ptot += p->ev[k][b] + p->cen[k][b];
+		}
+	/* a sparse class leans on the pooled distribution (PRIOR observations' worth) */
+	double wp = ptot > 0 ? PRIOR / ptot : 0;
+	for (unsigned k = 0; k < NCLASS; k++) {
+		/* survival at each bin's lower edge, Kaplan-Meier */
+		double s[NBIN + 1], risk = 0;
+		for (unsigned b = 0; b < NBIN; b++)
+			risk += p->ev[k][b] + p->cen[k][b] + wp * (pev[b] + pcen[b]);
+		s[0] = 1;
+		for (unsigned b = 0; b < NBIN; b++) {
+			double e = p->ev[k][b] + wp * pev[b];
+			double hz = risk > 0 ? e / risk : 0;
+			s[b + 1] = s[b] * (1 - hz);
+			risk -= e + p->cen[k][b] + wp * pcen[b];
+		}
+		/* density(a) = (S(a) - S(h)) / integral_a^h S, accumulated from h down */
+		double space = 0;
+		for (int b = NBIN - 1; b >= 0; b--) {
+			if ((unsigned)b > hb) {
+				p->dens[k][b] = 0;
+				continue;
+			}
+			space += (s[b] + s[b + 1]) / 2 * bin_w((unsigned)b);
+			double hits = s[b] - s[hb + 1];
+			p->dens[k][b] = space > 0 ? (float)(hits / space) : 0;
+		}
+	}
+	double d = pow(0.5, (double)PERIOD / p->decay_hl);
+	for (unsigned k = 0; k < NCLASS; k++)
+		for (unsigned b = 0; b < NBIN; b++) {
+			p->ev[k][b] *= d;
+			p->cen[k][b] *= d;
+		}
+}
+
+static void tick(struct kvt_policy *p)
+{
+	if (++p->now >= p->next_fold) {
+		fold(p);
+		p->next_fold = p->now + PERIOD;
+	}
+}
+
+static struct hent *hslot(struct kvt_policy *p, uint64_t h)
+{
+	return &p->hist[kvt__mix64(h) & (p->hist_n - 1)];
+}
+
+static int setup_hist(struct kvt_policy *p, size_t c)
+{
+	size_t n = 1024;
+	while (n < HIST_MULT * c)
+		n *= 2;
+	struct hent *h = calloc(n, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	free(p->hist);
+	p->hist = h;
+	p->hist_n = n;
+	p->c = c;
+	p->decay_hl = 32.0 * (double)c > 131072 ? 32.0 * (double)c : 131072;
+	return 0;
+}
+
+/* ---- ops ---- */
+
+static int ensure(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap)
+		return 0;
+	size_t nc = kvt__pol_cap_for(p->cap, id);
+	if (kvt__pol_grow((void **)&p->hash, 8, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->last, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->prev, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->next, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->parent, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->nchild, 4, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->flags, 1, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->seg, 1, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->hits, 1, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->cls, 2, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->depth, 1, p->cap, nc) ||
+	    kvt__pol_grow((void **)&p->gap, 1, p->cap, nc))
+		return -ENOMEM;
+	p->cap = nc;
+	return 0;
+}
+
+static void cv_destroy(struct kvt_policy *p)
+{
+	if (!p)
+		return;
+	free(p->hash);
+	free(p->last);
+	free(p->prev);
+	free(p->next);
+	free(p->parent);
+	free(p->nchild);
+	free(p->flags);
+	free(p->seg);
+	free(p->hits);
+	free(p->cls);
+	free(p->gap);
+	free(p->depth);
+	free(p->hist);
+	free(p);
+}
+
+static int cv_create(size_t hint, struct kvt_policy **out)
+{
+	struct kvt_policy *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->walk = 1;
+	p->leaf_first = true;
+	p->horizon = 1.0;
+	for (unsigned k = 0; k < NCLASS; k++)
+		kvt__list_init(&p->cl[k]);
+	if (setup_hist(p, hint ? hint : 1024)) {
+		cv_destroy(p);
+		return -ENOMEM;
+	}
+	fold(p);
+	p->next_fold = PERIOD;
+	*out = p;
+	return 0;
+}
+
+static void learn(struct kvt_policy *p, uint8_t cls, uint64_t dist, bool reused)
+{
+	unsigned b = age_bin(dist);
+	if (reused)
+		p->ev[cls_idx(cls)][b] += 1;
+	else
+		p->cen[cls_idx(cls)][b] += 1;
+}
+
+static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy_meta *m)
+{
+	if (ensure(p, id))
+		return;
+	if (p->flags[id] & F_LIVE)
+		kvt__list_unlink(&p->cl[p->cls[id]], p->prev, p->next, id);
+	else if (++p->n_res > p->c)
+		setup_hist(p, 2 * p->c); /* keeps the old history when out of memory */
+	p->cls[id] = 0;
+	kvt__list_push_head(&p->cl[0], p->prev, p->next, id);
+	tick(p);
+	p->hash[id] = m->key_hash ? m->key_hash : 1; /* 0 marks a free history slot */
+	p->depth[id] = m->depth > 255 ? 255 : (uint8_t)m->depth;
+	p->nchild[id] = 0;
+	struct hent *e = hslot(p, p->hash[id]);
+	uint32_t pa = m->parent;
+	if (e->tag == p->hash[id]) {
+		/* an evicted chunk is back: a reuse the cache missed */
+		uint32_t dist = (uint32_t)p->now - e->time;
+		learn(p, e->cls, dist, true);
+		p->gap[id] = gap_bucket(p, dist);
+		p->seg[id] = e->seg;
+		p->hits[id] = e->hits < 255 ? e->hits + 1 : 255;
+		p->flags[id] = F_LIVE | F_REACC;
+		e->tag = 0;
+	} else {
+		bool pl = pa < p->cap && (p->flags[pa] & F_LIVE);
+		unsigned s = pl ? p->seg[pa] + (p->flags[pa] & F_REACC ? 1u : 0u) : 0;
+		p->seg[id] = s > 255 ? 255 : (uint8_t)s;
+		p->hits[id] = 0;
+		p->gap[id] = pl && (p->flags[pa] & F_REACC) ? p->gap[pa] : 0;
+		p->flags[id] = F_LIVE;
+	}
+	p->parent[id] = KVT__NIL;
+	if (pa < p->cap && (p->flags[pa] & F_LIVE)) {
+		p->parent[id] = pa;
+		p->nchild[pa]++;
+		if (!(p->flags[pa] & F_CHILD)) {
+			p->flags[pa] |= F_CHILD;
+			reclass(p, pa);
+		}
+	}
+	reclass(p, id);
+	p->last[id] = (uint32_t)p->now;
+}
+
+static void cv_access(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !(p->flags[id] & F_LIVE))
+		return;
+	tick(p);
+	uint32_t dist = (uint32_t)p->now - p->last[id];
+	learn(p, p->cls[id], dist, true);
+	p->gap[id] = gap_bucket(p, dist);
+	if (p->hits[id] < 255)
+		p->hits[id]++;
+	p->flags[id] |= F_REACC;
+	reclass(p, id);
+	p->last[id] = (uint32_t)p->now;
+}
+
+static void cv_remove(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !(p->flags[id] & F_LIVE))
+		return;
+	struct hent *e = hslot(p, p->hash[id]);
+	if (e->tag && e->tag != p->hash[id])
+		learn(p, e->cls, (uint32_t)((uint32_t)p->now - e->time), false);
+	e->tag = p->hash[id];
+	e->time = p->last[id];
+	e->cls = p->cls[id];
+	e->seg = p->seg[id];
+	e->hits = p->hits[id];
+	uint32_t pa = p->parent[id];
+	if (pa < p->cap && (p->flags[pa] & F_LIVE) && p->nchild[pa])
+		p->nchild[pa]--;
+	kvt__list_unlink(&p->cl[p->cls[id]], p->prev, p->next, id);
+	p->n_res--;
+	p->flags[id] = 0;
+}
+
+/* Lower evicts first: with leaf_first, inner chunks rank after every leaf. */
+static double score(const struct kvt_policy *p, uint32_t id)
+{
+	double d = p->dens[p->cls[id]][age_bin((uint32_t)p->now - p->last[id])];
+	return p->nchild[id] && p->leaf_first ? d * 2 : d;
+}
+
+static bool chosen(const uint32_t *out, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (out[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * Within a class the density depends on the age alone, so each class offers its oldest entry
+ * (and its newest, as density need not fall with age); the lowest of these goes. Entries the
+ * caller cannot evict, or already proposed, are stepped over, up to `walk` per class end.
+ */
+static size_t cv_victims(struct kvt_policy *p, uint32_t *out, size_t max,
+                         kvt_policy_evictable_fn ok, void *arg)
+{
+	size_t n = 0;
+	while (n < max && n < p->n_res) {
+		uint32_t best = KVT__NIL;
+		double bs = 0;
+		for (unsigned k = 0; k < NCLASS; k++) {
+			if (!p->cl[k].n)
+				continue;
+			for (int end = 0; end < 2; end++) {
+				uint32_t id = end ? p->cl[k].head : p->cl[k].tail;
+				for (unsigned w = 0; id != KVT__NIL && w < p->walk; w++) {
+					double s = score(p, id);
+					bool better = best == KVT__NIL || s < bs ||
+					              (s == bs && p->last[id] < p->last[best]);
+					if (better && !chosen(out, n, id) && (!ok || ok(arg, id))) {
+						best = id;
+						bs = s;
+					}
+					id = end ? p->next[id] : p->prev[id];
+				}
+			}
+		}
+		if (best == KVT__NIL)
+			break;
+		out[n++] = best;
+	}
+	return n;
+}
+
+static int cv_set_param(struct kvt_policy *p, const char *name, const char *value)
+{
+	double v;
+	if (!strcmp(name, "walk")) {
+		if (kvt__param_double(value, 1, 1024, &v))
+			return -EINVAL;
+		p->walk = (unsigned)v;
+		return 0;
+	}
+	if (!strcmp(name, "leaf_first")) {
+		if (kvt__param_double(value, 0, 1, &v))
+			return -EINVAL;
+		p->leaf_first = v != 0;
+		return 0;
+	}
+	if (!strcmp(name, "horizon")) {
+		if (kvt__param_double(value, 0.01, 100, &v))
+			return -EINVAL;
+		p->horizon = v;
+		return 0;
+	}
+	if (!strcmp(name, "capacity")) {
+		if (kvt__param_double(value, 1, 1e9, &v))
+			return -EINVAL;
+		return setup_hist(p, (size_t)v);
+	}
+	return -ENOENT;
+}
+
+static size_t cv_export(struct kvt_policy *p, uint32_t *out, size_t max)
+{
+	size_t n = 0, m = p->n_res < max ? p->n_res : max;
+	uint32_t *tmp = malloc((p->n_res + 1) * sizeof(*tmp));
+	uint64_t *key = calloc(p->cap ? p->cap : 1, sizeof(*key));
+	if (!tmp || !key) {
+		free(tmp);
+		free(key);
+		return 0;
+	}
+	for (unsigned k = 0; k < NCLASS; k++)
+		for (uint32_t id = p->cl[k].head; id != KVT__NIL; id = p->next[id]) {
+			/* positive doubles order like their bit patterns */
+			double s = score(p, id);
+			memcpy(&key[id], &s, sizeof(s));
+			tmp[n++] = id;
+		}
+	kvt__sort_ids_by(tmp, n, key);
+	memcpy(out, tmp, m * sizeof(*out));
+	free(tmp);
+	free(key);
+	return m;
+}
+
+const struct kvt_policy_ops kvt_policy_conv = {
+    .version = KVT_POLICY_OPS_VERSION,
+    .name = "conv",
+    .create = cv_create,
+    .destroy = cv_destroy,
+    .on_insert = cv_insert,
+    .on_access = cv_access,
+    .on_remove = cv_remove,
+    .pick_victims = cv_victims,
+    .export_order = cv_export,
+    .set_param = cv_set_param,
+};
