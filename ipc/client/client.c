@@ -650,7 +650,8 @@ int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out
 	if (!rc && ilen > KVT_MSG_MAX - sizeof(struct kvt_msg_hdr))
 		rc = -EINVAL;
 	if (!rc) {
-		memcpy(c->tx + sizeof(struct kvt_msg_hdr), in, ilen);
+		if (ilen)
+			memcpy(c->tx + sizeof(struct kvt_msg_hdr), in, ilen);
 		rc = rpc_locked(c, type, ilen, &rlen, NULL, NULL);
 	}
 	if (out && out_len) { /* the reply's text, also with an error status */
