@@ -426,29 +426,57 @@ static bool chosen(const uint32_t *out, size_t n, uint32_t id)
  * (and its newest, as density need not fall with age); the lowest of these goes. Entries the
  * caller cannot evict, or already proposed, are stepped over, up to `walk` per class end.
  */
+/* Ranks a against the best so far: lower score, then a leaf before an inner entry, then older. */
+static bool better(const struct kvt_policy *p, uint32_t a, double sa, uint32_t b, double sb)
+{
+	if (b == KVT__NIL || sa != sb)
+		return b == KVT__NIL || sa < sb;
+	if (!p->nchild[a] != !p->nchild[b])
+		return !p->nchild[a];
+	return (uint32_t)p->now - p->last[a] > (uint32_t)p->now - p->last[b];
+}
+
+/* The best entry within w of either end of each class's list, or KVT__NIL. */
+static uint32_t best_within(struct kvt_policy *p, unsigned w, const uint32_t *out, size_t n,
+                            kvt_policy_evictable_fn ok, void *arg)
+{
+	uint32_t best = KVT__NIL;
+	double bs = 0;
+	for (unsigned k = 0; k < NCLASS; k++) {
+		if (!p->cl[k].n)
+			continue;
+		for (int end = 0; end < 2; end++) {
+			uint32_t id = end ? p->cl[k].head : p->cl[k].tail;
+			for (unsigned i = 0; id != KVT__NIL && i < w; i++) {
+				double s = score(p, id);
+				if (better(p, id, s, best, bs) && !chosen(out, n, id) &&
+				    (!ok || ok(arg, id))) {
+					best = id;
+					bs = s;
+				}
+				id = end ? p->next[id] : p->prev[id];
+			}
+		}
+	}
+	return best;
+}
+
+/*
+ * Within a class the density depends on the age alone, so each class offers its oldest entry
+ * (and its newest, as density need not fall with age); the lowest of these goes. When every
+ * offer is rejected (leased) or already proposed, the walk deepens, to every entry at worst.
+ */
 static size_t cv_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                          kvt_policy_evictable_fn ok, void *arg)
 {
 	size_t n = 0;
 	while (n < max && n < p->n_res) {
 		uint32_t best = KVT__NIL;
-		double bs = 0;
-		for (unsigned k = 0; k < NCLASS; k++) {
-			if (!p->cl[k].n)
-				continue;
-			for (int end = 0; end < 2; end++) {
-				uint32_t id = end ? p->cl[k].head : p->cl[k].tail;
-				for (unsigned w = 0; id != KVT__NIL && w < p->walk; w++) {
-					double s = score(p, id);
-					bool better = best == KVT__NIL || s < bs ||
-					              (s == bs && p->last[id] < p->last[best]);
-					if (better && !chosen(out, n, id) && (!ok || ok(arg, id))) {
-						best = id;
-						bs = s;
-					}
-					id = end ? p->next[id] : p->prev[id];
-				}
-			}
+		for (size_t w = p->walk; best == KVT__NIL; w *= 2) {
+			best = best_within(p, (unsigned)(w < p->n_res ? w : p->n_res), out, n, ok,
+			                   arg);
+			if (w >= p->n_res)
+				break;
 		}
 		if (best == KVT__NIL)
 			break;

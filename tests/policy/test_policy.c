@@ -194,6 +194,75 @@ static void test_policy_prefix_never_ancestor_first(void **state)
 	o->destroy(p);
 }
 
+/* conv before it has learned anything (every density 0): leaves go before inner entries, least
+ * recently used first, so an untrained conv trims a chain from its tip, like prefix. */
+static void test_policy_conv_untrained_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	struct kvt_policy *p = make("conv", 16);
+	ins(o, p, 0, KVT_POLICY_NONE, 0);
+	ins(o, p, 1, 0, 1);
+	ins(o, p, 2, 1, 2);
+	ins(o, p, 3, KVT_POLICY_NONE, 0);
+	o->on_access(p, 3);
+	expect_victims("conv", (uint32_t[]){2, 3, 0, 1}, 4, p);
+	o->on_remove(p, 2);
+	expect_victims("conv", (uint32_t[]){1, 3}, 2, p);
+	o->on_remove(p, 1);
+	expect_victims("conv", (uint32_t[]){0}, 1, p);
+	assert_int_equal(o->set_param(p, "horizon", "0"), -EINVAL);
+	assert_int_equal(o->set_param(p, "leaf_first", "0"), 0);
+	assert_int_equal(o->set_param(p, "nope", "1"), -ENOENT);
+	o->destroy(p);
+}
+
+/* conv learns: chains whose inner chunks come back a few hundred events later, and whose tips
+ * (no child) never do. Once trained it evicts a fresh tip before an older inner chunk. */
+static void test_policy_conv_learns_tips_die(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	struct kvt_policy *p = make("conv", 64);
+	uint8_t res[N_IDS] = {0};
+	size_t used = 0;
+	uint32_t next_id = 0;
+	for (int round = 0; round < 600; round++) {
+		/* a new conversation: 3 chained chunks + a tip; conversation round-8 returns */
+		uint32_t base = next_id;
+		next_id += 4;
+		if (next_id >= N_IDS)
+			break;
+		for (uint32_t k = 0; k < 4; k++) {
+			if (used == 64) {
+				uint32_t v;
+				assert_int_equal(o->pick_victims(p, &v, 1, NULL, NULL), 1);
+				o->on_remove(p, v);
+				res[v] = 0;
+				used--;
+			}
+			ins(o, p, base + k, k ? base + k - 1 : KVT_POLICY_NONE, k);
+			res[base + k] = 1;
+			used++;
+		}
+		if (round >= 8) {
+			uint32_t old = base - 32;
+			for (uint32_t k = 0; k < 3; k++)
+				if (res[old + k])
+					o->on_access(p, old + k);
+		}
+	}
+	/* the freshest tip has no child and lives in a class that never returned */
+	uint32_t tip = next_id - 1, v[4];
+	size_t n = o->pick_victims(p, v, 4, NULL, NULL);
+	assert_true(n == 4);
+	bool tip_early = false;
+	for (size_t i = 0; i < n; i++)
+		tip_early = tip_early || (v[i] % 4 == 3);
+	if (!tip_early)
+		fail_msg("conv proposed %u %u %u %u, no tip (e.g. %u)", v[0], v[1], v[2], v[3],
+		         tip);
+	o->destroy(p);
+}
+
 static bool reject_even(void *arg, uint32_t id)
 {
 	(void)arg;
@@ -362,6 +431,8 @@ int main(void)
 	    cmocka_unit_test(test_policy_gdsf_order),
 	    cmocka_unit_test(test_policy_prefix_leaves_first),
 	    cmocka_unit_test(test_policy_prefix_never_ancestor_first),
+	    cmocka_unit_test(test_policy_conv_untrained_order),
+	    cmocka_unit_test(test_policy_conv_learns_tips_die),
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
 	    cmocka_unit_test(test_policy_quota_guarantee),

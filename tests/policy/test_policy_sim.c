@@ -6,6 +6,7 @@
 #include "sim.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -38,6 +39,83 @@ static void test_policy_sim_mooncake_lru_opt(void **state)
 	double inf = (double)opt.hits / (double)opt.accesses;
 	assert_true(inf > 0.365 && inf < 0.367);
 	kvt_trace_free(&t);
+}
+
+/* The best policy (conv, the sim's default) beats LRU at every capacity of the table. */
+static void test_policy_sim_mooncake_conv_beats_lru(void **state)
+{
+	char buf[1024];
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_load(trace_path(buf, sizeof(buf)), &t), 0);
+	static const size_t caps[] = {1024, 4096, 16384};
+	for (size_t c = 0; c < 3; c++) {
+		struct kvt_sim_tier conv = {
+		    .name = "host", .policy = "conv", .capacity_blocks = caps[c]};
+		struct kvt_sim_tier lru = {
+		    .name = "host", .policy = "lru", .capacity_blocks = caps[c]};
+		struct kvt_sim_result a, b, opt;
+		assert_int_equal(kvt_sim_run(&t, &conv, 1, &a), 0);
+		assert_int_equal(kvt_sim_run(&t, &lru, 1, &b), 0);
+		assert_int_equal(kvt_sim_opt(&t, caps[c], &opt), 0);
+		print_message(
+		    "%zu: conv %.4f (prefix %.4f) lru %.4f opt %.4f\n", caps[c],
+		    (double)a.hits / (double)a.accesses, (double)a.prefix_hits / (double)a.accesses,
+		    (double)b.hits / (double)b.accesses, (double)opt.hits / (double)opt.accesses);
+		assert_true(a.hits > b.hits);
+		assert_true(a.hits <= opt.hits);
+	}
+	kvt_trace_free(&t);
+}
+
+/* --mrc at rate 1 is exact: every estimate equals the LRU replay beside it (a synthetic trace,
+ * so this runs everywhere). */
+static void test_policy_sim_cli_mrc(void **state)
+{
+	char tmp[256], tr[300], out[300];
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(tr, sizeof(tr), "%s/t.trace", tmp);
+	snprintf(out, sizeof(out), "%s/out.json", tmp);
+	FILE *f = fopen(tr, "w");
+	assert_non_null(f);
+	srand(7);
+	for (int q = 0; q < 3000; q++) {
+		fprintf(f, "%d 0", q);
+		int conv = rand() % 200, len = 1 + rand() % 6;
+		for (int k = 0; k < len; k++)
+			fprintf(f, " %d", 1 + conv * 8 + k);
+		fprintf(f, "\n");
+	}
+	fclose(f);
+	char a0[] = "sim", a1[] = "--trace", a3[] = "--capacity", a4[] = "64,256", a5[] = "--mrc",
+	     a6[] = "--mrc-rate", a7[] = "1", a8[] = "--json";
+	char *argv[] = {a0, a1, tr, a3, a4, a5, a6, a7, a8, NULL};
+	fflush(stdout);
+	FILE *saved = stdout;
+	stdout = fopen(out, "w");
+	assert_non_null(stdout);
+	int rc = kvt_sim_main(9, argv);
+	fclose(stdout);
+	stdout = saved;
+	assert_int_equal(rc, 0);
+	f = fopen(out, "r");
+	assert_non_null(f);
+	char line[1024];
+	int lines = 0;
+	while (fgets(line, sizeof(line), f)) {
+		double est, exact;
+		const char *e = strstr(line, "\"mrc_hit_ratio\":"),
+		           *x = strstr(line, "\"lru_hit_ratio\":");
+		assert_non_null(e);
+		assert_non_null(x);
+		est = strtod(e + 16, NULL);
+		exact = strtod(x + 16, NULL);
+		if (est < exact - 0.002 || est > exact + 0.002)
+			fail_msg("mrc %f vs lru %f: %s", est, exact, line);
+		lines++;
+	}
+	fclose(f);
+	assert_int_equal(lines, 10);
+	kvt_test_rmtree(tmp);
 }
 
 static void test_policy_sim_cli_json(void **state)
@@ -78,7 +156,9 @@ static void test_policy_sim_cli_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_policy_sim_cli_mrc), /* first: the others skip without data */
 	    cmocka_unit_test(test_policy_sim_mooncake_lru_opt),
+	    cmocka_unit_test(test_policy_sim_mooncake_conv_beats_lru),
 	    cmocka_unit_test(test_policy_sim_cli_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

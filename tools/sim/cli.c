@@ -17,10 +17,13 @@
 #include <string.h>
 
 #define MAX_LIST 32
+/* The best measured policy (docs/policies.md): what --policy defaults to. */
+#define KVT_SIM_DEFAULT_POLICY "conv"
 
 struct opts {
 	const char *trace, *plot;
 	bool json;
+	double mrc_rate; /* --mrc [--mrc-rate R]: > 0 prints curves */
 	size_t caps[MAX_LIST], n_caps;
 	char *pols[MAX_LIST];
 	size_t n_pols;
@@ -36,9 +39,11 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: kvtier sim --trace FILE --capacity N[,N...] --policy P[,P...]\n"
+	    "usage: kvtier sim --trace FILE --capacity N[,N...] [--policy P[,P...] (conv)]\n"
 	    "                  [--admission none|tinylfu|second_touch] [--param k=v]...\n"
 	    "                  [--json] [--plot FILE.svg] [--block-bytes N]\n"
+	    "       kvtier sim --trace FILE --capacity N[,N...] --mrc [--mrc-rate R]\n"
+	    "                  (SHARDS curve at 1/2x..8x beside exact LRU; rate default 0.1)\n"
 	    "       kvtier sim --trace FILE --tier host=4096 --tier nvme=64GiB\n"
 	    "                  --policy host=s3fifo --policy nvme=lru\n"
 	    "                  [--admission nvme=second_touch] --block-bytes N\n"
@@ -121,6 +126,8 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		o->params[o->n_params++] = v;
 	else if (!strcmp(a, "--tier") && w->n_tiers < KVT_SIM_MAX_TIERS)
 		w->tiers[w->n_tiers++] = v;
+	else if (!strcmp(a, "--mrc-rate"))
+		o->mrc_rate = strtod(v, NULL);
 	else if (!strcmp(a, "--block-bytes"))
 		o->block_bytes = strtoull(v, NULL, 10);
 	else
@@ -144,7 +151,7 @@ static int finish(struct opts *o, struct raw *w)
 			return -EINVAL;
 		*eq = 0;
 		t->name = w->tiers[k];
-		t->policy = o->n_pols ? o->pols[0] : "lru";
+		t->policy = o->n_pols ? o->pols[0] : KVT_SIM_DEFAULT_POLICY;
 		t->admission = o->admission;
 		t->params = o->params;
 	}
@@ -165,6 +172,8 @@ static int parse(struct opts *o, int argc, char **argv)
 		const char *a = argv[i];
 		if (!strcmp(a, "--json")) {
 			o->json = true;
+		} else if (!strcmp(a, "--mrc")) {
+			o->mrc_rate = o->mrc_rate > 0 ? o->mrc_rate : 0.1;
 		} else if (!strcmp(a, "--list-policies")) {
 			for (size_t k = 0; kvt_policy_at(k); k++)
 				printf("%s\n", kvt_policy_at(k)->name);
@@ -291,8 +300,17 @@ int kvt_sim_main(int argc, char **argv)
 		rc = multi(&o, &t);
 		goto out;
 	}
-	if (!o.n_caps || !o.n_pols) {
-		fprintf(stderr, "sim: --capacity and --policy are required\n");
+	if (o.mrc_rate > 0 && o.n_caps) {
+		rc = kvt__sim_mrc(&t, o.caps, o.n_caps, o.mrc_rate, o.json);
+		if (rc || !o.n_pols)
+			goto out;
+	}
+	if (!o.n_pols) {
+		static char def[] = KVT_SIM_DEFAULT_POLICY;
+		o.pols[o.n_pols++] = def;
+	}
+	if (!o.n_caps) {
+		fprintf(stderr, "sim: --capacity is required\n");
 		rc = -EINVAL;
 		goto out;
 	}
