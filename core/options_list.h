@@ -16,6 +16,8 @@
 	X(CLIENT_MAX, "client.max", U64, "1024", 1, 65536, 0, "most connected clients")            \
 	X(INDEX_MAX_CHUNKS, "index.max_chunks", U64, "16777216", 1024, 1ull << 32, 0,              \
 	  "most chunks the index holds")                                                           \
+	X(INDEX_SHM_SLOTS, "index.shm_slots", U64, "1048576", 0, 1ull << 30, 0,                  \
+	  "slots of each tenant's shared lookup table (16 bytes each; 0: lookups ask the daemon)") \
 	X(TIERS_ORDER, "tiers.order", STR, "host", 0, 0, 0,                                        \
 	  "tiers from fastest to slowest, comma separated (host,nvme,rocksdb)")                    \
 	X(DEMOTE_WAIT_MS, "demote.wait_ms", U64, "100", 0, 60000, 1,                               \

@@ -15,6 +15,7 @@
  * Shared memory (per tenant, one sealed memfd mapped read-only by clients):
  *   [0, pool_bytes)                 records: 128-byte header + payload, 4096-aligned starts
  *   [pool_bytes, +gen_bytes)        u64 generation per 4096-byte granule of the pool
+ *   [lookup_off, +lookup_bytes)     the tenant's lookup table (ipc/shmidx.h), if any
  * A lease names the granule of its record's start and the generation it saw; the daemon bumps
  * that generation before it reuses the record's bytes, so "generation unchanged after the copy"
  * means "the bytes were valid throughout" (a seqlock read).
@@ -32,7 +33,7 @@
 #endif
 
 #define KVT_PROTO_MAJOR 1
-#define KVT_PROTO_MINOR 0
+#define KVT_PROTO_MINOR 1
 #define KVT_MSG_MAX     65536u
 #define KVT_BATCH_MAX   256u  /* keys per request */
 #define KVT_GRANULE     4096u /* pool allocation granule and generation granularity */
@@ -76,8 +77,11 @@ struct kvt_msg_hello_reply {
 	uint64_t staging_bytes;
 	uint32_t tenant;
 	uint32_t client_id;
+	/* minor 1: the shared lookup table (ipc/shmidx.h) at this offset of the pool mapping */
+	uint64_t lookup_off, lookup_bytes;
 };
-_Static_assert(sizeof(struct kvt_msg_hello_reply) == 40, "wire size");
+_Static_assert(sizeof(struct kvt_msg_hello_reply) == 56, "wire size");
+#define KVT_HELLO_REPLY_V0_BYTES 40
 
 /* NAMESPACE request: the model description; name and revision bytes follow the struct. */
 struct kvt_msg_namespace {

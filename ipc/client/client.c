@@ -21,8 +21,10 @@
 #include "core/keys.h"
 #include "core/util.h"
 #include "ipc/proto.h"
+#include "ipc/shmidx.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -48,8 +50,9 @@ struct kvt_client {
 	uint32_t epoch; /* bumps on every (re)connect */
 	uint32_t seq;
 	uint8_t *pool;
-	uint64_t pool_bytes, gen_bytes;
+	uint64_t pool_bytes, gen_bytes, map_bytes;
 	_Atomic uint64_t *gens;
+	const struct kvt_shmidx_hdr *lookup; /* the tenant's shared lookup table, or NULL */
 	uint8_t *staging;
 	uint64_t staging_bytes;
 	uint64_t retry_at_ns, backoff_ns;
@@ -83,10 +86,11 @@ static void drop_conn_locked(struct kvt_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
-	unmap_or_keep(c, c->pool, c->pool_bytes + c->gen_bytes);
+	unmap_or_keep(c, c->pool, c->map_bytes);
 	unmap_or_keep(c, c->staging, c->staging_bytes);
 	c->pool = c->staging = NULL;
 	c->gens = NULL;
+	c->lookup = NULL;
 }
 
 /* One request, one reply. Caller holds io and has a connection. @return : status or -errno. */
@@ -180,12 +184,20 @@ static int hello_locked(struct kvt_client *c)
 	int rc = rpc_locked(c, KVT_MSG_HELLO, sizeof(*hi), &rlen, fds, &nfds);
 	if (rc < 0)
 		goto err;
-	const struct kvt_msg_hello_reply *r = (const void *)(c->rx + sizeof(struct kvt_msg_hdr));
-	if (rlen < sizeof(*r) || nfds != 2 || r->major != KVT_PROTO_MAJOR) {
+	struct kvt_msg_hello_reply r0 = {0}, *r = &r0;
+	if (rlen < KVT_HELLO_REPLY_V0_BYTES || nfds != 2) {
 		rc = -EPROTO;
 		goto err;
 	}
-	void *pool = mmap(NULL, r->pool_bytes + r->gen_bytes, PROT_READ, MAP_SHARED, fds[0], 0);
+	memcpy(r, c->rx + sizeof(struct kvt_msg_hdr), KVT_MIN(rlen, sizeof(r0)));
+	if (r->major != KVT_PROTO_MAJOR) {
+		rc = -EPROTO;
+		goto err;
+	}
+	uint64_t map_bytes = r->pool_bytes + r->gen_bytes;
+	if (r->lookup_bytes && r->lookup_off == map_bytes)
+		map_bytes += r->lookup_bytes;
+	void *pool = mmap(NULL, map_bytes, PROT_READ, MAP_SHARED, fds[0], 0);
 	if (pool == MAP_FAILED) {
 		rc = -errno;
 		goto err;
@@ -193,7 +205,7 @@ static int hello_locked(struct kvt_client *c)
 	void *stg = mmap(NULL, r->staging_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	if (stg == MAP_FAILED) {
 		rc = -errno;
-		munmap(pool, r->pool_bytes + r->gen_bytes);
+		munmap(pool, map_bytes);
 		goto err;
 	}
 	close(fds[0]);
@@ -202,6 +214,14 @@ static int hello_locked(struct kvt_client *c)
 	c->pool_bytes = r->pool_bytes;
 	c->gen_bytes = r->gen_bytes;
 	c->gens = (_Atomic uint64_t *)(c->pool + c->pool_bytes);
+	c->map_bytes = map_bytes;
+	c->lookup = NULL;
+	if (map_bytes > r->pool_bytes + r->gen_bytes) {
+		const struct kvt_shmidx_hdr *t = (const void *)(c->pool + r->lookup_off);
+		if (t->magic == KVT_SHMIDX_MAGIC && t->slots && !(t->slots & (t->slots - 1)) &&
+		    kvt_shmidx_bytes(t->slots) <= r->lookup_bytes)
+			c->lookup = t;
+	}
 	c->staging = stg;
 	c->staging_bytes = r->staging_bytes;
 	c->epoch++;
@@ -284,7 +304,7 @@ KVT_API void kvt_close(kvt_client_t *c)
 	if (c->fd >= 0)
 		close(c->fd); /* the daemon releases every lease of this connection */
 	if (c->pool)
-		munmap(c->pool, c->pool_bytes + c->gen_bytes);
+		munmap(c->pool, c->map_bytes);
 	if (c->staging)
 		munmap(c->staging, c->staging_bytes);
 	for (uint32_t i = 0; i < c->n_old; i++)
@@ -510,9 +530,43 @@ static int keys_call(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t
 	return (int)total;
 }
 
+/* The shared table's answer: how many leading keys are present, -1 to ask the daemon, or
+ * -ENOTCONN. */
+static int lookup_shared(kvt_client_t *c, const kvt_id_t *keys, size_t n)
+{
+	pthread_mutex_lock(&c->io);
+	int rc = ensure_locked(c);
+	/* a table of a daemon that died answers nothing: one poll() tells (~1 us a batch) */
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+	if (!rc && c->lookup && poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR))) {
+		drop_conn_locked(c);
+		rc = -ENOTCONN;
+	}
+	const struct kvt_shmidx_hdr *t = rc ? NULL : c->lookup;
+	pthread_mutex_unlock(&c->io); /* the mapping stays until kvt_close, even on reconnect */
+	if (rc)
+		return rc;
+	if (!t || !atomic_load_explicit(&t->complete, memory_order_acquire))
+		return -1;
+	size_t i = 0;
+	for (; i < n; i++) {
+		int r = kvt_shmidx_find(t, keys[i]);
+		if (r < 0)
+			return -1;
+		if (!r)
+			break;
+	}
+	if (!atomic_load_explicit(&t->complete, memory_order_acquire))
+		return -1; /* a rebuild started meanwhile */
+	return (int)KVT_MIN(i, (size_t)INT32_MAX);
+}
+
 KVT_API int kvt_lookup(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
 {
-	return keys_call(c, KVT_MSG_LOOKUP, ns, keys, n);
+	if (!c || (!keys && n))
+		return -EINVAL;
+	int hit = lookup_shared(c, keys, n);
+	return hit >= 0 || hit == -ENOTCONN ? hit : keys_call(c, KVT_MSG_LOOKUP, ns, keys, n);
 }
 
 KVT_API int kvt_delete(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)

@@ -171,7 +171,12 @@ static int on_hello(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	                                .staging_bytes = c->staging_bytes,
 	                                .tenant = d->tenants[t].key,
 	                                .client_id = i};
-	rc = reply(d, i, h, 0, &r, sizeof(r), fds, 2);
+	if (d->tenants[t].pool.extra_bytes) {
+		r.lookup_off = d->tenants[t].pool.bytes + d->tenants[t].pool.gen_bytes;
+		r.lookup_bytes = d->tenants[t].pool.extra_bytes;
+	}
+	/* a minor-0 client asked with a shorter hello: it gets the reply it knows */
+	rc = reply(d, i, h, 0, &r, hi->minor >= 1 ? sizeof(r) : KVT_HELLO_REPLY_V0_BYTES, fds, 2);
 	close(fds[0]);
 	close(fds[1]);
 	return rc;

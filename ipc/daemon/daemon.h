@@ -54,6 +54,7 @@ struct kvd_tenant {
 	struct kvt_pool pool;
 	uint64_t used_bytes; /* granule-rounded bytes of its records */
 	uint64_t chunks;
+	uint64_t idx_live, idx_tomb; /* its shared lookup table (shmidx.c) */
 };
 
 struct kvd_ns {
@@ -193,6 +194,13 @@ void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
 void kvd_tiers_complete(struct kvd *d);
 int kvd_tiers_enable(struct kvd *d, const char *name);
 void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos);
+
+/* shmidx.c: the tenant's lookup table in shared memory */
+void kvd_shmidx_init(struct kvd *d, uint32_t tenant, uint64_t slots);
+void kvd_shmidx_insert(struct kvd *d, uint32_t tenant, kvt_id_t key);
+void kvd_shmidx_remove(struct kvd *d, uint32_t tenant, kvt_id_t key);
+/* Marks the table incomplete (the daemon is going away). */
+void kvd_shmidx_close(struct kvd *d, uint32_t tenant);
 
 /* policyctl.c */
 int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len);

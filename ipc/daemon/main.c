@@ -350,8 +350,10 @@ int main(int argc, char **argv)
 	kvd_tiers_close(&d);
 	if (d.lfd >= 0)
 		unlink(d.sock_path);
-	for (uint32_t i = 0; i < d.n_tenants; i++)
+	for (uint32_t i = 0; i < d.n_tenants; i++) {
+		kvd_shmidx_close(&d, i); /* clients stop trusting the table at once */
 		kvt_pool_close(&d.tenants[i].pool);
+	}
 	d.pol_ops->destroy(d.pol);
 	kvt_mrc_destroy(d.mrc);
 	kvd_index_fini(&d.idx);

@@ -14,6 +14,7 @@
 #include "core/chunk.h"
 #include "core/keys.h"
 #include "core/log.h"
+#include "ipc/shmidx.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -43,7 +44,10 @@ int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out)
 	memset(t, 0, sizeof(*t));
 	char name[64];
 	snprintf(name, sizeof(name), "kvtier-pool-%u", uid);
-	int rc = kvt_pool_open(&t->pool, d->host_cap, name);
+	uint64_t slots = kvt_opt_u64(&d->opts, KVT_OPT_INDEX_SHM_SLOTS);
+	while (slots & (slots - 1))
+		slots &= slots - 1; /* a power of two */
+	int rc = kvt_pool_open(&t->pool, d->host_cap, slots ? kvt_shmidx_bytes(slots) : 0, name);
 	if (rc) {
 		kvt_log(KVT_LOG_ERROR, "tenant %u: cannot create its pool: %s", uid, strerror(-rc));
 		return rc;
@@ -51,6 +55,8 @@ int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out)
 	t->key = uid;
 	kvd_tiers_register_pool(d, &t->pool);
 	*out = d->n_tenants++;
+	if (slots)
+		kvd_shmidx_init(d, *out, slots);
 	kvt_log(KVT_LOG_INFO, "tenant %u: pool of %llu bytes%s", uid,
 	        (unsigned long long)d->host_cap, t->pool.pinned ? " (pinned)" : "");
 	return 0;
@@ -140,6 +146,7 @@ void kvd_entry_drop(struct kvd *d, uint32_t id)
 	if (e->state != KVD_PUBLISHED)
 		return;
 	kvd_index_unlink(&d->idx, id);
+	kvd_shmidx_remove(d, e->tenant, e->key);
 	if (e->where & KVD_AT_HOST)
 		d->pol_ops->on_remove(d->pol, id);
 	if (e->where & ~KVD_AT_HOST)
@@ -284,6 +291,7 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	e->state = KVD_PUBLISHED;
 	e->where = KVD_AT_HOST;
 	kvd_index_insert(&d->idx, id);
+	kvd_shmidx_insert(d, t, key);
 	uint64_t rb = kvd_rec_bytes(len);
 	uint32_t pid = parent ? kvd_index_find(&d->idx, t, ns->ns, *parent) : KVD_NIL;
 	struct kvt_policy_meta m = {.key_hash = key.w[0] ^ t,

@@ -199,6 +199,7 @@ static int recover_one(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
 		e->payload_bytes = (uint32_t)h->payload_bytes, e->tenant = t;
 		e->seq = h->seq, e->codec = h->codec, e->state = KVD_PUBLISHED;
 		kvd_index_insert(&d->idx, id);
+		kvd_shmidx_insert(d, t, h->key);
 	}
 	struct kvd_entry *e = &d->idx.e[id];
 	if (e->payload_bytes != h->payload_bytes)

@@ -438,6 +438,54 @@ static void test_ipc_sigterm_drains(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* kvt_lookup answers from the shared table without a round trip, and stays exact when the
+ * table is too small (rebuilds, overflow: the daemon answers) or disabled. */
+static void test_ipc_shared_lookup(void **state)
+{
+	const char *configs[][2] = {{"index.shm_slots=1048576", NULL},
+	                            {"index.shm_slots=64", NULL},
+	                            {"index.shm_slots=0", NULL}};
+	for (int k = 0; k < 3; k++) {
+		struct kvt_test_daemon d;
+		assert_int_equal(kvt_test_daemon_start(&d, configs[k]), 0);
+		kvt_client_t *c;
+		assert_int_equal(kvt_connect(d.sock, &c), 0);
+		kvt_model_t m = model(1, KVT_DTYPE_F16); /* 512-byte chunks */
+		kvt_id_t ns, keys[N_CHUNKS * 4];
+		assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+		static uint32_t toks[N_CHUNKS * 4];
+		for (int i = 0; i < N_CHUNKS * 4; i++)
+			toks[i] = (uint32_t)i;
+		assert_int_equal(kvt_chunk_keys(ns, toks, N_CHUNKS * 4, 1, keys, N_CHUNKS * 4),
+		                 N_CHUNKS * 4);
+		size_t cb = kvt_chunk_bytes(&m);
+		uint8_t *buf = calloc(1, cb);
+		const void *ch[N_CHUNKS * 4];
+		for (int i = 0; i < N_CHUNKS * 4; i++)
+			ch[i] = buf;
+		assert_int_equal(kvt_lookup(c, ns, keys, N_CHUNKS * 4), 0);
+		assert_int_equal(kvt_put(c, ns, NULL, keys, N_CHUNKS * 4, ch, cb), N_CHUNKS * 4);
+		assert_int_equal(kvt_lookup(c, ns, keys, N_CHUNKS * 4), N_CHUNKS * 4);
+		assert_int_equal(kvt_delete(c, ns, keys + 100, 1), 1);
+		assert_int_equal(kvt_lookup(c, ns, keys, N_CHUNKS * 4), 100);
+		assert_int_equal(kvt_lookup(c, ns, keys + 101, 50), 50);
+		for (int round = 0; round < 3; round++) { /* churn: tombstones, rebuilds */
+			assert_int_equal(kvt_delete(c, ns, keys + 150, 50), 50);
+			assert_int_equal(kvt_lookup(c, ns, keys + 101, 100), 49);
+			assert_int_equal(kvt_put(c, ns, &keys[149], keys + 150, 50, ch, cb), 50);
+			assert_int_equal(kvt_lookup(c, ns, keys + 101, 100), 100);
+		}
+		long long rpc = kvt_test_stat(&d, "lookups");
+		if (k == 0)
+			assert_int_equal(rpc, 0); /* no round trip at all */
+		else
+			assert_true(rpc > 0);
+		free(buf);
+		kvt_close(c);
+		kvt_test_daemon_destroy(&d);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +497,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_lease_timeout_revokes),
 	    cmocka_unit_test(test_ipc_daemon_restart_reconnects),
 	    cmocka_unit_test(test_ipc_sigterm_drains),
+	    cmocka_unit_test(test_ipc_shared_lookup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, const char *name)
+int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, uint64_t extra_bytes, const char *name)
 {
 	memset(p, 0, sizeof(*p));
 	p->fd = -1;
@@ -21,6 +21,8 @@ int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, const char *name)
 	p->bytes = bytes;
 	p->gen_bytes =
 	    (granules * sizeof(uint64_t) + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
+	p->extra_bytes = (extra_bytes + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
+	uint64_t total = p->bytes + p->gen_bytes + p->extra_bytes;
 	int rc = kvt_extent_init(&p->ext, (uint32_t)granules);
 	if (rc)
 		return rc;
@@ -29,11 +31,11 @@ int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, const char *name)
 		rc = -errno;
 		goto err_ext;
 	}
-	if (ftruncate(p->fd, (off_t)(p->bytes + p->gen_bytes))) {
+	if (ftruncate(p->fd, (off_t)total)) {
 		rc = -errno;
 		goto err_fd;
 	}
-	p->base = mmap(NULL, p->bytes + p->gen_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+	p->base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
 	if (p->base == MAP_FAILED) {
 		rc = -errno;
 		p->base = NULL;
@@ -45,10 +47,11 @@ int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, const char *name)
 		goto err_map;
 	}
 	p->gens = (_Atomic uint64_t *)(p->base + p->bytes);
+	p->extra = p->extra_bytes ? p->base + p->bytes + p->gen_bytes : NULL;
 	p->pinned = kvt_gpu_host_register(p->base, p->bytes) == 0;
 	return 0;
 err_map:
-	munmap(p->base, p->bytes + p->gen_bytes);
+	munmap(p->base, total);
 	p->base = NULL;
 err_fd:
 	close(p->fd);
@@ -63,7 +66,7 @@ void kvt_pool_close(struct kvt_pool *p)
 	if (p->base) {
 		if (p->pinned)
 			kvt_gpu_host_unregister(p->base);
-		munmap(p->base, p->bytes + p->gen_bytes);
+		munmap(p->base, p->bytes + p->gen_bytes + p->extra_bytes);
 	}
 	if (p->fd >= 0)
 		close(p->fd);

@@ -22,12 +22,15 @@ struct kvt_pool {
 	uint64_t bytes;     /* record area */
 	uint64_t gen_bytes; /* generation table after it */
 	_Atomic uint64_t *gens;
+	uint64_t extra_bytes; /* the caller's shared area after that (a lookup table) */
+	uint8_t *extra;
 	struct kvt_extent ext;
 	bool pinned;
 };
 
-/* @return : 0 or -errno. bytes is rounded up to the granule. */
-int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, const char *name);
+/* @return : 0 or -errno. bytes is rounded up to the granule; extra_bytes (rounded up to a
+ * page) of zeroed shared memory follow the generation table, for the caller. */
+int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, uint64_t extra_bytes, const char *name);
 void kvt_pool_close(struct kvt_pool *p);
 /* A fresh read-only fd of the pool to hand to a client. @return : fd or -errno. */
 int kvt_pool_ro_fd(const struct kvt_pool *p);
