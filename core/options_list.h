@@ -7,6 +7,12 @@
 	X(HOST_BYTES, "host.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                       \
 	  "host tier capacity across all tenants (auto: 1/8 of RAM)")                              \
 	X(HOST_POLICY, "host.policy", STR, "lru", 0, 0, 1, "eviction policy of the host tier")     \
+	X(HOST_POLICY_PARAMS, "host.policy_params", STR, "", 0, 0, 1,                             \
+	  "parameters of host.policy, e.g. \"small_ratio=0.1\"")                                \
+	X(TENANT_MAP, "tenant.map", STR, "", 0, 0, 0,                                              \
+	  "uids/gids to named tenants: \"1000=teamA,@2000=teamB\" (default: one per uid)")      \
+	X(TENANT_QUOTA, "tenant.quota", STR, "", 0, 0, 0,                                          \
+	  "host bytes guaranteed/maximum per tenant: \"teamA=1GiB/4GiB,1001=0/2GiB\"")          \
 	X(LEASE_TIMEOUT_MS, "lease.timeout_ms", U64, "30000", 1, 86400000, 1,                      \
 	  "a lease older than this is revoked")                                                    \
 	X(SHUTDOWN_TIMEOUT_MS, "shutdown.timeout_ms", U64, "5000", 0, 3600000, 1,                  \

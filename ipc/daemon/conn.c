@@ -151,7 +151,7 @@ static int on_hello(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 		return -EPROTO;
 	}
 	uint32_t t;
-	int rc = kvd_tenant_get(d, (uint32_t)c->uid, &t);
+	int rc = kvd_tenant_get(d, kvd_tenant_key(d, (uint32_t)c->uid, (uint32_t)c->gid), &t);
 	if (rc)
 		return reply(d, i, h, rc, NULL, 0, NULL, 0) ? rc : 0;
 	int fds[2] = {kvt_pool_ro_fd(&d->tenants[t].pool), -1};

@@ -12,6 +12,7 @@
 #include "core/options.h"
 #include "ipc/proto.h"
 #include "policy/policy.h"
+#include "policy/quota.h"
 #include "tiers/host/pool.h"
 
 #include <pthread.h>
@@ -129,7 +130,8 @@ struct kvd {
 
 	const struct kvt_policy_ops *pol_ops;
 	struct kvt_policy *pol;
-	struct kvt_mrc *mrc; /* host tier's miss-ratio curve (sampled) */
+	struct kvt_mrc *mrc;     /* host tier's miss-ratio curve (sampled) */
+	struct kvt_quota *quota; /* per-tenant host bytes, or NULL without tenant.quota */
 
 	struct kvd_lower lower[KVD_MAX_LOWER];
 	uint32_t n_lower;
@@ -201,6 +203,12 @@ void kvd_shmidx_insert(struct kvd *d, uint32_t tenant, kvt_id_t key);
 void kvd_shmidx_remove(struct kvd *d, uint32_t tenant, kvt_id_t key);
 /* Marks the table incomplete (the daemon is going away). */
 void kvd_shmidx_close(struct kvd *d, uint32_t tenant);
+
+/* tenant.c */
+uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid);
+int kvd_quota_apply(struct kvd *d, uint32_t tenant, uint32_t key);
+/* Frees a host record of tenant t at off and its accounting (store.c). */
+void kvd_host_release(struct kvd *d, uint32_t t, uint64_t off, uint64_t rec_bytes);
 
 /* policyctl.c */
 int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len);

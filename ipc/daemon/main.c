@@ -209,6 +209,14 @@ static int setup(struct kvd *d)
 		return rc;
 	if (kvt_mrc_create(0.01, &d->mrc))
 		d->mrc = NULL; /* no curve, nothing else lost */
+	if (*kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA) && (rc = kvt_quota_create(&d->quota)))
+		return rc;
+	char params[KVT_OPT_STR_MAX], err[256];
+	snprintf(params, sizeof(params), "%s", kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY_PARAMS));
+	if ((rc = kvd_policy_set(d, d->pol_ops->name, params, err, sizeof(err)))) {
+		kvt_log(KVT_LOG_ERROR, "host.policy_params: %s", err);
+		return rc;
+	}
 	if ((rc = kvd_index_init(&d->idx, 4096)))
 		return rc;
 	d->free_lease = KVD_NIL;
@@ -356,6 +364,7 @@ int main(int argc, char **argv)
 	}
 	d.pol_ops->destroy(d.pol);
 	kvt_mrc_destroy(d.mrc);
+	kvt_quota_destroy(d.quota);
 	kvd_index_fini(&d.idx);
 	free(d.tenants);
 	free(d.nss);

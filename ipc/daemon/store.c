@@ -55,6 +55,8 @@ int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out)
 	t->key = uid;
 	kvd_tiers_register_pool(d, &t->pool);
 	*out = d->n_tenants++;
+	if (d->quota && (rc = kvd_quota_apply(d, *out, uid)))
+		return rc;
 	if (slots)
 		kvd_shmidx_init(d, *out, slots);
 	kvt_log(KVT_LOG_INFO, "tenant %u: pool of %llu bytes%s", uid,
@@ -106,15 +108,21 @@ const struct kvd_ns *kvd_ns_find(const struct kvd *d, uint32_t tenant, kvt_id_t 
 	return NULL;
 }
 
-/* Frees the host copy's record; the generation bump revokes any stale reader. */
+void kvd_host_release(struct kvd *d, uint32_t t, uint64_t off, uint64_t rb)
+{
+	struct kvd_tenant *tn = &d->tenants[t];
+	kvt_pool_free(&tn->pool, off, ++d->gen_counter); /* revokes any stale reader */
+	tn->used_bytes -= rb;
+	tn->chunks--;
+	d->host_used -= rb;
+	if (d->quota)
+		kvt_quota_charge(d->quota, t, -(int64_t)rb);
+}
+
+/* Frees the host copy's record. */
 static void host_free(struct kvd *d, struct kvd_entry *e)
 {
-	struct kvd_tenant *t = &d->tenants[e->tenant];
-	uint64_t rb = kvd_rec_bytes(e->payload_bytes);
-	kvt_pool_free(&t->pool, e->off, ++d->gen_counter);
-	t->used_bytes -= rb;
-	t->chunks--;
-	d->host_used -= rb;
+	kvd_host_release(d, e->tenant, e->off, kvd_rec_bytes(e->payload_bytes));
 	e->where &= (uint8_t)~KVD_AT_HOST;
 }
 
@@ -187,12 +195,31 @@ static bool evictable(void *arg, uint32_t id)
 	       e->jobs == 0 && (f->tenant == KVD_NIL || e->tenant == f->tenant);
 }
 
-/* Evicts up to a batch of victims. @return : how many were evicted (0: nothing evictable). */
-static uint32_t evict_some(struct kvd *d, uint32_t tenant, uint64_t want_bytes)
+static uint32_t tenant_of(void *arg, uint32_t id)
+{
+	return ((struct victim_filter *)arg)->d->idx.e[id].tenant;
+}
+
+static uint64_t bytes_of(void *arg, uint32_t id)
+{
+	return kvd_rec_bytes(((struct victim_filter *)arg)->d->idx.e[id].payload_bytes);
+}
+
+/* Evicts up to a batch of victims for requester (with quotas) or of tenant (KVD_NIL: any).
+ * @return : how many were evicted (0: nothing evictable). */
+static uint32_t evict_some_for(struct kvd *d, uint32_t tenant, uint32_t requester,
+                               uint64_t want_bytes)
 {
 	uint32_t v[32];
 	struct victim_filter f = {d, tenant};
-	size_t n = d->pol_ops->pick_victims(d->pol, v, 32, evictable, &f);
+	size_t n;
+	if (d->quota && requester != KVD_NIL) {
+		struct kvt_quota_view view = {tenant_of, bytes_of, evictable, &f};
+		n = kvt_quota_pick_victims(d->quota, d->pol_ops, d->pol, requester, want_bytes,
+		                           &view, v, 32);
+	} else {
+		n = d->pol_ops->pick_victims(d->pol, v, 32, evictable, &f);
+	}
 	uint64_t freed = 0;
 	uint32_t done = 0;
 	for (size_t i = 0; i < n && freed < want_bytes; i++) {
@@ -208,6 +235,11 @@ static uint32_t evict_some(struct kvd *d, uint32_t tenant, uint64_t want_bytes)
 	return done;
 }
 
+static uint32_t evict_some(struct kvd *d, uint32_t tenant, uint64_t want_bytes)
+{
+	return evict_some_for(d, tenant, KVD_NIL, want_bytes);
+}
+
 int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 {
 	uint64_t need = kvd_rec_bytes(payload);
@@ -216,14 +248,19 @@ int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 	/* nothing evictable: -ENOSPC when it is all leased, -EINPROGRESS when chunks wait for
 	 * demotion (the worker will make them evictable soon) */
 	int busy = d->demotes_inflight ? -EINPROGRESS : -ENOSPC;
+	while (d->quota && !kvt_quota_fits(d->quota, t, need)) /* at its maximum: its own go */
+		if (!evict_some_for(d, t, t, need))
+			return busy;
 	while (d->host_used + need > d->host_cap)
-		if (!evict_some(d, KVD_NIL, d->host_used + need - d->host_cap))
+		if (!evict_some_for(d, KVD_NIL, t, d->host_used + need - d->host_cap))
 			return busy;
 	for (;;) {
 		int64_t off = kvt_pool_alloc(&d->tenants[t].pool, need);
 		if (off >= 0) {
 			struct kvd_tenant *tn = &d->tenants[t];
 			tn->used_bytes += need, tn->chunks++, d->host_used += need;
+			if (d->quota)
+				kvt_quota_charge(d->quota, t, (int64_t)need);
 			return off;
 		}
 		if (!evict_some(d, t, need)) /* fragmentation: free this tenant's space */

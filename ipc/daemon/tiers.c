@@ -426,10 +426,7 @@ static struct kvd_entry *job_entry(struct kvd *d, const struct kvd_job *j)
 
 static void release_reserved(struct kvd *d, struct kvd_entry *e, uint64_t off)
 {
-	struct kvd_tenant *t = &d->tenants[e->tenant];
-	uint64_t rb = kvd_rec_bytes(e->payload_bytes);
-	kvt_pool_free(&t->pool, off, ++d->gen_counter);
-	t->used_bytes -= rb, t->chunks--, d->host_used -= rb;
+	kvd_host_release(d, e->tenant, off, kvd_rec_bytes(e->payload_bytes));
 }
 
 static void complete_demote(struct kvd *d, struct kvd_job *j)

@@ -486,6 +486,82 @@ static void test_ipc_shared_lookup(void **state)
 	}
 }
 
+/* A tenant that floods puts cannot push another below its guaranteed share (tenant.quota),
+ * and tenant.map merges uids into one named tenant. */
+static void test_ipc_tenant_quota(void **state)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "note: not root, cannot act as a second uid; quota test skipped\n");
+		return;
+	}
+	const char *sets[] = {"host.bytes=4MiB", "tenant.quota=0=2MiB/4MiB,65534=0/4MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	chmod(d.dir, 0755);
+	chmod(d.sock, 0666);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks, 36 KiB records */
+	kvt_id_t ns, keys[N_CHUNKS];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	prefix_keys(ns, 64, keys, 48, 11); /* 48 x 36 KiB = 1.7 MiB, under the guarantee */
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = calloc(1, cb);
+	const void *ch[N_CHUNKS];
+	for (int i = 0; i < N_CHUNKS; i++)
+		ch[i] = buf;
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 48, ch, cb), 48);
+	pid_t o = fork();
+	if (!o) { /* the other tenant floods 4x the tier */
+		if (setgid(65534) || setuid(65534))
+			_exit(30);
+		kvt_client_t *oc;
+		kvt_id_t ons, okeys[N_CHUNKS];
+		if (kvt_connect(d.sock, &oc) || kvt_namespace(oc, &m, &ons))
+			_exit(31);
+		for (int r = 0; r < 8; r++) {
+			prefix_keys(ons, 64, okeys, N_CHUNKS, 100 + (uint32_t)r);
+			if (kvt_put(oc, ons, NULL, okeys, N_CHUNKS, ch, cb) != N_CHUNKS)
+				_exit(32);
+		}
+		kvt_close(oc);
+		_exit(0);
+	}
+	assert_int_equal(child_wait(o), 0);
+	assert_true(kvt_test_stat(&d, "evictions") > 0);
+	assert_int_equal(kvt_lookup(c, ns, keys, 48), 48); /* all of ours survived */
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
+/* tenant.map: two uids named as one tenant share their chunks. */
+static void test_ipc_tenant_map(void **state)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "note: not root, cannot act as a second uid; map test skipped\n");
+		return;
+	}
+	const char *sets[] = {"tenant.map=0=team,65534=team", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	chmod(d.dir, 0755);
+	chmod(d.sock, 0666);
+	pid_t a = fork();
+	if (!a)
+		_exit(put_prefix(d.sock, 12));
+	assert_int_equal(child_wait(a), 0);
+	pid_t o = fork();
+	if (!o) {
+		if (setgid(65534) || setuid(65534))
+			_exit(30);
+		_exit(get_prefix(d.sock, 12, N_CHUNKS));
+	}
+	assert_int_equal(child_wait(o), 0);
+	assert_int_equal(kvt_test_stat(&d, "tenants"), 1);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -498,6 +574,8 @@ int main(void)
 	    cmocka_unit_test(test_ipc_daemon_restart_reconnects),
 	    cmocka_unit_test(test_ipc_sigterm_drains),
 	    cmocka_unit_test(test_ipc_shared_lookup),
+	    cmocka_unit_test(test_ipc_tenant_quota),
+	    cmocka_unit_test(test_ipc_tenant_map),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

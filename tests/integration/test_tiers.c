@@ -215,6 +215,36 @@ static void test_tiers_delete_reaches_lower_tier(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* nvme.admit=second_touch: a chunk reaches nvme only once it is used again (SSD wear). */
+static void test_tiers_second_touch(void **state)
+{
+	const char *sets[] = {"host.bytes=16MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB",
+	                      "nvme.admit=second_touch", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(1);
+	kvt_id_t ns, keys[4];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	keys_of(ns, keys, 4, 4);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = calloc(1, cb);
+	const void *ch[4] = {buf, buf, buf, buf};
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 4, ch, cb), 4);
+	usleep(100000);
+	assert_int_equal(kvt_test_stat(&d, "demoted"), 0);
+	assert_int_equal(kvt_test_stat(&d, "not_admitted"), 4);
+	void *dst[1] = {buf};
+	assert_int_equal(kvt_get(c, ns, keys, 1, dst, cb), 1); /* the second touch of chunk 0 */
+	wait_stat(&d, "demoted", 1);
+	usleep(50000);
+	assert_int_equal(kvt_test_stat(&d, "demoted"), 1);
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +255,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_three_levels),
 	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
+	    cmocka_unit_test(test_tiers_second_touch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
