@@ -149,6 +149,21 @@ static void test_nvme_batch_roundtrip(void **state)
 	nvt_fini(&n);
 }
 
+struct walk {
+	size_t n;
+	uint64_t bytes;
+	struct nvt *nv;
+};
+
+static int verify_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	struct walk *w = arg;
+	w->n++;
+	w->bytes += KVT_ALIGN_UP(KVT_CHUNK_HDR_BYTES + h->payload_bytes, 4096);
+	assert_int_equal(nvt_check(w->nv, h->key.w[0], h->payload_bytes, loc), 0);
+	return 0;
+}
+
 static void test_nvme_batch_fault(void **state)
 {
 	struct kvt__nvme_fault f = {.ppm_eio = 10000,
@@ -222,7 +237,16 @@ static void test_nvme_batch_fault(void **state)
 			assert_true(rc == 0 || rc == -ENOENT);
 			found += rc == 0;
 		}
-		assert_int_equal(found, nvt_stats(&n).chunks);
+		/* after a restart there may be more: a write the injector failed after the real
+		 * I/O landed (header block included) is whole on disk and is recovered, verified */
+		if (pass == 0)
+			assert_int_equal(found, nvt_stats(&n).chunks);
+		else
+			assert_true(found <= nvt_stats(&n).chunks);
+		struct walk wk = {.nv = &n};
+		assert_int_equal(kvt_tier_nvme.iterate(n.t, verify_visit, &wk), 0);
+		assert_int_equal(wk.n, nvt_stats(&n).chunks);
+		assert_int_equal(wk.bytes, nvt_stats(&n).used_bytes);
 		assert_int_equal(nvt_stats(&n).corruptions, 0);
 		nvt_close(&n);
 		assert_int_equal(nvt_open(&n), 0);
@@ -253,21 +277,6 @@ static void child_batches(struct nvt *n, int fd, uint64_t first)
 				_exit(4);
 		}
 	}
-}
-
-struct walk {
-	size_t n;
-	uint64_t bytes;
-	struct nvt *nv;
-};
-
-static int verify_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
-{
-	struct walk *w = arg;
-	w->n++;
-	w->bytes += KVT_ALIGN_UP(KVT_CHUNK_HDR_BYTES + h->payload_bytes, 4096);
-	assert_int_equal(nvt_check(w->nv, h->key.w[0], h->payload_bytes, loc), 0);
-	return 0;
 }
 
 static void test_nvme_batch_kill9(void **state)

@@ -288,7 +288,10 @@ static void write_failed(struct kvt_nvme *t, int rc)
  * what a region's earlier use left behind, while every record's body is in flight at once.
  * A record that fails breaks its region's chain there: the records after it in the same region
  * are not kept (-EAGAIN when they had no error of their own), and the region's write pointer
- * goes back to the failed record, so the log has no hole.
+ * goes back to the failed record, so the log has no hole -- unless the failed record's header
+ * block was issued (it may have landed whole): then the rest of the region stays unused. Such a
+ * record, whole on disk, may be recovered after a restart although its write was reported
+ * failed; it is intact.
  */
 static void head_maybe_ready(struct kvt_nvme *t, unsigned i)
 {
@@ -410,8 +413,13 @@ static size_t write_run(struct kvt_nvme *t, struct kvt_tier_wreq *reqs, size_t n
 		}
 		if (!broken) {
 			broken = true;
+			/* reuse the failed record's place only when its header block was never
+			 * issued (the block still holds the zero terminator before it); a header
+			 * that may have landed must never sit over a later record's body */
+			struct kvt__nvme_job *hj = &t->bjobs[k * J_PER_REC + J_HEAD];
 			t->regions[s->region].wp =
-			    s->off - (t->data_off + s->region * t->region_bytes);
+			    hj->issued ? t->region_bytes
+			               : s->off - (t->data_off + s->region * t->region_bytes);
 		}
 		q->res = s->err && s->err != -ECANCELED ? s->err : -EAGAIN;
 		write_failed(t, q->res);
