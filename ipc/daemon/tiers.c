@@ -39,7 +39,7 @@ enum job_kind { JOB_DEMOTE, JOB_PROMOTE, JOB_REMOVE, JOB_DROPPED };
 
 struct kvd_job {
 	struct kvd_job *next;
-	uint8_t kind, tier;
+	uint8_t kind, tier, tries;
 	uint32_t entry, conn;
 	uint64_t seq; /* the entry version this job belongs to */
 	struct kvt_tier_id id;
@@ -139,23 +139,81 @@ static void run_job(struct kvd *d, struct kvd_job *j)
 	pthread_mutex_unlock(&l->lock);
 }
 
+#define BATCH_MAX 32
+
+/* Runs jobs of one kind for one tier through the tier's batched op: the whole batch stays in
+ * flight at the tier's queue depth (tier.h). */
+static void run_batch(struct kvd *d, struct kvd_job **jobs, size_t n)
+{
+	struct kvd_lower *l = &d->lower[jobs[0]->tier];
+	pthread_mutex_lock(&l->lock);
+	if (jobs[0]->kind == JOB_DEMOTE) {
+		struct kvt_tier_wreq r[BATCH_MAX];
+		for (size_t i = 0; i < n; i++)
+			r[i] = (struct kvt_tier_wreq){.buf = jobs[i]->buf,
+			                              .rec_len = jobs[i]->rec_len,
+			                              .buf_len = jobs[i]->buf_len};
+		l->ops->write_batch(l->t, r, n);
+		for (size_t i = 0; i < n; i++)
+			jobs[i]->result = r[i].res, jobs[i]->loc = r[i].loc;
+	} else {
+		struct kvt_tier_rreq r[BATCH_MAX];
+		for (size_t i = 0; i < n; i++)
+			r[i] = (struct kvt_tier_rreq){.id = jobs[i]->id,
+			                              .loc = jobs[i]->loc,
+			                              .buf = jobs[i]->buf,
+			                              .buf_len = jobs[i]->buf_len};
+		l->ops->read_batch(l->t, r, n);
+		for (size_t i = 0; i < n; i++) {
+			jobs[i]->result = r[i].res;
+			if (r[i].res >= 0 && (size_t)r[i].res != jobs[i]->rec_len)
+				jobs[i]->result = -EBADMSG;
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Takes the next job and, when the tier can batch it, the queued jobs just behind it of the
+ * same kind and tier. Caller holds w->lock. @return : how many (0: stop). */
+static size_t take(struct kvd_worker *w, struct kvd_job **jobs)
+{
+	/* stopping: finish queued demotions and removals (what a graceful stop owes the next
+	 * start), drop promotions (nobody waits for them any more) */
+	struct kvd_job **head = &w->promote_head, ***tail = &w->promote_tail;
+	if (w->stop || !*head)
+		head = &w->other_head, tail = &w->other_tail;
+	struct kvd_job *j = pop(head, tail);
+	if (!j)
+		return 0;
+	jobs[0] = j;
+	const struct kvt_tier_ops *ops = w->d->lower[j->tier].ops;
+	bool batchable = (j->kind == JOB_DEMOTE && ops->write_batch) ||
+	                 (j->kind == JOB_PROMOTE && ops->read_batch);
+	size_t n = 1;
+	while (batchable && n < BATCH_MAX && *head && (*head)->kind == j->kind &&
+	       (*head)->tier == j->tier)
+		jobs[n++] = pop(head, tail);
+	return n;
+}
+
 static void *worker_main(void *arg)
 {
 	struct kvd_worker *w = arg;
+	struct kvd_job *jobs[BATCH_MAX];
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		while (!w->stop && !w->promote_head && !w->other_head)
 			pthread_cond_wait(&w->cond, &w->lock);
-		/* stopping: finish queued demotions and removals (what a graceful stop owes the
-		 * next start), drop promotions (nobody waits for them any more) */
-		struct kvd_job *j = w->stop ? NULL : pop(&w->promote_head, &w->promote_tail);
-		if (!j)
-			j = pop(&w->other_head, &w->other_tail);
-		if (!j)
+		size_t n = take(w, jobs);
+		if (!n)
 			break;
 		pthread_mutex_unlock(&w->lock);
-		run_job(w->d, j);
-		finish(w, j);
+		if (n > 1)
+			run_batch(w->d, jobs, n);
+		else
+			run_job(w->d, jobs[0]);
+		for (size_t i = 0; i < n; i++)
+			finish(w, jobs[i]);
 		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -433,6 +491,12 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 {
 	d->demotes_inflight--;
 	struct kvd_entry *e = job_entry(d, j);
+	if (j->result == -EAGAIN && ++j->tries < 16 && e && e->state == KVD_PUBLISHED &&
+	    (e->where & KVD_AT_HOST)) {
+		d->demotes_inflight++; /* backpressure, or a batch cut short: try it again */
+		submit(d, j);
+		return;
+	}
 	if (j->result < 0) {
 		d->st.demote_failed++;
 		if (j->result != -EFBIG)
