@@ -515,17 +515,18 @@ static int keys_call(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t
 {
 	if (!c || (!keys && n))
 		return -EINVAL;
-	size_t total = 0;
-	while (total < n) {
-		uint32_t k = (uint32_t)KVT_MIN(n - total, (size_t)KVT_BATCH_MAX);
+	size_t done = 0, total = 0; /* keys sent, and the daemon's count */
+	while (done < n) {
+		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
 		pthread_mutex_lock(&c->io);
-		int rc = keys_rpc_locked(c, type, ns, keys + total, k, NULL);
+		int rc = keys_rpc_locked(c, type, ns, keys + done, k, NULL);
 		pthread_mutex_unlock(&c->io);
 		if (rc < 0)
 			return total ? (int)total : rc;
 		total += (size_t)rc;
+		done += k;
 		if (type == KVT_MSG_LOOKUP && (uint32_t)rc < k)
-			break;
+			break; /* leading hits only */
 	}
 	return (int)total;
 }

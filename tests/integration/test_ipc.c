@@ -169,6 +169,11 @@ static void test_ipc_api_errors(void **state)
 	assert_int_equal(kvt_get(c, ns, keys, 4, dst, cb + 64), 4);
 	assert_int_equal(kvt_delete(c, ns, keys + 1, 1), 1);
 	assert_int_equal(kvt_lookup(c, ns, keys, 4), 1); /* leading hits only */
+	/* regression: a delete of more than one batch whose first batch is absent terminates */
+	static kvt_id_t many[600];
+	memset(many, 0x11, sizeof(many));
+	many[599] = keys[0];
+	assert_int_equal(kvt_delete(c, ns, many, 600), 1);
 	kvt_model_t bad = m;
 	bad.reserved[0] = 7;
 	assert_int_equal(kvt_namespace(c, &bad, &ns), -EINVAL);
