@@ -94,15 +94,24 @@ static void drop_conn_locked(struct kvt_client *c)
 }
 
 /* One request, one reply. Caller holds io and has a connection. @return : status or -errno. */
-static int rpc_locked(struct kvt_client *c, uint16_t type, size_t body_len, size_t *reply_len,
-                      int *fds, int *nfds)
+/* Sends the request in c->tx. Caller holds io. @return : its sequence number, or -ENOTCONN. */
+static int64_t send_locked(struct kvt_client *c, uint16_t type, size_t body_len)
 {
 	struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)c->tx;
 	*h = (struct kvt_msg_hdr){
 	    .type = type, .len = (uint32_t)(sizeof(*h) + body_len), .seq = ++c->seq};
-	int rc = kvt_proto_send(c->fd, c->tx, h->len, NULL, 0);
-	if (rc)
-		goto broken;
+	if (kvt_proto_send(c->fd, c->tx, h->len, NULL, 0)) {
+		drop_conn_locked(c);
+		return -ENOTCONN;
+	}
+	return h->seq;
+}
+
+/* Waits for the reply to request seq (replies come in request order) into c->rx.
+ * Caller holds io. @return : the reply's status, or -ENOTCONN (connection dropped). */
+static int recv_locked(struct kvt_client *c, uint32_t seq, size_t *reply_len, int *fds, int *nfds)
+{
+	int rc;
 	for (;;) {
 		ssize_t n = kvt_proto_recv(c->fd, c->rx, sizeof(c->rx), fds, nfds);
 		if (n <= 0) {
@@ -114,8 +123,8 @@ static int rpc_locked(struct kvt_client *c, uint16_t type, size_t body_len, size
 			rc = -EPROTO;
 			goto broken;
 		}
-		if (r->seq != h->seq)
-			continue; /* cannot happen with one request in flight; be safe */
+		if (r->seq != seq)
+			continue; /* a reply nobody waits for any more */
 		if (reply_len)
 			*reply_len = (size_t)n - sizeof(*r);
 		return r->status;
@@ -127,7 +136,18 @@ broken:
 		*nfds = 0;
 	}
 	drop_conn_locked(c);
+	(void)rc;
 	return -ENOTCONN;
+}
+
+/* One request, one reply. Caller holds io and has a connection. @return : status or -errno. */
+static int rpc_locked(struct kvt_client *c, uint16_t type, size_t body_len, size_t *reply_len,
+                      int *fds, int *nfds)
+{
+	int64_t seq = send_locked(c, type, body_len);
+	if (seq < 0)
+		return (int)seq;
+	return recv_locked(c, (uint32_t)seq, reply_len, fds, nfds);
 }
 
 static int send_namespace_locked(struct kvt_client *c, const kvt_model_t *m, kvt_id_t *ns,
@@ -410,6 +430,29 @@ static int staging_of(kvt_client_t *c, uint8_t **stg, uint64_t *bytes, uint32_t 
 	return rc;
 }
 
+/* Writes a PUT for k chunks at staging offset base into c->tx. Caller holds io. */
+static size_t put_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
+                      uint32_t k, uint64_t cb, uint64_t base)
+{
+	struct kvt_msg_put *p = (struct kvt_msg_put *)(c->tx + sizeof(struct kvt_msg_hdr));
+	*p = (struct kvt_msg_put){.ns = ns, .n = k, .chunk_bytes = cb};
+	if (parent) {
+		p->parent = *parent;
+		p->flags = KVT_PUT_F_PARENT;
+	}
+	struct kvt_msg_put_item *it = (struct kvt_msg_put_item *)(p + 1);
+	for (uint32_t i = 0; i < k; i++)
+		it[i] = (struct kvt_msg_put_item){.key = keys[i], .staging_off = base + i * cb};
+	return sizeof(*p) + k * sizeof(*it);
+}
+
+/*
+ * kvt_put pipelines: the staging area is used as two halves, and while the daemon copies one
+ * sub-batch out of one half, this thread copies the next into the other (replies come back in
+ * order). Sub-batches are about 8 MiB, so both sides stay busy on large batches. After a short
+ * or failed reply nothing more is sent; chunks of sub-batches already sent past the gap may be
+ * stored, but they are not counted (only a prefix's leading chunks are useful).
+ */
 KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
                     size_t n, const void *const *chunks, size_t chunk_len)
 {
@@ -418,31 +461,63 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 	uint64_t cb = ns_chunk_bytes(c, ns);
 	if (!cb || chunk_len != cb)
 		return -EINVAL;
+	if (!n)
+		return 0;
 	pthread_mutex_lock(&c->stage);
-	size_t done = 0;
-	int rc = 0;
-	while (done < n) {
-		uint8_t *stg;
-		uint64_t sbytes;
-		uint32_t epoch;
-		if ((rc = staging_of(c, &stg, &sbytes, &epoch)))
-			break;
-		size_t k = KVT_MIN(n - done, KVT_MIN(sbytes / cb, (uint64_t)KVT_BATCH_MAX));
-		if (!k) {
+	pthread_mutex_lock(&c->io);
+	int rc = ensure_locked(c);
+	size_t per = 0;
+	if (!rc) {
+		uint64_t half = c->staging_bytes / 2;
+		per =
+		    half / cb ? half / cb : c->staging_bytes / cb; /* one slot when only one fits */
+		per = KVT_MIN(per, KVT_MAX((size_t)1, (size_t)((8u << 20) / cb)));
+		per = KVT_MIN(per, (size_t)KVT_BATCH_MAX);
+		if (!per)
 			rc = -EFBIG; /* one chunk is larger than the staging area */
+	}
+	int slots = rc ? 0 : (c->staging_bytes / cb >= 2 * per ? 2 : 1);
+	struct {
+		uint32_t seq, k;
+	} fly[2];
+	int nfly = 0, head = 0;
+	size_t sent = 0, done = 0;
+	bool stop = rc != 0;
+	while ((!stop && sent < n) || nfly) {
+		if (!stop && sent < n && nfly < slots) {
+			int slot = (head + nfly) % slots;
+			uint32_t k = (uint32_t)KVT_MIN(n - sent, per);
+			uint64_t base = (uint64_t)slot * per * cb;
+			for (uint32_t i = 0; i < k; i++)
+				memcpy(c->staging + base + i * cb, chunks[sent + i], cb);
+			size_t len = put_msg(c, ns, sent ? &keys[sent - 1] : parent, keys + sent, k,
+			                     cb, base);
+			int64_t seq = send_locked(c, KVT_MSG_PUT, len);
+			if (seq < 0) {
+				rc = (int)seq;
+				break; /* the connection is gone, and with it every reply */
+			}
+			fly[slot] = (typeof(fly[0])){(uint32_t)seq, k};
+			nfly++;
+			sent += k;
+			continue;
+		}
+		int got = recv_locked(c, fly[head].seq, NULL, NULL, NULL);
+		if (got == -ENOTCONN) {
+			rc = got;
 			break;
 		}
-		for (size_t i = 0; i < k; i++)
-			memcpy(stg + i * cb, chunks[done + i], cb);
-		rc = commit_staged(c, ns, done ? &keys[done - 1] : parent, keys + done, (uint32_t)k,
-		                   cb, epoch);
-		if (rc < 0)
-			break;
-		done += (size_t)rc;
-		if ((size_t)rc < k)
-			break;
-		rc = 0;
+		if (!stop) {
+			if (got < 0)
+				rc = got;
+			else
+				done += (size_t)got;
+			stop = got < (int)fly[head].k;
+		}
+		head = (head + 1) % slots;
+		nfly--;
 	}
+	pthread_mutex_unlock(&c->io);
 	pthread_mutex_unlock(&c->stage);
 	return done ? (int)done : rc;
 }
