@@ -56,6 +56,7 @@ struct kvd_tenant {
 	uint64_t used_bytes; /* granule-rounded bytes of its records */
 	uint64_t chunks;
 	uint64_t idx_live, idx_tomb; /* its shared lookup table (shmidx.c) */
+	bool idx_full;
 };
 
 struct kvd_ns {

@@ -3,7 +3,8 @@
  * when its entry is published in the index and comes out when the entry is dropped. Tombstones
  * are reclaimed by a rebuild (marked incomplete meanwhile, so readers ask the daemon) once live
  * keys plus tombstones pass 3/4 of the slots; a table that cannot place a key within the probe
- * limit stays incomplete until the next rebuild.
+ * limit stays incomplete until the next rebuild. More live keys than half the slots mark the
+ * table full (incomplete, no more writes) until they drop under a quarter: no rebuild storms.
  */
 #include "daemon.h"
 #include "ipc/shmidx.h"
@@ -59,24 +60,42 @@ static void rebuild(struct kvd *d, uint32_t tenant)
 	atomic_store_explicit(&h->complete, ok, memory_order_seq_cst);
 }
 
+/* Called once the entry is published in the index (so a rebuild sees it). */
 void kvd_shmidx_insert(struct kvd *d, uint32_t tenant, kvt_id_t k)
 {
 	struct kvt_shmidx_hdr *h = table(d, tenant);
 	struct kvd_tenant *t = &d->tenants[tenant];
 	if (!h || !k.w[0])
 		return;
-	if ((t->idx_live + t->idx_tomb + 1) * 4 > h->slots * 3)
-		rebuild(d, tenant); /* the entry being inserted is not published yet */
-	if (!place(h, k))
+	if (!t->idx_full && (t->idx_live + t->idx_tomb + 1) * 4 > h->slots * 3) {
+		if ((t->idx_live + 1) * 2 <= h->slots) {
+			rebuild(d, tenant); /* mostly tombstones: reclaim them; k is placed too */
+			return;
+		}
+		/* more live keys than the table should hold: stop writing, do not thrash */
+		t->idx_full = true;
 		atomic_store_explicit(&h->complete, 0, memory_order_release);
+	}
 	t->idx_live++;
+	if (!t->idx_full && !place(h, k))
+		atomic_store_explicit(&h->complete, 0, memory_order_release);
 }
 
+/* Called once the entry left the index (state no longer published). */
 void kvd_shmidx_remove(struct kvd *d, uint32_t tenant, kvt_id_t k)
 {
 	struct kvt_shmidx_hdr *h = table(d, tenant);
+	struct kvd_tenant *t = &d->tenants[tenant];
 	if (!h || !k.w[0])
 		return;
+	if (t->idx_full) {
+		t->idx_live--;
+		if (t->idx_live * 4 < h->slots) { /* room again: rebuild without this key */
+			t->idx_full = false;
+			rebuild(d, tenant);
+		}
+		return;
+	}
 	struct kvt_shmidx_slot *s = (struct kvt_shmidx_slot *)(h + 1);
 	uint64_t mask = h->slots - 1, i = kvt_shmidx_home(k, h->slots);
 	for (int p = 0; p < KVT_SHMIDX_PROBE; p++, i = (i + 1) & mask) {

@@ -154,13 +154,13 @@ void kvd_entry_drop(struct kvd *d, uint32_t id)
 	if (e->state != KVD_PUBLISHED)
 		return;
 	kvd_index_unlink(&d->idx, id);
+	e->state = KVD_DEAD;
 	kvd_shmidx_remove(d, e->tenant, e->key);
 	if (e->where & KVD_AT_HOST)
 		d->pol_ops->on_remove(d->pol, id);
 	if (e->where & ~KVD_AT_HOST)
 		kvd_tiers_remove(d, e);
 	e->where &= KVD_AT_HOST;
-	e->state = KVD_DEAD;
 	maybe_free(d, id);
 }
 
