@@ -14,7 +14,7 @@
 enum { NONE, IN_T1, IN_T2 };
 
 struct kvt_policy {
-	uint32_t *prev, *next;
+	struct kvt__link *lk;
 	uint64_t *hash;
 	uint8_t *where;
 	size_t cap;
@@ -24,28 +24,25 @@ struct kvt_policy {
 	size_t c;
 };
 
+#define COLS(p)                                                                                    \
+	{                                                                                          \
+		KVT__COL((p)->lk), KVT__COL((p)->hash), KVT__COL((p)->where)                       \
+	}
+
 static int ensure(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap)
 		return 0;
-	size_t nc = kvt__pol_cap_for(p->cap, id);
-	if (kvt__pol_grow((void **)&p->prev, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->next, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->hash, 8, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->where, 1, p->cap, nc))
-		return -ENOMEM;
-	p->cap = nc;
-	return 0;
+	struct kvt__col c[] = COLS(p);
+	return kvt__cols_grow(c, KVT__NCOLS(c), &p->cap, id);
 }
 
 static void arc_destroy(struct kvt_policy *p)
 {
 	if (!p)
 		return;
-	free(p->prev);
-	free(p->next);
-	free(p->hash);
-	free(p->where);
+	struct kvt__col c[] = COLS(p);
+	kvt__cols_free(c, KVT__NCOLS(c));
 	kvt__ghost_free(&p->b1);
 	kvt__ghost_free(&p->b2);
 	free(p);
@@ -78,7 +75,7 @@ static void arc_insert(struct kvt_policy *p, uint32_t id, const struct kvt_polic
 	if (ensure(p, id))
 		return;
 	if (p->where[id])
-		kvt__list_unlink(list_of(p, id), p->prev, p->next, id);
+		kvt__list_unlink(list_of(p, id), p->lk, id);
 	size_t resident = p->t1.n + p->t2.n + 1;
 	if (resident > p->c)
 		p->c = resident;
@@ -97,16 +94,16 @@ static void arc_insert(struct kvt_policy *p, uint32_t id, const struct kvt_polic
 	} else {
 		p->where[id] = IN_T1;
 	}
-	kvt__list_push_head(list_of(p, id), p->prev, p->next, id);
+	kvt__list_push_head(list_of(p, id), p->lk, id);
 }
 
 static void arc_access(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->where[id])
 		return;
-	kvt__list_unlink(list_of(p, id), p->prev, p->next, id);
+	kvt__list_unlink(list_of(p, id), p->lk, id);
 	p->where[id] = IN_T2;
-	kvt__list_push_head(&p->t2, p->prev, p->next, id);
+	kvt__list_push_head(&p->t2, p->lk, id);
 }
 
 static void arc_remove(struct kvt_policy *p, uint32_t id)
@@ -114,7 +111,7 @@ static void arc_remove(struct kvt_policy *p, uint32_t id)
 	if (id >= p->cap || !p->where[id])
 		return;
 	bool t1 = p->where[id] == IN_T1;
-	kvt__list_unlink(list_of(p, id), p->prev, p->next, id);
+	kvt__list_unlink(list_of(p, id), p->lk, id);
 	p->where[id] = NONE;
 	/* |T1| + |B1| <= c and |T1| + |T2| + |B1| + |B2| <= 2c */
 	kvt__ghost_add(t1 ? &p->b1 : &p->b2, p->hash[id]);
@@ -123,22 +120,13 @@ static void arc_remove(struct kvt_policy *p, uint32_t id)
 	kvt__ghost_trim(&p->b2, 2 * p->c > used ? 2 * p->c - used : 0);
 }
 
-static size_t walk(struct kvt_policy *p, const struct kvt__list *l, uint32_t *out, size_t n,
-                   size_t max, kvt_policy_evictable_fn ok, void *arg)
-{
-	for (uint32_t id = l->tail; id != KVT__NIL && n < max; id = p->prev[id])
-		if (!ok || ok(arg, id))
-			out[n++] = id;
-	return n;
-}
-
 static size_t arc_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                           kvt_policy_evictable_fn ok, void *arg)
 {
 	bool t1_first = p->t1.n && ((double)p->t1.n > p->p || !p->t2.n);
 	const struct kvt__list *a = t1_first ? &p->t1 : &p->t2, *b = t1_first ? &p->t2 : &p->t1;
-	size_t n = walk(p, a, out, 0, max, ok, arg);
-	return walk(p, b, out, n, max, ok, arg);
+	size_t n = kvt__list_walk(a, p->lk, out, 0, max, ok, arg);
+	return kvt__list_walk(b, p->lk, out, n, max, ok, arg);
 }
 
 const struct kvt_policy_ops kvt_policy_arc = {

@@ -66,7 +66,8 @@ struct hent {
 struct kvt_policy {
 	/* per id */
 	uint64_t *hash;
-	uint32_t *last, *prev, *next, *parent, *nchild;
+	struct kvt__link *lk;
+	uint32_t *last, *parent, *nchild;
 	uint16_t *cls;
 	uint8_t *flags, *seg, *hits, *gap, *depth;
 	size_t cap;
@@ -122,25 +123,17 @@ static unsigned class_of(const struct kvt_policy *p, uint32_t id)
  */
 static void reclass(struct kvt_policy *p, uint32_t id)
 {
-	kvt__list_unlink(&p->cl[p->cls[id]], p->prev, p->next, id);
+	kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
 	unsigned k = class_of(p, id);
 	struct kvt__list *l = &p->cl[k];
 	uint32_t pa = p->parent[id];
 	p->cls[id] = (uint16_t)k;
 	if (pa == KVT__NIL || !(p->flags[pa] & F_LIVE) || p->cls[pa] != k ||
 	    (uint32_t)p->now - p->last[pa] > 64) {
-		kvt__list_push_head(l, p->prev, p->next, id);
+		kvt__list_push_head(l, p->lk, id);
 		return;
 	}
-	uint32_t nx = p->next[pa];
-	p->prev[id] = pa;
-	p->next[id] = nx;
-	p->next[pa] = id;
-	if (nx != KVT__NIL)
-		p->prev[nx] = id;
-	else
-		l->tail = id;
-	l->n++;
+	kvt__list_insert_after(l, p->lk, pa, id);
 }
 
 static inline unsigned cls_idx(uint8_t c)
@@ -254,44 +247,28 @@ static int setup_hist(struct kvt_policy *p, size_t c)
 
 /* ---- ops ---- */
 
+#define COLS(p)                                                                                    \
+	{                                                                                          \
+		KVT__COL((p)->hash), KVT__COL((p)->last), KVT__COL((p)->lk),                       \
+		    KVT__COL((p)->parent), KVT__COL((p)->nchild), KVT__COL((p)->flags),            \
+		    KVT__COL((p)->seg), KVT__COL((p)->hits), KVT__COL((p)->cls),                   \
+		    KVT__COL((p)->depth), KVT__COL((p)->gap)                                       \
+	}
+
 static int ensure(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap)
 		return 0;
-	size_t nc = kvt__pol_cap_for(p->cap, id);
-	if (kvt__pol_grow((void **)&p->hash, 8, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->last, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->prev, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->next, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->parent, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->nchild, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->flags, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->seg, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->hits, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->cls, 2, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->depth, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->gap, 1, p->cap, nc))
-		return -ENOMEM;
-	p->cap = nc;
-	return 0;
+	struct kvt__col c[] = COLS(p);
+	return kvt__cols_grow(c, KVT__NCOLS(c), &p->cap, id);
 }
 
 static void cv_destroy(struct kvt_policy *p)
 {
 	if (!p)
 		return;
-	free(p->hash);
-	free(p->last);
-	free(p->prev);
-	free(p->next);
-	free(p->parent);
-	free(p->nchild);
-	free(p->flags);
-	free(p->seg);
-	free(p->hits);
-	free(p->cls);
-	free(p->gap);
-	free(p->depth);
+	struct kvt__col c[] = COLS(p);
+	kvt__cols_free(c, KVT__NCOLS(c));
 	free(p->hist);
 	free(p);
 }
@@ -330,11 +307,11 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	if (ensure(p, id))
 		return;
 	if (p->flags[id] & F_LIVE)
-		kvt__list_unlink(&p->cl[p->cls[id]], p->prev, p->next, id);
+		kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
 	else if (++p->n_res > p->c)
 		setup_hist(p, 2 * p->c); /* keeps the old history when out of memory */
 	p->cls[id] = 0;
-	kvt__list_push_head(&p->cl[0], p->prev, p->next, id);
+	kvt__list_push_head(&p->cl[0], p->lk, id);
 	tick(p);
 	p->hash[id] = m->key_hash ? m->key_hash : 1; /* 0 marks a free history slot */
 	p->depth[id] = m->depth > 255 ? 255 : (uint8_t)m->depth;
@@ -401,7 +378,7 @@ static void cv_remove(struct kvt_policy *p, uint32_t id)
 	uint32_t pa = p->parent[id];
 	if (pa < p->cap && (p->flags[pa] & F_LIVE) && p->nchild[pa])
 		p->nchild[pa]--;
-	kvt__list_unlink(&p->cl[p->cls[id]], p->prev, p->next, id);
+	kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
 	p->n_res--;
 	p->flags[id] = 0;
 }
@@ -411,14 +388,6 @@ static double score(const struct kvt_policy *p, uint32_t id)
 {
 	double d = p->dens[p->cls[id]][age_bin((uint32_t)p->now - p->last[id])];
 	return p->nchild[id] && p->leaf_first ? d * 2 : d;
-}
-
-static bool chosen(const uint32_t *out, size_t n, uint32_t id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (out[i] == id)
-			return true;
-	return false;
 }
 
 /*
@@ -449,12 +418,12 @@ static uint32_t best_within(struct kvt_policy *p, unsigned w, const uint32_t *ou
 			uint32_t id = end ? p->cl[k].head : p->cl[k].tail;
 			for (unsigned i = 0; id != KVT__NIL && i < w; i++) {
 				double s = score(p, id);
-				if (better(p, id, s, best, bs) && !chosen(out, n, id) &&
+				if (better(p, id, s, best, bs) && !kvt__proposed(out, n, id) &&
 				    (!ok || ok(arg, id))) {
 					best = id;
 					bs = s;
 				}
-				id = end ? p->next[id] : p->prev[id];
+				id = end ? p->lk[id].next : p->lk[id].prev;
 			}
 		}
 	}
@@ -525,7 +494,7 @@ static size_t cv_export(struct kvt_policy *p, uint32_t *out, size_t max)
 		return 0;
 	}
 	for (unsigned k = 0; k < NCLASS; k++)
-		for (uint32_t id = p->cl[k].head; id != KVT__NIL; id = p->next[id]) {
+		for (uint32_t id = p->cl[k].head; id != KVT__NIL; id = p->lk[id].next) {
 			/* positive doubles order like their bit patterns */
 			double s = score(p, id);
 			memcpy(&key[id], &s, sizeof(s));

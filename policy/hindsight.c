@@ -48,8 +48,7 @@ struct kvt_policy {
 	uint32_t *slot;
 	uint8_t *cnt, *flags, *depth, *pcb;
 	size_t cap;
-	uint32_t *res;
-	size_t n_res, res_cap;
+	struct kvt__res res;
 	struct hist *hist;
 	size_t hist_n;
 	uint32_t occ[NQ];
@@ -121,35 +120,27 @@ static void optgen(struct kvt_policy *p, uint64_t h, unsigned cls)
 		p->occ[(tq + 1) % NQ] = 0; /* the quantum about to start forgets its old lap */
 }
 
+#define COLS(p)                                                                                    \
+	{                                                                                          \
+		KVT__COL((p)->last), KVT__COL((p)->hash), KVT__COL((p)->slot), KVT__COL((p)->cnt), \
+		    KVT__COL((p)->flags), KVT__COL((p)->depth), KVT__COL((p)->pcb)                 \
+	}
+
 static int ensure(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap)
 		return 0;
-	size_t nc = kvt__pol_cap_for(p->cap, id);
-	if (kvt__pol_grow((void **)&p->last, 8, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->hash, 8, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->slot, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->cnt, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->flags, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->depth, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->pcb, 1, p->cap, nc))
-		return -ENOMEM;
-	p->cap = nc;
-	return 0;
+	struct kvt__col c[] = COLS(p);
+	return kvt__cols_grow(c, KVT__NCOLS(c), &p->cap, id);
 }
 
 static void hs_destroy(struct kvt_policy *p)
 {
 	if (!p)
 		return;
-	free(p->last);
-	free(p->hash);
-	free(p->slot);
-	free(p->cnt);
-	free(p->flags);
-	free(p->depth);
-	free(p->pcb);
-	free(p->res);
+	struct kvt__col c[] = COLS(p);
+	kvt__cols_free(c, KVT__NCOLS(c));
+	free(p->res.ids);
 	free(p->hist);
 	free(p);
 }
@@ -182,15 +173,9 @@ static void hs_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	if (ensure(p, id))
 		return;
 	if (!(p->flags[id] & F_LIVE)) {
-		if (p->n_res == p->res_cap) {
-			size_t nc = p->res_cap ? p->res_cap * 2 : 1024;
-			if (kvt__pol_grow((void **)&p->res, 4, p->res_cap, nc))
-				return;
-			p->res_cap = nc;
-		}
-		p->slot[id] = (uint32_t)p->n_res;
-		p->res[p->n_res++] = id;
-		if (p->n_res > p->c && setup_window(p, 2 * p->c))
+		if (kvt__res_add(&p->res, p->slot, id))
+			return;
+		if (p->res.n > p->c && setup_window(p, 2 * p->c))
 			return; /* keeps the old window: only the estimate suffers */
 	}
 	p->flags[id] = F_LIVE;
@@ -224,48 +209,24 @@ static void hs_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !(p->flags[id] & F_LIVE))
 		return;
-	uint32_t s = p->slot[id], moved = p->res[--p->n_res];
-	p->res[s] = moved;
-	p->slot[moved] = s;
+	kvt__res_del(&p->res, p->slot, id);
 	p->flags[id] = 0;
 }
 
-static uint64_t next_rand(struct kvt_policy *p)
+/* MIN's hit rate for id's class; at or above the threshold every class ranks alike (LRU). */
+static float score(const void *pv, uint32_t id)
 {
-	p->rng ^= p->rng << 13;
-	p->rng ^= p->rng >> 7;
-	p->rng ^= p->rng << 17;
-	return p->rng;
+	const struct kvt_policy *p = pv;
+	unsigned c = class_of(p, id);
+	float s = (p->hitw[c] + 0.5f) / (p->totw[c] + 1.0f);
+	return p->threshold > 0 && s >= p->threshold ? 1.0f : s;
 }
 
 static size_t hs_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                          kvt_policy_evictable_fn ok, void *arg)
 {
-	size_t n = 0;
-	for (size_t round = 0; n < max && p->n_res && round < 4 * max + 8; round++) {
-		uint32_t best = KVT__NIL;
-		float bs = 0;
-		for (unsigned k = 0; k < p->samples; k++) {
-			uint32_t id = p->res[next_rand(p) % p->n_res];
-			unsigned c = class_of(p, id);
-			float s = (p->hitw[c] + 0.5f) / (p->totw[c] + 1.0f);
-			if (p->threshold > 0)
-				s = s >= p->threshold ? 1.0f : s;
-			bool dup = false;
-			for (size_t i = 0; i < n && !dup; i++)
-				dup = out[i] == id;
-			if (dup || (best != KVT__NIL && s > bs) ||
-			    (best != KVT__NIL && s == bs && p->last[id] >= p->last[best]))
-				continue;
-			if (ok && !ok(arg, id))
-				continue;
-			best = id;
-			bs = s;
-		}
-		if (best != KVT__NIL)
-			out[n++] = best;
-	}
-	return n;
+	return kvt__sample_victims(&p->res, &p->rng, p->samples, score, p, p->last, out, max, ok,
+	                           arg);
 }
 
 static int hs_set_param(struct kvt_policy *p, const char *name, const char *value)
@@ -293,15 +254,7 @@ static int hs_set_param(struct kvt_policy *p, const char *name, const char *valu
 
 static size_t hs_export(struct kvt_policy *p, uint32_t *out, size_t max)
 {
-	size_t n = p->n_res < max ? p->n_res : max;
-	uint32_t *tmp = malloc((p->n_res + 1) * sizeof(*tmp));
-	if (!tmp)
-		return 0;
-	memcpy(tmp, p->res, p->n_res * sizeof(*tmp));
-	kvt__sort_ids_by(tmp, p->n_res, p->last);
-	memcpy(out, tmp, n * sizeof(*out));
-	free(tmp);
-	return n;
+	return kvt__res_export(&p->res, p->last, out, max);
 }
 
 const struct kvt_policy_ops kvt_policy_hindsight = {

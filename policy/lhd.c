@@ -29,8 +29,7 @@ struct kvt_policy {
 	uint32_t *slot; /* index in res[] */
 	uint8_t *cnt, *flags;
 	size_t cap;
-	uint32_t *res; /* resident ids, dense, for sampling */
-	size_t n_res, res_cap;
+	struct kvt__res res; /* resident ids, dense, for sampling */
 	double hits[NCLASS][NBIN], evs[NCLASS][NBIN];
 	float density[NCLASS][NBIN];
 	uint64_t now, events, rng;
@@ -86,29 +85,26 @@ static void tick(struct kvt_policy *p)
 		refold(p);
 }
 
+#define COLS(p)                                                                                    \
+	{                                                                                          \
+		KVT__COL((p)->last), KVT__COL((p)->slot), KVT__COL((p)->cnt), KVT__COL((p)->flags) \
+	}
+
 static int ensure(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap)
 		return 0;
-	size_t nc = kvt__pol_cap_for(p->cap, id);
-	if (kvt__pol_grow((void **)&p->last, 8, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->slot, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->cnt, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->flags, 1, p->cap, nc))
-		return -ENOMEM;
-	p->cap = nc;
-	return 0;
+	struct kvt__col c[] = COLS(p);
+	return kvt__cols_grow(c, KVT__NCOLS(c), &p->cap, id);
 }
 
 static void lhd_destroy(struct kvt_policy *p)
 {
 	if (!p)
 		return;
-	free(p->last);
-	free(p->slot);
-	free(p->cnt);
-	free(p->flags);
-	free(p->res);
+	struct kvt__col c[] = COLS(p);
+	kvt__cols_free(c, KVT__NCOLS(c));
+	free(p->res.ids);
 	free(p);
 }
 
@@ -133,16 +129,8 @@ static void lhd_insert(struct kvt_policy *p, uint32_t id, const struct kvt_polic
 {
 	if (ensure(p, id))
 		return;
-	if (!(p->flags[id] & F_LIVE)) {
-		if (p->n_res == p->res_cap) {
-			size_t nc = p->res_cap ? p->res_cap * 2 : 1024;
-			if (kvt__pol_grow((void **)&p->res, 4, p->res_cap, nc))
-				return;
-			p->res_cap = nc;
-		}
-		p->slot[id] = (uint32_t)p->n_res;
-		p->res[p->n_res++] = id;
-	}
+	if (!(p->flags[id] & F_LIVE) && kvt__res_add(&p->res, p->slot, id))
+		return;
 	tick(p);
 	p->flags[id] = F_LIVE | (m->depth == 0 ? F_ROOT : 0);
 	p->cnt[id] = 1;
@@ -167,50 +155,21 @@ static void lhd_remove(struct kvt_policy *p, uint32_t id)
 	if (id >= p->cap || !(p->flags[id] & F_LIVE))
 		return;
 	p->evs[class_of(p, id)][age_bin(p->now - p->last[id])] += 1;
-	uint32_t s = p->slot[id], moved = p->res[--p->n_res];
-	p->res[s] = moved;
-	p->slot[moved] = s;
+	kvt__res_del(&p->res, p->slot, id);
 	p->flags[id] = 0;
 }
 
-static float score(const struct kvt_policy *p, uint32_t id)
+static float score(const void *pv, uint32_t id)
 {
+	const struct kvt_policy *p = pv;
 	return p->density[class_of(p, id)][age_bin(p->now - p->last[id])];
-}
-
-static uint64_t next_rand(struct kvt_policy *p)
-{
-	p->rng ^= p->rng << 13;
-	p->rng ^= p->rng >> 7;
-	p->rng ^= p->rng << 17;
-	return p->rng;
 }
 
 static size_t lhd_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                           kvt_policy_evictable_fn ok, void *arg)
 {
-	size_t n = 0;
-	for (size_t round = 0; n < max && p->n_res && round < 4 * max + 8; round++) {
-		uint32_t best = KVT__NIL;
-		float bs = 0;
-		for (unsigned k = 0; k < p->samples; k++) {
-			uint32_t id = p->res[next_rand(p) % p->n_res];
-			float s = score(p, id);
-			bool dup = false;
-			for (size_t i = 0; i < n && !dup; i++)
-				dup = out[i] == id;
-			if (dup || (best != KVT__NIL && s > bs) ||
-			    (best != KVT__NIL && s == bs && p->last[id] >= p->last[best]))
-				continue;
-			if (ok && !ok(arg, id))
-				continue;
-			best = id;
-			bs = s;
-		}
-		if (best != KVT__NIL)
-			out[n++] = best;
-	}
-	return n;
+	return kvt__sample_victims(&p->res, &p->rng, p->samples, score, p, p->last, out, max, ok,
+	                           arg);
 }
 
 static int lhd_set_param(struct kvt_policy *p, const char *name, const char *value)
@@ -231,15 +190,7 @@ static int lhd_set_param(struct kvt_policy *p, const char *name, const char *val
 
 static size_t lhd_export(struct kvt_policy *p, uint32_t *out, size_t max)
 {
-	size_t n = p->n_res < max ? p->n_res : max;
-	uint32_t *tmp = malloc((p->n_res + 1) * sizeof(*tmp));
-	if (!tmp)
-		return 0;
-	memcpy(tmp, p->res, p->n_res * sizeof(*tmp));
-	kvt__sort_ids_by(tmp, p->n_res, p->last);
-	memcpy(out, tmp, n * sizeof(*out));
-	free(tmp);
-	return n;
+	return kvt__res_export(&p->res, p->last, out, max);
 }
 
 const struct kvt_policy_ops kvt_policy_lhd = {

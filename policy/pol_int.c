@@ -1,8 +1,9 @@
 /*
  * pol_int.c -- the helpers of pol_int.h. The heap keeps pos[id] + 1 so that a zeroed array
- * means "absent"; its non-destructive walk is a best-first search over heap positions with a
- * second small heap (aux), O(k log k) for k proposals. The hash set uses linear probing with
- * tombstones and rebuilds itself when tombstones pile up.
+ * means "absent"; it is 4-ary (shallower than binary; a node's children share a cache line);
+ * its non-destructive walk is a best-first search over heap positions with a second small heap
+ * (aux), O(k log k) for k proposals. The hash set uses linear probing with tombstones and
+ * rebuilds itself when tombstones pile up; the ghost table has no tombstones (backward shift).
  */
 #include "pol_int.h"
 
@@ -31,36 +32,84 @@ size_t kvt__pol_cap_for(size_t cur, uint32_t id)
 	return cap;
 }
 
-void kvt__list_init(struct kvt__list *l)
+int kvt__cols_grow(const struct kvt__col *c, size_t n, size_t *cap, uint32_t id)
 {
-	l->head = l->tail = KVT__NIL;
-	l->n = 0;
+	if (id < *cap)
+		return 0;
+	size_t nc = kvt__pol_cap_for(*cap, id);
+	for (size_t i = 0; i < n; i++)
+		if (kvt__pol_grow(c[i].arr, c[i].elem, *cap, nc))
+			return -ENOMEM; /* grown columns stay valid at their new size */
+	*cap = nc;
+	return 0;
 }
 
-void kvt__list_push_head(struct kvt__list *l, uint32_t *prev, uint32_t *next, uint32_t id)
+void kvt__cols_free(const struct kvt__col *c, size_t n)
 {
-	prev[id] = KVT__NIL;
-	next[id] = l->head;
-	if (l->head != KVT__NIL)
-		prev[l->head] = id;
-	l->head = id;
-	if (l->tail == KVT__NIL)
-		l->tail = id;
-	l->n++;
+	for (size_t i = 0; i < n; i++) {
+		free(*c[i].arr);
+		*c[i].arr = NULL;
+	}
 }
 
-void kvt__list_unlink(struct kvt__list *l, uint32_t *prev, uint32_t *next, uint32_t id)
+/* ---- resident set ---- */
+
+int kvt__res_add(struct kvt__res *r, uint32_t *slot, uint32_t id)
 {
-	uint32_t pr = prev[id], nx = next[id];
-	if (pr != KVT__NIL)
-		next[pr] = nx;
-	else
-		l->head = nx;
-	if (nx != KVT__NIL)
-		prev[nx] = pr;
-	else
-		l->tail = pr;
-	l->n--;
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 1024;
+		if (kvt__pol_grow((void **)&r->ids, sizeof(*r->ids), r->cap, nc))
+			return -ENOMEM;
+		r->cap = nc;
+	}
+	slot[id] = (uint32_t)r->n;
+	r->ids[r->n++] = id;
+	return 0;
+}
+
+void kvt__res_del(struct kvt__res *r, uint32_t *slot, uint32_t id)
+{
+	uint32_t s = slot[id], moved = r->ids[--r->n];
+	r->ids[s] = moved;
+	slot[moved] = s;
+}
+
+size_t kvt__res_export(const struct kvt__res *r, const uint64_t *key, uint32_t *out, size_t max)
+{
+	size_t n = r->n < max ? r->n : max;
+	uint32_t *tmp = malloc((r->n + 1) * sizeof(*tmp));
+	if (!tmp)
+		return 0;
+	memcpy(tmp, r->ids, r->n * sizeof(*tmp));
+	kvt__sort_ids_by(tmp, r->n, key);
+	memcpy(out, tmp, n * sizeof(*out));
+	free(tmp);
+	return n;
+}
+
+size_t kvt__sample_victims(const struct kvt__res *r, uint64_t *rng, unsigned samples,
+                           kvt__score_fn score, const void *p, const uint64_t *last, uint32_t *out,
+                           size_t max, kvt_policy_evictable_fn ok, void *arg)
+{
+	size_t n = 0;
+	for (size_t round = 0; n < max && r->n && round < 4 * max + 8; round++) {
+		uint32_t best = KVT__NIL;
+		float bs = 0;
+		for (unsigned k = 0; k < samples; k++) {
+			uint32_t id = r->ids[kvt__xorshift(rng) % r->n];
+			float s = score(p, id);
+			if (kvt__proposed(out, n, id) || (best != KVT__NIL && s > bs) ||
+			    (best != KVT__NIL && s == bs && last[id] >= last[best]))
+				continue;
+			if (ok && !ok(arg, id))
+				continue;
+			best = id;
+			bs = s;
+		}
+		if (best != KVT__NIL)
+			out[n++] = best;
+	}
+	return n;
 }
 
 /* ---- heap ---- */
@@ -89,11 +138,13 @@ static inline void place(struct kvt__heap *h, size_t i, const struct kvt__hent *
 	h->pos[x->id] = (uint32_t)i + 1;
 }
 
+#define ARY 4 /* children of i: ARY * i + 1 .. ARY * i + ARY */
+
 static void sift_up(struct kvt__heap *h, size_t i)
 {
 	struct kvt__hent x = h->e[i];
 	while (i > 0) {
-		size_t pa = (i - 1) / 2;
+		size_t pa = (i - 1) / ARY;
 		if (!ent_less(&x, &h->e[pa]))
 			break;
 		place(h, i, &h->e[pa]);
@@ -106,17 +157,41 @@ static void sift_down(struct kvt__heap *h, size_t i)
 {
 	struct kvt__hent x = h->e[i];
 	for (;;) {
-		size_t c = 2 * i + 1;
+		size_t c = ARY * i + 1, end = c + ARY < h->n ? c + ARY : h->n;
 		if (c >= h->n)
 			break;
-		if (c + 1 < h->n && ent_less(&h->e[c + 1], &h->e[c]))
-			c++;
+		for (size_t j = c + 1; j < end; j++)
+			if (ent_less(&h->e[j], &h->e[c]))
+				c = j;
 		if (!ent_less(&h->e[c], &x))
 			break;
 		place(h, i, &h->e[c]);
 		i = c;
 	}
 	place(h, i, &x);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Renumbers the sequences 0..n-1 in their order, so the 32-bit clock never wraps; the order of
+ * every pair of entries, hence the heap shape, is unchanged. */
+static int renumber(struct kvt__heap *h)
+{
+	uint64_t *t = malloc((h->n + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < h->n; i++)
+		t[i] = (uint64_t)h->e[i].seq << 32 | i;
+	qsort(t, h->n, sizeof(*t), cmp_u64);
+	for (size_t r = 0; r < h->n; r++)
+		h->e[(uint32_t)t[r]].seq = (uint32_t)r;
+	h->clock = (uint32_t)h->n;
+	free(t);
+	return 0;
 }
 
 bool kvt__heap_has(const struct kvt__heap *h, uint32_t id)
@@ -137,6 +212,8 @@ int kvt__heap_set(struct kvt__heap *h, uint32_t id, double key)
 			return -ENOMEM;
 		h->pos_cap = nc;
 	}
+	if (h->clock == UINT32_MAX && renumber(h))
+		return -ENOMEM;
 	if (h->pos[id]) {
 		size_t i = h->pos[id] - 1;
 		double old = h->e[i].key;
@@ -171,7 +248,7 @@ void kvt__heap_del(struct kvt__heap *h, uint32_t id)
 		return;
 	struct kvt__hent last = h->e[h->n];
 	place(h, i, &last);
-	if (i > 0 && ent_less(&last, &h->e[(i - 1) / 2]))
+	if (i > 0 && ent_less(&last, &h->e[(i - 1) / ARY]))
 		sift_up(h, i);
 	else
 		sift_down(h, i);
@@ -242,7 +319,7 @@ size_t kvt__heap_walk(struct kvt__heap *h, uint32_t *out, size_t max, kvt_policy
 		uint32_t id = h->e[i].id;
 		if (!ok || ok(arg, id))
 			out[got++] = id;
-		for (uint32_t c = 2 * i + 1; c <= 2 * i + 2; c++)
+		for (uint32_t c = ARY * i + 1; c <= ARY * i + ARY; c++)
 			if (c < h->n && aux_push(h, &an, c))
 				return got;
 	}
@@ -361,14 +438,54 @@ bool kvt__hset_del_if(struct kvt__hset *s, uint64_t k, uint32_t v)
 
 /* ---- ghost FIFO ---- */
 
+#ifndef GHOST_SPARSE
+#define GHOST_SPARSE 8 /* table slots per live ghost after a rebuild */
+#endif
+
+static inline uint32_t ghost_fp(uint64_t h)
+{
+	uint32_t fp = (uint32_t)(kvt__mix64(h) >> 32);
+	return fp ? fp : 1;
+}
+
+static inline bool seq_live(const struct kvt__ghost *g, uint64_t slot)
+{
+	return (uint32_t)((uint32_t)slot - (uint32_t)g->head) < (uint32_t)(g->tail - g->head);
+}
+
+/* Rebuilds the table at cap slots with its live entries only (expired ones are dropped here,
+ * not when they expire, so that trimming touches the ring alone). */
+static int ghost_table(struct kvt__ghost *g, size_t cap)
+{
+	uint64_t *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	uint64_t *old = g->slots;
+	size_t old_cap = g->cap;
+	g->slots = t;
+	g->cap = cap;
+	g->occ = 0;
+	for (size_t i = 0; i < old_cap; i++) {
+		if (!old[i] || !seq_live(g, old[i]))
+			continue;
+		size_t j = (old[i] >> 32) & (cap - 1);
+		while (t[j])
+			j = (j + 1) & (cap - 1);
+		t[j] = old[i];
+		g->occ++;
+	}
+	free(old);
+	return 0;
+}
+
 int kvt__ghost_init(struct kvt__ghost *g, size_t expect)
 {
 	memset(g, 0, sizeof(*g));
-	g->cap = 64;
-	while (g->cap < expect)
-		g->cap *= 2;
-	g->ring = malloc(g->cap * sizeof(*g->ring));
-	if (!g->ring || kvt__hset_init(&g->set, expect)) {
+	g->rcap = 64;
+	while (g->rcap < expect)
+		g->rcap *= 2;
+	g->ring = malloc(g->rcap * sizeof(*g->ring));
+	if (!g->ring || ghost_table(g, GHOST_SPARSE * g->rcap)) {
 		free(g->ring);
 		return -ENOMEM;
 	}
@@ -377,64 +494,103 @@ int kvt__ghost_init(struct kvt__ghost *g, size_t expect)
 
 void kvt__ghost_free(struct kvt__ghost *g)
 {
-	kvt__hset_free(&g->set);
+	free(g->slots);
 	free(g->ring);
 	memset(g, 0, sizeof(*g));
 }
 
-bool kvt__ghost_has(const struct kvt__ghost *g, uint64_t h)
+/* @return : the slot of fingerprint fp, live or expired, or SIZE_MAX. */
+static size_t ghost_find(const struct kvt__ghost *g, uint32_t fp)
 {
-	return kvt__hset_get(&g->set, h) != KVT__NIL;
+	size_t mask = g->cap - 1;
+	for (size_t i = fp & mask; g->slots[i]; i = (i + 1) & mask)
+		if ((uint32_t)(g->slots[i] >> 32) == fp)
+			return i;
+	return SIZE_MAX;
 }
 
-static bool slot_live(const struct kvt__ghost *g, uint64_t seq)
+/* Empties slot i, shifting back later members of its probe run (Knuth's algorithm R). */
+static void ghost_erase(struct kvt__ghost *g, size_t i)
 {
-	return kvt__hset_get(&g->set, g->ring[seq % g->cap]) == (uint32_t)seq;
+	size_t mask = g->cap - 1;
+	for (size_t j = (i + 1) & mask; g->slots[j]; j = (j + 1) & mask) {
+		size_t home = (g->slots[j] >> 32) & mask;
+		/* j's entry may move to i when i lies cyclically within [home, j) */
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			g->slots[i] = g->slots[j];
+			i = j;
+		}
+	}
+	g->slots[i] = 0;
+	g->occ--;
+}
+
+bool kvt__ghost_has(const struct kvt__ghost *g, uint64_t h)
+{
+	size_t i = ghost_find(g, ghost_fp(h));
+	return i != SIZE_MAX && seq_live(g, g->slots[i]);
+}
+
+static int ghost_grow_ring(struct kvt__ghost *g)
+{
+	uint32_t *r = malloc(2 * g->rcap * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (uint64_t s = g->head; s < g->tail; s++)
+		r[s & (2 * g->rcap - 1)] = g->ring[s & (g->rcap - 1)];
+	free(g->ring);
+	g->ring = r;
+	g->rcap *= 2;
+	return 0;
 }
 
 int kvt__ghost_add(struct kvt__ghost *g, uint64_t h)
 {
-	if (g->tail - g->head == g->cap) {
+	if (g->tail - g->head == g->rcap) {
 		/* drop stale slots first; grow only when the ring is really full of live ghosts */
-		while (g->head < g->tail && !slot_live(g, g->head))
+		while (g->head < g->tail && !g->ring[g->head & (g->rcap - 1)])
 			g->head++;
-		if (g->tail - g->head == g->cap) {
-			uint64_t *r = malloc(2 * g->cap * sizeof(*r));
-			if (!r)
-				return -ENOMEM;
-			for (uint64_t s = g->head; s < g->tail; s++)
-				r[s % (2 * g->cap)] = g->ring[s % g->cap];
-			free(g->ring);
-			g->ring = r;
-			g->cap *= 2;
-		}
+		if (g->tail - g->head == g->rcap && ghost_grow_ring(g))
+			return -ENOMEM;
 	}
+	if ((g->occ + 1) * 2 > g->cap) {
+		size_t cap = g->cap;
+		while (cap < GHOST_SPARSE * (g->n + 1))
+			cap *= 2;
+		if (ghost_table(g, cap))
+			return -ENOMEM;
+	}
+	uint32_t fp = ghost_fp(h);
+	size_t mask = g->cap - 1, i = fp & mask;
+	while (g->slots[i] && (uint32_t)(g->slots[i] >> 32) != fp)
+		i = (i + 1) & mask;
+	if (!g->slots[i])
+		g->occ++;
+	if (g->slots[i] && seq_live(g, g->slots[i]))
+		g->ring[(uint32_t)g->slots[i] & (g->rcap - 1)] = 0; /* its old place goes stale */
+	else
+		g->n++;
 	uint64_t seq = g->tail++;
-	g->ring[seq % g->cap] = h;
-	int fresh = kvt__hset_put(&g->set, h, (uint32_t)seq); /* an old slot of h goes stale */
-	if (fresh < 0) {
-		g->tail--;
-		return -ENOMEM;
-	}
-	g->n += (size_t)fresh;
+	g->ring[seq & (g->rcap - 1)] = fp;
+	g->slots[i] = (uint64_t)fp << 32 | (uint32_t)seq;
 	return 0;
 }
 
 void kvt__ghost_del(struct kvt__ghost *g, uint64_t h)
 {
-	if (!kvt__ghost_has(g, h))
+	size_t i = ghost_find(g, ghost_fp(h));
+	if (i == SIZE_MAX || !seq_live(g, g->slots[i]))
 		return;
-	kvt__hset_del(&g->set, h);
+	g->ring[(uint32_t)g->slots[i] & (g->rcap - 1)] = 0;
+	ghost_erase(g, i);
 	g->n--;
 }
 
 void kvt__ghost_trim(struct kvt__ghost *g, size_t limit)
 {
-	while (g->n > limit && g->head < g->tail) {
-		uint64_t s = g->head++;
-		if (kvt__hset_del_if(&g->set, g->ring[s % g->cap], (uint32_t)s))
-			g->n--;
-	}
+	while (g->n > limit && g->head < g->tail)
+		if (g->ring[g->head++ & (g->rcap - 1)])
+			g->n--; /* its table entry is expired from now on */
 }
 
 int kvt__param_double(const char *value, double lo, double hi, double *out)

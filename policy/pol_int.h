@@ -1,7 +1,8 @@
 /*
- * pol_int.h -- helpers private to policy/: per-id arrays that grow on demand, intrusive doubly
- * linked lists threaded through those arrays, an indexed binary min-heap, and a small
- * open-addressing set of 64-bit key hashes for ghost entries.
+ * pol_int.h -- helpers private to policy/: per-id arrays ("columns") that grow together on
+ * demand, intrusive doubly linked lists threaded through those arrays, a dense resident set
+ * for sampling policies, an indexed 4-ary min-heap, an open-addressing map of 64-bit hashes
+ * (mrc.c) and a FIFO of ghost fingerprints (ARC, S3-FIFO).
  *
  * Memory: every structure owns its arrays (malloc/realloc); growth happens on the first touch
  * of a larger id, so a warm policy does not allocate. Not thread-safe, like the policies.
@@ -21,20 +22,151 @@ int kvt__pol_grow(void **arr, size_t elem, size_t old_n, size_t new_n);
 /* The next power-of-two capacity holding id (at least 1024). */
 size_t kvt__pol_cap_for(size_t cur, uint32_t id);
 
-/* A list threaded through caller-owned prev/next arrays (shared by several lists). */
+/*
+ * Columns: a policy's per-id arrays, all sized cap. A policy lists them once, as
+ *   #define COLS(p) {KVT__COL((p)->prev), KVT__COL((p)->next), ...}
+ * and grows or frees them together. Growth zero-fills the new part.
+ */
+struct kvt__col {
+	void **arr;
+	size_t elem;
+};
+#define KVT__COL(a)                                                                                \
+	{                                                                                          \
+		(void **)&(a), sizeof(*(a))                                                        \
+	}
+#define KVT__NCOLS(c) (sizeof(c) / sizeof((c)[0]))
+/* Grows every column to kvt__pol_cap_for(*cap, id) elements. @return : 0, -ENOMEM (*cap kept). */
+int kvt__cols_grow(const struct kvt__col *c, size_t n, size_t *cap, uint32_t id);
+void kvt__cols_free(const struct kvt__col *c, size_t n);
+
+/* A list threaded through a caller-owned link array (shared by several lists); prev and next
+ * of an id sit together, so a list operation touches one line per id. */
+struct kvt__link {
+	uint32_t prev, next;
+};
 struct kvt__list {
 	uint32_t head, tail; /* head = most recent */
 	size_t n;
 };
-void kvt__list_init(struct kvt__list *l);
-void kvt__list_push_head(struct kvt__list *l, uint32_t *prev, uint32_t *next, uint32_t id);
-void kvt__list_unlink(struct kvt__list *l, uint32_t *prev, uint32_t *next, uint32_t id);
 
-/* Indexed min-heap of ids by a double key; ties broken by insertion sequence. Entries carry
- * their key so that sifting touches the heap array only. */
+static inline void kvt__list_init(struct kvt__list *l)
+{
+	l->head = l->tail = KVT__NIL;
+	l->n = 0;
+}
+
+static inline void kvt__list_push_head(struct kvt__list *l, struct kvt__link *lk, uint32_t id)
+{
+	lk[id].prev = KVT__NIL;
+	lk[id].next = l->head;
+	if (l->head != KVT__NIL)
+		lk[l->head].prev = id;
+	l->head = id;
+	if (l->tail == KVT__NIL)
+		l->tail = id;
+	l->n++;
+}
+
+static inline void kvt__list_push_tail(struct kvt__list *l, struct kvt__link *lk, uint32_t id)
+{
+	lk[id].next = KVT__NIL;
+	lk[id].prev = l->tail;
+	if (l->tail != KVT__NIL)
+		lk[l->tail].next = id;
+	l->tail = id;
+	if (l->head == KVT__NIL)
+		l->head = id;
+	l->n++;
+}
+
+/* Links id right behind (tailward of) at, which is on l. */
+static inline void kvt__list_insert_after(struct kvt__list *l, struct kvt__link *lk, uint32_t at,
+                                          uint32_t id)
+{
+	uint32_t nx = lk[at].next;
+	lk[id].prev = at;
+	lk[id].next = nx;
+	lk[at].next = id;
+	if (nx != KVT__NIL)
+		lk[nx].prev = id;
+	else
+		l->tail = id;
+	l->n++;
+}
+
+static inline void kvt__list_unlink(struct kvt__list *l, struct kvt__link *lk, uint32_t id)
+{
+	uint32_t pr = lk[id].prev, nx = lk[id].next;
+	if (pr != KVT__NIL)
+		lk[pr].next = nx;
+	else
+		l->head = nx;
+	if (nx != KVT__NIL)
+		lk[nx].prev = pr;
+	else
+		l->tail = pr;
+	l->n--;
+}
+
+/* Appends to out[n..max) the ids of l from its tail (oldest) that ok() accepts (NULL: all).
+ * @return : the new n. */
+static inline size_t kvt__list_walk(const struct kvt__list *l, const struct kvt__link *lk,
+                                    uint32_t *out, size_t n, size_t max, kvt_policy_evictable_fn ok,
+                                    void *arg)
+{
+	for (uint32_t id = l->tail; id != KVT__NIL && n < max; id = lk[id].prev)
+		if (!ok || ok(arg, id))
+			out[n++] = id;
+	return n;
+}
+
+/* Whether out[0..n) holds id (proposals already made in this call). */
+static inline bool kvt__proposed(const uint32_t *out, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (out[i] == id)
+			return true;
+	return false;
+}
+
+/* A dense array of resident ids for uniform sampling; slot[id] (a caller column) is id's
+ * index in it. */
+struct kvt__res {
+	uint32_t *ids;
+	size_t n, cap;
+};
+/* Adds id (not yet in). @return : 0 or -ENOMEM. */
+int kvt__res_add(struct kvt__res *r, uint32_t *slot, uint32_t id);
+/* Removes id (in), moving the last id into its slot. */
+void kvt__res_del(struct kvt__res *r, uint32_t *slot, uint32_t id);
+/* Writes up to max residents ordered by key[id], ties by id (export_order). @return : count. */
+size_t kvt__res_export(const struct kvt__res *r, const uint64_t *key, uint32_t *out, size_t max);
+
+/* xorshift64: fixed-seed sampling, so that runs are reproducible. */
+static inline uint64_t kvt__xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Sampled eviction (LHD, hindsight): up to max rounds' winners of `samples` uniform draws
+ * from r, the lowest score(id) first, ties to the older last[id]; skips ids already proposed
+ * and those ok() rejects. */
+typedef float (*kvt__score_fn)(const void *p, uint32_t id);
+size_t kvt__sample_victims(const struct kvt__res *r, uint64_t *rng, unsigned samples,
+                           kvt__score_fn score, const void *p, const uint64_t *last, uint32_t *out,
+                           size_t max, kvt_policy_evictable_fn ok, void *arg);
+
+/* Indexed 4-ary min-heap of ids by a double key; ties broken by keying sequence (older first).
+ * Entries carry their key so that sifting touches the heap array only; 16 bytes, four to a
+ * cache line, so one level of siblings is one line. The sequence is 32 bits and is renumbered
+ * (order kept) before it wraps, so ties stay exact. */
 struct kvt__hent {
 	double key;
-	uint64_t seq; /* tie break: older first */
+	uint32_t seq; /* tie break: older first */
 	uint32_t id;
 };
 struct kvt__heap {
@@ -42,7 +174,7 @@ struct kvt__heap {
 	uint32_t *pos;       /* pos[id] + 1, 0 = absent; sized pos_cap */
 	uint32_t *aux;       /* scratch for non-destructive walks */
 	size_t n, cap, pos_cap, aux_cap;
-	uint64_t clock;
+	uint32_t clock;
 };
 void kvt__heap_init(struct kvt__heap *h);
 void kvt__heap_free(struct kvt__heap *h);
@@ -94,12 +226,21 @@ void kvt__sort_ids_by(uint32_t *ids, size_t n, const uint64_t *key);
 /* Parses a double parameter in [lo, hi]. @return : 0 or -EINVAL. */
 int kvt__param_double(const char *value, double lo, double hi, double *out);
 
-/* A FIFO of ghost hashes with O(1) membership and removal (ARC's B1/B2, S3-FIFO's G). */
+/*
+ * A FIFO of ghosts with O(1) membership and removal (ARC's B1/B2, S3-FIFO's G). A ghost is a
+ * 32-bit fingerprint of its key hash (two keys share one with probability ~n / 2^32: a rare
+ * false ghost hit, harmless to a policy). The table maps fingerprint -> low 32 bits of its
+ * sequence number in 8-byte slots (linear probing, deletion by backward shift: no tombstones);
+ * an entry is live while its sequence is in [head, tail). The ring holds fingerprints by
+ * sequence, 0 where that ghost was deleted or re-added later, so trimming the oldest ghosts
+ * reads the ring alone; expired entries are dropped when the table is rebuilt (at 3/4 load,
+ * live and expired, into at least 2x the live ghosts): small enough to stay in cache.
+ */
 struct kvt__ghost {
-	struct kvt__hset set; /* hash -> low 32 bits of its sequence number */
-	uint64_t *ring;       /* ring[seq % cap] = hash */
-	uint64_t head, tail;  /* sequence numbers */
-	size_t cap, n;        /* n live (head..tail also holds stale slots) */
+	uint64_t *slots;          /* fp << 32 | seq, 0 = empty */
+	uint32_t *ring;           /* ring[seq % rcap] = fp, 0 = stale */
+	uint64_t head, tail;      /* sequence numbers */
+	size_t cap, occ, rcap, n; /* occ used slots (live or expired), n live ghosts */
 };
 int kvt__ghost_init(struct kvt__ghost *g, size_t expect);
 void kvt__ghost_free(struct kvt__ghost *g);

@@ -19,7 +19,7 @@
 enum { NONE, IN_S, IN_M, PROPOSED };
 
 struct kvt_policy {
-	uint32_t *prev, *next;
+	struct kvt__link *lk;
 	uint64_t *hash;
 	uint8_t *where, *freq, *from; /* from: the queue a proposed entry came from */
 	size_t cap;
@@ -29,32 +29,26 @@ struct kvt_policy {
 	unsigned move_threshold;
 };
 
+#define COLS(p)                                                                                    \
+	{                                                                                          \
+		KVT__COL((p)->lk), KVT__COL((p)->hash), KVT__COL((p)->where), KVT__COL((p)->freq), \
+		    KVT__COL((p)->from)                                                            \
+	}
+
 static int ensure(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap)
 		return 0;
-	size_t nc = kvt__pol_cap_for(p->cap, id);
-	if (kvt__pol_grow((void **)&p->prev, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->next, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->hash, 8, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->where, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->freq, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->from, 1, p->cap, nc))
-		return -ENOMEM;
-	p->cap = nc;
-	return 0;
+	struct kvt__col c[] = COLS(p);
+	return kvt__cols_grow(c, KVT__NCOLS(c), &p->cap, id);
 }
 
 static void s3_destroy(struct kvt_policy *p)
 {
 	if (!p)
 		return;
-	free(p->prev);
-	free(p->next);
-	free(p->hash);
-	free(p->where);
-	free(p->freq);
-	free(p->from);
+	struct kvt__col c[] = COLS(p);
+	kvt__cols_free(c, KVT__NCOLS(c));
 	kvt__ghost_free(&p->g);
 	free(p);
 }
@@ -85,12 +79,12 @@ static struct kvt__list *queue(struct kvt_policy *p, uint8_t w)
 static void put(struct kvt_policy *p, uint32_t id, uint8_t w)
 {
 	p->where[id] = w;
-	kvt__list_push_head(queue(p, w), p->prev, p->next, id);
+	kvt__list_push_head(queue(p, w), p->lk, id);
 }
 
 static void take(struct kvt_policy *p, uint32_t id)
 {
-	kvt__list_unlink(queue(p, p->where[id]), p->prev, p->next, id);
+	kvt__list_unlink(queue(p, p->where[id]), p->lk, id);
 	p->where[id] = NONE;
 }
 
@@ -136,15 +130,7 @@ static void unpropose(struct kvt_policy *p)
 		take(p, id);
 		struct kvt__list *q = queue(p, p->from[id]);
 		p->where[id] = p->from[id];
-		/* push at the tail */
-		p->next[id] = KVT__NIL;
-		p->prev[id] = q->tail;
-		if (q->tail != KVT__NIL)
-			p->next[q->tail] = id;
-		q->tail = id;
-		if (q->head == KVT__NIL)
-			q->head = id;
-		q->n++;
+		kvt__list_push_tail(q, p->lk, id);
 	}
 }
 

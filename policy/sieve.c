@@ -11,35 +11,32 @@
 #include <stdlib.h>
 
 struct kvt_policy {
-	uint32_t *prev, *next;
+	struct kvt__link *lk;
 	uint8_t *live, *visited;
 	size_t cap;
 	struct kvt__list q; /* head = newest */
 	uint32_t hand;      /* next entry to examine, KVT__NIL = start at the tail */
 };
 
+#define COLS(p)                                                                                    \
+	{                                                                                          \
+		KVT__COL((p)->lk), KVT__COL((p)->live), KVT__COL((p)->visited)                     \
+	}
+
 static int ensure(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap)
 		return 0;
-	size_t nc = kvt__pol_cap_for(p->cap, id);
-	if (kvt__pol_grow((void **)&p->prev, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->next, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->live, 1, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->visited, 1, p->cap, nc))
-		return -ENOMEM;
-	p->cap = nc;
-	return 0;
+	struct kvt__col c[] = COLS(p);
+	return kvt__cols_grow(c, KVT__NCOLS(c), &p->cap, id);
 }
 
 static void sieve_destroy(struct kvt_policy *p)
 {
 	if (!p)
 		return;
-	free(p->prev);
-	free(p->next);
-	free(p->live);
-	free(p->visited);
+	struct kvt__col c[] = COLS(p);
+	kvt__cols_free(c, KVT__NCOLS(c));
 	free(p);
 }
 
@@ -69,7 +66,7 @@ static void sieve_insert(struct kvt_policy *p, uint32_t id, const struct kvt_pol
 	}
 	p->live[id] = 1;
 	p->visited[id] = 0;
-	kvt__list_push_head(&p->q, p->prev, p->next, id);
+	kvt__list_push_head(&p->q, p->lk, id);
 }
 
 static void sieve_access(struct kvt_policy *p, uint32_t id)
@@ -83,17 +80,9 @@ static void sieve_remove(struct kvt_policy *p, uint32_t id)
 	if (id >= p->cap || !p->live[id])
 		return;
 	if (p->hand == id)
-		p->hand = p->prev[id];
-	kvt__list_unlink(&p->q, p->prev, p->next, id);
+		p->hand = p->lk[id].prev;
+	kvt__list_unlink(&p->q, p->lk, id);
 	p->live[id] = 0;
-}
-
-static bool proposed(const uint32_t *out, size_t n, uint32_t id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (out[i] == id)
-			return true;
-	return false;
 }
 
 static size_t sieve_victims(struct kvt_policy *p, uint32_t *out, size_t max,
@@ -107,13 +96,13 @@ static size_t sieve_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 			h = p->q.tail;
 		if (p->visited[h]) {
 			p->visited[h] = 0;
-		} else if ((!ok || ok(arg, h)) && !proposed(out, n, h)) {
+		} else if ((!ok || ok(arg, h)) && !kvt__proposed(out, n, h)) {
 			out[n++] = h;
 			if (first)
 				p->hand = h; /* on_remove(h) steps the hand past it */
 			first = false;
 		}
-		h = p->prev[h];
+		h = p->lk[h].prev;
 	}
 	return n;
 }
