@@ -1,12 +1,20 @@
 /*
  * prefix.c -- prefix-aware eviction. A chunk is useful only while all its ancestors are
  * resident, so only leaves (entries with no resident child) are ever proposed: an ancestor
- * outranks every descendant it carries, whatever their recency. Leaves sit in a min-heap keyed
- * by their last access tick, so the least recently used leaf goes first; when a leaf goes, its
- * parent may become a leaf and enters the heap with its own (older) tick, so a cold branch is
- * trimmed from its tip toward the root. Each entry records its parent and a sibling list of its
- * children, so removing an inner entry (a delete, not an eviction) orphans its children cleanly.
- * An inner entry's weight is thus unbounded while any cached descendant depends on it.
+ * outranks every descendant it carries, whatever their recency. Leaves are ordered by their
+ * last access tick, so the least recently used leaf goes first; when a leaf goes, its parent
+ * may become a leaf with its own (older) tick, so a cold branch is trimmed from its tip toward
+ * the root.
+ *
+ * Order without a heap: a touched entry gets the newest tick, so it goes to the head of an LRU
+ * list of leaves. A parent that becomes a leaf goes to the list's tail when it is older than
+ * every leaf (the usual case: a request touches a prefix root first, so a parent is older than
+ * its evicted child, the oldest leaf), to the head when newer than all; only a parent whose
+ * tick falls in between waits in a small heap ("late"). Victims merge the two, oldest first:
+ * exactly the order of one heap keyed by tick, at O(1) per operation in the usual case. Each entry
+ * records its parent and a sibling list of its children, so removing an inner entry (a delete, not
+ * an eviction) orphans its children cleanly. An inner entry's weight is thus unbounded while any
+ * cached descendant depends on it.
  */
 #include "pol_int.h"
 
@@ -15,43 +23,43 @@
 #include <string.h>
 
 struct kvt_policy {
-	struct kvt__heap leaves;
+	struct kvt__list leaves; /* head = newest tick */
+	struct kvt__heap late;   /* leaves whose tick fell inside the list's range */
+	struct kvt__link *lk;
 	uint32_t *parent, *child, *sib_prev, *sib_next, *nchild;
 	uint64_t *tick;
-	uint8_t *live;
+	uint8_t *live, *leaf; /* leaf: 0 no, IN_LIST, IN_LATE */
 	size_t cap;
 	uint64_t now;
+	uint32_t *scratch; /* victims from late, merged with the list's */
+	size_t scratch_cap;
 };
+
+enum { IN_LIST = 1, IN_LATE = 2 };
+
+#define COLS(p)                                                                                    \
+	{                                                                                          \
+		KVT__COL((p)->lk), KVT__COL((p)->parent), KVT__COL((p)->child),                    \
+		    KVT__COL((p)->sib_prev), KVT__COL((p)->sib_next), KVT__COL((p)->nchild),       \
+		    KVT__COL((p)->tick), KVT__COL((p)->live), KVT__COL((p)->leaf)                  \
+	}
 
 static int ensure(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap)
 		return 0;
-	size_t nc = kvt__pol_cap_for(p->cap, id);
-	if (kvt__pol_grow((void **)&p->parent, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->child, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->sib_prev, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->sib_next, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->nchild, 4, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->tick, 8, p->cap, nc) ||
-	    kvt__pol_grow((void **)&p->live, 1, p->cap, nc))
-		return -ENOMEM;
-	p->cap = nc;
-	return 0;
+	struct kvt__col c[] = COLS(p);
+	return kvt__cols_grow(c, KVT__NCOLS(c), &p->cap, id);
 }
 
 static void prefix_destroy(struct kvt_policy *p)
 {
 	if (!p)
 		return;
-	kvt__heap_free(&p->leaves);
-	free(p->parent);
-	free(p->child);
-	free(p->sib_prev);
-	free(p->sib_next);
-	free(p->nchild);
-	free(p->tick);
-	free(p->live);
+	struct kvt__col c[] = COLS(p);
+	kvt__cols_free(c, KVT__NCOLS(c));
+	kvt__heap_free(&p->late);
+	free(p->scratch);
 	free(p);
 }
 
@@ -60,13 +68,39 @@ static int prefix_create(size_t hint, struct kvt_policy **out)
 	struct kvt_policy *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	kvt__heap_init(&p->leaves);
+	kvt__list_init(&p->leaves);
+	kvt__heap_init(&p->late);
 	if (hint && ensure(p, (uint32_t)(hint - 1))) {
 		prefix_destroy(p);
 		return -ENOMEM;
 	}
 	*out = p;
 	return 0;
+}
+
+/* id (no resident child now) joins the leaves at the place of its tick. */
+static void make_leaf(struct kvt_policy *p, uint32_t id)
+{
+	struct kvt__list *l = &p->leaves;
+	uint64_t t = p->tick[id];
+	if (l->head == KVT__NIL || t > p->tick[l->head]) {
+		kvt__list_push_head(l, p->lk, id);
+		p->leaf[id] = IN_LIST;
+	} else if (t < p->tick[l->tail]) {
+		kvt__list_push_tail(l, p->lk, id);
+		p->leaf[id] = IN_LIST;
+	} else if (!kvt__heap_set(&p->late, id, (double)t)) {
+		p->leaf[id] = IN_LATE;
+	}
+}
+
+static void unleaf(struct kvt_policy *p, uint32_t id)
+{
+	if (p->leaf[id] == IN_LIST)
+		kvt__list_unlink(&p->leaves, p->lk, id);
+	else if (p->leaf[id] == IN_LATE)
+		kvt__heap_del(&p->late, id);
+	p->leaf[id] = 0;
 }
 
 static void detach(struct kvt_policy *p, uint32_t id)
@@ -82,7 +116,7 @@ static void detach(struct kvt_policy *p, uint32_t id)
 		p->sib_prev[p->sib_next[id]] = p->sib_prev[id];
 	p->parent[id] = KVT__NIL;
 	if (--p->nchild[pa] == 0)
-		kvt__heap_set(&p->leaves, pa, (double)p->tick[pa]);
+		make_leaf(p, pa);
 }
 
 static void prefix_remove(struct kvt_policy *p, uint32_t id)
@@ -96,7 +130,7 @@ static void prefix_remove(struct kvt_policy *p, uint32_t id)
 	p->child[id] = KVT__NIL;
 	p->nchild[id] = 0;
 	detach(p, id);
-	kvt__heap_del(&p->leaves, id);
+	unleaf(p, id);
 	p->live[id] = 0;
 }
 
@@ -122,9 +156,10 @@ static void prefix_insert(struct kvt_policy *p, uint32_t id, const struct kvt_po
 			p->sib_prev[p->child[pa]] = id;
 		p->child[pa] = id;
 		if (p->nchild[pa]++ == 0)
-			kvt__heap_del(&p->leaves, pa);
+			unleaf(p, pa);
 	}
-	kvt__heap_set(&p->leaves, id, (double)p->tick[id]);
+	kvt__list_push_head(&p->leaves, p->lk, id); /* the newest tick */
+	p->leaf[id] = IN_LIST;
 }
 
 static void prefix_access(struct kvt_policy *p, uint32_t id)
@@ -132,14 +167,36 @@ static void prefix_access(struct kvt_policy *p, uint32_t id)
 	if (id >= p->cap || !p->live[id])
 		return;
 	p->tick[id] = ++p->now;
-	if (kvt__heap_has(&p->leaves, id))
-		kvt__heap_set(&p->leaves, id, (double)p->tick[id]);
+	if (p->leaf[id]) {
+		unleaf(p, id);
+		kvt__list_push_head(&p->leaves, p->lk, id);
+		p->leaf[id] = IN_LIST;
+	}
 }
 
 static size_t prefix_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                              kvt_policy_evictable_fn ok, void *arg)
 {
-	return kvt__heap_walk(&p->leaves, out, max, ok, arg);
+	if (!p->late.n)
+		return kvt__list_walk(&p->leaves, p->lk, out, 0, max, ok, arg);
+	if (max > p->scratch_cap) {
+		if (kvt__pol_grow((void **)&p->scratch, sizeof(*p->scratch), p->scratch_cap, max))
+			return 0;
+		p->scratch_cap = max;
+	}
+	size_t nl = kvt__heap_walk(&p->late, p->scratch, max, ok, arg), i = 0, n = 0;
+	uint32_t id = p->leaves.tail;
+	while (n < max && (id != KVT__NIL || i < nl)) {
+		while (id != KVT__NIL && ok && !ok(arg, id))
+			id = p->lk[id].prev;
+		if (id != KVT__NIL && (i == nl || p->tick[id] < p->tick[p->scratch[i]])) {
+			out[n++] = id;
+			id = p->lk[id].prev;
+		} else if (i < nl) {
+			out[n++] = p->scratch[i++];
+		}
+	}
+	return n;
 }
 
 static size_t prefix_export(struct kvt_policy *p, uint32_t *out, size_t max)
