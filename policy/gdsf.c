@@ -51,7 +51,8 @@ static void gdsf_insert(struct kvt_policy *p, uint32_t id, const struct kvt_poli
 			return;
 		p->cap = nc;
 	}
-	double cost = pow((double)m->depth + 1.0, p->exponent);
+	double d = (double)m->depth + 1.0;
+	double cost = p->exponent == 1.0 ? d : pow(d, p->exponent); /* pow(d, 1) == d exactly */
 	p->count[id] = 1;
 	p->value[id] = (float)(cost / (double)(m->bytes ? m->bytes : 1));
 	kvt__heap_set(&p->h, id, p->L + p->value[id]);

@@ -121,21 +121,31 @@ void kvt__heap_init(struct kvt__heap *h)
 
 void kvt__heap_free(struct kvt__heap *h)
 {
-	free(h->e);
+	free(h->e ? h->e - 3 : NULL);
 	free(h->pos);
 	free(h->aux);
 	memset(h, 0, sizeof(*h));
 }
 
+/* A non-negative double's bits order like the double (+0 for -0; keys are >= 0). */
+static inline uint64_t key_bits(double key)
+{
+	uint64_t b;
+	key = key > 0 ? key : 0;
+	memcpy(&b, &key, sizeof(b));
+	return b;
+}
+
 static inline bool ent_less(const struct kvt__hent *a, const struct kvt__hent *b)
 {
-	return a->key < b->key || (a->key == b->key && a->seq < b->seq);
+	__extension__ typedef unsigned __int128 u128; /* one wide compare: key, then seq */
+	return ((u128)a->key << 64 | a->tie) < ((u128)b->key << 64 | b->tie);
 }
 
 static inline void place(struct kvt__heap *h, size_t i, const struct kvt__hent *x)
 {
 	h->e[i] = *x;
-	h->pos[x->id] = (uint32_t)i + 1;
+	h->pos[(uint32_t)x->tie] = (uint32_t)i + 1;
 }
 
 #define ARY 4 /* children of i: ARY * i + 1 .. ARY * i + ARY */
@@ -171,6 +181,21 @@ static void sift_down(struct kvt__heap *h, size_t i)
 	place(h, i, &x);
 }
 
+/* e[-3..cap) on a 64-byte boundary: the children 4i+1..4i+4 of every node share one line. */
+static int heap_grow(struct kvt__heap *h)
+{
+	size_t nc = h->cap ? h->cap * 2 : 1024;
+	struct kvt__hent *b = aligned_alloc(64, (nc + 4) * sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	if (h->n)
+		memcpy(b + 3, h->e, h->n * sizeof(*b));
+	free(h->e ? h->e - 3 : NULL);
+	h->e = b + 3;
+	h->cap = nc;
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -185,10 +210,10 @@ static int renumber(struct kvt__heap *h)
 	if (!t)
 		return -ENOMEM;
 	for (size_t i = 0; i < h->n; i++)
-		t[i] = (uint64_t)h->e[i].seq << 32 | i;
+		t[i] = (h->e[i].tie & ~(uint64_t)UINT32_MAX) | i;
 	qsort(t, h->n, sizeof(*t), cmp_u64);
 	for (size_t r = 0; r < h->n; r++)
-		h->e[(uint32_t)t[r]].seq = (uint32_t)r;
+		h->e[(uint32_t)t[r]].tie = (uint64_t)r << 32 | (uint32_t)h->e[(uint32_t)t[r]].tie;
 	h->clock = (uint32_t)h->n;
 	free(t);
 	return 0;
@@ -201,7 +226,9 @@ bool kvt__heap_has(const struct kvt__heap *h, uint32_t id)
 
 double kvt__heap_key(const struct kvt__heap *h, uint32_t id)
 {
-	return h->e[h->pos[id] - 1].key;
+	double k;
+	memcpy(&k, &h->e[h->pos[id] - 1].key, sizeof(k));
+	return k;
 }
 
 int kvt__heap_set(struct kvt__heap *h, uint32_t id, double key)
@@ -216,22 +243,18 @@ int kvt__heap_set(struct kvt__heap *h, uint32_t id, double key)
 		return -ENOMEM;
 	if (h->pos[id]) {
 		size_t i = h->pos[id] - 1;
-		double old = h->e[i].key;
-		h->e[i].key = key;
-		h->e[i].seq = h->clock++;
-		if (key < old)
+		uint64_t old = h->e[i].key;
+		h->e[i].key = key_bits(key);
+		h->e[i].tie = (uint64_t)h->clock++ << 32 | id;
+		if (h->e[i].key < old)
 			sift_up(h, i);
 		else
 			sift_down(h, i);
 		return 0;
 	}
-	if (h->n == h->cap) {
-		size_t nc = h->cap ? h->cap * 2 : 1024;
-		if (kvt__pol_grow((void **)&h->e, sizeof(*h->e), h->cap, nc))
-			return -ENOMEM;
-		h->cap = nc;
-	}
-	struct kvt__hent x = {key, h->clock++, id};
+	if (h->n == h->cap && heap_grow(h))
+		return -ENOMEM;
+	struct kvt__hent x = {.tie = (uint64_t)h->clock++ << 32 | id, .key = key_bits(key)};
 	place(h, h->n++, &x);
 	sift_up(h, h->n - 1);
 	return 0;
@@ -256,7 +279,7 @@ void kvt__heap_del(struct kvt__heap *h, uint32_t id)
 
 uint32_t kvt__heap_min(const struct kvt__heap *h)
 {
-	return h->n ? h->e[0].id : KVT__NIL;
+	return h->n ? (uint32_t)h->e[0].tie : KVT__NIL;
 }
 
 /* aux is a min-heap of heap positions, compared by the entries they hold. */
@@ -309,14 +332,14 @@ size_t kvt__heap_walk(struct kvt__heap *h, uint32_t *out, size_t max, kvt_policy
 	if (!h->n || !max)
 		return 0;
 	if (!ok && max == 1) {
-		out[0] = h->e[0].id;
+		out[0] = (uint32_t)h->e[0].tie;
 		return 1;
 	}
 	if (aux_push(h, &an, 0))
 		return 0;
 	while (an && got < max) {
 		uint32_t i = aux_pop(h, &an);
-		uint32_t id = h->e[i].id;
+		uint32_t id = (uint32_t)h->e[i].tie;
 		if (!ok || ok(arg, id))
 			out[got++] = id;
 		for (uint32_t c = ARY * i + 1; c <= ARY * i + ARY; c++)

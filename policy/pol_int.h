@@ -160,17 +160,16 @@ size_t kvt__sample_victims(const struct kvt__res *r, uint64_t *rng, unsigned sam
                            kvt__score_fn score, const void *p, const uint64_t *last, uint32_t *out,
                            size_t max, kvt_policy_evictable_fn ok, void *arg);
 
-/* Indexed 4-ary min-heap of ids by a double key; ties broken by keying sequence (older first).
- * Entries carry their key so that sifting touches the heap array only; 16 bytes, four to a
- * cache line, so one level of siblings is one line. The sequence is 32 bits and is renumbered
- * (order kept) before it wraps, so ties stay exact. */
+/* Indexed 4-ary min-heap of ids by a non-negative double key; ties broken by keying sequence
+ * (older first). Entries carry their key so that sifting touches the heap array only; 16 bytes,
+ * four to a cache line, so one level of siblings is one line, compared as one 128-bit number.
+ * The sequence is 32 bits and is renumbered (order kept) before it wraps, so ties stay exact. */
 struct kvt__hent {
-	double key;
-	uint32_t seq; /* tie break: older first */
-	uint32_t id;
+	uint64_t tie; /* seq << 32 | id */
+	uint64_t key; /* the bits of the key (positive doubles order like their bits) */
 };
 struct kvt__heap {
-	struct kvt__hent *e; /* heap array, n used */
+	struct kvt__hent *e; /* heap array, n used; allocated from e - 3 (see heap_grow) */
 	uint32_t *pos;       /* pos[id] + 1, 0 = absent; sized pos_cap */
 	uint32_t *aux;       /* scratch for non-destructive walks */
 	size_t n, cap, pos_cap, aux_cap;
