@@ -449,7 +449,7 @@ static size_t put_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, cons
 /*
  * kvt_put pipelines: the staging area is used as two halves, and while the daemon copies one
  * sub-batch out of one half, this thread copies the next into the other (replies come back in
- * order). Sub-batches are about 8 MiB, so both sides stay busy on large batches. After a short
+ * order). Sub-batches are about 4 MiB, so both sides stay busy on large batches. After a short
  * or failed reply nothing more is sent; chunks of sub-batches already sent past the gap may be
  * stored, but they are not counted (only a prefix's leading chunks are useful).
  */
@@ -471,7 +471,7 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 		uint64_t half = c->staging_bytes / 2;
 		per =
 		    half / cb ? half / cb : c->staging_bytes / cb; /* one slot when only one fits */
-		per = KVT_MIN(per, KVT_MAX((size_t)1, (size_t)((8u << 20) / cb)));
+		per = KVT_MIN(per, KVT_MAX((size_t)1, (size_t)((4u << 20) / cb)));
 		per = KVT_MIN(per, (size_t)KVT_BATCH_MAX);
 		if (!per)
 			rc = -EFBIG; /* one chunk is larger than the staging area */

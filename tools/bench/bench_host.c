@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define KVT_MIN(a, b) ((a) < (b) ? (a) : (b))
+
 static char sock[108];
 static pid_t daemon_pid;
 static char tmpdir[64];
@@ -365,16 +367,23 @@ static void bench_put_acquire_lookup(void)
 		if ((rc = kvt_lookup(c, ns, keys, 64)) != 64)
 			die("lookup", rc);
 	double kps = liters * 64.0 / (now_s() - t0);
-	printf(
-	    "\n## lookup, batches of 64 prefix keys\n\n%.2f million keys/s per client (one round "
-	    "trip per batch)\n",
-	    kps / 1e6);
+	printf("\n## lookup, batches of 64 prefix keys\n\n%.2f million keys/s per client (shared "
+	       "lookup "
+	       "table, no round trip)\n",
+	       kps / 1e6);
 	kvt_close(c);
 }
 
 static double get_latency_us(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
                              void *dst, size_t cb)
 {
+	/* one pass first, in batches: this client maps each pool page on first touch, and a
+	 * latency that includes those page faults says nothing about the index */
+	static void *warm[64];
+	for (size_t i = 0; i < 64; i++)
+		warm[i] = dst;
+	for (size_t i = 0; i < n; i += 64)
+		kvt_get(c, ns, keys + i, KVT_MIN(n - i, (size_t)64), warm, cb);
 	const int iters = 20000;
 	void *d1[1] = {dst};
 	double t0 = now_s();
