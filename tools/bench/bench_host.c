@@ -13,6 +13,7 @@
  *
  * Starts its own kvtierd (next to this binary) on a temporary socket unless --socket is given.
  */
+#include "bench_util.h"
 #include "kvtier.h"
 
 #include <errno.h>
@@ -30,110 +31,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#define KVT_MIN(a, b) ((a) < (b) ? (a) : (b))
-
-static char sock[108];
-static pid_t daemon_pid;
-static char tmpdir[64];
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "bench: %s: %s\n", what, kvt_strerror(rc));
-	if (daemon_pid > 0)
-		kill(daemon_pid, SIGKILL);
-	exit(1);
-}
-
-static void start_daemon(const char *host_bytes)
-{
-	char self[PATH_MAX], bin[PATH_MAX + 16], set[64];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0)
-		die("readlink", -errno);
-	self[n] = 0;
-	snprintf(bin, sizeof(bin), "%s/kvtierd", dirname(self));
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kvt-bench-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		die("mkdtemp", -errno);
-	snprintf(sock, sizeof(sock), "%s/s", tmpdir);
-	snprintf(set, sizeof(set), "host.bytes=%s", host_bytes);
-	daemon_pid = fork();
-	if (!daemon_pid) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int null = open("/dev/null", 1);
-		dup2(null, 1);
-		dup2(null, 2);
-		execl(bin, bin, "--socket", sock, "--data-dir", tmpdir, "--set", set, "--set",
-		      "client.staging_bytes=256MiB", (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 2000; i++) {
-		kvt_client_t *c;
-		if (!kvt_connect(sock, &c)) {
-			kvt_close(c);
-			return;
-		}
-		usleep(5000);
-	}
-	die("kvtierd did not start", -ETIMEDOUT);
-}
-
-static void stop_daemon(void)
-{
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, NULL, 0);
-		daemon_pid = 0;
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-		if (system(cmd))
-			fprintf(stderr, "bench: could not remove %s\n", tmpdir);
-	}
-}
-
-/* A model whose chunk is exactly `bytes` (f16, 16 tokens; 64 KiB per layer when large). */
-static kvt_model_t model_of(size_t bytes, uint32_t salt)
-{
-	static char names[8][32];
-	snprintf(names[salt % 8], 32, "bench-%u", salt);
-	kvt_model_t m = {.name = names[salt % 8],
-	                 .dtype = KVT_DTYPE_F16,
-	                 .n_layers = 1,
-	                 .n_kv_heads = 1,
-	                 .tokens_per_chunk = 16};
-	if (bytes >= (64u << 10)) {
-		m.n_kv_heads = 8, m.head_dim = 128, m.n_layers = (uint32_t)(bytes >> 16);
-	} else {
-		m.head_dim = (uint32_t)(bytes / (2 * 16 * 2));
-	}
-	return m;
-}
-
-static void make_keys(kvt_id_t ns, kvt_id_t *keys, size_t n, uint32_t salt)
-{
-	uint32_t *toks = malloc(n * 16 * sizeof(uint32_t));
-	for (size_t i = 0; i < n * 16; i++)
-		toks[i] = (uint32_t)i * 2654435761u + salt;
-	kvt_chunk_keys(ns, toks, n * 16, 16, keys, n);
-	free(toks);
-}
-
-static void *prefaulted(size_t bytes)
-{
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		die("mmap", -errno);
-	memset(p, 1, bytes);
-	return p;
-}
 
 /* memcpy of n chunks out of a pre-faulted memfd mapping. @return : GB/s. */
 static double memcpy_gbps(size_t chunk, size_t n, int iters, void *const *dst)
@@ -395,8 +292,6 @@ static double get_latency_us(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys,
 	return (now_s() - t0) * 1e6 / iters;
 }
 
-static long long stat_of(kvt_client_t *c, const char *key);
-
 static void bench_scale(void)
 {
 	const size_t total = 1000000, cb = 4096;
@@ -436,18 +331,6 @@ static void bench_scale(void)
 	free(keys);
 }
 
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
-static long long stat_of(kvt_client_t *c, const char *key)
-{
-	static char json[65536];
-	if (kvt__client_simple(c, 8 /* KVT_MSG_STATS */, NULL, json, sizeof(json)) < 0)
-		return -1;
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	const char *p = strstr(json, pat);
-	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-}
-
 int main(int argc, char **argv)
 {
 	int scale = 0, only_scale = 0;
@@ -471,11 +354,11 @@ int main(int argc, char **argv)
 	printf("# kvtier bench host (%ld cores)\n", sysconf(_SC_NPROCESSORS_ONLN));
 	if (!only_scale) {
 		if (!given)
-			start_daemon("3GiB");
+			start_daemon_with("3GiB", NULL);
 		bench_get();
 		if (!given) {
 			stop_daemon();
-			start_daemon("2GiB");
+			start_daemon_with("2GiB", NULL);
 		}
 		bench_put_acquire_lookup();
 		if (!given)
@@ -483,7 +366,7 @@ int main(int argc, char **argv)
 	}
 	if (scale) {
 		if (!given)
-			start_daemon("8GiB");
+			start_daemon_with("8GiB", NULL);
 		bench_scale();
 		if (!given)
 			stop_daemon();

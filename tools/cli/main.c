@@ -26,7 +26,7 @@ static void usage(FILE *f)
 	        "  policy set TIER NAME [k=v ...]  switch policy (no chunk dropped) or set params\n"
 	        "  mrc TIER                  hit ratio at 1/2x..8x the tier's size (sampled)\n"
 	        "  sim ARGS                  replay a trace through the daemon's policies\n"
-	        "  bench [NAME] [ARGS]       benchmarks with their baselines (host, nvme, "
+	        "  bench [NAME] [ARGS]       benchmarks with their baselines (host, tiers, nvme, "
 	        "rocksdb, policy)\n");
 }
 

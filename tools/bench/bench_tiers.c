@@ -1,0 +1,185 @@
+/*
+ * bench_tiers.c -- kvtier bench tiers: the persistent tiers end to end, through the daemon.
+ *
+ * For each tier (nvme, rocksdb) and chunk size: put enough chunks to overflow a small host tier
+ * and time until every chunk is acknowledged as demoted (demotion throughput); then get them
+ * back in prefix order in batches of up to 32 chunks or 64 MiB (each batch is promoted from the
+ * tier into host, then copied into the client's buffers), and time single-chunk gets for a p99.
+ * Baseline, in the same run and on the same filesystem (/var/tmp): O_DIRECT writes and reads of the
+ * same bytes and block size, one thread (QD1) and 8 threads (QD8) with pread/pwrite.
+ */
+#include "bench_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define BATCH_MAX 32
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+struct raw_job {
+	int fd;
+	size_t block, blocks;
+	int writer, threads, me;
+	double *lat; /* per block, seconds (QD1 only) */
+};
+
+static void *raw_thread(void *arg)
+{
+	struct raw_job *j = arg;
+	void *buf;
+	if (posix_memalign(&buf, 4096, j->block))
+		return NULL;
+	memset(buf, 7, j->block);
+	for (size_t b = (size_t)j->me; b < j->blocks; b += (size_t)j->threads) {
+		double t = now_s();
+		ssize_t n = j->writer ? pwrite(j->fd, buf, j->block, (off_t)(b * j->block))
+		                      : pread(j->fd, buf, j->block, (off_t)(b * j->block));
+		if (n != (ssize_t)j->block)
+			die("raw I/O", n < 0 ? -errno : -EIO);
+		if (j->lat)
+			j->lat[b] = now_s() - t;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Raw O_DIRECT pass over a file of blocks x block. @return : GB/s; *p99 for QD1 reads. */
+static double raw_pass(const char *path, size_t block, size_t blocks, int writer, int threads,
+                       double *p99)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	if (fd < 0)
+		die("open raw file", -errno);
+	double *lat = threads == 1 ? calloc(blocks, sizeof(double)) : NULL;
+	pthread_t th[8];
+	struct raw_job jobs[8];
+	double t0 = now_s();
+	for (int i = 0; i < threads; i++) {
+		jobs[i] = (struct raw_job){fd, block, blocks, writer, threads, i, lat};
+		pthread_create(&th[i], NULL, raw_thread, &jobs[i]);
+	}
+	for (int i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	if (writer)
+		fdatasync(fd);
+	double gbps = (double)block * (double)blocks / (now_s() - t0) / 1e9;
+	if (lat && p99) {
+		qsort(lat, blocks, sizeof(double), cmp_double);
+		*p99 = lat[blocks * 99 / 100] * 1e3;
+	}
+	free(lat);
+	close(fd);
+	return gbps;
+}
+
+static void wait_demoted(kvt_client_t *c, long long want)
+{
+	for (int i = 0; i < 120000 && stat_of(c, "demoted") < want; i++)
+		usleep(500);
+	if (stat_of(c, "demoted") < want)
+		die("demotion did not finish", -ETIMEDOUT);
+}
+
+static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
+{
+	size_t n = total_bytes / chunk;
+	char order[64];
+	snprintf(order, sizeof(order), "tiers.order=host,%s", tier);
+	const char *sets[] = {order, "nvme.bytes=4GiB", "rocksdb.bytes=4GiB", NULL};
+	start_daemon_with("128MiB", sets);
+	kvt_client_t *c;
+	int rc = kvt_connect(sock, &c);
+	if (rc)
+		die("connect", rc);
+	kvt_model_t m = model_of(chunk, 1);
+	kvt_id_t ns, *keys = malloc(n * sizeof(kvt_id_t));
+	if ((rc = kvt_namespace(c, &m, &ns)))
+		die("namespace", rc);
+	make_keys(ns, keys, n, 3);
+	const size_t batch = KVT_MIN((size_t)BATCH_MAX, KVT_MAX((size_t)1, (64u << 20) / chunk));
+	void *bufs[BATCH_MAX];
+	for (size_t i = 0; i < batch; i++)
+		bufs[i] = prefaulted(chunk);
+
+	double t0 = now_s();
+	for (size_t i = 0; i < n; i++) {
+		const void *ch[1] = {bufs[i % batch]};
+		while ((rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch, chunk)) ==
+		       -EAGAIN)
+			usleep(200); /* host is full of chunks still being demoted */
+		if (rc != 1)
+			die("put", rc);
+	}
+	wait_demoted(c, (long long)n);
+	double demote = (double)chunk * (double)n / (now_s() - t0) / 1e9;
+
+	t0 = now_s();
+	for (size_t i = 0; i < n; i += batch) {
+		size_t k = KVT_MIN(batch, n - i);
+		if ((rc = kvt_get(c, ns, keys + i, k, bufs, chunk)) != (int)k)
+			die("get", rc);
+	}
+	double get = (double)chunk * (double)n / (now_s() - t0) / 1e9;
+	long long promoted = stat_of(c, "promoted");
+
+	size_t samples = KVT_MIN(n / 2, (size_t)200);
+	double *lat = calloc(samples, sizeof(double));
+	for (size_t i = 0; i < samples; i++) { /* the oldest chunks: evicted from host again */
+		double t = now_s();
+		if ((rc = kvt_get(c, ns, keys + i, 1, bufs, chunk)) != 1)
+			die("get", rc);
+		lat[i] = now_s() - t;
+	}
+	qsort(lat, samples, sizeof(double), cmp_double);
+	double p99 = lat[samples * 99 / 100] * 1e3;
+
+	char raw[128];
+	snprintf(raw, sizeof(raw), "%s/raw.dat", tmpdir);
+	double rw1 = raw_pass(raw, chunk, n, 1, 1, NULL);
+	double rw8 = raw_pass(raw, chunk, n, 1, 8, NULL);
+	double rp99 = 0;
+	double rr1 = raw_pass(raw, chunk, n, 0, 1, &rp99);
+	double rr8 = raw_pass(raw, chunk, n, 0, 8, NULL);
+	printf("| %s | %zu KiB | %zu | %.2f | %.2f / %.2f | %.2f | %.2f | %.2f / %.2f | %.2f | "
+	       "%.2f | %.2f | %.2f | %lld |\n",
+	       tier, chunk >> 10, n, demote, rw1, rw8, demote / rw8, get, rr1, rr8, get / rr8, p99,
+	       rp99, p99 / rp99, promoted);
+	fflush(stdout);
+	free(lat);
+	for (size_t i = 0; i < batch; i++)
+		munmap(bufs[i], chunk);
+	free(keys);
+	kvt_close(c);
+	stop_daemon();
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = argc > 1 ? argv[1] : NULL;
+	printf("# kvtier bench tiers (%ld cores; host tier 128 MiB; files under /var/tmp)\n\n",
+	       sysconf(_SC_NPROCESSORS_ONLN));
+	printf(
+	    "| tier | chunk | chunks | demote GB/s | raw write QD1 / QD8 GB/s | demote/raw QD8 | "
+	    "get GB/s | raw read QD1 / QD8 GB/s | get/raw QD8 | get p99 ms | raw read p99 ms "
+	    "| p99 ratio | promoted |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	static const char *tiers[] = {"nvme", "rocksdb"};
+	static const size_t sizes[] = {256u << 10, 2u << 20, 32u << 20};
+	for (int t = 0; t < 2; t++) {
+		if (only && strcmp(only, tiers[t]))
+			continue;
+		for (int s = 0; s < 3; s++)
+			bench_one(tiers[t], sizes[s], s == 2 ? (768u << 20) : (512u << 20));
+	}
+	return 0;
+}

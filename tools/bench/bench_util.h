@@ -1,0 +1,27 @@
+/* bench_util.h -- what the benchmarks share: a kvtierd of their own, timing, keys, buffers. */
+#ifndef KVT_BENCH_UTIL_H
+#define KVT_BENCH_UTIL_H
+#include "kvtier.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define KVT_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define KVT_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+extern char sock[108];  /* the daemon's socket */
+extern char tmpdir[64]; /* its data directory */
+extern pid_t daemon_pid;
+
+double now_s(void);
+_Noreturn void die(const char *what, int rc);
+/* Starts kvtierd (next to this binary) with host.bytes and extra "name=value" sets. */
+void start_daemon_with(const char *host_bytes, const char *const *sets);
+void stop_daemon(void);
+/* A model whose chunk is exactly bytes (f16, 16 tokens; 64 KiB per layer when large). */
+kvt_model_t model_of(size_t bytes, uint32_t salt);
+void make_keys(kvt_id_t ns, kvt_id_t *keys, size_t n, uint32_t salt);
+void *prefaulted(size_t bytes);
+long long stat_of(kvt_client_t *c, const char *key);
+#endif
