@@ -62,7 +62,8 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	char out[2048];
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host lru");
-	const char *names[] = {"s3fifo", "arc", "sieve", "lfu", "prefix", "lru"};
+	const char *names[] = {"s3fifo", "arc",  "sieve",     "lfu", "prefix",
+	                       "gdsf",   "conv", "hindsight", "lru"};
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		char cmd[64];
 		snprintf(cmd, sizeof(cmd), "set host %s", names[k]);
