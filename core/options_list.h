@@ -7,12 +7,12 @@
 	X(HOST_BYTES, "host.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                       \
 	  "host tier capacity across all tenants (auto: 1/8 of RAM)")                              \
 	X(HOST_POLICY, "host.policy", STR, "lru", 0, 0, 1, "eviction policy of the host tier")     \
-	X(HOST_POLICY_PARAMS, "host.policy_params", STR, "", 0, 0, 1,                             \
-	  "parameters of host.policy, e.g. \"small_ratio=0.1\"")                                \
+	X(HOST_POLICY_PARAMS, "host.policy_params", STR, "", 0, 0, 1,                              \
+	  "parameters of host.policy, e.g. \"small_ratio=0.1\"")                                   \
 	X(TENANT_MAP, "tenant.map", STR, "", 0, 0, 0,                                              \
-	  "uids/gids to named tenants: \"1000=teamA,@2000=teamB\" (default: one per uid)")      \
+	  "uids/gids to named tenants: \"1000=teamA,@2000=teamB\" (default: one per uid)")         \
 	X(TENANT_QUOTA, "tenant.quota", STR, "", 0, 0, 0,                                          \
-	  "host bytes guaranteed/maximum per tenant: \"teamA=1GiB/4GiB,1001=0/2GiB\"")          \
+	  "host bytes guaranteed/maximum per tenant: \"teamA=1GiB/4GiB,1001=0/2GiB\"")             \
 	X(LEASE_TIMEOUT_MS, "lease.timeout_ms", U64, "30000", 1, 86400000, 1,                      \
 	  "a lease older than this is revoked")                                                    \
 	X(SHUTDOWN_TIMEOUT_MS, "shutdown.timeout_ms", U64, "5000", 0, 3600000, 1,                  \
@@ -22,7 +22,7 @@
 	X(CLIENT_MAX, "client.max", U64, "1024", 1, 65536, 0, "most connected clients")            \
 	X(INDEX_MAX_CHUNKS, "index.max_chunks", U64, "16777216", 1024, 1ull << 32, 0,              \
 	  "most chunks the index holds")                                                           \
-	X(INDEX_SHM_SLOTS, "index.shm_slots", U64, "1048576", 0, 1ull << 30, 0,                  \
+	X(INDEX_SHM_SLOTS, "index.shm_slots", U64, "1048576", 0, 1ull << 30, 0,                    \
 	  "slots of each tenant's shared lookup table (16 bytes each; 0: lookups ask the daemon)") \
 	X(TIERS_ORDER, "tiers.order", STR, "host", 0, 0, 0,                                        \
 	  "tiers from fastest to slowest, comma separated (host,nvme,rocksdb)")                    \

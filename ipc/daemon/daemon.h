@@ -15,6 +15,8 @@
 #include "policy/quota.h"
 #include "tiers/host/pool.h"
 
+_Static_assert(KVT_GRANULE == KVT_POOL_GRANULE, "the wire names pool granules");
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>

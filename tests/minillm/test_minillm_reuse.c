@@ -214,8 +214,12 @@ static void flush_host(const char *sock)
 {
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(sock, &c), 0);
-	kvt_model_t m = {.name = "ballast", .dtype = KVT_DTYPE_F16, .n_layers = 8, .n_kv_heads = 8,
-	                 .head_dim = 128, .tokens_per_chunk = 16}; /* 512 KiB chunks */
+	kvt_model_t m = {.name = "ballast",
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = 8,
+	                 .n_kv_heads = 8,
+	                 .head_dim = 128,
+	                 .tokens_per_chunk = 16}; /* 512 KiB chunks */
 	kvt_id_t ns, keys[8];
 	uint32_t toks[8 * 16];
 	for (int i = 0; i < 8 * 16; i++)
@@ -227,7 +231,8 @@ static void flush_host(const char *sock)
 	for (int i = 0; i < 8; i++) {
 		const void *ch[1] = {buf};
 		int rc;
-		while ((rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch, cb)) == -EAGAIN)
+		while ((rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch, cb)) ==
+		       -EAGAIN)
 			usleep(10000);
 		assert_int_equal(rc, 1);
 	}
@@ -245,8 +250,7 @@ static void wait_demoted(struct kvt_test_daemon *d, long long want)
 /* Reuse from the nvme tier (after eviction from host) and after daemon restarts. */
 static void test_minillm_reuse_after_demotion_and_restart(void **state)
 {
-	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB",
-	                      NULL};
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
 	sock_ = d.sock;

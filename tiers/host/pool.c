@@ -1,7 +1,6 @@
 /* pool.c -- see pool.h. */
 #include "pool.h"
 #include "gpu/gpu.h"
-#include "ipc/proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,14 +13,14 @@ int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, uint64_t extra_bytes, cons
 {
 	memset(p, 0, sizeof(*p));
 	p->fd = -1;
-	bytes = (bytes + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
-	uint64_t granules = bytes / KVT_GRANULE;
+	bytes = (bytes + KVT_POOL_GRANULE - 1) & ~(uint64_t)(KVT_POOL_GRANULE - 1);
+	uint64_t granules = bytes / KVT_POOL_GRANULE;
 	if (!granules || granules >= UINT32_MAX)
 		return -EINVAL;
 	p->bytes = bytes;
-	p->gen_bytes =
-	    (granules * sizeof(uint64_t) + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
-	p->extra_bytes = (extra_bytes + KVT_GRANULE - 1) & ~(uint64_t)(KVT_GRANULE - 1);
+	p->gen_bytes = (granules * sizeof(uint64_t) + KVT_POOL_GRANULE - 1) &
+	               ~(uint64_t)(KVT_POOL_GRANULE - 1);
+	p->extra_bytes = (extra_bytes + KVT_POOL_GRANULE - 1) & ~(uint64_t)(KVT_POOL_GRANULE - 1);
 	uint64_t total = p->bytes + p->gen_bytes + p->extra_bytes;
 	int rc = kvt_extent_init(&p->ext, (uint32_t)granules);
 	if (rc)
@@ -85,17 +84,17 @@ int kvt_pool_ro_fd(const struct kvt_pool *p)
 
 int64_t kvt_pool_alloc(struct kvt_pool *p, uint64_t rec_bytes)
 {
-	uint64_t n = (rec_bytes + KVT_GRANULE - 1) / KVT_GRANULE;
+	uint64_t n = (rec_bytes + KVT_POOL_GRANULE - 1) / KVT_POOL_GRANULE;
 	if (!n || n > p->ext.n_granules)
 		return -ENOSPC;
 	int64_t g = kvt_extent_alloc(&p->ext, (uint32_t)n);
-	return g < 0 ? g : g * (int64_t)KVT_GRANULE;
+	return g < 0 ? g : g * (int64_t)KVT_POOL_GRANULE;
 }
 
 void kvt_pool_free(struct kvt_pool *p, uint64_t off, uint64_t gen)
 {
 	/* the generation moves before the bytes can be reused: a reader that copied and then sees
 	 * the old generation read nothing but the old record */
-	atomic_store_explicit(&p->gens[off / KVT_GRANULE], gen, memory_order_seq_cst);
-	kvt_extent_free(&p->ext, (uint32_t)(off / KVT_GRANULE));
+	atomic_store_explicit(&p->gens[off / KVT_POOL_GRANULE], gen, memory_order_seq_cst);
+	kvt_extent_free(&p->ext, (uint32_t)(off / KVT_POOL_GRANULE));
 }

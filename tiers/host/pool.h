@@ -6,7 +6,8 @@
  * its own mapping stays writable, and nobody can map it writable again or change its size.
  * Pages are touched only when a record is written (memfd is sparse), so the pool's virtual size
  * can be the whole host.bytes for every tenant while the daemon caps the total in use.
- * pinned: cudaHostRegister when a GPU is present (best effort).
+ * pinned: cudaHostRegister when a GPU is present (best effort). The caller may ask for an extra
+ * shared area after the generation table (the daemon keeps its lookup table there).
  */
 #ifndef KVT_TIERS_HOST_POOL_H
 #define KVT_TIERS_HOST_POOL_H
@@ -15,6 +16,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+/* Allocation granule of the pool and of its generation table (the protocol's KVT_GRANULE). */
+#define KVT_POOL_GRANULE 4096u
 
 struct kvt_pool {
 	int fd;             /* owned; read-write memfd, sealed */
@@ -40,6 +44,6 @@ int64_t kvt_pool_alloc(struct kvt_pool *p, uint64_t rec_bytes);
 void kvt_pool_free(struct kvt_pool *p, uint64_t off, uint64_t gen);
 static inline uint64_t kvt_pool_gen(const struct kvt_pool *p, uint64_t off)
 {
-	return atomic_load_explicit(&p->gens[off / 4096], memory_order_acquire);
+	return atomic_load_explicit(&p->gens[off / KVT_POOL_GRANULE], memory_order_acquire);
 }
 #endif
