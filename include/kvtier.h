@@ -159,6 +159,13 @@ KVT_API int kvt_acquire(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size
  */
 KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n);
 
+/*
+ * A hint: the engine will soon ask for these keys (the next request's prefix, the next batch of
+ * this one). Chunks that are only in a lower tier start moving into host now, so the later
+ * kvt_get/kvt_acquire finds them there. Needs no reply. @return : 0 or -errno.
+ */
+KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n);
+
 /* Deletes the chunks (leased ones go when their leases end). @return : how many were present. */
 KVT_API int kvt_delete(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n);
 

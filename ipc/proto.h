@@ -50,6 +50,7 @@ enum kvt_msg_type {
 	KVT_MSG_PING = 9,
 	KVT_MSG_TIER_ENABLE = 10, /* body: the tier's name */
 	KVT_MSG_POLICY = 11,      /* body: "get TIER", "set TIER NAME [k=v...]", "mrc TIER" */
+	KVT_MSG_PREFETCH = 12,    /* keys (as LOOKUP); no reply: promote them into host */
 	KVT_MSG__MAX
 };
 

@@ -742,6 +742,26 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
 	return valid;
 }
 
+KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
+{
+	if (!c || (!keys && n))
+		return -EINVAL;
+	pthread_mutex_lock(&c->io);
+	int rc = ensure_locked(c);
+	for (size_t done = 0; !rc && done < n;) {
+		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
+		struct kvt_msg_keys *m =
+		    (struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr));
+		*m = (struct kvt_msg_keys){.ns = ns, .n = k};
+		memcpy(m + 1, keys + done, k * sizeof(kvt_id_t));
+		int64_t seq = send_locked(c, KVT_MSG_PREFETCH, sizeof(*m) + k * sizeof(kvt_id_t));
+		rc = seq < 0 ? (int)seq : 0;
+		done += k;
+	}
+	pthread_mutex_unlock(&c->io);
+	return rc;
+}
+
 KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, void *const *dst,
                     size_t dst_len)
 {
@@ -753,10 +773,15 @@ KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n
 	kvt_lease_t leases[64];
 	size_t total = 0;
 	while (total < n) {
-		size_t k = KVT_MIN(n - total, (size_t)64);
+		/* batches of at most 64 chunks or 64 MiB: a batch that a lower tier must promote
+		 * has to fit in host beside the next one, which is prefetched meanwhile */
+		size_t k =
+		    KVT_MIN(n - total, KVT_MIN((size_t)64, KVT_MAX((size_t)1, (64u << 20) / cb)));
 		int got = kvt_acquire(c, ns, keys + total, k, leases);
 		if (got <= 0)
 			return total ? (int)total : got;
+		if ((size_t)got == k && total + k < n) /* the next batch moves up while we copy */
+			kvt_prefetch(c, ns, keys + total + k, KVT_MIN(n - total - k, k));
 		for (int i = 0; i < got; i++)
 			memcpy(dst[total + (size_t)i], leases[i].data, KVT_MIN(leases[i].len, cb));
 		kvt_release(c, leases, (size_t)got);

@@ -215,7 +215,7 @@ static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const
 	if (promote) {
 		uint32_t jobs = kvd_tiers_promote(d, i, t, k->ns, keys, n);
 		if (jobs)
-			return kvd_conn_park(d, i, h->len, jobs, 5000);
+			return kvd_conn_park(d, i, h->len, 5000);
 		d->resume_final = true; /* nothing could start: serve what is at host */
 		got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
 		d->resume_final = d->resuming;
@@ -235,8 +235,7 @@ static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const 
 	const struct kvt_msg_put *p = body;
 	int rc = kvd_put(d, &d->conns[i], p, (const struct kvt_msg_put_item *)(p + 1), n);
 	if (rc == -EINPROGRESS) /* wait for demotions to make room, a bounded time */
-		return kvd_conn_park(d, i, h->len, 0,
-		                     kvt_opt_u64(&d->opts, KVT_OPT_DEMOTE_WAIT_MS));
+		return kvd_conn_park(d, i, h->len, kvt_opt_u64(&d->opts, KVT_OPT_DEMOTE_WAIT_MS));
 	return reply(d, i, h, rc, NULL, 0, NULL, 0);
 }
 
@@ -279,6 +278,16 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 		kvd_release(d, i, (const uint64_t *)((const struct kvt_msg_release *)body + 1), n);
 		return 0;
 	}
+	if (h->type == KVT_MSG_PREFETCH) { /* a hint: no reply, nothing waits for it */
+		uint32_t n;
+		if (kvt_proto_check_keys(body, blen, &n))
+			return -EPROTO;
+		const struct kvt_msg_keys *k = body;
+		if (!d->draining)
+			kvd_tiers_promote(d, KVD_NIL, d->conns[i].tenant, k->ns,
+			                  (const kvt_id_t *)(k + 1), n);
+		return 0;
+	}
 	if (d->draining && h->type != KVT_MSG_STATS && h->type != KVT_MSG_PING)
 		return reply(d, i, h, -ESHUTDOWN, NULL, 0, NULL, 0);
 	switch (h->type) {
@@ -305,7 +314,7 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 	}
 }
 
-int kvd_conn_park(struct kvd *d, uint32_t i, size_t len, uint32_t waiting, uint64_t wait_ms)
+int kvd_conn_park(struct kvd *d, uint32_t i, size_t len, uint64_t wait_ms)
 {
 	struct kvd_conn *c = &d->conns[i];
 	if (!c->parked && !(c->parked = malloc(KVT_MSG_MAX)))
@@ -313,18 +322,10 @@ int kvd_conn_park(struct kvd *d, uint32_t i, size_t len, uint32_t waiting, uint6
 	if (c->parked != d->rx)
 		memmove(c->parked, d->rx, len);
 	c->parked_len = (uint32_t)len;
-	c->waiting = waiting;
 	if (!d->resuming) /* a retry keeps the first deadline */
 		c->park_deadline_ns = kvt_now_ns() + wait_ms * 1000000ull;
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL); /* one request at a time per client */
 	return 0;
-}
-
-void kvd_conn_job_done(struct kvd *d, uint32_t i)
-{
-	if (i < d->cap_conns && d->conns[i].fd >= 0 && d->conns[i].parked_len &&
-	    d->conns[i].waiting)
-		d->conns[i].waiting--;
 }
 
 static void resume(struct kvd *d, uint32_t i, bool final)
@@ -345,17 +346,38 @@ static void resume(struct kvd *d, uint32_t i, bool final)
 	}
 }
 
+/* A parked acquire is ready when none of its leading chunks is still being promoted (by its
+ * own jobs, another client's or a prefetch). */
+static bool acquire_ready(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h)
+{
+	const struct kvt_msg_keys *k = (const struct kvt_msg_keys *)(h + 1);
+	const kvt_id_t *keys = (const kvt_id_t *)(k + 1);
+	for (uint32_t j = 0; j < k->n; j++) {
+		uint32_t id = kvd_index_find(&d->idx, d->conns[i].tenant, k->ns, keys[j]);
+		if (id == KVD_NIL)
+			return true;
+		const struct kvd_entry *e = &d->idx.e[id];
+		if (!(e->where & KVD_AT_HOST) && e->jobs)
+			return false;
+	}
+	return true;
+}
+
 void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns)
 {
 	for (uint32_t i = 0; i < d->cap_conns; i++) {
 		struct kvd_conn *c = &d->conns[i];
 		if (c->fd < 0 || !c->parked_len)
 			continue;
+		/* retried whenever tier jobs finished (the ones it waits for may have been started
+		 * by someone else: another client, a prefetch), for the last time once late; a
+		 * retry that still has to wait parks again with its first deadline */
 		const struct kvt_msg_hdr *h = (const struct kvt_msg_hdr *)c->parked;
 		bool late = now_ns >= c->park_deadline_ns;
-		/* a put retries whenever anything finished; an acquire when its promotions did */
-		if (late || (h->type == KVT_MSG_PUT) || !c->waiting)
-			resume(d, i, late || h->type != KVT_MSG_PUT);
+		if (h->type == KVT_MSG_PUT)
+			resume(d, i, late); /* retried whenever anything finished */
+		else if (late || acquire_ready(d, i, h))
+			resume(d, i, true); /* its promotions are done: serve what is at host */
 	}
 }
 

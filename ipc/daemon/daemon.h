@@ -81,7 +81,6 @@ struct kvd_conn {
 	int fd;          /* -1 when the slot is free */
 	uint8_t *parked; /* a request waiting for tier jobs (its copy), or NULL */
 	uint32_t parked_len;
-	uint32_t waiting; /* tier jobs the parked request waits for */
 	uint64_t park_deadline_ns;
 	uid_t uid;
 	gid_t gid;
@@ -229,11 +228,10 @@ void kvd_leases_expire(struct kvd *d, uint64_t now_ns);
 void kvd_conn_accept(struct kvd *d);
 void kvd_conn_readable(struct kvd *d, uint32_t conn);
 void kvd_conn_close(struct kvd *d, uint32_t conn);
-/* Parks the request in d->rx until tier jobs finish (waiting) or the deadline passes. */
-int kvd_conn_park(struct kvd *d, uint32_t conn, size_t len, uint32_t waiting, uint64_t wait_ms);
+/* Parks the request in d->rx until the tier jobs it needs finish or the deadline passes. */
+int kvd_conn_park(struct kvd *d, uint32_t conn, size_t len, uint64_t wait_ms);
 /* Re-dispatches parked requests whose jobs finished or whose deadline passed. */
 void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns);
-void kvd_conn_job_done(struct kvd *d, uint32_t conn);
 
 /* stats.c */
 int kvd_stats_json(struct kvd *d, char *buf, size_t len);

@@ -522,7 +522,6 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 static void complete_promote(struct kvd *d, struct kvd_job *j)
 {
 	struct kvd_entry *e = job_entry(d, j);
-	kvd_conn_job_done(d, j->conn);
 	if (!e) {
 		free(j);
 		return;

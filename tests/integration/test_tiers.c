@@ -306,6 +306,40 @@ static void test_tiers_kill9_under_load(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* kvt_prefetch moves chunks that are only in a lower tier back into host ahead of a get. */
+static void test_tiers_prefetch(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(1);
+	kvt_id_t ns, keys[N];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	keys_of(ns, keys, N, 6);
+	size_t cb = kvt_chunk_bytes(&m);
+	put_all(c, ns, keys, cb, 6);
+	wait_stat(&d, "demoted", N);
+	assert_int_equal(kvt_test_stat(&d, "promoted"), 0);
+	assert_int_equal(kvt_prefetch(c, ns, keys, 8), 0); /* the oldest: long evicted */
+	wait_stat(&d, "promoted", 8);
+	long long promoted = kvt_test_stat(&d, "promoted");
+	uint8_t *got = malloc(cb), *want = malloc(cb);
+	void *dst[1] = {got};
+	for (size_t i = 0; i < 8; i++) {
+		assert_int_equal(kvt_get(c, ns, &keys[i], 1, dst, cb), 1);
+		kvt_test_fill(want, cb, 6 * 10000 + i);
+		assert_memory_equal(got, want, cb);
+	}
+	assert_int_equal(kvt_test_stat(&d, "promoted"), promoted); /* served from host */
+	assert_int_equal(kvt_prefetch(c, ns, NULL, 1), -EINVAL);
+	free(got);
+	free(want);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -318,6 +352,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
 	    cmocka_unit_test(test_tiers_second_touch),
 	    cmocka_unit_test(test_tiers_kill9_under_load),
+	    cmocka_unit_test(test_tiers_prefetch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
