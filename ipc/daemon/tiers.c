@@ -212,8 +212,13 @@ static void *worker_main(void *arg)
 			run_batch(w->d, jobs, n);
 		else
 			run_job(w->d, jobs[0]);
-		for (size_t i = 0; i < n; i++)
+		bool again = false;
+		for (size_t i = 0; i < n; i++) {
+			again |= jobs[i]->result == -EAGAIN;
 			finish(w, jobs[i]);
+		}
+		if (again) /* the tier pushes back (a RocksDB write stall): let it catch up */
+			usleep(1000);
 		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -491,7 +496,7 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 {
 	d->demotes_inflight--;
 	struct kvd_entry *e = job_entry(d, j);
-	if (j->result == -EAGAIN && ++j->tries < 16 && e && e->state == KVD_PUBLISHED &&
+	if (j->result == -EAGAIN && ++j->tries < 250 && e && e->state == KVD_PUBLISHED &&
 	    (e->where & KVD_AT_HOST)) {
 		d->demotes_inflight++; /* backpressure, or a batch cut short: try it again */
 		submit(d, j);
