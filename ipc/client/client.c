@@ -396,28 +396,6 @@ static uint64_t ns_chunk_bytes(kvt_client_t *c, kvt_id_t ns)
 	return cb;
 }
 
-/* Sends PUT for k chunks already in staging at i * chunk_bytes. Caller holds stage. */
-static int commit_staged(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
-                         uint32_t k, uint64_t cb, uint32_t epoch)
-{
-	pthread_mutex_lock(&c->io);
-	int rc = c->fd >= 0 && c->epoch == epoch ? 0 : -ENOTCONN;
-	if (!rc) {
-		struct kvt_msg_put *p = (struct kvt_msg_put *)(c->tx + sizeof(struct kvt_msg_hdr));
-		*p = (struct kvt_msg_put){.ns = ns, .n = k, .chunk_bytes = cb};
-		if (parent) {
-			p->parent = *parent;
-			p->flags = KVT_PUT_F_PARENT;
-		}
-		struct kvt_msg_put_item *it = (struct kvt_msg_put_item *)(p + 1);
-		for (uint32_t i = 0; i < k; i++)
-			it[i] = (struct kvt_msg_put_item){.key = keys[i], .staging_off = i * cb};
-		rc = rpc_locked(c, KVT_MSG_PUT, sizeof(*p) + k * sizeof(*it), NULL, NULL, NULL);
-	}
-	pthread_mutex_unlock(&c->io);
-	return rc;
-}
-
 /* Connects if needed and reports the staging area of the current epoch. */
 static int staging_of(kvt_client_t *c, uint8_t **stg, uint64_t *bytes, uint32_t *epoch)
 {
@@ -444,6 +422,19 @@ static size_t put_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, cons
 	for (uint32_t i = 0; i < k; i++)
 		it[i] = (struct kvt_msg_put_item){.key = keys[i], .staging_off = base + i * cb};
 	return sizeof(*p) + k * sizeof(*it);
+}
+
+/* Sends PUT for k chunks already in staging at i * chunk_bytes. Caller holds stage. */
+static int commit_staged(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
+                         uint32_t k, uint64_t cb, uint32_t epoch)
+{
+	pthread_mutex_lock(&c->io);
+	int rc = c->fd >= 0 && c->epoch == epoch ? 0 : -ENOTCONN;
+	if (!rc)
+		rc = rpc_locked(c, KVT_MSG_PUT, put_msg(c, ns, parent, keys, k, cb, 0), NULL, NULL,
+		                NULL);
+	pthread_mutex_unlock(&c->io);
+	return rc;
 }
 
 /*
