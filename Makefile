@@ -3,7 +3,7 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: run test deps build asan bench demo clean
+.PHONY: run test deps build asan valgrind bench demo clean
 
 run: build
 	@$(BUILD)/bin/kvtierd $(ARGS)
@@ -23,6 +23,10 @@ asan: deps
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DKVT_SANITIZE=ON -DKVT_WERROR=ON
 	cmake --build $(BUILD)-asan -j$(JOBS)
 	cd $(BUILD)-asan && ctest --output-on-failure -j$(JOBS) -L 'unit|integration'
+
+# The daemon-level integration tests with kvtierd under valgrind memcheck.
+valgrind: build
+	tools/valgrind-daemon.sh $(BUILD)
 
 bench: build
 	$(BUILD)/bin/kvtier bench

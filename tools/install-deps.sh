@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not downloaded again. Needs root (or sudo).
 set -eu
 PKGS="build-essential cmake pkg-config liburing-dev librocksdb-dev libjemalloc-dev libcmocka-dev
-libxxhash-dev libhiredis-dev libzstd-dev redis-server redis-tools fio python3"
+libxxhash-dev libhiredis-dev libzstd-dev redis-server redis-tools fio python3 valgrind"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -82,7 +82,7 @@ const char *kvt_test_bin(const char *name, char *buf, size_t len)
 
 static int wait_accepting(const char *sock, pid_t pid)
 {
-	for (int i = 0; i < 1000; i++) {
+	for (int i = 0; i < 4000; i++) { /* 20 s: valgrind starts slowly */
 		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 		struct sockaddr_un a = {.sun_family = AF_UNIX};
 		if (strlen(sock) >= sizeof(a.sun_path))
@@ -105,8 +105,17 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 {
 	char bin[512];
 	kvt_test_bin("kvtierd", bin, sizeof(bin));
-	const char *argv[64];
+	const char *argv[80];
 	int n = 0;
+	/* KVT_TEST_DAEMON_WRAPPER="valgrind --leak-check=full ..." runs the daemon under a tool */
+	static char wrap[512];
+	const char *w = getenv("KVT_TEST_DAEMON_WRAPPER");
+	if (w && *w) {
+		snprintf(wrap, sizeof(wrap), "%s", w);
+		for (char *save = NULL, *t = strtok_r(wrap, " ", &save); t && n < 16;
+		     t = strtok_r(NULL, " ", &save))
+			argv[n++] = t;
+	}
 	argv[n++] = bin;
 	argv[n++] = "--socket";
 	argv[n++] = d->sock;
@@ -129,7 +138,10 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 			int null = open("/dev/null", O_WRONLY);
 			dup2(null, 1);
 		}
-		execv(bin, (char *const *)argv);
+		if (argv[0] == bin)
+			execv(bin, (char *const *)argv);
+		else
+			execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	d->pid = pid;
