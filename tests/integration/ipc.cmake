@@ -6,3 +6,5 @@ kvt_add_test(NAME test_tiers SOURCES integration/test_tiers.c LIBS kvtier_static
   LABELS integration TIMEOUT 180)
 kvt_add_test(NAME test_policyctl SOURCES integration/test_policyctl.c LIBS kvtier_static
   LABELS integration TIMEOUT 60)
+kvt_add_test(NAME test_stress SOURCES integration/test_stress.c LIBS kvtier_static
+  LABELS integration TIMEOUT 240)

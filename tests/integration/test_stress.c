@@ -1,0 +1,196 @@
+/*
+ * test_stress.c -- consistency under concurrent load (RELIABILITY L1, scaled to CI): several
+ * client processes put, get, acquire-and-hold, prefetch and delete at random over a shared key
+ * space, through a small host tier that evicts and demotes to nvme all the time, while one more
+ * process scribbles over its own staging area as it puts (B6/S6). The oracle is the key itself:
+ * a chunk's bytes are a pure function of its key, so every byte a reader is handed can be
+ * checked. Pass: 0 wrong bytes, 0 corruptions counted, every lease released at the end, the
+ * daemon alive.
+ */
+#include "testlib.h"
+#include "kvtier.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PREFIXES 48
+#define DEPTH    8
+#define WORKERS  4
+#define OPS      1500
+
+static kvt_model_t model(int big)
+{
+	kvt_model_t m = {.name = "stress",
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = big ? 4 : 1,
+	                 .n_kv_heads = 8,
+	                 .head_dim = 128,
+	                 .tokens_per_chunk = 16};
+	return m; /* 64 KiB or 256 KiB chunks */
+}
+
+static void prefix_keys(kvt_id_t ns, int p, kvt_id_t keys[DEPTH])
+{
+	uint32_t toks[DEPTH * 16];
+	for (int i = 0; i < DEPTH * 16; i++)
+		toks[i] = (uint32_t)(p * 7919 + i);
+	kvt_chunk_keys(ns, toks, DEPTH * 16, 16, keys, DEPTH);
+}
+
+static uint64_t seed_of(kvt_id_t k)
+{
+	return k.w[0] ^ (k.w[1] << 1);
+}
+
+/* @return : how many wrong bytes the worker saw (0), or 100+ on an API failure. */
+static int worker(const char *sock, unsigned seed)
+{
+	srand(seed);
+	kvt_client_t *c;
+	if (kvt_connect(sock, &c))
+		return 100;
+	kvt_id_t ns[2];
+	size_t cb[2];
+	for (int b = 0; b < 2; b++) {
+		kvt_model_t m = model(b);
+		if (kvt_namespace(c, &m, &ns[b]))
+			return 101;
+		cb[b] = kvt_chunk_bytes(&m);
+	}
+	uint8_t *want = malloc(cb[1]), *bufs[DEPTH];
+	for (int i = 0; i < DEPTH; i++)
+		bufs[i] = malloc(cb[1]);
+	int wrong = 0;
+	for (int op = 0; op < OPS; op++) {
+		int b = rand() % 2, p = rand() % PREFIXES, r = rand() % 100;
+		kvt_id_t keys[DEPTH];
+		prefix_keys(ns[b], p, keys);
+		size_t n = 1 + (size_t)(rand() % DEPTH);
+		if (r < 30) { /* put a prefix */
+			const void *ch[DEPTH];
+			for (size_t i = 0; i < n; i++) {
+				kvt_test_fill(bufs[i], cb[b], seed_of(keys[i]));
+				ch[i] = bufs[i];
+			}
+			int rc = kvt_put(c, ns[b], NULL, keys, n, ch, cb[b]);
+			if (rc < 0 && rc != -EAGAIN && rc != -ENOSPC)
+				return 102;
+		} else if (r < 70) { /* get and check every byte */
+			void *dst[DEPTH];
+			for (size_t i = 0; i < n; i++)
+				dst[i] = bufs[i];
+			int got = kvt_get(c, ns[b], keys, n, dst, cb[b]);
+			if (got < 0)
+				return 103;
+			for (int i = 0; i < got; i++) {
+				kvt_test_fill(want, cb[b], seed_of(keys[i]));
+				wrong += memcmp(want, bufs[i], cb[b]) != 0;
+			}
+		} else if (r < 90) { /* acquire, hold a moment, copy, release, check */
+			kvt_lease_t l[DEPTH];
+			int got = kvt_acquire(c, ns[b], keys, n, l);
+			if (got < 0)
+				return 104;
+			usleep((useconds_t)(rand() % 2000));
+			for (int i = 0; i < got; i++)
+				memcpy(bufs[i], l[i].data, cb[b]);
+			if (kvt_release(c, l, (size_t)got) < 0)
+				return 105;
+			for (int i = 0; i < got; i++) {
+				if (l[i].status)
+					continue; /* revoked: the copy is discarded, as the rule
+					             says */
+				kvt_test_fill(want, cb[b], seed_of(keys[i]));
+				wrong += memcmp(want, bufs[i], cb[b]) != 0;
+			}
+		} else if (r < 95) {
+			if (kvt_prefetch(c, ns[b], keys, n))
+				return 106;
+		} else {
+			if (kvt_delete(c, ns[b], keys + rand() % DEPTH, 1) < 0)
+				return 107;
+		}
+	}
+	for (int i = 0; i < DEPTH; i++)
+		free(bufs[i]);
+	free(want);
+	kvt_close(c);
+	return wrong;
+}
+
+/* Puts under its own model while another thread of it keeps scribbling over the staging area
+ * the daemon copies from: whatever it stores is under its own keys; others must not notice. */
+static int scribbler(const char *sock)
+{
+	kvt_client_t *c;
+	if (kvt_connect(sock, &c))
+		return 100;
+	kvt_model_t m = model(0);
+	m.name = "scribbler";
+	kvt_id_t ns, keys[DEPTH];
+	if (kvt_namespace(c, &m, &ns))
+		return 101;
+	size_t cb = kvt_chunk_bytes(&m);
+	for (int op = 0; op < OPS / 4; op++) {
+		void *bufs[DEPTH];
+		int k = kvt_put_reserve(c, ns, DEPTH, bufs);
+		if (k <= 0)
+			return 102;
+		prefix_keys(ns, op % PREFIXES, keys);
+		for (int i = 0; i < k; i++)
+			kvt_test_fill(bufs[i], cb, (uint64_t)op * 31 + (uint64_t)i);
+		int rc = kvt_put_commit(c, ns, NULL, keys, (size_t)k);
+		for (int i = 0; i < k; i++) /* scribble after the commit, too */
+			memset(bufs[i], 0xee, cb);
+		if (rc < 0 && rc != -EAGAIN && rc != -ENOSPC)
+			return 103;
+	}
+	kvt_close(c);
+	return 0;
+}
+
+static void test_stress_consistency(void **state)
+{
+	const char *sets[] = {"host.bytes=6MiB", "tiers.order=host,nvme", "nvme.bytes=48MiB",
+	                      "demote.wait_ms=20", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	pid_t pids[WORKERS + 1];
+	for (int w = 0; w <= WORKERS; w++) {
+		pids[w] = fork();
+		if (!pids[w])
+			_exit(w == WORKERS ? scribbler(d.sock)
+			                   : worker(d.sock, 1000u + (unsigned)w));
+	}
+	for (int w = 0; w <= WORKERS; w++) {
+		int st;
+		assert_int_equal(waitpid(pids[w], &st, 0), pids[w]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0); /* 0 wrong bytes, no API failure */
+	}
+	assert_int_equal(kill(d.pid, 0), 0);
+	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
+	long long leases = -1;
+	for (int i = 0; i < 100 && leases != 0; i++) {
+		leases = kvt_test_stat(&d, "leases");
+		if (leases)
+			usleep(10000);
+	}
+	assert_int_equal(leases, 0);
+	assert_true(kvt_test_stat(&d, "evictions") > 0);
+	assert_true(kvt_test_stat(&d, "demoted") > 0);
+	kvt_test_daemon_destroy(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_stress_consistency),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
