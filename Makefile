@@ -3,7 +3,7 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: run test deps build asan valgrind bench demo clean
+.PHONY: run test deps build asan valgrind fuzz bench demo clean
 
 run: build
 	@$(BUILD)/bin/kvtierd $(ARGS)
@@ -27,6 +27,15 @@ asan: deps
 # The daemon-level integration tests with kvtierd under valgrind memcheck.
 valgrind: build
 	tools/valgrind-daemon.sh $(BUILD)
+
+# The decoders under libFuzzer (clang), FUZZ_SECONDS each run (default 60).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	mkdir -p $(BUILD)-fuzz/corpus
+	clang -g -O1 -D_GNU_SOURCE -DKVT_LIBFUZZER -fsanitize=fuzzer,address,undefined -I. -Iinclude \
+		tests/fuzz/fuzz_decode.c core/chunk.c core/keys.c core/options.c core/util.c core/log.c \
+		core/errors.c ipc/proto.c ipc/sockpath.c -lxxhash -o $(BUILD)-fuzz/fuzz_decode
+	$(BUILD)-fuzz/fuzz_decode -max_total_time=$(FUZZ_SECONDS) $(BUILD)-fuzz/corpus
 
 bench: build
 	$(BUILD)/bin/kvtier bench

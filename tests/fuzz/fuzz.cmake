@@ -1,0 +1,8 @@
+# Decoder fuzzing: a fixed-seed run in every test pass (and under ASan in CI); `make fuzz`
+# builds the same entry point as a libFuzzer target with clang.
+add_executable(fuzz_decode fuzz/fuzz_decode.c)
+kvt_target(fuzz_decode)
+target_link_libraries(fuzz_decode PRIVATE kvt_proto kvt_core)
+set_target_properties(fuzz_decode PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+add_test(NAME fuzz_decode COMMAND fuzz_decode 200000)
+set_tests_properties(fuzz_decode PROPERTIES TIMEOUT 120 LABELS unit)
