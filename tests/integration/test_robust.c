@@ -290,6 +290,43 @@ static void test_robust_put_offsets_checked(void **state)
 	assert_int_equal(healthy_roundtrip(5), 0);
 }
 
+static int map_count(pid_t pid)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "r");
+	int n = 0;
+	while (f && fgets(line, sizeof(line), f))
+		n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Connection churn (RELIABILITY L5, scaled): connect, hello, map, disconnect, many times; the
+ * daemon's fds and mappings return to their baseline. */
+static void test_robust_connection_churn(void **state)
+{
+	assert_int_equal(healthy_roundtrip(6), 0);
+	usleep(20000);
+	int fds = kvt_test_fd_count(d.pid), maps = map_count(d.pid);
+	for (int i = 0; i < 500; i++) {
+		kvt_client_t *c;
+		assert_int_equal(kvt_connect(d.sock, &c), 0);
+		if (i % 50 == 0)
+			assert_int_equal(healthy_roundtrip(7 + (uint32_t)i), 0);
+		kvt_close(c);
+	}
+	int now_fds = -1, now_maps = -1;
+	for (int i = 0; i < 100 && (now_fds != fds || now_maps > maps + 5); i++) {
+		usleep(10000);
+		now_fds = kvt_test_fd_count(d.pid);
+		now_maps = map_count(d.pid);
+	}
+	assert_int_equal(now_fds, fds);
+	assert_true(now_maps <= maps + 5);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -297,6 +334,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_seals_hold),
 	    cmocka_unit_test(test_robust_garbage_on_the_socket),
 	    cmocka_unit_test(test_robust_put_offsets_checked),
+	    cmocka_unit_test(test_robust_connection_churn),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
