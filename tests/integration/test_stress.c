@@ -187,10 +187,54 @@ static void test_stress_consistency(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* Clients killed at random instants in the middle of puts, holds and gets (RELIABILITY F3,
+ * scaled): the daemon answers throughout, every lease they held is released, and the chunks
+ * the survivors read are still exactly right. */
+static void test_stress_random_kills(void **state)
+{
+	const char *sets[] = {"host.bytes=6MiB", "tiers.order=host,nvme", "nvme.bytes=48MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	srand(7);
+	for (int round = 0; round < 20; round++) {
+		pid_t v[3];
+		for (int k = 0; k < 3; k++) {
+			v[k] = fork();
+			if (!v[k])
+				_exit(worker(d.sock, 5000u + (unsigned)(round * 3 + k)));
+		}
+		usleep((useconds_t)(2000 + rand() % 30000));
+		for (int k = 0; k < 3; k++) {
+			kill(v[k], SIGKILL);
+			int st;
+			waitpid(v[k], &st, 0);
+			/* killed, or finished cleanly: never a wrong byte */
+			assert_true(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
+		}
+		assert_int_equal(kill(d.pid, 0), 0);
+	}
+	long long leases = -1;
+	for (int i = 0; i < 100 && leases != 0; i++) {
+		leases = kvt_test_stat(&d, "leases");
+		if (leases)
+			usleep(10000);
+	}
+	assert_int_equal(leases, 0);
+	assert_int_equal(kvt_test_stat(&d, "clients"), 1); /* only the stats probe itself */
+	pid_t check = fork();
+	if (!check)
+		_exit(worker(d.sock, 99));
+	int st;
+	assert_int_equal(waitpid(check, &st, 0), check);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stress_consistency),
+	    cmocka_unit_test(test_stress_random_kills),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
