@@ -20,6 +20,8 @@
 	X(CLIENT_STAGING_BYTES, "client.staging_bytes", SIZE, "64MiB", 1ull << 16, 1ull << 40, 0,  \
 	  "private staging area of each client (puts)")                                            \
 	X(CLIENT_MAX, "client.max", U64, "1024", 1, 65536, 0, "most connected clients")            \
+	X(CLIENT_MAX_PER_UID, "client.max_per_uid", U64, "256", 1, 65536, 0,                       \
+	  "most connected clients of one uid")                                                     \
 	X(INDEX_MAX_CHUNKS, "index.max_chunks", U64, "16777216", 1024, 1ull << 32, 0,              \
 	  "most chunks the index holds")                                                           \
 	X(INDEX_SHM_SLOTS, "index.shm_slots", U64, "1048576", 0, 1ull << 30, 0,                    \

@@ -63,6 +63,15 @@ void kvd_conn_accept(struct kvd *d)
 			close(fd);
 			continue;
 		}
+		uint32_t same = 0;
+		for (uint32_t k = 0; k < d->cap_conns; k++)
+			same += d->conns[k].fd >= 0 && d->conns[k].uid == cr.uid;
+		if (same >= kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_MAX_PER_UID)) {
+			kvt_log_rl(KVT_LOG_WARN, "refusing uid %u: client.max_per_uid reached",
+			           (unsigned)cr.uid);
+			close(fd);
+			continue;
+		}
 		struct kvd_conn *c = &d->conns[slot];
 		*c = (struct kvd_conn){.fd = fd,
 		                       .uid = cr.uid,

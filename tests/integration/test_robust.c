@@ -327,6 +327,30 @@ static void test_robust_connection_churn(void **state)
 	assert_true(now_maps <= maps + 5);
 }
 
+/* Per-uid connection limit (RELIABILITY B5): the limit+1st connection of a uid is refused,
+ * and a slot frees when a client leaves. */
+static void test_robust_per_uid_limit(void **state)
+{
+	const char *sets[] = {"client.max_per_uid=3", NULL};
+	struct kvt_test_daemon l;
+	assert_int_equal(kvt_test_daemon_start(&l, sets), 0);
+	kvt_client_t *c[4];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(kvt_connect(l.sock, &c[i]), 0);
+	assert_true(kvt_connect(l.sock, &c[3]) < 0);
+	kvt_close(c[0]);
+	int rc = -1;
+	for (int i = 0; i < 100 && rc; i++) {
+		rc = kvt_connect(l.sock, &c[0]);
+		if (rc)
+			usleep(10000);
+	}
+	assert_int_equal(rc, 0);
+	for (int i = 0; i < 3; i++)
+		kvt_close(c[i]);
+	kvt_test_daemon_destroy(&l);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -335,6 +359,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_garbage_on_the_socket),
 	    cmocka_unit_test(test_robust_put_offsets_checked),
 	    cmocka_unit_test(test_robust_connection_churn),
+	    cmocka_unit_test(test_robust_per_uid_limit),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
