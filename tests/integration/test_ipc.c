@@ -567,6 +567,53 @@ static void test_ipc_tenant_map(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* Pins past the counter's width (RELIABILITY L4): a defined miss at the limit, no wrap, and
+ * the chunk is evictable again once every lease is released. */
+static void test_ipc_pin_saturation(void **state)
+{
+	const char *sets[] = {"host.bytes=1MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks */
+	kvt_id_t ns, keys[N_CHUNKS];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	prefix_keys(ns, 64, keys, 1, 13);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = calloc(1, cb);
+	const void *ch[N_CHUNKS];
+	for (int i = 0; i < N_CHUNKS; i++)
+		ch[i] = buf;
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 1, ch, cb), 1);
+	enum { MAXPIN = 65535 };
+	kvt_lease_t *l = calloc(MAXPIN + 1, sizeof(*l));
+	static kvt_id_t same[256];
+	for (int i = 0; i < 256; i++)
+		same[i] = keys[0];
+	int held = 0;
+	while (held < MAXPIN) {
+		size_t k = MAXPIN - held < 256 ? (size_t)(MAXPIN - held) : 256;
+		int got = 0;
+		for (size_t j = 0; j < k; j++) /* one key per request: leading hits of a prefix */
+			got += kvt_acquire(c, ns, same, 1, l + held + (int)j) == 1;
+		assert_int_equal(got, (int)k);
+		held += got;
+	}
+	assert_int_equal(kvt_acquire(c, ns, keys, 1, l + held), 0); /* at the limit: a miss */
+	assert_int_equal(kvt_test_stat(&d, "leases"), MAXPIN);
+	assert_int_equal(kvt_release(c, l, (size_t)held), held);
+	/* nothing wrapped: the chunk is evictable again (the 1 MiB pool turns over) */
+	kvt_id_t more[N_CHUNKS];
+	prefix_keys(ns, 64, more, N_CHUNKS, 14);
+	assert_int_equal(kvt_put(c, ns, NULL, more, N_CHUNKS, ch, cb), N_CHUNKS);
+	assert_int_equal(kvt_lookup(c, ns, keys, 1), 0);
+	free(l);
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -581,6 +628,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_shared_lookup),
 	    cmocka_unit_test(test_ipc_tenant_quota),
 	    cmocka_unit_test(test_ipc_tenant_map),
+	    cmocka_unit_test(test_ipc_pin_saturation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
