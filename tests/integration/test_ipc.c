@@ -614,6 +614,72 @@ static void test_ipc_pin_saturation(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* Counts the canary in every kvtier mapping of this process (pool, lookup table, staging). */
+static int scan_mappings(const uint8_t canary[16])
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int found = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "kvtier"))
+			continue;
+		unsigned long lo, hi;
+		char perm[8];
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) != 3 || perm[0] != 'r')
+			continue;
+		for (const uint8_t *p = (const uint8_t *)lo; p + 16 <= (const uint8_t *)hi; p += 16)
+			found += !memcmp(p, canary, 16);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Cross-tenant confidentiality (RELIABILITY S5): tenant B's bytes appear in none of the
+ * shared memory tenant A is given, and A's lookups of B's keys miss. */
+static void test_ipc_tenant_canary(void **state)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr,
+		        "note: not root, cannot act as a second uid; canary test skipped\n");
+		return;
+	}
+	const char *sets[] = {"host.bytes=4MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	chmod(d.dir, 0755);
+	chmod(d.sock, 0666);
+	kvt_model_t m = model(16, KVT_DTYPE_F16);
+	size_t cb = kvt_chunk_bytes(&m);
+	static const uint8_t canary[16] = "B-secret-canary!";
+	pid_t b = fork();
+	if (!b) {
+		if (setgid(65534) || setuid(65534))
+			_exit(30);
+		kvt_client_t *c;
+		kvt_id_t ns, keys[8];
+		if (kvt_connect(d.sock, &c) || kvt_namespace(c, &m, &ns))
+			_exit(31);
+		prefix_keys(ns, 16, keys, 8, 15);
+		uint8_t *buf = malloc(cb);
+		for (size_t o = 0; o + 16 <= cb; o += 16)
+			memcpy(buf + o, canary, 16);
+		const void *ch[8] = {buf, buf, buf, buf, buf, buf, buf, buf};
+		_exit(kvt_put(c, ns, NULL, keys, 8, ch, cb) == 8 && scan_mappings(canary) > 0 ? 0
+		                                                                              : 32);
+	}
+	assert_int_equal(child_wait(b), 0); /* B sees its own canaries: the scan works */
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_id_t ns, keys[8];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	prefix_keys(ns, 16, keys, 8, 15);
+	assert_int_equal(kvt_lookup(c, ns, keys, 8), 0);
+	assert_int_equal(scan_mappings(canary), 0);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -629,6 +695,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_tenant_quota),
 	    cmocka_unit_test(test_ipc_tenant_map),
 	    cmocka_unit_test(test_ipc_pin_saturation),
+	    cmocka_unit_test(test_ipc_tenant_canary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
