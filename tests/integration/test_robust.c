@@ -151,6 +151,9 @@ static void test_robust_seals_hold(void **state)
 	/* the staging area: writable, but it cannot shrink or grow (the daemon never faults) */
 	assert_int_not_equal(ftruncate(stg, 0), 0);
 	assert_int_not_equal(ftruncate(stg, 1 << 30), 0);
+	assert_int_not_equal(fcntl(stg, F_ADD_SEALS, F_SEAL_WRITE), 0); /* F_SEAL_SEAL */
+	assert_true((fcntl(stg, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) ==
+	            (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
 	close(pool);
 	close(stg);
 	close(sock);
