@@ -354,6 +354,26 @@ static void test_robust_per_uid_limit(void **state)
 	kvt_test_daemon_destroy(&l);
 }
 
+/* A client that never reads its replies (RELIABILITY B5) is disconnected once its socket is
+ * full; the daemon never blocks on it and keeps serving everyone else. */
+static void test_robust_client_never_reads(void **state)
+{
+	int fd = raw_connect();
+	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+	struct kvt_msg_hdr h = {.type = KVT_MSG_PING, .len = sizeof(h)};
+	int sent = 0;
+	for (int i = 0; i < 200000; i++) {
+		if (send(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(h))
+			break; /* our side is full too, or the daemon closed us */
+		sent++;
+		if (i % 1000 == 0)
+			assert_int_equal(healthy_roundtrip(100 + (uint32_t)i), 0);
+	}
+	assert_true(sent > 0);
+	assert_int_equal(healthy_roundtrip(99), 0);
+	close(fd);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -363,6 +383,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_put_offsets_checked),
 	    cmocka_unit_test(test_robust_connection_churn),
 	    cmocka_unit_test(test_robust_per_uid_limit),
+	    cmocka_unit_test(test_robust_client_never_reads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
