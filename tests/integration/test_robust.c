@@ -374,6 +374,32 @@ static void test_robust_client_never_reads(void **state)
 	close(fd);
 }
 
+/* Compatibility: a client of protocol minor 0 gets the hello reply it knows (40 bytes), a
+ * current one the longer reply with the lookup table; both are served. */
+static void test_robust_minor_versions(void **state)
+{
+	for (uint32_t minor = 0; minor <= KVT_PROTO_MINOR; minor++) {
+		int fd = raw_connect();
+		uint8_t buf[64], rx[512];
+		struct kvt_msg_hdr *h = (void *)buf;
+		struct kvt_msg_hello *hi = (void *)(h + 1);
+		*h = (struct kvt_msg_hdr){.type = KVT_MSG_HELLO, .len = sizeof(*h) + sizeof(*hi)};
+		*hi = (struct kvt_msg_hello){.major = KVT_PROTO_MAJOR, .minor = minor};
+		assert_int_equal(kvt_proto_send(fd, buf, h->len, NULL, 0), 0);
+		int fds[4], nfds = 4;
+		ssize_t n = kvt_proto_recv(fd, rx, sizeof(rx), fds, &nfds);
+		for (int i = 0; i < nfds && i < 4; i++)
+			close(fds[i]);
+		assert_int_equal(nfds, 2);
+		assert_int_equal(
+		    n, sizeof(struct kvt_msg_hdr) +
+		           (minor ? sizeof(struct kvt_msg_hello_reply) : KVT_HELLO_REPLY_V0_BYTES));
+		*h = (struct kvt_msg_hdr){.type = KVT_MSG_PING, .len = sizeof(*h)};
+		assert_int_equal(send_frame(fd, buf, sizeof(*h), NULL, 0), 0);
+		close(fd);
+	}
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -384,6 +410,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_connection_churn),
 	    cmocka_unit_test(test_robust_per_uid_limit),
 	    cmocka_unit_test(test_robust_client_never_reads),
+	    cmocka_unit_test(test_robust_minor_versions),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
