@@ -771,8 +771,10 @@ KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n
 		int got = kvt_acquire(c, ns, keys + total, k, leases);
 		if (got <= 0)
 			return total ? (int)total : got;
-		if ((size_t)got == k && total + k < n) /* the next batch moves up while we copy */
-			kvt_prefetch(c, ns, keys + total + k, KVT_MIN(n - total - k, k));
+		/* the next two batches move up while we copy (keys already on their way or at host
+		 * cost the daemon a lookup each) */
+		if ((size_t)got == k && total + k < n)
+			kvt_prefetch(c, ns, keys + total + k, KVT_MIN(n - total - k, 2 * k));
 		for (int i = 0; i < got; i++)
 			memcpy(dst[total + (size_t)i], leases[i].data, KVT_MIN(leases[i].len, cb));
 		kvt_release(c, leases, (size_t)got);
