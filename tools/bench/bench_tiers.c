@@ -118,13 +118,19 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 		bufs[i] = prefaulted(chunk);
 
 	double t0 = now_s();
-	for (size_t i = 0; i < n; i++) {
-		const void *ch[1] = {bufs[i % batch]};
-		while ((rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch, chunk)) ==
-		       -EAGAIN)
+	const void *ch[BATCH_MAX];
+	for (size_t i = 0; i < batch; i++)
+		ch[i] = bufs[i];
+	for (size_t i = 0; i < n;) { /* the prompt's chunks in batches, as an engine puts them */
+		size_t k = KVT_MIN(batch, n - i);
+		rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], k, ch, chunk);
+		if (rc == -EAGAIN) {
 			usleep(200); /* host is full of chunks still being demoted */
-		if (rc != 1)
+			continue;
+		}
+		if (rc <= 0)
 			die("put", rc);
+		i += (size_t)rc;
 	}
 	long long failed = wait_demoted(c, (long long)n);
 	if (failed)
