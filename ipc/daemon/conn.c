@@ -222,7 +222,7 @@ static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const
 	bool promote;
 	int got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
 	if (promote) {
-		uint32_t jobs = kvd_tiers_promote(d, i, t, k->ns, keys, n);
+		uint32_t jobs = kvd_tiers_promote(d, t, k->ns, keys, n);
 		if (jobs)
 			return kvd_conn_park(d, i, h->len, 5000);
 		d->resume_final = true; /* nothing could start: serve what is at host */
@@ -293,8 +293,8 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 			return -EPROTO;
 		const struct kvt_msg_keys *k = body;
 		if (!d->draining)
-			kvd_tiers_promote(d, KVD_NIL, d->conns[i].tenant, k->ns,
-			                  (const kvt_id_t *)(k + 1), n);
+			kvd_tiers_promote(d, d->conns[i].tenant, k->ns, (const kvt_id_t *)(k + 1),
+			                  n);
 		return 0;
 	}
 	if (d->draining && h->type != KVT_MSG_STATS && h->type != KVT_MSG_PING)

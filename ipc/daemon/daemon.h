@@ -189,10 +189,11 @@ void kvd_tiers_close(struct kvd *d);
 void kvd_tiers_register_pool(struct kvd *d, struct kvt_pool *p);
 /* Queues demotion of a host copy into the lower tiers (admission decides). */
 void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put);
-/* Queues promotions for the leading keys lacking a host copy, for a parked request.
+/* Queues promotions for the leading keys lacking a host copy (for a parked request or a
+ * prefetch).
  * @return : jobs to wait for (0: nothing could be started). */
-uint32_t kvd_tiers_promote(struct kvd *d, uint32_t conn, uint32_t tenant, kvt_id_t ns,
-                           const kvt_id_t *keys, uint32_t n);
+uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys,
+                           uint32_t n);
 void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
 /* Handles the worker's completions (evfd readable). */
 void kvd_tiers_complete(struct kvd *d);

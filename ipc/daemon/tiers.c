@@ -40,7 +40,7 @@ enum job_kind { JOB_DEMOTE, JOB_PROMOTE, JOB_REMOVE, JOB_DROPPED };
 struct kvd_job {
 	struct kvd_job *next;
 	uint8_t kind, tier, tries;
-	uint32_t entry, conn;
+	uint32_t entry;
 	uint64_t seq; /* the entry version this job belongs to */
 	struct kvt_tier_id id;
 	uint64_t loc;
@@ -398,7 +398,7 @@ static struct kvd_job *job_for(struct kvd *d, uint32_t id, uint8_t kind, uint8_t
 	struct kvd_job *j = calloc(1, sizeof(*j));
 	if (!j)
 		return NULL;
-	j->kind = kind, j->tier = tier, j->entry = id, j->seq = e->seq, j->conn = KVD_NIL;
+	j->kind = kind, j->tier = tier, j->entry = id, j->seq = e->seq;
 	j->id =
 	    (struct kvt_tier_id){.tenant = d->tenants[e->tenant].key, .ns = e->ns, .key = e->key};
 	j->rec_len = KVT_CHUNK_HDR_BYTES + e->payload_bytes;
@@ -430,8 +430,8 @@ void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put)
 	}
 }
 
-uint32_t kvd_tiers_promote(struct kvd *d, uint32_t conn, uint32_t tenant, kvt_id_t ns,
-                           const kvt_id_t *keys, uint32_t n)
+uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys,
+                           uint32_t n)
 {
 	uint32_t queued = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -458,7 +458,6 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t conn, uint32_t tenant, kvt_id
 		}
 		j->off = (uint64_t)off;
 		j->buf = d->tenants[tenant].pool.base + off;
-		j->conn = conn;
 		e->jobs++;
 		submit(d, j);
 		queued++;
