@@ -32,11 +32,6 @@ struct kvt_llm_attach {
 	const void **ptrs;
 };
 
-int kvt_llm_attach_supported(void)
-{
-	return 1;
-}
-
 int kvt_llm_attach_chunk_tokens(const struct kvt_llm_attach *a)
 {
 	return a->chunk_tokens;

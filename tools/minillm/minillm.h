@@ -125,12 +125,11 @@ void kvt_llm_topk(const float *logits, int n, int k, int *ids, float *vals);
 /* log-softmax of logits into out (n floats). */
 void kvt_llm_log_softmax(const float *logits, int n, float *out);
 
-/* ---- kvtier attach (attach.c; attach_stub.c without the client library) ---- */
+/* ---- kvtier attach (attach.c) ---- */
 
 struct kvt_llm_attach;
 
 /* 1 when this build can attach to kvtierd. */
-int kvt_llm_attach_supported(void);
 /* Connects (socket NULL = the library's default) and registers the namespace of the model
  * {"aidreams260K"-style name, dtype of kv, tokens_per_chunk}. @return : 0 or -errno. */
 int kvt_llm_attach_open(const char *socket, const char *model_name,
