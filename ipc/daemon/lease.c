@@ -90,29 +90,25 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
                 struct kvt_msg_lease *out, bool *promote)
 {
 	uint32_t t = d->conns[conn].tenant;
-	*promote = false;
-	/* a leading chunk only in a lower tier: promote first (unless this is the last try) */
-	if (!d->resume_final) {
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t id = kvd_index_find(&d->idx, t, ns, keys[i]);
-			if (id == KVD_NIL)
-				break;
-			if (!(d->idx.e[id].where & KVD_AT_HOST)) {
-				*promote = true;
-				return 0;
-			}
-		}
+	uint32_t ids[KVT_BATCH_MAX], found = 0; /* one index lookup per key */
+	bool lower_only = false;
+	for (; found < n && found < KVT_BATCH_MAX; found++) {
+		ids[found] = kvd_index_find(&d->idx, t, ns, keys[found]);
+		if (ids[found] == KVD_NIL)
+			break;
+		lower_only |= !(d->idx.e[ids[found]].where & KVD_AT_HOST);
 	}
-	uint32_t i = 0;
+	/* a leading chunk only in a lower tier: promote first (unless this is the last try) */
+	*promote = lower_only && !d->resume_final;
+	if (*promote)
+		return 0;
 	for (uint32_t k = 0; d->mrc && k < n; k++)
 		kvt_mrc_access(d->mrc, keys[k].w[0] ^ t);
-	for (; i < n; i++) {
-		uint32_t id = kvd_index_find(&d->idx, t, ns, keys[i]);
-		if (id == KVD_NIL || !(d->idx.e[id].where & KVD_AT_HOST) ||
-		    d->idx.e[id].pins == UINT16_MAX) {
-			d->st.misses++;
+	uint32_t i = 0;
+	for (; i < found; i++) {
+		uint32_t id = ids[i];
+		if (!(d->idx.e[id].where & KVD_AT_HOST) || d->idx.e[id].pins == UINT16_MAX)
 			break;
-		}
 		uint32_t li = lease_new(d, conn, id);
 		if (li == KVD_NIL)
 			break;
@@ -132,6 +128,8 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 		d->st.hits++;
 		d->st.leases_granted++;
 	}
+	if (i < n)
+		d->st.misses++;
 	return (int)i;
 }
 

@@ -51,6 +51,15 @@ static void usage(FILE *f)
 	kvt_opts_help(f);
 }
 
+/* The signals that stop the daemon: blocked everywhere, read from a signalfd. */
+static const sigset_t *term_signals(sigset_t *ss)
+{
+	sigemptyset(ss);
+	sigaddset(ss, SIGTERM);
+	sigaddset(ss, SIGINT);
+	return ss;
+}
+
 static int check_dir(const char *dir)
 {
 	struct stat st;
@@ -233,10 +242,7 @@ static int setup(struct kvd *d)
 		return d->lfd;
 	}
 	sigset_t ss;
-	sigemptyset(&ss);
-	sigaddset(&ss, SIGTERM);
-	sigaddset(&ss, SIGINT);
-	d->sigfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
+	d->sigfd = signalfd(-1, term_signals(&ss), SFD_CLOEXEC | SFD_NONBLOCK);
 	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (d->sigfd < 0 || d->timerfd < 0 || d->ep < 0)
@@ -335,10 +341,7 @@ int main(int argc, char **argv)
 	bool print = false;
 	/* before any thread exists (the tier worker, RocksDB's): signals come through signalfd */
 	sigset_t ss;
-	sigemptyset(&ss);
-	sigaddset(&ss, SIGTERM);
-	sigaddset(&ss, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &ss, NULL);
+	pthread_sigmask(SIG_BLOCK, term_signals(&ss), NULL);
 	signal(SIGPIPE, SIG_IGN);
 	kvt_log_set(log_stderr, KVT_LOG_INFO);
 	if (parse_args(&d, argc, argv, &print))

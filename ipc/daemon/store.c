@@ -37,11 +37,11 @@ uint64_t kvd_rec_bytes(uint64_t payload)
 
 int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out)
 {
-	for (uint32_t i = 0; i < d->n_tenants; i++)
-		if (d->tenants[i].key == uid) {
-			*out = i;
-			return 0;
-		}
+	int known = kvd_tenant_of_uid(d, uid);
+	if (known >= 0) {
+		*out = (uint32_t)known;
+		return 0;
+	}
 	struct kvd_tenant *t = realloc(d->tenants, sizeof(*t) * (d->n_tenants + 1));
 	if (!t)
 		return -ENOMEM;
@@ -286,13 +286,16 @@ static uint64_t copy_and_sum(uint8_t *dst, const uint8_t *src, uint64_t len)
 	return XXH3_64bits_digest(&st);
 }
 
+/* Stores one chunk. *pid is the parent's entry id (KVD_NIL if not indexed) on entry and this
+ * chunk's on return, so a batch looks each chunk up once. */
 static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, kvt_id_t key,
-                   const kvt_id_t *parent, uint32_t depth, uint64_t soff)
+                   const kvt_id_t *parent, uint32_t *pid, uint32_t depth, uint64_t soff)
 {
 	uint32_t t = c->tenant;
 	uint32_t id = kvd_index_find(&d->idx, t, ns->ns, key);
 	if (id != KVD_NIL) {
 		d->pol_ops->on_access(d->pol, id);
+		*pid = id;
 		return 0;
 	}
 	uint64_t len = ns->chunk_bytes;
@@ -305,11 +308,13 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 		return (int)off;
 	id = kvd_index_alloc(&d->idx, (uint32_t)kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS));
 	if (id == KVD_NIL) {
-		struct kvd_entry tmp = {
-		    .off = (uint64_t)off, .payload_bytes = (uint32_t)len, .tenant = t};
-		host_free(d, &tmp);
+		kvd_host_release(d, t, (uint64_t)off, kvd_rec_bytes(len));
 		return -ENOSPC;
 	}
+	/* making room may have dropped the parent, and its slot may hold another entry now */
+	if (*pid != KVD_NIL &&
+	    (d->idx.e[*pid].state != KVD_PUBLISHED || !kvt_id_eq(d->idx.e[*pid].key, *parent)))
+		*pid = KVD_NIL;
 	struct kvd_tenant *tn = &d->tenants[t];
 	uint8_t *rec = tn->pool.base + off;
 	struct kvt_chunk_hdr h = {.codec = KVT_CODEC_RAW,
@@ -336,16 +341,16 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	kvd_index_insert(&d->idx, id);
 	kvd_shmidx_insert(d, t, key);
 	uint64_t rb = kvd_rec_bytes(len);
-	uint32_t pid = parent ? kvd_index_find(&d->idx, t, ns->ns, *parent) : KVD_NIL;
 	struct kvt_policy_meta m = {.key_hash = key.w[0] ^ t,
 	                            .bytes = rb,
-	                            .parent = pid == KVD_NIL ? KVT_POLICY_NONE : pid,
+	                            .parent = *pid == KVD_NIL ? KVT_POLICY_NONE : *pid,
 	                            .depth = depth,
 	                            .tenant = t};
 	d->pol_ops->on_insert(d->pol, id, &m);
 	d->st.puts++;
 	d->st.put_bytes += len;
 	kvd_tiers_demote(d, id, true);
+	*pid = id;
 	return 0;
 }
 
@@ -356,14 +361,15 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
 	if (!ns || p->chunk_bytes != ns->chunk_bytes)
 		return -EINVAL;
 	const kvt_id_t *parent = (p->flags & KVT_PUT_F_PARENT) ? &p->parent : NULL;
-	uint32_t depth = 0;
+	uint32_t depth = 0, pid = KVD_NIL;
 	if (parent) {
-		uint32_t pid = kvd_index_find(&d->idx, c->tenant, p->ns, *parent);
+		pid = kvd_index_find(&d->idx, c->tenant, p->ns, *parent);
 		depth = pid == KVD_NIL ? 1 : d->idx.e[pid].depth + 1;
 	}
 	int done = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		int rc = put_one(d, c, ns, items[i].key, parent, depth + i, items[i].staging_off);
+		int rc =
+		    put_one(d, c, ns, items[i].key, parent, &pid, depth + i, items[i].staging_off);
 		if (rc) {
 			if (rc == -ENOSPC)
 				d->st.enospc++;

@@ -486,11 +486,6 @@ static struct kvd_entry *job_entry(struct kvd *d, const struct kvd_job *j)
 	return e->state != KVD_FREE && e->seq == j->seq ? e : NULL;
 }
 
-static void release_reserved(struct kvd *d, struct kvd_entry *e, uint64_t off)
-{
-	kvd_host_release(d, e->tenant, off, kvd_rec_bytes(e->payload_bytes));
-}
-
 static void complete_demote(struct kvd *d, struct kvd_job *j)
 {
 	d->demotes_inflight--;
@@ -532,7 +527,7 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 	}
 	uint32_t id = j->entry;
 	if (j->result < 0 || e->state != KVD_PUBLISHED || (e->where & KVD_AT_HOST)) {
-		release_reserved(d, e, j->off);
+		kvd_host_release(d, e->tenant, j->off, kvd_rec_bytes(e->payload_bytes));
 		if (j->result < 0) {
 			d->st.promote_failed++;
 			e->where &= (uint8_t) ~(2u << j->tier); /* the tier dropped it */
