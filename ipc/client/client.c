@@ -565,16 +565,22 @@ KVT_API void kvt_put_abort(kvt_client_t *c)
 }
 
 /* LOOKUP, DELETE or ACQUIRE of up to KVT_BATCH_MAX keys. Caller holds io. */
+/* Writes a namespace and k keys into c->tx. Caller holds io. @return : the body's length. */
+static size_t keys_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, uint32_t k)
+{
+	struct kvt_msg_keys *m = (struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr));
+	*m = (struct kvt_msg_keys){.ns = ns, .n = k};
+	memcpy(m + 1, keys, k * sizeof(kvt_id_t));
+	return sizeof(*m) + k * sizeof(kvt_id_t);
+}
+
 static int keys_rpc_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys,
                            uint32_t k, size_t *rlen)
 {
 	int rc = ensure_locked(c);
 	if (rc)
 		return rc;
-	struct kvt_msg_keys *m = (struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr));
-	*m = (struct kvt_msg_keys){.ns = ns, .n = k};
-	memcpy(m + 1, keys, k * sizeof(kvt_id_t));
-	return rpc_locked(c, type, sizeof(*m) + k * sizeof(kvt_id_t), rlen, NULL, NULL);
+	return rpc_locked(c, type, keys_msg(c, ns, keys, k), rlen, NULL, NULL);
 }
 
 static int keys_call(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys, size_t n)
@@ -741,11 +747,7 @@ KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, siz
 	int rc = ensure_locked(c);
 	for (size_t done = 0; !rc && done < n;) {
 		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
-		struct kvt_msg_keys *m =
-		    (struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr));
-		*m = (struct kvt_msg_keys){.ns = ns, .n = k};
-		memcpy(m + 1, keys + done, k * sizeof(kvt_id_t));
-		int64_t seq = send_locked(c, KVT_MSG_PREFETCH, sizeof(*m) + k * sizeof(kvt_id_t));
+		int64_t seq = send_locked(c, KVT_MSG_PREFETCH, keys_msg(c, ns, keys + done, k));
 		rc = seq < 0 ? (int)seq : 0;
 		done += k;
 	}
