@@ -219,13 +219,7 @@ static void test_ipc_kill9_releases_leases(void **state)
 	kill(h, SIGKILL);
 	waitpid(h, NULL, 0);
 	uint64_t t0 = (uint64_t)time(NULL);
-	long long left = -1;
-	for (int i = 0; i < 100 && left != 0; i++) {
-		left = kvt_test_stat(&d, "leases");
-		if (left)
-			usleep(10000);
-	}
-	assert_int_equal(left, 0);
+	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
 	assert_true((uint64_t)time(NULL) - t0 <= 1);
 	pid_t b = fork();
 	if (!b)

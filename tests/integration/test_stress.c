@@ -175,13 +175,7 @@ static void test_stress_consistency(void **state)
 	}
 	assert_int_equal(kill(d.pid, 0), 0);
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
-	long long leases = -1;
-	for (int i = 0; i < 100 && leases != 0; i++) {
-		leases = kvt_test_stat(&d, "leases");
-		if (leases)
-			usleep(10000);
-	}
-	assert_int_equal(leases, 0);
+	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
 	assert_true(kvt_test_stat(&d, "evictions") > 0);
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
 	kvt_test_daemon_destroy(&d);
@@ -213,13 +207,7 @@ static void test_stress_random_kills(void **state)
 		}
 		assert_int_equal(kill(d.pid, 0), 0);
 	}
-	long long leases = -1;
-	for (int i = 0; i < 100 && leases != 0; i++) {
-		leases = kvt_test_stat(&d, "leases");
-		if (leases)
-			usleep(10000);
-	}
-	assert_int_equal(leases, 0);
+	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
 	assert_int_equal(kvt_test_stat(&d, "clients"), 1); /* only the stats probe itself */
 	pid_t check = fork();
 	if (!check)

@@ -56,13 +56,34 @@ static void put_all(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t c
 
 static void wait_stat(struct kvt_test_daemon *d, const char *key, long long want)
 {
-	long long v = -1;
-	for (int i = 0; i < 500 && v < want; i++) {
-		v = kvt_test_stat(d, key);
-		if (v < want)
-			usleep(10000);
-	}
-	assert_true(v >= want);
+	assert_true(kvt_test_stat_wait(d, key, want, 1) >= want);
+}
+
+/* A daemon started with sets, a client, the test model's namespace, and N chunks of salt put
+ * and acknowledged as demoted: the common start of the tests below. */
+struct spilled {
+	struct kvt_test_daemon d;
+	kvt_client_t *c;
+	kvt_id_t ns, keys[N];
+	size_t cb;
+};
+
+static void spill(struct spilled *s, const char *const *sets, uint32_t salt)
+{
+	assert_int_equal(kvt_test_daemon_start(&s->d, sets), 0);
+	assert_int_equal(kvt_connect(s->d.sock, &s->c), 0);
+	kvt_model_t m = model(1);
+	assert_int_equal(kvt_namespace(s->c, &m, &s->ns), 0);
+	keys_of(s->ns, s->keys, N, salt);
+	s->cb = kvt_chunk_bytes(&m);
+	put_all(s->c, s->ns, s->keys, s->cb, salt);
+	wait_stat(&s->d, "demoted", N);
+}
+
+static void unspill(struct spilled *s)
+{
+	kvt_close(s->c);
+	kvt_test_daemon_destroy(&s->d);
 }
 
 /* Every chunk is a hit and byte-identical (get promotes from the lower tier as needed). */
@@ -99,26 +120,21 @@ static void spill_restart(const char *order, const char *extra, int kill9)
 	snprintf(o, sizeof(o), "tiers.order=%s", order);
 	const char *sets[] = {"host.bytes=2MiB",     o,     "nvme.bytes=64MiB",
 	                      "rocksdb.bytes=64MiB", extra, NULL};
-	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_model_t m = model(1);
-	kvt_id_t ns, keys[N];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	keys_of(ns, keys, N, 1);
-	size_t cb = kvt_chunk_bytes(&m);
-	put_all(c, ns, keys, cb, 1);
-	wait_stat(&d, "demoted", N);
-	assert_true(kvt_test_stat(&d, "evictions") > 0);
+	struct spilled sp;
+	spill(&sp, sets, 1);
+	struct kvt_test_daemon *d = &sp.d;
+	kvt_client_t *c = sp.c;
+	kvt_id_t ns = sp.ns, *keys = sp.keys;
+	size_t cb = sp.cb;
+	assert_true(kvt_test_stat(d, "evictions") > 0);
 	check_all(c, ns, keys, cb, 1);
-	assert_true(kvt_test_stat(&d, "promoted") > 0);
-	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
+	assert_true(kvt_test_stat(d, "promoted") > 0);
+	assert_int_equal(kvt_test_stat(d, "corruptions"), 0);
 
 	/* restart: everything acknowledged as demoted is a hit afterwards, byte-identical */
-	kvt_test_daemon_stop(&d, kill9 ? SIGKILL : SIGTERM);
-	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
-	assert_true(kvt_test_stat(&d, "recovered") >= N);
+	kvt_test_daemon_stop(d, kill9 ? SIGKILL : SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(d, sets), 0);
+	assert_true(kvt_test_stat(d, "recovered") >= N);
 	int rc = -ENOTCONN;
 	for (int i = 0; i < 200 && rc == -ENOTCONN; i++) {
 		rc = kvt_lookup(c, ns, keys, N);
@@ -127,8 +143,7 @@ static void spill_restart(const char *order, const char *extra, int kill9)
 	}
 	assert_int_equal(rc, N);
 	check_all(c, ns, keys, cb, 1);
-	kvt_close(c);
-	kvt_test_daemon_destroy(&d);
+	unspill(&sp);
 }
 
 static void test_tiers_nvme_spill_and_sigterm(void **state)
@@ -187,33 +202,26 @@ static void test_tiers_too_large_for_nvme_stays_at_host(void **state)
 static void test_tiers_delete_reaches_lower_tier(void **state)
 {
 	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
-	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	struct spilled sp;
+	spill(&sp, sets, 3);
+	struct kvt_test_daemon *d = &sp.d;
 	kvt_model_t m = model(1);
-	kvt_id_t ns, keys[N];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	keys_of(ns, keys, N, 3);
-	size_t cb = kvt_chunk_bytes(&m);
-	put_all(c, ns, keys, cb, 3);
-	wait_stat(&d, "demoted", N);
-	assert_int_equal(kvt_delete(c, ns, keys, 4), 4);
+	kvt_id_t ns = sp.ns, *keys = sp.keys;
+	assert_int_equal(kvt_delete(sp.c, ns, keys, 4), 4);
 	for (int k = 0; k < 4; k++)
-		assert_int_equal(kvt_lookup(c, ns, keys + k, 1), 0);
-	assert_int_equal(kvt_lookup(c, ns, keys + 4, N - 4), N - 4);
+		assert_int_equal(kvt_lookup(sp.c, ns, keys + k, 1), 0);
+	assert_int_equal(kvt_lookup(sp.c, ns, keys + 4, N - 4), N - 4);
 	/* deleted chunks stay deleted across a restart (tombstones) */
-	kvt_test_daemon_stop(&d, SIGTERM);
-	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
-	kvt_close(c);
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_test_daemon_stop(d, SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(d, sets), 0);
+	kvt_close(sp.c);
+	assert_int_equal(kvt_connect(d->sock, &sp.c), 0);
+	assert_int_equal(kvt_namespace(sp.c, &m, &ns), 0);
 	for (int k = 0; k < 4; k++)
-		assert_int_equal(kvt_lookup(c, ns, keys + k, 1), 0);
-	assert_int_equal(kvt_lookup(c, ns, keys + 4, N - 4), N - 4);
-	assert_int_equal(kvt_test_stat(&d, "recovered"), N - 4);
-	kvt_close(c);
-	kvt_test_daemon_destroy(&d);
+		assert_int_equal(kvt_lookup(sp.c, ns, keys + k, 1), 0);
+	assert_int_equal(kvt_lookup(sp.c, ns, keys + 4, N - 4), N - 4);
+	assert_int_equal(kvt_test_stat(d, "recovered"), N - 4);
+	unspill(&sp);
 }
 
 /* nvme.admit=second_touch: a chunk reaches nvme only once it is used again (SSD wear). */
@@ -310,21 +318,16 @@ static void test_tiers_kill9_under_load(void **state)
 static void test_tiers_prefetch(void **state)
 {
 	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
-	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_model_t m = model(1);
-	kvt_id_t ns, keys[N];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	keys_of(ns, keys, N, 6);
-	size_t cb = kvt_chunk_bytes(&m);
-	put_all(c, ns, keys, cb, 6);
-	wait_stat(&d, "demoted", N);
-	assert_int_equal(kvt_test_stat(&d, "promoted"), 0);
+	struct spilled sp;
+	spill(&sp, sets, 6);
+	struct kvt_test_daemon *d = &sp.d;
+	kvt_client_t *c = sp.c;
+	kvt_id_t ns = sp.ns, *keys = sp.keys;
+	size_t cb = sp.cb;
+	assert_int_equal(kvt_test_stat(d, "promoted"), 0);
 	assert_int_equal(kvt_prefetch(c, ns, keys, 8), 0); /* the oldest: long evicted */
-	wait_stat(&d, "promoted", 8);
-	long long promoted = kvt_test_stat(&d, "promoted");
+	wait_stat(d, "promoted", 8);
+	long long promoted = kvt_test_stat(d, "promoted");
 	uint8_t *got = malloc(cb), *want = malloc(cb);
 	void *dst[1] = {got};
 	for (size_t i = 0; i < 8; i++) {
@@ -332,12 +335,11 @@ static void test_tiers_prefetch(void **state)
 		kvt_test_fill(want, cb, 6 * 10000 + i);
 		assert_memory_equal(got, want, cb);
 	}
-	assert_int_equal(kvt_test_stat(&d, "promoted"), promoted); /* served from host */
+	assert_int_equal(kvt_test_stat(d, "promoted"), promoted); /* served from host */
 	assert_int_equal(kvt_prefetch(c, ns, NULL, 1), -EINVAL);
 	free(got);
 	free(want);
-	kvt_close(c);
-	kvt_test_daemon_destroy(&d);
+	unspill(&sp);
 }
 
 int main(void)

@@ -209,6 +209,18 @@ long long kvt_test_stat(struct kvt_test_daemon *d, const char *key)
 	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
 }
 
+long long kvt_test_stat_wait(struct kvt_test_daemon *d, const char *key, long long want,
+                             int at_least)
+{
+	long long v = kvt_test_stat(d, key);
+	for (int i = 0; i < 500 && (at_least ? v < want : v != want); i++) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		v = kvt_test_stat(d, key);
+	}
+	return v;
+}
+
 void kvt_test_fill(void *buf, size_t len, uint64_t seed)
 {
 	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
