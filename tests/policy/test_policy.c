@@ -263,6 +263,78 @@ static void test_policy_conv_learns_tips_die(void **state)
 	o->destroy(p);
 }
 
+/* Rank of id in export_order (0 = coldest), or SIZE_MAX when absent. */
+static size_t export_rank(const struct kvt_policy_ops *o, struct kvt_policy *p, uint32_t id)
+{
+	static uint32_t ids[N_IDS];
+	size_t n = o->export_order(p, ids, N_IDS);
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return i;
+	return SIZE_MAX;
+}
+
+/* conv: a chunk just inserted has no child yet, but is no tip while its request may still
+ * extend it; it becomes one (a dead class, once trained) when the next request begins. */
+static void test_policy_conv_tip_waits_for_request_end(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	struct kvt_policy *p = make("conv", 64);
+	assert_int_equal(o->set_param(p, "leaf_first", "0"), 0);
+	static uint8_t res[N_IDS];
+	memset(res, 0, sizeof(res));
+	size_t used = 0;
+	uint64_t key = 0;
+	uint32_t b = 0, c = 0;
+	size_t before = 0;
+	/* 3 chained chunks + a tip per request; inner chunks return 8 requests later. Ids are
+	 * recycled (2,048 of them), keys never. */
+	for (uint32_t round = 0; round < 3001; round++) {
+		uint32_t base = (round * 4) % 2048;
+		for (uint32_t k = 0; k < 4; k++) {
+			uint32_t id = base + k, v;
+			if (res[id]) {
+				o->on_remove(p, id);
+				res[id] = 0;
+				used--;
+			}
+			if (used == 64) {
+				assert_int_equal(o->pick_victims(p, &v, 1, NULL, NULL), 1);
+				o->on_remove(p, v);
+				res[v] = 0;
+				used--;
+			}
+			struct kvt_policy_meta m = {.key_hash = ++key * 0x9e3779b97f4a7c15ULL,
+			                            .bytes = 1,
+			                            .parent = k ? id - 1 : KVT_POLICY_NONE,
+			                            .depth = k};
+			o->on_insert(p, id, &m);
+			res[id] = 1;
+			used++;
+			if (round == 3000 && k == 0)
+				break; /* the next request has begun */
+		}
+		if (round == 2999) {
+			/* before the next request: the last chunk is pending, no tip */
+			b = base + 2;
+			c = base + 3;
+			before = export_rank(o, p, c);
+		}
+		if (round >= 8 && round < 3000)
+			for (uint32_t k = 0; k < 3; k++) {
+				uint32_t id = (base + 2048 - 32 + k) % 2048;
+				if (res[id])
+					o->on_access(p, id);
+			}
+	}
+	size_t after = export_rank(o, p, c);
+	assert_true(res[c] && before != SIZE_MAX);
+	if (!(after < before) || !(after < export_rank(o, p, b)))
+		fail_msg("conv: tip rank %zu before its request ended, %zu after; b at %zu", before,
+		         after, export_rank(o, p, b));
+	o->destroy(p);
+}
+
 static bool reject_even(void *arg, uint32_t id)
 {
 	(void)arg;
@@ -433,6 +505,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_prefix_never_ancestor_first),
 	    cmocka_unit_test(test_policy_conv_untrained_order),
 	    cmocka_unit_test(test_policy_conv_learns_tips_die),
+	    cmocka_unit_test(test_policy_conv_tip_waits_for_request_end),
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
 	    cmocka_unit_test(test_policy_quota_guarantee),
