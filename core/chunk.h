@@ -54,4 +54,13 @@ int kvt_chunk_hdr_decode(const void *src, struct kvt_chunk_hdr *h);
 uint64_t kvt_chunk_sum(const void *p, size_t len);
 /* @return : 0 when payload matches h (size and checksum), else -EBADMSG. */
 int kvt_chunk_verify(const struct kvt_chunk_hdr *h, const void *payload, size_t len);
+
+/* The payload checksum in pieces (a copy block by block, a read as its I/Os land): begin, add
+ * the bytes in order, end gives what kvt_chunk_sum() gives for all of them at once. */
+struct kvt_chunk_sum_state {
+	_Alignas(64) unsigned char opaque[640];
+};
+void kvt_chunk_sum_begin(struct kvt_chunk_sum_state *s);
+void kvt_chunk_sum_add(struct kvt_chunk_sum_state *s, const void *p, size_t len);
+uint64_t kvt_chunk_sum_end(struct kvt_chunk_sum_state *s);
 #endif

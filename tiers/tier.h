@@ -39,6 +39,7 @@ struct kvt_tier_stats {
 	uint64_t hits, misses, evictions, corruptions;
 	uint64_t err_io, err_again, err_nospc, err_other;
 	uint64_t queue_depth; /* I/Os in flight now */
+	uint64_t plain_ios; /* I/Os from buffers not registered with the kernel (pinned per I/O) */
 	bool disabled, full;
 };
 
@@ -82,6 +83,17 @@ struct kvt_tier_rreq {
 	ssize_t res; /* out */
 };
 
+/*
+ * Where write_stream() takes its records from. pull(arg) hands over the next record (borrowed
+ * until done() is called for it) or NULL when there is none now; done(arg, q) says that q's res
+ * and loc are final. Both run on the calling thread, from inside write_stream().
+ */
+struct kvt_tier_wsource {
+	struct kvt_tier_wreq *(*pull)(void *arg);
+	void (*done)(void *arg, struct kvt_tier_wreq *q);
+	void *arg;
+};
+
 /* Called by iterate() for each valid record found (recovery); non-zero stops the walk. */
 typedef int (*kvt_tier_visit_fn)(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc);
 
@@ -116,6 +128,14 @@ struct kvt_tier_ops {
 	 */
 	size_t (*write_batch)(struct kvt_tier *t, struct kvt_tier_wreq *reqs, size_t n);
 	size_t (*read_batch)(struct kvt_tier *t, struct kvt_tier_rreq *reqs, size_t n);
+	/*
+	 * Optional (added after write_batch; NULL: use write_batch): writes records pulled from
+	 * src, pulling the next while earlier ones are still in flight, so that records which
+	 * arrive one at a time keep the device as busy as a whole batch. Returns when pull() gives
+	 * NULL and everything pulled is done. Records are stored in pull order, as write_batch.
+	 * @return : the number of records written (res 0).
+	 */
+	size_t (*write_stream)(struct kvt_tier *t, const struct kvt_tier_wsource *src);
 };
 
 /* @return : the tier named name, or NULL (not built in). */

@@ -18,6 +18,7 @@
 _Static_assert(KVT_GRANULE == KVT_POOL_GRANULE, "the wire names pool granules");
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -104,8 +105,9 @@ struct kvd_stats {
 struct kvd_lower {
 	const struct kvt_tier_ops *ops;
 	struct kvt_tier *t;
-	pthread_mutex_t lock; /* one caller at a time (tier.h) */
-	bool second_touch;    /* admission: demote on the second access only */
+	pthread_mutex_t lock;     /* one caller at a time (tier.h) */
+	bool second_touch;        /* admission: demote on the second access only */
+	_Atomic uint64_t busy_ns; /* the worker's time inside this tier's I/O (stats: busy_us) */
 };
 
 struct kvd_job; /* tiers.c */

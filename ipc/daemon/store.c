@@ -19,14 +19,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
-#if defined(__x86_64__)
-#include <xxh_x86dispatch.h> /* AVX2/AVX-512 where the CPU has them; the same hash */
-#define KVT_XXH3_UPDATE XXH3_64bits_update_dispatch
-#else
-#define KVT_XXH3_UPDATE XXH3_64bits_update
-#endif
 
 #define COPY_BLOCK (256u << 10)
 
@@ -276,14 +268,14 @@ int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 
 static uint64_t copy_and_sum(uint8_t *dst, const uint8_t *src, uint64_t len)
 {
-	XXH3_state_t st;
-	XXH3_64bits_reset(&st);
+	struct kvt_chunk_sum_state st;
+	kvt_chunk_sum_begin(&st);
 	for (uint64_t o = 0; o < len; o += COPY_BLOCK) {
 		uint64_t n = len - o < COPY_BLOCK ? len - o : COPY_BLOCK;
 		memcpy(dst + o, src + o, n);
-		KVT_XXH3_UPDATE(&st, dst + o, n);
+		kvt_chunk_sum_add(&st, dst + o, n);
 	}
-	return XXH3_64bits_digest(&st);
+	return kvt_chunk_sum_end(&st);
 }
 
 /* Stores one chunk. *pid is the parent's entry id (KVD_NIL if not indexed) on entry and this

@@ -23,12 +23,14 @@
 #include "daemon.h"
 #include "core/chunk.h"
 #include "core/log.h"
+#include "core/util.h"
 #include "tiers/tier.h"
 #ifdef KVT_HAVE_TIER_NVME
 #include "tiers/nvme/nvme.h"
 #endif
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,7 @@ struct kvd_job {
 	uint64_t off;
 	size_t rec_len, buf_len;
 	ssize_t result;
+	struct kvt_tier_wreq wr; /* a demotion in a write stream */
 };
 
 struct kvd_worker {
@@ -173,6 +176,59 @@ static void run_batch(struct kvd *d, struct kvd_job **jobs, size_t n)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* A write stream (tier.h): the demotions take() gave, then those queued behind them while the
+ * earlier ones are in flight, until a promotion waits or none is left; each is finished as soon
+ * as the tier says it is done. */
+struct stream {
+	struct kvd_worker *w;
+	struct kvd_job **jobs;
+	size_t n, next;
+	uint8_t tier;
+	bool again;
+};
+
+static struct kvt_tier_wreq *stream_pull(void *arg)
+{
+	struct stream *s = arg;
+	struct kvd_worker *w = s->w;
+	struct kvd_job *j = NULL;
+	if (s->next < s->n) {
+		j = s->jobs[s->next++];
+	} else {
+		pthread_mutex_lock(&w->lock);
+		if (!w->promote_head && w->other_head && w->other_head->kind == JOB_DEMOTE &&
+		    w->other_head->tier == s->tier)
+			j = pop(&w->other_head, &w->other_tail);
+		pthread_mutex_unlock(&w->lock);
+		if (!j)
+			return NULL;
+	}
+	j->wr = (struct kvt_tier_wreq){.buf = j->buf, .rec_len = j->rec_len, .buf_len = j->buf_len};
+	return &j->wr;
+}
+
+static void stream_done(void *arg, struct kvt_tier_wreq *q)
+{
+	struct stream *s = arg;
+	struct kvd_job *j = (struct kvd_job *)(void *)((char *)q - offsetof(struct kvd_job, wr));
+	j->result = q->res;
+	j->loc = q->loc;
+	s->again |= q->res == -EAGAIN;
+	finish(s->w, j);
+}
+
+/* Runs demotions as a write stream. @return : whether the tier pushed back (-EAGAIN). */
+static bool run_stream(struct kvd_worker *w, struct kvd_job **jobs, size_t n)
+{
+	struct kvd_lower *l = &w->d->lower[jobs[0]->tier];
+	struct stream s = {.w = w, .jobs = jobs, .n = n, .tier = jobs[0]->tier};
+	const struct kvt_tier_wsource src = {stream_pull, stream_done, &s};
+	pthread_mutex_lock(&l->lock);
+	l->ops->write_stream(l->t, &src);
+	pthread_mutex_unlock(&l->lock);
+	return s.again;
+}
+
 /* Takes the next job and, when the tier can batch it, the queued jobs just behind it of the
  * same kind and tier. Caller holds w->lock. @return : how many (0: stop). */
 static size_t take(struct kvd_worker *w, struct kvd_job **jobs)
@@ -208,15 +264,22 @@ static void *worker_main(void *arg)
 		if (!n)
 			break;
 		pthread_mutex_unlock(&w->lock);
-		if (n > 1)
-			run_batch(w->d, jobs, n);
-		else
-			run_job(w->d, jobs[0]);
+		struct kvd_lower *l = &w->d->lower[jobs[0]->tier];
+		uint64_t t0 = kvt_now_ns();
 		bool again = false;
-		for (size_t i = 0; i < n; i++) {
-			again |= jobs[i]->result == -EAGAIN;
-			finish(w, jobs[i]);
+		if (jobs[0]->kind == JOB_DEMOTE && l->ops->write_stream) {
+			again = run_stream(w, jobs, n); /* finishes its jobs itself */
+		} else {
+			if (n > 1)
+				run_batch(w->d, jobs, n);
+			else
+				run_job(w->d, jobs[0]);
+			for (size_t i = 0; i < n; i++) {
+				again |= jobs[i]->result == -EAGAIN;
+				finish(w, jobs[i]);
+			}
 		}
+		atomic_fetch_add_explicit(&l->busy_ns, kvt_now_ns() - t0, memory_order_relaxed);
 		if (again) /* the tier pushes back (a RocksDB write stall): let it catch up */
 			usleep(1000);
 		pthread_mutex_lock(&w->lock);
@@ -629,16 +692,24 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		struct kvt_tier_stats s = {0};
 		d->lower[k].ops->stats(d->lower[k].t, &s);
+		const char *backend = d->lower[k].ops->name;
+#ifdef KVT_HAVE_TIER_NVME
+		if (d->lower[k].ops == &kvt_tier_nvme)
+			backend = kvt_tier_nvme_backend(d->lower[k].t);
+#endif
 		if (*pos >= len)
 			return;
 		int n = snprintf(
 		    buf + *pos, len - *pos,
-		    ",{\"name\":\"%s\",\"capacity_bytes\":%llu,\"used_bytes\":%llu,\"chunks\":%llu,"
+		    ",{\"name\":\"%s\",\"backend\":\"%s\",\"capacity_bytes\":%llu,\"used_bytes\":%"
+		    "llu,\"chunks\":%llu,"
 		    "\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,\"reads\":%llu,"
 		    "\"writes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,"
 		    "\"corruptions\":%llu,\"err_io\":%llu,\"err_again\":%llu,\"err_nospc\":%llu,"
-		    "\"err_other\":%llu,\"queue_depth\":%llu,\"disabled\":%s,\"full\":%s}",
-		    d->lower[k].ops->name, (unsigned long long)s.capacity_bytes,
+		    "\"err_other\":%llu,\"queue_depth\":%llu,\"plain_ios\":%llu,\"busy_us\":%llu,"
+		    "\"disabled\":%s,"
+		    "\"full\":%s}",
+		    d->lower[k].ops->name, backend, (unsigned long long)s.capacity_bytes,
 		    (unsigned long long)s.used_bytes, (unsigned long long)s.chunks,
 		    (unsigned long long)s.hits, (unsigned long long)s.misses,
 		    (unsigned long long)s.evictions, (unsigned long long)s.reads,
@@ -646,8 +717,11 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		    (unsigned long long)s.write_bytes, (unsigned long long)s.corruptions,
 		    (unsigned long long)s.err_io, (unsigned long long)s.err_again,
 		    (unsigned long long)s.err_nospc, (unsigned long long)s.err_other,
-		    (unsigned long long)s.queue_depth, s.disabled ? "true" : "false",
-		    s.full ? "true" : "false");
+		    (unsigned long long)s.queue_depth, (unsigned long long)s.plain_ios,
+		    (unsigned long long)(atomic_load_explicit(&d->lower[k].busy_ns,
+		                                              memory_order_relaxed) /
+		                         1000),
+		    s.disabled ? "true" : "false", s.full ? "true" : "false");
 		*pos += n > 0 ? (size_t)n : 0;
 	}
 }

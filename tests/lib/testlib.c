@@ -191,7 +191,7 @@ void kvt_test_daemon_destroy(struct kvt_test_daemon *d)
 		kvt_test_rmtree(d->dir);
 }
 
-long long kvt_test_stat(struct kvt_test_daemon *d, const char *key)
+long long kvt_test_stats_json(struct kvt_test_daemon *d, char *out, size_t len)
 {
 	char bin[512], cmd[1200];
 	kvt_test_bin("kvtier", bin, sizeof(bin));
@@ -199,10 +199,17 @@ long long kvt_test_stat(struct kvt_test_daemon *d, const char *key)
 	FILE *f = popen(cmd, "r");
 	if (!f)
 		return -1;
-	static char out[1 << 16];
-	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	size_t n = fread(out, 1, len - 1, f);
 	out[n] = 0;
 	pclose(f);
+	return (long long)n;
+}
+
+long long kvt_test_stat(struct kvt_test_daemon *d, const char *key)
+{
+	static char out[1 << 16];
+	if (kvt_test_stats_json(d, out, sizeof(out)) < 0)
+		return -1;
 	char pat[128];
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
 	const char *p = strstr(out, pat);

@@ -176,4 +176,37 @@ static inline struct kvt__nvme_xstats nvt_xstats(struct nvt *n)
 	kvt__nvme_xstats(n->t, &x);
 	return x;
 }
+/* The fault injector at 1% for every kind of fault it has (armed by the test). */
+static inline struct kvt__nvme_fault nvt_fault_1pct(uint64_t seed)
+{
+	return (struct kvt__nvme_fault){.ppm_eio = 10000,
+	                                .ppm_again = 10000,
+	                                .ppm_nospc = 10000,
+	                                .ppm_short = 10000,
+	                                .ppm_busy = 10000,
+	                                .seed = seed};
+}
+
+/* A tier on the injector f; a full device is re-probed at once, so -ENOSPC stays per I/O. */
+static inline void nvt_open_faulty(struct nvt *n, struct kvt__nvme_fault *f)
+{
+	n->hooks.fault = f;
+	n->hooks.full_retry_ms = 0, n->hooks.full_retry_set = true;
+	assert_int_equal(nvt_open(n), 0);
+}
+
+/* The tier counted exactly the write faults that f injected, and nothing is left in flight. */
+static inline void nvt_assert_write_faults_counted(struct nvt *n, const struct kvt__nvme_fault *f)
+{
+	struct kvt_tier_stats s = nvt_stats(n);
+	struct kvt__nvme_xstats x = nvt_xstats(n);
+	assert_true(f->eio_w && f->again && f->nospc && f->short_w && f->busy);
+	assert_int_equal(s.err_io, f->eio_r + f->eio_w);
+	assert_int_equal(s.err_again, f->again);
+	assert_int_equal(s.err_nospc, f->nospc);
+	assert_int_equal(x.short_writes, f->short_w);
+	assert_int_equal(x.submit_busy, f->busy);
+	assert_int_equal(f->misaligned, 0);
+	assert_int_equal(s.queue_depth, 0);
+}
 #endif

@@ -34,7 +34,7 @@ static void test_nvme_roundtrip_reopen(void **state)
 	struct nvt n;
 	nvt_init(&n, "128MiB", "8");
 	assert_int_equal(nvt_open(&n), 0);
-	assert_string_equal(kvt__nvme_backend(n.t), g_backend);
+	assert_string_equal(kvt_tier_nvme_backend(n.t), g_backend);
 	uint64_t loc[N_RECS];
 	for (uint64_t i = 0; i < N_RECS; i++)
 		assert_int_equal(nvt_put(&n, i + 1, rec_len_of(i), &loc[i]), 0);

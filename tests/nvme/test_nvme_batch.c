@@ -166,17 +166,10 @@ static int verify_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
 
 static void test_nvme_batch_fault(void **state)
 {
-	struct kvt__nvme_fault f = {.ppm_eio = 10000,
-	                            .ppm_again = 10000,
-	                            .ppm_nospc = 10000,
-	                            .ppm_short = 10000,
-	                            .ppm_busy = 10000,
-	                            .seed = 77};
+	struct kvt__nvme_fault f = nvt_fault_1pct(77);
 	struct nvt n;
 	nvt_init(&n, "48MiB", "8");
-	n.hooks.fault = &f;
-	n.hooks.full_retry_ms = 0, n.hooks.full_retry_set = true;
-	assert_int_equal(nvt_open(&n), 0);
+	nvt_open_faulty(&n, &f);
 	f.armed = true;
 	enum { ROUNDS = 60 };
 	struct brec *live = calloc(ROUNDS * BATCH, sizeof(*live));
@@ -388,7 +381,7 @@ static int memlock_child(struct nvt *n)
 	}
 	struct kvt__nvme_xstats x;
 	kvt__nvme_xstats(n->t, &x);
-	if (x.fixed_ios || !x.plain_ios)
+	if (x.plain_ios < 8) /* the 4 writes and 4 reads from the pool went unregistered */
 		return 19;
 	nvt_close(n);
 	return 0;

@@ -74,6 +74,8 @@ static void test_nvme_corrupt_flip_truncate(void **state)
 		    (unsigned long long)trial, bad, missing, (unsigned long long)s.corruptions);
 		assert_true(bad + missing > 0);    /* the damage was seen ... */
 		assert_true(s.corruptions >= bad); /* ... and counted */
+		/* by the checksum that follows each read's pieces as they land */
+		assert_true(nvt_xstats(&n).landed_sums > 0);
 		/* a corrupt record was dropped: the second read is a miss */
 		assert_int_equal(read_all(&n, loc, &missing), 0);
 		nvt_close(&n);

@@ -8,8 +8,11 @@
  * I/Os in flight and a single 32 MiB record keeps depth I/Os in flight. Jobs that depend on
  * others start not ready; the batch's done() callback, called once per finished job, may make
  * them ready (the write path issues a record's first block only after the rest of it is on
- * disk: see nvme.c). Every I/O gets a slot (cookie = slot index): depth slots, a free stack and a
- * redo stack are allocated at open, so the data path allocates nothing.
+ * disk: see nvme.c). A batch with a more() callback grows while it runs: whenever slots are free
+ * and nothing is left to issue, more() may append jobs, so a stream of records that arrive one
+ * by one keeps the device as busy as a batch that was whole from the start. Every I/O gets a slot
+ * (cookie = slot index): depth slots, a free stack and a redo stack are allocated at open, so the
+ * data path allocates nothing.
  *
  * What a completion can say, and what the engine does:
  *   full length         the piece is done
@@ -212,6 +215,8 @@ static void complete(struct kvt_nvme *t, struct run *r, const struct kvt__nvme_c
 		return;
 	}
 	unsigned ji = s->job;
+	if (c->res == (int32_t)s->io.len && !j->err && r->b->landed)
+		r->b->landed(r->b->arg, r->b, ji, s->piece_at, s->piece_len);
 	slot_release(e, r, c->cookie);
 	piece_over(r, ji);
 }
@@ -259,6 +264,7 @@ static void refill(struct kvt_nvme *t, struct run *r)
 			s->io.op = j->op;
 			s->io.buf_index = regbuf_index(e, s->io.buf, len);
 			s->job = i, s->tries = 0, s->zero_progress = 0;
+			s->piece_at = j->issued, s->piece_len = (uint32_t)len;
 			if (!queue_slot(t, r, si)) {
 				e->free_stack[r->n_free++] = si;
 				job_fail(r, j, -EIO);
@@ -310,27 +316,46 @@ static int check_job(struct kvt_nvme *t, const struct kvt__nvme_job *j)
 	return 0;
 }
 
-int kvt__nvme_run(struct kvt_nvme *t, struct kvt__nvme_batch *b)
+/* Takes jobs[from..n) into the run: resets their state, fails the misaligned, finishes the
+ * empty. */
+static void jobs_start(struct kvt_nvme *t, struct run *r, unsigned from)
 {
-	struct kvt__nvme_engine *e = &t->eng;
-	struct run r = {.b = b, .left = b->n};
-	b->err = 0;
-	for (unsigned i = 0; i < b->n; i++) {
+	struct kvt__nvme_batch *b = r->b;
+	unsigned n = b->n;
+	r->left += n - from;
+	for (unsigned i = from; i < n; i++) {
 		struct kvt__nvme_job *j = &b->jobs[i];
 		j->issued = 0, j->inflight = 0, j->err = 0, j->done = false;
 		if (j->len && (j->err = check_job(t, j)))
 			b->err = b->err ? b->err : j->err;
 	}
-	for (unsigned i = 0; i < b->n; i++) /* empty jobs are done at once */
+	for (unsigned i = from; i < n; i++) /* empty jobs are done at once */
 		if (!b->jobs[i].len && !b->jobs[i].done)
-			job_finish(&r, i);
+			job_finish(r, i);
+}
+
+int kvt__nvme_run(struct kvt_nvme *t, struct kvt__nvme_batch *b)
+{
+	struct kvt__nvme_engine *e = &t->eng;
+	struct run r = {.b = b};
+	b->err = 0;
+	jobs_start(t, &r, 0);
 	b->piece = KVT_ALIGN_UP(KVT_MAX(b->piece, e->min_piece), (size_t)e->align);
 	b->piece = KVT_MIN(b->piece, (size_t)1 << 30);
 	for (unsigned i = 0; i < e->depth; i++)
 		e->free_stack[i] = e->depth - 1 - i, e->slots[i].busy = false;
 	r.n_free = e->depth;
-	while (r.left) {
+	for (;;) {
 		refill(t, &r);
+		if (b->more && r.n_free) { /* room left: let the batch grow */
+			unsigned from = b->n;
+			if (b->more(b->arg, b)) {
+				jobs_start(t, &r, from);
+				refill(t, &r);
+			}
+		}
+		if (!r.left)
+			break;
 		KVT_NVME_SET(t, st.queue_depth, r.inflight);
 		if (r.queued) {
 			int rc = e->ops->submit(e->ctx);

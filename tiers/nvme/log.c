@@ -230,7 +230,7 @@ int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint
 	rec->rec_len = rec_len;
 	rec->alive = true;
 	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
-	R->wp = in + need;
+	R->wp = KVT_MAX(R->wp, in + need); /* a write run may have placed records past it */
 	KVT_NVME_ADD(t, st.used_bytes, need);
 	KVT_NVME_ADD(t, st.chunks, 1);
 	return 0;
@@ -421,6 +421,10 @@ int kvt__nvme_log_open(struct kvt_nvme *t)
 	if (!t->regions || !t->blk || !t->scan_buf)
 		return -ENOMEM;
 	memset(t->blk, 0, 2 * KVT_NVME_BLOCK);
+	/* the tier's own blocks (terminators, superblock, tombstones, scans) are fixed buffers
+	 * too where the ring allows it; without, they are plain I/O, which works as well */
+	kvt__nvme_engine_register(&t->eng, t->blk, 2 * KVT_NVME_BLOCK);
+	kvt__nvme_engine_register(&t->eng, t->scan_buf, (size_t)SCAN_BATCH * KVT_NVME_BLOCK);
 	t->next_seq = 1;
 	int rc = sb_read(t);
 	if (rc < 0)

@@ -173,7 +173,7 @@ static void nvme_close(struct kvt_tier *tier)
 		kvt__nvme_log_sb_write(t, true);
 	kvt__nvme_engine_close(&t->eng);
 	kvt__nvme_log_close(t);
-	free(t->bjobs), free(t->bstate);
+	free(t->bjobs), free(t->bstate), free(t->bsum);
 	if (t->fd >= 0)
 		close(t->fd);
 	free(t);
@@ -221,7 +221,9 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	rc = -ENOMEM;
 	t->bjobs = calloc(KVT_NVME_BATCH_MAX * J_PER_REC, sizeof(*t->bjobs));
 	t->bstate = calloc(KVT_NVME_BATCH_MAX, sizeof(*t->bstate));
-	if (!t->bjobs || !t->bstate)
+	t->bsum = aligned_alloc(_Alignof(struct kvt_chunk_sum_state),
+	                        KVT_NVME_BATCH_MAX * sizeof(*t->bsum));
+	if (!t->bjobs || !t->bstate || !t->bsum)
 		goto err;
 	if ((rc = kvt__nvme_log_open(t)))
 		goto err;
@@ -303,22 +305,40 @@ static void head_maybe_ready(struct kvt_nvme *t, unsigned i)
 	t->bjobs[i * J_PER_REC + J_HEAD].ready = true;
 }
 
+/* One engine run of writes: where its records come from, and how far it has got. */
+struct wrun {
+	struct kvt_nvme *t;
+	const struct kvt_tier_wsource *src;
+	struct kvt_tier_wreq *carry; /* pulled, left for the next run (a second region change) */
+	unsigned m;                  /* records placed in this run */
+	uint64_t bytes, cap;         /* their bytes; the run stops taking records at cap */
+	bool moved;                  /* the run has changed region once */
+	bool running;                /* the engine runs: records join without region changes */
+	bool closed;                 /* the run takes no more records */
+	bool took;                   /* the run took a record (placed or refused) */
+	unsigned fin;                /* records before this one are reported */
+	bool broken;                 /* a record failed: its region's chain is cut there */
+	size_t ok;                   /* records written, over all runs */
+};
+
+static void finish_ready(struct wrun *w, const struct kvt__nvme_batch *b);
+
 static void write_done(void *arg, struct kvt__nvme_batch *b, unsigned j)
 {
-	struct kvt_nvme *t = arg;
+	struct wrun *w = arg;
+	struct kvt_nvme *t = w->t;
 	unsigned i = j / J_PER_REC, kind = j % J_PER_REC;
 	struct kvt__nvme_bstate *s = &t->bstate[i];
 	if (b->jobs[j].err) {
 		if (!s->err)
 			s->err = b->jobs[j].err;
-		return;
+	} else if (kind != J_HEAD) {
+		s->parts |= (uint8_t)(1u << kind);
+		head_maybe_ready(t, i);
+		if (kind == J_TERM && (i + 1) * J_PER_REC < b->n && !t->bstate[i + 1].first)
+			head_maybe_ready(t, i + 1);
 	}
-	if (kind == J_HEAD)
-		return;
-	s->parts |= (uint8_t)(1u << kind);
-	head_maybe_ready(t, i);
-	if (kind == J_TERM && (i + 1) * J_PER_REC < b->n && !t->bstate[i + 1].first)
-		head_maybe_ready(t, i + 1);
+	finish_ready(w, b);
 }
 
 static uint64_t region_of(const struct kvt_nvme *t, uint64_t off)
@@ -326,114 +346,196 @@ static uint64_t region_of(const struct kvt_nvme *t, uint64_t off)
 	return (off - t->data_off) / t->region_bytes;
 }
 
-/* Places records from reqs[i] on (at most one region change), writes them, keeps what landed.
- * @return : the index of the first request not handled. */
-static size_t write_run(struct kvt_nvme *t, struct kvt_tier_wreq *reqs, size_t n, size_t i,
-                        size_t *ok)
+/* Places q as the run's next record (three jobs). @return : true when placed; false when q
+ * was refused (its res is set) or carried to the next run (a second region change). */
+static bool place(struct wrun *w, struct kvt_tier_wreq *q)
 {
-	unsigned m = 0;
-	bool moved = false;
-	size_t total = 0;
-	for (; i < n && m < KVT_NVME_BATCH_MAX; i++) {
-		struct kvt_tier_wreq *q = &reqs[i];
-		struct kvt_chunk_hdr h;
-		q->loc = 0;
-		if ((q->res = write_check(t, q, &h)))
-			continue;
-		uint64_t need = KVT_ALIGN_UP((uint64_t)q->rec_len, (uint64_t)KVT_NVME_BLOCK);
-		const struct kvt__nvme_region *H = &t->regions[t->head];
-		if (H->seq && H->wp + need > t->region_bytes) {
-			if (moved) /* a second region change: the next run (no reclaim of our own)
-			            */
-				break;
-			moved = true;
-		}
-		int64_t off = kvt__nvme_log_place(t, (uint32_t)q->rec_len);
-		if (off < 0) {
-			q->res = (int)off;
-			write_failed(t, q->res);
-			i++;
-			break;
-		}
-		uint64_t r = region_of(t, (uint64_t)off);
-		uint64_t rstart = t->data_off + r * t->region_bytes;
-		struct kvt__nvme_bstate *s = &t->bstate[m];
-		*s = (struct kvt__nvme_bstate){
-		    .off = (uint64_t)off, .region = r, .req = (uint32_t)i};
-		s->first = !m || t->bstate[m - 1].region != r;
-		t->regions[r].wp =
-		    (uint64_t)off - rstart + need; /* provisional: undone on failure */
-		bool term = (uint64_t)off + need < rstart + t->region_bytes;
-		struct kvt__nvme_job *j = &t->bjobs[m * J_PER_REC];
-		j[J_BODY] = (struct kvt__nvme_job){.off = (uint64_t)off + KVT_NVME_BLOCK,
-		                                   .buf = (uint8_t *)q->buf + KVT_NVME_BLOCK,
-		                                   .len = need - KVT_NVME_BLOCK,
-		                                   .op = KVT_NVME_WRITE,
-		                                   .ready = true};
-		j[J_TERM] = (struct kvt__nvme_job){.off = (uint64_t)off + need,
-		                                   .buf = t->blk + KVT_NVME_BLOCK,
-		                                   .len = term ? KVT_NVME_BLOCK : 0,
-		                                   .op = KVT_NVME_WRITE,
-		                                   .ready = true};
-		j[J_HEAD] = (struct kvt__nvme_job){.off = (uint64_t)off,
-		                                   .buf = (void *)q->buf,
-		                                   .len = KVT_NVME_BLOCK,
-		                                   .op = KVT_NVME_WRITE};
-		total += need;
-		m++;
+	struct kvt_nvme *t = w->t;
+	struct kvt_chunk_hdr h;
+	q->loc = 0;
+	if ((q->res = write_check(t, q, &h)))
+		return false;
+	uint64_t need = KVT_ALIGN_UP((uint64_t)q->rec_len, (uint64_t)KVT_NVME_BLOCK);
+	const struct kvt__nvme_region *H = &t->regions[t->head];
+	bool change = H->seq && H->wp + need > t->region_bytes;
+	/* a second region change goes to the next run (no reclaim of our own records); so does
+	 * any region change or opening once the run is in flight, since opening a region writes
+	 * the superblock through the engine */
+	if ((change && w->moved) || (w->running && (change || !H->seq))) {
+		w->carry = q;
+		w->closed = true;
+		return false;
 	}
-	if (!m)
-		return i;
+	w->moved |= change;
+	int64_t off = kvt__nvme_log_place(t, (uint32_t)q->rec_len);
+	if (off < 0) {
+		q->res = (int)off;
+		write_failed(t, q->res);
+		w->closed = true;
+		return false;
+	}
+	unsigned m = w->m;
+	uint64_t r = region_of(t, (uint64_t)off);
+	uint64_t rstart = t->data_off + r * t->region_bytes;
+	struct kvt__nvme_bstate *s = &t->bstate[m];
+	*s = (struct kvt__nvme_bstate){.off = (uint64_t)off, .region = r, .q = q};
+	s->first = !m || t->bstate[m - 1].region != r;
+	t->regions[r].wp = (uint64_t)off - rstart + need; /* provisional: undone on failure */
+	bool term = (uint64_t)off + need < rstart + t->region_bytes;
+	struct kvt__nvme_job *j = &t->bjobs[m * J_PER_REC];
+	j[J_BODY] = (struct kvt__nvme_job){.off = (uint64_t)off + KVT_NVME_BLOCK,
+	                                   .buf = (uint8_t *)q->buf + KVT_NVME_BLOCK,
+	                                   .len = need - KVT_NVME_BLOCK,
+	                                   .op = KVT_NVME_WRITE,
+	                                   .ready = true};
+	j[J_TERM] = (struct kvt__nvme_job){.off = (uint64_t)off + need,
+	                                   .buf = t->blk + KVT_NVME_BLOCK,
+	                                   .len = term ? KVT_NVME_BLOCK : 0,
+	                                   .op = KVT_NVME_WRITE,
+	                                   .ready = true};
+	j[J_HEAD] = (struct kvt__nvme_job){.off = (uint64_t)off,
+	                                   .buf = (void *)q->buf,
+	                                   .len = KVT_NVME_BLOCK,
+	                                   .op = KVT_NVME_WRITE};
+	w->bytes += need;
+	w->cap = KVT_MAX(w->cap, 4 * need);
+	w->m++;
+	return true;
+}
+
+/* Takes records into the run while it has room: the carried one first, then the source's.
+ * @return : whether it placed any. */
+static bool fill(struct wrun *w)
+{
+	bool any = false;
+	while (!w->closed && w->m < KVT_NVME_BATCH_MAX && w->bytes < w->cap) {
+		struct kvt_tier_wreq *q = w->carry;
+		w->carry = NULL;
+		if (!q && !(q = w->src->pull(w->src->arg)))
+			break;
+		w->took = true;
+		if (place(w, q))
+			any = true;
+		else if (q != w->carry)
+			w->src->done(w->src->arg, q); /* refused */
+	}
+	return any;
+}
+
+/* The engine has room and nothing to issue: more records, unless a job of the run failed
+ * (the records after it in its region would be dropped anyway). */
+static bool write_more(void *arg, struct kvt__nvme_batch *b)
+{
+	struct wrun *w = arg;
+	if (b->err || !fill(w))
+		return false;
+	b->n = w->m * J_PER_REC;
+	return true;
+}
+
+/* One run: records from the source (at most one region change), written, kept when they
+ * landed, each reported to the source. @return : whether the run took any record. */
+static bool write_run(struct wrun *w)
+{
+	struct kvt_nvme *t = w->t;
+	w->m = 0, w->fin = 0, w->bytes = 0, w->cap = 256u << 20;
+	w->moved = false, w->closed = false, w->took = false, w->broken = false;
+	fill(w);
+	if (!w->m)
+		return w->took;
 	struct kvt__nvme_batch b = {.jobs = t->bjobs,
-	                            .n = m * J_PER_REC,
-	                            .piece = (total + t->eng.depth - 1) / t->eng.depth,
+	                            .n = w->m * J_PER_REC,
+	                            .piece = (w->bytes + t->eng.depth - 1) / t->eng.depth,
 	                            .done = write_done,
-	                            .arg = t};
+	                            .more = write_more,
+	                            .arg = w};
+	w->running = true;
 	kvt__nvme_run(t, &b);
-	bool broken = false;
-	for (unsigned k = 0; k < m; k++) {
+	w->running = false;
+	if (KVT_NEVER(w->fin < w->m)) /* every job ended inside the run, each reported there */
+		finish_ready(w, &b);
+	return true;
+}
+
+/* Reports records in run order as soon as all three jobs of each are over: the record is
+ * appended to the log and its request done, or -- at the first failure in a region -- the
+ * chain is cut there and the rest of the region's records in this run fail too. */
+static void finish_ready(struct wrun *w, const struct kvt__nvme_batch *b)
+{
+	struct kvt_nvme *t = w->t;
+	for (; w->fin < w->m; w->fin++) {
+		unsigned k = w->fin;
+		const struct kvt__nvme_job *jb = &b->jobs[k * J_PER_REC];
+		if (!jb[J_BODY].done || !jb[J_TERM].done || !jb[J_HEAD].done)
+			return;
 		struct kvt__nvme_bstate *s = &t->bstate[k];
-		struct kvt_tier_wreq *q = &reqs[s->req];
+		struct kvt_tier_wreq *q = s->q;
 		struct kvt_chunk_hdr h;
 		if (s->first)
-			broken = false;
-		if (!broken && !s->err) {
+			w->broken = false;
+		if (!w->broken && !s->err) {
 			kvt_chunk_hdr_decode(q->buf, &h);
 			s->err = kvt__nvme_log_append(t, &h, s->off, (uint32_t)q->rec_len);
 		}
-		if (!broken && !s->err) {
+		if (!w->broken && !s->err) {
 			q->res = 0;
 			q->loc = kvt__nvme_loc(s->off, t->regions[s->region].seq);
 			health(t, 0);
 			KVT_NVME_SET(t, st.full, false);
 			KVT_NVME_ADD(t, st.writes, 1);
 			KVT_NVME_ADD(t, st.write_bytes, q->rec_len);
-			(*ok)++;
+			w->ok++;
+			w->src->done(w->src->arg, q);
 			continue;
 		}
-		if (!broken) {
-			broken = true;
+		if (!w->broken) {
+			w->broken = true;
 			/* reuse the failed record's place only when its header block was never
 			 * issued (the block still holds the zero terminator before it); a header
-			 * that may have landed must never sit over a later record's body */
-			struct kvt__nvme_job *hj = &t->bjobs[k * J_PER_REC + J_HEAD];
+			 * that may have landed must never sit over a later record's body. No record
+			 * is placed after a failure in this run (write_more), so none lands there.
+			 */
 			t->regions[s->region].wp =
-			    hj->issued ? t->region_bytes
-			               : s->off - (t->data_off + s->region * t->region_bytes);
+			    jb[J_HEAD].issued
+			        ? t->region_bytes
+			        : s->off - (t->data_off + s->region * t->region_bytes);
 		}
 		q->res = s->err && s->err != -ECANCELED ? s->err : -EAGAIN;
 		write_failed(t, q->res);
+		w->src->done(w->src->arg, q);
 	}
-	return i;
+}
+
+static size_t nvme_write_stream(struct kvt_tier *tier, const struct kvt_tier_wsource *src)
+{
+	struct wrun w = {.t = NV(tier), .src = src};
+	while (write_run(&w))
+		;
+	return w.ok;
+}
+
+/* write_batch: a stream whose source is the caller's array */
+struct wreq_array {
+	struct kvt_tier_wreq *reqs;
+	size_t n, next;
+};
+
+static struct kvt_tier_wreq *array_pull(void *arg)
+{
+	struct wreq_array *a = arg;
+	return a->next < a->n ? &a->reqs[a->next++] : NULL;
+}
+
+static void array_done(void *arg, struct kvt_tier_wreq *q)
+{
+	(void)arg, (void)q;
 }
 
 static size_t nvme_write_batch(struct kvt_tier *tier, struct kvt_tier_wreq *reqs, size_t n)
 {
-	struct kvt_nvme *t = NV(tier);
-	size_t ok = 0;
-	for (size_t i = 0; i < n;)
-		i = write_run(t, reqs, n, i, &ok);
-	return ok;
+	struct wreq_array a = {reqs, n, 0};
+	const struct kvt_tier_wsource src = {array_pull, array_done, &a};
+	return nvme_write_stream(tier, &src);
 }
 
 static int nvme_write(struct kvt_tier *tier, const void *buf, size_t rec_len, size_t buf_len,
@@ -452,6 +554,34 @@ static bool same_id(const struct kvt_chunk_hdr *h, const struct kvt_tier_id *id)
 	       !memcmp(&h->key, &id->key, sizeof(h->key));
 }
 
+/* Checksums a record's pieces in file order as they land, while the rest of the batch is still
+ * in flight, so that little is left to verify once its last piece is in. Pieces land in any
+ * order: those ahead of the next one wait as bits (at most 64; past that the record is verified
+ * at the end, as a whole). */
+static void read_landed(void *arg, struct kvt__nvme_batch *b, unsigned j, size_t at, size_t len)
+{
+	struct kvt_nvme *t = arg;
+	struct kvt__nvme_bstate *s = &t->bstate[j];
+	const size_t piece = b->piece;
+	(void)len;
+	if (!s->summing)
+		return;
+	size_t k = (at - s->summed) / piece;
+	if (k >= 64) {
+		s->summing = false;
+		return;
+	}
+	s->landed |= 1ull << k;
+	const uint8_t *buf = b->jobs[j].buf;
+	const size_t rec_len = s->rec->rec_len;
+	for (; s->landed & 1; s->landed >>= 1, s->summed += piece) {
+		size_t from = KVT_MAX(s->summed, (size_t)KVT_CHUNK_HDR_BYTES);
+		size_t end = KVT_MIN(s->summed + piece, rec_len);
+		if (end > from)
+			kvt_chunk_sum_add(&t->bsum[j], buf + from, end - from);
+	}
+}
+
 /* Verifies a record as soon as its read completes, while the rest of the batch is in flight. */
 static void read_done(void *arg, struct kvt__nvme_batch *b, unsigned j)
 {
@@ -459,13 +589,19 @@ static void read_done(void *arg, struct kvt__nvme_batch *b, unsigned j)
 	struct kvt__nvme_bstate *s = &t->bstate[j];
 	const struct kvt__nvme_rec *rec = s->rec;
 	const uint8_t *buf = b->jobs[j].buf;
+	const size_t payload = rec->rec_len - KVT_CHUNK_HDR_BYTES;
 	struct kvt_chunk_hdr h;
 	if ((s->err = b->jobs[j].err))
 		return;
 	if (kvt_chunk_hdr_decode(buf, &h) || h.tenant != rec->h.tenant ||
 	    memcmp(&h.ns, &rec->h.ns, sizeof(h.ns)) || memcmp(&h.key, &rec->h.key, sizeof(h.key)) ||
-	    h.seq != rec->h.seq || h.payload_sum != rec->h.payload_sum ||
-	    kvt_chunk_verify(&h, buf + KVT_CHUNK_HDR_BYTES, rec->rec_len - KVT_CHUNK_HDR_BYTES))
+	    h.seq != rec->h.seq || h.payload_sum != rec->h.payload_sum)
+		s->err = -EBADMSG;
+	else if (s->summing && s->summed >= rec->rec_len) {
+		KVT_NVME_ADD(t, xs.landed_sums, 1);
+		if (h.payload_bytes != payload || kvt_chunk_sum_end(&t->bsum[j]) != h.payload_sum)
+			s->err = -EBADMSG;
+	} else if (kvt_chunk_verify(&h, buf + KVT_CHUNK_HDR_BYTES, payload))
 		s->err = -EBADMSG;
 }
 
@@ -533,8 +669,12 @@ static size_t nvme_read_batch(struct kvt_tier *tier, struct kvt_tier_rreq *reqs,
 			}
 			size_t need = KVT_ALIGN_UP((size_t)rec->rec_len, (size_t)KVT_NVME_BLOCK);
 			uint64_t off = kvt__nvme_rec_off(t, r, rec);
-			t->bstate[m] = (struct kvt__nvme_bstate){
-			    .off = off, .region = r, .rec = rec, .req = (uint32_t)i};
+			t->bstate[m] = (struct kvt__nvme_bstate){.off = off,
+			                                         .region = r,
+			                                         .rec = rec,
+			                                         .req = (uint32_t)i,
+			                                         .summing = true};
+			kvt_chunk_sum_begin(&t->bsum[m]);
 			t->bjobs[m] = (struct kvt__nvme_job){.off = off,
 			                                     .buf = q->buf,
 			                                     .len = need,
@@ -549,6 +689,7 @@ static size_t nvme_read_batch(struct kvt_tier *tier, struct kvt_tier_rreq *reqs,
 		                            .n = m,
 		                            .piece = (total + t->eng.depth - 1) / t->eng.depth,
 		                            .done = read_done,
+		                            .landed = read_landed,
 		                            .arg = t};
 		kvt__nvme_run(t, &b);
 		for (unsigned k = 0; k < m; k++) {
@@ -608,6 +749,7 @@ static void nvme_stats(struct kvt_tier *tier, struct kvt_tier_stats *o)
 	size_t n = offsetof(struct kvt_tier_stats, disabled) / sizeof(uint64_t);
 	for (size_t i = 0; i < n; i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	o->plain_ios = __atomic_load_n(&t->xs.plain_ios, __ATOMIC_RELAXED);
 	o->disabled = KVT_NVME_GET(t, st.disabled);
 	o->full = KVT_NVME_GET(t, st.full);
 }
@@ -650,7 +792,7 @@ void kvt__nvme_xstats(struct kvt_tier *tier, struct kvt__nvme_xstats *out)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
-const char *kvt__nvme_backend(struct kvt_tier *tier)
+const char *kvt_tier_nvme_backend(struct kvt_tier *tier)
 {
 	return NV(tier)->backend_name;
 }
@@ -668,4 +810,5 @@ const struct kvt_tier_ops kvt_tier_nvme = {
     .enable = nvme_enable,
     .write_batch = nvme_write_batch,
     .read_batch = nvme_read_batch,
+    .write_stream = nvme_write_stream,
 };

@@ -33,4 +33,7 @@
 extern const struct kvt_tier_ops kvt_tier_nvme;
 
 int kvt_tier_nvme_register(struct kvt_tier *t, void *base, size_t len);
+
+/* @return : the I/O backend in use: "uring" or "pio" (stats). */
+const char *kvt_tier_nvme_backend(struct kvt_tier *t);
 #endif

@@ -107,6 +107,8 @@ struct kvt__nvme_seg {
 
 struct kvt__nvme_slot {
 	struct kvt__nvme_io io;
+	size_t piece_at;    /* where the piece starts in its job (io advances on short I/O) */
+	uint32_t piece_len; /* its length as issued */
 	uint32_t tries, zero_progress;
 	unsigned job; /* index in the running batch */
 	bool busy;    /* owned by the kernel, or waiting on the redo stack */
@@ -134,12 +136,23 @@ struct kvt__nvme_batch;
 /* Called once per finished job, on the driving thread, from inside kvt__nvme_run(). */
 typedef void (*kvt__nvme_done_fn)(void *arg, struct kvt__nvme_batch *b, unsigned job);
 
+/* Optional: called once per piece all of whose bytes arrived (at, len: its range in the job),
+ * in completion order, while the rest of the batch is in flight. */
+typedef void (*kvt__nvme_landed_fn)(void *arg, struct kvt__nvme_batch *b, unsigned job, size_t at,
+                                    size_t len);
+
+/* Optional: called when slots are free and no job has a piece left to issue; may append jobs at
+ * jobs[n..] and raise n (the caller owns the array's room). @return : whether it appended. */
+typedef bool (*kvt__nvme_more_fn)(void *arg, struct kvt__nvme_batch *b);
+
 struct kvt__nvme_batch {
 	struct kvt__nvme_job *jobs; /* borrowed */
 	unsigned n;
 	size_t piece;       /* largest I/O (raised to the engine's minimum, aligned) */
 	bool stop_on_error; /* one failed piece stops every job (a single request) */
 	kvt__nvme_done_fn done;
+	kvt__nvme_more_fn more; /* NULL: the batch is what jobs[0..n) holds at the start */
+	kvt__nvme_landed_fn landed;
 	void *arg;
 	int err; /* out: the first error of any job */
 };
@@ -148,6 +161,7 @@ struct kvt__nvme_batch {
 struct kvt__nvme_xstats {
 	uint64_t short_reads, short_writes, again_retries, submit_busy, efbig, rejected_full;
 	uint64_t misaligned, fixed_ios, plain_ios, dropped_io, resurrected_skip;
+	uint64_t landed_sums; /* reads verified by the checksum that followed their pieces */
 };
 
 struct kvt__nvme_engine {
@@ -214,7 +228,11 @@ struct kvt__nvme_bstate {
 	uint64_t off; /* file offset of the record */
 	uint64_t region;
 	struct kvt__nvme_rec *rec; /* reads */
-	uint32_t req;              /* index in the caller's array */
+	size_t summed;             /* reads: record bytes checksummed as they landed, in order */
+	uint64_t landed;           /* reads: pieces past summed that landed (bit 0: the next) */
+	bool summing;              /* reads: the checksum follows the pieces (else: at the end) */
+	struct kvt_tier_wreq *q;   /* writes: the caller's request */
+	uint32_t req;              /* reads: index in the caller's array */
 	uint8_t parts;             /* writes: body and terminator finished (bits 0, 1) */
 	bool first;                /* writes: first record of its region in this run */
 	int err;
@@ -236,6 +254,7 @@ struct kvt_nvme {
 	/* batch scratch, KVT_NVME_BATCH_MAX records: 3 jobs and one state word each */
 	struct kvt__nvme_job *bjobs;
 	struct kvt__nvme_bstate *bstate;
+	struct kvt_chunk_sum_state *bsum; /* reads: one running checksum per record of a batch */
 	struct kvt__nvme_hooks hooks;
 	const char *backend_name;
 	/* health */
@@ -278,5 +297,4 @@ int kvt__nvme_log_sb_write(struct kvt_nvme *t, bool clean);
 int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme_hooks *hooks,
                           struct kvt_tier **out);
 void kvt__nvme_xstats(struct kvt_tier *t, struct kvt__nvme_xstats *out);
-const char *kvt__nvme_backend(struct kvt_tier *t);
 #endif

@@ -2,12 +2,18 @@
  * bench_tiers.c -- kvtier bench tiers: the persistent tiers end to end, through the daemon.
  *
  * For each tier (nvme, rocksdb) and chunk size: put enough chunks to overflow a small host tier
- * and time until every chunk is acknowledged as demoted (demotion throughput); then get the
- * whole prefix back with one kvt_get (the library works in batches of up to 64 chunks or 64 MiB:
- * each is promoted from the tier into host and copied into the client's buffers while the next
- * is prefetched), and time single-chunk gets for a p99. Baseline, in the same run and on the
- * same filesystem (/var/tmp): O_DIRECT writes and reads of the same bytes and block size, one
- * thread (QD1) and 8 threads (QD8) with pread/pwrite.
+ * and time until every chunk is acknowledged as demoted (demotion throughput, end to end: the
+ * engine's puts and the tier's writes share the machine), and separately the rate at which the
+ * backlog left in host when the last put returns is drained (the tier's writes alone), with the
+ * share of the phase the tier worker was busy; then get the whole prefix back with one kvt_get
+ * (the library works in batches of up to 64 chunks or 64 MiB: each is promoted from the tier
+ * into host and copied into the client's buffers while the next is prefetched); then single-
+ * chunk gets of chunks only in the tier, each right after a raw QD1 read of the same size, so
+ * that both latency series see the same device and machine noise (p50, p99). Baseline, in the
+ * same run and on the same filesystem (/var/tmp): O_DIRECT writes and reads of the same bytes
+ * and block size, one thread (QD1) and 8 threads (QD8) with pread/pwrite.
+ *
+ * usage: kvtier-bench-tiers [nvme|rocksdb [CHUNK_KIB]]
  */
 #include "bench_util.h"
 
@@ -32,7 +38,6 @@ struct raw_job {
 	int fd;
 	size_t block, blocks;
 	int writer, threads, me;
-	double *lat; /* per block, seconds (QD1 only) */
 };
 
 static void *raw_thread(void *arg)
@@ -43,31 +48,26 @@ static void *raw_thread(void *arg)
 		return NULL;
 	memset(buf, 7, j->block);
 	for (size_t b = (size_t)j->me; b < j->blocks; b += (size_t)j->threads) {
-		double t = now_s();
 		ssize_t n = j->writer ? pwrite(j->fd, buf, j->block, (off_t)(b * j->block))
 		                      : pread(j->fd, buf, j->block, (off_t)(b * j->block));
 		if (n != (ssize_t)j->block)
 			die("raw I/O", n < 0 ? -errno : -EIO);
-		if (j->lat)
-			j->lat[b] = now_s() - t;
 	}
 	free(buf);
 	return NULL;
 }
 
-/* Raw O_DIRECT pass over a file of blocks x block. @return : GB/s; *p99 for QD1 reads. */
-static double raw_pass(const char *path, size_t block, size_t blocks, int writer, int threads,
-                       double *p99)
+/* Raw O_DIRECT pass over a file of blocks x block with threads threads. @return : GB/s. */
+static double raw_pass(const char *path, size_t block, size_t blocks, int writer, int threads)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
 	if (fd < 0)
 		die("open raw file", -errno);
-	double *lat = threads == 1 ? calloc(blocks, sizeof(double)) : NULL;
 	pthread_t th[8];
 	struct raw_job jobs[8];
 	double t0 = now_s();
 	for (int i = 0; i < threads; i++) {
-		jobs[i] = (struct raw_job){fd, block, blocks, writer, threads, i, lat};
+		jobs[i] = (struct raw_job){fd, block, blocks, writer, threads, i};
 		pthread_create(&th[i], NULL, raw_thread, &jobs[i]);
 	}
 	for (int i = 0; i < threads; i++)
@@ -75,11 +75,6 @@ static double raw_pass(const char *path, size_t block, size_t blocks, int writer
 	if (writer)
 		fdatasync(fd);
 	double gbps = (double)block * (double)blocks / (now_s() - t0) / 1e9;
-	if (lat && p99) {
-		qsort(lat, blocks, sizeof(double), cmp_double);
-		*p99 = lat[blocks * 99 / 100] * 1e3;
-	}
-	free(lat);
 	close(fd);
 	return gbps;
 }
@@ -117,6 +112,7 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 	for (size_t i = 0; i < batch; i++)
 		bufs[i] = prefaulted(chunk);
 
+	long long busy0 = stat_of(c, "busy_us");
 	double t0 = now_s();
 	const void *ch[BATCH_MAX];
 	for (size_t i = 0; i < batch; i++)
@@ -132,10 +128,17 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 			die("put", rc);
 		i += (size_t)rc;
 	}
+	/* the backlog left when the last put returns is drained with nothing else running: the
+	 * tier's own write rate inside the daemon */
+	double t_puts = now_s();
+	long long backlog = (long long)n - stat_of(c, "demoted");
 	long long failed = wait_demoted(c, (long long)n);
 	if (failed)
 		fprintf(stderr, "%s %zu KiB: %lld demotions failed\n", tier, chunk >> 10, failed);
-	double demote = (double)chunk * (double)n / (now_s() - t0) / 1e9;
+	double t_end = now_s(), demote_s = t_end - t0;
+	double demote = (double)chunk * (double)n / demote_s / 1e9;
+	double drain = (double)chunk * (double)backlog / (t_end - t_puts) / 1e9;
+	double busy = (double)(stat_of(c, "busy_us") - busy0) / 1e6 / demote_s;
 
 	void **dst = malloc(n * sizeof(void *)); /* the whole prefix in one call, as an engine */
 	for (size_t i = 0; i < n; i++)
@@ -149,30 +152,44 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 	free(dst);
 	long long promoted = stat_of(c, "promoted");
 
-	size_t samples = KVT_MIN(n / 2, (size_t)200);
-	double *lat = calloc(samples, sizeof(double));
-	for (size_t i = 0; i < samples; i++) { /* the oldest chunks: evicted from host again */
+	char raw[128];
+	snprintf(raw, sizeof(raw), "%s/raw.dat", tmpdir);
+	double rw1 = raw_pass(raw, chunk, n, 1, 1);
+	double rw8 = raw_pass(raw, chunk, n, 1, 8);
+	double rr1 = raw_pass(raw, chunk, n, 0, 1);
+	double rr8 = raw_pass(raw, chunk, n, 0, 8);
+
+	/* Latency, interleaved so that both see the same device and machine noise: a raw QD1
+	 * read of block j, then a single-chunk get of chunk j. Chunks are taken in order, so each
+	 * was evicted from host (1 GiB of chunks, 256 MiB of host) since it was last read. */
+	size_t samples = KVT_MIN((size_t)1000, KVT_MAX((size_t)200, ((size_t)4 << 30) / chunk));
+	double *lat = calloc(samples, sizeof(double)), *rlat = calloc(samples, sizeof(double));
+	int rfd = open(raw, O_RDONLY | O_DIRECT);
+	if (rfd < 0)
+		die("open raw file", -errno);
+	for (size_t i = 0; i < samples; i++) {
+		size_t j = i % n;
 		double t = now_s();
-		if ((rc = kvt_get(c, ns, keys + i, 1, bufs, chunk)) != 1)
+		if (pread(rfd, bufs[0], chunk, (off_t)(j * chunk)) != (ssize_t)chunk)
+			die("raw read", -EIO);
+		rlat[i] = now_s() - t;
+		t = now_s();
+		if ((rc = kvt_get(c, ns, keys + j, 1, bufs, chunk)) != 1)
 			die("get", rc);
 		lat[i] = now_s() - t;
 	}
+	close(rfd);
 	qsort(lat, samples, sizeof(double), cmp_double);
-	double p99 = lat[samples * 99 / 100] * 1e3;
-
-	char raw[128];
-	snprintf(raw, sizeof(raw), "%s/raw.dat", tmpdir);
-	double rw1 = raw_pass(raw, chunk, n, 1, 1, NULL);
-	double rw8 = raw_pass(raw, chunk, n, 1, 8, NULL);
-	double rp99 = 0;
-	double rr1 = raw_pass(raw, chunk, n, 0, 1, &rp99);
-	double rr8 = raw_pass(raw, chunk, n, 0, 8, NULL);
-	printf("| %s | %zu KiB | %zu | %.2f | %.2f / %.2f | %.2f | %.2f | %.2f / %.2f | %.2f | "
-	       "%.2f | %.2f | %.2f | %lld |\n",
-	       tier, chunk >> 10, n, demote, rw1, rw8, demote / rw8, get, rr1, rr8, get / rr8, p99,
-	       rp99, p99 / rp99, promoted);
+	qsort(rlat, samples, sizeof(double), cmp_double);
+	double p50 = lat[samples / 2] * 1e3, p99 = lat[samples * 99 / 100] * 1e3;
+	double rp50 = rlat[samples / 2] * 1e3, rp99 = rlat[samples * 99 / 100] * 1e3;
+	printf("| %s | %zu KiB | %zu | %.2f | %.2f / %.2f | %.2f | %.2f | %.2f | %.0f%% | %.2f | "
+	       "%.2f / %.2f | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %lld |\n",
+	       tier, chunk >> 10, n, demote, rw1, rw8, demote / rw8, drain, drain / rw8, busy * 100,
+	       get, rr1, rr8, get / rr8, p50, p99, rp50, rp99, p99 / rp99, promoted);
 	fflush(stdout);
 	free(lat);
+	free(rlat);
 	for (size_t i = 0; i < batch; i++)
 		munmap(bufs[i], chunk);
 	free(keys);
@@ -187,15 +204,17 @@ int main(int argc, char **argv)
 	       sysconf(_SC_NPROCESSORS_ONLN));
 	printf(
 	    "| tier | chunk | chunks | demote GB/s | raw write QD1 / QD8 GB/s | demote/raw QD8 | "
-	    "get GB/s | raw read QD1 / QD8 GB/s | get/raw QD8 | get p99 ms | raw read p99 ms "
-	    "| p99 ratio | promoted |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	    "drain GB/s | drain/raw QD8 | tier busy | get GB/s | raw read QD1 / QD8 GB/s | "
+	    "get/raw QD8 | get p50 / p99 ms | raw read p50 / p99 ms | p99 ratio | promoted |\n"
+	    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	static const char *tiers[] = {"nvme", "rocksdb"};
 	static const size_t sizes[] = {256u << 10, 2u << 20, 32u << 20};
 	for (int t = 0; t < 2; t++) {
 		if (only && strcmp(only, tiers[t]))
 			continue;
 		for (int s = 0; s < 3; s++)
-			bench_one(tiers[t], sizes[s], 1u << 30);
+			if (argc < 3 || (size_t)strtoull(argv[2], NULL, 0) << 10 == sizes[s])
+				bench_one(tiers[t], sizes[s], 1u << 30);
 	}
 	return 0;
 }
