@@ -32,6 +32,11 @@
 
 #define DATA_OFF (1ull << 20)
 
+/* Writes are cut into pieces of at least this: a stream's run starts with whatever record is
+ * queued, often one, and later records join at the same cut, so the cut is set for throughput
+ * (bytes in flight), not for the latency of the first record. */
+#define WRITE_PIECE_MIN (1u << 20)
+
 /* the jobs of one record in a write batch (see write_run) */
 enum { J_BODY, J_TERM, J_HEAD, J_PER_REC };
 
@@ -445,7 +450,8 @@ static bool write_run(struct wrun *w)
 		return w->took;
 	struct kvt__nvme_batch b = {.jobs = t->bjobs,
 	                            .n = w->m * J_PER_REC,
-	                            .piece = (w->bytes + t->eng.depth - 1) / t->eng.depth,
+	                            .piece = KVT_MAX((w->bytes + t->eng.depth - 1) / t->eng.depth,
+	                                             (size_t)WRITE_PIECE_MIN),
 	                            .done = write_done,
 	                            .more = write_more,
 	                            .arg = w};

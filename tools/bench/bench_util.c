@@ -34,6 +34,16 @@ void die(const char *what, int rc)
 	exit(1);
 }
 
+void make_tmpdir(void)
+{
+	if (tmpdir[0])
+		return;
+	/* under /var/tmp: the same filesystem as the project's disk, not a tmpfs */
+	snprintf(tmpdir, sizeof(tmpdir), "/var/tmp/kvt-bench-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		die("mkdtemp", -errno);
+}
+
 void start_daemon_with(const char *host_bytes, const char *const *sets)
 {
 	char self[PATH_MAX], bin[PATH_MAX + 16], set[64];
@@ -42,10 +52,7 @@ void start_daemon_with(const char *host_bytes, const char *const *sets)
 		die("readlink", -errno);
 	self[n] = 0;
 	snprintf(bin, sizeof(bin), "%s/kvtierd", dirname(self));
-	/* under /var/tmp: the same filesystem as the project's disk, not a tmpfs */
-	snprintf(tmpdir, sizeof(tmpdir), "/var/tmp/kvt-bench-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		die("mkdtemp", -errno);
+	make_tmpdir();
 	snprintf(sock, sizeof(sock), "%s/s", tmpdir);
 	snprintf(set, sizeof(set), "host.bytes=%s", host_bytes);
 	const char *argv[32] = {bin,          "--socket", sock,
@@ -88,6 +95,7 @@ void stop_daemon(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
 		fprintf(stderr, "bench: could not remove %s\n", tmpdir);
+	tmpdir[0] = 0;
 }
 
 kvt_model_t model_of(size_t bytes, uint32_t salt)

@@ -16,6 +16,8 @@ extern pid_t daemon_pid;
 
 double now_s(void);
 _Noreturn void die(const char *what, int rc);
+/* Creates tmpdir (under /var/tmp) unless it exists; start_daemon_with() calls it. */
+void make_tmpdir(void);
 /* Starts kvtierd (next to this binary) with host.bytes and extra "name=value" sets. */
 void start_daemon_with(const char *host_bytes, const char *const *sets);
 void stop_daemon(void);
