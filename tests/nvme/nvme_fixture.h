@@ -176,6 +176,23 @@ static inline struct kvt__nvme_xstats nvt_xstats(struct nvt *n)
 	kvt__nvme_xstats(n->t, &x);
 	return x;
 }
+/* iterate() visitor: counts the records and their bytes, and checks every one byte for byte
+ * (the record's seed is its key's first word). */
+struct nvt_walk {
+	size_t n;
+	uint64_t bytes;
+	struct nvt *nv;
+};
+
+static inline int nvt_verify_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	struct nvt_walk *w = arg;
+	w->n++;
+	w->bytes += KVT_ALIGN_UP(KVT_CHUNK_HDR_BYTES + h->payload_bytes, 4096);
+	assert_int_equal(nvt_check(w->nv, h->key.w[0], h->payload_bytes, loc), 0);
+	return 0;
+}
+
 /* The fault injector at 1% for every kind of fault it has (armed by the test). */
 static inline struct kvt__nvme_fault nvt_fault_1pct(uint64_t seed)
 {

@@ -149,21 +149,6 @@ static void test_nvme_batch_roundtrip(void **state)
 	nvt_fini(&n);
 }
 
-struct walk {
-	size_t n;
-	uint64_t bytes;
-	struct nvt *nv;
-};
-
-static int verify_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
-{
-	struct walk *w = arg;
-	w->n++;
-	w->bytes += KVT_ALIGN_UP(KVT_CHUNK_HDR_BYTES + h->payload_bytes, 4096);
-	assert_int_equal(nvt_check(w->nv, h->key.w[0], h->payload_bytes, loc), 0);
-	return 0;
-}
-
 static void test_nvme_batch_fault(void **state)
 {
 	struct kvt__nvme_fault f = nvt_fault_1pct(77);
@@ -236,8 +221,8 @@ static void test_nvme_batch_fault(void **state)
 			assert_int_equal(found, nvt_stats(&n).chunks);
 		else
 			assert_true(found <= nvt_stats(&n).chunks);
-		struct walk wk = {.nv = &n};
-		assert_int_equal(kvt_tier_nvme.iterate(n.t, verify_visit, &wk), 0);
+		struct nvt_walk wk = {.nv = &n};
+		assert_int_equal(kvt_tier_nvme.iterate(n.t, nvt_verify_visit, &wk), 0);
 		assert_int_equal(wk.n, nvt_stats(&n).chunks);
 		assert_int_equal(wk.bytes, nvt_stats(&n).used_bytes);
 		assert_int_equal(nvt_stats(&n).corruptions, 0);
@@ -305,8 +290,8 @@ static void test_nvme_batch_kill9(void **state)
 		assert_int_equal(nvt_open(&n), 0);
 		for (size_t i = 0; i < n_acks; i++)
 			assert_int_equal(nvt_check(&n, acks[i].seed, acks[i].len, acks[i].loc), 0);
-		struct walk wk = {.nv = &n};
-		assert_int_equal(kvt_tier_nvme.iterate(n.t, verify_visit, &wk), 0);
+		struct nvt_walk wk = {.nv = &n};
+		assert_int_equal(kvt_tier_nvme.iterate(n.t, nvt_verify_visit, &wk), 0);
 		struct kvt_tier_stats s = nvt_stats(&n);
 		/* + at most the batch in flight per kill, when parts of it landed whole */
 		assert_true(wk.n >= n_acks && wk.n <= n_acks + (size_t)(round + 1) * BATCH);

@@ -31,21 +31,6 @@ static void child_write(struct nvt *n, int fd, uint64_t first)
 	}
 }
 
-struct walk {
-	size_t n;
-	uint64_t bytes;
-	struct nvt *nv;
-};
-
-static int verify_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
-{
-	struct walk *w = arg;
-	w->n++;
-	w->bytes += KVT_ALIGN_UP(KVT_CHUNK_HDR_BYTES + h->payload_bytes, 4096);
-	assert_int_equal(nvt_check(w->nv, h->key.w[0], h->payload_bytes, loc), 0);
-	return 0;
-}
-
 static void test_nvme_crash_kill9(void **state)
 {
 	struct nvt n;
@@ -83,8 +68,8 @@ static void test_nvme_crash_kill9(void **state)
 		assert_int_equal(nvt_open(&n), 0);
 		for (size_t i = 0; i < n_acks; i++)
 			assert_int_equal(nvt_check(&n, acks[i].seed, acks[i].len, acks[i].loc), 0);
-		struct walk w = {.nv = &n};
-		assert_int_equal(kvt_tier_nvme.iterate(n.t, verify_visit, &w), 0);
+		struct nvt_walk w = {.nv = &n};
+		assert_int_equal(kvt_tier_nvme.iterate(n.t, nvt_verify_visit, &w), 0);
 		struct kvt_tier_stats s = nvt_stats(&n);
 		/* + at most the one write in flight per kill, when it landed whole */
 		assert_true(w.n >= n_acks && w.n <= n_acks + (size_t)round + 1);

@@ -93,27 +93,13 @@ static size_t check_written(struct nvt *n, const struct src *s)
 	return found;
 }
 
-struct walk {
-	size_t n;
-	uint64_t bytes;
-};
-
-static int visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
-{
-	struct walk *w = arg;
-	(void)loc;
-	w->n++;
-	w->bytes += KVT_ALIGN_UP(KVT_CHUNK_HDR_BYTES + h->payload_bytes, 4096);
-	return 0;
-}
-
 static void reopen_and_walk(struct nvt *n)
 {
 	uint64_t chunks = nvt_stats(n).chunks;
 	nvt_close(n);
 	assert_int_equal(nvt_open(n), 0);
-	struct walk w = {0};
-	assert_int_equal(kvt_tier_nvme.iterate(n->t, visit, &w), 0);
+	struct nvt_walk w = {.nv = n}; /* every record found is checked byte for byte */
+	assert_int_equal(kvt_tier_nvme.iterate(n->t, nvt_verify_visit, &w), 0);
 	assert_true(w.n >= chunks); /* a write failed after it landed whole may come back */
 	assert_int_equal(w.n, nvt_stats(n).chunks);
 	assert_int_equal(w.bytes, nvt_stats(n).used_bytes);
