@@ -7,6 +7,7 @@
 #include "policy/quota.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +132,149 @@ static void test_policy_gdsf_order(void **state)
 	ins(o, p, 3, KVT_POLICY_NONE, 3);
 	expect_victims("gdsf", (uint32_t[]){2, 3, 1}, 3, p);
 	o->destroy(p);
+}
+
+/*
+ * gdsf's lazy heap against a reference that scans for the minimum (key, seq) of the evictable
+ * ids: random inserts (sizes and depths vary), hits, deletions of any id (garbage in the heap),
+ * evictions of the minimum (holes), walks of several victims with some ids leased, two cost
+ * exponents; the live population swings between a few ids and the whole range (compaction).
+ */
+#define GD_IDS 512
+
+struct gd_ref {
+	bool live[GD_IDS], leased[GD_IDS];
+	uint32_t count[GD_IDS];
+	float value[GD_IDS];
+	double key[GD_IDS], L, exponent;
+	uint64_t seq[GD_IDS], clock;
+	size_t n;
+};
+
+static bool gd_ok(void *arg, uint32_t id)
+{
+	return !((const struct gd_ref *)arg)->leased[id];
+}
+
+static bool gd_before(const struct gd_ref *r, uint32_t a, uint32_t b)
+{
+	return r->key[a] < r->key[b] || (r->key[a] == r->key[b] && r->seq[a] < r->seq[b]);
+}
+
+/* The reference's k first victims among ids that ok accepts (all when !ok). */
+static size_t gd_ref_victims(const struct gd_ref *r, bool ok, uint32_t *out, size_t k)
+{
+	bool taken[GD_IDS] = {0};
+	size_t n = 0;
+	while (n < k) {
+		uint32_t best = UINT32_MAX;
+		for (uint32_t id = 0; id < GD_IDS; id++)
+			if (r->live[id] && !taken[id] && (!ok || !r->leased[id]) &&
+			    (best == UINT32_MAX || gd_before(r, id, best)))
+				best = id;
+		if (best == UINT32_MAX)
+			break;
+		taken[best] = true;
+		out[n++] = best;
+	}
+	return n;
+}
+
+static void gd_remove(const struct kvt_policy_ops *o, struct kvt_policy *p, struct gd_ref *r,
+                      uint32_t id)
+{
+	uint32_t min;
+	if (gd_ref_victims(r, false, &min, 1) == 1 && min == id)
+		r->L = r->key[id];
+	r->live[id] = false;
+	r->n--;
+	o->on_remove(p, id);
+}
+
+static uint64_t gd_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void test_policy_gdsf_lazy_matches_reference(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_gdsf;
+	static struct gd_ref r;
+	uint64_t rng = 0x9e3779b97f4a7c15ULL;
+	for (int round = 0; round < 2; round++) {
+		struct kvt_policy *p = make("gdsf", 0);
+		memset(&r, 0, sizeof(r));
+		r.exponent = round ? 0.5 : 1.0;
+		assert_int_equal(o->set_param(p, "cost_exponent", round ? "0.5" : "1"), 0);
+		size_t target = GD_IDS;
+		for (int step = 0; step < 60000; step++) {
+			/* swing the population: many deletions, then a refill */
+			if (step % 5000 == 0)
+				target = target > 100 ? 8 + gd_rand(&rng) % 16 : GD_IDS * 3 / 4;
+			/* delete 7/8 of the ids, not the 4 coldest: garbage in the heap */
+			if (step % 5000 == 2500) {
+				uint32_t keep[4];
+				size_t nk = gd_ref_victims(&r, false, keep, 4);
+				for (uint32_t id = 0; id < GD_IDS; id++) {
+					bool kept = id % 8 == 0;
+					for (size_t j = 0; j < nk; j++)
+						kept = kept || keep[j] == id;
+					if (r.live[id] && !kept)
+						gd_remove(o, p, &r, id);
+				}
+			}
+			uint32_t id = (uint32_t)(gd_rand(&rng) % GD_IDS);
+			unsigned op = (unsigned)(gd_rand(&rng) % 16);
+			if (op < 4) { /* a hit, or an access to an absent id (ignored) */
+				if (r.live[id]) {
+					if (r.count[id] < UINT32_MAX)
+						r.count[id]++;
+					r.key[id] = r.L + (double)r.count[id] * r.value[id];
+					r.seq[id] = r.clock++;
+				}
+				o->on_access(p, id);
+			} else if (op < 10) { /* an insert */
+				if (r.live[id] || r.n >= target)
+					continue;
+				struct kvt_policy_meta m = {.key_hash = id + 1,
+				                            .bytes = 1 + gd_rand(&rng) % 4096,
+				                            .parent = KVT_POLICY_NONE,
+				                            .depth =
+				                                (uint32_t)(gd_rand(&rng) % 24)};
+				double d = (double)m.depth + 1.0;
+				double cost = r.exponent == 1.0 ? d : pow(d, r.exponent);
+				r.value[id] = (float)(cost / (double)m.bytes);
+				r.key[id] = r.L + r.value[id];
+				r.count[id] = 1;
+				r.seq[id] = r.clock++;
+				r.live[id] = true;
+				r.n++;
+				o->on_insert(p, id, &m);
+			} else if (op < 12 || (op == 12 && r.n > target)) { /* a deletion, any id */
+				if (r.live[id] && (r.n > target || gd_rand(&rng) % 4 == 0))
+					gd_remove(o, p, &r, id);
+			} else if (op == 12) { /* lease or release */
+				r.leased[id] = !r.leased[id];
+			} else { /* a walk of up to 8 victims; the first may go */
+				bool ok = op != 13;
+				size_t k = 1 + gd_rand(&rng) % 8;
+				uint32_t want[8], got[8];
+				size_t nw = gd_ref_victims(&r, ok, want, k);
+				size_t ng = o->pick_victims(p, got, k, ok ? gd_ok : NULL, &r);
+				assert_int_equal(ng, nw);
+				for (size_t i = 0; i < nw; i++)
+					if (got[i] != want[i])
+						fail_msg("step %d victim %zu: %u, reference %u",
+						         step, i, got[i], want[i]);
+				if (nw && (r.n > target || gd_rand(&rng) % 3 == 0))
+					gd_remove(o, p, &r, want[0]);
+			}
+		}
+		o->destroy(p);
+	}
 }
 
 static void test_policy_prefix_leaves_first(void **state)
@@ -501,6 +645,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sieve_order),
 	    cmocka_unit_test(test_policy_lfu_order),
 	    cmocka_unit_test(test_policy_gdsf_order),
+	    cmocka_unit_test(test_policy_gdsf_lazy_matches_reference),
 	    cmocka_unit_test(test_policy_prefix_leaves_first),
 	    cmocka_unit_test(test_policy_prefix_never_ancestor_first),
 	    cmocka_unit_test(test_policy_conv_untrained_order),
