@@ -72,6 +72,8 @@ static struct kvt__list *list_of(struct kvt_policy *p, uint32_t id)
 
 static void arc_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy_meta *m)
 {
+	kvt__ghost_prefetch(&p->b1, m->key_hash); /* both misses at once */
+	kvt__ghost_prefetch(&p->b2, m->key_hash);
 	if (ensure(p, id))
 		return;
 	if (p->where[id])
@@ -111,6 +113,7 @@ static void arc_remove(struct kvt_policy *p, uint32_t id)
 	if (id >= p->cap || !p->where[id])
 		return;
 	bool t1 = p->where[id] == IN_T1;
+	kvt__ghost_prefetch(t1 ? &p->b1 : &p->b2, p->hash[id]);
 	kvt__list_unlink(list_of(p, id), p->lk, id);
 	p->where[id] = NONE;
 	/* |T1| + |B1| <= c and |T1| + |T2| + |B1| + |B2| <= 2c */

@@ -8,20 +8,22 @@
  * Order: the victim is the entry with the smallest (key, seq, id), seq being when its key was
  * last set (insert or hit), exactly as with an eagerly re-keyed heap. The heap here is lazy:
  * - A hit only writes the id's current key and seq; its heap entry keeps the old ones. A key
- *   never decreases (L only grows: it is the key of a heap minimum, and every key is >= the L
- *   it was computed from; double rounding is monotone), and seq grows, so a stored entry is a
- *   lower bound of its id's current (key, seq). When the minimum entry is stale it is
- *   refreshed in place and sifted down, until the top is current: that top is the true minimum.
+ *   never decreases: every live key is >= L (it is L plus a non-negative term, and double
+ *   rounding is monotone), and L becomes the smallest live key when the minimum goes, so L only
+ *   grows. Seq grows too, so a stored entry is a lower bound of its id's current (key, seq).
+ *   When the minimum entry is stale it is refreshed in place and sifted down, until the top is
+ *   current: that top is the true minimum.
  * - Removing an id that is not the minimum leaves its entry behind as garbage (recognised by
  *   its seq: each live id records the seq of its one valid entry, hseq); garbage is dropped
- *   when it reaches the top, and the heap is compacted when garbage outnumbers live entries.
+ *   when it reaches the top, and the heap is compacted when a removal makes garbage outnumber
+ *   live entries (and 64).
  * - Removing the minimum leaves a hole at the root that the next insert fills (one sift down
  *   instead of a sift down plus a sift up).
- * So the heap holds one valid entry per live id and at most as much garbage; entries are the
- * only thing a sift moves (no position array). pick_victims merges the heap, walked best first
- * by stored entries, with the visited ids ordered by their current values: an id is proposed
- * once no unvisited entry can be smaller. The 32-bit seq is renumbered (order kept) before it
- * wraps, after every entry has been made current.
+ * So the heap holds one valid entry per live id, and never much more than twice the most live
+ * ids it has held; entries are the only thing a sift moves (no position array). pick_victims merges
+ * the heap, walked best first by stored entries, with the visited ids ordered by their current
+ * values: an id is proposed once no unvisited entry can be smaller. The 32-bit seq is renumbered
+ * (order kept) before it wraps, after every entry has been made current.
  */
 #include "pol_int.h"
 

@@ -465,11 +465,7 @@ bool kvt__hset_del_if(struct kvt__hset *s, uint64_t k, uint32_t v)
 #define GHOST_SPARSE 8 /* table slots per live ghost after a rebuild */
 #endif
 
-static inline uint32_t ghost_fp(uint64_t h)
-{
-	uint32_t fp = (uint32_t)(kvt__mix64(h) >> 32);
-	return fp ? fp : 1;
-}
+#define ghost_fp kvt__ghost_fp
 
 static inline bool seq_live(const struct kvt__ghost *g, uint64_t slot)
 {

@@ -241,6 +241,17 @@ struct kvt__ghost {
 	uint64_t head, tail;      /* sequence numbers */
 	size_t cap, occ, rcap, n; /* occ used slots (live or expired), n live ghosts */
 };
+/* A ghost's fingerprint: never 0. */
+static inline uint32_t kvt__ghost_fp(uint64_t h)
+{
+	uint32_t fp = (uint32_t)(kvt__mix64(h) >> 32);
+	return fp ? fp : 1;
+}
+/* Starts loading the table line where h's probe begins (a lookup to come overlaps others). */
+static inline void kvt__ghost_prefetch(const struct kvt__ghost *g, uint64_t h)
+{
+	__builtin_prefetch(&g->slots[kvt__ghost_fp(h) & (g->cap - 1)]);
+}
 int kvt__ghost_init(struct kvt__ghost *g, size_t expect);
 void kvt__ghost_free(struct kvt__ghost *g);
 bool kvt__ghost_has(const struct kvt__ghost *g, uint64_t h);
