@@ -79,20 +79,25 @@ static void dk_set(struct kvt_admit *a, uint64_t h)
 	a->dk[b2 / 64] |= 1ULL << (b2 % 64);
 }
 
-static size_t cell(const struct kvt_admit *a, uint64_t h, int row)
+/* The key's four cells (one per row, by double hashing from one multiply of the already mixed
+ * key), and the smallest of their counters. */
+static unsigned cm_cells(const struct kvt_admit *a, uint64_t h, size_t idx[4])
 {
-	uint64_t x = kvt__mix64(h + 0x9e3779b97f4a7c15ULL * (uint64_t)(row + 1));
-	return (size_t)row * a->width + (x & (a->width - 1));
+	uint64_t x = h * 0x9e3779b97f4a7c15ULL;
+	uint32_t h1 = (uint32_t)(x >> 32), h2 = (uint32_t)x | 1;
+	unsigned m = 255;
+	for (int r = 0; r < 4; r++) {
+		idx[r] = (size_t)r * a->width + ((h1 + (uint32_t)r * h2) & (a->width - 1));
+		unsigned c = a->cm[idx[r]];
+		m = c < m ? c : m;
+	}
+	return m;
 }
 
 static unsigned cm_min(const struct kvt_admit *a, uint64_t h)
 {
-	unsigned m = 255;
-	for (int r = 0; r < 4; r++) {
-		unsigned c = a->cm[cell(a, h, r)];
-		m = c < m ? c : m;
-	}
-	return m;
+	size_t idx[4];
+	return cm_cells(a, h, idx);
 }
 
 static void age(struct kvt_admit *a)
@@ -111,11 +116,12 @@ void kvt_admit_record(struct kvt_admit *a, uint64_t key_hash)
 	if (!dk_has(a, h)) {
 		dk_set(a, h);
 	} else {
-		unsigned m = cm_min(a, h);
+		size_t idx[4];
+		unsigned m = cm_cells(a, h, idx);
 		if (m < 15) /* conservative update: raise only the minimal cells */
 			for (int r = 0; r < 4; r++)
-				if (a->cm[cell(a, h, r)] == m)
-					a->cm[cell(a, h, r)]++;
+				if (a->cm[idx[r]] == m)
+					a->cm[idx[r]]++;
 	}
 	if (++a->records >= a->window)
 		age(a);

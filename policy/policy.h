@@ -83,4 +83,5 @@ extern const struct kvt_policy_ops kvt_policy_gdsf;
 extern const struct kvt_policy_ops kvt_policy_lhd;
 extern const struct kvt_policy_ops kvt_policy_hindsight;
 extern const struct kvt_policy_ops kvt_policy_conv;
+extern const struct kvt_policy_ops kvt_policy_wtinylfu;
 #endif

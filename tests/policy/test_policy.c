@@ -93,6 +93,36 @@ static void test_policy_s3fifo_order(void **state)
 	o->destroy(p);
 }
 
+static void test_policy_wtinylfu_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_wtinylfu;
+	struct kvt_policy *p = make("wtinylfu", 10);
+	/* the window keeps the newest (10); 1..9 overflowed as candidates for main */
+	for (uint32_t i = 1; i <= 10; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_access(p, 3); /* a hit on a candidate: protected */
+	/* first eviction: the cache filled without a duel, so 1..9 are main; its oldest goes */
+	expect_victims("wtinylfu", (uint32_t[]){1}, 1, p);
+	o->on_remove(p, 1);
+	/* 11 pushes 10 out of the window: 10 (seen once) ties with main's oldest (2): it loses */
+	ins(o, p, 11, KVT_POLICY_NONE, 0);
+	expect_victims("wtinylfu", (uint32_t[]){10}, 1, p);
+	o->on_remove(p, 10);
+	/* 11, hit twice in the window, then pushed out by 12: more frequent than 2, it stays */
+	o->on_access(p, 11);
+	o->on_access(p, 11);
+	ins(o, p, 12, KVT_POLICY_NONE, 0);
+	expect_victims("wtinylfu", (uint32_t[]){2}, 1, p);
+	o->on_remove(p, 2);
+	/* the rest: probation oldest first (11 joined it last), then protected (3), then the
+	 * window (12) */
+	expect_victims("wtinylfu", (uint32_t[]){4, 5, 6, 7, 8, 9, 11, 3, 12}, 9, p);
+	assert_int_equal(o->set_param(p, "window_ratio", "0.2"), 0);
+	assert_int_equal(o->set_param(p, "protected_ratio", "1.5"), -EINVAL);
+	assert_int_equal(o->set_param(p, "nope", "1"), -ENOENT);
+	o->destroy(p);
+}
+
 static void test_policy_sieve_order(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_sieve;
@@ -642,6 +672,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_lru_order),
 	    cmocka_unit_test(test_policy_arc_order),
 	    cmocka_unit_test(test_policy_s3fifo_order),
+	    cmocka_unit_test(test_policy_wtinylfu_order),
 	    cmocka_unit_test(test_policy_sieve_order),
 	    cmocka_unit_test(test_policy_lfu_order),
 	    cmocka_unit_test(test_policy_gdsf_order),
