@@ -131,8 +131,10 @@ struct kvt_tier_ops {
 	/*
 	 * Optional (added after write_batch; NULL: use write_batch): writes records pulled from
 	 * src, pulling the next while earlier ones are still in flight, so that records which
-	 * arrive one at a time keep the device as busy as a whole batch. Returns when pull() gives
-	 * NULL and everything pulled is done. Records are stored in pull order, as write_batch.
+	 * arrive one at a time keep the device as busy as a whole batch. A NULL from pull() while
+	 * records are in flight only means "none yet": it is asked again as room frees. Returns
+	 * when pull() gives NULL with nothing in flight; every pulled record has had its done().
+	 * Records are stored in pull order, as write_batch.
 	 * @return : the number of records written (res 0).
 	 */
 	size_t (*write_stream)(struct kvt_tier *t, const struct kvt_tier_wsource *src);
