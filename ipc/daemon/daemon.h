@@ -108,6 +108,7 @@ struct kvd_lower {
 	pthread_mutex_t lock;     /* one caller at a time (tier.h) */
 	bool second_touch;        /* admission: demote on the second access only */
 	_Atomic uint64_t busy_ns; /* the worker's time inside this tier's I/O (stats: busy_us) */
+	_Atomic unsigned waiters; /* loop-thread callers waiting for lock: a write stream yields */
 };
 
 struct kvd_job; /* tiers.c */

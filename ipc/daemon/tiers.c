@@ -177,10 +177,11 @@ static void run_batch(struct kvd *d, struct kvd_job **jobs, size_t n)
 }
 
 /* A write stream (tier.h): the demotions take() gave, then those queued behind them while the
- * earlier ones are in flight, until a promotion waits or none is left; each is finished as soon
- * as the tier says it is done. */
+ * earlier ones are in flight, until a promotion waits, the loop waits for the tier's lock
+ * (lower_lock) or none is left; each is finished as soon as the tier says it is done. */
 struct stream {
 	struct kvd_worker *w;
+	struct kvd_lower *l;
 	struct kvd_job **jobs;
 	size_t n, next;
 	uint8_t tier;
@@ -194,15 +195,15 @@ static struct kvt_tier_wreq *stream_pull(void *arg)
 	struct kvd_job *j = NULL;
 	if (s->next < s->n) {
 		j = s->jobs[s->next++];
-	} else {
+	} else if (!atomic_load_explicit(&s->l->waiters, memory_order_relaxed)) {
 		pthread_mutex_lock(&w->lock);
 		if (!w->promote_head && w->other_head && w->other_head->kind == JOB_DEMOTE &&
 		    w->other_head->tier == s->tier)
 			j = pop(&w->other_head, &w->other_tail);
 		pthread_mutex_unlock(&w->lock);
-		if (!j)
-			return NULL;
 	}
+	if (!j)
+		return NULL;
 	j->wr = (struct kvt_tier_wreq){.buf = j->buf, .rec_len = j->rec_len, .buf_len = j->buf_len};
 	return &j->wr;
 }
@@ -221,7 +222,7 @@ static void stream_done(void *arg, struct kvt_tier_wreq *q)
 static bool run_stream(struct kvd_worker *w, struct kvd_job **jobs, size_t n)
 {
 	struct kvd_lower *l = &w->d->lower[jobs[0]->tier];
-	struct stream s = {.w = w, .jobs = jobs, .n = n, .tier = jobs[0]->tier};
+	struct stream s = {.w = w, .l = l, .jobs = jobs, .n = n, .tier = jobs[0]->tier};
 	const struct kvt_tier_wsource src = {stream_pull, stream_done, &s};
 	pthread_mutex_lock(&l->lock);
 	l->ops->write_stream(l->t, &src);
@@ -440,13 +441,22 @@ void kvd_tiers_close(struct kvd *d)
 		close(d->evfd);
 }
 
+/* The tier's lock, from the loop thread: a write stream in progress stops pulling, so the wait
+ * is the I/O already in flight, not the whole backlog of demotions. */
+static void lower_lock(struct kvd_lower *l)
+{
+	atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
+	pthread_mutex_lock(&l->lock);
+	atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
+}
+
 void kvd_tiers_register_pool(struct kvd *d, struct kvt_pool *p)
 {
 #ifdef KVT_HAVE_TIER_NVME
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		if (d->lower[k].ops != &kvt_tier_nvme)
 			continue;
-		pthread_mutex_lock(&d->lower[k].lock);
+		lower_lock(&d->lower[k]);
 		kvt_tier_nvme_register(d->lower[k].t, p->base, p->bytes);
 		pthread_mutex_unlock(&d->lower[k].lock);
 	}
@@ -679,7 +689,7 @@ int kvd_tiers_enable(struct kvd *d, const char *name)
 			continue;
 		if (!l->ops->enable)
 			return -EOPNOTSUPP;
-		pthread_mutex_lock(&l->lock);
+		lower_lock(l);
 		int rc = l->ops->enable(l->t);
 		pthread_mutex_unlock(&l->lock);
 		return rc;
