@@ -448,13 +448,13 @@ static bool write_run(struct wrun *w)
 	fill(w);
 	if (!w->m)
 		return w->took;
-	struct kvt__nvme_batch b = {.jobs = t->bjobs,
-	                            .n = w->m * J_PER_REC,
-	                            .piece = KVT_MAX((w->bytes + t->eng.depth - 1) / t->eng.depth,
-	                                             (size_t)WRITE_PIECE_MIN),
-	                            .done = write_done,
-	                            .more = write_more,
-	                            .arg = w};
+	struct kvt__nvme_batch b = {
+	    .jobs = t->bjobs,
+	    .n = w->m * J_PER_REC,
+	    .piece = KVT_MAX((w->bytes + t->eng.depth - 1) / t->eng.depth, (size_t)WRITE_PIECE_MIN),
+	    .done = write_done,
+	    .more = write_more,
+	    .arg = w};
 	w->running = true;
 	kvt__nvme_run(t, &b);
 	w->running = false;
