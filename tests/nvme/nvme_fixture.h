@@ -10,7 +10,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 /* The backend under test: argv[1] ("uring" or "pio"); uring skips (77) where it is missing. */
 static const char *g_backend = "uring";
@@ -226,4 +230,75 @@ static inline void nvt_assert_write_faults_counted(struct nvt *n, const struct k
 	assert_int_equal(f->misaligned, 0);
 	assert_int_equal(s.queue_depth, 0);
 }
+/* kill -9 of a writer (RELIABILITY.md D2, D3). The child opens the tier on n's file, writes
+ * records from seed `first` on as fast as it can and sends an ack for each write that returned. */
+struct nvt_ack {
+	uint64_t seed, loc, len;
+};
+typedef void (*nvt_writer_fn)(struct nvt *n, int ack_fd, uint64_t first);
+
+static inline void nvt_ack_send(int fd, uint64_t seed, uint64_t loc, uint64_t len)
+{
+	struct nvt_ack a = {seed, loc, len};
+	if (write(fd, &a, sizeof(a)) != sizeof(a))
+		_exit(4);
+}
+
+/*
+ * Three rounds on the same file: start the writer, wait for min_acks + rand() % span more acks,
+ * kill it at a random moment within max_sleep_us, reopen, and require every acknowledged record
+ * to be found byte-identical, every recovered record to be correct (at most in_flight more per
+ * kill than were acknowledged: writes that landed whole before their ack), and usage to equal the
+ * recovered records.
+ */
+static inline void nvt_kill9_rounds(struct nvt *n, nvt_writer_fn writer, size_t min_acks,
+                                    size_t span, unsigned max_sleep_us, size_t in_flight)
+{
+	struct nvt_ack *acks = calloc(100000, sizeof(*acks));
+	assert_non_null(acks);
+	size_t n_acks = 0;
+	srand((unsigned)time(NULL));
+	for (int round = 0; round < 3; round++) {
+		int p[2];
+		assert_int_equal(pipe(p), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(p[0]);
+			if (nvt_open(n))
+				_exit(2);
+			writer(n, p[1], 1 + (uint64_t)round * 1000000);
+			_exit(5);
+		}
+		close(p[1]);
+		size_t want = n_acks + min_acks + (size_t)rand() % span;
+		while (n_acks < want) {
+			assert_int_equal(read(p[0], &acks[n_acks], sizeof(*acks)), sizeof(*acks));
+			n_acks++;
+		}
+		usleep((useconds_t)((unsigned)rand() % max_sleep_us));
+		kill(pid, SIGKILL);
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status));
+		while (read(p[0], &acks[n_acks], sizeof(*acks)) == sizeof(*acks))
+			n_acks++;
+		close(p[0]);
+		assert_int_equal(nvt_open(n), 0);
+		for (size_t i = 0; i < n_acks; i++)
+			assert_int_equal(nvt_check(n, acks[i].seed, acks[i].len, acks[i].loc), 0);
+		struct nvt_walk w = {.nv = n};
+		assert_int_equal(kvt_tier_nvme.iterate(n->t, nvt_verify_visit, &w), 0);
+		struct kvt_tier_stats s = nvt_stats(n);
+		assert_true(w.n >= n_acks && w.n <= n_acks + (size_t)(round + 1) * in_flight);
+		assert_int_equal(s.chunks, w.n);
+		assert_int_equal(s.used_bytes, w.bytes);
+		assert_int_equal(s.evictions, 0);
+		print_message("round %d: %zu acknowledged, %zu recovered, %llu torn dropped\n",
+		              round, n_acks, w.n, (unsigned long long)s.corruptions);
+		nvt_close(n);
+	}
+	free(acks);
+}
+
 #endif

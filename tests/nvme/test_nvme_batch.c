@@ -233,14 +233,8 @@ static void test_nvme_batch_fault(void **state)
 	nvt_fini(&n);
 }
 
-struct ack {
-	uint64_t seed, loc, len;
-};
-
-static void child_batches(struct nvt *n, int fd, uint64_t first)
+static void write_batches(struct nvt *n, int fd, uint64_t first)
 {
-	if (nvt_open(n))
-		_exit(2);
 	struct kvt_tier_wreq w[BATCH];
 	for (uint64_t seed = first;; seed += BATCH) {
 		struct brec b[BATCH];
@@ -249,11 +243,8 @@ static void child_batches(struct nvt *n, int fd, uint64_t first)
 			                     .len = nvt_len(seed + i, 1000, 400 << 10)};
 		if (put_batch(n, b, w, BATCH) != BATCH)
 			_exit(3);
-		for (size_t i = 0; i < BATCH; i++) {
-			struct ack a = {b[i].seed, b[i].loc, b[i].len};
-			if (write(fd, &a, sizeof(a)) != sizeof(a))
-				_exit(4);
-		}
+		for (size_t i = 0; i < BATCH; i++)
+			nvt_ack_send(fd, b[i].seed, b[i].loc, b[i].len);
 	}
 }
 
@@ -261,48 +252,8 @@ static void test_nvme_batch_kill9(void **state)
 {
 	struct nvt n;
 	nvt_init(&n, "256MiB", "8");
-	struct ack *acks = calloc(100000, sizeof(*acks));
-	size_t n_acks = 0;
-	srand((unsigned)time(NULL));
-	for (int round = 0; round < 3; round++) {
-		int p[2];
-		assert_int_equal(pipe(p), 0);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			close(p[0]);
-			child_batches(&n, p[1], 1 + (uint64_t)round * 1000000);
-		}
-		close(p[1]);
-		size_t want = n_acks + 2 * BATCH + (size_t)(rand() % (2 * BATCH));
-		while (n_acks < want) {
-			assert_int_equal(read(p[0], &acks[n_acks], sizeof(*acks)), sizeof(*acks));
-			n_acks++;
-		}
-		usleep((useconds_t)(rand() % 5000));
-		kill(pid, SIGKILL);
-		int status;
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		ssize_t r;
-		while ((r = read(p[0], &acks[n_acks], sizeof(*acks))) == sizeof(*acks))
-			n_acks++;
-		close(p[0]);
-		assert_int_equal(nvt_open(&n), 0);
-		for (size_t i = 0; i < n_acks; i++)
-			assert_int_equal(nvt_check(&n, acks[i].seed, acks[i].len, acks[i].loc), 0);
-		struct nvt_walk wk = {.nv = &n};
-		assert_int_equal(kvt_tier_nvme.iterate(n.t, nvt_verify_visit, &wk), 0);
-		struct kvt_tier_stats s = nvt_stats(&n);
-		/* + at most the batch in flight per kill, when parts of it landed whole */
-		assert_true(wk.n >= n_acks && wk.n <= n_acks + (size_t)(round + 1) * BATCH);
-		assert_int_equal(s.chunks, wk.n);
-		assert_int_equal(s.used_bytes, wk.bytes);
-		assert_int_equal(s.evictions, 0);
-		print_message("round %d: %zu acknowledged, %zu recovered, %llu torn dropped\n",
-		              round, n_acks, wk.n, (unsigned long long)s.corruptions);
-		nvt_close(&n);
-	}
-	free(acks);
+	/* + at most the batch in flight per kill, when parts of it landed whole */
+	nvt_kill9_rounds(&n, write_batches, 2 * BATCH, 2 * BATCH, 5000, BATCH);
 	nvt_fini(&n);
 }
 
