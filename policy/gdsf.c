@@ -97,10 +97,10 @@ static inline bool valid(const struct kvt_policy *p, const struct gent *x)
 
 #define ARY 4 /* children of i: ARY * i + 1 .. ARY * i + ARY */
 
-static void sift_up(struct gent *e, size_t i)
+/* Places x in the hole at i, rising no higher than top. */
+static void rise(struct gent *e, size_t i, size_t top, struct gent x)
 {
-	struct gent x = e[i];
-	while (i > 0) {
+	while (i > top) {
 		size_t pa = (i - 1) / ARY;
 		if (!ent_less(&x, &e[pa]))
 			break;
@@ -108,6 +108,11 @@ static void sift_up(struct gent *e, size_t i)
 		i = pa;
 	}
 	e[i] = x;
+}
+
+static void sift_up(struct gent *e, size_t i)
+{
+	rise(e, i, 0, e[i]);
 }
 
 /* The smallest of the four children from c, without branches (they mispredict half the time). */
@@ -145,14 +150,7 @@ static void sift_down(struct gent *e, size_t n, size_t i, struct gent x)
 		e[i] = e[c];
 		i = c;
 	}
-	while (i > top) {
-		size_t pa = (i - 1) / ARY;
-		if (!ent_less(&x, &e[pa]))
-			break;
-		e[i] = e[pa];
-		i = pa;
-	}
-	e[i] = x;
+	rise(e, i, top, x);
 }
 
 static void heapify(struct gent *e, size_t n)
