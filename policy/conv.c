@@ -517,33 +517,20 @@ static size_t cv_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	return n;
 }
 
+static const struct kvt__param cv_params[] = {
+    KVT__PARAM(walk, KVT__P_UNSIGNED, 1, 1024),
+    KVT__PARAM(leaf_first, KVT__P_BOOL, 0, 1),
+    KVT__PARAM(horizon, KVT__P_DOUBLE, 0.01, 100),
+};
+
 static int cv_set_param(struct kvt_policy *p, const char *name, const char *value)
 {
 	double v;
-	if (!strcmp(name, "walk")) {
-		if (kvt__param_double(value, 1, 1024, &v))
-			return -EINVAL;
-		p->walk = (unsigned)v;
-		return 0;
-	}
-	if (!strcmp(name, "leaf_first")) {
-		if (kvt__param_double(value, 0, 1, &v))
-			return -EINVAL;
-		p->leaf_first = v != 0;
-		return 0;
-	}
-	if (!strcmp(name, "horizon")) {
-		if (kvt__param_double(value, 0.01, 100, &v))
-			return -EINVAL;
-		p->horizon = v;
-		return 0;
-	}
-	if (!strcmp(name, "capacity")) {
-		if (kvt__param_double(value, 1, 1e9, &v))
-			return -EINVAL;
-		return setup_hist(p, (size_t)v);
-	}
-	return -ENOENT;
+	if (strcmp(name, "capacity"))
+		return kvt__param_set(p, cv_params, KVT_ARRAY_SIZE(cv_params), name, value);
+	if (kvt__param_double(value, 1, 1e9, &v))
+		return -EINVAL;
+	return setup_hist(p, (size_t)v);
 }
 
 static size_t cv_export(struct kvt_policy *p, uint32_t *out, size_t max)

@@ -229,27 +229,19 @@ static size_t hs_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	                           arg);
 }
 
+static const struct kvt__param hs_params[] = {
+    KVT__PARAM(samples, KVT__P_UNSIGNED, 1, 1024),
+    KVT__PARAM(threshold, KVT__P_FLOAT, 0, 1),
+};
+
 static int hs_set_param(struct kvt_policy *p, const char *name, const char *value)
 {
 	double v;
-	if (!strcmp(name, "samples")) {
-		if (kvt__param_double(value, 1, 1024, &v))
-			return -EINVAL;
-		p->samples = (unsigned)v;
-		return 0;
-	}
-	if (!strcmp(name, "threshold")) {
-		if (kvt__param_double(value, 0, 1, &v))
-			return -EINVAL;
-		p->threshold = (float)v;
-		return 0;
-	}
-	if (!strcmp(name, "capacity")) {
-		if (kvt__param_double(value, 1, 1e9, &v))
-			return -EINVAL;
-		return setup_window(p, (uint64_t)v);
-	}
-	return -ENOENT;
+	if (strcmp(name, "capacity"))
+		return kvt__param_set(p, hs_params, KVT_ARRAY_SIZE(hs_params), name, value);
+	if (kvt__param_double(value, 1, 1e9, &v))
+		return -EINVAL;
+	return setup_window(p, (uint64_t)v);
 }
 
 static size_t hs_export(struct kvt_policy *p, uint32_t *out, size_t max)

@@ -172,20 +172,15 @@ static size_t lhd_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	                           arg);
 }
 
+static const struct kvt__param lhd_params[] = {
+    KVT__PARAM(samples, KVT__P_UNSIGNED, 1, 1024),
+    KVT__PARAM(period, KVT__P_UNSIGNED, 16, 1e9),
+    KVT__PARAM(decay, KVT__P_DOUBLE, 0, 1),
+};
+
 static int lhd_set_param(struct kvt_policy *p, const char *name, const char *value)
 {
-	double v;
-	if (!strcmp(name, "samples") && !kvt__param_double(value, 1, 1024, &v))
-		p->samples = (unsigned)v;
-	else if (!strcmp(name, "period") && !kvt__param_double(value, 16, 1e9, &v))
-		p->period = (unsigned)v;
-	else if (!strcmp(name, "decay") && !kvt__param_double(value, 0, 1, &v))
-		p->decay = v;
-	else
-		return strcmp(name, "samples") && strcmp(name, "period") && strcmp(name, "decay")
-		           ? -ENOENT
-		           : -EINVAL;
-	return 0;
+	return kvt__param_set(p, lhd_params, KVT_ARRAY_SIZE(lhd_params), name, value);
 }
 
 static size_t lhd_export(struct kvt_policy *p, uint32_t *out, size_t max)

@@ -622,6 +622,35 @@ int kvt__param_double(const char *value, double lo, double hi, double *out)
 	return 0;
 }
 
+int kvt__param_set(void *p, const struct kvt__param *tab, size_t n, const char *name,
+                   const char *value)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(tab[i].name, name))
+			continue;
+		double v;
+		if (kvt__param_double(value, tab[i].lo, tab[i].hi, &v))
+			return -EINVAL;
+		void *f = (char *)p + tab[i].off;
+		switch (tab[i].type) {
+		case KVT__P_FLOAT:
+			*(float *)f = (float)v;
+			break;
+		case KVT__P_UNSIGNED:
+			*(unsigned *)f = (unsigned)v;
+			break;
+		case KVT__P_BOOL:
+			*(bool *)f = v != 0;
+			break;
+		default:
+			*(double *)f = v;
+			break;
+		}
+		return 0;
+	}
+	return -ENOENT;
+}
+
 static const uint64_t *sort_key; /* qsort has no context argument; policies are single-owner */
 
 static int cmp_ids(const void *a, const void *b)

@@ -10,6 +10,7 @@
 #ifndef KVT_POL_INT_H
 #define KVT_POL_INT_H
 #include "policy.h"
+#include "core/util.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -224,6 +225,23 @@ void kvt__sort_ids_by(uint32_t *ids, size_t n, const uint64_t *key);
 
 /* Parses a double parameter in [lo, hi]. @return : 0 or -EINVAL. */
 int kvt__param_double(const char *value, double lo, double hi, double *out);
+
+/* A numeric parameter of a policy (set_param): its name is the field's name, its value must lie
+ * in [lo, hi], and it is stored as the field's C type. */
+enum { KVT__P_DOUBLE, KVT__P_FLOAT, KVT__P_UNSIGNED, KVT__P_BOOL };
+struct kvt__param {
+	const char *name;
+	double lo, hi;
+	size_t off;
+	uint8_t type;
+};
+#define KVT__PARAM(field, type, lo, hi)                                                            \
+	{                                                                                          \
+#field, (lo), (hi), offsetof(struct kvt_policy, field), (type)                     \
+	}
+/* Sets the parameter name of p from tab[0..n). @return : 0, -EINVAL (bad value), -ENOENT. */
+int kvt__param_set(void *p, const struct kvt__param *tab, size_t n, const char *name,
+                   const char *value);
 
 /*
  * A FIFO of ghosts with O(1) membership and removal (ARC's B1/B2, S3-FIFO's G). A ghost is a

@@ -173,22 +173,14 @@ static size_t s3_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	return n;
 }
 
+static const struct kvt__param s3_params[] = {
+    KVT__PARAM(small_ratio, KVT__P_DOUBLE, 0, 1),
+    KVT__PARAM(move_threshold, KVT__P_UNSIGNED, 0, 3),
+};
+
 static int s3_set_param(struct kvt_policy *p, const char *name, const char *value)
 {
-	double v;
-	if (!strcmp(name, "small_ratio")) {
-		if (kvt__param_double(value, 0.0, 1.0, &v))
-			return -EINVAL;
-		p->small_ratio = v;
-		return 0;
-	}
-	if (!strcmp(name, "move_threshold")) {
-		if (kvt__param_double(value, 0, 3, &v))
-			return -EINVAL;
-		p->move_threshold = (unsigned)v;
-		return 0;
-	}
-	return -ENOENT;
+	return kvt__param_set(p, s3_params, KVT_ARRAY_SIZE(s3_params), name, value);
 }
 
 const struct kvt_policy_ops kvt_policy_s3fifo = {

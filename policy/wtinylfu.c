@@ -220,23 +220,17 @@ static size_t wt_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	return n;
 }
 
+static const struct kvt__param wt_params[] = {
+    KVT__PARAM(window_ratio, KVT__P_DOUBLE, 0, 1),
+    KVT__PARAM(protected_ratio, KVT__P_DOUBLE, 0, 1),
+};
+
 static int wt_set_param(struct kvt_policy *p, const char *name, const char *value)
 {
-	double v;
-	if (!strcmp(name, "window_ratio")) {
-		if (kvt__param_double(value, 0.0, 1.0, &v))
-			return -EINVAL;
-		p->window_ratio = v;
-		return 0;
-	}
-	if (!strcmp(name, "protected_ratio")) {
-		if (kvt__param_double(value, 0.0, 1.0, &v))
-			return -EINVAL;
-		p->protected_ratio = v;
+	int rc = kvt__param_set(p, wt_params, KVT_ARRAY_SIZE(wt_params), name, value);
+	if (!rc && !strcmp(name, "protected_ratio"))
 		trim_protected(p);
-		return 0;
-	}
-	return -ENOENT;
+	return rc;
 }
 
 const struct kvt_policy_ops kvt_policy_wtinylfu = {
