@@ -6,7 +6,7 @@
  * wakes them; each worker does one pread/pwrite (a short transfer is reported as short, like a
  * CQE, so the engine's resubmission logic is the same for both backends) and posts a completion.
  * All three rings hold at most depth entries, so nothing here allocates after open.
- * Lock: mu guards todo/done and the counters; workers block on cv_todo, reap on cv_done.
+ * Lock: mu guards work/done and the counters; workers block on cv_work, reap on cv_done.
  */
 #include "nvme_int.h"
 
@@ -20,11 +20,11 @@ struct pio_ctx {
 	int fd;
 	unsigned depth, n_threads;
 	pthread_mutex_t mu;
-	pthread_cond_t cv_todo, cv_done;
+	pthread_cond_t cv_work, cv_done;
 	struct kvt__nvme_io *pending; /* queued, not submitted (driving thread only) */
 	unsigned n_pending;
-	struct kvt__nvme_io *todo; /* ring, mu */
-	unsigned todo_head, todo_n;
+	struct kvt__nvme_io *work; /* ring, mu */
+	unsigned work_head, work_n;
 	struct kvt__nvme_cqe *done; /* ring, mu */
 	unsigned done_head, done_n;
 	bool stop;
@@ -36,13 +36,13 @@ static void *pio_worker(void *arg)
 	struct pio_ctx *c = arg;
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		while (!c->todo_n && !c->stop)
-			pthread_cond_wait(&c->cv_todo, &c->mu);
+		while (!c->work_n && !c->stop)
+			pthread_cond_wait(&c->cv_work, &c->mu);
 		if (c->stop)
 			break;
-		struct kvt__nvme_io io = c->todo[c->todo_head];
-		c->todo_head = (c->todo_head + 1) % c->depth;
-		c->todo_n--;
+		struct kvt__nvme_io io = c->work[c->work_head];
+		c->work_head = (c->work_head + 1) % c->depth;
+		c->work_n--;
 		pthread_mutex_unlock(&c->mu);
 		ssize_t n;
 		do {
@@ -67,15 +67,15 @@ static void pio_close(void *ctx)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->stop = true;
-	pthread_cond_broadcast(&c->cv_todo);
+	pthread_cond_broadcast(&c->cv_work);
 	pthread_mutex_unlock(&c->mu);
 	for (unsigned i = 0; i < c->n_threads; i++)
 		pthread_join(c->threads[i], NULL);
 	pthread_cond_destroy(&c->cv_done);
-	pthread_cond_destroy(&c->cv_todo);
+	pthread_cond_destroy(&c->cv_work);
 	pthread_mutex_destroy(&c->mu);
 	free(c->done);
-	free(c->todo);
+	free(c->work);
 	free(c->pending);
 	free(c);
 }
@@ -88,12 +88,12 @@ static int pio_open(const struct kvt__nvme_io_cfg *cfg, void **out)
 	c->fd = cfg->fd;
 	c->depth = cfg->depth;
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv_todo, NULL);
+	pthread_cond_init(&c->cv_work, NULL);
 	pthread_cond_init(&c->cv_done, NULL);
 	c->pending = calloc(c->depth, sizeof(*c->pending));
-	c->todo = calloc(c->depth, sizeof(*c->todo));
+	c->work = calloc(c->depth, sizeof(*c->work));
 	c->done = calloc(c->depth, sizeof(*c->done));
-	if (!c->pending || !c->todo || !c->done) {
+	if (!c->pending || !c->work || !c->done) {
 		pio_close(c);
 		return -ENOMEM;
 	}
@@ -124,11 +124,11 @@ static int pio_submit(void *ctx)
 	struct pio_ctx *c = ctx;
 	pthread_mutex_lock(&c->mu);
 	unsigned i = 0;
-	for (; i < c->n_pending && c->todo_n + c->done_n < c->depth; i++) {
-		c->todo[(c->todo_head + c->todo_n) % c->depth] = c->pending[i];
-		c->todo_n++;
+	for (; i < c->n_pending && c->work_n + c->done_n < c->depth; i++) {
+		c->work[(c->work_head + c->work_n) % c->depth] = c->pending[i];
+		c->work_n++;
 	}
-	pthread_cond_broadcast(&c->cv_todo);
+	pthread_cond_broadcast(&c->cv_work);
 	pthread_mutex_unlock(&c->mu);
 	memmove(c->pending, c->pending + i, (c->n_pending - i) * sizeof(*c->pending));
 	c->n_pending -= i;
