@@ -298,6 +298,25 @@ static void set_child(struct kvt_policy *p, uint32_t pa)
 	reclass(p, pa);
 }
 
+/*
+ * id, a resident chunk, was just read right after pv one level up: pv is its parent. When pv
+ * was evicted and re-inserted while id stayed, the link was lost (a re-inserted chunk starts
+ * with no children): count id again, so leaf_first still ranks pv after its descendants.
+ */
+static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
+{
+	uint32_t pa = p->parent[id];
+	if (pa != pv) {
+		if (pa < p->cap && (p->flags[pa] & F_LIVE) && p->nchild[pa])
+			p->nchild[pa]--;
+		p->parent[id] = pv;
+		p->nchild[pv]++;
+	} else if (!p->nchild[pv]) {
+		p->nchild[pv] = 1;
+	}
+	set_child(p, pv);
+}
+
 /* ---- ops ---- */
 
 #define COLS(p)                                                                                    \
@@ -420,7 +439,7 @@ static void cv_access(struct kvt_policy *p, uint32_t id)
 	uint32_t pv = p->prev;
 	if (pv < p->cap && (p->flags[pv] & F_LIVE) && p->depth[id] &&
 	    p->depth[pv] + 1 == p->depth[id])
-		set_child(p, pv);
+		relink(p, id, pv);
 	reclass(p, id);
 	p->prev = id;
 	p->last[id] = (uint32_t)p->now;

@@ -390,6 +390,26 @@ static void test_policy_conv_untrained_order(void **state)
 	o->destroy(p);
 }
 
+/* conv: a parent evicted and re-inserted under a resident child gets the child back when the
+ * child is next read right after it, so the parent still goes after its descendants. */
+static void test_policy_conv_relinks_reinserted_parent(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	struct kvt_policy *p = make("conv", 16);
+	ins(o, p, 0, KVT_POLICY_NONE, 0);
+	ins(o, p, 1, 0, 1);
+	ins(o, p, 2, 1, 2);
+	ins(o, p, 3, KVT_POLICY_NONE, 0);
+	o->on_remove(p, 1);
+	ins(o, p, 1, 0, 1); /* back from the history; 2 stayed */
+	o->on_access(p, 2);
+	/* leaves 3 then 2, then the inner chunks oldest first; 1 was taken for a leaf before */
+	expect_victims("conv", (uint32_t[]){3, 2, 0, 1}, 4, p);
+	o->on_remove(p, 2);
+	expect_victims("conv", (uint32_t[]){3, 1, 0}, 3, p);
+	o->destroy(p);
+}
+
 /* conv learns: chains whose inner chunks come back a few hundred events later, and whose tips
  * (no child) never do. Once trained it evicts a fresh tip before an older inner chunk. */
 static void test_policy_conv_learns_tips_die(void **state)
@@ -680,6 +700,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_prefix_leaves_first),
 	    cmocka_unit_test(test_policy_prefix_never_ancestor_first),
 	    cmocka_unit_test(test_policy_conv_untrained_order),
+	    cmocka_unit_test(test_policy_conv_relinks_reinserted_parent),
 	    cmocka_unit_test(test_policy_conv_learns_tips_die),
 	    cmocka_unit_test(test_policy_conv_tip_waits_for_request_end),
 	    cmocka_unit_test(test_policy_evictable_respected),
