@@ -21,7 +21,8 @@
 #define KVT_SIM_DEFAULT_POLICY "conv"
 
 struct opts {
-	const char *trace, *plot;
+	const char *trace, *synth, *dump, *plot;
+	uint64_t seed;
 	bool json;
 	double mrc_rate; /* --mrc [--mrc-rate R]: > 0 prints curves */
 	size_t caps[MAX_LIST], n_caps;
@@ -48,7 +49,9 @@ static void usage(FILE *f)
 	    "                  --policy host=s3fifo --policy nvme=lru\n"
 	    "                  [--admission nvme=second_touch] --block-bytes N\n"
 	    "       kvtier sim --list-policies\n"
-	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n");
+	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n"
+	    "        or --synth zipf|scan|docqa|agent|chat [--seed N] in place of --trace (a\n"
+	    "        generated workload); --dump FILE writes the trace in the native format\n");
 }
 
 static int parse_size(const char *s, uint64_t block_bytes, size_t *out)
@@ -110,6 +113,15 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 {
 	if (!strcmp(a, "--trace"))
 		o->trace = v;
+	else if (!strcmp(a, "--synth"))
+		o->synth = v;
+	else if (!strcmp(a, "--seed")) {
+		char *end;
+		o->seed = strtoull(v, &end, 10);
+		if (end == v || *end)
+			return -EINVAL;
+	} else if (!strcmp(a, "--dump"))
+		o->dump = v;
 	else if (!strcmp(a, "--plot"))
 		o->plot = v;
 	else if (!strcmp(a, "--capacity"))
@@ -168,6 +180,7 @@ static int parse(struct opts *o, int argc, char **argv)
 	struct raw w;
 	memset(&w, 0, sizeof(w));
 	o->block_bytes = 512 * 1024;
+	o->seed = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--json")) {
@@ -188,8 +201,8 @@ static int parse(struct opts *o, int argc, char **argv)
 			i++;
 		}
 	}
-	if (!o->block_bytes || !o->trace) {
-		fprintf(stderr, "sim: --trace is required\n");
+	if (!o->block_bytes || !o->trace == !o->synth) {
+		fprintf(stderr, "sim: one of --trace and --synth is required\n");
 		return -EINVAL;
 	}
 	return finish(o, &w);
@@ -281,6 +294,17 @@ static int multi(struct opts *o, const struct kvt_trace *t)
 	return 0;
 }
 
+static int dump(const char *path, const struct kvt_trace *t)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	int rc = kvt_trace_write(t, f);
+	if (fclose(f) && !rc)
+		rc = -errno;
+	return rc;
+}
+
 int kvt_sim_main(int argc, char **argv)
 {
 	struct opts o;
@@ -292,10 +316,16 @@ int kvt_sim_main(int argc, char **argv)
 			usage(stderr);
 		return rc < 0 ? 2 : 0;
 	}
-	if ((rc = kvt_trace_load(o.trace, &t))) {
-		fprintf(stderr, "sim: %s: %s\n", o.trace, strerror(-rc));
+	rc = o.trace ? kvt_trace_load(o.trace, &t) : kvt_sim_synth(o.synth, o.seed, &t);
+	if (rc) {
+		fprintf(stderr, "sim: %s: %s\n", o.trace ? o.trace : o.synth,
+		        rc == -ENOENT && o.synth ? "no such synthetic trace" : strerror(-rc));
 		return 1;
 	}
+	if (o.dump && (rc = dump(o.dump, &t)))
+		goto out;
+	if (o.dump && !o.n_caps && !o.n_tiers)
+		goto out;
 	if (o.n_tiers) {
 		rc = multi(&o, &t);
 		goto out;

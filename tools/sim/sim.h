@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* A trace in memory: requests, each a run of dense block ids (0..n_blocks-1). */
 struct kvt_trace {
@@ -30,6 +31,17 @@ int kvt_trace_load(const char *path, struct kvt_trace *t);
 /* Builds a trace from memory (tests): n_req requests, lens[i] blocks each, ids dense < n_blocks. */
 int kvt_trace_from(struct kvt_trace *t, size_t n_req, const uint32_t *lens, const uint32_t *ids);
 void kvt_trace_free(struct kvt_trace *t);
+/* Writes t in the native text format (dense ids). @return : 0, -EIO. */
+int kvt_trace_write(const struct kvt_trace *t, FILE *f);
+
+/*
+ * Synthetic traces of other workload shapes, to check that a policy is not fitted to one trace
+ * (synth.c has what each one is): "zipf", "scan", "docqa", "agent", "chat". The same kind and
+ * seed give the same trace. @return : 0, -ENOENT unknown kind, -ENOMEM.
+ */
+int kvt_sim_synth(const char *kind, uint64_t seed, struct kvt_trace *t);
+/* @return : the i-th synthetic kind, NULL past the end. */
+const char *kvt_sim_synth_kind(size_t i);
 
 struct kvt_sim_tier {
 	const char *name;          /* "host", "nvme", ... (borrowed) */

@@ -3,6 +3,7 @@
 #define KVT_SIM_INT_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct kvt_trace;
 
@@ -15,4 +16,12 @@ int kvt__sim_plot(const char *path, char *const *pols, size_t n_pols, const size
  * an exact LRU replay at each size; a table or JSON lines on stdout. @return : 0 or -errno. */
 int kvt__sim_mrc(const struct kvt_trace *t, const size_t *caps, size_t n_caps, double rate,
                  bool json);
+/* Builds a trace request by request (generators): new() clears t; req() starts a request, blk()
+ * appends a block (any u64, remapped to dense ids as by kvt_trace_load); done(b, rc) frees the
+ * builder and, when rc (or no request was made), the trace. @return : 0 or -errno. */
+struct kvt__tb;
+struct kvt__tb *kvt__tb_new(struct kvt_trace *t);
+int kvt__tb_req(struct kvt__tb *b, uint64_t ts_ms, uint32_t tenant);
+int kvt__tb_blk(struct kvt__tb *b, uint64_t key);
+int kvt__tb_done(struct kvt__tb *b, int rc);
 #endif

@@ -5,6 +5,7 @@
  * only; the rest of the object is ignored.
  */
 #include "sim.h"
+#include "sim_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -249,6 +250,56 @@ int kvt_trace_from(struct kvt_trace *t, size_t n_req, const uint32_t *lens, cons
 	if (rc)
 		kvt_trace_free(t);
 	return rc;
+}
+
+/* ---- the builder, for generators (sim_int.h) ---- */
+
+struct kvt__tb {
+	struct builder b;
+};
+
+struct kvt__tb *kvt__tb_new(struct kvt_trace *t)
+{
+	memset(t, 0, sizeof(*t));
+	struct kvt__tb *tb = calloc(1, sizeof(*tb));
+	if (tb)
+		tb->b.t = t;
+	return tb;
+}
+
+int kvt__tb_req(struct kvt__tb *tb, uint64_t ts_ms, uint32_t tenant)
+{
+	return push_req(&tb->b, ts_ms, tenant);
+}
+
+int kvt__tb_blk(struct kvt__tb *tb, uint64_t key)
+{
+	return push_blk(&tb->b, key);
+}
+
+int kvt__tb_done(struct kvt__tb *tb, int rc)
+{
+	struct kvt_trace *t = tb->b.t;
+	builder_done(&tb->b);
+	free(tb);
+	if (!rc && !t->req_off)
+		rc = -EINVAL; /* no request */
+	if (rc)
+		kvt_trace_free(t);
+	return rc;
+}
+
+int kvt_trace_write(const struct kvt_trace *t, FILE *f)
+{
+	for (size_t q = 0; q < t->n_req; q++) {
+		fprintf(f, "%llu", (unsigned long long)t->ts_ms[q]);
+		if (t->tenant[q])
+			fprintf(f, " t=%u", t->tenant[q]);
+		for (uint64_t i = t->req_off[q]; i < t->req_off[q + 1]; i++)
+			fprintf(f, " %u", t->blk[i]);
+		fputc('\n', f);
+	}
+	return ferror(f) ? -EIO : 0;
 }
 
 void kvt_trace_free(struct kvt_trace *t)
