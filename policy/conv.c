@@ -28,7 +28,8 @@
  *  - returns along the chain (0, 1, 2, 3+): a new chunk inherits its parent's count, plus one
  *    when the parent was itself re-accessed -- the chunk extends a conversation that came back
  *    (a new turn), so the count is the conversation's turn number;
- *  - reuses of the chunk itself (0, 1, 2+);
+ *  - reuses of the chunk itself (0, 1, 2, 3-5, 6+: the frequency that keyed workloads
+ *    without prefix structure live on);
  *  - whether it is a tip: its request has ended and no later chunk was ever chained to it (a
  *    prompt's last, often partial, chunk; it rarely returns). A chunk is not a tip while its
  *    request may still extend it: the chunks inserted since the last request began are pending,
@@ -40,10 +41,10 @@
  *    (a new chunk takes its parent's when the parent was just reused).
  *
  * Cost: insert and access O(1) plus one history probe (finalising a request's pending chunks is
- * O(1) per chunk, once); a victim costs one table lookup per non-empty class (<= 144); the
- * density table (144 classes x 96 bins) is rebuilt every 4,096 events (~15 ns per event
+ * O(1) per chunk, once); a victim costs one table lookup per non-empty class (<= 240); the
+ * density table (240 classes x 96 bins) is rebuilt every 4,096 events (~15 ns per event
  * amortised). Memory: 31 bytes per id, 16 bytes per history slot (16 x capacity slots, so
- * ~0.5 KiB per cached chunk), 296 KiB of tables and the pending list.
+ * ~0.5 KiB per cached chunk), 466 KiB of tables and the pending list.
  *
  * Why tips wait for the end of their request: a chunk is inserted before its child, so a
  * class bit "has a child" computed at once puts every chain's newest chunk, for one event, in
@@ -59,7 +60,7 @@
 #include <string.h>
 
 #define NSEG      4 /* returns along the chain: 0, 1, 2, 3+ */
-#define NHITS     3 /* reuses of the chunk: 0, 1, 2+ */
+#define NHITS     5 /* reuses of the chunk: 0, 1, 2, 3-5, 6+ */
 #define NCLASS    (NSEG * NHITS * 2 * 6)
 #define NBIN      96
 #define PERIOD    4096
@@ -129,7 +130,7 @@ static double bin_w(unsigned b)
 static unsigned class_of(const struct kvt_policy *p, uint32_t id)
 {
 	unsigned s = p->seg[id] >= NSEG ? NSEG - 1 : p->seg[id];
-	unsigned h = p->hits[id] >= NHITS ? NHITS - 1 : p->hits[id];
+	unsigned h = p->hits[id] < 3 ? p->hits[id] : p->hits[id] < 6 ? 3u : 4u;
 	return ((s * NHITS + h) * 2 + (p->flags[id] & F_TIP ? 0u : 1u)) * 6 + p->gap[id];
 }
 
