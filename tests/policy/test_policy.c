@@ -368,16 +368,23 @@ static void test_policy_prefix_never_ancestor_first(void **state)
 	o->destroy(p);
 }
 
-/* conv before it has learned anything (every density 0): leaves go before inner entries, least
- * recently used first, so an untrained conv trims a chain from its tip, like prefix. */
-static void test_policy_conv_untrained_order(void **state)
+/* A conv with the chain 0 -> 1 -> 2 and the root 3, inserted in that order. */
+static struct kvt_policy *conv_chain_and_root(const struct kvt_policy_ops *o)
 {
-	const struct kvt_policy_ops *o = &kvt_policy_conv;
 	struct kvt_policy *p = make("conv", 16);
 	ins(o, p, 0, KVT_POLICY_NONE, 0);
 	ins(o, p, 1, 0, 1);
 	ins(o, p, 2, 1, 2);
 	ins(o, p, 3, KVT_POLICY_NONE, 0);
+	return p;
+}
+
+/* conv before it has learned anything (every density 0): leaves go before inner entries, least
+ * recently used first, so an untrained conv trims a chain from its tip, like prefix. */
+static void test_policy_conv_untrained_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	struct kvt_policy *p = conv_chain_and_root(o);
 	o->on_access(p, 3);
 	expect_victims("conv", (uint32_t[]){2, 3, 0, 1}, 4, p);
 	o->on_remove(p, 2);
@@ -395,11 +402,7 @@ static void test_policy_conv_untrained_order(void **state)
 static void test_policy_conv_relinks_reinserted_parent(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_conv;
-	struct kvt_policy *p = make("conv", 16);
-	ins(o, p, 0, KVT_POLICY_NONE, 0);
-	ins(o, p, 1, 0, 1);
-	ins(o, p, 2, 1, 2);
-	ins(o, p, 3, KVT_POLICY_NONE, 0);
+	struct kvt_policy *p = conv_chain_and_root(o);
 	o->on_remove(p, 1);
 	ins(o, p, 1, 0, 1); /* back from the history; 2 stayed */
 	o->on_access(p, 2);
