@@ -18,7 +18,7 @@ int kvt__sim_mrc(const struct kvt_trace *t, const size_t *caps, size_t n_caps, d
                  bool json);
 /* Builds a trace request by request (generators): new() clears t; req() starts a request, blk()
  * appends a block (any u64, remapped to dense ids as by kvt_trace_load); done(b, rc) frees the
- * builder and, when rc (or no request was made), the trace. @return : 0 or -errno. */
+ * builder and, when rc, the trace. @return : rc. */
 struct kvt__tb;
 struct kvt__tb *kvt__tb_new(struct kvt_trace *t);
 int kvt__tb_req(struct kvt__tb *b, uint64_t ts_ms, uint32_t tenant);

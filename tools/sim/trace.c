@@ -235,23 +235,6 @@ int kvt_trace_load(const char *path, struct kvt_trace *t)
 	return rc;
 }
 
-int kvt_trace_from(struct kvt_trace *t, size_t n_req, const uint32_t *lens, const uint32_t *ids)
-{
-	int rc = 0;
-	memset(t, 0, sizeof(*t));
-	struct builder b = {.t = t};
-	size_t k = 0;
-	for (size_t i = 0; i < n_req && !rc; i++) {
-		rc = push_req(&b, i, 0);
-		for (uint32_t j = 0; j < lens[i] && !rc; j++)
-			rc = push_blk(&b, ids[k++]);
-	}
-	builder_done(&b);
-	if (rc)
-		kvt_trace_free(t);
-	return rc;
-}
-
 /* ---- the builder, for generators (sim_int.h) ---- */
 
 struct kvt__tb {
@@ -282,11 +265,24 @@ int kvt__tb_done(struct kvt__tb *tb, int rc)
 	struct kvt_trace *t = tb->b.t;
 	builder_done(&tb->b);
 	free(tb);
-	if (!rc && !t->req_off)
-		rc = -EINVAL; /* no request */
 	if (rc)
 		kvt_trace_free(t);
 	return rc;
+}
+
+int kvt_trace_from(struct kvt_trace *t, size_t n_req, const uint32_t *lens, const uint32_t *ids)
+{
+	struct kvt__tb *b = kvt__tb_new(t);
+	if (!b)
+		return -ENOMEM;
+	int rc = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < n_req && !rc; i++) {
+		rc = kvt__tb_req(b, i, 0);
+		for (uint32_t j = 0; j < lens[i] && !rc; j++)
+			rc = kvt__tb_blk(b, ids[k++]);
+	}
+	return kvt__tb_done(b, rc);
 }
 
 int kvt_trace_write(const struct kvt_trace *t, FILE *f)
