@@ -17,6 +17,19 @@ static const char *trace_path(char *buf, size_t len)
 	return p;
 }
 
+/* Runs `kvtier sim argv...` with its stdout in the file out. @return : its exit status. */
+static int sim_to_file(const char *out, int argc, char **argv)
+{
+	fflush(stdout);
+	FILE *saved = stdout;
+	stdout = fopen(out, "w");
+	assert_non_null(stdout);
+	int rc = kvt_sim_main(argc, argv);
+	fclose(stdout);
+	stdout = saved;
+	return rc;
+}
+
 static void test_policy_sim_mooncake_lru_opt(void **state)
 {
 	char buf[1024];
@@ -89,14 +102,7 @@ static void test_policy_sim_cli_mrc(void **state)
 	char a0[] = "sim", a1[] = "--trace", a3[] = "--capacity", a4[] = "64,256", a5[] = "--mrc",
 	     a6[] = "--mrc-rate", a7[] = "1", a8[] = "--json";
 	char *argv[] = {a0, a1, tr, a3, a4, a5, a6, a7, a8, NULL};
-	fflush(stdout);
-	FILE *saved = stdout;
-	stdout = fopen(out, "w");
-	assert_non_null(stdout);
-	int rc = kvt_sim_main(9, argv);
-	fclose(stdout);
-	stdout = saved;
-	assert_int_equal(rc, 0);
+	assert_int_equal(sim_to_file(out, 9, argv), 0);
 	f = fopen(out, "r");
 	assert_non_null(f);
 	char line[1024];
@@ -128,14 +134,7 @@ static void test_policy_sim_cli_json(void **state)
 	char a0[] = "sim", a1[] = "--trace", a3[] = "--capacity", a4[] = "1024", a5[] = "--policy",
 	     a6[] = "lru,s3fifo", a7[] = "--json";
 	char *argv[] = {a0, a1, (char *)trace, a3, a4, a5, a6, a7, NULL};
-	fflush(stdout);
-	FILE *saved = stdout;
-	stdout = fopen(out, "w");
-	assert_non_null(stdout);
-	int rc = kvt_sim_main(8, argv);
-	fclose(stdout);
-	stdout = saved;
-	assert_int_equal(rc, 0);
+	assert_int_equal(sim_to_file(out, 8, argv), 0);
 	FILE *f = fopen(out, "r");
 	assert_non_null(f);
 	char line[1024];
