@@ -9,6 +9,8 @@
 	X(HOST_POLICY, "host.policy", STR, "lru", 0, 0, 1, "eviction policy of the host tier")     \
 	X(HOST_POLICY_PARAMS, "host.policy_params", STR, "", 0, 0, 1,                              \
 	  "parameters of host.policy, e.g. \"small_ratio=0.1\"")                                   \
+	X(MRC_SAMPLE_PPM, "mrc.sample_ppm", U64, "10000", 1, 1000000, 0,                           \
+	  "keys sampled for the miss-ratio curves, per million (10000: 1%)")                       \
 	X(TENANT_MAP, "tenant.map", STR, "", 0, 0, 0,                                              \
 	  "uids/gids to named tenants: \"1000=teamA,@2000=teamB\" (default: one per uid)")         \
 	X(TENANT_QUOTA, "tenant.quota", STR, "", 0, 0, 0,                                          \
@@ -41,6 +43,10 @@
 	  "rocksdb directory (default DATA_DIR/rocksdb)")                                          \
 	X(ROCKSDB_BYTES, "rocksdb.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                 \
 	  "rocksdb tier logical capacity (auto: 1/8 of the data directory's free space)")          \
+	X(ROCKSDB_POLICY, "rocksdb.policy", STR, "lru", 0, 0, 1,                                   \
+	  "eviction policy of the rocksdb tier (kvtier policy set rocksdb NAME)")                  \
+	X(ROCKSDB_POLICY_PARAMS, "rocksdb.policy_params", STR, "", 0, 0, 1,                        \
+	  "parameters of rocksdb.policy, e.g. \"max_count=1000\"")                                 \
 	X(ROCKSDB_WAL, "rocksdb.wal", BOOL, "false", 0, 1, 0, "write-ahead log on")                \
 	X(ROCKSDB_COMPRESSION, "rocksdb.compression", STR, "none", 0, 0, 0, "none, lz4 or zstd")   \
 	X(ROCKSDB_TTL_S, "rocksdb.ttl_s", U64, "0", 0, 1ull << 32, 0,                              \

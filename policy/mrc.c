@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,7 +131,8 @@ void kvt_mrc_destroy(struct kvt_mrc *m)
 	free(m);
 }
 
-void kvt_mrc_access(struct kvt_mrc *m, uint64_t key_hash)
+/* counted: a hit or a miss of the curve; otherwise the key only moves to the top. */
+static void record(struct kvt_mrc *m, uint64_t key_hash, bool counted)
 {
 	uint64_t h = kvt__mix64(key_hash ^ 0x5851f42d4c957f2dULL);
 	if (h > m->threshold)
@@ -138,20 +140,31 @@ void kvt_mrc_access(struct kvt_mrc *m, uint64_t key_hash)
 	uint64_t k = key_hash | 1; /* never 0: time_key uses 0 for free */
 	if (m->now == m->tcap && compact(m))
 		return;
-	m->samples++;
+	m->samples += counted;
 	uint32_t t = kvt__hset_get(&m->keys, k);
 	if (t != KVT__NIL) {
 		uint64_t d = fen_sum(m, m->now) - fen_sum(m, t); /* distinct keys since */
-		m->hist[bin_of((double)(d + 1) / m->rate)] += 1;
+		if (counted)
+			m->hist[bin_of((double)(d + 1) / m->rate)] += 1;
 		fen_add(m, t, -1);
 		m->time_key[t] = 0;
 	} else {
-		m->cold++;
+		m->cold += counted;
 	}
 	m->now++;
 	m->time_key[m->now] = k;
 	fen_add(m, m->now, 1);
 	kvt__hset_put(&m->keys, k, (uint32_t)m->now);
+}
+
+void kvt_mrc_access(struct kvt_mrc *m, uint64_t key_hash)
+{
+	record(m, key_hash, true);
+}
+
+void kvt_mrc_touch(struct kvt_mrc *m, uint64_t key_hash)
+{
+	record(m, key_hash, false);
 }
 
 double kvt_mrc_hit_ratio(const struct kvt_mrc *m, uint64_t size)

@@ -19,6 +19,9 @@ int kvt_mrc_create(double sample_rate, struct kvt_mrc **out);
 void kvt_mrc_destroy(struct kvt_mrc *m);
 /* Records one access (hit or miss) of the key. */
 void kvt_mrc_access(struct kvt_mrc *m, uint64_t key_hash);
+/* Records a reference that makes the key resident but is neither a hit nor a miss (a lower
+ * tier's write: the curve is of its reads, and a write moves the key to the top). */
+void kvt_mrc_touch(struct kvt_mrc *m, uint64_t key_hash);
 /* @return : the estimated hit ratio of an LRU tier holding size_entries entries. */
 double kvt_mrc_hit_ratio(const struct kvt_mrc *m, uint64_t size_entries);
 /* Writes the hit ratio at 1/2x, 1x, 2x, 4x and 8x of size_entries (what `kvtier mrc` shows). */

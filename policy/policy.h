@@ -73,6 +73,18 @@ int kvt_policy_switch(const struct kvt_policy_ops *from_ops, struct kvt_policy *
                       size_t n_resident, const struct kvt_policy_ops *to_ops, size_t capacity_hint,
                       kvt_policy_meta_fn meta, void *arg, struct kvt_policy **out);
 
+/*
+ * The run-time change `kvtier policy set` makes: with name the policy *ops already is, sets the
+ * parameters ("k=v" words, params is modified) on *p; otherwise builds policy name from *p's
+ * n_resident entries (kvt_policy_switch), sets the parameters on it, and only then destroys the
+ * old one and replaces *ops and *p. On failure nothing is replaced (parameters set before the
+ * failing word stay set) and err holds one line saying why.
+ * @return : 0, -ENOENT (no such policy or parameter), -EINVAL (bad word or value), -ENOMEM.
+ */
+int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, size_t n_resident,
+                   const char *name, char *params, size_t capacity_hint, kvt_policy_meta_fn meta,
+                   void *arg, char *err, size_t err_len);
+
 extern const struct kvt_policy_ops kvt_policy_lru;
 extern const struct kvt_policy_ops kvt_policy_arc;
 extern const struct kvt_policy_ops kvt_policy_s3fifo;

@@ -4,11 +4,18 @@
  * is replayed into the new one coldest first. Before an entry goes in, its resident ancestors
  * go in (depth first through meta.parent), so a prefix-aware policy rebuilds its tree. Memory:
  * the order array and a bitmap over ids, both freed before return.
+ *
+ * kvt_policy_set() is what `kvtier policy set TIER NAME [k=v ...]` does to any tier that keeps
+ * its entries in a policy (the daemon's host tier, the rocksdb tier): the same name only sets
+ * parameters; another builds the new policy beside the old one, sets its parameters there, and
+ * replaces the old one only when everything succeeded.
  */
 #include "policy.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Walks up to the first ancestor already inserted (chain: scratch of n_resident ids), then
  * inserts downward. done[id]: 0 not resident, 1 waiting, 2 inserted. */
@@ -70,4 +77,53 @@ err:
 	free(done);
 	free(order);
 	return rc;
+}
+
+/* Applies "k=v" words; @return : 0 or the first error (-ENOENT: unknown parameter). */
+static int apply_params(const struct kvt_policy_ops *ops, struct kvt_policy *p, char *words,
+                        char *err, size_t err_len)
+{
+	char *save = NULL;
+	for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(w, '=');
+		if (!eq) {
+			snprintf(err, err_len, "'%s' is not name=value", w);
+			return -EINVAL;
+		}
+		*eq = 0;
+		int rc = ops->set_param ? ops->set_param(p, w, eq + 1) : -ENOENT;
+		if (rc) {
+			snprintf(err, err_len, "%s: %s=%s: %s", ops->name, w, eq + 1,
+			         rc == -ENOENT ? "no such parameter" : strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, size_t n_resident,
+                   const char *name, char *params, size_t capacity_hint, kvt_policy_meta_fn meta,
+                   void *arg, char *err, size_t err_len)
+{
+	const struct kvt_policy_ops *to = kvt_policy_find(name);
+	if (!to) {
+		snprintf(err, err_len, "no policy named '%s' (kvtier sim --list-policies)", name);
+		return -ENOENT;
+	}
+	if (to == *ops)
+		return apply_params(to, *p, params, err, err_len);
+	struct kvt_policy *np;
+	int rc = kvt_policy_switch(*ops, *p, n_resident, to, capacity_hint, meta, arg, &np);
+	if (rc) {
+		snprintf(err, err_len, "switch to %s failed: %s", name, strerror(-rc));
+		return rc;
+	}
+	if ((rc = apply_params(to, np, params, err, err_len))) {
+		to->destroy(np);
+		return rc;
+	}
+	(*ops)->destroy(*p);
+	*ops = to;
+	*p = np;
+	return 0;
 }

@@ -138,6 +138,18 @@ struct kvt_tier_ops {
 	 * @return : the number of records written (res 0).
 	 */
 	size_t (*write_stream)(struct kvt_tier *t, const struct kvt_tier_wsource *src);
+	/*
+	 * Optional (added after write_stream; NULL: the tier does not evict through the policy
+	 * seam, e.g. a log reclaimed in write order). Called with the tier not in use by its
+	 * worker, as enable(). policy_get writes the eviction policy's name. policy_set switches
+	 * to policy name keeping every record, or only sets parameters ("k=v" words; params is
+	 * modified) when name is the current one: kvt_policy_set() on the tier's entries. On
+	 * failure nothing changed and err holds one line.
+	 * @return (policy_set) : 0, -ENOENT (no such policy or parameter), -EINVAL, -ENOMEM.
+	 */
+	void (*policy_get)(struct kvt_tier *t, char *name, size_t name_len);
+	int (*policy_set)(struct kvt_tier *t, const char *name, char *params, char *err,
+	                  size_t err_len);
 };
 
 /* @return : the tier named name, or NULL (not built in). */

@@ -109,6 +109,7 @@ struct kvd_lower {
 	bool second_touch;        /* admission: demote on the second access only */
 	_Atomic uint64_t busy_ns; /* the worker's time inside this tier's I/O (stats: busy_us) */
 	_Atomic unsigned waiters; /* loop-thread callers waiting for lock: a write stream yields */
+	struct kvt_mrc *mrc;      /* owned, loop thread: its reads' miss-ratio curve, or NULL */
 };
 
 struct kvd_job; /* tiers.c */
@@ -201,6 +202,17 @@ void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
 /* Handles the worker's completions (evfd readable). */
 void kvd_tiers_complete(struct kvd *d);
 int kvd_tiers_enable(struct kvd *d, const char *name);
+/* @return : the index of the lower tier named name, or -ENOENT. */
+int kvd_tiers_find(const struct kvd *d, const char *name);
+/* Lower tier k's eviction policy (tier.h policy_get / policy_set) under its lock.
+ * @return : 0, -EOPNOTSUPP (its eviction is not a policy: err says what it is), or
+ * policy_set's error. */
+int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len);
+int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *params, char *err,
+                         size_t err_len);
+/* An acquire met key_hash (tenant-mixed) at where (0: not indexed): a host miss is a read of
+ * each lower tier down to the first that holds it, for their miss-ratio curves. */
+void kvd_tiers_note_read(struct kvd *d, uint64_t key_hash, uint8_t where);
 void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos);
 
 /* shmidx.c: the tenant's lookup table in shared memory */
@@ -217,6 +229,8 @@ int kvd_quota_apply(struct kvd *d, uint32_t tenant, uint32_t key);
 void kvd_host_release(struct kvd *d, uint32_t t, uint64_t off, uint64_t rec_bytes);
 
 /* policyctl.c */
+/* mrc.sample_ppm as the curves' sampling rate. */
+double kvd_mrc_rate(const struct kvd *d);
 int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len);
 int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len);
 

@@ -98,6 +98,10 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 			break;
 		lower_only |= !(d->idx.e[ids[found]].where & KVD_AT_HOST);
 	}
+	for (uint32_t k = 0; d->n_lower && !d->resuming && k < n; k++) {
+		uint32_t id = k < found ? ids[k] : kvd_index_find(&d->idx, t, ns, keys[k]);
+		kvd_tiers_note_read(d, keys[k].w[0] ^ t, id == KVD_NIL ? 0 : d->idx.e[id].where);
+	}
 	/* a leading chunk only in a lower tier: promote first (unless this is the last try) */
 	*promote = lower_only && !d->resume_final;
 	if (*promote)

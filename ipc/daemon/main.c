@@ -216,7 +216,7 @@ static int setup(struct kvd *d)
 	int rc = d->pol_ops->create(4096, &d->pol);
 	if (rc)
 		return rc;
-	if (kvt_mrc_create(0.01, &d->mrc))
+	if (kvt_mrc_create(kvd_mrc_rate(d), &d->mrc))
 		d->mrc = NULL; /* no curve, nothing else lost */
 	if (*kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA) && (rc = kvt_quota_create(&d->quota)))
 		return rc;

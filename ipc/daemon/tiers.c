@@ -24,6 +24,7 @@
 #include "core/chunk.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "policy/mrc.h"
 #include "tiers/tier.h"
 #ifdef KVT_HAVE_TIER_NVME
 #include "tiers/nvme/nvme.h"
@@ -377,6 +378,8 @@ int kvd_tiers_open(struct kvd *d)
 			kvt_log(KVT_LOG_ERROR, "tier %s: cannot open: %s", name, strerror(-rc));
 			return rc;
 		}
+		if (kvt_mrc_create(kvd_mrc_rate(d), &l->mrc))
+			l->mrc = NULL; /* no curve, nothing else lost */
 		l->second_touch =
 		    !strcmp(name, "nvme") &&
 		    !strcmp(kvt_opt_str(&d->opts, KVT_OPT_NVME_ADMIT), "second_touch");
@@ -434,6 +437,8 @@ void kvd_tiers_close(struct kvd *d)
 	}
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		d->lower[k].ops->close(d->lower[k].t);
+		kvt_mrc_destroy(d->lower[k].mrc);
+		d->lower[k].mrc = NULL;
 		pthread_mutex_destroy(&d->lower[k].lock);
 	}
 	d->n_lower = 0;
@@ -578,6 +583,8 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 		e->where |= (uint8_t)(2u << j->tier);
 		e->loc[j->tier] = j->loc;
 		d->st.demoted++;
+		if (d->lower[j->tier].mrc) /* a write: the key is resident, not a read */
+			kvt_mrc_touch(d->lower[j->tier].mrc, e->key.w[0] ^ e->tenant);
 	} else { /* deleted meanwhile: take the new copy back out */
 		j->kind = JOB_REMOVE;
 		j->entry = KVD_NIL;
@@ -695,6 +702,62 @@ int kvd_tiers_enable(struct kvd *d, const char *name)
 		return rc;
 	}
 	return -ENOENT;
+}
+
+int kvd_tiers_find(const struct kvd *d, const char *name)
+{
+	for (uint32_t k = 0; k < d->n_lower; k++)
+		if (!strcmp(d->lower[k].ops->name, name))
+			return (int)k;
+	return -ENOENT;
+}
+
+static int no_policy(const struct kvd_lower *l, char *out, size_t out_len)
+{
+	snprintf(out, out_len,
+	         "%s: evicts in write order (its log is reclaimed oldest first), not through a "
+	         "policy; its admission is %s.admit",
+	         l->ops->name, l->ops->name);
+	return -EOPNOTSUPP;
+}
+
+int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len)
+{
+	struct kvd_lower *l = &d->lower[k];
+	if (!l->ops->policy_get)
+		return no_policy(l, out, out_len);
+	char name[64];
+	lower_lock(l);
+	l->ops->policy_get(l->t, name, sizeof(name));
+	pthread_mutex_unlock(&l->lock);
+	snprintf(out, out_len, "%s %s", l->ops->name, name);
+	return 0;
+}
+
+int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *params, char *err,
+                         size_t err_len)
+{
+	struct kvd_lower *l = &d->lower[k];
+	if (!l->ops->policy_set)
+		return no_policy(l, err, err_len);
+	lower_lock(l);
+	int rc = l->ops->policy_set(l->t, name, params, err, err_len);
+	pthread_mutex_unlock(&l->lock);
+	if (!rc)
+		kvt_log(KVT_LOG_INFO, "%s tier: policy is now %s", l->ops->name, name);
+	return rc;
+}
+
+void kvd_tiers_note_read(struct kvd *d, uint64_t key_hash, uint8_t where)
+{
+	if (where & KVD_AT_HOST)
+		return;
+	for (uint32_t k = 0; k < d->n_lower; k++) {
+		if (d->lower[k].mrc)
+			kvt_mrc_access(d->lower[k].mrc, key_hash);
+		if (where & (2u << k))
+			return;
+	}
 }
 
 void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)

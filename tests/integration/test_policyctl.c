@@ -1,9 +1,12 @@
 /*
  * test_policyctl.c -- the host tier's policy switched at run time keeps every cached chunk;
- * parameters are checked; bad names change nothing; the miss-ratio curve answers.
+ * parameters are checked; bad names change nothing; the miss-ratio curve answers. The same for
+ * the rocksdb tier below host (its policy from the options, switched at run time, its curve fed
+ * by the host misses that reach it), and a tier without a policy (nvme) says so.
  */
 #include "testlib.h"
 #include "kvtier.h"
+#include "put_chain.h"
 #include "ipc/proto.h"
 
 #include <errno.h>
@@ -27,6 +30,18 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* 64 KiB chunks */
+static kvt_model_t model(const char *name)
+{
+	kvt_model_t m = {.name = name,
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = 1,
+	                 .n_kv_heads = 8,
+	                 .head_dim = 128,
+	                 .tokens_per_chunk = 16};
+	return m;
+}
+
 static int policy(kvt_client_t *c, const char *cmd, char *out, size_t len)
 {
 	out[0] = 0;
@@ -37,12 +52,7 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 {
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_model_t m = {.name = "pol",
-	                 .dtype = KVT_DTYPE_F16,
-	                 .n_layers = 1,
-	                 .n_kv_heads = 8,
-	                 .head_dim = 128,
-	                 .tokens_per_chunk = 16}; /* 64 KiB chunks */
+	kvt_model_t m = model("pol");
 	kvt_id_t ns, keys[160];
 	uint32_t toks[160 * 16];
 	for (size_t i = 0; i < 160 * 16; i++)
@@ -75,7 +85,7 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	assert_int_equal(policy(c, "set host lru bogus=1", out, sizeof(out)), -ENOENT);
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host s3fifo"); /* failed switches changed nothing */
-	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), -EOPNOTSUPP);
+	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), -ENOENT); /* not configured */
 	assert_int_equal(policy(c, "frobnicate", out, sizeof(out)), -EINVAL);
 
 	/* the new policy evicts: 4 MiB holds < 64 chunks of 68 KiB */
@@ -90,10 +100,83 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	kvt_close(c);
 }
 
+static void test_policyctl_lower_tiers(void **state)
+{
+	enum { N = 96 }; /* 6 MiB against a 2 MiB host tier */
+	const char *sets[] = {"host.bytes=2MiB",        "tiers.order=host,rocksdb",
+	                      "rocksdb.bytes=64MiB",    "rocksdb.policy=s3fifo",
+	                      "mrc.sample_ppm=1000000", NULL};
+	struct kvt_test_daemon ld;
+	assert_int_equal(kvt_test_daemon_start(&ld, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(ld.sock, &c), 0);
+	kvt_model_t m = model("low");
+	kvt_id_t ns, keys[N];
+	uint32_t toks[N * 16];
+	for (size_t i = 0; i < N * 16; i++)
+		toks[i] = (uint32_t)i * 7 + 3;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	assert_int_equal(kvt_chunk_keys(ns, toks, N * 16, 16, keys, N), N);
+	size_t cb = kvt_chunk_bytes(&m);
+	kvt_test_put_chain(c, ns, keys, N, cb, 500);
+	assert_true(kvt_test_stat_wait(&ld, "demoted", N, 1) >= N);
+
+	char out[2048];
+	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb s3fifo"); /* from rocksdb.policy */
+	assert_int_equal(policy(c, "set rocksdb lfu max_count=100", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb lfu");
+	assert_int_equal(policy(c, "set rocksdb nosuch", out, sizeof(out)), -ENOENT);
+	assert_int_equal(policy(c, "set rocksdb sieve bogus=1", out, sizeof(out)), -ENOENT);
+	assert_int_equal(policy(c, "set rocksdb", out, sizeof(out)), -EINVAL);
+	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb lfu"); /* failed switches changed nothing */
+	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), -ENOENT);
+	assert_non_null(strstr(out, "tiers.order"));
+	assert_int_equal(policy(c, "mrc rocksdb", out, sizeof(out)), -EAGAIN); /* no read yet */
+
+	/* nothing dropped: every chunk is a byte-identical hit, most promoted from rocksdb */
+	assert_int_equal(kvt_lookup(c, ns, keys, N), N);
+	uint8_t *got = malloc(cb), *want = malloc(cb);
+	for (size_t i = 0; i < N; i++) {
+		void *dst[1] = {got};
+		assert_int_equal(kvt_get(c, ns, &keys[i], 1, dst, cb), 1);
+		kvt_test_fill(want, cb, 500 + i);
+		assert_memory_equal(got, want, cb);
+	}
+	assert_true(kvt_test_stat(&ld, "promoted") > 0);
+
+	/* Every read that reached rocksdb was of a chunk written there before, well within its
+	 * size: the curve says ~1 at 1x (demotions count as writes, not as cold misses). */
+	assert_int_equal(policy(c, "mrc rocksdb", out, sizeof(out)), 0);
+	print_message("%s", out);
+	double h[5];
+	const char *row = strstr(out, "hit");
+	assert_non_null(row);
+	assert_int_equal(sscanf(row, "hit %lf %lf %lf %lf %lf", &h[0], &h[1], &h[2], &h[3], &h[4]),
+	                 5);
+	assert_true(h[1] > 0.95 && h[1] <= 1.0);
+	free(got);
+	free(want);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&ld);
+
+	/* nvme reclaims its log in write order: get and set say so */
+	const char *nv[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=16MiB", NULL};
+	assert_int_equal(kvt_test_daemon_start(&ld, nv), 0);
+	assert_int_equal(kvt_connect(ld.sock, &c), 0);
+	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), -EOPNOTSUPP);
+	assert_non_null(strstr(out, "write order"));
+	assert_int_equal(policy(c, "set nvme lru", out, sizeof(out)), -EOPNOTSUPP);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&ld);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policyctl_switch_keeps_chunks),
+	    cmocka_unit_test(test_policyctl_lower_tiers),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

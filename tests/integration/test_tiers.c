@@ -6,6 +6,7 @@
  */
 #include "testlib.h"
 #include "kvtier.h"
+#include "put_chain.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -36,24 +37,6 @@ static void keys_of(kvt_id_t ns, kvt_id_t *keys, size_t n, uint32_t salt)
 	assert_int_equal(kvt_chunk_keys(ns, toks, n * 16, 16, keys, n), n);
 }
 
-static void put_all(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t cb, uint32_t salt)
-{
-	uint8_t *buf = malloc(cb);
-	for (size_t i = 0; i < N; i++) {
-		kvt_test_fill(buf, cb, salt * 10000 + i);
-		const void *ch[1] = {buf};
-		int rc;
-		/* -EAGAIN: host is full of chunks still waiting for demotion: back off and retry */
-		for (int tries = 0; (rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch,
-		                                  cb)) == -EAGAIN &&
-		                    tries < 200;
-		     tries++)
-			usleep(5000);
-		assert_int_equal(rc, 1);
-	}
-	free(buf);
-}
-
 static void wait_stat(struct kvt_test_daemon *d, const char *key, long long want)
 {
 	assert_true(kvt_test_stat_wait(d, key, want, 1) >= want);
@@ -76,7 +59,7 @@ static void spill(struct spilled *s, const char *const *sets, uint32_t salt)
 	assert_int_equal(kvt_namespace(s->c, &m, &s->ns), 0);
 	keys_of(s->ns, s->keys, N, salt);
 	s->cb = kvt_chunk_bytes(&m);
-	put_all(s->c, s->ns, s->keys, s->cb, salt);
+	kvt_test_put_chain(s->c, s->ns, s->keys, N, s->cb, (uint64_t)salt * 10000);
 	wait_stat(&s->d, "demoted", N);
 }
 

@@ -57,11 +57,31 @@ static void test_policy_mrc_sampled(void **state)
 	check(0.1, 0.03);
 }
 
+/* A touch (a lower tier's write) makes a key resident without being a hit or a miss: reads of
+ * 100 written keys, each 100 distinct keys after its write, hit at size 128 and miss at 64. */
+static void test_policy_mrc_touch_is_not_counted(void **state)
+{
+	struct kvt_mrc *m;
+	assert_int_equal(kvt_mrc_create(1.0, &m), 0);
+	for (uint64_t k = 1; k <= 100; k++)
+		kvt_mrc_touch(m, k * 0x9e3779b97f4a7c15ull);
+	assert_int_equal(kvt_mrc_samples(m), 0);
+	for (uint64_t k = 1; k <= 100; k++)
+		kvt_mrc_access(m, k * 0x9e3779b97f4a7c15ull);
+	assert_int_equal(kvt_mrc_samples(m), 100);
+	assert_true(kvt_mrc_hit_ratio(m, 128) > 0.99);
+	assert_true(kvt_mrc_hit_ratio(m, 64) < 0.01);
+	kvt_mrc_access(m, 1000); /* a read of a key never written: a cold miss */
+	assert_true(kvt_mrc_hit_ratio(m, 1 << 20) < 100.0 / 101 + 1e-9);
+	kvt_mrc_destroy(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policy_mrc_exact_at_full_rate),
 	    cmocka_unit_test(test_policy_mrc_sampled),
+	    cmocka_unit_test(test_policy_mrc_touch_is_not_counted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

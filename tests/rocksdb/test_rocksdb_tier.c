@@ -1,7 +1,8 @@
 /*
  * test_rocksdb_tier.c -- the rocksdb tier against a real database in a temporary directory:
  * byte-identical round trips, the size cap under churn (with matching dropped callbacks),
- * reopen after close, corruption behind the tier's back, TTL.
+ * reopen after close, corruption behind the tier's back, TTL, the eviction policy chosen in the
+ * options and switched at run time without dropping a record.
  */
 #include "rdb_fixture.h"
 
@@ -298,6 +299,99 @@ static void test_rocksdb_ttl(void **state)
 	free(exp);
 }
 
+#define PAY 65536 /* payload of the policy test's records */
+
+static void check_policy(struct kvt_tier *t, const char *want)
+{
+	char name[64];
+	kvt_tier_rocksdb.policy_get(t, name, sizeof(name));
+	assert_string_equal(name, want);
+}
+
+/* Reads record hot five times, then every other live record in lo..hi once: hot is the most
+ * frequently used record and the least recently used one. */
+static void hot_then_rest(struct kvt_tier *t, uint64_t hot, uint64_t lo, uint64_t hi, void *buf,
+                          void *exp)
+{
+	for (int r = 0; r < 5; r++)
+		assert_int_equal(rdb_check(t, hot, PAY, buf, exp), KVT_CHUNK_HDR_BYTES + PAY);
+	for (uint64_t i = lo; i <= hi; i++)
+		if (i != hot)
+			assert_int_equal(rdb_check(t, i, PAY, buf, exp), KVT_CHUNK_HDR_BYTES + PAY);
+}
+
+/* rocksdb.policy picks the policy; policy_set switches it keeping every record, and the next
+ * victim is the new policy's (LFU keeps the frequent record that LRU evicts). */
+static void test_rocksdb_policy(void **state)
+{
+	enum { N = 16, REC = KVT_CHUNK_HDR_BYTES + PAY }; /* the cap, N records, is >= 1 MiB */
+	struct kvt_options o;
+	struct rdb_drops d = {.seen = calloc(N + 2, 1), .max_id = N + 2};
+	struct kvt_tier_env env;
+	struct kvt_tier *t = NULL;
+	char err[256], params[64];
+	uint64_t loc;
+	uint8_t *buf = rdb_buf(REC), *exp = rdb_buf(REC);
+
+	const char *bad_name[] = {"rocksdb.policy=nosuch", NULL};
+	rdb_opts(&o, dir, (uint64_t)N * REC, bad_name);
+	env = rdb_env(&o, &d);
+	assert_int_equal(kvt_tier_rocksdb.open(&env, &t), -EINVAL);
+	const char *bad_param[] = {"rocksdb.policy=s3fifo", "rocksdb.policy_params=bogus=1", NULL};
+	rdb_opts(&o, dir, (uint64_t)N * REC, bad_param);
+	assert_int_equal(kvt_tier_rocksdb.open(&env, &t), -ENOENT);
+	const char *s3[] = {"rocksdb.policy=s3fifo", "rocksdb.policy_params=small_ratio=0.2", NULL};
+	rdb_opts(&o, dir, (uint64_t)N * REC, s3);
+	t = open_tier(&o, &d);
+	check_policy(t, "s3fifo");
+	kvt_tier_rocksdb.close(t);
+
+	rdb_opts(&o, dir, (uint64_t)N * REC, NULL);
+	t = open_tier(&o, &d);
+	check_policy(t, "lru");
+	for (uint64_t i = 0; i < N; i++) {
+		size_t len = rdb_record(buf, i, PAY);
+		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	}
+	hot_then_rest(t, 0, 0, N - 1, buf, exp);
+	size_t len = rdb_record(buf, N, PAY);
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	assert_int_equal(d.n, 1);
+	assert_true(d.seen[0]); /* LRU: the least recent goes, however often it was read */
+
+	params[0] = 0;
+	assert_int_equal(kvt_tier_rocksdb.policy_set(t, "lfu", params, err, sizeof(err)), 0);
+	check_policy(t, "lfu");
+	assert_int_equal(d.n, 1); /* nothing dropped by the switch */
+	assert_int_equal(rdb_stats(t).chunks, N);
+	hot_then_rest(t, 1, 1, N, buf, exp); /* every record still a byte-identical hit */
+	len = rdb_record(buf, N + 1, PAY);
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	assert_int_equal(d.n, 2);
+	assert_false(d.seen[1]); /* LFU: the frequent one stays */
+	assert_true(rdb_stats(t).used_bytes <= (uint64_t)N * REC);
+
+	/* Failures change nothing: an unknown policy, an unknown parameter, a bad word. */
+	params[0] = 0;
+	assert_int_equal(kvt_tier_rocksdb.policy_set(t, "nosuch", params, err, sizeof(err)),
+	                 -ENOENT);
+	assert_non_null(strstr(err, "nosuch"));
+	snprintf(params, sizeof(params), "bogus=1");
+	assert_int_equal(kvt_tier_rocksdb.policy_set(t, "sieve", params, err, sizeof(err)),
+	                 -ENOENT);
+	snprintf(params, sizeof(params), "max_count");
+	assert_int_equal(kvt_tier_rocksdb.policy_set(t, "lfu", params, err, sizeof(err)), -EINVAL);
+	check_policy(t, "lfu");
+	snprintf(params, sizeof(params), "max_count=1000");
+	assert_int_equal(kvt_tier_rocksdb.policy_set(t, "lfu", params, err, sizeof(err)), 0);
+	assert_int_equal(rdb_stats(t).chunks, N);
+	assert_int_equal(d.n, 2);
+	kvt_tier_rocksdb.close(t);
+	free(d.seen);
+	free(buf);
+	free(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +400,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_reopen, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_corruption, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_ttl, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_policy, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,9 +12,12 @@
  * - a record that fails verification (header, identity, length, payload checksum) is deleted,
  *   counted as a corruption and reported through env->dropped; the caller gets -EBADMSG.
  *
- * Eviction: slot numbers are the policy's ids (LRU). Victims and the new record go into one
- * write batch, so a failed write evicts nothing. TTL (rocksdb.ttl_s) counts from the write, or
- * from the open for records found on disk (a restart extends a record's life by its age then).
+ * Eviction: slot numbers are the policy's ids (rocksdb.policy, default LRU; switched at run time
+ * by policy_set, which rebuilds the new policy from the old one's order and drops nothing).
+ * Records have no parent here: the prefix tree lives in the daemon. Victims and the new record go
+ * into one write batch, so a failed write evicts nothing. TTL (rocksdb.ttl_s) counts from the
+ * write, or from the open for records found on disk (a restart extends a record's life by its age
+ * then).
  *
  * Disk full: a write that meets ENOSPC marks the tier full and fails; later writes fail at once
  * (-ENOSPC, no RocksDB call) until a probe (every PROBE_NS) sees RESUME_FREE_BYTES free, then the
@@ -29,6 +32,7 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -73,13 +77,19 @@ static int check_record(const struct kvt_tier_id *id, const void *val, size_t le
 	return 0;
 }
 
+static void slot_meta(void *arg, uint32_t s, struct kvt_policy_meta *m)
+{
+	const struct kvt__rdb_slot *sl = &((struct kvt_tier *)arg)->ix.slots[s];
+	*m = (struct kvt_policy_meta){.key_hash = kvt__rdb_id_hash(&sl->id),
+	                              .bytes = sl->bytes,
+	                              .parent = KVT_POLICY_NONE,
+	                              .tenant = sl->id.tenant};
+}
+
 static void policy_insert(struct kvt_tier *t, uint32_t s)
 {
-	const struct kvt__rdb_slot *sl = &t->ix.slots[s];
-	struct kvt_policy_meta m = {.key_hash = kvt__rdb_id_hash(&sl->id),
-	                            .bytes = sl->bytes,
-	                            .parent = KVT_POLICY_NONE,
-	                            .tenant = sl->id.tenant};
+	struct kvt_policy_meta m;
+	slot_meta(t, s, &m);
 	t->pol_ops->on_insert(t->pol, s, &m);
 }
 
@@ -482,6 +492,19 @@ static uint64_t auto_capacity(const char *path)
 	return KVT_MAX((uint64_t)sv.f_bavail * sv.f_frsize / 8, 1ull << 20);
 }
 
+static void rdb_policy_get(struct kvt_tier *t, char *name, size_t name_len)
+{
+	snprintf(name, name_len, "%s", t->pol_ops->name);
+}
+
+static int rdb_policy_set(struct kvt_tier *t, const char *name, char *params, char *err,
+                          size_t err_len)
+{
+	size_t hint = KVT_MAX((size_t)t->ix.n_live, (size_t)1024);
+	return kvt_policy_set(&t->pol_ops, &t->pol, t->ix.n_live, name, params, hint, slot_meta, t,
+	                      err, err_len);
+}
+
 int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_conf *c,
                        struct kvt_tier **out)
 {
@@ -494,9 +517,12 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	t->conf = *c;
 	t->exclude = KVT__RDB_NIL;
 	t->open_ns = t->last_sweep_ns = kvt_now_ns();
-	t->pol_ops = kvt_policy_find("lru");
-	if (!t->pol_ops)
+	const char *pname = kvt_opt_str(env->opts, KVT_OPT_ROCKSDB_POLICY);
+	if (!(t->pol_ops = kvt_policy_find(pname))) {
+		kvt_log(KVT_LOG_ERROR, "rocksdb.policy: no policy named '%s'", pname);
+		rc = -EINVAL;
 		goto err_free;
+	}
 	if (KVT_NEVER(kvt_chunk_sum("kvt", 3) != XXH3_64bits("kvt", 3)))
 		goto err_free; /* copy_verify() hashes as the chunk format does */
 	if (!(t->xxh = XXH3_createState()))
@@ -505,6 +531,13 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 		goto err_xxh;
 	if ((rc = t->pol_ops->create(1024, &t->pol)))
 		goto err_index;
+	char params[KVT_OPT_STR_MAX], perr[256];
+	snprintf(params, sizeof(params), "%s",
+	         kvt_opt_str(env->opts, KVT_OPT_ROCKSDB_POLICY_PARAMS));
+	if ((rc = rdb_policy_set(t, t->pol_ops->name, params, perr, sizeof(perr)))) {
+		kvt_log(KVT_LOG_ERROR, "rocksdb.policy_params: %s", perr);
+		goto err_policy;
+	}
 	rc = -ENOMEM;
 	if (!(t->batch = rocksdb_writebatch_create()))
 		goto err_policy;
@@ -588,4 +621,6 @@ const struct kvt_tier_ops kvt_tier_rocksdb = {
     .iterate = rdb_iterate,
     .stats = rdb_stats,
     .enable = NULL,
+    .policy_get = rdb_policy_get,
+    .policy_set = rdb_policy_set,
 };

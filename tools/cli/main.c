@@ -22,7 +22,7 @@ static void usage(FILE *f)
 	        "  ping                      check that kvtierd answers\n"
 	        "  stats [--json]            tiers, leases, clients, corruptions\n"
 	        "  tier enable NAME          re-probe a tier disabled after device errors\n"
-	        "  policy get TIER           the tier's eviction policy\n"
+	        "  policy get TIER           the eviction policy of host or rocksdb\n"
 	        "  policy set TIER NAME [k=v ...]  switch policy (no chunk dropped) or set params\n"
 	        "  mrc TIER                  hit ratio at 1/2x..8x the tier's size (sampled)\n"
 	        "  sim ARGS                  replay a trace through the daemon's policies\n"

@@ -1,0 +1,33 @@
+/*
+ * put_chain.h -- a client fixture for the daemon tests (header-only, so kvt_testlib stays free
+ * of the client library): put a chain of chunks one at a time, as an engine's prefill does.
+ */
+#ifndef KVT_TESTS_PUT_CHAIN_H
+#define KVT_TESTS_PUT_CHAIN_H
+#include "testlib.h"
+#include "kvtier.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Puts keys[0..n) as one chain of cb-byte chunks; chunk i holds kvt_test_fill(seed0 + i). A put
+ * that meets -EAGAIN (host full of chunks still waiting for demotion) backs off and retries. */
+static inline void kvt_test_put_chain(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
+                                      size_t cb, uint64_t seed0)
+{
+	uint8_t *buf = malloc(cb);
+	for (size_t i = 0; i < n; i++) {
+		kvt_test_fill(buf, cb, seed0 + i);
+		const void *ch[1] = {buf};
+		int rc;
+		for (int tries = 0; (rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch,
+		                                  cb)) == -EAGAIN &&
+		                    tries < 200;
+		     tries++)
+			usleep(5000);
+		assert_int_equal(rc, 1);
+	}
+	free(buf);
+}
+#endif
