@@ -9,6 +9,8 @@
 	X(HOST_POLICY, "host.policy", STR, "lru", 0, 0, 1, "eviction policy of the host tier")     \
 	X(HOST_POLICY_PARAMS, "host.policy_params", STR, "", 0, 0, 1,                              \
 	  "parameters of host.policy, e.g. \"small_ratio=0.1\"")                                   \
+	X(HOST_ADMIT, "host.admit", STR, "none", 0, 0, 1,                                          \
+	  "admission of host puts: none, tinylfu or second_touch")                                 \
 	X(MRC_SAMPLE_PPM, "mrc.sample_ppm", U64, "10000", 1, 1000000, 0,                           \
 	  "keys sampled for the miss-ratio curves, per million (10000: 1%)")                       \
 	X(TENANT_MAP, "tenant.map", STR, "", 0, 0, 0,                                              \

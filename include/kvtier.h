@@ -116,7 +116,9 @@ KVT_API size_t kvt_chunk_keys(kvt_id_t ns, const uint32_t *tokens, size_t n_toke
  * prefix); keys[i]'s parent is keys[i-1]. chunk_len must equal kvt_chunk_bytes of the
  * namespace's model. The library splits batches larger than its staging area.
  * @return : how many leading chunks are now stored (present ones count), or -errno when none
- *           could be: -EINVAL, -ENOSPC (every byte of the tier is leased), -ENOTCONN.
+ *           could be: -EINVAL, -ENOSPC (every byte of the tier is leased), -ENOTCONN. A chunk
+ *           that the daemon's admission filter (host.admit) turns away ends the count, so
+ *           fewer than n, also 0, is a normal answer: the rest is not cached.
  */
 KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
                     size_t n, const void *const *chunks, size_t chunk_len);

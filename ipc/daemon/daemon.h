@@ -137,6 +137,8 @@ struct kvd {
 	const struct kvt_policy_ops *pol_ops;
 	struct kvt_policy *pol;
 	struct kvt_mrc *mrc;     /* host tier's miss-ratio curve (sampled) */
+	struct kvt_admit *admit; /* host.admit's filter, or NULL (admit everything) */
+	size_t admit_hint;       /* the host chunk count admit was sized for */
 	struct kvt_quota *quota; /* per-tenant host bytes, or NULL without tenant.quota */
 
 	struct kvd_lower lower[KVD_MAX_LOWER];
@@ -229,6 +231,11 @@ int kvd_quota_apply(struct kvd *d, uint32_t tenant, uint32_t key);
 void kvd_host_release(struct kvd *d, uint32_t t, uint64_t off, uint64_t rec_bytes);
 
 /* policyctl.c */
+/* Replaces the host's admission filter by name's ("none", "tinylfu", "second_touch"), sized
+ * for the chunks host holds now. @return : 0, -ENOENT (err says why), -ENOMEM. */
+int kvd_admit_set(struct kvd *d, const char *name, char *err, size_t err_len);
+/* A host access (acquire, or put of a present chunk) or put of key_hash: the filter counts it. */
+void kvd_admit_record(struct kvd *d, uint64_t key_hash);
 /* mrc.sample_ppm as the curves' sampling rate. */
 double kvd_mrc_rate(const struct kvd *d);
 int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len);

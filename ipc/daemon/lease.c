@@ -106,8 +106,11 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 	*promote = lower_only && !d->resume_final;
 	if (*promote)
 		return 0;
-	for (uint32_t k = 0; d->mrc && k < n; k++)
-		kvt_mrc_access(d->mrc, keys[k].w[0] ^ t);
+	for (uint32_t k = 0; k < n; k++) {
+		if (d->mrc)
+			kvt_mrc_access(d->mrc, keys[k].w[0] ^ t);
+		kvd_admit_record(d, keys[k].w[0] ^ t);
+	}
 	uint32_t i = 0;
 	for (; i < found; i++) {
 		uint32_t id = ids[i];

@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "policy/admit.h"
 #include "policy/mrc.h"
 #include "tiers/tier.h"
 
@@ -226,6 +227,10 @@ static int setup(struct kvd *d)
 		kvt_log(KVT_LOG_ERROR, "host.policy_params: %s", err);
 		return rc;
 	}
+	if ((rc = kvd_admit_set(d, kvt_opt_str(&d->opts, KVT_OPT_HOST_ADMIT), err, sizeof(err)))) {
+		kvt_log(KVT_LOG_ERROR, "host.admit: %s", err);
+		return rc;
+	}
 	if ((rc = kvd_index_init(&d->idx, 4096)))
 		return rc;
 	d->free_lease = KVD_NIL;
@@ -367,6 +372,7 @@ int main(int argc, char **argv)
 	}
 	d.pol_ops->destroy(d.pol);
 	kvt_mrc_destroy(d.mrc);
+	kvt_admit_destroy(d.admit);
 	kvt_quota_destroy(d.quota);
 	kvd_index_fini(&d.idx);
 	free(d.tenants);

@@ -12,6 +12,7 @@
  */
 #include "daemon.h"
 #include "core/log.h"
+#include "policy/admit.h"
 #include "policy/mrc.h"
 #include "tiers/tier.h"
 
@@ -41,6 +42,56 @@ static size_t host_resident(const struct kvd *d)
 	for (uint32_t i = 0; i < d->idx.cap; i++)
 		n += d->idx.e[i].state == KVD_PUBLISHED && (d->idx.e[i].where & KVD_AT_HOST);
 	return n;
+}
+
+static size_t host_chunks(const struct kvd *d)
+{
+	size_t n = 0;
+	for (uint32_t t = 0; t < d->n_tenants; t++)
+		n += d->tenants[t].chunks;
+	return n;
+}
+
+int kvd_admit_set(struct kvd *d, const char *name, char *err, size_t err_len)
+{
+	struct kvt_admit *a = NULL;
+	size_t hint = host_chunks(d) > 4096 ? host_chunks(d) : 4096;
+	int rc = strcmp(name, "none") ? kvt_admit_create(name, hint, &a) : 0;
+	if (rc) {
+		snprintf(err, err_len, "admit=%s: %s", name,
+		         rc == -ENOENT ? "not none, tinylfu or second_touch" : strerror(-rc));
+		return rc;
+	}
+	kvt_admit_destroy(d->admit);
+	d->admit = a;
+	d->admit_hint = hint;
+	snprintf(d->opts.str[KVT_OPT_HOST_ADMIT], KVT_OPT_STR_MAX, "%s", name);
+	return 0;
+}
+
+void kvd_admit_record(struct kvd *d, uint64_t key_hash)
+{
+	if (!d->admit)
+		return;
+	kvt_admit_record(d->admit, key_hash);
+	/* Sized for the chunks host holds: resized (and so restarted) as that doubles. */
+	if (!(d->st.puts & 1023) && host_chunks(d) > 2 * d->admit_hint) {
+		char err[128];
+		kvd_admit_set(d, kvt_admit_name(d->admit), err, sizeof(err));
+	}
+}
+
+/* Takes an "admit=NAME" word out of params (the host's admission, not a policy parameter).
+ * @return : NAME, or NULL when there is none. */
+static const char *take_admit(char *params, char *name, size_t name_len)
+{
+	char *w = strstr(params, "admit=");
+	if (!w || (w != params && w[-1] != ' '))
+		return NULL;
+	size_t n = strcspn(w + 6, " ");
+	snprintf(name, name_len, "%.*s", (int)n, w + 6);
+	memmove(w, w + 6 + n, strlen(w + 6 + n) + 1);
+	return name;
 }
 
 double kvd_mrc_rate(const struct kvd *d)
@@ -127,20 +178,32 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	}
 	if (strcmp(tier, "host"))
 		return lower_command(d, verb, tier, save, out, out_len);
-	if (!strcmp(verb, "get")) {
-		snprintf(out, out_len, "host %s", d->pol_ops->name);
-		return 0;
-	}
 	if (!strcmp(verb, "set")) {
-		char *name = strtok_r(NULL, " ", &save);
+		char *name = strtok_r(NULL, " ", &save), an[32];
 		if (!name) {
 			snprintf(out, out_len, "usage: set TIER NAME [k=v ...]");
 			return -EINVAL;
 		}
-		int rc = kvd_policy_set(d, name, save ? save : (char *)"", out, out_len);
-		if (!rc)
-			snprintf(out, out_len, "host %s", d->pol_ops->name);
-		return rc;
+		char *params = save ? save : (char *)"";
+		const char *admit = take_admit(params, an, sizeof(an));
+		if (admit && strcmp(admit, "none") && strcmp(admit, "tinylfu") &&
+		    strcmp(admit, "second_touch")) {
+			snprintf(out, out_len, "admit=%s: not none, tinylfu or second_touch",
+			         admit);
+			return -ENOENT; /* checked first: a refused command changes nothing */
+		}
+		int rc = kvd_policy_set(d, name, params, out, out_len);
+		if (!rc && admit && strcmp(admit, kvt_opt_str(&d->opts, KVT_OPT_HOST_ADMIT)))
+			rc = kvd_admit_set(d, admit, out, out_len);
+		if (rc)
+			return rc;
+	}
+	if (strcmp(verb, "mrc")) {
+		snprintf(out, out_len, "host %s", d->pol_ops->name);
+		if (d->admit)
+			snprintf(out + strlen(out), out_len - strlen(out), " admit=%s",
+			         kvt_admit_name(d->admit));
+		return 0;
 	}
 	size_t n = host_resident(d);
 	uint64_t avg = n ? d->host_used / n : 0;

@@ -15,6 +15,7 @@
 #include "core/keys.h"
 #include "core/log.h"
 #include "ipc/shmidx.h"
+#include "policy/admit.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -278,6 +279,21 @@ static uint64_t copy_and_sum(uint8_t *dst, const uint8_t *src, uint64_t len)
 	return kvt_chunk_sum_end(&st);
 }
 
+/* host.admit on a put of a new chunk: with room it admits (tinylfu) or asks for a second
+ * touch (second_touch); when full, tinylfu weighs it against the policy's next victim. */
+static bool admitted(struct kvd *d, uint64_t key_hash, uint64_t need)
+{
+	if (!d->admit)
+		return true;
+	uint32_t v;
+	struct victim_filter f = {d, KVD_NIL};
+	bool full = d->host_used + need > d->host_cap;
+	if (!full || d->pol_ops->pick_victims(d->pol, &v, 1, evictable, &f) != 1)
+		return kvt_admit_check(d->admit, key_hash, NULL);
+	uint64_t vh = d->idx.e[v].key.w[0] ^ d->idx.e[v].tenant;
+	return kvt_admit_check(d->admit, key_hash, &vh);
+}
+
 /* Stores one chunk. *pid is the parent's entry id (KVD_NIL if not indexed) on entry and this
  * chunk's on return, so a batch looks each chunk up once. */
 static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, kvt_id_t key,
@@ -285,6 +301,7 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 {
 	uint32_t t = c->tenant;
 	uint32_t id = kvd_index_find(&d->idx, t, ns->ns, key);
+	kvd_admit_record(d, key.w[0] ^ t);
 	if (id != KVD_NIL) {
 		d->pol_ops->on_access(d->pol, id);
 		*pid = id;
@@ -293,6 +310,8 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	uint64_t len = ns->chunk_bytes;
 	if (soff > c->staging_bytes || len > c->staging_bytes - soff)
 		return -EINVAL;
+	if (!admitted(d, key.w[0] ^ t, kvd_rec_bytes(len)))
+		return -ECANCELED;
 	if (d->idx.used >= kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS))
 		evict_some(d, KVD_NIL, 1);
 	int64_t off = kvd_make_room(d, t, len);
@@ -362,6 +381,10 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
 	for (uint32_t i = 0; i < n; i++) {
 		int rc =
 		    put_one(d, c, ns, items[i].key, parent, &pid, depth + i, items[i].staging_off);
+		if (rc == -ECANCELED) { /* host.admit turned it away: the stored prefix ends */
+			d->st.not_admitted++;
+			return done;
+		}
 		if (rc) {
 			if (rc == -ENOSPC)
 				d->st.enospc++;

@@ -172,11 +172,90 @@ static void test_policyctl_lower_tiers(void **state)
 	kvt_test_daemon_destroy(&ld);
 }
 
+/* Puts keys one at a time, each chained to the one before; @return : how many were stored. */
+static int put_each(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, size_t cb)
+{
+	uint8_t *buf = calloc(1, cb);
+	const void *ch[1] = {buf};
+	int stored = 0;
+	for (size_t i = 0; i < n; i++) {
+		int rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch, cb);
+		assert_true(rc == 0 || rc == 1);
+		stored += rc;
+	}
+	free(buf);
+	return stored;
+}
+
+/* host.admit: tinylfu keeps a new chain from pushing out a frequently read one (which the same
+ * puts do push out with admission off); second_touch stores a chunk on its second put; a bad
+ * name changes nothing. */
+static void test_policyctl_host_admission(void **state)
+{
+	enum { A = 16, B = 64 };
+	const char *sets[] = {"host.bytes=2MiB", "host.admit=tinylfu", NULL};
+	struct kvt_test_daemon ad;
+	assert_int_equal(kvt_test_daemon_start(&ad, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(ad.sock, &c), 0);
+	kvt_model_t m = model("adm");
+	kvt_id_t ns, keys[A + 3 * B];
+	uint32_t toks[(A + 3 * B) * 16];
+	for (size_t i = 0; i < sizeof(toks) / sizeof(toks[0]); i++)
+		toks[i] = (uint32_t)i * 13 + 1;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	assert_int_equal(kvt_chunk_keys(ns, toks, A * 16, 16, keys, A), A); /* chain A */
+	for (int k = 0; k < 3; k++) /* chains B, C, D: other prefixes */
+		assert_int_equal(kvt_chunk_keys(ns, toks + (A + k * B) * 16 + 5, B * 16, 16,
+		                                keys + A + k * B, B),
+		                 B);
+	size_t cb = kvt_chunk_bytes(&m);
+	char out[512];
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host lru admit=tinylfu");
+
+	assert_int_equal(put_each(c, ns, keys, A, cb), A);
+	kvt_lease_t l[A];
+	for (int r = 0; r < 3; r++) { /* A is read often */
+		assert_int_equal(kvt_acquire(c, ns, keys, A, l), A);
+		assert_int_equal(kvt_release(c, l, A), A);
+	}
+	int stored = put_each(c, ns, keys + A, B, cb); /* B: new, read never */
+	assert_true(stored > 0 && stored < B);         /* admitted while there was room */
+	assert_true(kvt_test_stat(&ad, "not_admitted") >= B - stored);
+	assert_int_equal(kvt_lookup(c, ns, keys, A), A); /* A kept */
+
+	assert_int_equal(policy(c, "set host lru admit=none", out, sizeof(out)), 0);
+	assert_string_equal(out, "host lru");
+	assert_int_equal(put_each(c, ns, keys + A + B, B, cb), B); /* C: all in */
+	assert_true(kvt_lookup(c, ns, keys, A) < A);               /* and A pushed out */
+
+	assert_int_equal(policy(c, "set host lru admit=second_touch", out, sizeof(out)), 0);
+	assert_string_equal(out, "host lru admit=second_touch");
+	kvt_id_t *dk = keys + A + 2 * B;
+	assert_int_equal(put_each(c, ns, dk, 1, cb), 0); /* first put: turned away */
+	assert_int_equal(kvt_lookup(c, ns, dk, 1), 0);
+	assert_int_equal(put_each(c, ns, dk, 1, cb), 1); /* second: stored */
+	assert_int_equal(kvt_lookup(c, ns, dk, 1), 1);
+
+	assert_int_equal(policy(c, "set host sieve admit=bogus", out, sizeof(out)), -ENOENT);
+	assert_int_equal(policy(c, "set host nosuch admit=tinylfu", out, sizeof(out)), -ENOENT);
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host lru admit=second_touch"); /* refused: nothing changed */
+	kvt_close(c);
+	kvt_test_daemon_destroy(&ad);
+
+	const char *bad[] = {"host.admit=bogus", NULL};
+	assert_true(kvt_test_daemon_start(&ad, bad) != 0); /* a bad name stops the start */
+	kvt_test_daemon_destroy(&ad);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policyctl_switch_keeps_chunks),
 	    cmocka_unit_test(test_policyctl_lower_tiers),
+	    cmocka_unit_test(test_policyctl_host_admission),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
