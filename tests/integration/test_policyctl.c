@@ -200,7 +200,7 @@ static void test_policyctl_host_admission(void **state)
 	assert_int_equal(kvt_connect(ad.sock, &c), 0);
 	kvt_model_t m = model("adm");
 	kvt_id_t ns, keys[A + 3 * B];
-	uint32_t toks[(A + 3 * B) * 16];
+	uint32_t toks[(A + 3 * B) * 16 + 5]; /* chains B, C, D start 5 tokens in */
 	for (size_t i = 0; i < sizeof(toks) / sizeof(toks[0]); i++)
 		toks[i] = (uint32_t)i * 13 + 1;
 	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
