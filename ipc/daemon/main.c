@@ -283,19 +283,23 @@ static void start_drain(struct kvd *d)
 	        (unsigned long long)kvt_opt_u64(&d->opts, KVT_OPT_SHUTDOWN_TIMEOUT_MS));
 }
 
-static void print_banner(const struct kvd *d)
+static void print_banner(struct kvd *d)
 {
 	char cap[32];
 	printf("kvtierd %d.%d.%d listening on %s\n", KVT_VERSION_MAJOR, KVT_VERSION_MINOR,
 	       KVT_VERSION_PATCH, d->sock_path);
-	printf("  host tier: %s shared memory, policy %s; data dir %s\n",
-	       kvt_fmt_bytes(d->host_cap, cap, sizeof(cap)), d->pol_ops->name, d->data_dir);
+	printf("  host tier: %s shared memory, policy %s%s%s; data dir %s\n",
+	       kvt_fmt_bytes(d->host_cap, cap, sizeof(cap)), d->pol_ops->name,
+	       d->admit ? ", admit " : "", d->admit ? kvt_admit_name(d->admit) : "", d->data_dir);
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		struct kvt_tier_stats s = {0};
+		char pol[96];
 		d->lower[k].ops->stats(d->lower[k].t, &s);
-		printf("  %s tier: %s, %llu chunks recovered\n", d->lower[k].ops->name,
+		if (kvd_tiers_policy_get(d, k, pol, sizeof(pol)))
+			snprintf(pol, sizeof(pol), "%s write order", d->lower[k].ops->name);
+		printf("  %s tier: %s, %llu chunks recovered, policy %s\n", d->lower[k].ops->name,
 		       kvt_fmt_bytes(s.capacity_bytes, cap, sizeof(cap)),
-		       (unsigned long long)s.chunks);
+		       (unsigned long long)s.chunks, strchr(pol, ' ') + 1);
 	}
 	printf("  engines attach with kvt_connect(NULL, &c) and KVTIER_SOCKET=%s\n", d->sock_path);
 	printf(
