@@ -45,7 +45,7 @@
 	  "rocksdb directory (default DATA_DIR/rocksdb)")                                          \
 	X(ROCKSDB_BYTES, "rocksdb.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                 \
 	  "rocksdb tier logical capacity (auto: 1/8 of the data directory's free space)")          \
-	X(ROCKSDB_POLICY, "rocksdb.policy", STR, "lru", 0, 0, 1,                                   \
+	X(ROCKSDB_POLICY, "rocksdb.policy", STR, "arc", 0, 0, 1,                                   \
 	  "eviction policy of the rocksdb tier (kvtier policy set rocksdb NAME)")                  \
 	X(ROCKSDB_POLICY_PARAMS, "rocksdb.policy_params", STR, "", 0, 0, 1,                        \
 	  "parameters of rocksdb.policy, e.g. \"max_count=1000\"")                                 \

@@ -348,6 +348,11 @@ static void test_rocksdb_policy(void **state)
 
 	rdb_opts(&o, dir, (uint64_t)N * REC, NULL);
 	t = open_tier(&o, &d);
+	check_policy(t, "arc"); /* the default */
+	kvt_tier_rocksdb.close(t);
+	const char *lru[] = {"rocksdb.policy=lru", NULL};
+	rdb_opts(&o, dir, (uint64_t)N * REC, lru);
+	t = open_tier(&o, &d);
 	check_policy(t, "lru");
 	for (uint64_t i = 0; i < N; i++) {
 		size_t len = rdb_record(buf, i, PAY);

@@ -12,7 +12,7 @@
  * - a record that fails verification (header, identity, length, payload checksum) is deleted,
  *   counted as a corruption and reported through env->dropped; the caller gets -EBADMSG.
  *
- * Eviction: slot numbers are the policy's ids (rocksdb.policy, default LRU; switched at run time
+ * Eviction: slot numbers are the policy's ids (rocksdb.policy, default ARC; switched at run time
  * by policy_set, which rebuilds the new policy from the old one's order and drops nothing).
  * Records have no parent here: the prefix tree lives in the daemon. Victims and the new record go
  * into one write batch, so a failed write evicts nothing. TTL (rocksdb.ttl_s) counts from the
