@@ -49,6 +49,8 @@
 	  "eviction policy of the rocksdb tier (kvtier policy set rocksdb NAME)")                  \
 	X(ROCKSDB_POLICY_PARAMS, "rocksdb.policy_params", STR, "", 0, 0, 1,                        \
 	  "parameters of rocksdb.policy, e.g. \"max_count=1000\"")                                 \
+	X(ROCKSDB_QUOTA, "rocksdb.quota", STR, "", 0, 0, 0,                                        \
+	  "rocksdb bytes guaranteed/maximum per tenant, as tenant.quota: \"teamA=1GiB/4GiB\"")     \
 	X(ROCKSDB_WAL, "rocksdb.wal", BOOL, "false", 0, 1, 0, "write-ahead log on")                \
 	X(ROCKSDB_COMPRESSION, "rocksdb.compression", STR, "none", 0, 0, 0, "none, lz4 or zstd")   \
 	X(ROCKSDB_TTL_S, "rocksdb.ttl_s", U64, "0", 0, 1ull << 32, 0,                              \

@@ -9,18 +9,13 @@
  */
 #include "daemon.h"
 #include "core/log.h"
+#include "core/tenants.h"
 #include "core/util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
-
-static uint32_t name_key(const char *name, size_t len)
-{
-	return 0x80000000u | (uint32_t)(XXH3_64bits(name, len) & 0x7fffffffu);
-}
 
 /* Finds "WHO=NAME" in a comma list where WHO is a number or @number. */
 static int map_find(const char *list, char kind, uint32_t id, uint32_t *key)
@@ -38,7 +33,7 @@ static int map_find(const char *list, char kind, uint32_t id, uint32_t *key)
 		char *num_end;
 		unsigned long v = strtoul(p + is_gid, &num_end, 10);
 		if (num_end == eq && (kind == '@') == is_gid && v == id) {
-			*key = name_key(eq + 1, (size_t)(end - eq - 1));
+			*key = kvt_tenant_key_of_name(eq + 1, (size_t)(end - eq - 1));
 			return 0;
 		}
 		p = end;
@@ -55,34 +50,30 @@ uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid)
 	return uid & 0x7fffffffu;
 }
 
+struct quota_for {
+	struct kvd *d;
+	uint32_t t, key;
+};
+
+static int apply_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
+{
+	struct quota_for *q = arg;
+	if (key != q->key)
+		return 0;
+	kvt_log(KVT_LOG_INFO, "tenant %u: host quota %llu guaranteed, %llu maximum", key,
+	        (unsigned long long)g, (unsigned long long)m);
+	int rc = kvt_quota_set(q->d->quota, q->t, g, m);
+	return rc ? rc : 1; /* found: stop the walk */
+}
+
 /* Parses tenant.quota and applies the entry for tenant key (index t), if any. */
 int kvd_quota_apply(struct kvd *d, uint32_t t, uint32_t key)
 {
-	const char *list = kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA);
-	if (!*list)
-		return 0;
-	char buf[KVT_OPT_STR_MAX], *save = NULL;
-	snprintf(buf, sizeof(buf), "%s", list);
-	for (char *it = strtok_r(buf, ", ", &save); it; it = strtok_r(NULL, ", ", &save)) {
-		char *eq = strchr(it, '='), *slash = eq ? strchr(eq, '/') : NULL;
-		if (!eq || !slash) {
-			kvt_log(KVT_LOG_ERROR, "tenant.quota: '%s' is not WHO=GUARANTEED/MAX", it);
-			return -EINVAL;
-		}
-		*eq = *slash = 0;
-		char *num_end;
-		unsigned long v = strtoul(it, &num_end, 10);
-		uint32_t who = *num_end ? name_key(it, strlen(it)) : (uint32_t)v;
-		uint64_t g, m;
-		if (kvt_parse_size(eq + 1, &g) || kvt_parse_size(slash + 1, &m) || g > m) {
-			kvt_log(KVT_LOG_ERROR, "tenant.quota: bad sizes for %s", it);
-			return -EINVAL;
-		}
-		if (who == key) {
-			kvt_log(KVT_LOG_INFO, "tenant %u: host quota %llu guaranteed, %llu maximum",
-			        key, (unsigned long long)g, (unsigned long long)m);
-			return kvt_quota_set(d->quota, t, g, m);
-		}
-	}
-	return 0;
+	struct quota_for q = {d, t, key};
+	char err[KVT_OPT_STR_MAX + 64];
+	int rc = kvt_quota_list_each(kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA), apply_item, &q,
+	                             err, sizeof(err));
+	if (rc == -EINVAL)
+		kvt_log(KVT_LOG_ERROR, "tenant.quota: %s", err);
+	return rc < 0 ? rc : 0;
 }

@@ -20,16 +20,22 @@
 
 #define RDB_TENANT 7u
 
-static inline struct kvt_tier_id rdb_id(uint64_t i)
+static inline struct kvt_tier_id rdb_id_of(uint32_t tenant, uint64_t i)
 {
-	struct kvt_tier_id id = {.tenant = RDB_TENANT, .ns = {{0x6e73, 1}}, .key = {{i, 0x6b6579}}};
+	struct kvt_tier_id id = {.tenant = tenant, .ns = {{0x6e73, 1}}, .key = {{i, 0x6b6579}}};
 	return id;
 }
 
-/* Writes record i with payload_len bytes into buf (aligned, padded). @return : record length. */
-static inline size_t rdb_record(void *buf, uint64_t i, size_t payload_len)
+static inline struct kvt_tier_id rdb_id(uint64_t i)
 {
-	struct kvt_tier_id id = rdb_id(i);
+	return rdb_id_of(RDB_TENANT, i);
+}
+
+/* Writes record i of tenant with payload_len bytes into buf (aligned, padded).
+ * @return : record length. */
+static inline size_t rdb_record_of(void *buf, uint32_t tenant, uint64_t i, size_t payload_len)
+{
+	struct kvt_tier_id id = rdb_id_of(tenant, i);
 	uint8_t *p = buf;
 	kvt_test_fill(p + KVT_CHUNK_HDR_BYTES, payload_len, i * 2654435761u + 17);
 	struct kvt_chunk_hdr h = {.version = KVT_CHUNK_VERSION,
@@ -43,6 +49,11 @@ static inline size_t rdb_record(void *buf, uint64_t i, size_t payload_len)
 	                              kvt_chunk_sum(p + KVT_CHUNK_HDR_BYTES, payload_len)};
 	kvt_chunk_hdr_encode(p, &h);
 	return KVT_CHUNK_HDR_BYTES + payload_len;
+}
+
+static inline size_t rdb_record(void *buf, uint64_t i, size_t payload_len)
+{
+	return rdb_record_of(buf, RDB_TENANT, i, payload_len);
 }
 
 static inline size_t rdb_pad(size_t len)

@@ -2,7 +2,7 @@
  * test_rocksdb_tier.c -- the rocksdb tier against a real database in a temporary directory:
  * byte-identical round trips, the size cap under churn (with matching dropped callbacks),
  * reopen after close, corruption behind the tier's back, TTL, the eviction policy chosen in the
- * options and switched at run time without dropping a record.
+ * options and switched at run time without dropping a record, per-tenant quotas.
  */
 #include "rdb_fixture.h"
 
@@ -397,6 +397,90 @@ static void test_rocksdb_policy(void **state)
 	free(exp);
 }
 
+/* Writes records lo..hi-1 of tenant; @return : how many were written (0: refused). */
+static int write_range(struct kvt_tier *t, uint32_t tenant, uint64_t lo, uint64_t hi, void *buf)
+{
+	int ok = 0;
+	uint64_t loc;
+	for (uint64_t i = lo; i < hi; i++) {
+		size_t len = rdb_record_of(buf, tenant, i, PAY);
+		int rc = kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc);
+		assert_true(rc == 0 || rc == -ENOSPC);
+		ok += rc == 0;
+	}
+	return ok;
+}
+
+/* Live records of tenant 7 among 0..9 (those not reported dropped). */
+static int live_a(const struct rdb_drops *d)
+{
+	int n = 0;
+	for (int i = 0; i < 10; i++)
+		n += !d->seen[i];
+	return n;
+}
+
+/* rocksdb.quota: tenant 9 flooding the tier evicts its own records at its maximum, and cannot
+ * take tenant 7 below its guarantee; without a quota the same flood takes all of 7's. */
+static void test_rocksdb_quota(void **state)
+{
+	enum { N = 32, REC = KVT_CHUNK_HDR_BYTES + PAY };
+	struct kvt_options o;
+	struct kvt_tier_env env;
+	struct kvt_tier *t = NULL;
+	uint8_t *buf = rdb_buf(REC);
+	char q[256], path[300];
+	const char *sets[] = {q, NULL};
+
+	snprintf(q, sizeof(q), "rocksdb.quota=7=%d/%d,9=0/%d", 8 * REC, N * REC, 20 * REC);
+	struct rdb_drops d = {.seen = calloc(2000, 1), .max_id = 2000};
+	rdb_opts(&o, dir, (uint64_t)N * REC, sets);
+	t = open_tier(&o, &d);
+	assert_int_equal(write_range(t, RDB_TENANT, 0, 10, buf), 10);
+	assert_int_equal(write_range(t, 9, 1000, 1100, buf), 100); /* room: its own go */
+	assert_int_equal(live_a(&d), 10);
+	assert_int_equal(rdb_stats(t).chunks, 30); /* 10 + tenant 9's maximum of 20 */
+	kvt_tier_rocksdb.close(t);
+	snprintf(path, sizeof(path), "%s/db", dir);
+	kvt_test_rmtree(path);
+
+	/* 9 may fill the tier: it takes 7 down to its guarantee of 8, not below */
+	snprintf(q, sizeof(q), "rocksdb.quota=7=%d/%d,9=0/%d", 8 * REC, N * REC, N * REC);
+	memset(d.seen, 0, 2000);
+	d.n = 0;
+	rdb_opts(&o, dir, (uint64_t)N * REC, sets);
+	t = open_tier(&o, &d);
+	assert_int_equal(write_range(t, RDB_TENANT, 0, 10, buf), 10);
+	assert_int_equal(write_range(t, 9, 1000, 1100, buf), 100);
+	assert_int_equal(live_a(&d), 8);
+	assert_int_equal(rdb_stats(t).chunks, N);
+	kvt_tier_rocksdb.close(t);
+
+	/* reopened: the accounts are rebuilt from the records found, and still hold */
+	t = open_tier(&o, &d);
+	assert_int_equal(write_range(t, 9, 1100, 1140, buf), 40);
+	assert_int_equal(live_a(&d), 8);
+	kvt_tier_rocksdb.close(t);
+	kvt_test_rmtree(path);
+
+	/* the control: no quota, and the same flood leaves tenant 7 nothing */
+	memset(d.seen, 0, 2000);
+	rdb_opts(&o, dir, (uint64_t)N * REC, NULL);
+	t = open_tier(&o, &d);
+	assert_int_equal(write_range(t, RDB_TENANT, 0, 10, buf), 10);
+	assert_int_equal(write_range(t, 9, 1000, 1100, buf), 100);
+	assert_int_equal(live_a(&d), 0);
+	kvt_tier_rocksdb.close(t);
+
+	/* a malformed list stops the open */
+	snprintf(q, sizeof(q), "rocksdb.quota=7=2GiB/1GiB");
+	rdb_opts(&o, dir, (uint64_t)N * REC, sets);
+	env = rdb_env(&o, &d);
+	assert_int_equal(kvt_tier_rocksdb.open(&env, &t), -EINVAL);
+	free(d.seen);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +490,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_corruption, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_ttl, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_policy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_quota, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

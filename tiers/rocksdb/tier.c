@@ -14,6 +14,9 @@
  *
  * Eviction: slot numbers are the policy's ids (rocksdb.policy, default ARC; switched at run time
  * by policy_set, which rebuilds the new policy from the old one's order and drops nothing).
+ * With rocksdb.quota the policy's proposals pass through kvt_quota: a tenant at its maximum
+ * evicts its own records, and no write takes another tenant below its guarantee (the write
+ * fails with -ENOSPC instead); tenants are counted by a dense index (slot.tix).
  * Records have no parent here: the prefix tree lives in the daemon. Victims and the new record go
  * into one write batch, so a failed write evicts nothing. TTL (rocksdb.ttl_s) counts from the
  * write, or from the open for records found on disk (a restart extends a record's life by its age
@@ -30,6 +33,8 @@
  */
 #include "rocksdb_int.h"
 #include "core/log.h"
+#include "core/tenants.h"
+#include "policy/quota.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -93,12 +98,66 @@ static void policy_insert(struct kvt_tier *t, uint32_t s)
 	t->pol_ops->on_insert(t->pol, s, &m);
 }
 
+/* ---- quotas ---- */
+
+/* The dense index of tenant key (found or added; on ENOMEM index 0, so a write never fails
+ * for want of an account). Linear: a tier serves a handful of tenants. */
+static uint16_t tenant_ix(struct kvt_tier *t, uint32_t key)
+{
+	for (uint32_t i = 0; i < t->n_tkeys; i++)
+		if (t->tkeys[i] == key)
+			return (uint16_t)i;
+	uint32_t *k =
+	    t->n_tkeys < UINT16_MAX ? realloc(t->tkeys, (t->n_tkeys + 1) * sizeof(*k)) : NULL;
+	if (!k)
+		return 0;
+	t->tkeys = k;
+	k[t->n_tkeys] = key;
+	return (uint16_t)t->n_tkeys++;
+}
+
+static int quota_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
+{
+	struct kvt_tier *t = arg;
+	return kvt_quota_set(t->quota, tenant_ix(t, key), g, m);
+}
+
+/* rocksdb.quota: "WHO=GUARANTEED/MAX,..." as tenant.quota (core/tenants.h). */
+static int open_quota(struct kvt_tier *t, const char *list)
+{
+	char err[KVT_OPT_STR_MAX + 64];
+	if (!*list)
+		return 0;
+	int rc = kvt_quota_create(&t->quota);
+	if (!rc && (rc = kvt_quota_list_each(list, quota_item, t, err, sizeof(err))) == -EINVAL)
+		kvt_log(KVT_LOG_ERROR, "rocksdb.quota: %s", err);
+	return rc;
+}
+
+/* Slot s holds delta more (or fewer) bytes: the tier's usage and its tenant's account. */
+static void account(struct kvt_tier *t, uint32_t s, int64_t delta)
+{
+	t->used_bytes += (uint64_t)delta;
+	if (t->quota)
+		kvt_quota_charge(t->quota, t->ix.slots[s].tix, delta);
+}
+
+static uint32_t slot_tenant(void *arg, uint32_t s)
+{
+	return ((struct kvt_tier *)arg)->ix.slots[s].tix;
+}
+
+static uint64_t slot_bytes(void *arg, uint32_t s)
+{
+	return ((struct kvt_tier *)arg)->ix.slots[s].bytes;
+}
+
 /* Drops slot s from the index and the policy; report tells the daemon. */
 static void forget(struct kvt_tier *t, uint32_t s, bool report)
 {
 	struct kvt_tier_id id = t->ix.slots[s].id;
 	t->pol_ops->on_remove(t->pol, s);
-	t->used_bytes -= t->ix.slots[s].bytes;
+	account(t, s, -(int64_t)t->ix.slots[s].bytes);
 	kvt__rdb_index_del(&t->ix, s);
 	if (report && t->env.dropped)
 		t->env.dropped(t->env.arg, &id, 0);
@@ -145,8 +204,9 @@ static void scan_one(struct kvt_tier *t, enum scan_mode mode, const char *k, siz
 		bad = true; /* records are immutable: another length is a corrupt value */
 	if (!bad && mode == SCAN_OPEN && s == KVT__RDB_NIL) {
 		if (kvt__rdb_index_add(&t->ix, &id, vlen, now_s(t), &s) == 0) {
+			t->ix.slots[s].tix = t->quota ? tenant_ix(t, id.tenant) : 0;
 			policy_insert(t, s);
-			t->used_bytes += vlen;
+			account(t, s, (int64_t)vlen);
 		}
 		return;
 	}
@@ -210,43 +270,78 @@ static bool evictable(void *arg, uint32_t id)
 	       id != t->exclude;
 }
 
-/*
- * Chooses victims until used - old + need fits the cap, marks them and adds their deletes to
- * t->batch. @return : how many victims (t->victims), or -ENOSPC.
- */
-static int choose_victims(struct kvt_tier *t, uint64_t old, uint64_t need, uint32_t *n_out)
+/* Whether a write of need bytes by tenant index r (UINT32_MAX: no quota), replacing old of its
+ * own, still needs room once freed bytes are gone: the cap, or r's maximum. */
+static bool needs_room(const struct kvt_tier *t, uint32_t r, uint64_t old, uint64_t need,
+                       uint64_t freed)
 {
+	return t->used_bytes - old - freed + need > t->cap_bytes ||
+	       (r != UINT32_MAX && !kvt_quota_fits(t->quota, r, need > old ? need - old : 0));
+}
+
+/* Up to VICTIM_STEP proposals for tenant index r (through the quota) or anyone's. */
+static size_t propose(struct kvt_tier *t, uint32_t r, uint64_t old, uint64_t need, uint64_t freed,
+                      uint32_t *out)
+{
+	if (r == UINT32_MAX)
+		return t->pol_ops->pick_victims(t->pol, out, VICTIM_STEP, evictable, t);
+	struct kvt_quota_view view = {slot_tenant, slot_bytes, evictable, t};
+	uint64_t after = t->used_bytes - old - freed + need;
+	uint64_t want = after > t->cap_bytes ? after - t->cap_bytes : need; /* else: r's maximum */
+	return kvt_quota_pick_victims(t->quota, t->pol_ops, t->pol, r, want, &view, out,
+	                              VICTIM_STEP);
+}
+
+/*
+ * Chooses victims until a write of need bytes by tenant key requester (KVT__RDB_NIL: nobody's,
+ * no quota), replacing old bytes of the same record, fits the cap and the requester's maximum;
+ * marks them and adds their deletes to t->batch. Chosen victims are taken off their tenants'
+ * accounts while choosing, so that later rounds see them gone, and put back before returning
+ * (forget() takes them off for good). @return : how many victims (t->victims), or -ENOSPC.
+ */
+static int choose_victims(struct kvt_tier *t, uint32_t requester, uint64_t old, uint64_t need,
+                          uint32_t *n_out)
+{
+	uint32_t r = t->quota && requester != KVT__RDB_NIL ? tenant_ix(t, requester) : UINT32_MAX;
 	uint64_t freed = 0;
 	uint32_t n = 0;
-	while (t->used_bytes - old - freed + need > t->cap_bytes) {
+	int rc = -ENOSPC;
+	while (needs_room(t, r, old, need, freed)) {
 		if (n + VICTIM_STEP > t->cap_victims) {
 			uint32_t cap = 2 * (n + VICTIM_STEP);
 			uint32_t *v = realloc(t->victims, cap * sizeof(*v));
 			if (!v)
-				goto err_unmark;
+				goto out;
 			t->victims = v;
 			t->cap_victims = cap;
 		}
-		size_t got =
-		    t->pol_ops->pick_victims(t->pol, t->victims + n, VICTIM_STEP, evictable, t);
+		size_t got = propose(t, r, old, need, freed, t->victims + n);
 		if (!got)
-			goto err_unmark;
-		for (size_t i = 0; i < got && t->used_bytes - old - freed + need > t->cap_bytes;
-		     i++) {
+			goto out;
+		for (size_t i = 0; i < got && needs_room(t, r, old, need, freed); i++) {
 			uint32_t s = t->victims[n++];
 			uint8_t k[KVT__RDB_KEY_BYTES];
 			t->ix.slots[s].mark = 1;
 			freed += t->ix.slots[s].bytes;
+			if (r != UINT32_MAX)
+				kvt_quota_charge(t->quota, t->ix.slots[s].tix,
+				                 -(int64_t)t->ix.slots[s].bytes);
 			kvt__rdb_key_encode(k, &t->ix.slots[s].id);
 			rocksdb_writebatch_delete(t->batch, (const char *)k, sizeof(k));
 		}
 	}
-	*n_out = n;
-	return 0;
-err_unmark:
-	for (uint32_t i = 0; i < n; i++)
-		t->ix.slots[t->victims[i]].mark = 0;
-	return -ENOSPC;
+	rc = 0;
+out:
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = t->victims[i];
+		if (r != UINT32_MAX)
+			kvt_quota_charge(t->quota, t->ix.slots[s].tix,
+			                 (int64_t)t->ix.slots[s].bytes);
+		if (rc)
+			t->ix.slots[s].mark = 0;
+	}
+	*n_out = rc ? 0 : n;
+	return rc;
 }
 
 static void commit_victims(struct kvt_tier *t, uint32_t n, bool report)
@@ -326,7 +421,7 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 	uint64_t old = s == KVT__RDB_NIL ? 0 : t->ix.slots[s].bytes;
 	t->exclude = s;
 	rocksdb_writebatch_clear(t->batch);
-	rc = choose_victims(t, old, rec_len, &n_vic);
+	rc = choose_victims(t, id.tenant, old, rec_len, &n_vic);
 	if (rc)
 		goto err;
 	uint8_t k[KVT__RDB_KEY_BYTES];
@@ -343,14 +438,15 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 			delete_key(t, &id);
 			goto err;
 		}
+		t->ix.slots[s].tix = t->quota ? tenant_ix(t, id.tenant) : 0;
 		policy_insert(t, s);
 	} else {
-		t->used_bytes -= old;
+		account(t, s, -(int64_t)old);
 		t->ix.slots[s].bytes = rec_len;
 		t->ix.slots[s].born_s = now_s(t);
 		t->pol_ops->on_access(t->pol, s);
 	}
-	t->used_bytes += rec_len;
+	account(t, s, (int64_t)rec_len);
 	t->exclude = KVT__RDB_NIL;
 	ST_ADD(t, writes, 1);
 	ST_ADD(t, write_bytes, rec_len);
@@ -547,13 +643,15 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	if (!t->cap_bytes)
 		t->cap_bytes = auto_capacity(t->db.path);
 	t->ttl_s = kvt_opt_u64(env->opts, KVT_OPT_ROCKSDB_TTL_S);
+	if ((rc = open_quota(t, kvt_opt_str(env->opts, KVT_OPT_ROCKSDB_QUOTA))))
+		goto err_db;
 	ST_SET(t, capacity_bytes, t->cap_bytes);
 	if ((rc = scan(t, SCAN_OPEN, NULL, NULL)))
 		goto err_db;
 	/* Deletes are not durable with the WAL off: evict back under the cap before serving. */
 	uint32_t n_vic = 0;
 	rocksdb_writebatch_clear(t->batch);
-	if (!choose_victims(t, 0, 0, &n_vic) && n_vic) {
+	if (!choose_victims(t, KVT__RDB_NIL, 0, 0, &n_vic) && n_vic) {
 		char *err = NULL;
 		rocksdb_write(t->db.db, t->db.wo, t->batch, &err);
 		kvt__rdb_err(err);
@@ -563,6 +661,8 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	*out = t;
 	return 0;
 err_db:
+	kvt_quota_destroy(t->quota);
+	free(t->tkeys);
 	kvt__rdb_db_close(&t->db);
 err_batch:
 	rocksdb_writebatch_destroy(t->batch);
@@ -593,6 +693,8 @@ static void rdb_close(struct kvt_tier *t)
 	kvt__rdb_db_close(&t->db);
 	rocksdb_writebatch_destroy(t->batch);
 	t->pol_ops->destroy(t->pol);
+	kvt_quota_destroy(t->quota);
+	free(t->tkeys);
 	kvt__rdb_index_fini(&t->ix);
 	XXH3_freeState(t->xxh);
 	free(t->victims);

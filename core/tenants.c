@@ -1,0 +1,47 @@
+/*
+ * tenants.c -- tenant keys from names, and the quota lists of the options (see tenants.h).
+ */
+#include "tenants.h"
+#include "options.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+uint32_t kvt_tenant_key_of_name(const char *name, size_t len)
+{
+	return 0x80000000u | (uint32_t)(XXH3_64bits(name, len) & 0x7fffffffu);
+}
+
+int kvt_quota_list_each(const char *list, kvt_quota_item_fn fn, void *arg, char *err,
+                        size_t err_len)
+{
+	char buf[KVT_OPT_STR_MAX], *save = NULL;
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *it = strtok_r(buf, ", ", &save); it; it = strtok_r(NULL, ", ", &save)) {
+		char *eq = strchr(it, '='), *slash = eq ? strchr(eq, '/') : NULL;
+		uint64_t g, m;
+		if (!eq || !slash || eq == it) {
+			if (err)
+				snprintf(err, err_len, "'%s' is not WHO=GUARANTEED/MAX", it);
+			return -EINVAL;
+		}
+		*eq = *slash = 0;
+		if (kvt_parse_size(eq + 1, &g) || kvt_parse_size(slash + 1, &m) || g > m) {
+			if (err)
+				snprintf(err, err_len, "bad sizes for %s", it);
+			return -EINVAL;
+		}
+		char *num_end;
+		unsigned long v = strtoul(it, &num_end, 10);
+		uint32_t key =
+		    *num_end ? kvt_tenant_key_of_name(it, strlen(it)) : (uint32_t)v & 0x7fffffffu;
+		int rc = fn(arg, key, g, m);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
