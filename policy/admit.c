@@ -60,6 +60,11 @@ void kvt_admit_destroy(struct kvt_admit *a)
 	free(a);
 }
 
+size_t kvt_admit_bytes(const struct kvt_admit *a)
+{
+	return sizeof(*a) + 4 * a->width + a->dk_bits / 8;
+}
+
 const char *kvt_admit_name(const struct kvt_admit *a)
 {
 	static const char *const names[] = {"none", "tinylfu", "second_touch"};

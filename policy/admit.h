@@ -22,6 +22,8 @@ struct kvt_admit;
 /* @return : 0, -ENOENT for an unknown name, -ENOMEM. *out is owned by the caller. */
 int kvt_admit_create(const char *name, size_t capacity_hint, struct kvt_admit **out);
 void kvt_admit_destroy(struct kvt_admit *a);
+/* Bytes the filter holds (sketch and doorkeeper). */
+size_t kvt_admit_bytes(const struct kvt_admit *a);
 /* The filter's name ("tinylfu", ...). */
 const char *kvt_admit_name(const struct kvt_admit *a);
 void kvt_admit_record(struct kvt_admit *a, uint64_t key_hash);

@@ -132,6 +132,14 @@ static size_t arc_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	return kvt__list_walk(b, p->lk, out, n, max, ok, arg);
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t arc_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + kvt__ghost_bytes(&p->b1) +
+	       kvt__ghost_bytes(&p->b2);
+}
+
 const struct kvt_policy_ops kvt_policy_arc = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "arc",
@@ -141,4 +149,5 @@ const struct kvt_policy_ops kvt_policy_arc = {
     .on_access = arc_access,
     .on_remove = arc_remove,
     .pick_victims = arc_victims,
+    .memory_bytes = arc_memory,
 };

@@ -577,6 +577,14 @@ static size_t cv_export(struct kvt_policy *p, uint32_t *out, size_t max)
 	return m;
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t cv_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) +
+	       p->hist_n * sizeof(*p->hist);
+}
+
 const struct kvt_policy_ops kvt_policy_conv = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "conv",
@@ -588,4 +596,5 @@ const struct kvt_policy_ops kvt_policy_conv = {
     .pick_victims = cv_victims,
     .export_order = cv_export,
     .set_param = cv_set_param,
+    .memory_bytes = cv_memory,
 };

@@ -457,6 +457,13 @@ static int gdsf_set_param(struct kvt_policy *p, const char *name, const char *va
 	return kvt__param_double(value, 0, 4, &p->exponent);
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t gdsf_memory(struct kvt_policy *p)
+{
+	return sizeof(*p) + (p->e ? (p->hcap + 4) * sizeof(*p->e) : 0) + p->cap * sizeof(*p->ids) +
+	       p->pend_cap * sizeof(*p->pend) + p->front_cap * sizeof(*p->front);
+}
+
 const struct kvt_policy_ops kvt_policy_gdsf = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "gdsf",
@@ -467,4 +474,5 @@ const struct kvt_policy_ops kvt_policy_gdsf = {
     .on_remove = gdsf_remove,
     .pick_victims = gdsf_victims,
     .set_param = gdsf_set_param,
+    .memory_bytes = gdsf_memory,
 };

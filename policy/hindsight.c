@@ -249,6 +249,14 @@ static size_t hs_export(struct kvt_policy *p, uint32_t *out, size_t max)
 	return kvt__res_export(&p->res, p->last, out, max);
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t hs_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + kvt__res_bytes(&p->res) +
+	       p->hist_n * sizeof(*p->hist);
+}
+
 const struct kvt_policy_ops kvt_policy_hindsight = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "hindsight",
@@ -260,4 +268,5 @@ const struct kvt_policy_ops kvt_policy_hindsight = {
     .pick_victims = hs_victims,
     .export_order = hs_export,
     .set_param = hs_set_param,
+    .memory_bytes = hs_memory,
 };

@@ -214,6 +214,14 @@ static int lfu_set_param(struct kvt_policy *p, const char *name, const char *val
 	return 0;
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t lfu_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + p->r * sizeof(*p->b) +
+	       (p->r / 64 + 1) * sizeof(*p->bits);
+}
+
 const struct kvt_policy_ops kvt_policy_lfu = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "lfu",
@@ -224,4 +232,5 @@ const struct kvt_policy_ops kvt_policy_lfu = {
     .on_remove = lfu_remove,
     .pick_victims = lfu_victims,
     .set_param = lfu_set_param,
+    .memory_bytes = lfu_memory,
 };

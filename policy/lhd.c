@@ -188,6 +188,13 @@ static size_t lhd_export(struct kvt_policy *p, uint32_t *out, size_t max)
 	return kvt__res_export(&p->res, p->last, out, max);
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t lhd_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + kvt__res_bytes(&p->res);
+}
+
 const struct kvt_policy_ops kvt_policy_lhd = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "lhd",
@@ -199,4 +206,5 @@ const struct kvt_policy_ops kvt_policy_lhd = {
     .pick_victims = lhd_victims,
     .export_order = lhd_export,
     .set_param = lhd_set_param,
+    .memory_bytes = lhd_memory,
 };

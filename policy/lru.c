@@ -84,6 +84,13 @@ static size_t lru_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	return kvt__list_walk(&p->q, p->lk, out, 0, max, ok, arg);
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t lru_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap);
+}
+
 const struct kvt_policy_ops kvt_policy_lru = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "lru",
@@ -93,4 +100,5 @@ const struct kvt_policy_ops kvt_policy_lru = {
     .on_access = lru_access,
     .on_remove = lru_remove,
     .pick_victims = lru_victims,
+    .memory_bytes = lru_memory,
 };

@@ -44,6 +44,14 @@ int kvt__cols_grow(const struct kvt__col *c, size_t n, size_t *cap, uint32_t id)
 	return 0;
 }
 
+size_t kvt__cols_bytes(const struct kvt__col *c, size_t n, size_t cap)
+{
+	size_t b = 0;
+	for (size_t i = 0; i < n; i++)
+		b += c[i].elem * cap;
+	return b;
+}
+
 void kvt__cols_free(const struct kvt__col *c, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -53,6 +61,11 @@ void kvt__cols_free(const struct kvt__col *c, size_t n)
 }
 
 /* ---- resident set ---- */
+
+size_t kvt__res_bytes(const struct kvt__res *r)
+{
+	return r->cap * sizeof(*r->ids);
+}
 
 int kvt__res_add(struct kvt__res *r, uint32_t *slot, uint32_t id)
 {
@@ -117,6 +130,12 @@ size_t kvt__sample_victims(const struct kvt__res *r, uint64_t *rng, unsigned sam
 void kvt__heap_init(struct kvt__heap *h)
 {
 	memset(h, 0, sizeof(*h));
+}
+
+size_t kvt__heap_bytes(const struct kvt__heap *h)
+{
+	return (h->e ? (h->cap + 4) * sizeof(*h->e) : 0) + h->pos_cap * sizeof(*h->pos) +
+	       h->aux_cap * sizeof(*h->aux);
 }
 
 void kvt__heap_free(struct kvt__heap *h)
@@ -509,6 +528,11 @@ int kvt__ghost_init(struct kvt__ghost *g, size_t expect)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+size_t kvt__ghost_bytes(const struct kvt__ghost *g)
+{
+	return g->cap * sizeof(*g->slots) + g->rcap * sizeof(*g->ring);
 }
 
 void kvt__ghost_free(struct kvt__ghost *g)

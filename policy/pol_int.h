@@ -40,6 +40,8 @@ struct kvt__col {
 /* Grows every column to kvt__pol_cap_for(*cap, id) elements. @return : 0, -ENOMEM (*cap kept). */
 int kvt__cols_grow(const struct kvt__col *c, size_t n, size_t *cap, uint32_t id);
 void kvt__cols_free(const struct kvt__col *c, size_t n);
+/* Bytes of the columns at capacity cap. */
+size_t kvt__cols_bytes(const struct kvt__col *c, size_t n, size_t cap);
 
 /* A list threaded through a caller-owned link array (shared by several lists); prev and next
  * of an id sit together, so a list operation touches one line per id. */
@@ -137,6 +139,8 @@ struct kvt__res {
 	uint32_t *ids;
 	size_t n, cap;
 };
+/* Bytes allocated. */
+size_t kvt__res_bytes(const struct kvt__res *r);
 /* Adds id (not yet in). @return : 0 or -ENOMEM. */
 int kvt__res_add(struct kvt__res *r, uint32_t *slot, uint32_t id);
 /* Removes id (in), moving the last id into its slot. */
@@ -178,6 +182,7 @@ struct kvt__heap {
 };
 void kvt__heap_init(struct kvt__heap *h);
 void kvt__heap_free(struct kvt__heap *h);
+size_t kvt__heap_bytes(const struct kvt__heap *h);
 /* Inserts or re-keys id. @return : 0 or -ENOMEM. */
 int kvt__heap_set(struct kvt__heap *h, uint32_t id, double key);
 void kvt__heap_del(struct kvt__heap *h, uint32_t id);
@@ -272,6 +277,7 @@ static inline void kvt__ghost_prefetch(const struct kvt__ghost *g, uint64_t h)
 }
 int kvt__ghost_init(struct kvt__ghost *g, size_t expect);
 void kvt__ghost_free(struct kvt__ghost *g);
+size_t kvt__ghost_bytes(const struct kvt__ghost *g);
 bool kvt__ghost_has(const struct kvt__ghost *g, uint64_t h);
 /* Adds h as the newest ghost. @return : 0 or -ENOMEM. */
 int kvt__ghost_add(struct kvt__ghost *g, uint64_t h);

@@ -51,6 +51,9 @@ struct kvt_policy_ops {
 	/* Added in version 1, optional: writes up to max resident ids, coldest first, without
 	 * changing anything; @return : how many. NULL means pick_victims(all) gives that order. */
 	size_t (*export_order)(struct kvt_policy *p, uint32_t *out, size_t max);
+	/* Added in version 1, optional: the bytes the policy holds now (per-id arrays at their
+	 * allocated size, ghosts, history, tables, sketches). NULL means unknown. */
+	size_t (*memory_bytes)(struct kvt_policy *p);
 };
 
 /* @return : the policy named name, or NULL. */

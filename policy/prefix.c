@@ -217,6 +217,14 @@ static size_t prefix_export(struct kvt_policy *p, uint32_t *out, size_t max)
 	return n;
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t prefix_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + kvt__heap_bytes(&p->late) +
+	       p->scratch_cap * sizeof(*p->scratch);
+}
+
 const struct kvt_policy_ops kvt_policy_prefix = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "prefix",
@@ -227,4 +235,5 @@ const struct kvt_policy_ops kvt_policy_prefix = {
     .on_remove = prefix_remove,
     .pick_victims = prefix_victims,
     .export_order = prefix_export,
+    .memory_bytes = prefix_memory,
 };

@@ -183,6 +183,13 @@ static int s3_set_param(struct kvt_policy *p, const char *name, const char *valu
 	return kvt__param_set(p, s3_params, KVT_ARRAY_SIZE(s3_params), name, value);
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t s3_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + kvt__ghost_bytes(&p->g);
+}
+
 const struct kvt_policy_ops kvt_policy_s3fifo = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "s3fifo",
@@ -193,4 +200,5 @@ const struct kvt_policy_ops kvt_policy_s3fifo = {
     .on_remove = s3_remove,
     .pick_victims = s3_victims,
     .set_param = s3_set_param,
+    .memory_bytes = s3_memory,
 };

@@ -107,6 +107,13 @@ static size_t sieve_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	return n;
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t sieve_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap);
+}
+
 const struct kvt_policy_ops kvt_policy_sieve = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "sieve",
@@ -116,4 +123,5 @@ const struct kvt_policy_ops kvt_policy_sieve = {
     .on_access = sieve_access,
     .on_remove = sieve_remove,
     .pick_victims = sieve_victims,
+    .memory_bytes = sieve_memory,
 };

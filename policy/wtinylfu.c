@@ -233,6 +233,14 @@ static int wt_set_param(struct kvt_policy *p, const char *name, const char *valu
 	return rc;
 }
 
+/* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
+static size_t wt_memory(struct kvt_policy *p)
+{
+	struct kvt__col c[] = COLS(p);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) +
+	       (p->sketch ? kvt_admit_bytes(p->sketch) : 0);
+}
+
 const struct kvt_policy_ops kvt_policy_wtinylfu = {
     .version = KVT_POLICY_OPS_VERSION,
     .name = "wtinylfu",
@@ -243,4 +251,5 @@ const struct kvt_policy_ops kvt_policy_wtinylfu = {
     .on_remove = wt_remove,
     .pick_victims = wt_victims,
     .set_param = wt_set_param,
+    .memory_bytes = wt_memory,
 };

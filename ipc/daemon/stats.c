@@ -1,5 +1,6 @@
 /* stats.c -- the daemon's counters as one JSON object (kvtier stats --json, and the CLI table). */
 #include "daemon.h"
+#include "policy/admit.h"
 
 #include <stdarg.h>
 #include <errno.h>
@@ -25,18 +26,24 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 {
 	struct out o = {buf, len, 0};
 	uint64_t chunks = d->idx.used;
-	uint64_t meta = kvd_index_bytes(&d->idx) + (uint64_t)d->idx.cap * 9 /* policy arrays */;
+	/* the policy says what it holds (conv's history is most of its cost); host.admit's sketch
+	 */
+	uint64_t pol = d->pol_ops->memory_bytes ? d->pol_ops->memory_bytes(d->pol)
+	                                        : (uint64_t)d->idx.cap * 9 /* LRU's arrays */;
+	pol += d->admit ? kvt_admit_bytes(d->admit) : 0;
+	uint64_t meta = kvd_index_bytes(&d->idx) + pol;
 	put(&o, "{\"version\":\"%d.%d.%d\",\"protocol\":%d,", KVT_VERSION_MAJOR, KVT_VERSION_MINOR,
 	    KVT_VERSION_PATCH, KVT_PROTO_MAJOR);
 	put(&o,
-	    "\"tiers\":[{\"name\":\"host\",\"policy\":\"%s\",\"capacity_bytes\":%llu,"
+	    "\"tiers\":[{\"name\":\"host\",\"policy\":\"%s\",\"policy_bytes\":%llu,"
+	    "\"capacity_bytes\":%llu,"
 	    "\"used_bytes\":%llu,\"chunks\":%llu,\"hits\":%llu,\"misses\":%llu,"
 	    "\"evictions\":%llu,\"puts\":%llu,\"put_bytes\":%llu,\"enospc\":%llu}],",
-	    d->pol_ops->name, (unsigned long long)d->host_cap, (unsigned long long)d->host_used,
-	    (unsigned long long)chunks, (unsigned long long)d->st.hits,
-	    (unsigned long long)d->st.misses, (unsigned long long)d->st.evictions,
-	    (unsigned long long)d->st.puts, (unsigned long long)d->st.put_bytes,
-	    (unsigned long long)d->st.enospc);
+	    d->pol_ops->name, (unsigned long long)pol, (unsigned long long)d->host_cap,
+	    (unsigned long long)d->host_used, (unsigned long long)chunks,
+	    (unsigned long long)d->st.hits, (unsigned long long)d->st.misses,
+	    (unsigned long long)d->st.evictions, (unsigned long long)d->st.puts,
+	    (unsigned long long)d->st.put_bytes, (unsigned long long)d->st.enospc);
 	o.pos -= 2; /* reopen the tiers array */
 	kvd_tiers_stats_json(d, o.buf, o.len, &o.pos);
 	put(&o, "],");

@@ -689,6 +689,33 @@ static void test_policy_admission(void **state)
 	kvt_admit_destroy(a);
 }
 
+/* Every policy says what it holds, and that grows with what it holds: 100,000 entries take at
+ * least a byte each (LRU: its two arrays, 9 bytes per id, and little else). */
+static void test_policy_memory_reported(void **state)
+{
+	enum { N = 100000 };
+	for (size_t i = 0; kvt_policy_at(i); i++) {
+		const struct kvt_policy_ops *o = kvt_policy_at(i);
+		struct kvt_policy *p;
+		assert_non_null(o->memory_bytes);
+		assert_int_equal(o->create(1024, &p), 0);
+		size_t empty = o->memory_bytes(p);
+		assert_true(empty > 0);
+		for (uint32_t id = 0; id < N; id++) {
+			struct kvt_policy_meta m = {.key_hash = 0x9e3779b97f4a7c15ULL * (id + 1),
+			                            .bytes = 1,
+			                            .parent = id % 8 ? id - 1 : KVT_POLICY_NONE,
+			                            .depth = id % 8};
+			o->on_insert(p, id, &m);
+		}
+		size_t full = o->memory_bytes(p);
+		assert_true(full >= empty + N);
+		if (!strcmp(o->name, "lru"))
+			assert_true(full >= 9u * N && full <= 12u * N + 4096);
+		o->destroy(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -710,6 +737,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
 	    cmocka_unit_test(test_policy_quota_guarantee),
 	    cmocka_unit_test(test_policy_admission),
+	    cmocka_unit_test(test_policy_memory_reported),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
  * loop runs every registered policy, LRU first as the baseline: a skewed key stream over
  * 4 x capacity keys; a resident key is an on_access, a missing one an on_insert preceded, when
  * full, by pick_victims(1) + on_remove. One "op" is one access (whatever it costs the policy).
+ * "B/entry" is what the policy says it holds (memory_bytes) at the end, per cached entry.
  * Usage: kvtier-bench-policy [ops (default 20000000)] [capacity (default 65536)] [policy...]
  */
 #include "policy/policy.h"
@@ -20,7 +21,7 @@ static double now_s(void)
 }
 
 static double run(const struct kvt_policy_ops *o, const uint32_t *keys, size_t n_keys, size_t ops,
-                  size_t cap, size_t universe, double *hit_ratio)
+                  size_t cap, size_t universe, double *hit_ratio, double *bytes_per_entry)
 {
 	struct kvt_policy *p = NULL;
 	uint8_t *res = calloc(universe, 1);
@@ -54,6 +55,7 @@ static double run(const struct kvt_policy_ops *o, const uint32_t *keys, size_t n
 		used++;
 	}
 	double dt = now_s() - t0;
+	*bytes_per_entry = o->memory_bytes && used ? (double)o->memory_bytes(p) / (double)used : 0;
 	o->destroy(p);
 	free(res);
 	*hit_ratio = (double)hits / (double)ops;
@@ -76,8 +78,10 @@ int main(int argc, char **argv)
 		double u = (double)(x >> 11) / 9007199254740992.0;
 		keys[i] = (uint32_t)((double)universe * u * u); /* skewed popularity */
 	}
-	double base_hr, hr, base = run(&kvt_policy_lru, keys, n_keys, ops, cap, universe, &base_hr);
-	printf("%-10s %8s %12s %8s %6s\n", "policy", "Mops/s", "ns/op", "vs lru", "hit");
+	double base_hr, hr, bpe,
+	    base = run(&kvt_policy_lru, keys, n_keys, ops, cap, universe, &base_hr, &bpe);
+	printf("%-10s %8s %12s %8s %6s %9s\n", "policy", "Mops/s", "ns/op", "vs lru", "hit",
+	       "B/entry");
 	for (size_t i = 0; kvt_policy_at(i); i++) {
 		const struct kvt_policy_ops *o = kvt_policy_at(i);
 		bool wanted = argc <= 3;
@@ -85,12 +89,13 @@ int main(int argc, char **argv)
 			wanted = wanted || !strcmp(argv[a], o->name);
 		if (!wanted)
 			continue;
-		double r =
-		    !strcmp(o->name, "lru") ? base : run(o, keys, n_keys, ops, cap, universe, &hr);
+		double r = !strcmp(o->name, "lru")
+		               ? base
+		               : run(o, keys, n_keys, ops, cap, universe, &hr, &bpe);
 		if (!strcmp(o->name, "lru"))
-			run(o, keys, n_keys, ops / 10 ? ops / 10 : 1, cap, universe, &hr);
-		printf("%-10s %8.1f %12.1f %7.2fx %6.3f\n", o->name, r / 1e6, 1e9 / r, r / base,
-		       hr);
+			run(o, keys, n_keys, ops / 10 ? ops / 10 : 1, cap, universe, &hr, &bpe);
+		printf("%-10s %8.1f %12.1f %7.2fx %6.3f %9.1f\n", o->name, r / 1e6, 1e9 / r,
+		       r / base, hr, bpe);
 	}
 	free(keys);
 	return 0;
