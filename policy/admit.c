@@ -18,6 +18,7 @@ struct kvt_admit {
 	uint8_t *cm;  /* 4 rows x width */
 	uint64_t *dk; /* doorkeeper bits */
 	size_t width, dk_bits, records, window;
+	bool no_dk; /* doorkeeper off */
 };
 
 int kvt_admit_create(const char *name, size_t hint, struct kvt_admit **out)
@@ -58,6 +59,11 @@ void kvt_admit_destroy(struct kvt_admit *a)
 	free(a->cm);
 	free(a->dk);
 	free(a);
+}
+
+void kvt_admit_doorkeeper(struct kvt_admit *a, bool on)
+{
+	a->no_dk = !on;
 }
 
 size_t kvt_admit_bytes(const struct kvt_admit *a)
@@ -118,7 +124,7 @@ void kvt_admit_record(struct kvt_admit *a, uint64_t key_hash)
 	if (a->kind == ALL)
 		return;
 	uint64_t h = kvt__mix64(key_hash);
-	if (!dk_has(a, h)) {
+	if (!a->no_dk && !dk_has(a, h)) {
 		dk_set(a, h);
 	} else {
 		size_t idx[4];
@@ -135,7 +141,8 @@ void kvt_admit_record(struct kvt_admit *a, uint64_t key_hash)
 unsigned kvt_admit_estimate(const struct kvt_admit *a, uint64_t key_hash)
 {
 	uint64_t h = kvt__mix64(key_hash);
-	return dk_has(a, h) ? cm_min(a, h) + 1 : 0;
+	/* the doorkeeper's bit counts one more (TinyLFU: the first record of a period is there) */
+	return cm_min(a, h) + (!a->no_dk && dk_has(a, h) ? 1u : 0u);
 }
 
 bool kvt_admit_check(struct kvt_admit *a, uint64_t cand_hash, const uint64_t *victim_hash)

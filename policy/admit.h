@@ -22,6 +22,10 @@ struct kvt_admit;
 /* @return : 0, -ENOENT for an unknown name, -ENOMEM. *out is owned by the caller. */
 int kvt_admit_create(const char *name, size_t capacity_hint, struct kvt_admit **out);
 void kvt_admit_destroy(struct kvt_admit *a);
+/* Turns the doorkeeper on (the default) or off. Off, every record counts in the sketch and a
+ * key's estimate is its count there (Caffeine's sketch); on, a key's first record in a period
+ * only sets its doorkeeper bit (the TinyLFU paper). */
+void kvt_admit_doorkeeper(struct kvt_admit *a, bool on);
 /* Bytes the filter holds (sketch and doorkeeper). */
 size_t kvt_admit_bytes(const struct kvt_admit *a);
 /* The filter's name ("tinylfu", ...). */

@@ -11,8 +11,11 @@
  * that arrived before the first eviction ever (the cache was filling) join P without a duel.
  * A hit in W refreshes it; a hit in P or F promotes it to Q, whose share of main is
  * protected_ratio (default 0.8; the overflow goes back to P's newest end); a hit in Q refreshes
- * it. The sketch (admit.h, "tinylfu": count-min + doorkeeper, halved every 10 x capacity
- * records) sees every insert and hit.
+ * it. The sketch (admit.h, "tinylfu": count-min, halved every 10 x capacity records) sees
+ * every insert and hit. Its doorkeeper is off by default, as in Caffeine (`doorkeeper=1` puts
+ * it back): on the Mooncake trace off gives 0.070 / 0.125 / 0.194 at 1,024 / 4,096 / 16,384
+ * blocks against 0.067 / 0.115 / 0.191, and +0.002 to +0.007 on the zipf, scan and docqa
+ * synthetic traces (docs/policies.md).
  *
  * pick_victims performs those moves (policy state) and proposes entries without removing them,
  * like s3fifo.c; a proposal the caller keeps goes back to the oldest end of its list on the next
@@ -38,6 +41,7 @@ struct kvt_policy {
 	                        * probation, [IN_Q] protected, [PROPOSED] */
 	struct kvt_admit *sketch;
 	double window_ratio, protected_ratio;
+	bool doorkeeper;
 	bool evicted; /* pick_victims was called once: the cache has been full */
 };
 
@@ -78,6 +82,7 @@ static int wt_create(size_t hint, struct kvt_policy **out)
 		wt_destroy(p);
 		return -ENOMEM;
 	}
+	kvt_admit_doorkeeper(p->sketch, false);
 	*out = p;
 	return 0;
 }
@@ -223,6 +228,7 @@ static size_t wt_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 static const struct kvt__param wt_params[] = {
     KVT__PARAM(window_ratio, KVT__P_DOUBLE, 0, 1),
     KVT__PARAM(protected_ratio, KVT__P_DOUBLE, 0, 1),
+    KVT__PARAM(doorkeeper, KVT__P_BOOL, 0, 1),
 };
 
 static int wt_set_param(struct kvt_policy *p, const char *name, const char *value)
@@ -230,6 +236,8 @@ static int wt_set_param(struct kvt_policy *p, const char *name, const char *valu
 	int rc = kvt__param_set(p, wt_params, KVT_ARRAY_SIZE(wt_params), name, value);
 	if (!rc && !strcmp(name, "protected_ratio"))
 		trim_protected(p);
+	if (!rc && !strcmp(name, "doorkeeper"))
+		kvt_admit_doorkeeper(p->sketch, p->doorkeeper);
 	return rc;
 }
 

@@ -686,6 +686,18 @@ static void test_policy_admission(void **state)
 	assert_false(kvt_admit_check(a, 9, &hot));
 	assert_true(kvt_admit_check(a, 7, &cold));
 	assert_true(kvt_admit_check(a, 9, NULL)); /* room: admit */
+	/* the aging period (10 x 100 records) halves the counters and clears the doorkeeper: key 7
+	 * is still warmer than a key never seen (it read 0 when its doorkeeper bit was gone) */
+	for (uint64_t k = 1000; k < 2000; k++)
+		kvt_admit_record(a, k * 0x9e3779b97f4a7c15ULL);
+	uint64_t never = 123456789;
+	assert_true(kvt_admit_estimate(a, 7) >= 1);
+	assert_true(kvt_admit_check(a, 7, &never));
+	assert_false(kvt_admit_check(a, never, &hot));
+	/* without the doorkeeper a key counts from its first record */
+	kvt_admit_doorkeeper(a, false);
+	kvt_admit_record(a, 31);
+	assert_int_equal(kvt_admit_estimate(a, 31), 1);
 	kvt_admit_destroy(a);
 }
 
