@@ -139,6 +139,7 @@ struct kvd {
 	struct kvt_mrc *mrc;     /* host tier's miss-ratio curve (sampled) */
 	struct kvt_admit *admit; /* host.admit's filter, or NULL (admit everything) */
 	size_t admit_hint;       /* the host chunk count admit was sized for */
+	uint64_t admit_records;  /* records since start: when to check admit_hint */
 	struct kvt_quota *quota; /* per-tenant host bytes, or NULL without tenant.quota */
 
 	struct kvd_lower lower[KVD_MAX_LOWER];

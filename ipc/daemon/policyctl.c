@@ -8,7 +8,9 @@
  * unsampled majority. A tier below host (the rocksdb tier) holds its own policy: get and set go
  * to it through tier.h under its lock (the same kvt_policy_set), and its curve, kept here, is
  * fed the host misses that reach it (reads) and its demotions (writes, which only make a key
- * resident). A tier without a policy (nvme: a log reclaimed in write order) says so.
+ * resident). A tier without a policy (nvme: a log reclaimed in write order) says so. The host's
+ * admission filter (host.admit, `set host NAME admit=...`) lives here too: it records every
+ * acquired and put key, store.c consults it on a put of a new chunk.
  */
 #include "daemon.h"
 #include "core/log.h"
@@ -75,7 +77,7 @@ void kvd_admit_record(struct kvd *d, uint64_t key_hash)
 		return;
 	kvt_admit_record(d->admit, key_hash);
 	/* Sized for the chunks host holds: resized (and so restarted) as that doubles. */
-	if (!(d->st.puts & 1023) && host_chunks(d) > 2 * d->admit_hint) {
+	if (!(++d->admit_records & 4095) && host_chunks(d) > 2 * d->admit_hint) {
 		char err[128];
 		kvd_admit_set(d, kvt_admit_name(d->admit), err, sizeof(err));
 	}
