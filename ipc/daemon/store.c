@@ -301,7 +301,8 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 {
 	uint32_t t = c->tenant;
 	uint32_t id = kvd_index_find(&d->idx, t, ns->ns, key);
-	kvd_admit_record(d, key.w[0] ^ t);
+	if (!d->resuming) /* a parked put that is retried was counted once */
+		kvd_admit_record(d, key.w[0] ^ t);
 	if (id != KVD_NIL) {
 		d->pol_ops->on_access(d->pol, id);
 		*pid = id;
