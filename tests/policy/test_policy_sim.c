@@ -152,6 +152,29 @@ static void test_policy_sim_cli_json(void **state)
 	kvt_test_rmtree(tmp);
 }
 
+/* Placement on "a b a", host of 1 block above a lower tier of 1: written through (the daemon's
+ * way) b replaces a below too, so the second a misses; filled on eviction, a goes below when b
+ * takes host, and hits there. */
+static void test_policy_sim_placement(void **state)
+{
+	struct kvt_trace t;
+	uint32_t lens[] = {1, 1, 1}, ids[] = {1, 2, 1};
+	assert_int_equal(kvt_trace_from(&t, 3, lens, ids), 0);
+	struct kvt_sim_tier two[2] = {{.name = "host", .policy = "lru", .capacity_blocks = 1},
+	                              {.name = "low", .policy = "lru", .capacity_blocks = 1}};
+	struct kvt_sim_result r;
+	assert_int_equal(kvt_sim_run(&t, two, 2, &r), 0);
+	assert_int_equal(r.hits, 0);
+	assert_int_equal(r.tier[0].demoted_blocks, 3); /* a, b and a again, at each insert */
+	two[1].fill_on_evict = true;
+	assert_int_equal(kvt_sim_run(&t, two, 2, &r), 0);
+	assert_int_equal(r.hits, 1);
+	assert_int_equal(r.tier[1].hits, 1);
+	assert_int_equal(r.tier[0].demoted_blocks, 1); /* a, when b took its place */
+	assert_int_equal(r.tier[1].promoted_blocks, 1);
+	kvt_trace_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -159,6 +182,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_mooncake_lru_opt),
 	    cmocka_unit_test(test_policy_sim_mooncake_conv_beats_lru),
 	    cmocka_unit_test(test_policy_sim_cli_json),
+	    cmocka_unit_test(test_policy_sim_placement),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * Single-tier form: --trace F --capacity N[,N...] --policy P[,P...]: every (policy, capacity)
  * pair is replayed, each beside Belady's MIN at the same capacity. Multi-tier form: --tier
  * NAME=SIZE (blocks, or bytes with a B/KiB/MiB/GiB suffix divided by --block-bytes), repeated
- * top tier first, with --policy NAME=P and --admission NAME=A per tier.
+ * top tier first, with --policy NAME=P and --admission NAME=A per tier, and --placement
+ * (write-through, the daemon's, or on-evict).
  */
 #include "sim.h"
 #include "sim_int.h"
@@ -24,6 +25,7 @@ struct opts {
 	const char *trace, *synth, *dump, *plot;
 	uint64_t seed;
 	bool json;
+	bool on_evict;   /* --placement on-evict */
 	double mrc_rate; /* --mrc [--mrc-rate R]: > 0 prints curves */
 	size_t caps[MAX_LIST], n_caps;
 	char *pols[MAX_LIST];
@@ -48,6 +50,8 @@ static void usage(FILE *f)
 	    "       kvtier sim --trace FILE --tier host=4096 --tier nvme=64GiB\n"
 	    "                  --policy host=s3fifo --policy nvme=lru\n"
 	    "                  [--admission nvme=second_touch] --block-bytes N\n"
+	    "                  [--placement write-through|on-evict] (lower tiers written when a\n"
+	    "                  block enters the top tier, as kvtierd does, or on its eviction)\n"
 	    "       kvtier sim --list-policies\n"
 	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n"
 	    "        or --synth zipf|scan|docqa|agent|chat [--seed N] in place of --trace (a\n"
@@ -142,6 +146,9 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		o->mrc_rate = strtod(v, NULL);
 	else if (!strcmp(a, "--block-bytes"))
 		o->block_bytes = strtoull(v, NULL, 10);
+	else if (!strcmp(a, "--placement") &&
+	         (!strcmp(v, "write-through") || !strcmp(v, "on-evict")))
+		o->on_evict = !strcmp(v, "on-evict");
 	else
 		return -EINVAL;
 	return 0;
@@ -166,6 +173,7 @@ static int finish(struct opts *o, struct raw *w)
 		t->policy = o->n_pols ? o->pols[0] : KVT_SIM_DEFAULT_POLICY;
 		t->admission = o->admission;
 		t->params = o->params;
+		t->fill_on_evict = o->on_evict;
 	}
 	for (size_t k = 0; k < w->n_pp && !rc; k++)
 		rc = tier_pair(o, w->pol_pairs[k], 0);

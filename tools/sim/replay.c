@@ -3,8 +3,11 @@
  * registry's ops table (the daemon's code, not a copy), an optional admission filter, and a
  * residency byte per block. A request's blocks are accessed in order: a hit in tier 0 is a hit;
  * a hit lower down is a hit that also promotes the block into tier 0 (the copy stays: tiers are
- * inclusive); a miss inserts into tier 0. Evicting from a tier demotes the victim to the next
- * tier when that tier lacks it and admits it. Eviction asks the policy for one victim at a time.
+ * inclusive); a miss inserts into tier 0. Lower tiers are filled as the daemon fills them: a
+ * block entering tier 0 is written to each lower tier that admits it, and a tier-0 hit writes it
+ * again to those that lack it (an earlier eviction, or second_touch waiting for the second
+ * access); tier 0's eviction then only drops its copy. With fill_on_evict a tier is instead
+ * filled by the evictions of the tier above. Eviction asks the policy for one victim at a time.
  */
 #include "sim.h"
 
@@ -24,6 +27,7 @@ struct tier {
 	uint8_t *res;
 	size_t used, cap;
 	struct kvt_sim_tier_result *r;
+	bool fill_on_evict;
 };
 
 struct run {
@@ -68,7 +72,7 @@ static void evict_one(struct run *u, size_t ti)
 	t->res[v] = 0;
 	t->used--;
 	t->r->evictions++;
-	if (ti + 1 < u->n && !u->t[ti + 1].res[v]) {
+	if (ti + 1 < u->n && u->t[ti + 1].fill_on_evict && !u->t[ti + 1].res[v]) {
 		size_t before = u->t[ti + 1].r->inserts;
 		insert(u, ti + 1, v);
 		t->r->demoted_blocks += u->t[ti + 1].r->inserts - before;
@@ -106,6 +110,18 @@ static void insert(struct run *u, size_t ti, uint32_t blk)
 	t->r->inserts++;
 }
 
+/* Writes blk through to every lower tier that lacks it (and admits it). */
+static void write_through(struct run *u, uint32_t blk)
+{
+	for (size_t i = 1; i < u->n; i++) {
+		if (u->t[i].fill_on_evict || u->t[i].res[blk])
+			continue;
+		size_t before = u->t[i].r->inserts;
+		insert(u, i, blk);
+		u->t[0].r->demoted_blocks += u->t[i].r->inserts - before;
+	}
+}
+
 /* @return : true on a hit in any tier. */
 static bool access_blk(struct run *u, uint32_t blk)
 {
@@ -122,10 +138,14 @@ static bool access_blk(struct run *u, uint32_t blk)
 			size_t before = u->t[0].r->inserts;
 			insert(u, 0, blk);
 			t->r->promoted_blocks += u->t[0].r->inserts - before;
+		} else if (i == 0) {
+			write_through(u, blk);
 		}
 		return true;
 	}
 	insert(u, 0, blk);
+	if (u->t[0].res[blk])
+		write_through(u, blk);
 	return false;
 }
 
@@ -165,6 +185,7 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 		struct tier *t = &u->t[i];
 		t->r = &r->tier[i];
 		t->cap = tiers[i].capacity_blocks;
+		t->fill_on_evict = tiers[i].fill_on_evict;
 		t->ops = kvt_policy_find(tiers[i].policy);
 		if (!t->ops) {
 			fprintf(stderr, "sim: unknown policy '%s'\n", tiers[i].policy);

@@ -49,6 +49,10 @@ struct kvt_sim_tier {
 	const char *admission;     /* NULL, "none", "tinylfu", "second_touch" (borrowed) */
 	const char *const *params; /* NULL-terminated "k=v" list for set_param (borrowed) */
 	size_t capacity_blocks;
+	/* A lower tier is written when a block enters tier 0 and again when tier 0 hits a block it
+	 * lacks (write-through: the daemon's placement), or, with fill_on_evict, when the tier
+	 * above evicts the block. */
+	bool fill_on_evict;
 };
 
 struct kvt_sim_tier_result {
@@ -62,8 +66,9 @@ struct kvt_sim_result {
 	struct kvt_sim_tier_result tier[KVT_SIM_MAX_TIERS];
 };
 
-/* Replays t through tiers[0..n) (tier 0 on top, inclusive, demotion on eviction, promotion to
- * tier 0 on a lower-tier hit). @return : 0, -ENOENT unknown policy, -EINVAL bad parameter. */
+/* Replays t through tiers[0..n) (tier 0 on top, inclusive; lower tiers written through, or
+ * filled on eviction (fill_on_evict); promotion to tier 0 on a lower-tier hit).
+ * @return : 0, -ENOENT unknown policy, -EINVAL bad parameter. */
 int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, size_t n,
                 struct kvt_sim_result *r);
 /* Belady's MIN (with bypass) at capacity blocks: O(n log n). Fills hits and prefix_hits. */
