@@ -463,6 +463,17 @@ static void test_rocksdb_quota(void **state)
 	kvt_tier_rocksdb.close(t);
 	kvt_test_rmtree(path);
 
+	/* a tenant whose maximum is below one record is refused, and that is not a full disk: the
+	 * other tenant's next write goes through at once */
+	snprintf(q, sizeof(q), "rocksdb.quota=7=0/1000");
+	rdb_opts(&o, dir, (uint64_t)N * REC, sets);
+	t = open_tier(&o, &d);
+	assert_int_equal(write_range(t, RDB_TENANT, 0, 1, buf), 0);
+	assert_false(rdb_stats(t).full);
+	assert_int_equal(write_range(t, 9, 2000, 2001, buf), 1);
+	kvt_tier_rocksdb.close(t);
+	kvt_test_rmtree(path);
+
 	/* the control: no quota, and the same flood leaves tenant 7 nothing */
 	memset(d.seen, 0, 2000);
 	rdb_opts(&o, dir, (uint64_t)N * REC, NULL);

@@ -422,8 +422,11 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 	t->exclude = s;
 	rocksdb_writebatch_clear(t->batch);
 	rc = choose_victims(t, id.tenant, old, rec_len, &n_vic);
-	if (rc)
-		goto err;
+	if (rc) { /* no room the policy and the quota allow: a refusal, not a full disk */
+		t->exclude = KVT__RDB_NIL;
+		ST_ADD(t, err_nospc, 1);
+		return rc;
+	}
 	uint8_t k[KVT__RDB_KEY_BYTES];
 	kvt__rdb_key_encode(k, &id);
 	rocksdb_writebatch_put(t->batch, (const char *)k, sizeof(k), buf, rec_len);
