@@ -743,9 +743,15 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 	lower_lock(l);
 	int rc = l->ops->policy_set(l->t, name, params, err, err_len);
 	pthread_mutex_unlock(&l->lock);
-	if (!rc)
-		kvt_log(KVT_LOG_INFO, "%s tier: policy is now %s", l->ops->name, name);
-	return rc;
+	if (rc)
+		return rc;
+	char opt[64];
+	snprintf(opt, sizeof(opt), "%s.policy", l->ops->name);
+	int id = kvt_opt_find(opt); /* the running value, as --print-config and stats show it */
+	if (id >= 0)
+		snprintf(d->opts.str[id], KVT_OPT_STR_MAX, "%s", name);
+	kvt_log(KVT_LOG_INFO, "%s tier: policy is now %s", l->ops->name, name);
+	return 0;
 }
 
 void kvd_tiers_note_read(struct kvd *d, uint64_t key_hash, uint8_t where)
