@@ -776,19 +776,26 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		if (d->lower[k].ops == &kvt_tier_nvme)
 			backend = kvt_tier_nvme_backend(d->lower[k].t);
 #endif
+		/* the running policy: its option holds it (set at open, updated by policy_set) */
+		char opt[64];
+		snprintf(opt, sizeof(opt), "%s.policy", d->lower[k].ops->name);
+		int id = kvt_opt_find(opt);
+		const char *pol =
+		    d->lower[k].ops->policy_get && id >= 0 ? d->opts.str[id] : "write-order";
 		if (*pos >= len)
 			return;
 		int n = snprintf(
 		    buf + *pos, len - *pos,
-		    ",{\"name\":\"%s\",\"backend\":\"%s\",\"capacity_bytes\":%llu,\"used_bytes\":%"
-		    "llu,\"chunks\":%llu,"
+		    ",{\"name\":\"%s\",\"backend\":\"%s\",\"policy\":\"%s\",\"capacity_bytes\":%"
+		    "llu,"
+		    "\"used_bytes\":%llu,\"chunks\":%llu,"
 		    "\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,\"reads\":%llu,"
 		    "\"writes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,"
 		    "\"corruptions\":%llu,\"err_io\":%llu,\"err_again\":%llu,\"err_nospc\":%llu,"
 		    "\"err_other\":%llu,\"queue_depth\":%llu,\"plain_ios\":%llu,\"busy_us\":%llu,"
 		    "\"disabled\":%s,"
 		    "\"full\":%s}",
-		    d->lower[k].ops->name, backend, (unsigned long long)s.capacity_bytes,
+		    d->lower[k].ops->name, backend, pol, (unsigned long long)s.capacity_bytes,
 		    (unsigned long long)s.used_bytes, (unsigned long long)s.chunks,
 		    (unsigned long long)s.hits, (unsigned long long)s.misses,
 		    (unsigned long long)s.evictions, (unsigned long long)s.reads,

@@ -131,6 +131,10 @@ static void test_policyctl_lower_tiers(void **state)
 	assert_int_equal(policy(c, "set rocksdb", out, sizeof(out)), -EINVAL);
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
 	assert_string_equal(out, "rocksdb lfu"); /* failed switches changed nothing */
+	char js[1 << 14];
+	assert_true(kvt_test_stats_json(&ld, js, sizeof(js)) > 0);
+	assert_non_null(
+	    strstr(js, "\"name\":\"rocksdb\",\"backend\":\"rocksdb\",\"policy\":\"lfu\""));
 	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), -ENOENT);
 	assert_non_null(strstr(out, "tiers.order"));
 	assert_int_equal(policy(c, "mrc rocksdb", out, sizeof(out)), -EAGAIN); /* no read yet */

@@ -25,12 +25,15 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 		return 0;
 	}
 	const char *tiers = strstr(json, "\"tiers\":");
-	printf("%-8s %14s %14s %10s %10s %10s %10s\n", "tier", "capacity", "used", "chunks", "hits",
-	       "misses", "evictions");
+	printf("%-8s %-11s %14s %14s %10s %10s %10s %10s\n", "tier", "policy", "capacity", "used",
+	       "chunks", "hits", "misses", "evictions");
 	for (const char *t = tiers; t && (t = strstr(t, "{\"name\":\"")); t++) {
-		char name[32] = "";
+		char name[32] = "", pol[32] = "-";
+		const char *pp = strstr(t, "\"policy\":\"");
 		sscanf(t + 9, "%31[^\"]", name);
-		printf("%-8s %14lld %14lld %10lld %10lld %10lld %10lld\n", name,
+		if (pp && pp < strstr(t + 1, "}"))
+			sscanf(pp + 10, "%31[^\"]", pol);
+		printf("%-8s %-11s %14lld %14lld %10lld %10lld %10lld %10lld\n", name, pol,
 		       num(t, "capacity_bytes"), num(t, "used_bytes"), num(t, "chunks"),
 		       num(t, "hits"), num(t, "misses"), num(t, "evictions"));
 	}
