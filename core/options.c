@@ -83,11 +83,39 @@ void kvt_opts_defaults(struct kvt_options *o)
 			KVT_PANIC("bad default in options_list.h");
 }
 
+/*
+ * "TIER.policy.PARAM = VALUE" (one parameter a line in a config file) appends "PARAM=VALUE" to
+ * TIER.policy_params, which the daemon hands to the policy's set_param at start.
+ * @return : 0, -ENOENT (no TIER.policy_params), -EINVAL (a space or '=' in the value), -ERANGE.
+ */
+static int set_policy_param(struct kvt_options *o, const char *name, const char *value)
+{
+	const char *dot = strstr(name, ".policy.");
+	char opt[64];
+	if (!dot || !dot[8] || strchr(dot + 8, '.') || (size_t)(dot - name) > 32)
+		return -ENOENT;
+	snprintf(opt, sizeof(opt), "%.*s.policy_params", (int)(dot - name), name);
+	int id = kvt_opt_find(opt);
+	if (id < 0)
+		return -ENOENT;
+	if (!*value || strpbrk(value, " \t="))
+		return -EINVAL;
+	size_t len = strlen(o->str[id]);
+	int n = snprintf(o->str[id] + len, KVT_OPT_STR_MAX - len, "%s%s=%s", len ? " " : "",
+	                 dot + 8, value);
+	if (n < 0 || (size_t)n >= KVT_OPT_STR_MAX - len) {
+		o->str[id][len] = 0;
+		return -ERANGE;
+	}
+	o->set[id] = true;
+	return 0;
+}
+
 int kvt_opts_set(struct kvt_options *o, const char *name, const char *value)
 {
 	int id = kvt_opt_find(name);
 	if (id < 0)
-		return id;
+		return set_policy_param(o, name, value);
 	int rc = set_value(o, id, value);
 	if (!rc)
 		o->set[id] = true;

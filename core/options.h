@@ -39,7 +39,8 @@ const struct kvt_opt_def *kvt_opt_def(enum kvt_opt_id id);
 int kvt_opt_find(const char *name);
 /* Loads the defaults ("auto" stays 0 until kvt_opts_resolve). */
 void kvt_opts_defaults(struct kvt_options *o);
-/* Sets one option from text. @return : 0, -ENOENT (unknown name), -EINVAL, -ERANGE. */
+/* Sets one option from text; "TIER.policy.PARAM" appends "PARAM=value" to TIER.policy_params.
+ * @return : 0, -ENOENT (unknown name), -EINVAL, -ERANGE. */
 int kvt_opts_set(struct kvt_options *o, const char *name, const char *value);
 /* Parses "name=value". */
 int kvt_opts_set_pair(struct kvt_options *o, const char *pair);

@@ -254,12 +254,33 @@ static void test_policyctl_host_admission(void **state)
 	kvt_test_daemon_destroy(&ad);
 }
 
+/* The issue's config form, one parameter a line: host.policy = s3fifo, host.policy.small_ratio =
+ * 0.2; a parameter the policy does not have stops the start. */
+static void test_policyctl_config_params(void **state)
+{
+	const char *ok[] = {"host.policy=s3fifo", "host.policy.small_ratio=0.2",
+	                    "host.policy.move_threshold=2", NULL};
+	struct kvt_test_daemon pd;
+	assert_int_equal(kvt_test_daemon_start(&pd, ok), 0);
+	kvt_client_t *c;
+	char out[256];
+	assert_int_equal(kvt_connect(pd.sock, &c), 0);
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host s3fifo");
+	kvt_close(c);
+	kvt_test_daemon_destroy(&pd);
+	const char *bad[] = {"host.policy=s3fifo", "host.policy.bogus=1", NULL};
+	assert_true(kvt_test_daemon_start(&pd, bad) != 0);
+	kvt_test_daemon_destroy(&pd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policyctl_switch_keeps_chunks),
 	    cmocka_unit_test(test_policyctl_lower_tiers),
 	    cmocka_unit_test(test_policyctl_host_admission),
+	    cmocka_unit_test(test_policyctl_config_params),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

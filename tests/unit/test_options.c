@@ -23,6 +23,16 @@ static void test_options_units_and_bounds(void **state)
 	assert_int_equal(kvt_opts_set(&o, "rocksdb.wal", "maybe"), -EINVAL);
 	assert_int_equal(kvt_opts_set_pair(&o, " lease.timeout_ms = 250 "), 0);
 	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_LEASE_TIMEOUT_MS), 250);
+	/* a policy's parameter one at a time: "host.policy.small_ratio = 0.1" */
+	assert_int_equal(kvt_opts_set(&o, "host.policy.small_ratio", "0.1"), 0);
+	assert_int_equal(kvt_opts_set_pair(&o, "host.policy.move_threshold = 2"), 0);
+	assert_string_equal(kvt_opt_str(&o, KVT_OPT_HOST_POLICY_PARAMS),
+	                    "small_ratio=0.1 move_threshold=2");
+	assert_int_equal(kvt_opts_set(&o, "rocksdb.policy.max_count", "100"), 0);
+	assert_string_equal(kvt_opt_str(&o, KVT_OPT_ROCKSDB_POLICY_PARAMS), "max_count=100");
+	assert_int_equal(kvt_opts_set(&o, "nvme.policy.x", "1"), -ENOENT);
+	assert_int_equal(kvt_opts_set(&o, "host.policy.a.b", "1"), -ENOENT);
+	assert_int_equal(kvt_opts_set(&o, "host.policy.x", "1 y=2"), -EINVAL);
 	uint64_t v;
 	assert_int_equal(kvt_parse_size("18446744073709551615", &v), 0);
 	assert_int_equal(kvt_parse_size("99999999999999TiB", &v), -ERANGE);
