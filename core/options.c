@@ -247,4 +247,6 @@ void kvt_opts_help(FILE *f)
 	for (int i = 0; i < KVT_OPT__COUNT; i++)
 		fprintf(f, "  %-28s %-6s default %-8s %s%s\n", defs[i].name, tn[defs[i].type],
 		        defs[i].def, defs[i].help, defs[i].runtime ? " (runtime)" : "");
+	fprintf(f, "  %-28s %-6s %-16s %s\n", "TIER.policy.PARAM", "string", "",
+	        "one parameter of TIER.policy, added to TIER.policy_params");
 }
