@@ -77,6 +77,8 @@ static void test_policy_prop_opt_bounds_all(void **state)
 			assert_int_equal(kvt_sim_run(&t, two, 2, &r), 0);
 			assert_true(r.hits <= opt3.hits);
 			assert_true(r.tier[0].hits + r.tier[1].hits == r.hits);
+			assert_true(r.tier[0].prefix_hits + r.tier[1].prefix_hits == r.prefix_hits);
+			assert_true(r.tier[1].prefix_hits <= r.tier[1].hits);
 		}
 		kvt_trace_free(&t);
 	}

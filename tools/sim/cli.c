@@ -274,18 +274,20 @@ static int multi(struct opts *o, const struct kvt_trace *t)
 		if (o->json)
 			printf(
 			    "{\"tier\":\"%s\",\"policy\":\"%s\",\"admission\":\"%s\","
-			    "\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,"
+			    "\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,\"prefix_hit_ratio\":%.6f,"
 			    "\"bytes_promoted\":%llu,\"bytes_demoted\":%llu,\"rejected\":%llu}\n",
 			    ti->name, ti->policy, ti->admission ? ti->admission : "none",
 			    ti->capacity_blocks, ratio(x->hits, r.accesses),
+			    ratio(x->prefix_hits, r.accesses),
 			    (unsigned long long)x->promoted_blocks * bb,
 			    (unsigned long long)x->demoted_blocks * bb,
 			    (unsigned long long)x->rejected);
 		else
-			printf("tier %-8s %-10s %10zu blocks  hit %.4f  promoted %llu B  demoted "
-			       "%llu B  rejected %llu\n",
+			printf("tier %-8s %-10s %10zu blocks  hit %.4f  prefix hit %.4f  promoted "
+			       "%llu B  "
+			       "demoted %llu B  rejected %llu\n",
 			       ti->name, ti->policy, ti->capacity_blocks,
-			       ratio(x->hits, r.accesses),
+			       ratio(x->hits, r.accesses), ratio(x->prefix_hits, r.accesses),
 			       (unsigned long long)x->promoted_blocks * bb,
 			       (unsigned long long)x->demoted_blocks * bb,
 			       (unsigned long long)x->rejected);

@@ -122,8 +122,8 @@ static void write_through(struct run *u, uint32_t blk)
 	}
 }
 
-/* @return : true on a hit in any tier. */
-static bool access_blk(struct run *u, uint32_t blk)
+/* @return : the tier that served blk, or -1 on a miss in every tier. */
+static int access_blk(struct run *u, uint32_t blk)
 {
 	for (size_t i = 0; i < u->n; i++)
 		if (u->t[i].adm)
@@ -141,12 +141,12 @@ static bool access_blk(struct run *u, uint32_t blk)
 		} else if (i == 0) {
 			write_through(u, blk);
 		}
-		return true;
+		return (int)i;
 	}
 	insert(u, 0, blk);
 	if (u->t[0].res[blk])
 		write_through(u, blk);
-	return false;
+	return -1;
 }
 
 static int apply_params(struct tier *t, const char *const *params)
@@ -229,10 +229,12 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 		u.tenant = tr->tenant[q];
 		u.depth = 0;
 		for (uint64_t i = tr->req_off[q]; i < tr->req_off[q + 1]; i++) {
-			bool hit = access_blk(&u, tr->blk[i]);
-			r->hits += hit;
-			lead = lead && hit;
+			int at = access_blk(&u, tr->blk[i]);
+			r->hits += at >= 0;
+			lead = lead && at >= 0;
 			r->prefix_hits += lead;
+			if (lead)
+				r->tier[at].prefix_hits++;
 			u.prev_blk = tr->blk[i];
 			u.depth++;
 		}

@@ -57,6 +57,7 @@ struct kvt_sim_tier {
 
 struct kvt_sim_tier_result {
 	uint64_t hits, inserts, rejected, evictions, promoted_blocks, demoted_blocks;
+	uint64_t prefix_hits; /* hits of this tier inside their request's leading run of hits */
 };
 
 #define KVT_SIM_MAX_TIERS 8
