@@ -734,6 +734,16 @@ int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	return 0;
 }
 
+/* The option TIER.policy of lower tier l, which holds its running policy (set at open, kept up
+ * to date by kvd_tiers_policy_set), or NULL when the tier has no policy. */
+static char *policy_opt(struct kvd *d, const struct kvd_lower *l)
+{
+	char opt[64];
+	snprintf(opt, sizeof(opt), "%s.policy", l->ops->name);
+	int id = kvt_opt_find(opt);
+	return l->ops->policy_get && id >= 0 ? d->opts.str[id] : NULL;
+}
+
 int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *params, char *err,
                          size_t err_len)
 {
@@ -745,11 +755,9 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 	pthread_mutex_unlock(&l->lock);
 	if (rc)
 		return rc;
-	char opt[64];
-	snprintf(opt, sizeof(opt), "%s.policy", l->ops->name);
-	int id = kvt_opt_find(opt); /* the running value, as --print-config and stats show it */
-	if (id >= 0)
-		snprintf(d->opts.str[id], KVT_OPT_STR_MAX, "%s", name);
+	char *opt = policy_opt(d, l); /* the running value, as --print-config and stats show it */
+	if (opt)
+		snprintf(opt, KVT_OPT_STR_MAX, "%s", name);
 	kvt_log(KVT_LOG_INFO, "%s tier: policy is now %s", l->ops->name, name);
 	return 0;
 }
@@ -776,12 +784,7 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		if (d->lower[k].ops == &kvt_tier_nvme)
 			backend = kvt_tier_nvme_backend(d->lower[k].t);
 #endif
-		/* the running policy: its option holds it (set at open, updated by policy_set) */
-		char opt[64];
-		snprintf(opt, sizeof(opt), "%s.policy", d->lower[k].ops->name);
-		int id = kvt_opt_find(opt);
-		const char *pol =
-		    d->lower[k].ops->policy_get && id >= 0 ? d->opts.str[id] : "write-order";
+		const char *pol = policy_opt(d, &d->lower[k]);
 		if (*pos >= len)
 			return;
 		int n = snprintf(
@@ -795,15 +798,16 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		    "\"err_other\":%llu,\"queue_depth\":%llu,\"plain_ios\":%llu,\"busy_us\":%llu,"
 		    "\"disabled\":%s,"
 		    "\"full\":%s}",
-		    d->lower[k].ops->name, backend, pol, (unsigned long long)s.capacity_bytes,
-		    (unsigned long long)s.used_bytes, (unsigned long long)s.chunks,
-		    (unsigned long long)s.hits, (unsigned long long)s.misses,
-		    (unsigned long long)s.evictions, (unsigned long long)s.reads,
-		    (unsigned long long)s.writes, (unsigned long long)s.read_bytes,
-		    (unsigned long long)s.write_bytes, (unsigned long long)s.corruptions,
-		    (unsigned long long)s.err_io, (unsigned long long)s.err_again,
-		    (unsigned long long)s.err_nospc, (unsigned long long)s.err_other,
-		    (unsigned long long)s.queue_depth, (unsigned long long)s.plain_ios,
+		    d->lower[k].ops->name, backend, pol ? pol : "write-order",
+		    (unsigned long long)s.capacity_bytes, (unsigned long long)s.used_bytes,
+		    (unsigned long long)s.chunks, (unsigned long long)s.hits,
+		    (unsigned long long)s.misses, (unsigned long long)s.evictions,
+		    (unsigned long long)s.reads, (unsigned long long)s.writes,
+		    (unsigned long long)s.read_bytes, (unsigned long long)s.write_bytes,
+		    (unsigned long long)s.corruptions, (unsigned long long)s.err_io,
+		    (unsigned long long)s.err_again, (unsigned long long)s.err_nospc,
+		    (unsigned long long)s.err_other, (unsigned long long)s.queue_depth,
+		    (unsigned long long)s.plain_ios,
 		    (unsigned long long)(atomic_load_explicit(&d->lower[k].busy_ns,
 		                                              memory_order_relaxed) /
 		                         1000),

@@ -170,7 +170,7 @@ static void test_policy_sim_placement(void **state)
 	assert_int_equal(kvt_sim_run(&t, two, 2, &r), 0);
 	assert_int_equal(r.hits, 1);
 	assert_int_equal(r.tier[1].hits, 1);
-	assert_int_equal(r.tier[1].prefix_hits, 1); /* a one-block request: its whole prefix */
+	assert_int_equal(r.tier[1].prefix_hits, 1);    /* a one-block request: its whole prefix */
 	assert_int_equal(r.tier[0].demoted_blocks, 2); /* a when b came, b when a came back */
 	assert_int_equal(r.tier[1].promoted_blocks, 1);
 	kvt_trace_free(&t);
