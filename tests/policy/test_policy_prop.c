@@ -84,6 +84,76 @@ static void test_policy_prop_opt_bounds_all(void **state)
 	}
 }
 
+/* --warmup: a replay is causal, so the hits it counts after a warm-up of k requests are the
+ * whole trace's hits less those of the first k requests replayed alone -- for every policy and
+ * admission, one tier and two. OPT (not causal) counts the tail of its one run: the heap and the
+ * naive scan agree on it. */
+static void test_policy_prop_warmup_splits(void **state)
+{
+	static const size_t warm[] = {1, 137, 399};
+	struct kvt_sim_tier two[2] = {{.name = "host", .policy = "lru", .capacity_blocks = 16},
+	                              {.name = "low", .policy = "arc", .capacity_blocks = 48}};
+	for (unsigned seed = 1; seed <= 3; seed++) {
+		struct kvt_trace t;
+		random_trace(seed, &t);
+		for (size_t w = 0; w < 3; w++) {
+			struct kvt_trace head = t; /* a view of the first warm[w] requests */
+			head.n_req = warm[w];
+			head.n_acc = t.req_off[warm[w]];
+			head.warmup_req = 0;
+			struct kvt_sim_result all, first, tail, opt, naive;
+			for (size_t k = 0; kvt_policy_at(k); k++)
+				for (size_t cap = 8; cap <= 64; cap *= 8) {
+					struct kvt_sim_tier one = {.name = "t",
+					                           .policy = kvt_policy_at(k)->name,
+					                           .admission =
+					                               cap == 8 ? NULL : "tinylfu",
+					                           .capacity_blocks = cap};
+					t.warmup_req = 0;
+					assert_int_equal(kvt_sim_run(&t, &one, 1, &all), 0);
+					assert_int_equal(kvt_sim_run(&head, &one, 1, &first), 0);
+					t.warmup_req = warm[w];
+					assert_int_equal(kvt_sim_run(&t, &one, 1, &tail), 0);
+					if (all.hits != first.hits + tail.hits ||
+					    all.prefix_hits !=
+					        first.prefix_hits + tail.prefix_hits ||
+					    all.tier[0].inserts !=
+					        first.tier[0].inserts + tail.tier[0].inserts)
+						fail_msg(
+						    "%s at %zu, warm-up %zu: %llu != %llu + %llu",
+						    one.policy, cap, warm[w],
+						    (unsigned long long)all.hits,
+						    (unsigned long long)first.hits,
+						    (unsigned long long)tail.hits);
+					assert_int_equal(tail.accesses, t.n_acc - head.n_acc);
+				}
+			t.warmup_req = 0;
+			assert_int_equal(kvt_sim_run(&t, two, 2, &all), 0);
+			assert_int_equal(kvt_sim_run(&head, two, 2, &first), 0);
+			t.warmup_req = warm[w];
+			assert_int_equal(kvt_sim_run(&t, two, 2, &tail), 0);
+			for (size_t i = 0; i < 2; i++) {
+				assert_int_equal(all.tier[i].hits,
+				                 first.tier[i].hits + tail.tier[i].hits);
+				assert_int_equal(all.tier[i].demoted_blocks,
+				                 first.tier[i].demoted_blocks +
+				                     tail.tier[i].demoted_blocks);
+			}
+			assert_int_equal(kvt_sim_opt(&t, 32, &opt), 0);
+			assert_int_equal(kvt_sim_opt_naive(&t, 32, &naive), 0);
+			assert_int_equal(opt.hits, naive.hits);
+			assert_int_equal(opt.accesses, t.n_acc - head.n_acc);
+			assert_true(opt.hits > 0);
+		}
+		t.warmup_req = t.n_req; /* nothing left to count */
+		struct kvt_sim_result r;
+		assert_int_equal(kvt_sim_run(&t, two, 1, &r), -EINVAL);
+		assert_int_equal(kvt_sim_opt(&t, 8, &r), -EINVAL);
+		t.warmup_req = 0;
+		kvt_trace_free(&t);
+	}
+}
+
 /* MIN on a hand-made sequence: capacity 2, accesses a b c a b -> a and b kept: 2 hits. */
 static void test_policy_prop_opt_by_hand(void **state)
 {
@@ -135,6 +205,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policy_prop_opt_bounds_all),
 	    cmocka_unit_test(test_policy_prop_opt_by_hand),
+	    cmocka_unit_test(test_policy_prop_warmup_splits),
 	    cmocka_unit_test(test_policy_prop_native_trace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

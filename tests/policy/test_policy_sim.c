@@ -1,6 +1,6 @@
 /* test_policy_sim.c -- the simulator on the shared Mooncake trace reproduces the issue's LRU and
  * OPT columns at 1,024 blocks (0.044 and 0.193, +-0.002), and the CLI's --json carries the
- * fields the issue asks for. Skips without ../shared/data (fails in CI). */
+ * fields the issue asks for (--warmup too). Skips without ../shared/data (fails in CI). */
 #include "testlib.h"
 
 #include "sim.h"
@@ -152,6 +152,37 @@ static void test_policy_sim_cli_json(void **state)
 	kvt_test_rmtree(tmp);
 }
 
+/* --warmup 50%: the JSON counts only the second half's accesses; a warm-up that leaves nothing
+ * to count, or is not a number, is refused with exit status 1. */
+static void test_policy_sim_cli_warmup(void **state)
+{
+	char buf[1024], tmp[256], out[512], line[1024], want[64];
+	const char *trace = trace_path(buf, sizeof(buf));
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_load(trace, &t), 0);
+	snprintf(want, sizeof(want), "\"accesses\":%llu,",
+	         (unsigned long long)(t.n_acc - t.req_off[t.n_req / 2]));
+	kvt_trace_free(&t);
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(out, sizeof(out), "%s/out.json", tmp);
+	char a0[] = "sim", a1[] = "--trace", a3[] = "--capacity", a4[] = "1024", a5[] = "--policy",
+	     a6[] = "lru", a7[] = "--json", a8[] = "--warmup", a9[] = "50%";
+	char *argv[] = {a0, a1, (char *)trace, a3, a4, a5, a6, a7, a8, a9, NULL};
+	assert_int_equal(sim_to_file(out, 10, argv), 0);
+	FILE *f = fopen(out, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_non_null(strstr(line, want));
+	char all[] = "12031", bad[] = "5x", pct[] = "100%";
+	char *const refused[] = {all, bad, pct};
+	for (size_t k = 0; k < 3; k++) {
+		argv[9] = refused[k];
+		assert_int_equal(sim_to_file(out, 10, argv), 1);
+	}
+	kvt_test_rmtree(tmp);
+}
+
 /* Placement on "a b a", host of 1 block above a lower tier of 1: written through (the daemon's
  * way) b replaces a below too, so the second a misses; filled on eviction, a goes below when b
  * takes host, and hits there. */
@@ -183,6 +214,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_mooncake_lru_opt),
 	    cmocka_unit_test(test_policy_sim_mooncake_conv_beats_lru),
 	    cmocka_unit_test(test_policy_sim_cli_json),
+	    cmocka_unit_test(test_policy_sim_cli_warmup),
 	    cmocka_unit_test(test_policy_sim_placement),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

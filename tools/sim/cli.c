@@ -23,6 +23,7 @@
 
 struct opts {
 	const char *trace, *synth, *dump, *plot;
+	const char *warmup; /* --warmup N (requests) or P% (of the trace's requests) */
 	uint64_t seed;
 	bool json;
 	bool on_evict;   /* --placement on-evict */
@@ -45,6 +46,8 @@ static void usage(FILE *f)
 	    "usage: kvtier sim --trace FILE --capacity N[,N...] [--policy P[,P...] (conv)]\n"
 	    "                  [--admission none|tinylfu|second_touch] [--param k=v]...\n"
 	    "                  [--json] [--plot FILE.svg] [--block-bytes N]\n"
+	    "                  [--warmup N|P%%] (the first N requests, or P%% of them, are\n"
+	    "                  replayed but not counted; OPT is counted alike)\n"
 	    "       kvtier sim --trace FILE --capacity N[,N...] --mrc [--mrc-rate R]\n"
 	    "                  (SHARDS curve at 1/2x..8x beside exact LRU; rate default 0.1)\n"
 	    "       kvtier sim --trace FILE --tier host=4096 --tier nvme=64GiB\n"
@@ -128,6 +131,8 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		o->dump = v;
 	else if (!strcmp(a, "--plot"))
 		o->plot = v;
+	else if (!strcmp(a, "--warmup"))
+		o->warmup = v;
 	else if (!strcmp(a, "--capacity"))
 		w->caps = v;
 	else if (!strcmp(a, "--policy") && strchr(v, '=') && w->n_pp < MAX_LIST)
@@ -315,6 +320,30 @@ static int dump(const char *path, const struct kvt_trace *t)
 	return rc;
 }
 
+/* --warmup N or P%: sets t->warmup_req, which must leave at least one request to count. */
+static int set_warmup(const struct opts *o, struct kvt_trace *t)
+{
+	char *end;
+	double v = strtod(o->warmup, &end);
+	bool pct = *end == '%';
+	if (end == o->warmup || (*end && !(pct && !end[1])) || v < 0 || (pct && v >= 100)) {
+		fprintf(stderr, "sim: --warmup %s: not N or P%% (P below 100)\n", o->warmup);
+		return -EINVAL;
+	}
+	if (o->mrc_rate > 0) {
+		fprintf(stderr, "sim: --warmup does not apply to --mrc\n");
+		return -EINVAL;
+	}
+	size_t n = pct ? (size_t)(v / 100.0 * (double)t->n_req) : (size_t)v;
+	if (n && n >= t->n_req) {
+		fprintf(stderr, "sim: --warmup %s: the trace has %zu requests\n", o->warmup,
+		        t->n_req);
+		return -EINVAL;
+	}
+	t->warmup_req = n;
+	return 0;
+}
+
 int kvt_sim_main(int argc, char **argv)
 {
 	struct opts o;
@@ -332,6 +361,8 @@ int kvt_sim_main(int argc, char **argv)
 		        rc == -ENOENT && o.synth ? "no such synthetic trace" : strerror(-rc));
 		return 1;
 	}
+	if (o.warmup && (rc = set_warmup(&o, &t)))
+		goto out;
 	if (o.dump && (rc = dump(o.dump, &t)))
 		goto out;
 	if (o.dump && !o.n_caps && !o.n_tiers)

@@ -76,11 +76,11 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Counts hits and prefix hits from a per-access hit flag. */
+/* Counts hits and prefix hits from a per-access hit flag, after the warm-up. */
 static void tally(const struct kvt_trace *t, const uint8_t *hit, struct kvt_sim_result *r)
 {
-	r->accesses = t->n_acc;
-	for (size_t q = 0; q < t->n_req; q++) {
+	r->accesses = t->n_acc - t->req_off[t->warmup_req];
+	for (size_t q = t->warmup_req; q < t->n_req; q++) {
 		bool lead = true;
 		for (uint64_t i = t->req_off[q]; i < t->req_off[q + 1]; i++) {
 			r->hits += hit[i];
@@ -92,6 +92,8 @@ static void tally(const struct kvt_trace *t, const uint8_t *hit, struct kvt_sim_
 
 int kvt_sim_opt(const struct kvt_trace *t, size_t capacity, struct kvt_sim_result *r)
 {
+	if (t->warmup_req && t->warmup_req >= t->n_req)
+		return -EINVAL;
 	int rc = -ENOMEM;
 	double t0 = now_s();
 	memset(r, 0, sizeof(*r));
@@ -137,6 +139,8 @@ out:
 
 int kvt_sim_opt_naive(const struct kvt_trace *t, size_t capacity, struct kvt_sim_result *r)
 {
+	if (t->warmup_req && t->warmup_req >= t->n_req)
+		return -EINVAL;
 	int rc = -ENOMEM;
 	memset(r, 0, sizeof(*r));
 	uint64_t *next = next_uses(t);

@@ -216,7 +216,7 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 	struct run u;
 	memset(&u, 0, sizeof(u));
 	memset(r, 0, sizeof(*r));
-	if (!n || n > KVT_SIM_MAX_TIERS)
+	if (!n || n > KVT_SIM_MAX_TIERS || (tr->warmup_req && tr->warmup_req >= tr->n_req))
 		return -EINVAL;
 	int rc = setup(&u, tr, tiers, n, r);
 	if (rc)
@@ -225,6 +225,10 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (size_t q = 0; q < tr->n_req; q++) {
 		bool lead = true;
+		if (q && q == tr->warmup_req) { /* the warm-up ends: score from here */
+			r->hits = r->prefix_hits = 0;
+			memset(r->tier, 0, sizeof(r->tier));
+		}
 		u.prev_blk = KVT_POLICY_NONE;
 		u.tenant = tr->tenant[q];
 		u.depth = 0;
@@ -240,7 +244,7 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	r->accesses = tr->n_acc;
+	r->accesses = tr->n_acc - tr->req_off[tr->warmup_req];
 	r->elapsed_s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
 out:
 	teardown(&u);

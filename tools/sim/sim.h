@@ -18,6 +18,8 @@ struct kvt_trace {
 	uint32_t *blk;     /* n_acc dense block ids, in request order */
 	uint64_t *ts_ms;   /* n_req arrival times */
 	uint32_t *tenant;  /* n_req tenants (0 when the format has none) */
+	size_t
+	    warmup_req; /* requests replayed before scoring starts (--warmup; 0 by the loaders) */
 };
 
 /*
@@ -68,11 +70,13 @@ struct kvt_sim_result {
 };
 
 /* Replays t through tiers[0..n) (tier 0 on top, inclusive; lower tiers written through, or
- * filled on eviction (fill_on_evict); promotion to tier 0 on a lower-tier hit).
- * @return : 0, -ENOENT unknown policy, -EINVAL bad parameter. */
+ * filled on eviction (fill_on_evict); promotion to tier 0 on a lower-tier hit). Counts only the
+ * requests from t->warmup_req on; the ones before it warm the tiers up.
+ * @return : 0, -ENOENT unknown policy, -EINVAL bad parameter or warmup_req >= n_req. */
 int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, size_t n,
                 struct kvt_sim_result *r);
-/* Belady's MIN (with bypass) at capacity blocks: O(n log n). Fills hits and prefix_hits. */
+/* Belady's MIN (with bypass) at capacity blocks: O(n log n). Fills hits and prefix_hits, from
+ * t->warmup_req on (-EINVAL when that is not a request of t). */
 int kvt_sim_opt(const struct kvt_trace *t, size_t capacity, struct kvt_sim_result *r);
 /* The same bound by a direct O(n * capacity) scan; for tests on small traces. */
 int kvt_sim_opt_naive(const struct kvt_trace *t, size_t capacity, struct kvt_sim_result *r);
