@@ -14,6 +14,11 @@ void kvt_log_set(kvt_log_fn fn, enum kvt_log_level max)
 	max_level = max;
 }
 
+void kvt_log_set_level(enum kvt_log_level max)
+{
+	max_level = max;
+}
+
 int kvt_log_level_parse(const char *s)
 {
 	static const char *names[] = {"error", "warn", "info", "debug"};

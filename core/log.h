@@ -8,6 +8,8 @@
 enum kvt_log_level { KVT_LOG_ERROR, KVT_LOG_WARN, KVT_LOG_INFO, KVT_LOG_DEBUG };
 typedef void (*kvt_log_fn)(enum kvt_log_level lvl, const char *msg);
 void kvt_log_set(kvt_log_fn fn, enum kvt_log_level max);
+/* Changes the level, keeping the sink (kvtier config set log.level). */
+void kvt_log_set_level(enum kvt_log_level max);
 int kvt_log_level_parse(const char *s);
 void kvt_log(enum kvt_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Rate-limited: at most one line per second per call site. */

@@ -40,11 +40,14 @@
 	  "nvme tier capacity (auto: 1/8 of the data directory's free space)")                     \
 	X(NVME_QUEUE_DEPTH, "nvme.queue_depth", U64, "32", 1, 4096, 0,                             \
 	  "nvme io_uring queue depth")                                                             \
-	X(NVME_ADMIT, "nvme.admit", STR, "all", 0, 0, 1, "nvme admission: all or second_touch")    \
+	X(NVME_ADMIT, "nvme.admit", STR, "all", 0, 0, 1,                                           \
+	  "demotion into nvme: all, or second_touch (on the first access after the put)")          \
 	X(ROCKSDB_PATH, "rocksdb.path", STR, "", 0, 0, 0,                                          \
 	  "rocksdb directory (default DATA_DIR/rocksdb)")                                          \
 	X(ROCKSDB_BYTES, "rocksdb.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                 \
 	  "rocksdb tier logical capacity (auto: 1/8 of the data directory's free space)")          \
+	X(ROCKSDB_ADMIT, "rocksdb.admit", STR, "all", 0, 0, 1,                                     \
+	  "demotion into rocksdb: all, or second_touch (on the first access after the put)")       \
 	X(ROCKSDB_POLICY, "rocksdb.policy", STR, "arc", 0, 0, 1,                                   \
 	  "eviction policy of the rocksdb tier (kvtier policy set rocksdb NAME)")                  \
 	X(ROCKSDB_POLICY_PARAMS, "rocksdb.policy_params", STR, "", 0, 0, 1,                        \

@@ -51,6 +51,7 @@ enum kvt_msg_type {
 	KVT_MSG_TIER_ENABLE = 10, /* body: the tier's name */
 	KVT_MSG_POLICY = 11,      /* body: "get TIER", "set TIER NAME [k=v...]", "mrc TIER" */
 	KVT_MSG_PREFETCH = 12,    /* keys (as LOOKUP); no reply: promote them into host */
+	KVT_MSG_CONFIG = 13,      /* body: "get [NAME]", "set NAME VALUE" */
 	KVT_MSG__MAX
 };
 

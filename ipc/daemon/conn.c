@@ -252,7 +252,7 @@ static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const 
 static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
                     size_t blen)
 {
-	static char cmd[1024], out[2048];
+	static char cmd[1024], out[8192];
 	if (blen >= sizeof(cmd))
 		return reply(d, i, h, -EINVAL, NULL, 0, NULL, 0);
 	memcpy(cmd, body, blen);
@@ -261,6 +261,8 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	int rc;
 	if (h->type == KVT_MSG_POLICY) {
 		rc = kvd_policy_command(d, cmd, out, sizeof(out));
+	} else if (h->type == KVT_MSG_CONFIG) {
+		rc = kvd_config_command(d, cmd, out, sizeof(out));
 	} else {
 		rc = kvd_tiers_enable(d, cmd);
 		kvt_log(KVT_LOG_INFO, "tier %s: enable requested by pid %d: %s", cmd,
@@ -316,6 +318,7 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 		return reply(d, i, h, n < 0 ? n : 0, json, n < 0 ? 0 : (size_t)n, NULL, 0);
 	}
 	case KVT_MSG_POLICY:
+	case KVT_MSG_CONFIG:
 	case KVT_MSG_TIER_ENABLE:
 		return on_admin(d, i, h, body, blen);
 	default:

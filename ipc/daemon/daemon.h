@@ -241,6 +241,11 @@ void kvd_admit_record(struct kvd *d, uint64_t key_hash);
 double kvd_mrc_rate(const struct kvd *d);
 int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len);
 int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len);
+/* config.c: "get [NAME]" | "set NAME VALUE" (runtime options only); the reply text to out. */
+int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len);
+/* @return : 0 when v is a valid value of admission option opt (host.admit, TIER.admit); else
+ * -EINVAL with a message in err. */
+int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err_len);
 
 /* lease.c */
 /* @return : leases granted; *promote set when a leading entry has no host copy yet. */

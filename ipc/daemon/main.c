@@ -356,7 +356,12 @@ int main(int argc, char **argv)
 	if (parse_args(&d, argc, argv, &print))
 		return 2;
 	int lvl = kvt_log_level_parse(kvt_opt_str(&d.opts, KVT_OPT_LOG_LEVEL));
-	kvt_log_set(log_stderr, lvl < 0 ? KVT_LOG_INFO : (enum kvt_log_level)lvl);
+	if (lvl < 0) {
+		kvt_log(KVT_LOG_ERROR, "log.level: '%s' is not error, warn, info or debug",
+		        kvt_opt_str(&d.opts, KVT_OPT_LOG_LEVEL));
+		return 2;
+	}
+	kvt_log_set(log_stderr, (enum kvt_log_level)lvl);
 	if (print) {
 		kvt_opts_print(&d.opts, stdout);
 		return 0;

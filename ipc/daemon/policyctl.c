@@ -67,7 +67,8 @@ int kvd_admit_set(struct kvd *d, const char *name, char *err, size_t err_len)
 	kvt_admit_destroy(d->admit);
 	d->admit = a;
 	d->admit_hint = hint;
-	snprintf(d->opts.str[KVT_OPT_HOST_ADMIT], KVT_OPT_STR_MAX, "%s", name);
+	if (name != d->opts.str[KVT_OPT_HOST_ADMIT]) /* at start it is the option itself */
+		snprintf(d->opts.str[KVT_OPT_HOST_ADMIT], KVT_OPT_STR_MAX, "%s", name);
 	return 0;
 }
 

@@ -364,6 +364,14 @@ int kvd_tiers_open(struct kvd *d)
 			        KVD_MAX_LOWER);
 			return -EINVAL;
 		}
+		char opt[64], err[160];
+		snprintf(opt, sizeof(opt), "%s.admit", name);
+		int admit = kvt_opt_find(opt);
+		if (admit >= 0 &&
+		    kvd_config_check_admit(opt, d->opts.str[admit], err, sizeof(err))) {
+			kvt_log(KVT_LOG_ERROR, "%s", err);
+			return -EINVAL;
+		}
 		uint8_t k = (uint8_t)d->n_lower;
 		dropped_ctx[k] = (struct dropped_ctx){d, k};
 		struct kvt_tier_env env = {.opts = &d->opts,
@@ -380,9 +388,7 @@ int kvd_tiers_open(struct kvd *d)
 		}
 		if (kvt_mrc_create(kvd_mrc_rate(d), &l->mrc))
 			l->mrc = NULL; /* no curve, nothing else lost */
-		l->second_touch =
-		    !strcmp(name, "nvme") &&
-		    !strcmp(kvt_opt_str(&d->opts, KVT_OPT_NVME_ADMIT), "second_touch");
+		l->second_touch = admit >= 0 && !strcmp(d->opts.str[admit], "second_touch");
 		d->n_lower++;
 		struct recover_ctx rcx = {d, k};
 		uint64_t before = d->st.recovered;
@@ -756,8 +762,9 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 	if (rc)
 		return rc;
 	char *opt = policy_opt(d, l); /* the running value, as --print-config and stats show it */
-	if (opt)
-		snprintf(opt, KVT_OPT_STR_MAX, "%s", name);
+	if (!opt || !strcmp(opt, name))
+		return 0; /* parameters only */
+	snprintf(opt, KVT_OPT_STR_MAX, "%s", name);
 	kvt_log(KVT_LOG_INFO, "%s tier: policy is now %s", l->ops->name, name);
 	return 0;
 }

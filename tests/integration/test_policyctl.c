@@ -2,7 +2,8 @@
  * test_policyctl.c -- the host tier's policy switched at run time keeps every cached chunk;
  * parameters are checked; bad names change nothing; the miss-ratio curve answers. The same for
  * the rocksdb tier below host (its policy from the options, switched at run time, its curve fed
- * by the host misses that reach it), and a tier without a policy (nvme) says so.
+ * by the host misses that reach it), and a tier without a policy (nvme) says so. kvtier config
+ * get|set: the running options, and runtime changes through the same paths.
  */
 #include "testlib.h"
 #include "kvtier.h"
@@ -274,6 +275,110 @@ static void test_policyctl_config_params(void **state)
 	kvt_test_daemon_destroy(&pd);
 }
 
+static int config(kvt_client_t *c, const char *cmd, char *out, size_t len)
+{
+	out[0] = 0;
+	return kvt__client_simple(c, KVT_MSG_CONFIG, cmd, out, len);
+}
+
+/* Puts n chunks of a fresh chain; @return : not_admitted's growth. */
+static uint64_t put_fresh(kvt_client_t *c, struct kvt_test_daemon *pd, kvt_id_t ns, uint32_t base,
+                          size_t n, size_t cb)
+{
+	uint32_t toks[8 * 16];
+	kvt_id_t keys[8];
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n * 16; i++)
+		toks[i] = base + (uint32_t)i;
+	assert_int_equal(kvt_chunk_keys(ns, toks, n * 16, 16, keys, n), n);
+	uint64_t before = kvt_test_stat(pd, "not_admitted");
+	kvt_test_put_chain(c, ns, keys, n, cb, base);
+	return kvt_test_stat(pd, "not_admitted") - before;
+}
+
+/* kvtier config: get shows the effective options; set changes a runtime option through its
+ * owner (a policy switch keeps the chunks; an admission filter changes what is demoted at once)
+ * and refuses the rest with a reason, changing nothing. */
+static void test_policyctl_config_runtime(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme,rocksdb",
+	                      "nvme.bytes=16MiB", "rocksdb.bytes=64MiB", NULL};
+	struct kvt_test_daemon pd;
+	assert_int_equal(kvt_test_daemon_start(&pd, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(pd.sock, &c), 0);
+	static char out[8192];
+	assert_int_equal(config(c, "get", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\nhost.admit = none\n")); /* was "" (copied onto itself) */
+	assert_non_null(strstr(out, "\nnvme.admit = all\n"));
+	assert_non_null(strstr(out, "\nrocksdb.policy = arc\n"));
+	kvt_model_t m = model("cfg");
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	size_t cb = kvt_chunk_bytes(&m);
+	assert_int_equal(put_fresh(c, &pd, ns, 1000, 8, cb), 0);
+
+	/* refused, each with its reason, and nothing changed */
+	assert_int_equal(config(c, "set host.bytes 1GiB", out, sizeof(out)), -EPERM);
+	assert_non_null(strstr(out, "restart"));
+	assert_int_equal(config(c, "set nosuch 1", out, sizeof(out)), -ENOENT);
+	assert_int_equal(config(c, "set nvme.admit maybe", out, sizeof(out)), -EINVAL);
+	assert_int_equal(config(c, "set lease.timeout_ms 0", out, sizeof(out)), -ERANGE);
+	assert_int_equal(config(c, "set log.level loud", out, sizeof(out)), -EINVAL);
+	assert_int_equal(config(c, "set host.policy nosuch", out, sizeof(out)), -ENOENT);
+	assert_int_equal(config(c, "set host.policy", out, sizeof(out)), -EINVAL);
+	assert_int_equal(config(c, "get nvme.admit", out, sizeof(out)), 0);
+	assert_string_equal(out, "nvme.admit = all");
+	assert_int_equal(config(c, "get lease.timeout_ms", out, sizeof(out)), 0);
+	assert_string_equal(out, "lease.timeout_ms = 30000");
+
+	/* the host policy and its parameters, as `kvtier policy set` would; no chunk dropped */
+	assert_int_equal(config(c, "set host.policy s3fifo", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy = s3fifo");
+	assert_int_equal(config(c, "set host.policy.small_ratio 0.2", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "set host.policy.bogus 1", out, sizeof(out)), -ENOENT);
+	assert_int_equal(config(c, "get host.policy_params", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy_params = small_ratio=0.2");
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host s3fifo");
+	kvt_id_t keys[8];
+	uint32_t toks[8 * 16];
+	for (size_t i = 0; i < 8 * 16; i++)
+		toks[i] = 1000 + (uint32_t)i;
+	assert_int_equal(kvt_chunk_keys(ns, toks, 8 * 16, 16, keys, 8), 8);
+	assert_int_equal(kvt_lookup(c, ns, keys, 8), 8);
+
+	/* the rocksdb policy; a parameter set alone keeps the policy's name */
+	assert_int_equal(config(c, "set rocksdb.policy lfu", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "set rocksdb.policy.max_count 100", out, sizeof(out)), 0);
+	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb lfu");
+	assert_int_equal(config(c, "get rocksdb.policy", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb.policy = lfu");
+
+	/* demotion admission takes effect on the next put: nvme skips it, rocksdb does not */
+	assert_int_equal(config(c, "set nvme.admit second_touch", out, sizeof(out)), 0);
+	assert_int_equal(put_fresh(c, &pd, ns, 2000, 4, cb), 4);
+	assert_int_equal(config(c, "set rocksdb.admit second_touch", out, sizeof(out)), 0);
+	assert_int_equal(put_fresh(c, &pd, ns, 3000, 4, cb), 8);
+	assert_int_equal(config(c, "set nvme.admit all", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "set rocksdb.admit all", out, sizeof(out)), 0);
+	assert_int_equal(put_fresh(c, &pd, ns, 4000, 4, cb), 0);
+
+	assert_int_equal(config(c, "set log.level debug", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "set lease.timeout_ms 5000", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "get", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\nlog.level = debug\n"));
+	assert_non_null(strstr(out, "\nlease.timeout_ms = 5000\n"));
+	kvt_close(c);
+	kvt_test_daemon_destroy(&pd);
+
+	const char *bad[] = {"tiers.order=host,rocksdb", "rocksdb.bytes=64MiB",
+	                     "rocksdb.admit=maybe", NULL};
+	assert_true(kvt_test_daemon_start(&pd, bad) != 0); /* a bad admission stops the start */
+	kvt_test_daemon_destroy(&pd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -281,6 +386,7 @@ int main(void)
 	    cmocka_unit_test(test_policyctl_lower_tiers),
 	    cmocka_unit_test(test_policyctl_host_admission),
 	    cmocka_unit_test(test_policyctl_config_params),
+	    cmocka_unit_test(test_policyctl_config_runtime),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -25,6 +25,8 @@ static void usage(FILE *f)
 	        "  policy get TIER           the eviction policy of host or rocksdb\n"
 	        "  policy set TIER NAME [k=v ...]  switch policy (no chunk dropped) or set params\n"
 	        "  mrc TIER                  hit ratio at 1/2x..8x the tier's size (sampled)\n"
+	        "  config get [NAME]         the running daemon's options (a valid config file)\n"
+	        "  config set NAME VALUE     change a runtime option (kvtierd --help marks them)\n"
 	        "  sim ARGS                  replay a trace through the daemon's policies\n"
 	        "  bench [NAME] [ARGS]       benchmarks with their baselines (host, tiers, nvme, "
 	        "rocksdb, policy)\n");
@@ -95,17 +97,20 @@ int main(int argc, char **argv)
 			printf("kvtierd is alive\n");
 	} else if (!strcmp(cmd, "stats")) {
 		rc = cli_stats(c, argc - i, argv + i);
-	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc")) {
-		char body[1024] = "", out[2048] = "";
+	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config")) {
+		char body[1024] = "", out[8192] = "";
 		size_t n = 0;
 		if (!strcmp(cmd, "mrc"))
 			n = (size_t)snprintf(body, sizeof(body), "mrc");
 		for (int k = i + 1; k < argc && n < sizeof(body); k++)
 			n += (size_t)snprintf(body + n, sizeof(body) - n, "%s%s", n ? " " : "",
 			                      argv[k]);
-		rc = kvt__client_simple(c, KVT_MSG_POLICY, body, out, sizeof(out));
-		if (out[0])
-			fprintf(rc < 0 ? stderr : stdout, "%s\n", out);
+		rc = kvt__client_simple(c, strcmp(cmd, "config") ? KVT_MSG_POLICY : KVT_MSG_CONFIG,
+		                        body, out, sizeof(out));
+		size_t len = strlen(out);
+		if (len)
+			fprintf(rc < 0 ? stderr : stdout, "%s%s", out,
+			        out[len - 1] == '\n' ? "" : "\n");
 	} else if (!strcmp(cmd, "tier") && i + 2 < argc && !strcmp(argv[i + 1], "enable")) {
 		rc = kvt__client_simple(c, KVT_MSG_TIER_ENABLE, argv[i + 2], NULL, 0);
 		if (!rc)

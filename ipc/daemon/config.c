@@ -1,0 +1,207 @@
+/*
+ * config.c -- `kvtier config get [NAME] | set NAME VALUE`: the running daemon's options.
+ *
+ * get prints the effective values ("name = value", a valid config file); set changes an option
+ * marked runtime in core/options_list.h and nothing else -- the others are read once at start and
+ * are refused with -EPERM. A value is first checked by the one options table (type, bounds) on a
+ * copy, then applied by the part that owns it: a policy switch or its parameters go through the
+ * same path as `kvtier policy set` (no chunk dropped), an admission filter is rebuilt, the log
+ * level takes effect at once, and timeouts are read where they are used. A refused set changes
+ * nothing. "TIER.policy.PARAM VALUE" sets one parameter of the running policy, as in a config
+ * file. Runs on the loop thread, like every admin message.
+ */
+#include "daemon.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* @return : 0 when v is one of the words in the NULL-terminated list; else -EINVAL, err says. */
+static int one_of(const char *opt, const char *v, const char *const *words, char *err,
+                  size_t err_len)
+{
+	for (size_t i = 0; words[i]; i++)
+		if (!strcmp(v, words[i]))
+			return 0;
+	int n = snprintf(err, err_len, "%s: '%s' is not", opt, v);
+	for (size_t i = 0; words[i] && n > 0 && (size_t)n < err_len; i++)
+		n += snprintf(err + n, err_len - (size_t)n, "%s %s", i ? "," : "", words[i]);
+	return -EINVAL;
+}
+
+int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err_len)
+{
+	static const char *const host[] = {"none", "tinylfu", "second_touch", NULL};
+	static const char *const lower[] = {"all", "second_touch", NULL};
+	return one_of(opt, v, strncmp(opt, "host.", 5) ? lower : host, err, err_len);
+}
+
+/* The policy of tier (host or a lower tier's index) gets params, or switches to name. */
+static int policy_of(struct kvd *d, const char *tier, const char *name, const char *params,
+                     char *err, size_t err_len)
+{
+	char p[KVT_OPT_STR_MAX];
+	snprintf(p, sizeof(p), "%s", params);
+	if (!strcmp(tier, "host"))
+		return kvd_policy_set(d, name ? name : d->pol_ops->name, p, err, err_len);
+	int k = kvd_tiers_find(d, tier);
+	if (k < 0) {
+		snprintf(err, err_len, "%s is not in tiers.order (%s)", tier,
+		         kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
+		return -ENOENT;
+	}
+	char opt[64];
+	snprintf(opt, sizeof(opt), "%s.policy", tier);
+	int id = kvt_opt_find(opt);
+	const char *running = id >= 0 ? d->opts.str[id] : "";
+	return kvd_tiers_policy_set(d, (uint32_t)k, name ? name : running, p, err, err_len);
+}
+
+/* Applies option id, already checked into *want, to the running daemon. */
+static int apply(struct kvd *d, int id, const struct kvt_options *want, char *err, size_t err_len)
+{
+	const char *name = kvt_opt_def(id)->name, *v = want->str[id];
+	int rc = 0;
+	switch (id) {
+	case KVT_OPT_HOST_POLICY:
+	case KVT_OPT_ROCKSDB_POLICY: /* a new policy starts from its defaults */
+		if ((rc = policy_of(d, id == KVT_OPT_HOST_POLICY ? "host" : "rocksdb", v, "", err,
+		                    err_len)))
+			return rc;
+		d->opts.str[id == KVT_OPT_HOST_POLICY ? KVT_OPT_HOST_POLICY_PARAMS
+		                                      : KVT_OPT_ROCKSDB_POLICY_PARAMS][0] = 0;
+		break;
+	case KVT_OPT_HOST_POLICY_PARAMS:
+	case KVT_OPT_ROCKSDB_POLICY_PARAMS:
+		rc = policy_of(d, id == KVT_OPT_HOST_POLICY_PARAMS ? "host" : "rocksdb", NULL, v,
+		               err, err_len);
+		break;
+	case KVT_OPT_HOST_ADMIT:
+		if ((rc = kvd_config_check_admit(name, v, err, err_len)) ||
+		    (rc = kvd_admit_set(d, v, err, err_len)))
+			return rc;
+		break;
+	case KVT_OPT_NVME_ADMIT:
+	case KVT_OPT_ROCKSDB_ADMIT: {
+		if ((rc = kvd_config_check_admit(name, v, err, err_len)))
+			return rc;
+		int k = kvd_tiers_find(d, id == KVT_OPT_NVME_ADMIT ? "nvme" : "rocksdb");
+		if (k >= 0)
+			d->lower[k].second_touch = !strcmp(v, "second_touch");
+		break;
+	}
+	case KVT_OPT_LOG_LEVEL: {
+		int lvl = kvt_log_level_parse(v);
+		static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
+		if (lvl < 0)
+			return one_of(name, v, levels, err, err_len);
+		kvt_log_set_level((enum kvt_log_level)lvl);
+		break;
+	}
+	default:
+		break; /* read where it is used */
+	}
+	if (rc)
+		return rc;
+	d->opts.num[id] = want->num[id];
+	memcpy(d->opts.str[id], want->str[id], KVT_OPT_STR_MAX);
+	d->opts.set[id] = true;
+	return 0;
+}
+
+/* "TIER.policy.PARAM": one parameter of tier's running policy. @return : -ENOENT if not. */
+static int set_policy_param(struct kvd *d, const char *name, const char *value, char *out,
+                            size_t out_len)
+{
+	const char *dot = strstr(name, ".policy.");
+	if (!dot || dot == name || !dot[8])
+		return -ENOENT;
+	char tier[32], kv[KVT_OPT_STR_MAX];
+	if ((size_t)(dot - name) >= sizeof(tier))
+		return -ENOENT;
+	memcpy(tier, name, (size_t)(dot - name));
+	tier[dot - name] = 0;
+	snprintf(kv, sizeof(kv), "%s=%s", dot + 8, value);
+	int rc = policy_of(d, tier, NULL, kv, out, out_len);
+	if (rc)
+		return rc;
+	char opt[64];
+	snprintf(opt, sizeof(opt), "%s.policy_params", tier);
+	int id = kvt_opt_find(opt);
+	if (id >= 0) { /* the running parameters, as --print-config would write them */
+		char *ps = d->opts.str[id];
+		size_t n = strlen(ps);
+		snprintf(ps + n, KVT_OPT_STR_MAX - n, "%s%s", n ? " " : "", kv);
+	}
+	kvt_log(KVT_LOG_INFO, "config: %s = %s", name, value);
+	snprintf(out, out_len, "%s = %s", name, value);
+	return 0;
+}
+
+static int get(struct kvd *d, const char *name, char *out, size_t out_len)
+{
+	if (!name) {
+		FILE *f = fmemopen(out, out_len, "w");
+		if (!f)
+			return -errno;
+		kvt_opts_print(&d->opts, f);
+		bool whole = !ferror(f) && ftell(f) < (long)out_len;
+		fclose(f);
+		out[out_len - 1] = 0;
+		return whole ? 0 : -EMSGSIZE;
+	}
+	int id = kvt_opt_find(name);
+	if (id < 0) {
+		snprintf(out, out_len, "no option named '%s' (kvtierd --help lists them)", name);
+		return -ENOENT;
+	}
+	const struct kvt_opt_def *def = kvt_opt_def(id);
+	if (def->type == KVT_OPT_STR)
+		snprintf(out, out_len, "%s = %s", name, d->opts.str[id]);
+	else
+		snprintf(out, out_len, "%s = %llu", name, (unsigned long long)d->opts.num[id]);
+	return 0;
+}
+
+int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
+{
+	char *save = NULL;
+	char *verb = strtok_r(cmd, " ", &save), *name = strtok_r(NULL, " ", &save);
+	char *value = save && *save ? save : NULL; /* the rest: a value may hold spaces */
+	if (verb && !strcmp(verb, "get") && !value)
+		return get(d, name, out, out_len);
+	if (!verb || strcmp(verb, "set") || !name || !value) {
+		snprintf(out, out_len, "usage: get [NAME] | set NAME VALUE");
+		return -EINVAL;
+	}
+	int id = kvt_opt_find(name);
+	if (id < 0) {
+		int rc = set_policy_param(d, name, value, out, out_len);
+		if (rc == -ENOENT && !out[0])
+			snprintf(out, out_len, "no option named '%s' (kvtierd --help lists them)",
+			         name);
+		return rc;
+	}
+	if (!kvt_opt_def(id)->runtime) {
+		snprintf(out, out_len, "%s is read at start only: set it in the config and restart",
+		         name);
+		return -EPERM;
+	}
+	struct kvt_options *want = malloc(sizeof(*want));
+	if (!want)
+		return -ENOMEM;
+	*want = d->opts;
+	int rc = kvt_opts_set(want, name, value);
+	if (rc)
+		snprintf(out, out_len, "%s: '%s' is not a valid value (%s)", name, value,
+		         strerror(-rc));
+	else
+		rc = apply(d, id, want, out, out_len);
+	free(want);
+	if (rc)
+		return rc;
+	kvt_log(KVT_LOG_INFO, "config: %s = %s", name, value);
+	return get(d, name, out, out_len);
+}
