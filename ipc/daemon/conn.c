@@ -248,7 +248,14 @@ static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const 
 	return reply(d, i, h, rc, NULL, 0, NULL, 0);
 }
 
-/* Operator requests with a text body: policy get|set|mrc, tier enable. */
+/* Whether an operator request changes the daemon (policy set, config set, tier enable) rather
+ * than reads it: only root and kvtierd's own uid may, not every tenant's engine. */
+static bool changes_daemon(uint16_t type, const char *cmd)
+{
+	return type == KVT_MSG_TIER_ENABLE || !strncmp(cmd, "set ", 4) || !strcmp(cmd, "set");
+}
+
+/* Operator requests with a text body: policy get|set|mrc, config get|set, tier enable. */
 static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const void *body,
                     size_t blen)
 {
@@ -259,7 +266,16 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	cmd[blen] = 0;
 	out[0] = 0;
 	int rc;
-	if (h->type == KVT_MSG_POLICY) {
+	uid_t uid = d->conns[i].uid;
+	if (changes_daemon(h->type, cmd) && uid != 0 && uid != geteuid()) {
+		snprintf(out, sizeof(out),
+		         "uid %u may read but not change kvtierd (run as root or uid %u)",
+		         (unsigned)uid, (unsigned)geteuid());
+		kvt_log_rl(KVT_LOG_WARN,
+		           "pid %d uid %u: refused '%.64s': not root or kvtierd's uid",
+		           (int)d->conns[i].pid, (unsigned)uid, cmd);
+		rc = -EPERM;
+	} else if (h->type == KVT_MSG_POLICY) {
 		rc = kvd_policy_command(d, cmd, out, sizeof(out));
 	} else if (h->type == KVT_MSG_CONFIG) {
 		rc = kvd_config_command(d, cmd, out, sizeof(out));

@@ -5,6 +5,7 @@
  */
 #include "testlib.h"
 #include "kvtier.h"
+#include "ipc/proto.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -15,6 +16,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 #define N_CHUNKS 64
 
@@ -675,6 +678,51 @@ static void test_ipc_tenant_canary(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* Another uid's engine (another tenant) may read the daemon's settings but not change them:
+ * policy set, config set and tier enable answer -EPERM to it, and nothing changes. */
+static void test_ipc_admin_needs_owner(void **state)
+{
+	if (geteuid() != 0)
+		skip(); /* needs a second uid: setuid() needs root */
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
+	chmod(d.dir, 0755);
+	chmod(d.sock, 0666);
+	pid_t o = fork();
+	if (!o) {
+		if (setgid(65534) || setuid(65534))
+			_exit(30);
+		kvt_client_t *c;
+		char out[8192];
+		if (kvt_connect(d.sock, &c))
+			_exit(31);
+		if (kvt__client_simple(c, KVT_MSG_CONFIG, "get host.policy", out, sizeof(out)) ||
+		    kvt__client_simple(c, KVT_MSG_POLICY, "get host", out, sizeof(out)))
+			_exit(32); /* reading is allowed */
+		if (kvt__client_simple(c, KVT_MSG_CONFIG, "set host.policy lfu", out,
+		                       sizeof(out)) != -EPERM ||
+		    !strstr(out, "may read but not change") ||
+		    kvt__client_simple(c, KVT_MSG_POLICY, "set host lfu", out, sizeof(out)) !=
+		        -EPERM ||
+		    kvt__client_simple(c, KVT_MSG_TIER_ENABLE, "nvme", out, sizeof(out)) != -EPERM)
+			_exit(33);
+		kvt_close(c);
+		_exit(0);
+	}
+	assert_int_equal(child_wait(o), 0);
+	kvt_client_t *c;
+	char out[256];
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	assert_int_equal(kvt__client_simple(c, KVT_MSG_CONFIG, "get host.policy", out, sizeof(out)),
+	                 0);
+	assert_string_equal(out, "host.policy = lru"); /* unchanged */
+	assert_int_equal(
+	    kvt__client_simple(c, KVT_MSG_CONFIG, "set host.policy lfu", out, sizeof(out)),
+	    0); /* the daemon's own uid may */
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -691,6 +739,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_tenant_map),
 	    cmocka_unit_test(test_ipc_pin_saturation),
 	    cmocka_unit_test(test_ipc_tenant_canary),
+	    cmocka_unit_test(test_ipc_admin_needs_owner),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
