@@ -154,6 +154,33 @@ static void test_policy_prop_warmup_splits(void **state)
 	}
 }
 
+/* Below the top tier a record has no parent and no depth, as in kvtierd's rocksdb tier: there
+ * the prefix policy (leaves first, LRU among them) is plain LRU, to the hit. */
+static void test_policy_prop_lower_tier_flat(void **state)
+{
+	for (unsigned seed = 1; seed <= 3; seed++) {
+		struct kvt_trace t;
+		random_trace(seed, &t);
+		struct kvt_sim_tier two[2] = {
+		    {.name = "host", .policy = "lru", .capacity_blocks = 8},
+		    {.name = "low", .policy = "prefix", .capacity_blocks = 40}};
+		struct kvt_sim_result pre, lru, top;
+		assert_int_equal(kvt_sim_run(&t, two, 2, &pre), 0);
+		two[1].policy = "lru";
+		assert_int_equal(kvt_sim_run(&t, two, 2, &lru), 0);
+		assert_int_equal(pre.tier[1].hits, lru.tier[1].hits);
+		assert_int_equal(pre.tier[1].evictions, lru.tier[1].evictions);
+		/* on top, where the tree is known, prefix is not LRU on these traces */
+		struct kvt_sim_tier one = {.name = "t", .policy = "prefix", .capacity_blocks = 40};
+		assert_int_equal(kvt_sim_run(&t, &one, 1, &top), 0);
+		one.policy = "lru";
+		assert_int_equal(kvt_sim_run(&t, &one, 1, &lru), 0);
+		if (seed == 1)
+			assert_true(top.prefix_hits != lru.prefix_hits || top.hits != lru.hits);
+		kvt_trace_free(&t);
+	}
+}
+
 /* MIN on a hand-made sequence: capacity 2, accesses a b c a b -> a and b kept: 2 hits. */
 static void test_policy_prop_opt_by_hand(void **state)
 {
@@ -206,6 +233,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_prop_opt_bounds_all),
 	    cmocka_unit_test(test_policy_prop_opt_by_hand),
 	    cmocka_unit_test(test_policy_prop_warmup_splits),
+	    cmocka_unit_test(test_policy_prop_lower_tier_flat),
 	    cmocka_unit_test(test_policy_prop_native_trace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,9 +51,14 @@ static void make_meta(const struct run *u, const struct tier *t, uint32_t blk,
 {
 	m->key_hash = key_hash(blk);
 	m->bytes = 1;
-	m->parent =
-	    u->prev_blk != KVT_POLICY_NONE && t->res[u->prev_blk] ? u->prev_blk : KVT_POLICY_NONE;
-	m->depth = u->depth;
+	m->parent = KVT_POLICY_NONE;
+	m->depth = 0;
+	if (t ==
+	    &u->t[0]) { /* below host, kvtierd's records carry no prefix tree (tiers/rocksdb) */
+		m->parent = u->prev_blk != KVT_POLICY_NONE && t->res[u->prev_blk] ? u->prev_blk
+		                                                                  : KVT_POLICY_NONE;
+		m->depth = u->depth;
+	}
 	m->tenant = u->tenant;
 	m->reserved = 0;
 }
