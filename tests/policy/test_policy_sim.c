@@ -5,6 +5,8 @@
 
 #include "sim.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +185,83 @@ static void test_policy_sim_cli_warmup(void **state)
 	kvt_test_rmtree(tmp);
 }
 
+/* Quotas: tenant 2 cycles through 20 keys, tenant 1 floods one-off keys between its requests.
+ * In 30 blocks of LRU the flood pushes tenant 2 out before any key comes back; guaranteed 20
+ * blocks, tenant 2 keeps its set; with a maximum of 0 every flood block is turned away by the
+ * quota. Each tenant's share is counted apart and adds up to the whole. */
+static void test_policy_sim_quota(void **state)
+{
+	enum { N = 2000 };
+	static uint32_t lens[N], ids[N];
+	for (uint32_t q = 0; q < N; q++) {
+		lens[q] = 1;
+		ids[q] = q % 2 ? 1000 + q : q / 2 % 20;
+	}
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_from(&t, N, lens, ids), 0);
+	for (uint32_t q = 0; q < N; q++)
+		t.tenant[q] = q % 2 ? 1 : 2;
+	struct kvt_sim_tier one = {.name = "t", .policy = "lru", .capacity_blocks = 30};
+	struct kvt_sim_result r;
+	assert_int_equal(kvt_sim_run(&t, &one, 1, &r), 0);
+	assert_int_equal(r.n_tenants, 2);
+	assert_int_equal(r.tenants[0].tenant, 2); /* in order of first request */
+	assert_int_equal(r.tenants[0].hits, 0);   /* flooded out */
+	assert_int_equal(r.tenants[1].accesses + r.tenants[0].accesses, r.accesses);
+
+	const struct kvt_sim_quota keep = {
+	    .tenant = 2, .guaranteed_blocks = 20, .max_blocks = SIZE_MAX};
+	one.quotas = &keep;
+	one.n_quotas = 1;
+	assert_int_equal(kvt_sim_run(&t, &one, 1, &r), 0);
+	assert_int_equal(r.tenants[0].hits, N / 2 - 20); /* every key but its first read */
+	assert_int_equal(r.tenants[1].hits, 0);
+	assert_int_equal(r.hits, r.tenants[1].hits + r.tenants[0].hits);
+	assert_int_equal(r.tier[0].quota_rejected, 0);
+
+	const struct kvt_sim_quota none = {.tenant = 1, .guaranteed_blocks = 0, .max_blocks = 0};
+	one.quotas = &none;
+	assert_int_equal(kvt_sim_run(&t, &one, 1, &r), 0);
+	assert_int_equal(r.tier[0].quota_rejected, N / 2);
+	assert_int_equal(r.tenants[0].hits, N / 2 - 20);
+
+	/* the same through the CLI: the trace in the native format, --quota, --json */
+	char tmp[256], path[300], out[300], line[2048];
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(path, sizeof(path), "%s/t.trace", tmp);
+	snprintf(out, sizeof(out), "%s/out.json", tmp);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(kvt_trace_write(&t, f), 0);
+	fclose(f);
+	char a0[] = "sim", a1[] = "--trace", a3[] = "--capacity", a4[] = "30", a5[] = "--policy",
+	     a6[] = "lru", a7[] = "--json", a8[] = "--quota", a9[] = "2=20/-";
+	char *argv[] = {a0, a1, path, a3, a4, a5, a6, a7, a8, a9, NULL};
+	assert_int_equal(sim_to_file(out, 10, argv), 0);
+	f = fopen(out, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_non_null(
+	    strstr(line, "\"tenants\":[{\"tenant\":2,\"accesses\":1000,\"hit_ratio\":0.98"));
+	assert_non_null(strstr(line, "\"quota_rejected\":0"));
+	char big[] = "2=30/20", name[] = "host:2=1/2", junk[] = "2=1";
+	char *const refused[] = {big, name, junk};
+	for (size_t k = 0; k < 3; k++) {
+		argv[9] = refused[k];
+		assert_int_equal(sim_to_file(out, 10, argv), 2); /* a usage error */
+	}
+	kvt_test_rmtree(tmp);
+
+	const struct kvt_sim_quota bad = {.tenant = 1, .guaranteed_blocks = 5, .max_blocks = 4};
+	one.quotas = &bad;
+	assert_int_equal(kvt_sim_run(&t, &one, 1, &r), -EINVAL);
+	t.tenant[7] = KVT_SIM_MAX_TENANT; /* a quota's table is dense: tenants stay small */
+	one.quotas = &keep;
+	assert_int_equal(kvt_sim_run(&t, &one, 1, &r), -EINVAL);
+	kvt_trace_free(&t);
+}
+
 /* Placement on "a b a", host of 1 block above a lower tier of 1: written through (the daemon's
  * way) b replaces a below too, so the second a misses; filled on eviction, a goes below when b
  * takes host, and hits there. */
@@ -216,6 +295,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_cli_json),
 	    cmocka_unit_test(test_policy_sim_cli_warmup),
 	    cmocka_unit_test(test_policy_sim_placement),
+	    cmocka_unit_test(test_policy_sim_quota),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

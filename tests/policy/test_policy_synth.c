@@ -26,7 +26,7 @@ static void test_policy_synth_reproducible(void **state)
 	kvt_trace_free(&b);
 	kvt_trace_free(&c);
 	assert_int_equal(kvt_sim_synth("nope", 1, &a), -ENOENT);
-	assert_null(kvt_sim_synth_kind(5));
+	assert_null(kvt_sim_synth_kind(6));
 }
 
 /* The shapes: sizes, the shared first block, chat's dead partial tails, time order. */
@@ -34,7 +34,9 @@ static void test_policy_synth_shapes(void **state)
 {
 	for (size_t k = 0; kvt_sim_synth_kind(k); k++) {
 		const char *kind = kvt_sim_synth_kind(k);
-		bool single = !strcmp(kind, "zipf") || !strcmp(kind, "scan");
+		bool single =
+		    !strcmp(kind, "zipf") || !strcmp(kind, "scan") || !strcmp(kind, "tenants");
+		size_t per_tenant[3] = {0};
 		struct kvt_trace t;
 		assert_int_equal(kvt_sim_synth(kind, 1, &t), 0);
 		print_message("%-6s %zu requests, %zu accesses, %zu blocks\n", kind, t.n_req,
@@ -62,6 +64,17 @@ static void test_policy_synth_shapes(void **state)
 				assert_int_equal(t.blk[lo], 0); /* the shared system block */
 			if (!strcmp(kind, "chat"))
 				assert_int_equal(uses[t.blk[hi - 1]], 1); /* the partial tail */
+			per_tenant[t.tenant[q] < 3 ? t.tenant[q] : 0]++;
+			if (!strcmp(kind, "tenants") && t.tenant[q] == 2)
+				assert_int_equal(uses[t.blk[lo]],
+				                 1); /* the flood is never read again */
+		}
+		if (!strcmp(kind, "tenants")) { /* 30 % and 70 % */
+			assert_int_equal(per_tenant[0], 0);
+			assert_true(per_tenant[1] > 85000 && per_tenant[1] < 95000);
+			assert_int_equal(per_tenant[1] + per_tenant[2], t.n_req);
+		} else {
+			assert_int_equal(per_tenant[0], t.n_req);
 		}
 		free(uses);
 		kvt_trace_free(&t);

@@ -37,6 +37,9 @@ struct opts {
 	size_t n_params;
 	const char *admission;
 	uint64_t block_bytes;
+	/* --quota: [0] for the single-tier form, [1 + i] for tier i */
+	struct kvt_sim_quota quotas[KVT_SIM_MAX_TIERS + 1][MAX_LIST];
+	size_t n_quotas[KVT_SIM_MAX_TIERS + 1];
 };
 
 static void usage(FILE *f)
@@ -48,6 +51,9 @@ static void usage(FILE *f)
 	    "                  [--json] [--plot FILE.svg] [--block-bytes N]\n"
 	    "                  [--warmup N|P%%] (the first N requests, or P%% of them, are\n"
 	    "                  replayed but not counted; OPT is counted alike)\n"
+	    "                  [--quota [TIER:]T=G/M,...] (tenant T keeps G blocks and holds at\n"
+	    "                  most M, '-' for no maximum; sizes in blocks or with a unit; the\n"
+	    "                  top tier unless TIER is named; each tenant's hit ratio is printed)\n"
 	    "       kvtier sim --trace FILE --capacity N[,N...] --mrc [--mrc-rate R]\n"
 	    "                  (SHARDS curve at 1/2x..8x beside exact LRU; rate default 0.1)\n"
 	    "       kvtier sim --trace FILE --tier host=4096 --tier nvme=64GiB\n"
@@ -57,8 +63,8 @@ static void usage(FILE *f)
 	    "                  block enters the top tier, as kvtierd does, or on its eviction)\n"
 	    "       kvtier sim --list-policies\n"
 	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n"
-	    "        or --synth zipf|scan|docqa|agent|chat [--seed N] in place of --trace (a\n"
-	    "        generated workload); --dump FILE writes the trace in the native format\n");
+	    "        or --synth zipf|scan|docqa|agent|chat|tenants [--seed N] instead of --trace\n"
+	    "        (a generated workload); --dump FILE writes the trace in the native format\n");
 }
 
 static int parse_size(const char *s, uint64_t block_bytes, size_t *out)
@@ -113,8 +119,60 @@ static int tier_pair(struct opts *o, const char *arg, int which)
 
 struct raw {
 	char *caps, *tiers[KVT_SIM_MAX_TIERS], *pol_pairs[MAX_LIST], *adm_pairs[MAX_LIST];
-	size_t n_tiers, n_pp, n_ap;
+	char *quotas[MAX_LIST];
+	size_t n_tiers, n_pp, n_ap, n_quotas;
 };
+
+/* "T=G/M[,T=G/M...]" into q[*n...]: tenant T's guaranteed and maximum blocks ('-': none). */
+static int parse_quotas(char *spec, uint64_t block_bytes, struct kvt_sim_quota *q, size_t *n)
+{
+	char *save = NULL;
+	for (char *it = strtok_r(spec, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(it, '='), *sl = eq ? strchr(eq, '/') : NULL, *end;
+		if (!sl || *n >= MAX_LIST)
+			return -EINVAL;
+		*eq = *sl = 0;
+		unsigned long t = strtoul(it, &end, 10);
+		if (end == it || *end || t >= KVT_SIM_MAX_TENANT)
+			return -EINVAL;
+		struct kvt_sim_quota *x = &q[(*n)++];
+		x->tenant = (uint32_t)t;
+		x->max_blocks = SIZE_MAX;
+		if (parse_size(eq + 1, block_bytes, &x->guaranteed_blocks) ||
+		    (strcmp(sl + 1, "-") && parse_size(sl + 1, block_bytes, &x->max_blocks)) ||
+		    x->guaranteed_blocks > x->max_blocks)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* --quota [TIER:]SPEC: the named tier's, else the top tier's (or the single tier's). */
+static int take_quota(struct opts *o, char *arg)
+{
+	size_t slot = o->n_tiers ? 1 : 0;
+	char *colon = strchr(arg, ':');
+	if (colon) {
+		*colon = 0;
+		for (slot = 0; slot < o->n_tiers && strcmp(o->tiers[slot].name, arg); slot++)
+			;
+		if (slot == o->n_tiers) {
+			fprintf(stderr, "sim: --quota: no tier named '%s'\n", arg);
+			return -EINVAL;
+		}
+		slot++;
+		arg = colon + 1;
+	}
+	if (parse_quotas(arg, o->block_bytes, o->quotas[slot], &o->n_quotas[slot])) {
+		fprintf(stderr, "sim: --quota: want T=GUARANTEED/MAX,... (T a tenant below %d)\n",
+		        KVT_SIM_MAX_TENANT);
+		return -EINVAL;
+	}
+	if (slot) {
+		o->tiers[slot - 1].quotas = o->quotas[slot];
+		o->tiers[slot - 1].n_quotas = o->n_quotas[slot];
+	}
+	return 0;
+}
 
 static int take(struct opts *o, struct raw *w, const char *a, char *v)
 {
@@ -133,6 +191,8 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		o->plot = v;
 	else if (!strcmp(a, "--warmup"))
 		o->warmup = v;
+	else if (!strcmp(a, "--quota") && w->n_quotas < MAX_LIST)
+		w->quotas[w->n_quotas++] = v;
 	else if (!strcmp(a, "--capacity"))
 		w->caps = v;
 	else if (!strcmp(a, "--policy") && strchr(v, '=') && w->n_pp < MAX_LIST)
@@ -184,6 +244,8 @@ static int finish(struct opts *o, struct raw *w)
 		rc = tier_pair(o, w->pol_pairs[k], 0);
 	for (size_t k = 0; k < w->n_ap && !rc; k++)
 		rc = tier_pair(o, w->adm_pairs[k], 1);
+	for (size_t k = 0; k < w->n_quotas && !rc; k++)
+		rc = take_quota(o, w->quotas[k]);
 	return rc;
 }
 
@@ -226,6 +288,30 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 0.0;
 }
 
+/* Each tenant's share, when there are several or quotas: a JSON array member (the caller's
+ * object goes on), or indented table lines. */
+static void print_tenants(const struct opts *o, const struct kvt_sim_result *r, bool quotas)
+{
+	if (r->n_tenants < 2 && !quotas)
+		return;
+	if (o->json)
+		printf(",\"tenants\":[");
+	for (size_t k = 0; k < r->n_tenants; k++) {
+		const struct kvt_sim_tenant_result *x = &r->tenants[k];
+		if (o->json)
+			printf("%s{\"tenant\":%u,\"accesses\":%llu,\"hit_ratio\":%.6f,"
+			       "\"prefix_hit_ratio\":%.6f}",
+			       k ? "," : "", x->tenant, (unsigned long long)x->accesses,
+			       ratio(x->hits, x->accesses), ratio(x->prefix_hits, x->accesses));
+		else
+			printf("  tenant %-6u %10llu accesses  hit %.4f  prefix hit %.4f\n",
+			       x->tenant, (unsigned long long)x->accesses,
+			       ratio(x->hits, x->accesses), ratio(x->prefix_hits, x->accesses));
+	}
+	if (o->json)
+		printf("]");
+}
+
 /* One replay plus its OPT bound, printed as a table row or a JSON line. */
 static int single(struct opts *o, const struct kvt_trace *t, const char *pol, size_t cap,
                   double *hr, double *opt_hr)
@@ -234,7 +320,9 @@ static int single(struct opts *o, const struct kvt_trace *t, const char *pol, si
 	                            .policy = pol,
 	                            .admission = o->admission,
 	                            .params = o->params,
-	                            .capacity_blocks = cap};
+	                            .capacity_blocks = cap,
+	                            .quotas = o->quotas[0],
+	                            .n_quotas = o->n_quotas[0]};
 	struct kvt_sim_result r, opt;
 	int rc = kvt_sim_run(t, &tier, 1, &r);
 	if (!rc)
@@ -249,15 +337,19 @@ static int single(struct opts *o, const struct kvt_trace *t, const char *pol, si
 		       "\"accesses\":%llu,\"hits\":%llu,\"hit_ratio\":%.6f,"
 		       "\"prefix_hit_ratio\":%.6f,\"opt_hit_ratio\":%.6f,"
 		       "\"opt_prefix_hit_ratio\":%.6f,\"evictions\":%llu,\"rejected\":%llu,"
-		       "\"replay_s\":%.4f}\n",
+		       "\"quota_rejected\":%llu,\"replay_s\":%.4f",
 		       pol, o->admission ? o->admission : "none", cap,
 		       (unsigned long long)r.accesses, (unsigned long long)r.hits, *hr,
 		       ratio(r.prefix_hits, r.accesses), *opt_hr,
 		       ratio(opt.prefix_hits, opt.accesses), (unsigned long long)x->evictions,
-		       (unsigned long long)x->rejected, r.elapsed_s);
+		       (unsigned long long)x->rejected, (unsigned long long)x->quota_rejected,
+		       r.elapsed_s);
 	else
 		printf("%-12s %10zu %9.4f %9.4f %9.4f %9.3f\n", pol, cap, *hr,
 		       ratio(r.prefix_hits, r.accesses), *opt_hr, r.elapsed_s);
+	print_tenants(o, &r, o->n_quotas[0] > 0);
+	if (o->json)
+		printf("}\n");
 	return 0;
 }
 
@@ -280,13 +372,14 @@ static int multi(struct opts *o, const struct kvt_trace *t)
 			printf(
 			    "{\"tier\":\"%s\",\"policy\":\"%s\",\"admission\":\"%s\","
 			    "\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,\"prefix_hit_ratio\":%.6f,"
-			    "\"bytes_promoted\":%llu,\"bytes_demoted\":%llu,\"rejected\":%llu}\n",
+			    "\"bytes_promoted\":%llu,\"bytes_demoted\":%llu,\"rejected\":%llu,"
+			    "\"quota_rejected\":%llu}\n",
 			    ti->name, ti->policy, ti->admission ? ti->admission : "none",
 			    ti->capacity_blocks, ratio(x->hits, r.accesses),
 			    ratio(x->prefix_hits, r.accesses),
 			    (unsigned long long)x->promoted_blocks * bb,
 			    (unsigned long long)x->demoted_blocks * bb,
-			    (unsigned long long)x->rejected);
+			    (unsigned long long)x->rejected, (unsigned long long)x->quota_rejected);
 		else
 			printf("tier %-8s %-10s %10zu blocks  hit %.4f  prefix hit %.4f  promoted "
 			       "%llu B  "
@@ -299,13 +392,19 @@ static int multi(struct opts *o, const struct kvt_trace *t)
 	}
 	if (o->json)
 		printf("{\"tier\":\"all\",\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,"
-		       "\"prefix_hit_ratio\":%.6f,\"opt_hit_ratio\":%.6f}\n",
+		       "\"prefix_hit_ratio\":%.6f,\"opt_hit_ratio\":%.6f",
 		       total, ratio(r.hits, r.accesses), ratio(r.prefix_hits, r.accesses),
 		       ratio(opt.hits, opt.accesses));
 	else
 		printf("all  %zu blocks  hit %.4f  prefix hit %.4f  OPT %.4f\n", total,
 		       ratio(r.hits, r.accesses), ratio(r.prefix_hits, r.accesses),
 		       ratio(opt.hits, opt.accesses));
+	bool quotas = false;
+	for (size_t i = 0; i < o->n_tiers; i++)
+		quotas = quotas || o->tiers[i].n_quotas;
+	print_tenants(o, &r, quotas);
+	if (o->json)
+		printf("}\n");
 	return 0;
 }
 

@@ -7,12 +7,16 @@
  * block entering tier 0 is written to each lower tier that admits it, and a tier-0 hit writes it
  * again to those that lack it (an earlier eviction, or second_touch waiting for the second
  * access); tier 0's eviction then only drops its copy. With fill_on_evict a tier is instead
- * filled by the evictions of the tier above. Eviction asks the policy for one victim at a time.
+ * filled by the evictions of the tier above. Eviction asks the policy for one victim at a time;
+ * a tier with quotas asks kvt_quota_pick_victims (policy/quota.h, as kvtierd does) instead, which
+ * takes the policy's victims in order but skips what the quota protects, and a block it finds no
+ * victim for is turned away (rejected, quota_rejected). Each block's tenant is its inserter's.
  */
 #include "sim.h"
 
 #include "policy/admit.h"
 #include "policy/policy.h"
+#include "policy/quota.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +32,8 @@ struct tier {
 	size_t used, cap;
 	struct kvt_sim_tier_result *r;
 	bool fill_on_evict;
+	struct kvt_quota *quota; /* NULL without quotas */
+	uint32_t *owner;         /* with quotas: each resident block's tenant */
 };
 
 struct run {
@@ -46,7 +52,7 @@ static inline uint64_t key_hash(uint32_t blk)
 	return x ^ (x >> 31);
 }
 
-static void make_meta(const struct run *u, const struct tier *t, uint32_t blk,
+static void make_meta(const struct run *u, const struct tier *t, uint32_t blk, uint32_t tenant,
                       struct kvt_policy_meta *m)
 {
 	m->key_hash = key_hash(blk);
@@ -59,11 +65,29 @@ static void make_meta(const struct run *u, const struct tier *t, uint32_t blk,
 		                                                                  : KVT_POLICY_NONE;
 		m->depth = u->depth;
 	}
-	m->tenant = u->tenant;
+	m->tenant = tenant;
 	m->reserved = 0;
 }
 
-static void insert(struct run *u, size_t ti, uint32_t blk);
+static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant);
+
+/* Drops v from tier ti; filled on eviction, the tier below gets it. */
+static void evict(struct run *u, size_t ti, uint32_t v)
+{
+	struct tier *t = &u->t[ti];
+	t->ops->on_remove(t->p, v);
+	t->res[v] = 0;
+	t->used--;
+	t->r->evictions++;
+	uint32_t owner = t->quota ? t->owner[v] : u->tenant;
+	if (t->quota)
+		kvt_quota_charge(t->quota, owner, -1);
+	if (ti + 1 < u->n && u->t[ti + 1].fill_on_evict && !u->t[ti + 1].res[v]) {
+		size_t before = u->t[ti + 1].r->inserts;
+		insert(u, ti + 1, v, owner);
+		t->r->demoted_blocks += u->t[ti + 1].r->inserts - before;
+	}
+}
 
 static void evict_one(struct run *u, size_t ti)
 {
@@ -73,24 +97,43 @@ static void evict_one(struct run *u, size_t ti)
 		fprintf(stderr, "sim: policy %s proposed no valid victim\n", t->ops->name);
 		abort();
 	}
-	t->ops->on_remove(t->p, v);
-	t->res[v] = 0;
-	t->used--;
-	t->r->evictions++;
-	if (ti + 1 < u->n && u->t[ti + 1].fill_on_evict && !u->t[ti + 1].res[v]) {
-		size_t before = u->t[ti + 1].r->inserts;
-		insert(u, ti + 1, v);
-		t->r->demoted_blocks += u->t[ti + 1].r->inserts - before;
-	}
+	evict(u, ti, v);
 }
 
-static void insert(struct run *u, size_t ti, uint32_t blk)
+static uint32_t owner_of(void *arg, uint32_t id)
+{
+	return ((const struct tier *)arg)->owner[id];
+}
+
+static uint64_t one_block(void *arg, uint32_t id)
+{
+	(void)arg, (void)id;
+	return 1;
+}
+
+/* Makes room for one block of tenant in a tier with quotas. @return : false when the quota
+ * allows no victim. */
+static bool quota_room(struct run *u, size_t ti, uint32_t tenant)
+{
+	struct tier *t = &u->t[ti];
+	if (t->used < t->cap && kvt_quota_fits(t->quota, tenant, 1))
+		return true;
+	struct kvt_quota_view view = {.tenant_of = owner_of, .bytes_of = one_block, .arg = t};
+	uint32_t v;
+	if (kvt_quota_pick_victims(t->quota, t->ops, t->p, tenant, 1, &view, &v, 1) != 1 ||
+	    !t->res[v])
+		return false;
+	evict(u, ti, v);
+	return t->used < t->cap;
+}
+
+static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 {
 	struct tier *t = &u->t[ti];
 	struct kvt_policy_meta m;
 	if (!t->cap)
 		return;
-	make_meta(u, t, blk, &m);
+	make_meta(u, t, blk, tenant, &m);
 	if (t->ops->admit && !t->ops->admit(t->p, &m)) {
 		t->r->rejected++;
 		return;
@@ -107,12 +150,21 @@ static void insert(struct run *u, size_t ti, uint32_t blk)
 			return;
 		}
 	}
+	if (t->quota && !quota_room(u, ti, tenant)) {
+		t->r->rejected++;
+		t->r->quota_rejected++;
+		return;
+	}
 	while (t->used >= t->cap)
 		evict_one(u, ti);
 	t->ops->on_insert(t->p, blk, &m);
 	t->res[blk] = 1;
 	t->used++;
 	t->r->inserts++;
+	if (t->quota) {
+		t->owner[blk] = tenant;
+		kvt_quota_charge(t->quota, tenant, 1);
+	}
 }
 
 /* Writes blk through to every lower tier that lacks it (and admits it). */
@@ -122,7 +174,7 @@ static void write_through(struct run *u, uint32_t blk)
 		if (u->t[i].fill_on_evict || u->t[i].res[blk])
 			continue;
 		size_t before = u->t[i].r->inserts;
-		insert(u, i, blk);
+		insert(u, i, blk, u->tenant);
 		u->t[0].r->demoted_blocks += u->t[i].r->inserts - before;
 	}
 }
@@ -141,14 +193,14 @@ static int access_blk(struct run *u, uint32_t blk)
 		t->ops->on_access(t->p, blk);
 		if (i > 0 && !u->t[0].res[blk]) {
 			size_t before = u->t[0].r->inserts;
-			insert(u, 0, blk);
+			insert(u, 0, blk, u->tenant);
 			t->r->promoted_blocks += u->t[0].r->inserts - before;
 		} else if (i == 0) {
 			write_through(u, blk);
 		}
 		return (int)i;
 	}
-	insert(u, 0, blk);
+	insert(u, 0, blk, u->tenant);
 	if (u->t[0].res[blk])
 		write_through(u, blk);
 	return -1;
@@ -178,8 +230,48 @@ static void teardown(struct run *u)
 		if (u->t[i].p)
 			u->t[i].ops->destroy(u->t[i].p);
 		kvt_admit_destroy(u->t[i].adm);
+		kvt_quota_destroy(u->t[i].quota);
+		free(u->t[i].owner);
 		free(u->t[i].res);
 	}
+}
+
+/* The tier's quotas; every tenant of the trace must fit the quota's dense table. */
+static int setup_quota(struct tier *t, const struct kvt_trace *tr, const struct kvt_sim_tier *ti)
+{
+	for (size_t q = 0; q < tr->n_req; q++)
+		if (tr->tenant[q] >= KVT_SIM_MAX_TENANT) {
+			fprintf(stderr, "sim: quotas need tenants below %d (request %zu has %u)\n",
+			        KVT_SIM_MAX_TENANT, q, tr->tenant[q]);
+			return -EINVAL;
+		}
+	t->owner = calloc(tr->n_blocks + 1, sizeof(*t->owner));
+	if (!t->owner || kvt_quota_create(&t->quota))
+		return -ENOMEM;
+	for (size_t k = 0; k < ti->n_quotas; k++) {
+		const struct kvt_sim_quota *q = &ti->quotas[k];
+		uint64_t max = q->max_blocks == SIZE_MAX ? KVT_QUOTA_UNLIMITED : q->max_blocks;
+		int rc = q->tenant < KVT_SIM_MAX_TENANT
+		             ? kvt_quota_set(t->quota, q->tenant, q->guaranteed_blocks, max)
+		             : -EINVAL;
+		if (rc) {
+			fprintf(stderr, "sim: %s: bad quota for tenant %u\n", ti->name, q->tenant);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* The result slot of tenant, or NULL once every slot is taken by others. */
+static struct kvt_sim_tenant_result *tenant_slot(struct kvt_sim_result *r, uint32_t tenant)
+{
+	for (size_t k = 0; k < r->n_tenants; k++)
+		if (r->tenants[k].tenant == tenant)
+			return &r->tenants[k];
+	if (r->n_tenants == KVT_SIM_TENANT_SLOTS)
+		return NULL;
+	r->tenants[r->n_tenants].tenant = tenant;
+	return &r->tenants[r->n_tenants++];
 }
 
 static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim_tier *tiers,
@@ -211,6 +303,8 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 			fprintf(stderr, "sim: unknown admission '%s'\n", tiers[i].admission);
 			return rc;
 		}
+		if (tiers[i].n_quotas && (rc = setup_quota(t, tr, &tiers[i])))
+			return rc;
 	}
 	return 0;
 }
@@ -233,7 +327,10 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 		if (q && q == tr->warmup_req) { /* the warm-up ends: score from here */
 			r->hits = r->prefix_hits = 0;
 			memset(r->tier, 0, sizeof(r->tier));
+			memset(r->tenants, 0, sizeof(r->tenants));
+			r->n_tenants = 0;
 		}
+		struct kvt_sim_tenant_result *ten = tenant_slot(r, tr->tenant[q]);
 		u.prev_blk = KVT_POLICY_NONE;
 		u.tenant = tr->tenant[q];
 		u.depth = 0;
@@ -242,6 +339,11 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 			r->hits += at >= 0;
 			lead = lead && at >= 0;
 			r->prefix_hits += lead;
+			if (ten) {
+				ten->accesses++;
+				ten->hits += at >= 0;
+				ten->prefix_hits += lead;
+			}
 			if (lead)
 				r->tier[at].prefix_hits++;
 			u.prev_blk = tr->blk[i];

@@ -38,8 +38,8 @@ int kvt_trace_write(const struct kvt_trace *t, FILE *f);
 
 /*
  * Synthetic traces of other workload shapes, to check that a policy is not fitted to one trace
- * (synth.c has what each one is): "zipf", "scan", "docqa", "agent", "chat". The same kind and
- * seed give the same trace. @return : 0, -ENOENT unknown kind, -ENOMEM.
+ * (synth.c has what each one is): "zipf", "scan", "docqa", "agent", "chat", "tenants". The same
+ * kind and seed give the same trace. @return : 0, -ENOENT unknown kind, -ENOMEM.
  */
 int kvt_sim_synth(const char *kind, uint64_t seed, struct kvt_trace *t);
 /* @return : the i-th synthetic kind, NULL past the end. */
@@ -55,24 +55,47 @@ struct kvt_sim_tier {
 	 * lacks (write-through: the daemon's placement), or, with fill_on_evict, when the tier
 	 * above evicts the block. */
 	bool fill_on_evict;
+	/* Per-tenant guaranteed / maximum blocks in this tier (policy/quota.h, as tenant.quota and
+	 * rocksdb.quota in kvtierd), n_quotas of them; tenants are the trace's (t=N), below
+	 * KVT_SIM_MAX_TENANT. */
+	const struct kvt_sim_quota *quotas;
+	size_t n_quotas;
+};
+
+#define KVT_SIM_MAX_TENANT 4096
+struct kvt_sim_quota {
+	uint32_t tenant;
+	size_t guaranteed_blocks, max_blocks; /* max: SIZE_MAX for none */
 };
 
 struct kvt_sim_tier_result {
 	uint64_t hits, inserts, rejected, evictions, promoted_blocks, demoted_blocks;
-	uint64_t prefix_hits; /* hits of this tier inside their request's leading run of hits */
+	uint64_t prefix_hits;    /* hits of this tier inside their request's leading run of hits */
+	uint64_t quota_rejected; /* of rejected: no victim the quota allowed */
 };
+
+/* One tenant's share of the overall figures (the first KVT_SIM_TENANT_SLOTS tenants seen). */
+struct kvt_sim_tenant_result {
+	uint32_t tenant;
+	uint64_t accesses, hits, prefix_hits;
+};
+#define KVT_SIM_TENANT_SLOTS 16
 
 #define KVT_SIM_MAX_TIERS 8
 struct kvt_sim_result {
 	uint64_t accesses, hits, prefix_hits;
 	double elapsed_s; /* replay time, policy work included, loading excluded */
 	struct kvt_sim_tier_result tier[KVT_SIM_MAX_TIERS];
+	struct kvt_sim_tenant_result tenants[KVT_SIM_TENANT_SLOTS];
+	size_t n_tenants; /* tenants seen, up to KVT_SIM_TENANT_SLOTS; more are not itemised */
 };
 
 /* Replays t through tiers[0..n) (tier 0 on top, inclusive; lower tiers written through, or
  * filled on eviction (fill_on_evict); promotion to tier 0 on a lower-tier hit). Counts only the
- * requests from t->warmup_req on; the ones before it warm the tiers up.
- * @return : 0, -ENOENT unknown policy, -EINVAL bad parameter or warmup_req >= n_req. */
+ * requests from t->warmup_req on; the ones before it warm the tiers up. A tier with quotas
+ * evicts through kvt_quota_pick_victims and turns a block away when the quota allows no victim.
+ * @return : 0, -ENOENT unknown policy, -EINVAL bad parameter, warmup_req >= n_req, or a quota
+ * (or, with quotas, a trace tenant) at or above KVT_SIM_MAX_TENANT, or guaranteed > max. */
 int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, size_t n,
                 struct kvt_sim_result *r);
 /* Belady's MIN (with bypass) at capacity blocks: O(n log n). Fills hits and prefix_hits, from

@@ -20,6 +20,9 @@
  *         on with probability 0.3 after its first turn, 0.08 more after each (at most 0.8),
  *         after a lognormal think time (median 90 s, sigma 1). The structure of the Mooncake
  *         trace, with parameters of its own.
+ *  tenants 300,000 one-block requests from two tenants: tenant 1 (30%) reads a Zipf(0.9) set of
+ *         20,000 keys, tenant 2 (70%) floods keys it never reads again (a batch job prefilling
+ *         unique prompts): what per-tenant quotas are for (`--quota`).
  *
  * Block 0 (a shared system prompt) begins every docqa, agent and chat request. Keys are built
  * from (session, index) so no list of blocks is kept; the trace builder makes them dense.
@@ -126,6 +129,20 @@ static int gen_zipf(struct kvt__tb *b, struct rng *r, bool scan)
 		if (!rc)
 			rc = kvt__tb_blk(b, in_loop ? LOOP_BASE + i % 20000
 			                            : KEY(0, zipf_draw(&z, r)));
+	}
+	zipf_free(&z);
+	return rc;
+}
+
+static int gen_tenants(struct kvt__tb *b, struct rng *r)
+{
+	struct zipf z;
+	int rc = zipf_init(&z, 20000, 0.9, r);
+	for (uint32_t i = 0; i < 300000 && !rc; i++) {
+		bool flood = unif(r) < 0.7;
+		rc = kvt__tb_req(b, i, flood ? 2 : 1);
+		if (!rc)
+			rc = kvt__tb_blk(b, flood ? FRESH(i) : KEY(0, zipf_draw(&z, r)));
 	}
 	zipf_free(&z);
 	return rc;
@@ -251,7 +268,7 @@ static int gen_chat(struct kvt__tb *b, struct rng *r)
 	return rc;
 }
 
-static const char *const kinds[] = {"zipf", "scan", "docqa", "agent", "chat"};
+static const char *const kinds[] = {"zipf", "scan", "docqa", "agent", "chat", "tenants"};
 
 const char *kvt_sim_synth_kind(size_t i)
 {
@@ -281,8 +298,11 @@ int kvt_sim_synth(const char *kind, uint64_t seed, struct kvt_trace *t)
 	case 3:
 		rc = gen_agent(b, &r);
 		break;
-	default:
+	case 4:
 		rc = gen_chat(b, &r);
+		break;
+	default:
+		rc = gen_tenants(b, &r);
 		break;
 	}
 	return kvt__tb_done(b, rc);
