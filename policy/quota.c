@@ -78,6 +78,13 @@ int kvt_quota_charge(struct kvt_quota *q, uint32_t tenant, int64_t delta_bytes)
 	return 0;
 }
 
+void kvt_quota_limits(const struct kvt_quota *q, uint32_t tenant, uint64_t *guaranteed,
+                      uint64_t *max)
+{
+	*guaranteed = tenant < q->n ? q->guaranteed[tenant] : 0;
+	*max = tenant < q->n ? q->max[tenant] : KVT_QUOTA_UNLIMITED;
+}
+
 uint64_t kvt_quota_used(const struct kvt_quota *q, uint32_t tenant)
 {
 	return tenant < q->n ? q->used[tenant] : 0;

@@ -30,6 +30,9 @@ int kvt_quota_set(struct kvt_quota *q, uint32_t tenant, uint64_t guaranteed_byte
 /* Adds delta (negative on removal) to the tenant's usage. @return : 0 or -ENOMEM. */
 int kvt_quota_charge(struct kvt_quota *q, uint32_t tenant, int64_t delta_bytes);
 uint64_t kvt_quota_used(const struct kvt_quota *q, uint32_t tenant);
+/* The tenant's guaranteed and maximum bytes (0 and KVT_QUOTA_UNLIMITED without a quota). */
+void kvt_quota_limits(const struct kvt_quota *q, uint32_t tenant, uint64_t *guaranteed,
+                      uint64_t *max);
 /* @return : whether tenant may hold bytes more without evicting anything of its own. */
 bool kvt_quota_fits(const struct kvt_quota *q, uint32_t tenant, uint64_t bytes);
 

@@ -60,6 +60,8 @@ struct kvd_tenant {
 	uint64_t chunks;
 	uint64_t idx_live, idx_tomb; /* its shared lookup table (shmidx.c) */
 	bool idx_full;
+	uint64_t hits, misses,
+	    evictions; /* host tier: acquired chunks, acquires cut short, evicted */
 };
 
 struct kvd_ns {

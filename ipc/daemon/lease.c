@@ -133,10 +133,13 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 		    .codec = e->codec,
 		};
 		d->st.hits++;
+		d->tenants[t].hits++;
 		d->st.leases_granted++;
 	}
-	if (i < n)
+	if (i < n) {
 		d->st.misses++;
+		d->tenants[t].misses++;
+	}
 	return (int)i;
 }
 

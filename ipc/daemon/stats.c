@@ -1,6 +1,7 @@
 /* stats.c -- the daemon's counters as one JSON object (kvtier stats --json, and the CLI table). */
 #include "daemon.h"
 #include "policy/admit.h"
+#include "policy/quota.h"
 
 #include <stdarg.h>
 #include <errno.h>
@@ -20,6 +21,32 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 	int n = vsnprintf(o->buf + o->pos, o->len - o->pos, fmt, ap);
 	va_end(ap);
 	o->pos += n > 0 ? (size_t)n : 0;
+}
+
+/* Each tenant's share of the host tier and its quota (tenant.quota), the first
+ * KVD_STATS_TENANTS of them: what an operator needs to set the quotas. */
+#define KVD_STATS_TENANTS 64
+static void tenant_stats(const struct kvd *d, struct out *o)
+{
+	put(o, "\"tenant_stats\":[");
+	for (uint32_t i = 0; i < d->n_tenants && i < KVD_STATS_TENANTS; i++) {
+		const struct kvd_tenant *t = &d->tenants[i];
+		uint64_t g = 0, m = KVT_QUOTA_UNLIMITED;
+		if (d->quota)
+			kvt_quota_limits(d->quota, i, &g, &m);
+		put(o,
+		    "%s{\"tenant\":%u,\"used_bytes\":%llu,\"chunks\":%llu,\"hits\":%llu,"
+		    "\"misses\":%llu,\"evictions\":%llu,\"guaranteed_bytes\":%llu,\"max_bytes\":",
+		    i ? "," : "", t->key, (unsigned long long)t->used_bytes,
+		    (unsigned long long)t->chunks, (unsigned long long)t->hits,
+		    (unsigned long long)t->misses, (unsigned long long)t->evictions,
+		    (unsigned long long)g);
+		if (m == KVT_QUOTA_UNLIMITED)
+			put(o, "null}");
+		else
+			put(o, "%llu}", (unsigned long long)m);
+	}
+	put(o, "],");
 }
 
 int kvd_stats_json(struct kvd *d, char *buf, size_t len)
@@ -60,6 +87,7 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	    (unsigned long long)d->st.leases_revoked, d->n_conns);
 	put(&o, "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,", d->n_tenants,
 	    d->n_nss, (unsigned long long)d->st.lookups, (unsigned long long)d->st.deletes);
+	tenant_stats(d, &o);
 	put(&o,
 	    "\"corruptions\":%llu,\"protocol_errors\":%llu,\"index_bytes\":%llu,"
 	    "\"index_bytes_per_chunk\":%llu,\"draining\":%s}",

@@ -533,6 +533,31 @@ static void test_ipc_tenant_quota(void **state)
 	assert_int_equal(child_wait(o), 0);
 	assert_true(kvt_test_stat(&d, "evictions") > 0);
 	assert_int_equal(kvt_lookup(c, ns, keys, 48), 48); /* all of ours survived */
+	void *dst[1] = {buf};
+	assert_int_equal(kvt_get(c, ns, keys, 1, dst, cb), 1);
+
+	/* stats per tenant: ours kept everything and read once, the flood evicted its own */
+	static char js[1 << 15];
+	assert_true(kvt_test_stats_json(&d, js, sizeof(js)) > 0);
+	const char *us = strstr(js, "{\"tenant\":0,"), *them = strstr(js, "{\"tenant\":65534,");
+	assert_non_null(us);
+	assert_non_null(them);
+	unsigned long long used, chunks, hits, ev, g, omax, oev;
+	assert_int_equal(sscanf(us,
+	                        "{\"tenant\":0,\"used_bytes\":%llu,\"chunks\":%llu,\"hits\":%llu,"
+	                        "\"misses\":%*u,\"evictions\":%llu,\"guaranteed_bytes\":%llu",
+	                        &used, &chunks, &hits, &ev, &g),
+	                 5);
+	assert_int_equal(chunks, 48);
+	assert_int_equal(hits, 1);
+	assert_int_equal(ev, 0);
+	assert_int_equal(g, 2u << 20);
+	assert_int_equal(sscanf(strstr(them, "\"evictions\":"),
+	                        "\"evictions\":%llu,\"guaranteed_bytes\":0,\"max_bytes\":%llu",
+	                        &oev, &omax),
+	                 2);
+	assert_true(oev > 0);
+	assert_int_equal(omax, 4u << 20);
 	free(buf);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);

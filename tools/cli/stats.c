@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "ipc/proto.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,13 @@ static long long num(const char *json, const char *key)
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
 	const char *p = strstr(json, pat);
 	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* A tenant object's max_bytes: -1 for null (no maximum). */
+static long long max_of(const char *t)
+{
+	const char *p = strstr(t, "\"max_bytes\":");
+	return p && strncmp(p + 12, "null", 4) ? strtoll(p + 12, NULL, 10) : -1;
 }
 
 int cli_stats(kvt_client_t *c, int argc, char **argv)
@@ -41,5 +49,22 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	       "protocol errors %lld\n",
 	       num(json, "leases"), num(json, "leases_revoked"), num(json, "clients"),
 	       num(json, "tenants"), num(json, "corruptions"), num(json, "protocol_errors"));
+	/* the host tier per tenant, when there is more than one or a quota */
+	const char *ts = strstr(json, "\"tenant_stats\":["), *end = ts ? strchr(ts, ']') : NULL;
+	bool quota = false;
+	for (const char *t = ts; t && (t = strstr(t + 1, "{\"tenant\":")) && t < end;)
+		quota = quota || num(t, "guaranteed_bytes") > 0 || max_of(t) >= 0;
+	if (!ts || (num(json, "tenants") < 2 && !quota))
+		return 0;
+	printf("%-10s %14s %10s %10s %10s %10s %14s %14s\n", "tenant", "host used", "chunks",
+	       "hits", "misses", "evictions", "guaranteed", "max");
+	for (const char *t = ts; (t = strstr(t + 1, "{\"tenant\":")) && t < end;) {
+		char mx[24] = "-";
+		if (max_of(t) >= 0)
+			snprintf(mx, sizeof(mx), "%lld", max_of(t));
+		printf("%-10lld %14lld %10lld %10lld %10lld %10lld %14lld %14s\n", num(t, "tenant"),
+		       num(t, "used_bytes"), num(t, "chunks"), num(t, "hits"), num(t, "misses"),
+		       num(t, "evictions"), num(t, "guaranteed_bytes"), mx);
+	}
 	return 0;
 }
