@@ -707,8 +707,10 @@ static void test_ipc_tenant_canary(void **state)
  * policy set, config set and tier enable answer -EPERM to it, and nothing changes. */
 static void test_ipc_admin_needs_owner(void **state)
 {
-	if (geteuid() != 0)
-		skip(); /* needs a second uid: setuid() needs root */
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP: not root, cannot act as a second uid (setuid needs root)\n");
+		skip();
+	}
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
 	chmod(d.dir, 0755);
