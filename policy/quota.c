@@ -1,9 +1,12 @@
 /*
  * quota.c -- per-tenant quotas (see quota.h). Usage and limits live in arrays indexed by tenant
- * that grow on demand. Victims are chosen one at a time through the policy's pick_victims with
- * a filter that sees what was already chosen in this call (pending bytes per tenant), so a
- * batch of victims can never take a tenant below its guarantee together. Each round asks the
- * policy again (k rounds for k victims; k is small: one put's worth of room).
+ * that grow on demand. Victims come from the policy's pick_victims with a
+ * filter that sees what this call has let through (pending bytes per tenant), so a batch of
+ * victims can never take a tenant below its guarantee together. One walk serves the whole batch:
+ * a walk passes every protected entry colder than the first evictable one, and a walk per
+ * victim paid that k times. The policy may show the filter candidates it does not return (a
+ * sampling policy), so what comes back is checked again in order; if that leaves too little,
+ * the old way (one victim a walk, each walk told what is already chosen) finishes the batch.
  */
 #include "quota.h"
 #include "pol_int.h"
@@ -102,6 +105,7 @@ struct filter {
 	const struct kvt_quota_view *v;
 	uint32_t requester;
 	bool own_only;
+	bool count; /* the one-walk pass: what passes becomes pending at once */
 	const uint32_t *chosen;
 	size_t n_chosen;
 };
@@ -120,7 +124,22 @@ static bool quota_ok(void *arg, uint32_t id)
 	if (t >= f->q->n)
 		return true;
 	uint64_t b = f->v->bytes_of(f->v->arg, id), left = f->q->used[t] - f->q->pending[t];
-	return left >= b && left - b >= f->q->guaranteed[t];
+	if (left < b || left - b < f->q->guaranteed[t])
+		return false;
+	if (f->count)
+		f->q->pending[t] += b;
+	return true;
+}
+
+/* Takes v into the batch: its bytes become pending for its tenant. @return : its bytes. */
+static uint64_t take(struct filter *f, uint32_t *out, uint32_t v)
+{
+	uint32_t t = f->v->tenant_of(f->v->arg, v);
+	uint64_t b = f->v->bytes_of(f->v->arg, v);
+	if (t < f->q->n)
+		f->q->pending[t] += b;
+	out[f->n_chosen++] = v;
+	return b;
 }
 
 size_t kvt_quota_pick_victims(struct kvt_quota *q, const struct kvt_policy_ops *ops,
@@ -129,20 +148,23 @@ size_t kvt_quota_pick_victims(struct kvt_quota *q, const struct kvt_policy_ops *
 {
 	struct filter f = {.q = q, .v = view, .requester = requester, .chosen = out};
 	uint64_t freed = 0;
-	if (ensure(q, requester))
+	if (ensure(q, requester) || !max)
 		return 0;
 	f.own_only = !kvt_quota_fits(q, requester, need_bytes);
 	memset(q->pending, 0, q->n * sizeof(*q->pending));
+	f.count = true;
+	size_t n = ops->pick_victims(p, out, max, quota_ok, &f);
+	/* again, in order, with only what came back pending */
+	f.count = false;
+	memset(q->pending, 0, q->n * sizeof(*q->pending));
+	for (size_t i = 0; i < n && freed < need_bytes; i++)
+		if (quota_ok(&f, out[i]))
+			freed += take(&f, out, out[i]);
 	while (freed < need_bytes && f.n_chosen < max) {
 		uint32_t v;
 		if (ops->pick_victims(p, &v, 1, quota_ok, &f) != 1)
 			break;
-		uint32_t t = view->tenant_of(view->arg, v);
-		uint64_t b = view->bytes_of(view->arg, v);
-		if (t < q->n)
-			q->pending[t] += b;
-		out[f.n_chosen++] = v;
-		freed += b;
+		freed += take(&f, out, v);
 	}
 	return f.n_chosen;
 }

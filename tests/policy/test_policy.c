@@ -667,6 +667,66 @@ static void test_policy_quota_guarantee(void **state)
 	o->destroy(p);
 }
 
+/* Batches of 8 through every policy (sampling ones included, which show the filter entries
+ * they do not return): the 8 victims are distinct and resident, and taken together they leave
+ * tenant 1 at or above its guarantee; tenant 0 at its maximum gets only its own. */
+static void test_policy_quota_batches_all_policies(void **state)
+{
+	for (size_t k = 0; kvt_policy_at(k); k++) {
+		const struct kvt_policy_ops *o = kvt_policy_at(k);
+		struct kvt_policy *p = make(o->name, 512);
+		struct kvt_quota *q = NULL;
+		uint8_t res[N_IDS] = {0};
+		assert_int_equal(kvt_quota_create(&q), 0);
+		assert_int_equal(kvt_quota_set(q, 1, 1000, KVT_QUOTA_UNLIMITED),
+		                 0); /* 100 entries */
+		assert_int_equal(kvt_quota_set(q, 0, 0, 3000), 0);
+		struct kvt_quota_view view = {q_tenant, q_bytes, NULL, NULL};
+		uint32_t next = 0, used = 0;
+		for (; next < 400; next++) { /* 150 of tenant 1's, then 250 of tenant 0's, mixed */
+			tenant_tab[next] = next % 8 < 3 ? 1 : 0;
+			ins(o, p, next, KVT_POLICY_NONE, 0);
+			res[next] = 1;
+			kvt_quota_charge(q, tenant_tab[next], 10);
+			used++;
+		}
+		for (int round = 0; round < 200; round++) {
+			uint32_t v[8];
+			bool at_max = !kvt_quota_fits(q, 0, 80);
+			size_t n = kvt_quota_pick_victims(q, o, p, 0, 80, &view, v, 8);
+			assert_int_equal(n, 8);
+			uint64_t from1 = 0;
+			for (size_t i = 0; i < n; i++) {
+				assert_true(v[i] < next && res[v[i]]);
+				for (size_t j = 0; j < i; j++)
+					assert_true(v[i] != v[j]);
+				from1 += tenant_tab[v[i]] == 1 ? 10 : 0;
+				if (at_max && tenant_tab[v[i]] != 0)
+					fail_msg("%s: tenant 0 at its maximum took tenant 1's %u",
+					         o->name, v[i]);
+			}
+			if (kvt_quota_used(q, 1) - from1 < 1000)
+				fail_msg("%s: the batch takes tenant 1 below its guarantee",
+				         o->name);
+			for (size_t i = 0; i < n; i++) {
+				o->on_remove(p, v[i]);
+				res[v[i]] = 0;
+				kvt_quota_charge(q, tenant_tab[v[i]], -10);
+			}
+			for (size_t i = 0; i < n && next < N_IDS; i++, next++) {
+				tenant_tab[next] = 0;
+				ins(o, p, next, KVT_POLICY_NONE, 0);
+				res[next] = 1;
+				kvt_quota_charge(q, 0, 10);
+			}
+		}
+		assert_true(kvt_quota_used(q, 1) >= 1000); /* never below its guarantee */
+		assert_true(kvt_quota_used(q, 0) <= 3000); /* nor tenant 0 above its maximum */
+		kvt_quota_destroy(q);
+		o->destroy(p);
+	}
+}
+
 static void test_policy_admission(void **state)
 {
 	struct kvt_admit *a = NULL;
@@ -748,6 +808,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
 	    cmocka_unit_test(test_policy_quota_guarantee),
+	    cmocka_unit_test(test_policy_quota_batches_all_policies),
 	    cmocka_unit_test(test_policy_admission),
 	    cmocka_unit_test(test_policy_memory_reported),
 	};
