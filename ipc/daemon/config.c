@@ -52,11 +52,7 @@ static int policy_of(struct kvd *d, const char *tier, const char *name, const ch
 		         kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
 		return -ENOENT;
 	}
-	char opt[64];
-	snprintf(opt, sizeof(opt), "%s.policy", tier);
-	int id = kvt_opt_find(opt);
-	const char *running = id >= 0 ? d->opts.str[id] : "";
-	return kvd_tiers_policy_set(d, (uint32_t)k, name ? name : running, p, err, err_len);
+	return kvd_tiers_policy_set(d, (uint32_t)k, name, p, err, err_len);
 }
 
 /* Applies option id, already checked into *want, to the running daemon. */
@@ -66,13 +62,17 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, char *er
 	int rc = 0;
 	switch (id) {
 	case KVT_OPT_HOST_POLICY:
-	case KVT_OPT_ROCKSDB_POLICY: /* a new policy starts from its defaults */
+	case KVT_OPT_ROCKSDB_POLICY: {
+		bool switched = strcmp(d->opts.str[id], v); /* the option holds the running name */
 		if ((rc = policy_of(d, id == KVT_OPT_HOST_POLICY ? "host" : "rocksdb", v, "", err,
 		                    err_len)))
 			return rc;
-		d->opts.str[id == KVT_OPT_HOST_POLICY ? KVT_OPT_HOST_POLICY_PARAMS
-		                                      : KVT_OPT_ROCKSDB_POLICY_PARAMS][0] = 0;
+		if (switched) /* a new policy starts from its defaults */
+			d->opts.str[id == KVT_OPT_HOST_POLICY ? KVT_OPT_HOST_POLICY_PARAMS
+			                                      : KVT_OPT_ROCKSDB_POLICY_PARAMS][0] =
+			    0;
 		break;
+	}
 	case KVT_OPT_HOST_POLICY_PARAMS:
 	case KVT_OPT_ROCKSDB_POLICY_PARAMS:
 		rc = policy_of(d, id == KVT_OPT_HOST_POLICY_PARAMS ? "host" : "rocksdb", NULL, v,

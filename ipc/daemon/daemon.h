@@ -209,9 +209,9 @@ void kvd_tiers_complete(struct kvd *d);
 int kvd_tiers_enable(struct kvd *d, const char *name);
 /* @return : the index of the lower tier named name, or -ENOENT. */
 int kvd_tiers_find(const struct kvd *d, const char *name);
-/* Lower tier k's eviction policy (tier.h policy_get / policy_set) under its lock.
- * @return : 0, -EOPNOTSUPP (its eviction is not a policy: err says what it is), or
- * policy_set's error. */
+/* Lower tier k's eviction policy (tier.h policy_get / policy_set) under its lock; set with name
+ * NULL gives params to the running policy. @return : 0, -EOPNOTSUPP (its eviction is not a policy:
+ * err says what it is), or policy_set's error. */
 int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len);
 int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *params, char *err,
                          size_t err_len);

@@ -189,12 +189,8 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		}
 		char *params = save ? save : (char *)"";
 		const char *admit = take_admit(params, an, sizeof(an));
-		if (admit && strcmp(admit, "none") && strcmp(admit, "tinylfu") &&
-		    strcmp(admit, "second_touch")) {
-			snprintf(out, out_len, "admit=%s: not none, tinylfu or second_touch",
-			         admit);
+		if (admit && kvd_config_check_admit("host.admit", admit, out, out_len))
 			return -ENOENT; /* checked first: a refused command changes nothing */
-		}
 		int rc = kvd_policy_set(d, name, params, out, out_len);
 		if (!rc && admit && strcmp(admit, kvt_opt_str(&d->opts, KVT_OPT_HOST_ADMIT)))
 			rc = kvd_admit_set(d, admit, out, out_len);

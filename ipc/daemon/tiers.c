@@ -756,12 +756,14 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 	struct kvd_lower *l = &d->lower[k];
 	if (!l->ops->policy_set)
 		return no_policy(l, err, err_len);
+	char *opt = policy_opt(d, l); /* the running value, as --print-config and stats show it */
+	if (!name)
+		name = opt ? opt : "";
 	lower_lock(l);
 	int rc = l->ops->policy_set(l->t, name, params, err, err_len);
 	pthread_mutex_unlock(&l->lock);
 	if (rc)
 		return rc;
-	char *opt = policy_opt(d, l); /* the running value, as --print-config and stats show it */
 	if (!opt || !strcmp(opt, name))
 		return 0; /* parameters only */
 	snprintf(opt, KVT_OPT_STR_MAX, "%s", name);

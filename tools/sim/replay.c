@@ -59,8 +59,8 @@ static void make_meta(const struct run *u, const struct tier *t, uint32_t blk, u
 	m->bytes = 1;
 	m->parent = KVT_POLICY_NONE;
 	m->depth = 0;
-	if (t ==
-	    &u->t[0]) { /* below host, kvtierd's records carry no prefix tree (tiers/rocksdb) */
+	/* below the top tier, kvtierd's records carry no prefix tree (tiers/rocksdb) */
+	if (t == &u->t[0]) {
 		m->parent = u->prev_blk != KVT_POLICY_NONE && t->res[u->prev_blk] ? u->prev_blk
 		                                                                  : KVT_POLICY_NONE;
 		m->depth = u->depth;
