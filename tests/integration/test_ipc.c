@@ -49,6 +49,23 @@ static int child_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Lets another uid reach d's socket (its directory is 0750 and the socket 0660 by default). */
+static void open_to_others(const struct kvt_test_daemon *d)
+{
+	chmod(d->dir, 0755);
+	chmod(d->sock, 0666);
+}
+
+/* fork(), the child running as uid and gid 65534 (it exits 30 when it cannot switch).
+ * @return : as fork(). Needs root. */
+static pid_t fork_as_nobody(void)
+{
+	pid_t p = fork();
+	if (!p && (setgid(65534) || setuid(65534)))
+		_exit(30);
+	return p;
+}
+
 /* Child A: put a 64-chunk prefix. */
 static int put_prefix(const char *sock, uint32_t salt)
 {
@@ -133,14 +150,10 @@ static void test_ipc_share_across_processes(void **state)
 
 	/* another tenant (uid) gets misses for the very same keys */
 	if (geteuid() == 0) {
-		chmod(d.dir, 0755);
-		chmod(d.sock, 0666);
-		pid_t o = fork();
-		if (!o) {
-			if (setgid(65534) || setuid(65534))
-				_exit(30);
+		open_to_others(&d);
+		pid_t o = fork_as_nobody();
+		if (!o)
 			_exit(get_prefix(d.sock, 1, 0));
-		}
 		assert_int_equal(child_wait(o), 0);
 		assert_int_equal(kvt_test_stat(&d, "tenants"), 2);
 	} else {
@@ -500,8 +513,7 @@ static void test_ipc_tenant_quota(void **state)
 	const char *sets[] = {"host.bytes=4MiB", "tenant.quota=0=2MiB/4MiB,65534=0/4MiB", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	chmod(d.dir, 0755);
-	chmod(d.sock, 0666);
+	open_to_others(&d);
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks, 36 KiB records */
@@ -514,10 +526,8 @@ static void test_ipc_tenant_quota(void **state)
 	for (int i = 0; i < N_CHUNKS; i++)
 		ch[i] = buf;
 	assert_int_equal(kvt_put(c, ns, NULL, keys, 48, ch, cb), 48);
-	pid_t o = fork();
+	pid_t o = fork_as_nobody();
 	if (!o) { /* the other tenant floods 4x the tier */
-		if (setgid(65534) || setuid(65534))
-			_exit(30);
 		kvt_client_t *oc;
 		kvt_id_t ons, okeys[N_CHUNKS];
 		if (kvt_connect(d.sock, &oc) || kvt_namespace(oc, &m, &ons))
@@ -585,18 +595,14 @@ static void test_ipc_tenant_map(void **state)
 	const char *sets[] = {"tenant.map=0=team,65534=team", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	chmod(d.dir, 0755);
-	chmod(d.sock, 0666);
+	open_to_others(&d);
 	pid_t a = fork();
 	if (!a)
 		_exit(put_prefix(d.sock, 12));
 	assert_int_equal(child_wait(a), 0);
-	pid_t o = fork();
-	if (!o) {
-		if (setgid(65534) || setuid(65534))
-			_exit(30);
+	pid_t o = fork_as_nobody();
+	if (!o)
 		_exit(get_prefix(d.sock, 12, N_CHUNKS));
-	}
 	assert_int_equal(child_wait(o), 0);
 	assert_int_equal(kvt_test_stat(&d, "tenants"), 1);
 	kvt_test_daemon_destroy(&d);
@@ -682,15 +688,12 @@ static void test_ipc_tenant_canary(void **state)
 	const char *sets[] = {"host.bytes=4MiB", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	chmod(d.dir, 0755);
-	chmod(d.sock, 0666);
+	open_to_others(&d);
 	kvt_model_t m = model(16, KVT_DTYPE_F16);
 	size_t cb = kvt_chunk_bytes(&m);
 	static const uint8_t canary[16] = "B-secret-canary!";
-	pid_t b = fork();
+	pid_t b = fork_as_nobody();
 	if (!b) {
-		if (setgid(65534) || setuid(65534))
-			_exit(30);
 		kvt_client_t *c;
 		kvt_id_t ns, keys[8];
 		if (kvt_connect(d.sock, &c) || kvt_namespace(c, &m, &ns))
@@ -725,12 +728,9 @@ static void test_ipc_admin_needs_owner(void **state)
 	}
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
-	chmod(d.dir, 0755);
-	chmod(d.sock, 0666);
-	pid_t o = fork();
+	open_to_others(&d);
+	pid_t o = fork_as_nobody();
 	if (!o) {
-		if (setgid(65534) || setuid(65534))
-			_exit(30);
 		kvt_client_t *c;
 		char out[8192];
 		if (kvt_connect(d.sock, &c))
