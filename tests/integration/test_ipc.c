@@ -569,14 +569,7 @@ static void test_ipc_tenant_quota(void **state)
 	assert_true(oev > 0);
 	assert_int_equal(omax, 4u << 20);
 	/* the table: a row per tenant, the guarantee and maximum as set */
-	char bin[512], cmd[1200];
-	kvt_test_bin("kvtier", bin, sizeof(bin));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s stats", bin, d.sock);
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	size_t n = fread(js, 1, sizeof(js) - 1, f);
-	js[n] = 0;
-	assert_int_equal(pclose(f), 0);
+	assert_int_equal(kvt_test_cli(&d, "stats", js, sizeof(js)), 0);
 	assert_non_null(strstr(js, "guaranteed            max\n"));
 	assert_non_null(strstr(js, "       2097152        4194304\n")); /* tenant 0 */
 	assert_non_null(strstr(js, "\n65534 "));

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
@@ -282,21 +281,6 @@ static int config(kvt_client_t *c, const char *cmd, char *out, size_t len)
 	return kvt__client_simple(c, KVT_MSG_CONFIG, cmd, out, len);
 }
 
-/* Runs `kvtier --socket SOCK args`, its output (stdout and stderr) into out.
- * @return : its exit status. */
-static int cli(const struct kvt_test_daemon *pd, const char *args, char *out, size_t len)
-{
-	char bin[512], cmd[1200];
-	kvt_test_bin("kvtier", bin, sizeof(bin));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", bin, pd->sock, args);
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	size_t n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	int st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Puts n chunks of a fresh chain; @return : not_admitted's growth. */
 static uint64_t put_fresh(kvt_client_t *c, struct kvt_test_daemon *pd, kvt_id_t ns, uint32_t base,
                           size_t n, size_t cb)
@@ -388,13 +372,13 @@ static void test_policyctl_config_runtime(void **state)
 	assert_non_null(strstr(out, "\nlease.timeout_ms = 5000\n"));
 
 	/* the CLI: the same answers, one line each, and exit 1 with the reason on a refusal */
-	assert_int_equal(cli(&pd, "config get", out, sizeof(out)), 0);
+	assert_int_equal(kvt_test_cli(&pd, "config get", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "host.policy = s3fifo\n"));
-	assert_int_equal(cli(&pd, "config set host.policy lru", out, sizeof(out)), 0);
+	assert_int_equal(kvt_test_cli(&pd, "config set host.policy lru", out, sizeof(out)), 0);
 	assert_string_equal(out, "host.policy = lru\n");
-	assert_int_equal(cli(&pd, "config set host.bytes 1GiB", out, sizeof(out)), 1);
+	assert_int_equal(kvt_test_cli(&pd, "config set host.bytes 1GiB", out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "read at start only"));
-	assert_int_equal(cli(&pd, "config", out, sizeof(out)), 1);
+	assert_int_equal(kvt_test_cli(&pd, "config", out, sizeof(out)), 1);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&pd);
 

@@ -191,18 +191,24 @@ void kvt_test_daemon_destroy(struct kvt_test_daemon *d)
 		kvt_test_rmtree(d->dir);
 }
 
-long long kvt_test_stats_json(struct kvt_test_daemon *d, char *out, size_t len)
+int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len)
 {
 	char bin[512], cmd[1200];
 	kvt_test_bin("kvtier", bin, sizeof(bin));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s stats --json", bin, d->sock);
+	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", bin, d->sock, args);
+	out[0] = 0;
 	FILE *f = popen(cmd, "r");
 	if (!f)
 		return -1;
 	size_t n = fread(out, 1, len - 1, f);
 	out[n] = 0;
-	pclose(f);
-	return (long long)n;
+	int st = pclose(f);
+	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+long long kvt_test_stats_json(struct kvt_test_daemon *d, char *out, size_t len)
+{
+	return kvt_test_cli(d, "stats --json", out, len) ? -1 : (long long)strlen(out);
 }
 
 long long kvt_test_stat(struct kvt_test_daemon *d, const char *key)
