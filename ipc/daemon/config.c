@@ -7,8 +7,9 @@
  * copy, then applied by the part that owns it: a policy switch or its parameters go through the
  * same path as `kvtier policy set` (no chunk dropped), an admission filter is rebuilt, the log
  * level takes effect at once, and timeouts are read where they are used. A refused set changes
- * nothing. "TIER.policy.PARAM VALUE" sets one parameter of the running policy, as in a config
- * file. Runs on the loop thread, like every admin message.
+ * nothing. "TIER.policy.PARAM VALUE" adds PARAM=VALUE to TIER.policy_params, as in a config
+ * file (the options table parses it), and the running policy gets them. Runs on the loop thread,
+ * like every admin message.
  */
 #include "daemon.h"
 #include "core/log.h"
@@ -111,35 +112,6 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, char *er
 	return 0;
 }
 
-/* "TIER.policy.PARAM": one parameter of tier's running policy. @return : -ENOENT if not. */
-static int set_policy_param(struct kvd *d, const char *name, const char *value, char *out,
-                            size_t out_len)
-{
-	const char *dot = strstr(name, ".policy.");
-	if (!dot || dot == name || !dot[8])
-		return -ENOENT;
-	char tier[32], kv[KVT_OPT_STR_MAX];
-	if ((size_t)(dot - name) >= sizeof(tier))
-		return -ENOENT;
-	memcpy(tier, name, (size_t)(dot - name));
-	tier[dot - name] = 0;
-	snprintf(kv, sizeof(kv), "%s=%s", dot + 8, value);
-	int rc = policy_of(d, tier, NULL, kv, out, out_len);
-	if (rc)
-		return rc;
-	char opt[64];
-	snprintf(opt, sizeof(opt), "%s.policy_params", tier);
-	int id = kvt_opt_find(opt);
-	if (id >= 0) { /* the running parameters, as --print-config would write them */
-		char *ps = d->opts.str[id];
-		size_t n = strlen(ps);
-		snprintf(ps + n, KVT_OPT_STR_MAX - n, "%s%s", n ? " " : "", kv);
-	}
-	kvt_log(KVT_LOG_INFO, "config: %s = %s", name, value);
-	snprintf(out, out_len, "%s = %s", name, value);
-	return 0;
-}
-
 static int get(struct kvd *d, const char *name, char *out, size_t out_len)
 {
 	if (!name) {
@@ -177,12 +149,15 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		return -EINVAL;
 	}
 	int id = kvt_opt_find(name);
+	const char *dot = strstr(name, ".policy.");
+	if (id < 0 && dot && dot != name) { /* TIER.policy.PARAM: one word of TIER.policy_params */
+		char opt[64];
+		snprintf(opt, sizeof(opt), "%.*s.policy_params", (int)(dot - name), name);
+		id = kvt_opt_find(opt);
+	}
 	if (id < 0) {
-		int rc = set_policy_param(d, name, value, out, out_len);
-		if (rc == -ENOENT && !out[0])
-			snprintf(out, out_len, "no option named '%s' (kvtierd --help lists them)",
-			         name);
-		return rc;
+		snprintf(out, out_len, "no option named '%s' (kvtierd --help lists them)", name);
+		return -ENOENT;
 	}
 	if (!kvt_opt_def(id)->runtime) {
 		snprintf(out, out_len, "%s is read at start only: set it in the config and restart",
@@ -203,5 +178,5 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	if (rc)
 		return rc;
 	kvt_log(KVT_LOG_INFO, "config: %s = %s", name, value);
-	return get(d, name, out, out_len);
+	return get(d, kvt_opt_def(id)->name, out, out_len);
 }
