@@ -4,6 +4,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -83,15 +85,63 @@ void kvt_opts_defaults(struct kvt_options *o)
 			KVT_PANIC("bad default in options_list.h");
 }
 
+/* The key of word w (up to '=') is k of length kl. */
+static bool same_key(const char *w, const char *k, size_t kl)
+{
+	return !strncmp(w, k, kl) && w[kl] == '=';
+}
+
+int kvt_params_merge(char *dst, size_t cap, const char *words)
+{
+	size_t dl = strlen(dst), len = dl + strlen(words) + 2;
+	char *all = malloc(len), *out = malloc(len), **w = malloc((len / 2 + 1) * sizeof(*w));
+	char *save = NULL;
+	size_t n = 0, o = 0;
+	int rc = -ENOMEM;
+	if (!all || !out || !w)
+		goto done;
+	snprintf(all, len, "%s %s", dst, words);
+	out[0] = 0;
+	rc = -EINVAL;
+	for (char *t = strtok_r(all, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+		char *eq = strchr(t, '=');
+		if (!eq || eq == t || !eq[1] || strchr(eq + 1, '='))
+			goto done;
+		w[n++] = t;
+	}
+	/* each key once, where it first appears, with the value it was given last */
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = (size_t)(strchr(w[i], '=') - w[i]), last = i, j;
+		for (j = 0; j < i && !same_key(w[j], w[i], kl); j++)
+			;
+		if (j < i)
+			continue;
+		for (j = i + 1; j < n; j++)
+			last = same_key(w[j], w[i], kl) ? j : last;
+		o += (size_t)snprintf(out + o, len - o, "%s%.*s%s", o ? " " : "", (int)kl, w[i],
+		                      strchr(w[last], '='));
+	}
+	rc = -ERANGE;
+	if (o < cap) {
+		memcpy(dst, out, o + 1);
+		rc = 0;
+	}
+done:
+	free(all);
+	free(out);
+	free(w);
+	return rc;
+}
+
 /*
- * "TIER.policy.PARAM = VALUE" (one parameter a line in a config file) appends "PARAM=VALUE" to
- * TIER.policy_params, which the daemon hands to the policy's set_param at start.
+ * "TIER.policy.PARAM = VALUE" (one parameter a line in a config file) sets PARAM=VALUE in
+ * TIER.policy_params (kvt_params_merge), which the daemon hands to the policy's set_param.
  * @return : 0, -ENOENT (no TIER.policy_params), -EINVAL (a space or '=' in the value), -ERANGE.
  */
 static int set_policy_param(struct kvt_options *o, const char *name, const char *value)
 {
 	const char *dot = strstr(name, ".policy.");
-	char opt[64];
+	char opt[64], word[KVT_OPT_STR_MAX];
 	if (!dot || !dot[8] || strchr(dot + 8, '.') || (size_t)(dot - name) > 32)
 		return -ENOENT;
 	snprintf(opt, sizeof(opt), "%.*s.policy_params", (int)(dot - name), name);
@@ -100,15 +150,12 @@ static int set_policy_param(struct kvt_options *o, const char *name, const char 
 		return -ENOENT;
 	if (!*value || strpbrk(value, " \t="))
 		return -EINVAL;
-	size_t len = strlen(o->str[id]);
-	int n = snprintf(o->str[id] + len, KVT_OPT_STR_MAX - len, "%s%s=%s", len ? " " : "",
-	                 dot + 8, value);
-	if (n < 0 || (size_t)n >= KVT_OPT_STR_MAX - len) {
-		o->str[id][len] = 0;
+	if ((size_t)snprintf(word, sizeof(word), "%s=%s", dot + 8, value) >= sizeof(word))
 		return -ERANGE;
-	}
-	o->set[id] = true;
-	return 0;
+	int rc = kvt_params_merge(o->str[id], KVT_OPT_STR_MAX, word);
+	if (!rc)
+		o->set[id] = true;
+	return rc;
 }
 
 int kvt_opts_set(struct kvt_options *o, const char *name, const char *value)

@@ -39,9 +39,14 @@ const struct kvt_opt_def *kvt_opt_def(enum kvt_opt_id id);
 int kvt_opt_find(const char *name);
 /* Loads the defaults ("auto" stays 0 until kvt_opts_resolve). */
 void kvt_opts_defaults(struct kvt_options *o);
-/* Sets one option from text; "TIER.policy.PARAM" appends "PARAM=value" to TIER.policy_params.
- * @return : 0, -ENOENT (unknown name), -EINVAL, -ERANGE. */
+/* Sets one option from text; "TIER.policy.PARAM" sets "PARAM=value" in TIER.policy_params
+ * (kvt_params_merge). @return : 0, -ENOENT (unknown name), -EINVAL, -ERANGE. */
 int kvt_opts_set(struct kvt_options *o, const char *name, const char *value);
+/* Merges "k=v" words (space-separated) into the policy_params value dst: a word with a key dst
+ * already holds replaces it in place, a new key is appended, and a key given twice keeps the
+ * later value. @return : 0, -EINVAL (a word not of the form k=v; dst unchanged), -ERANGE (the
+ * result needs cap bytes or more; dst unchanged), -ENOMEM. */
+int kvt_params_merge(char *dst, size_t cap, const char *words);
 /* Parses "name=value". */
 int kvt_opts_set_pair(struct kvt_options *o, const char *pair);
 /* Reads a config file of "name = value" lines (# comments). err gets a message on failure. */

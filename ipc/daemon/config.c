@@ -7,9 +7,11 @@
  * copy, then applied by the part that owns it: a policy switch or its parameters go through the
  * same path as `kvtier policy set` (no chunk dropped), an admission filter is rebuilt, the log
  * level takes effect at once, and timeouts are read where they are used. A refused set changes
- * nothing. "TIER.policy.PARAM VALUE" adds PARAM=VALUE to TIER.policy_params, as in a config
- * file (the options table parses it), and the running policy gets them. Runs on the loop thread,
- * like every admin message.
+ * nothing. "TIER.policy.PARAM VALUE" sets one parameter, "TIER.policy_params 'k=v ...'" several,
+ * on the running policy. TIER.policy_params always reads the parameters set since that policy
+ * started (config, `policy set`, `config set`), a later value replacing an earlier one
+ * (kvd_params_record); a policy cannot unset a parameter, so one is reset by setting its default.
+ * Runs on the loop thread, like every admin message.
  */
 #include "daemon.h"
 #include "core/log.h"
@@ -39,6 +41,19 @@ int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err
 	return one_of(opt, v, strncmp(opt, "host.", 5) ? lower : host, err, err_len);
 }
 
+int kvd_params_record(const char *params, const char *running, const char *name,
+                      const char *words, char *rec, char *err, size_t err_len)
+{
+	snprintf(rec, KVT_OPT_STR_MAX, "%s", strcmp(running, name) ? "" : params);
+	int rc = kvt_params_merge(rec, KVT_OPT_STR_MAX, words);
+	if (rc == -EINVAL)
+		snprintf(err, err_len, "policy parameters are name=value words: '%s'", words);
+	else if (rc)
+		snprintf(err, err_len, "policy parameters: %d bytes or more with '%s' (%s)",
+		         KVT_OPT_STR_MAX, words, strerror(-rc));
+	return rc;
+}
+
 /* The policy of tier (host or a lower tier's index) gets params, or switches to name. */
 static int policy_of(struct kvd *d, const char *tier, const char *name, const char *params,
                      char *err, size_t err_len)
@@ -56,29 +71,27 @@ static int policy_of(struct kvd *d, const char *tier, const char *name, const ch
 	return kvd_tiers_policy_set(d, (uint32_t)k, name, p, err, err_len);
 }
 
-/* Applies option id, already checked into *want, to the running daemon. */
-static int apply(struct kvd *d, int id, const struct kvt_options *want, char *err, size_t err_len)
+/* Applies option id, already checked into *want, to the running daemon; words is what a set of
+ * TIER.policy_params or TIER.policy.PARAM gives the running policy. */
+static int apply(struct kvd *d, int id, const struct kvt_options *want, const char *words,
+                 char *err, size_t err_len)
 {
 	const char *name = kvt_opt_def(id)->name, *v = want->str[id];
 	int rc = 0;
 	switch (id) {
 	case KVT_OPT_HOST_POLICY:
-	case KVT_OPT_ROCKSDB_POLICY: {
-		bool switched = strcmp(d->opts.str[id], v); /* the option holds the running name */
-		if ((rc = policy_of(d, id == KVT_OPT_HOST_POLICY ? "host" : "rocksdb", v, "", err,
-		                    err_len)))
-			return rc;
-		if (switched) /* a new policy starts from its defaults */
-			d->opts.str[id == KVT_OPT_HOST_POLICY ? KVT_OPT_HOST_POLICY_PARAMS
-			                                      : KVT_OPT_ROCKSDB_POLICY_PARAMS][0] =
-			    0;
-		break;
-	}
+	case KVT_OPT_ROCKSDB_POLICY:
 	case KVT_OPT_HOST_POLICY_PARAMS:
-	case KVT_OPT_ROCKSDB_POLICY_PARAMS:
-		rc = policy_of(d, id == KVT_OPT_HOST_POLICY_PARAMS ? "host" : "rocksdb", NULL, v,
-		               err, err_len);
-		break;
+	case KVT_OPT_ROCKSDB_POLICY_PARAMS: {
+		/* the policy's owner records the name and the parameters set (kvd_params_record) */
+		bool host = id == KVT_OPT_HOST_POLICY || id == KVT_OPT_HOST_POLICY_PARAMS;
+		bool params = id == KVT_OPT_HOST_POLICY_PARAMS || id == KVT_OPT_ROCKSDB_POLICY_PARAMS;
+		if ((rc = policy_of(d, host ? "host" : "rocksdb", params ? NULL : v,
+		                    params ? words : "", err, err_len)))
+			return rc;
+		d->opts.set[id] = true;
+		return 0;
+	}
 	case KVT_OPT_HOST_ADMIT:
 		if ((rc = kvd_config_check_admit(name, v, err, err_len)) ||
 		    (rc = kvd_admit_set(d, v, err, err_len)))
@@ -168,12 +181,14 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	if (!want)
 		return -ENOMEM;
 	*want = d->opts;
+	char words[KVT_OPT_STR_MAX];
+	snprintf(words, sizeof(words), "%s%s%s", dot ? dot + 8 : "", dot ? "=" : "", value);
 	int rc = kvt_opts_set(want, name, value);
 	if (rc)
 		snprintf(out, out_len, "%s: '%s' is not a valid value (%s)", name, value,
 		         strerror(-rc));
 	else
-		rc = apply(d, id, want, out, out_len);
+		rc = apply(d, id, want, words, out, out_len);
 	free(want);
 	if (rc)
 		return rc;

@@ -248,6 +248,12 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len);
 /* @return : 0 when v is a valid value of admission option opt (host.admit, TIER.admit); else
  * -EINVAL with a message in err. */
 int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err_len);
+/* What TIER.policy_params reads after `policy set` puts name with "k=v" words on a tier whose
+ * policy is running with params: the words merged into params (kvt_params_merge), or the words
+ * alone when name switches policy. Written to rec (KVT_OPT_STR_MAX); nothing is applied.
+ * @return : 0, -EINVAL (not k=v words), -ERANGE (too long); err says which. */
+int kvd_params_record(const char *params, const char *running, const char *name,
+                      const char *words, char *rec, char *err, size_t err_len);
 
 /* lease.c */
 /* @return : leases granted; *promote set when a leading entry has no host copy yet. */

@@ -105,11 +105,18 @@ double kvd_mrc_rate(const struct kvd *d)
 int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len)
 {
 	const struct kvt_policy_ops *was = d->pol_ops;
-	size_t n = host_resident(d);
-	int rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, meta_of, d, err,
-	                        err_len);
-	if (rc || d->pol_ops == was)
+	char rec[KVT_OPT_STR_MAX];
+	int rc = kvd_params_record(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], was->name, name,
+	                           params, rec, err, err_len);
+	if (rc)
 		return rc;
+	size_t n = host_resident(d);
+	if ((rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, meta_of, d,
+	                         err, err_len)))
+		return rc;
+	memcpy(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], rec, sizeof(rec));
+	if (d->pol_ops == was)
+		return 0;
 	snprintf(d->opts.str[KVT_OPT_HOST_POLICY], KVT_OPT_STR_MAX, "%s", name);
 	kvt_log(KVT_LOG_INFO, "host tier: policy is now %s (%zu chunks carried over)", name, n);
 	return 0;

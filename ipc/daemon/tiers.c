@@ -740,12 +740,13 @@ int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	return 0;
 }
 
-/* The option TIER.policy of lower tier l, which holds its running policy (set at open, kept up
- * to date by kvd_tiers_policy_set), or NULL when the tier has no policy. */
-static char *policy_opt(struct kvd *d, const struct kvd_lower *l)
+/* The option TIER.policy (or, with suffix "_params", TIER.policy_params) of lower tier l, which
+ * holds its running policy (set at open, kept up to date by kvd_tiers_policy_set), or NULL when
+ * the tier has no policy. */
+static char *policy_opt(struct kvd *d, const struct kvd_lower *l, const char *suffix)
 {
 	char opt[64];
-	snprintf(opt, sizeof(opt), "%s.policy", l->ops->name);
+	snprintf(opt, sizeof(opt), "%s.policy%s", l->ops->name, suffix);
 	int id = kvt_opt_find(opt);
 	return l->ops->policy_get && id >= 0 ? d->opts.str[id] : NULL;
 }
@@ -756,14 +757,22 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 	struct kvd_lower *l = &d->lower[k];
 	if (!l->ops->policy_set)
 		return no_policy(l, err, err_len);
-	char *opt = policy_opt(d, l); /* the running value, as --print-config and stats show it */
+	/* the running values, as --print-config and stats show them */
+	char *opt = policy_opt(d, l, ""), *opt_params = policy_opt(d, l, "_params");
+	char rec[KVT_OPT_STR_MAX];
 	if (!name)
 		name = opt ? opt : "";
+	int rc = opt && opt_params ? kvd_params_record(opt_params, opt, name, params, rec, err, err_len)
+	                           : 0;
+	if (rc)
+		return rc;
 	lower_lock(l);
-	int rc = l->ops->policy_set(l->t, name, params, err, err_len);
+	rc = l->ops->policy_set(l->t, name, params, err, err_len);
 	pthread_mutex_unlock(&l->lock);
 	if (rc)
 		return rc;
+	if (opt && opt_params)
+		memcpy(opt_params, rec, sizeof(rec));
 	if (!opt || !strcmp(opt, name))
 		return 0; /* parameters only */
 	snprintf(opt, KVT_OPT_STR_MAX, "%s", name);
@@ -793,7 +802,7 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		if (d->lower[k].ops == &kvt_tier_nvme)
 			backend = kvt_tier_nvme_backend(d->lower[k].t);
 #endif
-		const char *pol = policy_opt(d, &d->lower[k]);
+		const char *pol = policy_opt(d, &d->lower[k], "");
 		if (*pos >= len)
 			return;
 		int n = snprintf(

@@ -339,6 +339,27 @@ static void test_policyctl_config_runtime(void **state)
 	assert_int_equal(config(c, "set host.policy.bogus 1", out, sizeof(out)), -ENOENT);
 	assert_int_equal(config(c, "get host.policy_params", out, sizeof(out)), 0);
 	assert_string_equal(out, "host.policy_params = small_ratio=0.2");
+	/* the option reads every parameter set on the running policy, whichever command set it:
+	 * a key again replaces its value, `policy set` with the running name adds its words, a
+	 * whole list is merged in (what it leaves out keeps its value), and a switch starts over */
+	assert_int_equal(config(c, "set host.policy.small_ratio 0.25", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy_params = small_ratio=0.25");
+	assert_int_equal(policy(c, "set host s3fifo move_threshold=2", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "get host.policy_params", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy_params = small_ratio=0.25 move_threshold=2");
+	assert_int_equal(config(c, "set host.policy_params small_ratio=0.2", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy_params = small_ratio=0.2 move_threshold=2");
+	assert_int_equal(config(c, "set host.policy_params small_ratio=x", out, sizeof(out)),
+	                 -EINVAL);
+	assert_int_equal(policy(c, "set host s3fifo small_ratio", out, sizeof(out)), -EINVAL);
+	assert_int_equal(config(c, "get host.policy_params", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy_params = small_ratio=0.2 move_threshold=2");
+	assert_int_equal(policy(c, "set host lru", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "get host.policy_params", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy_params = ");
+	assert_int_equal(policy(c, "set host s3fifo small_ratio=0.2", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "get host.policy_params", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy_params = small_ratio=0.2");
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host s3fifo");
 	kvt_id_t keys[8];
@@ -355,6 +376,9 @@ static void test_policyctl_config_runtime(void **state)
 	assert_string_equal(out, "rocksdb lfu");
 	assert_int_equal(config(c, "get rocksdb.policy", out, sizeof(out)), 0);
 	assert_string_equal(out, "rocksdb.policy = lfu");
+	assert_int_equal(policy(c, "set rocksdb lfu max_count=50", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "get rocksdb.policy_params", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb.policy_params = max_count=50");
 
 	/* demotion admission takes effect on the next put: nvme skips it, rocksdb does not */
 	assert_int_equal(config(c, "set nvme.admit second_touch", out, sizeof(out)), 0);

@@ -33,9 +33,40 @@ static void test_options_units_and_bounds(void **state)
 	assert_int_equal(kvt_opts_set(&o, "nvme.policy.x", "1"), -ENOENT);
 	assert_int_equal(kvt_opts_set(&o, "host.policy.a.b", "1"), -ENOENT);
 	assert_int_equal(kvt_opts_set(&o, "host.policy.x", "1 y=2"), -EINVAL);
+	/* the same parameter again replaces its value where it stands (was appended: the option
+	 * grew with every set, up to -ERANGE) */
+	assert_int_equal(kvt_opts_set(&o, "host.policy.small_ratio", "0.3"), 0);
+	assert_string_equal(kvt_opt_str(&o, KVT_OPT_HOST_POLICY_PARAMS),
+	                    "small_ratio=0.3 move_threshold=2");
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(kvt_opts_set(&o, "host.policy.move_threshold", "3"), 0);
+	assert_string_equal(kvt_opt_str(&o, KVT_OPT_HOST_POLICY_PARAMS),
+	                    "small_ratio=0.3 move_threshold=3");
 	uint64_t v;
 	assert_int_equal(kvt_parse_size("18446744073709551615", &v), 0);
 	assert_int_equal(kvt_parse_size("99999999999999TiB", &v), -ERANGE);
+}
+
+/* kvt_params_merge: each key once, in first place, with its last value; bad words change
+ * nothing; a result that does not fit changes nothing. */
+static void test_options_params_merge(void **state)
+{
+	char p[32] = "";
+	assert_int_equal(kvt_params_merge(p, sizeof(p), ""), 0);
+	assert_string_equal(p, "");
+	assert_int_equal(kvt_params_merge(p, sizeof(p), "a=1  b=2\tc=3"), 0);
+	assert_string_equal(p, "a=1 b=2 c=3");
+	assert_int_equal(kvt_params_merge(p, sizeof(p), "b=9 d=4 b=8 ab=5"), 0);
+	assert_string_equal(p, "a=1 b=8 c=3 d=4 ab=5");
+	const char *bad[] = {"x", "=1", "k=", "k=1=2", "ok=1 bad", NULL};
+	for (size_t i = 0; bad[i]; i++) {
+		assert_int_equal(kvt_params_merge(p, sizeof(p), bad[i]), -EINVAL);
+		assert_string_equal(p, "a=1 b=8 c=3 d=4 ab=5");
+	}
+	assert_int_equal(kvt_params_merge(p, sizeof(p), "a=0123456789ab"), 0); /* 31 bytes */
+	assert_string_equal(p, "a=0123456789ab b=8 c=3 d=4 ab=5");
+	assert_int_equal(kvt_params_merge(p, sizeof(p), "a=0123456789abc"), -ERANGE); /* 32 */
+	assert_string_equal(p, "a=0123456789ab b=8 c=3 d=4 ab=5");
 }
 
 static void test_options_file_and_env(void **state)
@@ -79,6 +110,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_options_units_and_bounds),
+	    cmocka_unit_test(test_options_params_merge),
 	    cmocka_unit_test(test_options_file_and_env),
 	    cmocka_unit_test(test_options_auto_resolves),
 	};
