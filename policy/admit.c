@@ -2,7 +2,9 @@
  * admit.c -- TinyLFU and second-touch admission (see admit.h). The sketch width is the power
  * of two at or above 4 x capacity_hint counters per row (bytes, saturating at 15); the
  * doorkeeper has 8 bits per expected key and two probes. The counters are plain bytes rather
- * than packed nibbles: simpler, and the sketch stays small next to the cache it guards.
+ * than packed nibbles: simpler, and the sketch stays small next to the cache it guards. Both
+ * index by hash & (size - 1), so growing by doubling copies each table onto its new half and
+ * every key's estimate stays what it was (kvt_admit_grow).
  */
 #include "admit.h"
 #include "pol_int.h"
@@ -49,6 +51,46 @@ int kvt_admit_create(const char *name, size_t hint, struct kvt_admit **out)
 		return -ENOMEM;
 	}
 	*out = a;
+	return 0;
+}
+
+/* Fills a table of m cells of size sz, whose first n hold values (n divides m, both powers of
+ * two), so that cell j holds what cell j mod n held: a key indexed by (hash & (cells - 1))
+ * reads after a doubling what it read before. */
+static void spread(uint8_t *t, size_t sz, size_t n, size_t m)
+{
+	for (size_t have = n; have < m; have *= 2)
+		memcpy(t + have * sz, t, have * sz);
+}
+
+int kvt_admit_grow(struct kvt_admit *a, size_t hint)
+{
+	hint = hint < 64 ? 64 : hint;
+	size_t w = a->width;
+	while (w < 4 * hint)
+		w *= 2;
+	if (w == a->width)
+		return 0;
+	uint8_t *cm = malloc(4 * w);
+	uint64_t *dk = malloc(w * 2 / 8);
+	if (!cm || !dk) {
+		free(cm);
+		free(dk);
+		return -ENOMEM;
+	}
+	for (size_t r = 0; r < 4; r++) {
+		memcpy(cm + r * w, a->cm + r * a->width, a->width);
+		spread(cm + r * w, 1, a->width, w);
+	}
+	memcpy(dk, a->dk, a->dk_bits / 8);
+	spread((uint8_t *)dk, sizeof(*dk), a->dk_bits / 64, w * 2 / 64);
+	free(a->cm);
+	free(a->dk);
+	a->cm = cm;
+	a->dk = dk;
+	a->width = w;
+	a->dk_bits = w * 2;
+	a->window = 10 * hint;
 	return 0;
 }
 

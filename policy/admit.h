@@ -26,6 +26,10 @@ void kvt_admit_destroy(struct kvt_admit *a);
  * key's estimate is its count there (Caffeine's sketch); on, a key's first record in a period
  * only sets its doorkeeper bit (the TinyLFU paper). */
 void kvt_admit_doorkeeper(struct kvt_admit *a, bool on);
+/* Sizes the filter for capacity_hint keys when it was made for fewer (never shrinks), keeping
+ * what it counted: every key's estimate is the same after as before. @return : 0 or -ENOMEM
+ * (the filter unchanged). */
+int kvt_admit_grow(struct kvt_admit *a, size_t capacity_hint);
 /* Bytes the filter holds (sketch and doorkeeper). */
 size_t kvt_admit_bytes(const struct kvt_admit *a);
 /* The filter's name ("tinylfu", ...). */

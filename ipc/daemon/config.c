@@ -41,8 +41,8 @@ int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err
 	return one_of(opt, v, strncmp(opt, "host.", 5) ? lower : host, err, err_len);
 }
 
-int kvd_params_record(const char *params, const char *running, const char *name,
-                      const char *words, char *rec, char *err, size_t err_len)
+int kvd_params_record(const char *params, const char *running, const char *name, const char *words,
+                      char *rec, char *err, size_t err_len)
 {
 	snprintf(rec, KVT_OPT_STR_MAX, "%s", strcmp(running, name) ? "" : params);
 	int rc = kvt_params_merge(rec, KVT_OPT_STR_MAX, words);
@@ -85,7 +85,8 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 	case KVT_OPT_ROCKSDB_POLICY_PARAMS: {
 		/* the policy's owner records the name and the parameters set (kvd_params_record) */
 		bool host = id == KVT_OPT_HOST_POLICY || id == KVT_OPT_HOST_POLICY_PARAMS;
-		bool params = id == KVT_OPT_HOST_POLICY_PARAMS || id == KVT_OPT_ROCKSDB_POLICY_PARAMS;
+		bool params =
+		    id == KVT_OPT_HOST_POLICY_PARAMS || id == KVT_OPT_ROCKSDB_POLICY_PARAMS;
 		if ((rc = policy_of(d, host ? "host" : "rocksdb", params ? NULL : v,
 		                    params ? words : "", err, err_len)))
 			return rc;

@@ -252,8 +252,8 @@ int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err
  * policy is running with params: the words merged into params (kvt_params_merge), or the words
  * alone when name switches policy. Written to rec (KVT_OPT_STR_MAX); nothing is applied.
  * @return : 0, -EINVAL (not k=v words), -ERANGE (too long); err says which. */
-int kvd_params_record(const char *params, const char *running, const char *name,
-                      const char *words, char *rec, char *err, size_t err_len);
+int kvd_params_record(const char *params, const char *running, const char *name, const char *words,
+                      char *rec, char *err, size_t err_len);
 
 /* lease.c */
 /* @return : leases granted; *promote set when a leading entry has no host copy yet. */

@@ -56,6 +56,8 @@ static size_t host_chunks(const struct kvd *d)
 
 int kvd_admit_set(struct kvd *d, const char *name, char *err, size_t err_len)
 {
+	if (d->admit ? !strcmp(kvt_admit_name(d->admit), name) : !strcmp(name, "none"))
+		return 0; /* the running filter keeps what it counted */
 	struct kvt_admit *a = NULL;
 	size_t hint = host_chunks(d) > 4096 ? host_chunks(d) : 4096;
 	int rc = strcmp(name, "none") ? kvt_admit_create(name, hint, &a) : 0;
@@ -77,11 +79,10 @@ void kvd_admit_record(struct kvd *d, uint64_t key_hash)
 	if (!d->admit)
 		return;
 	kvt_admit_record(d->admit, key_hash);
-	/* Sized for the chunks host holds: resized (and so restarted) as that doubles. */
-	if (!(++d->admit_records & 4095) && host_chunks(d) > 2 * d->admit_hint) {
-		char err[128];
-		kvd_admit_set(d, kvt_admit_name(d->admit), err, sizeof(err));
-	}
+	/* Sized for the chunks host holds: grown, keeping its counts, as that doubles. */
+	if (!(++d->admit_records & 4095) && host_chunks(d) > 2 * d->admit_hint &&
+	    !kvt_admit_grow(d->admit, host_chunks(d)))
+		d->admit_hint = host_chunks(d);
 }
 
 /* Takes an "admit=NAME" word out of params (the host's admission, not a policy parameter).
@@ -106,13 +107,13 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 {
 	const struct kvt_policy_ops *was = d->pol_ops;
 	char rec[KVT_OPT_STR_MAX];
-	int rc = kvd_params_record(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], was->name, name,
-	                           params, rec, err, err_len);
+	int rc = kvd_params_record(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], was->name, name, params,
+	                           rec, err, err_len);
 	if (rc)
 		return rc;
 	size_t n = host_resident(d);
-	if ((rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, meta_of, d,
-	                         err, err_len)))
+	if ((rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, meta_of, d, err,
+	                         err_len)))
 		return rc;
 	memcpy(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], rec, sizeof(rec));
 	if (d->pol_ops == was)

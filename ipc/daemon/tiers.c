@@ -762,8 +762,9 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 	char rec[KVT_OPT_STR_MAX];
 	if (!name)
 		name = opt ? opt : "";
-	int rc = opt && opt_params ? kvd_params_record(opt_params, opt, name, params, rec, err, err_len)
-	                           : 0;
+	int rc = opt && opt_params
+	             ? kvd_params_record(opt_params, opt, name, params, rec, err, err_len)
+	             : 0;
 	if (rc)
 		return rc;
 	lower_lock(l);

@@ -761,6 +761,38 @@ static void test_policy_admission(void **state)
 	kvt_admit_destroy(a);
 }
 
+/* kvt_admit_grow keeps every count: after growing from 1,000 to 64,000 keys (64 x the width)
+ * each key's estimate is what it was, doorkeeper bit included, and the new size shows in the
+ * bytes and in the aging period. */
+static void test_policy_admission_grow_keeps_counts(void **state)
+{
+	enum { KEYS = 1500 };
+	struct kvt_admit *a = NULL;
+	assert_int_equal(kvt_admit_create("tinylfu", 1000, &a), 0);
+	for (uint64_t k = 0; k < KEYS; k++) /* 4,500 records: inside the period of 10,000 */
+		for (uint64_t r = 0; r <= k % 5; r++)
+			kvt_admit_record(a, (k + 1) * 0x9e3779b97f4a7c15ULL);
+	static unsigned before[KEYS];
+	for (uint64_t k = 0; k < KEYS; k++) {
+		before[k] = kvt_admit_estimate(a, (k + 1) * 0x9e3779b97f4a7c15ULL);
+		assert_true(before[k] >= 1 + k % 5);
+	}
+	size_t bytes = kvt_admit_bytes(a);
+	assert_int_equal(kvt_admit_grow(a, 500), 0); /* never shrinks */
+	assert_int_equal(kvt_admit_bytes(a), bytes);
+	assert_int_equal(kvt_admit_grow(a, 64000), 0);
+	assert_true(kvt_admit_bytes(a) >= 32 * bytes);
+	for (uint64_t k = 0; k < KEYS; k++)
+		assert_int_equal(kvt_admit_estimate(a, (k + 1) * 0x9e3779b97f4a7c15ULL), before[k]);
+	/* the period is 640,000 records now: 6,000 more do not halve anything (at the old 10,000
+	 * they would have: counts never fall otherwise) */
+	for (uint64_t k = 0; k < 6000; k++)
+		kvt_admit_record(a, (k + 7777) * 0xc2b2ae3d27d4eb4fULL);
+	for (uint64_t k = 0; k < KEYS; k++)
+		assert_true(kvt_admit_estimate(a, (k + 1) * 0x9e3779b97f4a7c15ULL) >= before[k]);
+	kvt_admit_destroy(a);
+}
+
 /* Every policy says what it holds, and that grows with what it holds: 100,000 entries take at
  * least a byte each (LRU: its two arrays, 9 bytes per id, and little else). */
 static void test_policy_memory_reported(void **state)
@@ -810,6 +842,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_quota_guarantee),
 	    cmocka_unit_test(test_policy_quota_batches_all_policies),
 	    cmocka_unit_test(test_policy_admission),
+	    cmocka_unit_test(test_policy_admission_grow_keeps_counts),
 	    cmocka_unit_test(test_policy_memory_reported),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
