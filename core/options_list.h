@@ -6,7 +6,9 @@
 #define KVT_OPTIONS(X)                                                                             \
 	X(HOST_BYTES, "host.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                       \
 	  "host tier capacity across all tenants (auto: 1/8 of RAM)")                              \
-	X(HOST_POLICY, "host.policy", STR, "lru", 0, 0, 1, "eviction policy of the host tier")     \
+	X(HOST_POLICY, "host.policy", STR, "auto", 0, 0, 1,                                        \
+	  "eviction policy of the host tier; auto: conv once every namespace's chunks are 64 KiB " \
+	  "or more, lru until then")                                                               \
 	X(HOST_POLICY_PARAMS, "host.policy_params", STR, "", 0, 0, 1,                              \
 	  "parameters of host.policy, e.g. \"small_ratio=0.1\"")                                   \
 	X(HOST_ADMIT, "host.admit", STR, "none", 0, 0, 1,                                          \

@@ -138,6 +138,7 @@ struct kvd {
 
 	const struct kvt_policy_ops *pol_ops;
 	struct kvt_policy *pol;
+	bool pol_auto;           /* host.policy = auto: kvd_policy_auto picks pol_ops */
 	struct kvt_mrc *mrc;     /* host tier's miss-ratio curve (sampled) */
 	struct kvt_admit *admit; /* host.admit's filter, or NULL (admit everything) */
 	size_t admit_hint;       /* the host chunk count admit was sized for */
@@ -241,7 +242,16 @@ int kvd_admit_set(struct kvd *d, const char *name, char *err, size_t err_len);
 void kvd_admit_record(struct kvd *d, uint64_t key_hash);
 /* mrc.sample_ppm as the curves' sampling rate. */
 double kvd_mrc_rate(const struct kvd *d);
+/* Switches the host policy to name with "k=v" params (modified), keeping every chunk; "auto"
+ * (no params) lets kvd_policy_auto choose, any other name or a parameter ends auto.
+ * @return : 0, -ENOENT, -EINVAL, -ERANGE, -ENOMEM; err says why. */
 int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len);
+/* host.policy = auto (pol_auto): conv's ~420 bytes per chunk are under 1 % of a chunk this
+ * large, and it beats lru on every measured workload (docs/policies.md); below it lru keeps the
+ * 128-byte budget. Called when a namespace registers: switches, keeping every chunk, when the
+ * choice changed. */
+#define KVD_AUTO_CONV_BYTES (64u << 10)
+void kvd_policy_auto(struct kvd *d);
 int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len);
 /* config.c: "get [NAME]" | "set NAME VALUE" (runtime options only); the reply text to out. */
 int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len);

@@ -208,7 +208,9 @@ static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 static int setup(struct kvd *d)
 {
 	d->host_cap = kvt_opt_u64(&d->opts, KVT_OPT_HOST_BYTES) & ~(uint64_t)(KVT_GRANULE - 1);
-	d->pol_ops = kvt_policy_find(kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY));
+	d->pol_auto = !strcmp(kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY), "auto");
+	d->pol_ops = d->pol_auto ? &kvt_policy_lru
+	                         : kvt_policy_find(kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY));
 	if (!d->pol_ops) {
 		kvt_log(KVT_LOG_ERROR, "host.policy: no policy named '%s'",
 		        kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY));
@@ -223,7 +225,8 @@ static int setup(struct kvd *d)
 		return rc;
 	char params[KVT_OPT_STR_MAX], err[256];
 	snprintf(params, sizeof(params), "%s", kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY_PARAMS));
-	if ((rc = kvd_policy_set(d, d->pol_ops->name, params, err, sizeof(err)))) {
+	if ((rc = kvd_policy_set(d, kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY), params, err,
+	                         sizeof(err)))) {
 		kvt_log(KVT_LOG_ERROR, "host.policy_params: %s", err);
 		return rc;
 	}
@@ -288,8 +291,9 @@ static void print_banner(struct kvd *d)
 	char cap[32];
 	printf("kvtierd %d.%d.%d listening on %s\n", KVT_VERSION_MAJOR, KVT_VERSION_MINOR,
 	       KVT_VERSION_PATCH, d->sock_path);
-	printf("  host tier: %s shared memory, policy %s%s%s; data dir %s\n",
+	printf("  host tier: %s shared memory, policy %s%s%s%s; data dir %s\n",
 	       kvt_fmt_bytes(d->host_cap, cap, sizeof(cap)), d->pol_ops->name,
+	       d->pol_auto ? " (auto: conv once chunks are 64 KiB or more)" : "",
 	       d->admit ? ", admit " : "", d->admit ? kvt_admit_name(d->admit) : "", d->data_dir);
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		struct kvt_tier_stats s = {0};

@@ -103,8 +103,48 @@ double kvd_mrc_rate(const struct kvd *d)
 	return (double)kvt_opt_u64(&d->opts, KVT_OPT_MRC_SAMPLE_PPM) / 1e6;
 }
 
+/* What host.policy = auto runs: conv once every namespace's chunks are KVD_AUTO_CONV_BYTES or
+ * more, lru before that and when any namespace's chunks are smaller. */
+static const char *auto_choice(const struct kvd *d)
+{
+	uint64_t min = UINT64_MAX;
+	for (uint32_t i = 0; i < d->n_nss; i++)
+		min = d->nss[i].chunk_bytes < min ? d->nss[i].chunk_bytes : min;
+	return d->n_nss && min >= KVD_AUTO_CONV_BYTES ? "conv" : "lru";
+}
+
+void kvd_policy_auto(struct kvd *d)
+{
+	const char *want = auto_choice(d);
+	if (!d->pol_auto || !strcmp(want, d->pol_ops->name))
+		return;
+	char none[1] = "", err[256];
+	size_t n = host_resident(d);
+	int rc = kvt_policy_set(&d->pol_ops, &d->pol, n, want, none, d->idx.cap, meta_of, d, err,
+	                        sizeof(err));
+	if (rc) {
+		kvt_log(KVT_LOG_WARN, "host.policy auto: staying on %s: %s", d->pol_ops->name, err);
+		return;
+	}
+	kvt_log(KVT_LOG_INFO,
+	        "host tier: policy auto is now %s (%zu chunks carried over): the smallest "
+	        "namespace's chunks are %s %u KiB",
+	        want, n, strcmp(want, "conv") ? "under" : "at least", KVD_AUTO_CONV_BYTES >> 10);
+}
+
 int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len)
 {
+	if (!strcmp(name, "auto")) {
+		if (params[strspn(params, " ")]) {
+			snprintf(err, err_len, "auto takes no parameters: it picks lru or conv");
+			return -EINVAL;
+		}
+		d->pol_auto = true;
+		snprintf(d->opts.str[KVT_OPT_HOST_POLICY], KVT_OPT_STR_MAX, "auto");
+		d->opts.str[KVT_OPT_HOST_POLICY_PARAMS][0] = 0;
+		kvd_policy_auto(d);
+		return 0;
+	}
 	const struct kvt_policy_ops *was = d->pol_ops;
 	char rec[KVT_OPT_STR_MAX];
 	int rc = kvd_params_record(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], was->name, name, params,
@@ -116,8 +156,9 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 	                         err_len)))
 		return rc;
 	memcpy(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], rec, sizeof(rec));
-	if (d->pol_ops == was)
+	if (d->pol_ops == was && !d->pol_auto)
 		return 0;
+	d->pol_auto = false; /* an operator's choice, or a parameter, ends auto */
 	snprintf(d->opts.str[KVT_OPT_HOST_POLICY], KVT_OPT_STR_MAX, "%s", name);
 	kvt_log(KVT_LOG_INFO, "host tier: policy is now %s (%zu chunks carried over)", name, n);
 	return 0;
@@ -206,7 +247,7 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 			return rc;
 	}
 	if (strcmp(verb, "mrc")) {
-		snprintf(out, out_len, "host %s", d->pol_ops->name);
+		snprintf(out, out_len, "host %s%s", d->pol_ops->name, d->pol_auto ? " (auto)" : "");
 		if (d->admit)
 			snprintf(out + strlen(out), out_len - strlen(out), " admit=%s",
 			         kvt_admit_name(d->admit));

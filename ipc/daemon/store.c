@@ -96,6 +96,7 @@ int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id
 	                                     .tenant = tenant,
 	                                     .tokens = m->tokens_per_chunk,
 	                                     .chunk_bytes = *chunk_bytes};
+	kvd_policy_auto(d);
 	return 0;
 }
 

@@ -412,6 +412,63 @@ static void test_policyctl_config_runtime(void **state)
 	kvt_test_daemon_destroy(&pd);
 }
 
+/* host.policy = auto (the default outside the tests): lru until a namespace registers, conv
+ * while every namespace's chunks are 64 KiB or more, lru again once a smaller one registers;
+ * each switch keeps every chunk. An operator's choice ends auto; setting auto again resumes it. */
+static void test_policyctl_auto(void **state)
+{
+	const char *sets[] = {"host.bytes=8MiB", "host.policy=auto", NULL};
+	struct kvt_test_daemon pd;
+	assert_int_equal(kvt_test_daemon_start(&pd, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(pd.sock, &c), 0);
+	static char out[4096];
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host lru (auto)");
+	assert_int_equal(config(c, "get host.policy", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy = auto");
+
+	kvt_model_t big = model("auto-big"); /* 64 KiB chunks */
+	kvt_id_t nb, ns;
+	assert_int_equal(kvt_namespace(c, &big, &nb), 0);
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host conv (auto)");
+	size_t cb = kvt_chunk_bytes(&big);
+	assert_int_equal(cb, 64 << 10);
+	assert_int_equal(put_fresh(c, &pd, nb, 5000, 8, cb), 0);
+	uint32_t toks[8 * 16];
+	kvt_id_t keys[8];
+	for (size_t i = 0; i < 8 * 16; i++)
+		toks[i] = 5000 + (uint32_t)i;
+	assert_int_equal(kvt_chunk_keys(nb, toks, 8 * 16, 16, keys, 8), 8);
+	assert_int_equal(kvt_lookup(c, nb, keys, 8), 8);
+
+	kvt_model_t small = big; /* 32 KiB chunks */
+	small.name = "auto-small";
+	small.n_kv_heads = 4;
+	assert_int_equal(kvt_namespace(c, &small, &ns), 0);
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host lru (auto)");
+	assert_int_equal(kvt_lookup(c, nb, keys, 8), 8); /* both switches kept every chunk */
+
+	assert_int_equal(policy(c, "set host auto small_ratio=0.1", out, sizeof(out)), -EINVAL);
+	assert_int_equal(policy(c, "set host lru", out, sizeof(out)), 0);
+	assert_string_equal(out, "host lru");
+	assert_int_equal(config(c, "get host.policy", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy = lru");
+	assert_int_equal(config(c, "set host.policy auto", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy = auto");
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host lru (auto)");
+	assert_int_equal(kvt_lookup(c, nb, keys, 8), 8);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&pd);
+
+	const char *bad[] = {"host.policy=auto", "host.policy_params=small_ratio=0.1", NULL};
+	assert_true(kvt_test_daemon_start(&pd, bad) != 0); /* auto takes no parameters */
+	kvt_test_daemon_destroy(&pd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +477,7 @@ int main(void)
 	    cmocka_unit_test(test_policyctl_host_admission),
 	    cmocka_unit_test(test_policyctl_config_params),
 	    cmocka_unit_test(test_policyctl_config_runtime),
+	    cmocka_unit_test(test_policyctl_auto),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -123,6 +123,8 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 	argv[n++] = d->data;
 	argv[n++] = "--set";
 	argv[n++] = "host.bytes=64MiB";
+	argv[n++] = "--set"; /* the tests' eviction orders are lru's; auto has a test of its own */
+	argv[n++] = "host.policy=lru";
 	for (int i = 0; sets && sets[i] && n < 60; i++) {
 		argv[n++] = "--set";
 		argv[n++] = sets[i];
