@@ -197,7 +197,8 @@ static void test_policy_prop_opt_by_hand(void **state)
 	kvt_trace_free(&t);
 }
 
-/* The native format: comments, tenants, arbitrary u64 ids remapped densely. */
+/* The native format: comments, tenants, arbitrary u64 ids remapped densely; bad input in
+ * either format is refused. */
 static void test_policy_prop_native_trace(void **state)
 {
 	char dir[256], path[300];
@@ -220,10 +221,39 @@ static void test_policy_prop_native_trace(void **state)
 	assert_int_equal(r.hits, 2);
 	assert_int_equal(r.prefix_hits, 2);
 	kvt_trace_free(&t);
-	f = fopen(path, "w");
-	fprintf(f, "0 1 x\n");
+	/* bad input is refused, each with its own error, never read as some other number */
+	static const struct {
+		const char *text;
+		int rc;
+	} bad[] = {
+	    {"0 1 x\n", -EINVAL},
+	    {"0 1 12x\n", -EINVAL},
+	    {"0 -1 2\n", -EINVAL}, /* strtoull took it as 2^64 - 1 */
+	    {"-5 1 2\n", -EINVAL},
+	    {"0 1 99999999999999999999999\n", -ERANGE}, /* was 2^64 - 1, silently */
+	    {"0 t=4294967296 1\n", -ERANGE},
+	    {"", -ENODATA},
+	    {"# only a comment\n\n", -ENODATA},
+	    {"{\"timestamp\": 1, \"hash_ids\": [1, -2]}\n", -EINVAL},
+	    {"{\"timestamp\": 1, \"hash_ids\": [1 2]}\n", -EINVAL},
+	    {"{\"timestamp\": 1, \"hash_ids\": [1, 2\n", -EINVAL},
+	    {"{\"timestamp\": -1, \"hash_ids\": [1]}\n", -EINVAL},
+	    {"{\"timestamp\": 1, \"hash_ids\": [18446744073709551616]}\n", -ERANGE},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = fopen(path, "w");
+		fputs(bad[i].text, f);
+		fclose(f);
+		if (kvt_trace_load(path, &t) != bad[i].rc)
+			fail_msg("'%s': want %d", bad[i].text, bad[i].rc);
+	}
+	f = fopen(path, "w"); /* the Mooncake form, spaces and a trailing comma allowed */
+	fputs("{\"timestamp\": 7, \"hash_ids\": [ 5 ,6, 18446744073709551615,]}\n", f);
 	fclose(f);
-	assert_int_equal(kvt_trace_load(path, &t), -EINVAL);
+	assert_int_equal(kvt_trace_load(path, &t), 0);
+	assert_int_equal(t.n_acc, 3);
+	assert_int_equal(t.ts_ms[0], 7);
+	kvt_trace_free(&t);
 	kvt_test_rmtree(dir);
 }
 

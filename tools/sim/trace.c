@@ -126,33 +126,50 @@ static int push_blk(struct builder *b, uint64_t raw)
 	return 0;
 }
 
+/* A decimal u64 at *p (a sign, or a number past 2^64 - 1, is refused: strtoull would take
+ * "-1" as 2^64 - 1 and saturate silently). @return : 0 with *p past it, -EINVAL, -ERANGE. */
+static int num(char **p, uint64_t *v)
+{
+	char *s = *p, *end;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	*p = end;
+	return 0;
+}
+
 static int parse_mooncake(struct builder *b, char *line)
 {
 	char *p = strstr(line, "\"timestamp\"");
 	char *h = strstr(line, "\"hash_ids\"");
 	if (!h)
 		return -EINVAL;
-	uint64_t ts = 0;
-	if (p && (p = strchr(p, ':')))
-		ts = strtoull(p + 1, NULL, 10);
+	uint64_t ts = 0, v;
+	int rc;
+	if (p && (p = strchr(p, ':')) && (p++, rc = num(&p, &ts)))
+		return rc;
 	h = strchr(h, '[');
 	if (!h)
 		return -EINVAL;
-	int rc = push_req(b, ts, 0);
-	if (rc)
+	if ((rc = push_req(b, ts, 0)))
 		return rc;
 	for (h++;;) {
-		while (*h == ' ' || *h == ',' || *h == '\t')
+		while (*h == ' ' || *h == '\t')
 			h++;
 		if (*h == ']')
 			return 0;
-		char *end;
-		uint64_t v = strtoull(h, &end, 10);
-		if (end == h)
-			return -EINVAL;
-		if ((rc = push_blk(b, v)))
+		if ((rc = num(&h, &v)) || (rc = push_blk(b, v)))
 			return rc;
-		h = end;
+		while (*h == ' ' || *h == '\t')
+			h++;
+		if (*h != ',' && *h != ']')
+			return -EINVAL;
+		h += *h == ',';
 	}
 }
 
@@ -162,35 +179,35 @@ static int parse_native(struct builder *b, char *line)
 	if (c)
 		*c = 0;
 	line[strcspn(line, "\r\n")] = 0;
-	char *end, *p = line;
+	char *p = line;
 	while (*p == ' ' || *p == '\t')
 		p++;
 	if (!*p)
 		return 0;
-	uint64_t ts = strtoull(p, &end, 10);
-	if (end == p)
-		return -EINVAL;
-	p = end;
+	uint64_t ts, tenant = 0, v;
+	int rc = num(&p, &ts);
+	if (rc)
+		return rc;
 	while (*p == ' ' || *p == '\t')
 		p++;
-	uint32_t tenant = 0;
 	if (!strncmp(p, "t=", 2)) {
-		tenant = (uint32_t)strtoul(p + 2, &end, 10);
-		if (end == p + 2)
-			return -EINVAL;
-		p = end;
+		p += 2;
+		if ((rc = num(&p, &tenant)))
+			return rc;
+		if (tenant > UINT32_MAX)
+			return -ERANGE;
 	}
-	int rc = push_req(b, ts, tenant);
+	rc = push_req(b, ts, (uint32_t)tenant);
 	while (!rc) {
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (!*p)
 			break;
-		uint64_t v = strtoull(p, &end, 10);
-		if (end == p)
-			return -EINVAL;
+		if ((rc = num(&p, &v)))
+			break;
+		if (*p && *p != ' ' && *p != '\t')
+			return -EINVAL; /* "12x" */
 		rc = push_blk(b, v);
-		p = end;
 	}
 	return rc;
 }
@@ -222,14 +239,21 @@ int kvt_trace_load(const char *path, struct kvt_trace *t)
 		rc = *s == '{' ? parse_mooncake(&b, s) : parse_native(&b, s);
 		if (rc == -EINVAL)
 			fprintf(stderr, "sim: %s:%zu: malformed line\n", path, lineno);
+		else if (rc == -ERANGE)
+			fprintf(stderr,
+			        "sim: %s:%zu: a number past 2^64 - 1 (or a tenant past 2^32 - 1)\n",
+			        path, lineno);
 	}
 	if (!rc && ferror(f))
 		rc = -EIO;
 	free(line);
 	fclose(f);
 	builder_done(&b);
-	if (!rc && !t->req_off && push_req(&b, 0, 0))
-		rc = -ENOMEM;
+	if (!rc && !t->n_req) {
+		fprintf(stderr, "sim: %s: no requests (Mooncake JSON lines or native lines)\n",
+		        path);
+		rc = -ENODATA;
+	}
 	if (rc)
 		kvt_trace_free(t);
 	return rc;
