@@ -286,6 +286,60 @@ static void test_policy_sim_placement(void **state)
 	kvt_trace_free(&t);
 }
 
+/* Runs `sim ARGS` (words split on spaces) on trace; @return : its exit status. */
+static int sim_words(const char *trace, const char *out, const char *args)
+{
+	char buf[512], *argv[32];
+	int argc = 0;
+	snprintf(buf, sizeof(buf), "sim --trace %s %s", trace, args);
+	for (char *save = NULL, *w = strtok_r(buf, " ", &save); w && argc < 31;
+	     w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	argv[argc] = NULL;
+	return sim_to_file(out, argc, argv);
+}
+
+/* Bad values get a usage error (exit 2) and a reason, never a run of some other number:
+ * capacity 0 and 10^20 blocks ran as 0, "1,,2" and "lru," dropped the empty item, a block size
+ * or sampling rate of 0 or below was taken. */
+static void test_policy_sim_cli_refuses_bad_values(void **state)
+{
+	char tmp[256], path[300], out[300];
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(path, sizeof(path), "%s/t.trace", tmp);
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 50; i++)
+		fprintf(f, "%d %d %d\n", i, i % 7, 100 + i % 5);
+	fclose(f);
+	assert_int_equal(sim_words(path, out, "--capacity 4,1GiB --policy lru"), 0);
+	const char *usage[] = {
+	    "--capacity 0",
+	    "--capacity 99999999999999999999",
+	    "--capacity 4294967296",
+	    "--capacity -4",
+	    "--capacity 1,,2",
+	    "--capacity 4,",
+	    "--capacity 4 --policy lru,",
+	    "--capacity 4 --block-bytes 0",
+	    "--capacity 4 --block-bytes -1",
+	    "--capacity 4 --mrc --mrc-rate 0",
+	    "--capacity 4 --mrc --mrc-rate 1.5",
+	    "--capacity 4 --mrc --mrc-rate x",
+	    "--tier host=0",
+	    "--tier =4",
+	    "--capacity 4 --quota 1=-1/-",
+	    "--capacity",
+	};
+	for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++)
+		if (sim_words(path, out, usage[i]) != 2)
+			fail_msg("'%s' is not a usage error", usage[i]);
+	/* a run that cannot write its plot fails */
+	assert_int_equal(sim_words(path, out, "--capacity 4 --plot /nonexistent/dir/x.svg"), 1);
+	kvt_test_rmtree(tmp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +347,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_mooncake_lru_opt),
 	    cmocka_unit_test(test_policy_sim_mooncake_conv_beats_lru),
 	    cmocka_unit_test(test_policy_sim_cli_json),
+	    cmocka_unit_test(test_policy_sim_cli_refuses_bad_values),
 	    cmocka_unit_test(test_policy_sim_cli_warmup),
 	    cmocka_unit_test(test_policy_sim_placement),
 	    cmocka_unit_test(test_policy_sim_quota),

@@ -67,12 +67,14 @@ static void usage(FILE *f)
 	    "        (a generated workload); --dump FILE writes the trace in the native format\n");
 }
 
+/* A size in blocks ("4096") or bytes ("2GiB", "512KiB", "100B"; whole blocks of block_bytes),
+ * at most 2^32 - 1 blocks (block ids are u32). @return : 0, -EINVAL, -ERANGE. */
 static int parse_size(const char *s, uint64_t block_bytes, size_t *out)
 {
 	char *end;
+	if (*s < '0' || *s > '9')
+		return -EINVAL; /* no sign, no space, no "inf" */
 	double v = strtod(s, &end);
-	if (end == s || v < 0)
-		return -EINVAL;
 	double mul = 0;
 	if (!*end)
 		mul = 0; /* blocks */
@@ -86,16 +88,38 @@ static int parse_size(const char *s, uint64_t block_bytes, size_t *out)
 		mul = 1073741824.0;
 	else
 		return -EINVAL;
-	*out = mul ? (size_t)(v * mul / (double)block_bytes) : (size_t)v;
+	double blocks = mul ? v * mul / (double)block_bytes : v;
+	if (!(blocks < 4294967296.0)) /* NaN too */
+		return -ERANGE;
+	*out = (size_t)blocks;
 	return 0;
 }
 
+/* A capacity: parse_size and at least one block; says what is wrong on stderr. */
+static int parse_capacity(const char *what, const char *s, uint64_t block_bytes, size_t *out)
+{
+	int rc = parse_size(s, block_bytes, out);
+	if (!rc && !*out)
+		rc = -ERANGE;
+	if (rc)
+		fprintf(stderr,
+		        "sim: %s '%s': want blocks (N) or bytes (N B, KiB, MiB or GiB), from one "
+		        "block (--block-bytes %llu) to 2^32 - 1 blocks\n",
+		        what, s, (unsigned long long)block_bytes);
+	return rc;
+}
+
+/* Splits a comma-separated list in place; an empty item ("1,,2", "lru,") is an error. */
 static int split_list(char *s, char **out, size_t *n)
 {
-	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
-		if (*n == MAX_LIST)
-			return -E2BIG;
+	for (char *tok = s; tok;) {
+		char *comma = strchr(tok, ',');
+		if (comma)
+			*comma = 0;
+		if (!*tok || *n == MAX_LIST)
+			return *tok ? -E2BIG : -EINVAL;
 		out[(*n)++] = tok;
+		tok = comma ? comma + 1 : NULL;
 	}
 	return 0;
 }
@@ -198,7 +222,7 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 	else if (!strcmp(a, "--policy") && strchr(v, '=') && w->n_pp < MAX_LIST)
 		w->pol_pairs[w->n_pp++] = v;
 	else if (!strcmp(a, "--policy"))
-		return split_list(v, o->pols, &o->n_pols);
+		return split_list(v, o->pols, &o->n_pols) ? -EINVAL : 0;
 	else if (!strcmp(a, "--admission") && strchr(v, '=') && w->n_ap < MAX_LIST)
 		w->adm_pairs[w->n_ap++] = v;
 	else if (!strcmp(a, "--admission"))
@@ -207,12 +231,19 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		o->params[o->n_params++] = v;
 	else if (!strcmp(a, "--tier") && w->n_tiers < KVT_SIM_MAX_TIERS)
 		w->tiers[w->n_tiers++] = v;
-	else if (!strcmp(a, "--mrc-rate"))
-		o->mrc_rate = strtod(v, NULL);
-	else if (!strcmp(a, "--block-bytes"))
-		o->block_bytes = strtoull(v, NULL, 10);
-	else if (!strcmp(a, "--placement") &&
-	         (!strcmp(v, "write-through") || !strcmp(v, "on-evict")))
+	else if (!strcmp(a, "--mrc-rate")) {
+		char *end;
+		o->mrc_rate = strtod(v, &end);
+		if (end == v || *end || !(o->mrc_rate > 0 && o->mrc_rate <= 1))
+			return -EINVAL; /* a sampling rate in (0, 1] */
+	} else if (!strcmp(a, "--block-bytes")) {
+		char *end;
+		errno = 0;
+		o->block_bytes = strtoull(v, &end, 10);
+		if (*v < '1' || *v > '9' || *end || errno)
+			return -EINVAL; /* at least one byte, no sign */
+	} else if (!strcmp(a, "--placement") &&
+	           (!strcmp(v, "write-through") || !strcmp(v, "on-evict")))
 		o->on_evict = !strcmp(v, "on-evict");
 	else
 		return -EINVAL;
@@ -224,15 +255,24 @@ static int finish(struct opts *o, struct raw *w)
 	char *l[MAX_LIST];
 	size_t n = 0;
 	int rc = 0;
-	if (w->caps && (rc = split_list(w->caps, l, &n)))
+	char whole[256];
+	snprintf(whole, sizeof(whole), "%s", w->caps ? w->caps : "");
+	if (w->caps && (rc = split_list(w->caps, l, &n))) {
+		fprintf(stderr, "sim: --capacity '%s': an empty item, or more than %d\n", whole,
+		        MAX_LIST);
 		return rc;
+	}
 	for (size_t k = 0; k < n && !rc; k++)
-		rc = parse_size(l[k], o->block_bytes, &o->caps[o->n_caps++]);
+		rc = parse_capacity("--capacity", l[k], o->block_bytes, &o->caps[o->n_caps++]);
 	for (size_t k = 0; k < w->n_tiers && !rc; k++) {
 		char *eq = strchr(w->tiers[k], '=');
 		struct kvt_sim_tier *t = &o->tiers[o->n_tiers++];
-		if (!eq || parse_size(eq + 1, o->block_bytes, &t->capacity_blocks))
+		if (!eq || eq == w->tiers[k]) {
+			fprintf(stderr, "sim: --tier '%s': want NAME=CAPACITY\n", w->tiers[k]);
 			return -EINVAL;
+		}
+		if ((rc = parse_capacity("--tier", eq + 1, o->block_bytes, &t->capacity_blocks)))
+			return rc;
 		*eq = 0;
 		t->name = w->tiers[k];
 		t->policy = o->n_pols ? o->pols[0] : KVT_SIM_DEFAULT_POLICY;
@@ -270,7 +310,11 @@ static int parse(struct opts *o, int argc, char **argv)
 			usage(stdout);
 			return 1;
 		} else if (i + 1 >= argc || take(o, &w, a, argv[i + 1])) {
-			fprintf(stderr, "sim: bad option %s\n", a);
+			if (i + 1 < argc)
+				fprintf(stderr, "sim: bad option %s %s (--help lists them)\n", a,
+				        argv[i + 1]);
+			else
+				fprintf(stderr, "sim: %s wants a value\n", a);
 			return -EINVAL;
 		} else {
 			i++;
@@ -498,8 +542,11 @@ int kvt_sim_main(int argc, char **argv)
 	for (size_t p = 0; p < o.n_pols && !rc; p++)
 		for (size_t c = 0; c < o.n_caps && !rc; c++)
 			rc = single(&o, &t, o.pols[p], o.caps[c], &hr[p * MAX_LIST + c], &opt[c]);
-	if (!rc && o.plot)
-		rc = kvt__sim_plot(o.plot, o.pols, o.n_pols, o.caps, o.n_caps, hr, MAX_LIST, opt);
+	if (!rc && o.plot &&
+	    (rc = kvt__sim_plot(o.plot, o.pols, o.n_pols, o.caps, o.n_caps, hr, MAX_LIST, opt))) {
+		fprintf(stderr, "sim: --plot %s: %s\n", o.plot, strerror(-rc));
+		rc = -ENOENT; /* said */
+	}
 out:
 	kvt_trace_free(&t);
 	if (rc && rc != -ENOENT)
