@@ -4,8 +4,12 @@
  * 4 x capacity keys; a resident key is an on_access, a missing one an on_insert preceded, when
  * full, by pick_victims(1) + on_remove. One "op" is one access (whatever it costs the policy).
  * "B/entry" is what the policy says it holds (memory_bytes) at the end, per cached entry.
- * Usage: kvtier-bench-policy [ops (default 20000000)] [capacity (default 65536)] [policy...]
+ * The rows "mrc@R" time what a tier's miss-ratio curve adds to each access (policy/mrc.h,
+ * SHARDS at sampling rate R) on the same stream; their "hit" is the curve's estimate at the
+ * capacity, beside LRU's measured one.
+ * Usage: kvtier-bench-policy [ops (default 20000000)] [capacity (default 65536)] [policy|mrc...]
  */
+#include "policy/mrc.h"
 #include "policy/policy.h"
 
 #include <stdio.h>
@@ -62,6 +66,22 @@ static double run(const struct kvt_policy_ops *o, const uint32_t *keys, size_t n
 	return (double)ops / dt;
 }
 
+/* kvt_mrc_access per op on the same stream; @return : ops per second, 0 on failure. */
+static double run_mrc(double rate, const uint32_t *keys, size_t n_keys, size_t ops, size_t cap,
+                      double *hit_ratio)
+{
+	struct kvt_mrc *m = NULL;
+	if (kvt_mrc_create(rate, &m))
+		return 0;
+	double t0 = now_s();
+	for (size_t i = 0; i < ops; i++)
+		kvt_mrc_access(m, keys[i % n_keys] * 0x9e3779b97f4a7c15ULL);
+	double dt = now_s() - t0;
+	*hit_ratio = kvt_mrc_hit_ratio(m, cap);
+	kvt_mrc_destroy(m);
+	return (double)ops / dt;
+}
+
 int main(int argc, char **argv)
 {
 	size_t ops = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
@@ -96,6 +116,23 @@ int main(int argc, char **argv)
 			run(o, keys, n_keys, ops / 10 ? ops / 10 : 1, cap, universe, &hr, &bpe);
 		printf("%-10s %8.1f %12.1f %7.2fx %6.3f %9.1f\n", o->name, r / 1e6, 1e9 / r,
 		       r / base, hr, bpe);
+	}
+	bool mrc = argc <= 3;
+	for (int a = 3; a < argc; a++)
+		mrc = mrc || !strcmp(argv[a], "mrc");
+	static const double rates[] = {0.01, 0.1, 1};
+	for (size_t i = 0; mrc && i < 3; i++) {
+		double r = run_mrc(rates[i], keys, n_keys, ops, cap, &hr);
+		char name[48];
+		snprintf(name, sizeof(name), "mrc@%g%%", rates[i] * 100);
+		if (r > 0)
+			printf("%-10s %8.1f %12.1f %7.2fx %6.3f %9s\n", name, r / 1e6, 1e9 / r,
+			       r / base, hr, "-");
+		if (r > 0 && i == 2)
+			printf("(the mrc rows' hit: the curve at the capacity; lru's over the same "
+			       "%zu "
+			       "ops: %.3f)\n",
+			       ops, base_hr);
 	}
 	free(keys);
 	return 0;
