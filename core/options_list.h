@@ -13,8 +13,10 @@
 	  "parameters of host.policy, e.g. \"small_ratio=0.1\"")                                   \
 	X(HOST_ADMIT, "host.admit", STR, "none", 0, 0, 1,                                          \
 	  "admission of host puts: none, tinylfu or second_touch")                                 \
-	X(MRC_SAMPLE_PPM, "mrc.sample_ppm", U64, "10000", 1, 1000000, 0,                           \
-	  "keys sampled for the miss-ratio curves, per million (10000: 1%)")                       \
+	X(MRC_SAMPLE_PPM, "mrc.sample_ppm", U64, "1000000", 1, 1000000, 0,                         \
+	  "keys sampled for the miss-ratio curves, per million, to start with (1000000: all)")     \
+	X(MRC_MAX_KEYS, "mrc.max_keys", U64, "32768", 64, 1ull << 30, 0,                           \
+	  "most keys each miss-ratio curve tracks (<= 256 B each); the sampling rate drops to it") \
 	X(TENANT_MAP, "tenant.map", STR, "", 0, 0, 0,                                              \
 	  "uids/gids to named tenants: \"1000=teamA,@2000=teamB\" (default: one per uid)")         \
 	X(TENANT_QUOTA, "tenant.quota", STR, "", 0, 0, 0,                                          \

@@ -240,8 +240,8 @@ void kvd_host_release(struct kvd *d, uint32_t t, uint64_t off, uint64_t rec_byte
 int kvd_admit_set(struct kvd *d, const char *name, char *err, size_t err_len);
 /* A host access (acquire, or put of a present chunk) or put of key_hash: the filter counts it. */
 void kvd_admit_record(struct kvd *d, uint64_t key_hash);
-/* mrc.sample_ppm as the curves' sampling rate. */
-double kvd_mrc_rate(const struct kvd *d);
+/* A miss-ratio curve as mrc.sample_ppm and mrc.max_keys say, or NULL (no memory). */
+struct kvt_mrc *kvd_mrc_new(const struct kvd *d);
 /* Switches the host policy to name with "k=v" params (modified), keeping every chunk; "auto"
  * (no params) lets kvd_policy_auto choose, any other name or a parameter ends auto.
  * @return : 0, -ENOENT, -EINVAL, -ERANGE, -ENOMEM; err says why. */

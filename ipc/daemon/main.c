@@ -219,8 +219,7 @@ static int setup(struct kvd *d)
 	int rc = d->pol_ops->create(4096, &d->pol);
 	if (rc)
 		return rc;
-	if (kvt_mrc_create(kvd_mrc_rate(d), &d->mrc))
-		d->mrc = NULL; /* no curve, nothing else lost */
+	d->mrc = kvd_mrc_new(d); /* NULL: no curve, nothing else lost */
 	if (*kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA) && (rc = kvt_quota_create(&d->quota)))
 		return rc;
 	char params[KVT_OPT_STR_MAX], err[256];

@@ -98,9 +98,13 @@ static const char *take_admit(char *params, char *name, size_t name_len)
 	return name;
 }
 
-double kvd_mrc_rate(const struct kvd *d)
+struct kvt_mrc *kvd_mrc_new(const struct kvd *d)
 {
-	return (double)kvt_opt_u64(&d->opts, KVT_OPT_MRC_SAMPLE_PPM) / 1e6;
+	struct kvt_mrc *m = NULL;
+	if (kvt_mrc_create((double)kvt_opt_u64(&d->opts, KVT_OPT_MRC_SAMPLE_PPM) / 1e6, &m))
+		return NULL;
+	kvt_mrc_max_keys(m, kvt_opt_u64(&d->opts, KVT_OPT_MRC_MAX_KEYS));
+	return m;
 }
 
 /* What host.policy = auto runs: conv once every namespace's chunks are KVD_AUTO_CONV_BYTES or
@@ -170,11 +174,11 @@ static int print_mrc(char *out, size_t out_len, const char *tier, const struct k
 	double c[5];
 	kvt_mrc_curve(m, size, c);
 	snprintf(out, out_len,
-	         "%s: %llu chunks at capacity (%llu sampled accesses)\n"
+	         "%s: %llu chunks at capacity (%llu sampled accesses, sampling %.3g %%)\n"
 	         "size     0.5x    1x      2x      4x      8x\n"
 	         "hit      %.4f  %.4f  %.4f  %.4f  %.4f\n",
-	         tier, (unsigned long long)size, (unsigned long long)kvt_mrc_samples(m), c[0], c[1],
-	         c[2], c[3], c[4]);
+	         tier, (unsigned long long)size, (unsigned long long)kvt_mrc_samples(m),
+	         kvt_mrc_rate(m) * 100, c[0], c[1], c[2], c[3], c[4]);
 	return 0;
 }
 

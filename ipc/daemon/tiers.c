@@ -386,8 +386,7 @@ int kvd_tiers_open(struct kvd *d)
 			kvt_log(KVT_LOG_ERROR, "tier %s: cannot open: %s", name, strerror(-rc));
 			return rc;
 		}
-		if (kvt_mrc_create(kvd_mrc_rate(d), &l->mrc))
-			l->mrc = NULL; /* no curve, nothing else lost */
+		l->mrc = kvd_mrc_new(d); /* NULL: no curve, nothing else lost */
 		l->second_touch = admit >= 0 && !strcmp(d->opts.str[admit], "second_touch");
 		d->n_lower++;
 		struct recover_ctx rcx = {d, k};

@@ -95,6 +95,54 @@ static void test_policy_mrc_hot_key_adjusted(void **state)
 	}
 }
 
+/* Fixed-size SHARDS: however many keys go by, the curve tracks at most max_keys of them (its
+ * memory stops growing: it grew by ~40 bytes per sampled key, without end, in a daemon that
+ * sees new prefixes forever), the rate drops to match, and the curve stays near an exact LRU
+ * replay. Here 2,000,000 accesses over 600,000 keys (skewed), 4,096 keys at most, starting
+ * exact (rate 1). */
+static void test_policy_mrc_fixed_size(void **state)
+{
+	enum { N = 2000000 };
+	static uint32_t ids[N];
+	uint32_t lens[1] = {N};
+	srand(7);
+	for (int i = 0; i < N; i++) {
+		double u = (double)rand() / RAND_MAX;
+		ids[i] = (uint32_t)(600000 * u * u * u);
+	}
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_from(&t, 1, lens, ids), 0);
+	struct kvt_mrc *m = NULL;
+	assert_int_equal(kvt_mrc_create(1.0, &m), 0);
+	kvt_mrc_max_keys(m, 4096);
+	size_t bytes_at_half = 0;
+	for (size_t i = 0; i < N; i++) {
+		kvt_mrc_access(m, 0x9e3779b97f4a7c15ULL * (ids[i] + 1));
+		if (i == N / 2)
+			bytes_at_half = kvt_mrc_bytes(m);
+	}
+	size_t bytes = kvt_mrc_bytes(m);
+	print_message("rate %.5f, %zu bytes (%zu at half way), %llu samples\n", kvt_mrc_rate(m),
+	              bytes, bytes_at_half, (unsigned long long)kvt_mrc_samples(m));
+	assert_true(bytes <= 4096 * 256 + 64 * 1024); /* 256 bytes a key, plus the histogram */
+	assert_true(bytes == bytes_at_half);          /* nothing grows any more */
+	assert_true(kvt_mrc_rate(m) < 4096.0 / 100000 && kvt_mrc_rate(m) > 4096.0 / 600000 / 2);
+	double curve[5];
+	kvt_mrc_curve(m, 20000, curve);
+	for (int k = 0; k < 5; k++) {
+		struct kvt_sim_tier tier = {
+		    .name = "t", .policy = "lru", .capacity_blocks = 10000u << k};
+		struct kvt_sim_result r;
+		assert_int_equal(kvt_sim_run(&t, &tier, 1, &r), 0);
+		double exact = (double)r.hits / (double)r.accesses;
+		print_message("size %u: mrc %.4f, lru %.4f\n", 10000u << k, curve[k], exact);
+		if (curve[k] < exact - 0.02 || curve[k] > exact + 0.02)
+			fail_msg("size %u: mrc %.4f, lru %.4f", 10000u << k, curve[k], exact);
+	}
+	kvt_mrc_destroy(m);
+	kvt_trace_free(&t);
+}
+
 /* A touch (a lower tier's write) makes a key resident without being a hit or a miss: reads of
  * 100 written keys, each 100 distinct keys after its write, hit at size 128 and miss at 64. */
 static void test_policy_mrc_touch_is_not_counted(void **state)
@@ -120,6 +168,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_mrc_exact_at_full_rate),
 	    cmocka_unit_test(test_policy_mrc_sampled),
 	    cmocka_unit_test(test_policy_mrc_hot_key_adjusted),
+	    cmocka_unit_test(test_policy_mrc_fixed_size),
 	    cmocka_unit_test(test_policy_mrc_touch_is_not_counted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

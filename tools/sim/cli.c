@@ -28,6 +28,7 @@ struct opts {
 	bool json;
 	bool on_evict;   /* --placement on-evict */
 	double mrc_rate; /* --mrc [--mrc-rate R]: > 0 prints curves */
+	size_t mrc_keys; /* --mrc-keys N: the most keys the curve tracks (0: its default) */
 	size_t caps[MAX_LIST], n_caps;
 	char *pols[MAX_LIST];
 	size_t n_pols;
@@ -54,8 +55,11 @@ static void usage(FILE *f)
 	    "                  [--quota [TIER:]T=G/M,...] (tenant T keeps G blocks and holds at\n"
 	    "                  most M, '-' for no maximum; sizes in blocks or with a unit; the\n"
 	    "                  top tier unless TIER is named; each tenant's hit ratio is printed)\n"
-	    "       kvtier sim --trace FILE --capacity N[,N...] --mrc [--mrc-rate R]\n"
-	    "                  (SHARDS curve at 1/2x..8x beside exact LRU; rate default 0.1)\n"
+	    "       kvtier sim --trace FILE --capacity N[,N...] --mrc [--mrc-rate R] [--mrc-keys "
+	    "N]\n"
+	    "                  (SHARDS curve at 1/2x..8x beside exact LRU; sampling starts at "
+	    "rate\n"
+	    "                  R, default 1, and drops to track at most N keys, default 32768)\n"
 	    "       kvtier sim --trace FILE --tier host=4096 --tier nvme=64GiB\n"
 	    "                  --policy host=s3fifo --policy nvme=lru\n"
 	    "                  [--admission nvme=second_touch] --block-bytes N\n"
@@ -236,6 +240,13 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		o->mrc_rate = strtod(v, &end);
 		if (end == v || *end || !(o->mrc_rate > 0 && o->mrc_rate <= 1))
 			return -EINVAL; /* a sampling rate in (0, 1] */
+	} else if (!strcmp(a, "--mrc-keys")) {
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(v, &end, 10);
+		if (*v < '1' || *v > '9' || *end || errno || n < 64 || n > (1ull << 30))
+			return -EINVAL; /* 64 to 2^30 */
+		o->mrc_keys = (size_t)n;
 	} else if (!strcmp(a, "--block-bytes")) {
 		char *end;
 		errno = 0;
@@ -301,7 +312,7 @@ static int parse(struct opts *o, int argc, char **argv)
 		if (!strcmp(a, "--json")) {
 			o->json = true;
 		} else if (!strcmp(a, "--mrc")) {
-			o->mrc_rate = o->mrc_rate > 0 ? o->mrc_rate : 0.1;
+			o->mrc_rate = o->mrc_rate > 0 ? o->mrc_rate : 1;
 		} else if (!strcmp(a, "--list-policies")) {
 			for (size_t k = 0; kvt_policy_at(k); k++)
 				printf("%s\n", kvt_policy_at(k)->name);
@@ -515,7 +526,7 @@ int kvt_sim_main(int argc, char **argv)
 		goto out;
 	}
 	if (o.mrc_rate > 0 && o.n_caps) {
-		rc = kvt__sim_mrc(&t, o.caps, o.n_caps, o.mrc_rate, o.json);
+		rc = kvt__sim_mrc(&t, o.caps, o.n_caps, o.mrc_rate, o.mrc_keys, o.json);
 		if (rc || !o.n_pols)
 			goto out;
 	}

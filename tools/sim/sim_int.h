@@ -12,10 +12,11 @@ struct kvt_trace;
 int kvt__sim_plot(const char *path, char *const *pols, size_t n_pols, const size_t *caps,
                   size_t n_caps, const double *hr, size_t stride, const double *opt);
 
-/* --mrc: for each capacity, the SHARDS curve (policy/mrc.h, at sample_rate) at 1/2x..8x beside
- * an exact LRU replay at each size; a table or JSON lines on stdout. @return : 0 or -errno. */
+/* --mrc: for each capacity, the SHARDS curve (policy/mrc.h, starting at sample_rate, tracking
+ * at most max_keys keys, 0 for its default) at 1/2x..8x beside an exact LRU replay at each size;
+ * a table or JSON lines on stdout. @return : 0 or -errno. */
 int kvt__sim_mrc(const struct kvt_trace *t, const size_t *caps, size_t n_caps, double rate,
-                 bool json);
+                 size_t max_keys, bool json);
 /* Builds a trace request by request (generators): new() clears t; req() starts a request, blk()
  * appends a block (any u64, remapped to dense ids as by kvt_trace_load); done(b, rc) frees the
  * builder and, when rc, the trace. @return : rc. */
