@@ -123,6 +123,7 @@ void kvd_policy_auto(struct kvd *d)
 	if (!d->pol_auto || !strcmp(want, d->pol_ops->name))
 		return;
 	char none[1] = "", err[256];
+	uint64_t t0 = kvt_now_ns();
 	size_t n = host_resident(d);
 	int rc = kvt_policy_set(&d->pol_ops, &d->pol, n, want, none, d->idx.cap, meta_of, d, err,
 	                        sizeof(err));
@@ -131,9 +132,10 @@ void kvd_policy_auto(struct kvd *d)
 		return;
 	}
 	kvt_log(KVT_LOG_INFO,
-	        "host tier: policy auto is now %s (%zu chunks carried over): the smallest "
-	        "namespace's chunks are %s %u KiB",
-	        want, n, strcmp(want, "conv") ? "under" : "at least", KVD_AUTO_CONV_BYTES >> 10);
+	        "host tier: policy auto is now %s (%zu chunks carried over in %.1f ms): the "
+	        "smallest namespace's chunks are %s %u KiB",
+	        want, n, (double)(kvt_now_ns() - t0) / 1e6,
+	        strcmp(want, "conv") ? "under" : "at least", KVD_AUTO_CONV_BYTES >> 10);
 }
 
 int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, size_t err_len)
@@ -155,6 +157,7 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 	                           rec, err, err_len);
 	if (rc)
 		return rc;
+	uint64_t t0 = kvt_now_ns();
 	size_t n = host_resident(d);
 	if ((rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, meta_of, d, err,
 	                         err_len)))
@@ -164,7 +167,8 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 		return 0;
 	d->pol_auto = false; /* an operator's choice, or a parameter, ends auto */
 	snprintf(d->opts.str[KVT_OPT_HOST_POLICY], KVT_OPT_STR_MAX, "%s", name);
-	kvt_log(KVT_LOG_INFO, "host tier: policy is now %s (%zu chunks carried over)", name, n);
+	kvt_log(KVT_LOG_INFO, "host tier: policy is now %s (%zu chunks carried over in %.1f ms)",
+	        name, n, (double)(kvt_now_ns() - t0) / 1e6);
 	return 0;
 }
 

@@ -7,7 +7,11 @@
  * The rows "mrc@R" time what a tier's miss-ratio curve adds to each access (policy/mrc.h,
  * SHARDS at sampling rate R) on the same stream; their "hit" is the curve's estimate at the
  * capacity, beside LRU's measured one.
- * Usage: kvtier-bench-policy [ops (default 20000000)] [capacity (default 65536)] [policy|mrc...]
+ * The rows "switch" time `kvtier policy set` (kvt_policy_switch) from an LRU of capacity entries
+ * in prefix chains of 16 to each policy: the daemon's loop pauses that long. Beside it, the
+ * same entries inserted into a fresh policy of that kind, the least any rebuild can cost.
+ * Usage: kvtier-bench-policy [ops (default 20000000)] [capacity (default 65536)]
+ *                            [policy|mrc|switch...]
  */
 #include "policy/mrc.h"
 #include "policy/policy.h"
@@ -82,6 +86,45 @@ static double run_mrc(double rate, const uint32_t *keys, size_t n_keys, size_t o
 	return (double)ops / dt;
 }
 
+static void chain_meta(void *arg, uint32_t id, struct kvt_policy_meta *m)
+{
+	(void)arg;
+	*m = (struct kvt_policy_meta){.key_hash = (id + 1) * 0x9e3779b97f4a7c15ULL,
+	                              .bytes = 1,
+	                              .parent = id % 16 ? id - 1 : KVT_POLICY_NONE,
+	                              .depth = id % 16};
+}
+
+/* Seconds to switch an LRU of n chained entries to o, and (*fresh) to insert them into a new o. */
+static double run_switch(const struct kvt_policy_ops *o, size_t n, double *fresh)
+{
+	struct kvt_policy *lru = NULL, *to = NULL;
+	struct kvt_policy_meta m;
+	if (kvt_policy_lru.create(n, &lru))
+		return 0;
+	for (uint32_t id = 0; id < n; id++) {
+		chain_meta(NULL, id, &m);
+		kvt_policy_lru.on_insert(lru, id, &m);
+	}
+	double t0 = now_s();
+	int rc = kvt_policy_switch(&kvt_policy_lru, lru, n, o, n, chain_meta, NULL, &to);
+	double dt = now_s() - t0;
+	kvt_policy_lru.destroy(lru);
+	if (rc)
+		return 0;
+	o->destroy(to);
+	if (o->create(n, &to))
+		return 0;
+	t0 = now_s();
+	for (uint32_t id = 0; id < n; id++) {
+		chain_meta(NULL, id, &m);
+		o->on_insert(to, id, &m);
+	}
+	*fresh = now_s() - t0;
+	o->destroy(to);
+	return dt;
+}
+
 int main(int argc, char **argv)
 {
 	size_t ops = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
@@ -100,8 +143,12 @@ int main(int argc, char **argv)
 	}
 	double base_hr, hr, bpe,
 	    base = run(&kvt_policy_lru, keys, n_keys, ops, cap, universe, &base_hr, &bpe);
-	printf("%-10s %8s %12s %8s %6s %9s\n", "policy", "Mops/s", "ns/op", "vs lru", "hit",
-	       "B/entry");
+	bool any = argc <= 3;
+	for (int a = 3; a < argc; a++)
+		any = any || kvt_policy_find(argv[a]);
+	if (any)
+		printf("%-10s %8s %12s %8s %6s %9s\n", "policy", "Mops/s", "ns/op", "vs lru", "hit",
+		       "B/entry");
 	for (size_t i = 0; kvt_policy_at(i); i++) {
 		const struct kvt_policy_ops *o = kvt_policy_at(i);
 		bool wanted = argc <= 3;
@@ -116,6 +163,18 @@ int main(int argc, char **argv)
 			run(o, keys, n_keys, ops / 10 ? ops / 10 : 1, cap, universe, &hr, &bpe);
 		printf("%-10s %8.1f %12.1f %7.2fx %6.3f %9.1f\n", o->name, r / 1e6, 1e9 / r,
 		       r / base, hr, bpe);
+	}
+	bool sw = false;
+	for (int a = 3; a < argc; a++)
+		sw = sw || !strcmp(argv[a], "switch");
+	if (sw)
+		printf("%-10s %12s %12s %8s   (%zu entries, from lru)\n", "switch to", "switch ms",
+		       "insert ms", "ratio", cap);
+	for (size_t i = 0; sw && kvt_policy_at(i); i++) {
+		double fresh = 0, dt = run_switch(kvt_policy_at(i), cap, &fresh);
+		if (dt > 0 && fresh > 0)
+			printf("%-10s %12.1f %12.1f %7.2fx\n", kvt_policy_at(i)->name, dt * 1e3,
+			       fresh * 1e3, dt / fresh);
 	}
 	bool mrc = argc <= 3;
 	for (int a = 3; a < argc; a++)
