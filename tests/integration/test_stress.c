@@ -5,7 +5,8 @@
  * process scribbles over its own staging area as it puts (B6/S6). The oracle is the key itself:
  * a chunk's bytes are a pure function of its key, so every byte a reader is handed can be
  * checked. Pass: 0 wrong bytes, 0 corruptions counted, every lease released at the end, the
- * daemon alive.
+ * daemon alive. The consistency run keeps the daemon's default host policy (auto, so conv at
+ * these chunk sizes); the kill run uses lru, as the other tests do.
  */
 #include "testlib.h"
 #include "kvtier.h"
@@ -156,8 +157,9 @@ static int scribbler(const char *sock)
 
 static void test_stress_consistency(void **state)
 {
-	const char *sets[] = {"host.bytes=6MiB", "tiers.order=host,nvme", "nvme.bytes=48MiB",
-	                      "demote.wait_ms=20", NULL};
+	/* the daemon's default policy, auto: conv, since every chunk here is 64 KiB or more */
+	const char *sets[] = {"host.bytes=6MiB",   "tiers.order=host,nvme", "nvme.bytes=48MiB",
+	                      "demote.wait_ms=20", "host.policy=auto",      NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
 	pid_t pids[WORKERS + 1];
@@ -178,6 +180,9 @@ static void test_stress_consistency(void **state)
 	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
 	assert_true(kvt_test_stat(&d, "evictions") > 0);
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
+	char out[256];
+	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host conv (auto)\n");
 	kvt_test_daemon_destroy(&d);
 }
 
