@@ -172,17 +172,20 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 	return 0;
 }
 
-static int print_mrc(char *out, size_t out_len, const char *tier, const struct kvt_mrc *m,
-                     uint64_t size)
+/* policy: what the tier runs, since the curve is an LRU tier's (stack distances) */
+static int print_mrc(char *out, size_t out_len, const char *tier, const char *policy,
+                     const struct kvt_mrc *m, uint64_t size)
 {
 	double c[5];
 	kvt_mrc_curve(m, size, c);
 	snprintf(out, out_len,
 	         "%s: %llu chunks at capacity (%llu sampled accesses, sampling %.3g %%)\n"
 	         "size     0.5x    1x      2x      4x      8x\n"
-	         "hit      %.4f  %.4f  %.4f  %.4f  %.4f\n",
+	         "hit      %.4f  %.4f  %.4f  %.4f  %.4f\n"
+	         "(the curve of an LRU tier; this one runs %s: `kvtier sim` replays a trace "
+	         "through it)\n",
 	         tier, (unsigned long long)size, (unsigned long long)kvt_mrc_samples(m),
-	         kvt_mrc_rate(m) * 100, c[0], c[1], c[2], c[3], c[4]);
+	         kvt_mrc_rate(m) * 100, c[0], c[1], c[2], c[3], c[4], policy);
 	return 0;
 }
 
@@ -196,7 +199,11 @@ static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 		snprintf(out, out_len, "%s: no reads sampled yet", l->ops->name);
 		return -EAGAIN;
 	}
-	return print_mrc(out, out_len, l->ops->name, l->mrc,
+	char opt[64]; /* TIER.policy holds the running name (kvd_tiers_policy_set keeps it) */
+	snprintf(opt, sizeof(opt), "%s.policy", l->ops->name);
+	int id = l->ops->policy_get ? kvt_opt_find(opt) : -1;
+	return print_mrc(out, out_len, l->ops->name,
+	                 id >= 0 ? d->opts.str[id] : "oldest-first reclaim", l->mrc,
 	                 st.capacity_bytes / (st.used_bytes / st.chunks));
 }
 
@@ -267,5 +274,5 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		snprintf(out, out_len, "no accesses sampled yet");
 		return -EAGAIN;
 	}
-	return print_mrc(out, out_len, "host", d->mrc, d->host_cap / avg);
+	return print_mrc(out, out_len, "host", d->pol_ops->name, d->mrc, d->host_cap / avg);
 }

@@ -97,6 +97,11 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 
 	assert_int_equal(policy(c, "mrc host", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "0.5x"));
+	assert_non_null(strstr(out, "sampling 100 %")); /* few keys: exact */
+	char got[64], runs[96];
+	assert_int_equal(policy(c, "get host", got, sizeof(got)), 0);
+	snprintf(runs, sizeof(runs), "this one runs %s:", strchr(got, ' ') + 1);
+	assert_non_null(strstr(out, runs)); /* the curve says it is LRU's, and what runs */
 	free(buf);
 	kvt_close(c);
 }
