@@ -12,6 +12,7 @@
 #include "core/options.h"
 #include "ipc/proto.h"
 #include "policy/policy.h"
+#include "policy/minisim.h"
 #include "policy/quota.h"
 #include "tiers/host/pool.h"
 
@@ -138,7 +139,10 @@ struct kvd {
 
 	const struct kvt_policy_ops *pol_ops;
 	struct kvt_policy *pol;
-	bool pol_auto;           /* host.policy = auto: kvd_policy_auto picks pol_ops */
+	bool pol_auto;               /* host.policy = auto: kvd_policy_auto picks pol_ops */
+	struct kvt_minisim *minisim; /* the host policy's own curve, or NULL (kvd_minisim_reset) */
+	uint64_t *mini_keys;         /* scratch: an acquire's key hashes for it */
+	size_t mini_cap;
 	struct kvt_mrc *mrc;     /* host tier's miss-ratio curve (sampled) */
 	struct kvt_admit *admit; /* host.admit's filter, or NULL (admit everything) */
 	size_t admit_hint;       /* the host chunk count admit was sized for */
@@ -240,6 +244,12 @@ void kvd_host_release(struct kvd *d, uint32_t t, uint64_t off, uint64_t rec_byte
 int kvd_admit_set(struct kvd *d, const char *name, char *err, size_t err_len);
 /* A host access (acquire, or put of a present chunk) or put of key_hash: the filter counts it. */
 void kvd_admit_record(struct kvd *d, uint64_t key_hash);
+/* The host policy's own curve by miniature simulation (policy/minisim.h), remade for the
+ * running policy and parameters and for a host of host_cap over the smallest namespace's
+ * records; none while mrc.minisim_entries is 0 or no namespace is registered. */
+void kvd_minisim_reset(struct kvd *d);
+/* An acquire of keys[0..n) of tenant t, a prefix chain: the miniature simulations replay it. */
+void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n);
 /* A miss-ratio curve as mrc.sample_ppm and mrc.max_keys say, or NULL (no memory). */
 struct kvt_mrc *kvd_mrc_new(const struct kvd *d);
 /* Switches the host policy to name with "k=v" params (modified), keeping every chunk; "auto"

@@ -111,6 +111,8 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 			kvt_mrc_access(d->mrc, keys[k].w[0] ^ t);
 		kvd_admit_record(d, keys[k].w[0] ^ t);
 	}
+	if (d->minisim)
+		kvd_minisim_feed(d, t, keys, n);
 	uint32_t i = 0;
 	for (; i < found; i++) {
 		uint32_t id = ids[i];

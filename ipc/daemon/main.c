@@ -384,6 +384,8 @@ int main(int argc, char **argv)
 	}
 	d.pol_ops->destroy(d.pol);
 	kvt_mrc_destroy(d.mrc);
+	kvt_minisim_destroy(d.minisim);
+	free(d.mini_keys);
 	kvt_admit_destroy(d.admit);
 	kvt_quota_destroy(d.quota);
 	kvd_index_fini(&d.idx);

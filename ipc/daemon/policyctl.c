@@ -107,6 +107,37 @@ struct kvt_mrc *kvd_mrc_new(const struct kvd *d)
 	return m;
 }
 
+void kvd_minisim_reset(struct kvd *d)
+{
+	uint64_t min = UINT64_MAX, entries = kvt_opt_u64(&d->opts, KVT_OPT_MRC_MINISIM_ENTRIES);
+	for (uint32_t i = 0; i < d->n_nss; i++)
+		min = d->nss[i].chunk_bytes < min ? d->nss[i].chunk_bytes : min;
+	uint64_t cap = d->n_nss ? d->host_cap / kvd_rec_bytes(min) : 0;
+	kvt_minisim_destroy(d->minisim);
+	d->minisim = NULL;
+	if (!entries || !cap)
+		return;
+	int rc = kvt_minisim_create(d->pol_ops, d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], cap,
+	                            entries, &d->minisim);
+	if (rc)
+		kvt_log(KVT_LOG_WARN, "host tier: no %s curve by miniature simulation: %s",
+		        d->pol_ops->name, strerror(-rc));
+}
+
+void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n)
+{
+	if (n > d->mini_cap) {
+		uint64_t *k = realloc(d->mini_keys, n * sizeof(*k));
+		if (!k)
+			return; /* one request not replayed */
+		d->mini_keys = k;
+		d->mini_cap = n;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		d->mini_keys[i] = keys[i].w[0] ^ t;
+	kvt_minisim_request(d->minisim, d->mini_keys, n);
+}
+
 /* What host.policy = auto runs: conv once every namespace's chunks are KVD_AUTO_CONV_BYTES or
  * more, lru before that and when any namespace's chunks are smaller. */
 static const char *auto_choice(const struct kvd *d)
@@ -131,6 +162,7 @@ void kvd_policy_auto(struct kvd *d)
 		kvt_log(KVT_LOG_WARN, "host.policy auto: staying on %s: %s", d->pol_ops->name, err);
 		return;
 	}
+	kvd_minisim_reset(d);
 	kvt_log(KVT_LOG_INFO,
 	        "host tier: policy auto is now %s (%zu chunks carried over in %.1f ms): the "
 	        "smallest namespace's chunks are %s %u KiB",
@@ -163,6 +195,8 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 	                         err_len)))
 		return rc;
 	memcpy(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], rec, sizeof(rec));
+	if (d->minisim && (d->pol_ops != was || *rec))
+		kvd_minisim_reset(d); /* another policy, or other parameters: a new curve */
 	if (d->pol_ops == was && !d->pol_auto)
 		return 0;
 	d->pol_auto = false; /* an operator's choice, or a parameter, ends auto */
@@ -274,5 +308,19 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		snprintf(out, out_len, "no accesses sampled yet");
 		return -EAGAIN;
 	}
-	return print_mrc(out, out_len, "host", d->pol_ops->name, d->mrc, d->host_cap / avg);
+	print_mrc(out, out_len, "host", d->pol_ops->name, d->mrc, d->host_cap / avg);
+	if (!d->minisim || !kvt_minisim_samples(d->minisim))
+		return 0;
+	double c[5];
+	kvt_minisim_curve(d->minisim, c);
+	size_t used = strlen(out);
+	snprintf(out + used, out_len - used,
+	         "%-8s %.4f  %.4f  %.4f  %.4f  %.4f\n"
+	         "(%s's own curve, by miniature simulation of %llu chunks at 1x: rate %.3g %%, "
+	         "%llu sampled accesses)\n",
+	         d->pol_ops->name, c[0], c[1], c[2], c[3], c[4], d->pol_ops->name,
+	         (unsigned long long)kvt_minisim_capacity(d->minisim),
+	         kvt_minisim_rate(d->minisim) * 100,
+	         (unsigned long long)kvt_minisim_samples(d->minisim));
+	return 0;
 }

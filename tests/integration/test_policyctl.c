@@ -94,6 +94,7 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 		assert_int_equal(kvt_put(c, ns, &keys[b * 32 - 1], keys + b * 32, 32, ch, cb), 32);
 	assert_true(kvt_test_stat(&d, "evictions") > 0);
 	assert_int_equal(kvt_lookup(c, ns, keys + 128, 32), 32);
+	assert_int_equal(kvt_acquire(c, ns, keys, 32, l), 0); /* evicted: a miss at the root */
 
 	assert_int_equal(policy(c, "mrc host", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "0.5x"));
@@ -102,6 +103,12 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	assert_int_equal(policy(c, "get host", got, sizeof(got)), 0);
 	snprintf(runs, sizeof(runs), "this one runs %s:", strchr(got, ' ') + 1);
 	assert_non_null(strstr(out, runs)); /* the curve says it is LRU's, and what runs */
+	/* and the running policy's own curve, by miniature simulation: ~60 chunks fit, so the
+	 * five instances replay every acquire (rate 100 %) */
+	snprintf(runs, sizeof(runs), "\n%s ", strchr(got, ' ') + 1);
+	assert_non_null(strstr(out, runs));
+	if (!strstr(out, "own curve, by miniature simulation of 60 chunks at 1x: rate 100 %"))
+		fail_msg("mrc host: %s", out);
 	free(buf);
 	kvt_close(c);
 }

@@ -29,6 +29,7 @@ struct opts {
 	bool on_evict;   /* --placement on-evict */
 	double mrc_rate; /* --mrc [--mrc-rate R]: > 0 prints curves */
 	size_t mrc_keys; /* --mrc-keys N: the most keys the curve tracks (0: its default) */
+	size_t minisim;  /* --minisim N: miniature simulations of N entries at 1x (0: off) */
 	size_t caps[MAX_LIST], n_caps;
 	char *pols[MAX_LIST];
 	size_t n_pols;
@@ -60,6 +61,9 @@ static void usage(FILE *f)
 	    "                  (SHARDS curve at 1/2x..8x beside exact LRU; sampling starts at "
 	    "rate\n"
 	    "                  R, default 1, and drops to track at most N keys, default 32768)\n"
+	    "       kvtier sim --trace FILE --capacity N[,N...] --policy P[,P...] --minisim E\n"
+	    "                  (each policy's own curve by miniature simulation, E entries at 1x,\n"
+	    "                  beside exact replays of it)\n"
 	    "       kvtier sim --trace FILE --tier host=4096 --tier nvme=64GiB\n"
 	    "                  --policy host=s3fifo --policy nvme=lru\n"
 	    "                  [--admission nvme=second_touch] --block-bytes N\n"
@@ -247,6 +251,13 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		if (*v < '1' || *v > '9' || *end || errno || n < 64 || n > (1ull << 30))
 			return -EINVAL; /* 64 to 2^30 */
 		o->mrc_keys = (size_t)n;
+	} else if (!strcmp(a, "--minisim")) {
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(v, &end, 10);
+		if (*v < '1' || *v > '9' || *end || errno || n > (1ull << 24))
+			return -EINVAL; /* 1 to 2^24 entries */
+		o->minisim = (size_t)n;
 	} else if (!strcmp(a, "--block-bytes")) {
 		char *end;
 		errno = 0;
@@ -527,8 +538,17 @@ int kvt_sim_main(int argc, char **argv)
 	}
 	if (o.mrc_rate > 0 && o.n_caps) {
 		rc = kvt__sim_mrc(&t, o.caps, o.n_caps, o.mrc_rate, o.mrc_keys, o.json);
-		if (rc || !o.n_pols)
+		if (rc || (!o.n_pols && !o.minisim))
 			goto out;
+	}
+	if (o.minisim && o.n_caps) {
+		static char dflt[] = KVT_SIM_DEFAULT_POLICY;
+		char *one[] = {dflt};
+		rc = kvt__sim_minisim(&t, o.caps, o.n_caps, o.n_pols ? o.pols : one,
+		                      o.n_pols ? o.n_pols : 1, o.minisim, o.json);
+		if (rc == -ENOENT)
+			fprintf(stderr, "sim: unknown policy (see --list-policies)\n");
+		goto out;
 	}
 	if (!o.n_pols) {
 		static char def[] = KVT_SIM_DEFAULT_POLICY;

@@ -17,6 +17,10 @@ int kvt__sim_plot(const char *path, char *const *pols, size_t n_pols, const size
  * a table or JSON lines on stdout. @return : 0 or -errno. */
 int kvt__sim_mrc(const struct kvt_trace *t, const size_t *caps, size_t n_caps, double rate,
                  size_t max_keys, bool json);
+/* --minisim N: for each policy and capacity, policy/minisim.h's curve (N entries at 1x) beside
+ * an exact replay of that policy at each size. @return : 0, -ENOENT (no such policy), -errno. */
+int kvt__sim_minisim(const struct kvt_trace *t, const size_t *caps, size_t n_caps,
+                     char *const *pols, size_t n_pols, size_t entries, bool json);
 /* Builds a trace request by request (generators): new() clears t; req() starts a request, blk()
  * appends a block (any u64, remapped to dense ids as by kvt_trace_load); done(b, rc) frees the
  * builder and, when rc, the trace. @return : rc. */

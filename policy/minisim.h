@@ -1,0 +1,46 @@
+/*
+ * minisim.h -- a tier's hit ratio at 1/2x, 1x, 2x, 4x, 8x its size under *its own* policy, by
+ * miniature simulation (Waldspurger et al., USENIX ATC '17): a sampled fraction R of the
+ * requests replays through five small instances of the policy, of R x the five sizes each.
+ * SHARDS's stack distances (mrc.h) give an LRU tier's curve only; this one is right for any
+ * policy the tier runs, conv and arc included.
+ *
+ * Requests, not keys, are sampled: a request (a prefix chain, keys[i]'s parent keys[i-1]) is
+ * replayed when the hash of its first key falls under R, so chains stay whole and a
+ * prefix-aware policy sees the structure it ranks by. R = sim_entries / capacity (at most 1):
+ * the 1x instance holds about sim_entries entries whatever the tier's size.
+ *
+ * Cost: nothing but a hash compare for an unsampled request; five policy operations per key of
+ * a sampled one. Memory: 15.5 x sim_entries entries of the policy plus a hash map and a key per
+ * entry. Not thread-safe: one owner, like the policy.
+ */
+#ifndef KVT_MINISIM_H
+#define KVT_MINISIM_H
+#include "policy.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KVT_MINISIM_ENTRIES 4096
+
+struct kvt_minisim;
+
+/*
+ * Five instances of ops, for a tier of capacity entries; params ("k=v ...", may be NULL) are
+ * set on each. @return : 0, -EINVAL (capacity or sim_entries 0, or a bad parameter), -ENOMEM.
+ */
+int kvt_minisim_create(const struct kvt_policy_ops *ops, const char *params, uint64_t capacity,
+                       size_t sim_entries, struct kvt_minisim **out);
+void kvt_minisim_destroy(struct kvt_minisim *m);
+/* One request: the chain of n key hashes, root first. */
+void kvt_minisim_request(struct kvt_minisim *m, const uint64_t *keys, size_t n);
+/* The block hit ratio at 1/2x..8x the capacity (0 before any sampled request). */
+void kvt_minisim_curve(const struct kvt_minisim *m, double out[5]);
+/* The sampling rate, the sampled key accesses so far, and the bytes held. */
+double kvt_minisim_rate(const struct kvt_minisim *m);
+uint64_t kvt_minisim_samples(const struct kvt_minisim *m);
+size_t kvt_minisim_bytes(const struct kvt_minisim *m);
+/* The capacity and policy it was made for. */
+uint64_t kvt_minisim_capacity(const struct kvt_minisim *m);
+const struct kvt_policy_ops *kvt_minisim_ops(const struct kvt_minisim *m);
+#endif
