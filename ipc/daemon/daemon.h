@@ -246,7 +246,8 @@ int kvd_admit_set(struct kvd *d, const char *name, char *err, size_t err_len);
 void kvd_admit_record(struct kvd *d, uint64_t key_hash);
 /* The host policy's own curve by miniature simulation (policy/minisim.h), remade for the
  * running policy and parameters and for a host of host_cap over the smallest namespace's
- * records; none while mrc.minisim_entries is 0 or no namespace is registered. */
+ * records; none while mrc.minisim_entries is 0, no namespace is registered, or the policy is
+ * lru (whose curve SHARDS gives already). */
 void kvd_minisim_reset(struct kvd *d);
 /* An acquire of keys[0..n) of tenant t, a prefix chain: the miniature simulations replay it. */
 void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n);

@@ -115,8 +115,8 @@ void kvd_minisim_reset(struct kvd *d)
 	uint64_t cap = d->n_nss ? d->host_cap / kvd_rec_bytes(min) : 0;
 	kvt_minisim_destroy(d->minisim);
 	d->minisim = NULL;
-	if (!entries || !cap)
-		return;
+	if (!entries || !cap || d->pol_ops == &kvt_policy_lru)
+		return; /* an LRU tier's curve is SHARDS's, closer and cheaper */
 	int rc = kvt_minisim_create(d->pol_ops, d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], cap,
 	                            entries, &d->minisim);
 	if (rc)
@@ -195,7 +195,7 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 	                         err_len)))
 		return rc;
 	memcpy(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], rec, sizeof(rec));
-	if (d->minisim && (d->pol_ops != was || *rec))
+	if (d->pol_ops != was || *rec)
 		kvd_minisim_reset(d); /* another policy, or other parameters: a new curve */
 	if (d->pol_ops == was && !d->pol_auto)
 		return 0;

@@ -10,9 +10,12 @@
  * The rows "switch" time `kvtier policy set` (kvt_policy_switch) from an LRU of capacity entries
  * in prefix chains of 16 to each policy: the daemon's loop pauses that long. Beside it, the
  * same entries inserted into a fresh policy of that kind, the least any rebuild can cost.
+ * The rows "mini:P" time the miniature simulations of policy P (policy/minisim.h, 4,096
+ * entries at 1x) per access on the same stream, one-key requests.
  * Usage: kvtier-bench-policy [ops (default 20000000)] [capacity (default 65536)]
- *                            [policy|mrc|switch...]
+ *                            [policy|mrc|switch|minisim...]
  */
+#include "policy/minisim.h"
 #include "policy/mrc.h"
 #include "policy/policy.h"
 
@@ -125,6 +128,26 @@ static double run_switch(const struct kvt_policy_ops *o, size_t n, double *fresh
 	return dt;
 }
 
+/* Miniature simulations of o per access; *curve1x its 1x estimate, *bytes what it holds. */
+static double run_minisim(const struct kvt_policy_ops *o, const uint32_t *keys, size_t n_keys,
+                          size_t ops, size_t cap, double *curve1x, size_t *bytes)
+{
+	struct kvt_minisim *m = NULL;
+	if (kvt_minisim_create(o, NULL, cap, KVT_MINISIM_ENTRIES, &m))
+		return 0;
+	double t0 = now_s();
+	for (size_t i = 0; i < ops; i++) {
+		uint64_t k = keys[i % n_keys] * 0x9e3779b97f4a7c15ULL;
+		kvt_minisim_request(m, &k, 1);
+	}
+	double dt = now_s() - t0, c[5];
+	kvt_minisim_curve(m, c);
+	*curve1x = c[1];
+	*bytes = kvt_minisim_bytes(m);
+	kvt_minisim_destroy(m);
+	return (double)ops / dt;
+}
+
 int main(int argc, char **argv)
 {
 	size_t ops = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
@@ -175,6 +198,20 @@ int main(int argc, char **argv)
 		if (dt > 0 && fresh > 0)
 			printf("%-10s %12.1f %12.1f %7.2fx\n", kvt_policy_at(i)->name, dt * 1e3,
 			       fresh * 1e3, dt / fresh);
+	}
+	bool mini = false;
+	for (int a = 3; a < argc; a++)
+		mini = mini || !strcmp(argv[a], "minisim");
+	static const char *const mini_pols[] = {"lru", "arc", "conv"};
+	for (size_t i = 0; mini && i < 3; i++) {
+		size_t bytes = 0;
+		double r =
+		    run_minisim(kvt_policy_find(mini_pols[i]), keys, n_keys, ops, cap, &hr, &bytes);
+		char name[32];
+		snprintf(name, sizeof(name), "mini:%s", mini_pols[i]);
+		if (r > 0)
+			printf("%-10s %8.1f %12.1f %7.2fx %6.3f %9s  (%zu KiB)\n", name, r / 1e6,
+			       1e9 / r, r / base, hr, "-", bytes >> 10);
 	}
 	bool mrc = argc <= 3;
 	for (int a = 3; a < argc; a++)
