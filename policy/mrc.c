@@ -208,7 +208,7 @@ static void shrink(struct kvt_mrc *m, uint64_t just, bool counted)
 		m->samples -= 1 / m->scale;
 		m->cold -= 1 / m->scale;
 	}
-	m->threshold = top.h - 1;
+	m->threshold = top.h ? top.h - 1 : 0;
 	double rate = (double)m->threshold / 18446744073709551616.0;
 	m->scale *= rate / m->rate;
 	m->rate = rate;
