@@ -1,10 +1,10 @@
 /*
  * minisim.c -- miniature simulations (see minisim.h). Each of the five instances is a small
  * cache: a policy over dense ids 0..cap-1, a map from key hash to id, the key of each id (to
- * unmap it on eviction) and a stack of free ids. A request walks its chain as the daemon's
- * acquire and put do: a resident key is an access, a missing one is inserted with the previous
- * key of the request as its parent, after an eviction when the instance is full. The sampling
- * hash is salted differently from the SHARDS curve's.
+ * unmap it on eviction) and a stack of free ids. A request walks its sampled keys as the
+ * daemon's acquire and put do: a resident key is an access, a missing one is inserted with the
+ * previous sampled key of the request as its parent, after an eviction when the instance is
+ * full. The sampling hash is salted differently from the SHARDS curve's.
  */
 #include "minisim.h"
 #include "pol_int.h"

@@ -1,18 +1,22 @@
 /*
  * minisim.h -- a tier's hit ratio at 1/2x, 1x, 2x, 4x, 8x its size under *its own* policy, by
- * miniature simulation (Waldspurger et al., USENIX ATC '17): a sampled fraction R of the
- * requests replays through five small instances of the policy, of R x the five sizes each.
- * SHARDS's stack distances (mrc.h) give an LRU tier's curve only; this one is right for any
- * policy the tier runs, conv and arc included.
+ * miniature simulation (Waldspurger et al., USENIX ATC '17): a sampled fraction R of the keys
+ * replays through five small instances of the policy, of R x the five sizes each. SHARDS's
+ * stack distances (mrc.h) give an LRU tier's curve only; this one follows the policy the tier
+ * runs, conv and arc included.
  *
- * Requests, not keys, are sampled: a request (a prefix chain, keys[i]'s parent keys[i-1]) is
- * replayed when the hash of its first key falls under R, so chains stay whole and a
- * prefix-aware policy sees the structure it ranks by. R = sim_entries / capacity (at most 1):
- * the 1x instance holds about sim_entries entries whatever the tier's size.
+ * Keys are sampled by hash, as SHARDS does. Within a request (a prefix chain, root first) a
+ * sampled key's parent is the request's previous sampled key and its depth counts the sampled
+ * keys before it, so a prefix-aware policy still sees chains, 1/R times shorter. Sampling by
+ * request (its first key) fails where every request starts with the same shared block. The
+ * shortfall of sampled accesses against R x all of them counts as hits (as SHARDS-adj).
+ * R = sim_entries / capacity (at most 1): the 1x instance holds about sim_entries entries
+ * whatever the tier's size. At low R a learning policy sees less than the tier does and its
+ * curve reads low (docs/policies.md).
  *
- * Cost: nothing but a hash compare for an unsampled request; five policy operations per key of
- * a sampled one. Memory: 15.5 x sim_entries entries of the policy plus a hash map and a key per
- * entry. Not thread-safe: one owner, like the policy.
+ * Cost: a hash compare per unsampled key; five policy operations per sampled key. Memory: 15.5 x
+ * sim_entries entries of the policy plus a hash map and a key per entry. Not thread-safe: one
+ * owner, like the policy.
  */
 #ifndef KVT_MINISIM_H
 #define KVT_MINISIM_H
