@@ -109,6 +109,17 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	assert_non_null(strstr(out, runs));
 	if (!strstr(out, "own curve, by miniature simulation of 60 chunks at 1x: rate 100 %"))
 		fail_msg("mrc host: %s", out);
+	/* a namespace of chunks a quarter the size: the tier holds ~4x more, the curve is remade */
+	kvt_model_t quarter = m;
+	quarter.name = "pol-quarter";
+	quarter.n_kv_heads = 2;
+	kvt_id_t nq, kq[4];
+	assert_int_equal(kvt_namespace(c, &quarter, &nq), 0);
+	assert_int_equal(kvt_chunk_keys(nq, toks, 4 * 16, 16, kq, 4), 4);
+	assert_int_equal(kvt_acquire(c, nq, kq, 4, l), 0);
+	assert_int_equal(policy(c, "mrc host", out, sizeof(out)), 0);
+	if (!strstr(out, "own curve, by miniature simulation of 204 chunks at 1x"))
+		fail_msg("mrc host: %s", out);
 	free(buf);
 	kvt_close(c);
 }
