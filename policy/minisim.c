@@ -10,6 +10,7 @@
 #include "pol_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,17 +44,13 @@ static int mini_init(struct mini *s, const struct kvt_policy_ops *ops, const cha
 	for (size_t i = 0; i < cap; i++)
 		s->free_ids[i] = (uint32_t)(cap - 1 - i);
 	s->n_free = cap;
-	char words[256], *save = NULL;
+	/* the parameters as `kvtier policy set` gives them to a running policy of the same name */
+	char words[256], err[128];
+	const struct kvt_policy_ops *same = ops;
 	snprintf(words, sizeof(words), "%s", params ? params : "");
-	for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-		char *eq = strchr(w, '=');
-		if (!eq || !ops->set_param)
-			return -EINVAL;
-		*eq = 0;
-		if (ops->set_param(s->p, w, eq + 1))
-			return -EINVAL;
-	}
-	return 0;
+	return kvt_policy_set(&same, &s->p, 0, ops->name, words, cap, NULL, NULL, err, sizeof(err))
+	           ? -EINVAL
+	           : 0;
 }
 
 static void mini_free(const struct kvt_policy_ops *ops, struct mini *s)
