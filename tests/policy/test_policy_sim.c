@@ -303,7 +303,8 @@ static int sim_words(const char *trace, const char *out, const char *args)
 
 /* Bad values get a usage error (exit 2) and a reason, never a run of some other number:
  * capacity 0 and 10^20 blocks ran as 0, "1,,2" and "lru," dropped the empty item, a block size
- * or sampling rate of 0 or below was taken. */
+ * or sampling rate of 0 or below was taken. Good ones run: a byte capacity, and --minisim,
+ * whose curve at rate 1 is each policy's replay. */
 static void test_policy_sim_cli_refuses_bad_values(void **state)
 {
 	char tmp[256], path[300], out[300];
@@ -316,6 +317,26 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 		fprintf(f, "%d %d %d\n", i, i % 7, 100 + i % 5);
 	fclose(f);
 	assert_int_equal(sim_words(path, out, "--capacity 4,1GiB --policy lru"), 0);
+	/* --minisim with room for everything (rate 1): each estimate is the replay beside it */
+	assert_int_equal(sim_words(path, out, "--capacity 4 --policy lru,arc --minisim 64 --json"),
+	                 0);
+	f = fopen(out, "r");
+	assert_non_null(f);
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		double est, exact;
+		const char *a = strstr(line, "\"minisim_hit_ratio\":"),
+		           *b = strstr(line, ",\"hit_ratio\":");
+		assert_non_null(a);
+		assert_non_null(b);
+		est = strtod(a + 20, NULL);
+		exact = strtod(b + 13, NULL);
+		assert_true(fabs(est - exact) < 1e-6);
+		n++;
+	}
+	fclose(f);
+	assert_int_equal(n, 10); /* 2 policies x 5 sizes */
 	const char *usage[] = {
 	    "--capacity 0",
 	    "--capacity 99999999999999999999",
