@@ -18,7 +18,7 @@
 	X(MRC_MAX_KEYS, "mrc.max_keys", U64, "32768", 64, 1ull << 30, 0,                           \
 	  "most keys each miss-ratio curve tracks (<= 256 B each); the sampling rate drops to it") \
 	X(MRC_MINISIM_ENTRIES, "mrc.minisim_entries", U64, "4096", 0, 1ull << 24, 0,               \
-	  "host policy's own curve (not lru's): miniature simulations, entries at 1x (0: off)")    \
+	  "a tier's policy's own curve (not lru's): mini-simulations, entries at 1x (0: off)")     \
 	X(TENANT_MAP, "tenant.map", STR, "", 0, 0, 0,                                              \
 	  "uids/gids to named tenants: \"1000=teamA,@2000=teamB\" (default: one per uid)")         \
 	X(TENANT_QUOTA, "tenant.quota", STR, "", 0, 0, 0,                                          \

@@ -96,14 +96,15 @@ int kvt_minisim_create(const struct kvt_policy_ops *ops, const char *params, uin
 }
 
 /* Key key at depth i of a request in instance s; *prev is the id of the request's previous key
- * (KVT_POLICY_NONE at the root, or when it was evicted). */
+ * (KVT_POLICY_NONE at the root, or when it was evicted). counted: a hit or a miss of the curve;
+ * otherwise (a write) the key only becomes resident. */
 static void mini_touch(const struct kvt_policy_ops *ops, struct mini *s, uint64_t key,
-                       uint32_t depth, uint32_t *prev)
+                       uint32_t depth, uint32_t *prev, bool counted)
 {
-	s->accesses++;
+	s->accesses += counted;
 	uint32_t id = kvt__hset_get(&s->map, key);
 	if (id != KVT__NIL) {
-		s->hits++;
+		s->hits += counted;
 		ops->on_access(s->p, id);
 		*prev = id;
 		return;
@@ -133,6 +134,11 @@ static void mini_touch(const struct kvt_policy_ops *ops, struct mini *s, uint64_
 	*prev = id;
 }
 
+static bool sampled(const struct kvt_minisim *m, uint64_t key)
+{
+	return kvt__mix64(key ^ 0x2545f4914f6cdd1dULL) <= m->threshold;
+}
+
 void kvt_minisim_request(struct kvt_minisim *m, const uint64_t *keys, size_t n)
 {
 	uint32_t prev[5] = {KVT_POLICY_NONE, KVT_POLICY_NONE, KVT_POLICY_NONE, KVT_POLICY_NONE,
@@ -140,11 +146,21 @@ void kvt_minisim_request(struct kvt_minisim *m, const uint64_t *keys, size_t n)
 	uint32_t depth = 0;
 	m->counted += n;
 	for (size_t i = 0; i < n; i++) {
-		if (kvt__mix64(keys[i] ^ 0x2545f4914f6cdd1dULL) > m->threshold)
+		if (!sampled(m, keys[i]))
 			continue;
 		for (int k = 0; k < 5; k++)
-			mini_touch(m->ops, &m->s[k], keys[i], depth, &prev[k]);
+			mini_touch(m->ops, &m->s[k], keys[i], depth, &prev[k], true);
 		depth++;
+	}
+}
+
+void kvt_minisim_touch(struct kvt_minisim *m, uint64_t key)
+{
+	if (!sampled(m, key))
+		return;
+	for (int k = 0; k < 5; k++) {
+		uint32_t prev = KVT_POLICY_NONE;
+		mini_touch(m->ops, &m->s[k], key, 0, &prev, false);
 	}
 }
 

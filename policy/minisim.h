@@ -38,6 +38,9 @@ int kvt_minisim_create(const struct kvt_policy_ops *ops, const char *params, uin
 void kvt_minisim_destroy(struct kvt_minisim *m);
 /* One request: the chain of n key hashes, root first. */
 void kvt_minisim_request(struct kvt_minisim *m, const uint64_t *keys, size_t n);
+/* A reference that makes key resident without being a hit or a miss (a lower tier's write: its
+ * curve is of its reads), as kvt_mrc_touch. */
+void kvt_minisim_touch(struct kvt_minisim *m, uint64_t key);
 /* The block hit ratio at 1/2x..8x the capacity (0 before any sampled request). */
 void kvt_minisim_curve(const struct kvt_minisim *m, double out[5]);
 /* The sampling rate, the sampled key accesses so far, and the bytes held. */

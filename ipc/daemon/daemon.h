@@ -113,6 +113,7 @@ struct kvd_lower {
 	_Atomic uint64_t busy_ns; /* the worker's time inside this tier's I/O (stats: busy_us) */
 	_Atomic unsigned waiters; /* loop-thread callers waiting for lock: a write stream yields */
 	struct kvt_mrc *mrc;      /* owned, loop thread: its reads' miss-ratio curve, or NULL */
+	struct kvt_minisim *minisim; /* owned, loop thread: its policy's own curve, or NULL */
 };
 
 struct kvd_job; /* tiers.c */
@@ -143,6 +144,7 @@ struct kvd {
 	struct kvt_minisim *minisim; /* the host policy's own curve, or NULL (kvd_minisim_reset) */
 	uint64_t *mini_keys;         /* scratch: an acquire's key hashes for it */
 	size_t mini_cap;
+	uint64_t mini_chunk;     /* the smallest namespace's chunk bytes the curves are sized by */
 	struct kvt_mrc *mrc;     /* host tier's miss-ratio curve (sampled) */
 	struct kvt_admit *admit; /* host.admit's filter, or NULL (admit everything) */
 	size_t admit_hint;       /* the host chunk count admit was sized for */
@@ -244,11 +246,14 @@ void kvd_host_release(struct kvd *d, uint32_t t, uint64_t off, uint64_t rec_byte
 int kvd_admit_set(struct kvd *d, const char *name, char *err, size_t err_len);
 /* A host access (acquire, or put of a present chunk) or put of key_hash: the filter counts it. */
 void kvd_admit_record(struct kvd *d, uint64_t key_hash);
-/* The host policy's own curve by miniature simulation (policy/minisim.h), remade for the
- * running policy and parameters and for a host of host_cap over the smallest namespace's
- * records; none while mrc.minisim_entries is 0, no namespace is registered, or the policy is
- * lru (whose curve SHARDS gives already). */
-void kvd_minisim_reset(struct kvd *d);
+/* The policy's own curve by miniature simulation (policy/minisim.h) of the host (tier < 0) or
+ * of lower tier `tier`, remade for the running policy and parameters and for the tier's bytes
+ * over the smallest namespace's records; none while mrc.minisim_entries is 0, no namespace is
+ * registered, or the policy is lru (whose curve SHARDS gives already). */
+void kvd_minisim_reset(struct kvd *d, int tier);
+/* A namespace of chunk_bytes registered: every curve is remade when its chunks are the smallest
+ * yet (the tiers hold more of them). */
+void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes);
 /* An acquire of keys[0..n) of tenant t, a prefix chain: the miniature simulations replay it. */
 void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n);
 /* A miss-ratio curve as mrc.sample_ppm and mrc.max_keys say, or NULL (no memory). */

@@ -107,21 +107,66 @@ struct kvt_mrc *kvd_mrc_new(const struct kvd *d)
 	return m;
 }
 
-void kvd_minisim_reset(struct kvd *d)
+/* A new host curve starts from what host holds, coldest first (as a switch rebuilds a policy),
+ * so it does not read cold until the stream has refilled it. A lower tier's starts empty. */
+static void minisim_warm(struct kvd *d)
 {
-	uint64_t min = UINT64_MAX, entries = kvt_opt_u64(&d->opts, KVT_OPT_MRC_MINISIM_ENTRIES);
-	for (uint32_t i = 0; i < d->n_nss; i++)
-		min = d->nss[i].chunk_bytes < min ? d->nss[i].chunk_bytes : min;
-	uint64_t cap = d->n_nss ? d->host_cap / kvd_rec_bytes(min) : 0;
-	kvt_minisim_destroy(d->minisim);
-	d->minisim = NULL;
-	if (!entries || !cap || d->pol_ops == &kvt_policy_lru)
+	size_t n = host_resident(d);
+	uint32_t *ids = n ? malloc(n * sizeof(*ids)) : NULL;
+	if (!ids)
+		return;
+	size_t got = d->pol_ops->export_order
+	                 ? d->pol_ops->export_order(d->pol, ids, n)
+	                 : d->pol_ops->pick_victims(d->pol, ids, n, NULL, NULL);
+	for (size_t i = 0; i < got; i++) {
+		const struct kvd_entry *e = &d->idx.e[ids[i]];
+		kvt_minisim_touch(d->minisim, e->key.w[0] ^ e->tenant);
+	}
+	free(ids);
+}
+
+void kvd_minisim_reset(struct kvd *d, int tier)
+{
+	const struct kvt_policy_ops *ops = d->pol_ops;
+	const char *params = d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], *name = "host";
+	uint64_t bytes = d->host_cap, entries = kvt_opt_u64(&d->opts, KVT_OPT_MRC_MINISIM_ENTRIES);
+	struct kvt_minisim **slot = &d->minisim;
+	if (tier >= 0) { /* TIER.policy holds the running name (kvd_tiers_policy_set keeps it) */
+		struct kvd_lower *l = &d->lower[tier];
+		struct kvt_tier_stats st = {0};
+		char opt[64];
+		name = l->ops->name;
+		snprintf(opt, sizeof(opt), "%s.policy", name);
+		int id = l->ops->policy_get ? kvt_opt_find(opt) : -1;
+		snprintf(opt, sizeof(opt), "%s.policy_params", name);
+		int pid = kvt_opt_find(opt);
+		ops = id >= 0 ? kvt_policy_find(d->opts.str[id]) : NULL;
+		params = pid >= 0 ? d->opts.str[pid] : "";
+		l->ops->stats(l->t, &st);
+		bytes = st.capacity_bytes;
+		slot = &l->minisim;
+	}
+	kvt_minisim_destroy(*slot);
+	*slot = NULL;
+	uint64_t cap = d->mini_chunk ? bytes / kvd_rec_bytes(d->mini_chunk) : 0;
+	if (!entries || !cap || !ops || ops == &kvt_policy_lru)
 		return; /* an LRU tier's curve is SHARDS's, closer and cheaper */
-	int rc = kvt_minisim_create(d->pol_ops, d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], cap,
-	                            entries, &d->minisim);
+	int rc = kvt_minisim_create(ops, params, cap, entries, slot);
 	if (rc)
-		kvt_log(KVT_LOG_WARN, "host tier: no %s curve by miniature simulation: %s",
-		        d->pol_ops->name, strerror(-rc));
+		kvt_log(KVT_LOG_WARN, "%s tier: no %s curve by miniature simulation: %s", name,
+		        ops->name, strerror(-rc));
+	else if (tier < 0)
+		minisim_warm(d);
+}
+
+void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes)
+{
+	if (d->mini_chunk && chunk_bytes >= d->mini_chunk)
+		return;
+	d->mini_chunk = chunk_bytes;
+	kvd_minisim_reset(d, -1);
+	for (uint32_t k = 0; k < d->n_lower; k++)
+		kvd_minisim_reset(d, (int)k);
 }
 
 void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n)
@@ -162,7 +207,7 @@ void kvd_policy_auto(struct kvd *d)
 		kvt_log(KVT_LOG_WARN, "host.policy auto: staying on %s: %s", d->pol_ops->name, err);
 		return;
 	}
-	kvd_minisim_reset(d);
+	kvd_minisim_reset(d, -1);
 	kvt_log(KVT_LOG_INFO,
 	        "host tier: policy auto is now %s (%zu chunks carried over in %.1f ms): the "
 	        "smallest namespace's chunks are %s %u KiB",
@@ -196,7 +241,7 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 		return rc;
 	memcpy(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], rec, sizeof(rec));
 	if (d->pol_ops != was || *rec)
-		kvd_minisim_reset(d); /* another policy, or other parameters: a new curve */
+		kvd_minisim_reset(d, -1); /* another policy, or other parameters: a new curve */
 	if (d->pol_ops == was && !d->pol_auto)
 		return 0;
 	d->pol_auto = false; /* an operator's choice, or a parameter, ends auto */
@@ -223,6 +268,24 @@ static int print_mrc(char *out, size_t out_len, const char *tier, const char *po
 	return 0;
 }
 
+/* Appends the policy's own curve (its miniature simulations), if it has sampled anything. */
+static void print_own(char *out, size_t out_len, const struct kvt_minisim *m)
+{
+	if (!m || !kvt_minisim_samples(m))
+		return;
+	double c[5];
+	kvt_minisim_curve(m, c);
+	const char *name = kvt_minisim_ops(m)->name;
+	size_t used = strlen(out);
+	snprintf(out + used, out_len - used,
+	         "%-8s %.4f  %.4f  %.4f  %.4f  %.4f\n"
+	         "(%s's own curve, by miniature simulation of %llu chunks at 1x: rate %.3g %%, "
+	         "%llu sampled accesses)\n",
+	         name, c[0], c[1], c[2], c[3], c[4], name,
+	         (unsigned long long)kvt_minisim_capacity(m), kvt_minisim_rate(m) * 100,
+	         (unsigned long long)kvt_minisim_samples(m));
+}
+
 /* The curve of lower tier k, sized by its capacity over its mean record. */
 static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 {
@@ -236,9 +299,10 @@ static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	char opt[64]; /* TIER.policy holds the running name (kvd_tiers_policy_set keeps it) */
 	snprintf(opt, sizeof(opt), "%s.policy", l->ops->name);
 	int id = l->ops->policy_get ? kvt_opt_find(opt) : -1;
-	return print_mrc(out, out_len, l->ops->name,
-	                 id >= 0 ? d->opts.str[id] : "oldest-first reclaim", l->mrc,
-	                 st.capacity_bytes / (st.used_bytes / st.chunks));
+	print_mrc(out, out_len, l->ops->name, id >= 0 ? d->opts.str[id] : "oldest-first reclaim",
+	          l->mrc, st.capacity_bytes / (st.used_bytes / st.chunks));
+	print_own(out, out_len, l->minisim);
+	return 0;
 }
 
 /* get | set | mrc on a tier below host. */
@@ -309,18 +373,6 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		return -EAGAIN;
 	}
 	print_mrc(out, out_len, "host", d->pol_ops->name, d->mrc, d->host_cap / avg);
-	if (!d->minisim || !kvt_minisim_samples(d->minisim))
-		return 0;
-	double c[5];
-	kvt_minisim_curve(d->minisim, c);
-	size_t used = strlen(out);
-	snprintf(out + used, out_len - used,
-	         "%-8s %.4f  %.4f  %.4f  %.4f  %.4f\n"
-	         "(%s's own curve, by miniature simulation of %llu chunks at 1x: rate %.3g %%, "
-	         "%llu sampled accesses)\n",
-	         d->pol_ops->name, c[0], c[1], c[2], c[3], c[4], d->pol_ops->name,
-	         (unsigned long long)kvt_minisim_capacity(d->minisim),
-	         kvt_minisim_rate(d->minisim) * 100,
-	         (unsigned long long)kvt_minisim_samples(d->minisim));
+	print_own(out, out_len, d->minisim);
 	return 0;
 }

@@ -97,9 +97,7 @@ int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id
 	                                     .tokens = m->tokens_per_chunk,
 	                                     .chunk_bytes = *chunk_bytes};
 	kvd_policy_auto(d);
-	uint64_t cap = d->host_cap / kvd_rec_bytes(*chunk_bytes);
-	if (!d->minisim || cap > kvt_minisim_capacity(d->minisim))
-		kvd_minisim_reset(d); /* the first namespace, or smaller chunks than any before */
+	kvd_minisim_chunk(d, *chunk_bytes);
 	return 0;
 }
 

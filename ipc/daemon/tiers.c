@@ -444,6 +444,8 @@ void kvd_tiers_close(struct kvd *d)
 		d->lower[k].ops->close(d->lower[k].t);
 		kvt_mrc_destroy(d->lower[k].mrc);
 		d->lower[k].mrc = NULL;
+		kvt_minisim_destroy(d->lower[k].minisim);
+		d->lower[k].minisim = NULL;
 		pthread_mutex_destroy(&d->lower[k].lock);
 	}
 	d->n_lower = 0;
@@ -590,6 +592,8 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 		d->st.demoted++;
 		if (d->lower[j->tier].mrc) /* a write: the key is resident, not a read */
 			kvt_mrc_touch(d->lower[j->tier].mrc, e->key.w[0] ^ e->tenant);
+		if (d->lower[j->tier].minisim)
+			kvt_minisim_touch(d->lower[j->tier].minisim, e->key.w[0] ^ e->tenant);
 	} else { /* deleted meanwhile: take the new copy back out */
 		j->kind = JOB_REMOVE;
 		j->entry = KVD_NIL;
@@ -758,7 +762,7 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 		return no_policy(l, err, err_len);
 	/* the running values, as --print-config and stats show them */
 	char *opt = policy_opt(d, l, ""), *opt_params = policy_opt(d, l, "_params");
-	char rec[KVT_OPT_STR_MAX];
+	char rec[KVT_OPT_STR_MAX] = "";
 	if (!name)
 		name = opt ? opt : "";
 	int rc = opt && opt_params
@@ -773,9 +777,13 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 		return rc;
 	if (opt && opt_params)
 		memcpy(opt_params, rec, sizeof(rec));
-	if (!opt || !strcmp(opt, name))
+	bool same = !opt || !strcmp(opt, name);
+	if (!same)
+		snprintf(opt, KVT_OPT_STR_MAX, "%s", name);
+	if (!same || *rec)
+		kvd_minisim_reset(d, (int)k); /* another policy, or other parameters: a new curve */
+	if (same)
 		return 0; /* parameters only */
-	snprintf(opt, KVT_OPT_STR_MAX, "%s", name);
 	kvt_log(KVT_LOG_INFO, "%s tier: policy is now %s", l->ops->name, name);
 	return 0;
 }
@@ -787,6 +795,8 @@ void kvd_tiers_note_read(struct kvd *d, uint64_t key_hash, uint8_t where)
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		if (d->lower[k].mrc)
 			kvt_mrc_access(d->lower[k].mrc, key_hash);
+		if (d->lower[k].minisim)
+			kvt_minisim_request(d->lower[k].minisim, &key_hash, 1);
 		if (where & (2u << k))
 			return;
 	}
