@@ -34,6 +34,27 @@ static int sim_to_file(const char *out, int argc, char **argv)
 	return rc;
 }
 
+/* Each JSON line of the file out has an estimate after est and an exact value after exact
+ * within tol of each other. @return : how many lines. */
+static int lines_within(const char *out, const char *est, const char *exact, double tol)
+{
+	FILE *f = fopen(out, "r");
+	assert_non_null(f);
+	char line[1024];
+	int lines = 0;
+	while (fgets(line, sizeof(line), f)) {
+		const char *e = strstr(line, est), *x = strstr(line, exact);
+		assert_non_null(e);
+		assert_non_null(x);
+		double a = strtod(e + strlen(est), NULL), b = strtod(x + strlen(exact), NULL);
+		if (a < b - tol || a > b + tol)
+			fail_msg("%s %f vs %s %f: %s", est, a, exact, b, line);
+		lines++;
+	}
+	fclose(f);
+	return lines;
+}
+
 static void test_policy_sim_mooncake_lru_opt(void **state)
 {
 	char buf[1024];
@@ -107,24 +128,7 @@ static void test_policy_sim_cli_mrc(void **state)
 	     a6[] = "--mrc-rate", a7[] = "1", a8[] = "--json";
 	char *argv[] = {a0, a1, tr, a3, a4, a5, a6, a7, a8, NULL};
 	assert_int_equal(sim_to_file(out, 9, argv), 0);
-	f = fopen(out, "r");
-	assert_non_null(f);
-	char line[1024];
-	int lines = 0;
-	while (fgets(line, sizeof(line), f)) {
-		double est, exact;
-		const char *e = strstr(line, "\"mrc_hit_ratio\":"),
-		           *x = strstr(line, "\"lru_hit_ratio\":");
-		assert_non_null(e);
-		assert_non_null(x);
-		est = strtod(e + 16, NULL);
-		exact = strtod(x + 16, NULL);
-		if (est < exact - 0.002 || est > exact + 0.002)
-			fail_msg("mrc %f vs lru %f: %s", est, exact, line);
-		lines++;
-	}
-	fclose(f);
-	assert_int_equal(lines, 10);
+	assert_int_equal(lines_within(out, "\"mrc_hit_ratio\":", "\"lru_hit_ratio\":", 0.002), 10);
 	kvt_test_rmtree(tmp);
 }
 
@@ -320,23 +324,8 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	/* --minisim with room for everything (rate 1): each estimate is the replay beside it */
 	assert_int_equal(sim_words(path, out, "--capacity 4 --policy lru,arc --minisim 64 --json"),
 	                 0);
-	f = fopen(out, "r");
-	assert_non_null(f);
-	char line[512];
-	int n = 0;
-	while (fgets(line, sizeof(line), f)) {
-		double est, exact;
-		const char *a = strstr(line, "\"minisim_hit_ratio\":"),
-		           *b = strstr(line, ",\"hit_ratio\":");
-		assert_non_null(a);
-		assert_non_null(b);
-		est = strtod(a + 20, NULL);
-		exact = strtod(b + 13, NULL);
-		assert_true(fabs(est - exact) < 1e-6);
-		n++;
-	}
-	fclose(f);
-	assert_int_equal(n, 10); /* 2 policies x 5 sizes */
+	assert_int_equal(lines_within(out, "\"minisim_hit_ratio\":", ",\"hit_ratio\":", 1e-6),
+	                 10); /* 2 policies x 5 sizes */
 	const char *usage[] = {
 	    "--capacity 0",
 	    "--capacity 99999999999999999999",
