@@ -220,6 +220,10 @@ int kvd_tiers_find(const struct kvd *d, const char *name);
  * NULL gives params to the running policy. @return : 0, -EOPNOTSUPP (its eviction is not a policy:
  * err says what it is), or policy_set's error. */
 int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len);
+/* The option TIER.policy (suffix "") or TIER.policy_params ("_params") of lower tier k, which
+ * holds its running policy (set at open, kept up to date by kvd_tiers_policy_set), or NULL when
+ * the tier has no policy. */
+char *kvd_tiers_policy_opt(struct kvd *d, uint32_t k, const char *suffix);
 int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *params, char *err,
                          size_t err_len);
 /* An acquire met key_hash (tenant-mixed) at where (0: not indexed): a host miss is a read of

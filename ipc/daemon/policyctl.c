@@ -131,17 +131,14 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 	const char *params = d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], *name = "host";
 	uint64_t bytes = d->host_cap, entries = kvt_opt_u64(&d->opts, KVT_OPT_MRC_MINISIM_ENTRIES);
 	struct kvt_minisim **slot = &d->minisim;
-	if (tier >= 0) { /* TIER.policy holds the running name (kvd_tiers_policy_set keeps it) */
+	if (tier >= 0) {
 		struct kvd_lower *l = &d->lower[tier];
 		struct kvt_tier_stats st = {0};
-		char opt[64];
+		const char *pol = kvd_tiers_policy_opt(d, (uint32_t)tier, ""),
+		           *pp = kvd_tiers_policy_opt(d, (uint32_t)tier, "_params");
 		name = l->ops->name;
-		snprintf(opt, sizeof(opt), "%s.policy", name);
-		int id = l->ops->policy_get ? kvt_opt_find(opt) : -1;
-		snprintf(opt, sizeof(opt), "%s.policy_params", name);
-		int pid = kvt_opt_find(opt);
-		ops = id >= 0 ? kvt_policy_find(d->opts.str[id]) : NULL;
-		params = pid >= 0 ? d->opts.str[pid] : "";
+		ops = pol ? kvt_policy_find(pol) : NULL;
+		params = pp ? pp : "";
 		l->ops->stats(l->t, &st);
 		bytes = st.capacity_bytes;
 		slot = &l->minisim;
@@ -296,11 +293,9 @@ static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 		snprintf(out, out_len, "%s: no reads sampled yet", l->ops->name);
 		return -EAGAIN;
 	}
-	char opt[64]; /* TIER.policy holds the running name (kvd_tiers_policy_set keeps it) */
-	snprintf(opt, sizeof(opt), "%s.policy", l->ops->name);
-	int id = l->ops->policy_get ? kvt_opt_find(opt) : -1;
-	print_mrc(out, out_len, l->ops->name, id >= 0 ? d->opts.str[id] : "oldest-first reclaim",
-	          l->mrc, st.capacity_bytes / (st.used_bytes / st.chunks));
+	const char *pol = kvd_tiers_policy_opt(d, k, "");
+	print_mrc(out, out_len, l->ops->name, pol ? pol : "oldest-first reclaim", l->mrc,
+	          st.capacity_bytes / (st.used_bytes / st.chunks));
 	print_own(out, out_len, l->minisim);
 	return 0;
 }
@@ -354,7 +349,7 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		if (admit && kvd_config_check_admit("host.admit", admit, out, out_len))
 			return -ENOENT; /* checked first: a refused command changes nothing */
 		int rc = kvd_policy_set(d, name, params, out, out_len);
-		if (!rc && admit && strcmp(admit, kvt_opt_str(&d->opts, KVT_OPT_HOST_ADMIT)))
+		if (!rc && admit) /* the running filter again: kept as it is */
 			rc = kvd_admit_set(d, admit, out, out_len);
 		if (rc)
 			return rc;

@@ -743,11 +743,9 @@ int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	return 0;
 }
 
-/* The option TIER.policy (or, with suffix "_params", TIER.policy_params) of lower tier l, which
- * holds its running policy (set at open, kept up to date by kvd_tiers_policy_set), or NULL when
- * the tier has no policy. */
-static char *policy_opt(struct kvd *d, const struct kvd_lower *l, const char *suffix)
+char *kvd_tiers_policy_opt(struct kvd *d, uint32_t k, const char *suffix)
 {
+	const struct kvd_lower *l = &d->lower[k];
 	char opt[64];
 	snprintf(opt, sizeof(opt), "%s.policy%s", l->ops->name, suffix);
 	int id = kvt_opt_find(opt);
@@ -761,7 +759,8 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 	if (!l->ops->policy_set)
 		return no_policy(l, err, err_len);
 	/* the running values, as --print-config and stats show them */
-	char *opt = policy_opt(d, l, ""), *opt_params = policy_opt(d, l, "_params");
+	char *opt = kvd_tiers_policy_opt(d, k, ""),
+	     *opt_params = kvd_tiers_policy_opt(d, k, "_params");
 	char rec[KVT_OPT_STR_MAX] = "";
 	if (!name)
 		name = opt ? opt : "";
@@ -812,7 +811,7 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		if (d->lower[k].ops == &kvt_tier_nvme)
 			backend = kvt_tier_nvme_backend(d->lower[k].t);
 #endif
-		const char *pol = policy_opt(d, &d->lower[k], "");
+		const char *pol = kvd_tiers_policy_opt(d, k, "");
 		if (*pos >= len)
 			return;
 		int n = snprintf(
