@@ -341,6 +341,8 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	    "--capacity 4 --mrc --mrc-rate x",
 	    "--capacity 4 --minisim 0",
 	    "--capacity 4 --minisim -5",
+	    "--capacity 4 --mrc --mrc-keys 63",
+	    "--capacity 4 --seed -1", /* was taken as seed 2^64 - 1 */
 	    "--tier host=0",
 	    "--tier =4",
 	    "--capacity 4 --quota 1=-1/-",

@@ -206,18 +206,25 @@ static int take_quota(struct opts *o, char *arg)
 	return 0;
 }
 
+/* A decimal count in [lo, hi] (no sign, no space, nothing after it) into *out.
+ * @return : 0 or -EINVAL. */
+static int count_in(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	return *v >= '0' && *v <= '9' && !*end && !errno && *out >= lo && *out <= hi ? 0 : -EINVAL;
+}
+
 static int take(struct opts *o, struct raw *w, const char *a, char *v)
 {
 	if (!strcmp(a, "--trace"))
 		o->trace = v;
 	else if (!strcmp(a, "--synth"))
 		o->synth = v;
-	else if (!strcmp(a, "--seed")) {
-		char *end;
-		o->seed = strtoull(v, &end, 10);
-		if (end == v || *end)
-			return -EINVAL;
-	} else if (!strcmp(a, "--dump"))
+	else if (!strcmp(a, "--seed"))
+		return count_in(v, 0, UINT64_MAX, &o->seed);
+	else if (!strcmp(a, "--dump"))
 		o->dump = v;
 	else if (!strcmp(a, "--plot"))
 		o->plot = v;
@@ -245,27 +252,19 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		if (end == v || *end || !(o->mrc_rate > 0 && o->mrc_rate <= 1))
 			return -EINVAL; /* a sampling rate in (0, 1] */
 	} else if (!strcmp(a, "--mrc-keys")) {
-		char *end;
-		errno = 0;
-		unsigned long long n = strtoull(v, &end, 10);
-		if (*v < '1' || *v > '9' || *end || errno || n < 64 || n > (1ull << 30))
-			return -EINVAL; /* 64 to 2^30 */
+		uint64_t n;
+		int rc = count_in(v, 64, 1ull << 30, &n);
 		o->mrc_keys = (size_t)n;
+		return rc;
 	} else if (!strcmp(a, "--minisim")) {
-		char *end;
-		errno = 0;
-		unsigned long long n = strtoull(v, &end, 10);
-		if (*v < '1' || *v > '9' || *end || errno || n > (1ull << 24))
-			return -EINVAL; /* 1 to 2^24 entries */
+		uint64_t n;
+		int rc = count_in(v, 1, 1ull << 24, &n);
 		o->minisim = (size_t)n;
-	} else if (!strcmp(a, "--block-bytes")) {
-		char *end;
-		errno = 0;
-		o->block_bytes = strtoull(v, &end, 10);
-		if (*v < '1' || *v > '9' || *end || errno)
-			return -EINVAL; /* at least one byte, no sign */
-	} else if (!strcmp(a, "--placement") &&
-	           (!strcmp(v, "write-through") || !strcmp(v, "on-evict")))
+		return rc;
+	} else if (!strcmp(a, "--block-bytes"))
+		return count_in(v, 1, UINT64_MAX, &o->block_bytes);
+	else if (!strcmp(a, "--placement") &&
+	         (!strcmp(v, "write-through") || !strcmp(v, "on-evict")))
 		o->on_evict = !strcmp(v, "on-evict");
 	else
 		return -EINVAL;
