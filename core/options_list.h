@@ -48,6 +48,8 @@
 	  "nvme io_uring queue depth")                                                             \
 	X(NVME_ADMIT, "nvme.admit", STR, "all", 0, 0, 1,                                           \
 	  "demotion into nvme: all, or second_touch (on the first access after the put)")          \
+	X(NVME_QUOTA, "nvme.quota", STR, "", 0, 0, 0,                                              \
+	  "nvme bytes guaranteed/maximum per tenant, as tenant.quota (guarantees copied forward)")  \
 	X(ROCKSDB_PATH, "rocksdb.path", STR, "", 0, 0, 0,                                          \
 	  "rocksdb directory (default DATA_DIR/rocksdb)")                                          \
 	X(ROCKSDB_BYTES, "rocksdb.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                 \

@@ -18,6 +18,8 @@
 struct kvt_quota {
 	uint64_t *used, *guaranteed, *max, *pending;
 	size_t n;
+	uint32_t *keys; /* tenant keys by dense index (kvt_quota_key_ix), n_keys long */
+	uint32_t n_keys;
 };
 
 int kvt_quota_create(struct kvt_quota **out)
@@ -37,6 +39,7 @@ void kvt_quota_destroy(struct kvt_quota *q)
 	free(q->guaranteed);
 	free(q->max);
 	free(q->pending);
+	free(q->keys);
 	free(q);
 }
 
@@ -91,6 +94,20 @@ void kvt_quota_limits(const struct kvt_quota *q, uint32_t tenant, uint64_t *guar
 uint64_t kvt_quota_used(const struct kvt_quota *q, uint32_t tenant)
 {
 	return tenant < q->n ? q->used[tenant] : 0;
+}
+
+uint16_t kvt_quota_key_ix(struct kvt_quota *q, uint32_t key)
+{
+	for (uint32_t i = 0; i < q->n_keys; i++)
+		if (q->keys[i] == key)
+			return (uint16_t)i;
+	uint32_t *k =
+	    q->n_keys < UINT16_MAX ? realloc(q->keys, (q->n_keys + 1) * sizeof(*k)) : NULL;
+	if (!k)
+		return 0;
+	q->keys = k;
+	k[q->n_keys] = key;
+	return (uint16_t)q->n_keys++;
 }
 
 bool kvt_quota_fits(const struct kvt_quota *q, uint32_t tenant, uint64_t bytes)

@@ -33,6 +33,12 @@ uint64_t kvt_quota_used(const struct kvt_quota *q, uint32_t tenant);
 /* The tenant's guaranteed and maximum bytes (0 and KVT_QUOTA_UNLIMITED without a quota). */
 void kvt_quota_limits(const struct kvt_quota *q, uint32_t tenant, uint64_t *guaranteed,
                       uint64_t *max);
+/*
+ * The dense index of a tenant key (a tier's records carry keys, core/tenants.h), found or added
+ * in the quota's own table, for the calls above. On ENOMEM index 0, so that a write never fails
+ * for want of an account. Linear: a tier serves a handful of tenants.
+ */
+uint16_t kvt_quota_key_ix(struct kvt_quota *q, uint32_t key);
 /* @return : whether tenant may hold bytes more without evicting anything of its own. */
 bool kvt_quota_fits(const struct kvt_quota *q, uint32_t tenant, uint64_t bytes);
 

@@ -55,6 +55,12 @@ struct kvt_tier_env {
 	/* Called for every record the tier drops on its own (eviction, corruption). */
 	void (*dropped)(void *arg, const struct kvt_tier_id *id, uint64_t loc);
 	void *arg;
+	/*
+	 * Optional (added after dropped): called for every record the tier rewrote elsewhere on
+	 * its own (a log copying a record forward at reclaim, nvme.quota); the record at from is
+	 * gone and the same bytes are at to. A tier that needs it refuses the feature without it.
+	 */
+	void (*moved)(void *arg, const struct kvt_tier_id *id, uint64_t from, uint64_t to);
 };
 
 /*
@@ -103,7 +109,8 @@ struct kvt_tier_ops {
 	int (*open)(const struct kvt_tier_env *env, struct kvt_tier **out);
 	void (*close)(struct kvt_tier *t);
 	/* Stores one record; buf holds the header and payload. @return : 0 and *loc, -ENOSPC
-	 * (full), -EAGAIN (backpressure), -EIO, -EFBIG (larger than the tier's largest slot). */
+	 * (full), -EAGAIN (backpressure), -EIO, -EFBIG (larger than the tier's largest slot),
+	 * -EDQUOT (larger than its tenant's maximum in the tier). */
 	int (*write)(struct kvt_tier *t, const void *buf, size_t rec_len, size_t buf_len,
 	             uint64_t *loc);
 	/* Reads and verifies the record of id at loc into buf. @return : record length, -ENOENT,

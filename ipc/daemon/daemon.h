@@ -101,6 +101,7 @@ struct kvd_stats {
 	uint64_t leases_granted, leases_revoked, protocol_errors, corruptions;
 	uint64_t enospc, deletes, eagain;
 	uint64_t demoted, promoted, promote_failed, demote_failed, lower_dropped, recovered;
+	uint64_t lower_moved; /* records a lower tier copied forward (nvme.quota) */
 	uint64_t not_admitted;
 };
 

@@ -17,7 +17,9 @@
  * Threads: the event loop owns the index and queues jobs; one worker thread runs them in order
  * (promotions before demotions, so a get does not wait behind a write backlog) and hands
  * finished jobs back through a list and an eventfd. A tier's own drops (FIFO reclaim, detected
- * corruption) arrive from inside the worker through env->dropped and travel back the same way.
+ * corruption) arrive from inside the worker through env->dropped and travel back the same way,
+ * as do its moves (env->moved: nvme.quota copies guaranteed records forward at reclaim). A
+ * promotion that read a moved record's old place is sent again to the new one.
  * Each tier has a mutex, since the loop may also call it (pool registration, enable).
  */
 #include "daemon.h"
@@ -38,7 +40,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-enum job_kind { JOB_DEMOTE, JOB_PROMOTE, JOB_REMOVE, JOB_DROPPED };
+enum job_kind { JOB_DEMOTE, JOB_PROMOTE, JOB_REMOVE, JOB_DROPPED, JOB_MOVED };
 
 struct kvd_job {
 	struct kvd_job *next;
@@ -47,7 +49,8 @@ struct kvd_job {
 	uint64_t seq; /* the entry version this job belongs to */
 	struct kvt_tier_id id;
 	uint64_t loc;
-	uint8_t *buf; /* the host record (demote: source; promote: destination) */
+	uint64_t moved_to; /* JOB_MOVED: the record at loc is now here */
+	uint8_t *buf;      /* the host record (demote: source; promote: destination) */
 	uint64_t off;
 	size_t rec_len, buf_len;
 	ssize_t result;
@@ -102,20 +105,31 @@ struct dropped_ctx {
 };
 static struct dropped_ctx dropped_ctx[KVD_MAX_LOWER];
 
-static void on_dropped(void *arg, const struct kvt_tier_id *id, uint64_t loc)
+static void tell_loop(struct dropped_ctx *cx, uint8_t kind, const struct kvt_tier_id *id,
+                      uint64_t loc, uint64_t moved_to)
 {
-	struct dropped_ctx *cx = arg;
 	struct kvd_job *j = calloc(1, sizeof(*j));
 	if (!j)
 		return; /* the index keeps a stale location: a later read misses and drops it */
-	j->kind = JOB_DROPPED;
+	j->kind = kind;
 	j->tier = cx->tier;
 	j->id = *id;
 	j->loc = loc;
+	j->moved_to = moved_to;
 	if (cx->d->worker)
 		finish(cx->d->worker, j);
 	else
 		free(j);
+}
+
+static void on_dropped(void *arg, const struct kvt_tier_id *id, uint64_t loc)
+{
+	tell_loop(arg, JOB_DROPPED, id, loc, 0);
+}
+
+static void on_moved(void *arg, const struct kvt_tier_id *id, uint64_t from, uint64_t to)
+{
+	tell_loop(arg, JOB_MOVED, id, from, to);
 }
 
 static void run_job(struct kvd *d, struct kvd_job *j)
@@ -377,7 +391,8 @@ int kvd_tiers_open(struct kvd *d)
 		struct kvt_tier_env env = {.opts = &d->opts,
 		                           .data_dir = d->data_dir,
 		                           .dropped = on_dropped,
-		                           .arg = &dropped_ctx[k]};
+		                           .arg = &dropped_ctx[k],
+		                           .moved = on_moved};
 		struct kvd_lower *l = &d->lower[k];
 		l->ops = ops;
 		pthread_mutex_init(&l->lock, NULL);
@@ -583,7 +598,7 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 	}
 	if (j->result < 0) {
 		d->st.demote_failed++;
-		if (j->result != -EFBIG)
+		if (j->result != -EFBIG && j->result != -EDQUOT) /* by design: no log line each */
 			kvt_log_rl(KVT_LOG_WARN, "demotion to %s failed: %s",
 			           d->lower[j->tier].ops->name, strerror((int)-j->result));
 	} else if (e && e->state == KVD_PUBLISHED) {
@@ -615,11 +630,18 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 		return;
 	}
 	uint32_t id = j->entry;
+	uint8_t bit = (uint8_t)(2u << j->tier);
+	if (j->result == -ENOENT && e->state == KVD_PUBLISHED && !(e->where & KVD_AT_HOST) &&
+	    (e->where & bit) && e->loc[j->tier] != j->loc && ++j->tries < 4) {
+		j->loc = e->loc[j->tier]; /* the tier moved it meanwhile: read it where it is now */
+		submit(d, j);
+		return;
+	}
 	if (j->result < 0 || e->state != KVD_PUBLISHED || (e->where & KVD_AT_HOST)) {
 		kvd_host_release(d, e->tenant, j->off, kvd_rec_bytes(e->payload_bytes));
 		if (j->result < 0) {
 			d->st.promote_failed++;
-			e->where &= (uint8_t) ~(2u << j->tier); /* the tier dropped it */
+			e->where &= (uint8_t)~bit; /* the tier dropped it */
 		}
 	} else {
 		e->off = j->off;
@@ -658,6 +680,26 @@ static void complete_dropped(struct kvd *d, struct kvd_job *j)
 	free(j);
 }
 
+/* The tier rewrote a record elsewhere: the index follows it, unless the entry has gone or holds
+ * another record there now, in which case the moved copy is nobody's and is removed. */
+static void complete_moved(struct kvd *d, struct kvd_job *j)
+{
+	d->st.lower_moved++;
+	int t = kvd_tenant_of_uid(d, j->id.tenant);
+	uint32_t id = t < 0 ? KVD_NIL : kvd_index_find(&d->idx, (uint32_t)t, j->id.ns, j->id.key);
+	uint8_t bit = (uint8_t)(2u << j->tier);
+	struct kvd_entry *e = id == KVD_NIL ? NULL : &d->idx.e[id];
+	if (e && (e->where & bit) && e->loc[j->tier] == j->loc) {
+		e->loc[j->tier] = j->moved_to;
+		free(j);
+		return;
+	}
+	j->kind = JOB_REMOVE;
+	j->entry = KVD_NIL;
+	j->loc = j->moved_to;
+	submit(d, j);
+}
+
 void kvd_tiers_complete(struct kvd *d)
 {
 	struct kvd_worker *w = d->worker;
@@ -688,6 +730,9 @@ void kvd_tiers_complete(struct kvd *d)
 			break;
 		case JOB_DROPPED:
 			complete_dropped(d, j);
+			break;
+		case JOB_MOVED:
+			complete_moved(d, j);
 			break;
 		default:
 			free(j);

@@ -38,6 +38,9 @@ struct nvt {
 	/* locs the tier dropped on its own (env->dropped), in order */
 	uint64_t *dropped;
 	size_t n_dropped, cap_dropped;
+	/* records the tier copied forward (env->moved): from, to pairs in order */
+	uint64_t (*moves)[2];
+	size_t n_moves, cap_moves;
 };
 
 static inline void nvt_on_drop(void *arg, const struct kvt_tier_id *id, uint64_t loc)
@@ -49,6 +52,28 @@ static inline void nvt_on_drop(void *arg, const struct kvt_tier_id *id, uint64_t
 		assert_non_null(n->dropped);
 	}
 	n->dropped[n->n_dropped++] = loc;
+}
+
+static inline void nvt_on_move(void *arg, const struct kvt_tier_id *id, uint64_t from, uint64_t to)
+{
+	struct nvt *n = arg;
+	(void)id;
+	if (n->n_moves == n->cap_moves) {
+		n->cap_moves = n->cap_moves ? 2 * n->cap_moves : 256;
+		n->moves = realloc(n->moves, n->cap_moves * sizeof(*n->moves));
+		assert_non_null(n->moves);
+	}
+	n->moves[n->n_moves][0] = from;
+	n->moves[n->n_moves++][1] = to;
+}
+
+/* Where the record written at loc is now, following its moves in order. */
+static inline uint64_t nvt_follow(const struct nvt *n, uint64_t loc)
+{
+	for (size_t k = 0; k < n->n_moves; k++)
+		if (n->moves[k][0] == loc)
+			loc = n->moves[k][1];
+	return loc;
 }
 
 static inline bool nvt_was_dropped(const struct nvt *n, uint64_t loc)
@@ -66,8 +91,11 @@ static inline void nvt_init(struct nvt *n, const char *bytes, const char *qd)
 	kvt_opts_defaults(&n->opts);
 	assert_int_equal(kvt_opts_set(&n->opts, "nvme.bytes", bytes), 0);
 	assert_int_equal(kvt_opts_set(&n->opts, "nvme.queue_depth", qd), 0);
-	n->env = (struct kvt_tier_env){
-	    .opts = &n->opts, .data_dir = n->dir, .dropped = nvt_on_drop, .arg = n};
+	n->env = (struct kvt_tier_env){.opts = &n->opts,
+	                               .data_dir = n->dir,
+	                               .dropped = nvt_on_drop,
+	                               .arg = n,
+	                               .moved = nvt_on_move};
 	n->hooks.backend = g_backend;
 }
 
@@ -88,6 +116,7 @@ static inline void nvt_fini(struct nvt *n)
 		nvt_close(n);
 	kvt_test_rmtree(n->dir);
 	free(n->dropped);
+	free(n->moves);
 }
 
 static inline const char *nvt_path(const struct nvt *n, char *buf, size_t len)
@@ -96,10 +125,10 @@ static inline const char *nvt_path(const struct nvt *n, char *buf, size_t len)
 	return buf;
 }
 
-/* The identity of record seed. */
+/* The identity of record seed: tenant 7's, or the tenant in bits 48..63 of the seed when set. */
 static inline struct kvt_tier_id nvt_id(uint64_t seed)
 {
-	struct kvt_tier_id id = {.tenant = 7};
+	struct kvt_tier_id id = {.tenant = seed >> 48 ? (uint32_t)(seed >> 48) : 7};
 	id.ns.w[0] = 0x6e73, id.ns.w[1] = 1;
 	id.key.w[0] = seed, id.key.w[1] = ~seed;
 	return id;

@@ -14,8 +14,16 @@
  *           read_batch() of Q random records a call, verified; throughput.
  * Ratios are tier / raw from this run. The disk here may be virtual: ratios are what count.
  *
+ * --quota: what nvme.quota's copying forward costs. Tenant 1 writes a share of the tier (0 %,
+ * 10 %, 25 %, 50 %, guaranteed by nvme.quota), then tenant 2 floods 3x the tier with write_batch
+ * calls of 8 records; the same flood with no quota (the plain FIFO) runs in the same run as the
+ * baseline. Reported: the flood's throughput and its ratio to the baseline, the write
+ * amplification (device bytes / flood bytes), tenant 1's records still there, and the slowest
+ * batch (a reclaim that copies forward runs inside the write that needed the room).
+ *
  * usage: kvtier-bench-nvme [--dir DIR] [--sizes 256K,2M,32M] [--qd 1,8,32] [--mib-per-case 512]
  *                          [--backend uring|pio] [--fio]
+ *        kvtier-bench-nvme --quota [--dir DIR] [--sizes 2M] [--mib-per-case 512 (the tier)]
  */
 #include "nvme.h"
 #include "nvme_int.h"
@@ -269,6 +277,147 @@ out:
 	return rc;
 }
 
+/* ---- --quota ---- */
+
+struct quota_res {
+	double flood_mbs, wa, worst_ms;
+	uint64_t kept, written, moved;
+};
+
+static void count_move(void *arg, const struct kvt_tier_id *id, uint64_t from, uint64_t to)
+{
+	(void)id, (void)from, (void)to;
+	++*(uint64_t *)arg;
+}
+
+static int count_tenant1(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	(void)loc;
+	*(uint64_t *)arg += h->tenant == 1;
+	return 0;
+}
+
+/* Writes n records of tenant from key k0 on, 8 a call. @return : 0 or -EIO; *worst: the
+ * slowest call in seconds. */
+static int write_tenant(struct kvt_tier *t, uint8_t *bufs, size_t rec, uint32_t tenant, uint64_t k0,
+                        size_t n, double *worst)
+{
+	size_t buf_len = KVT_ALIGN_UP(rec, (size_t)4096);
+	struct kvt_tier_wreq w[8];
+	struct kvt_chunk_hdr h = {.tenant = tenant, .payload_bytes = rec - KVT_CHUNK_HDR_BYTES};
+	h.payload_sum = kvt_chunk_sum(bufs + KVT_CHUNK_HDR_BYTES, h.payload_bytes);
+	for (size_t i = 0; i < n; i += 8) {
+		unsigned m = (unsigned)KVT_MIN((size_t)8, n - i);
+		for (unsigned k = 0; k < m; k++) {
+			h.key.w[0] = k0 + i + k, h.seq = k0 + i + k;
+			kvt_chunk_hdr_encode(bufs + k * buf_len, &h);
+			w[k] = (struct kvt_tier_wreq){
+			    .buf = bufs + k * buf_len, .rec_len = rec, .buf_len = buf_len};
+		}
+		double a = now_s();
+		if (kvt_tier_nvme.write_batch(t, w, m) != m)
+			return -EIO;
+		*worst = KVT_MAX(*worst, now_s() - a);
+	}
+	return 0;
+}
+
+static int quota_case(const char *dir, const char *backend, size_t rec, uint64_t tier_bytes,
+                      unsigned pct, struct quota_res *res)
+{
+	struct kvt_options o;
+	kvt_opts_defaults(&o);
+	char v[96];
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)tier_bytes);
+	kvt_opts_set(&o, "nvme.bytes", v);
+	kvt_opts_set(&o, "nvme.queue_depth", "8");
+	uint64_t moves = 0;
+	struct kvt_tier_env env = {.opts = &o, .data_dir = dir, .moved = count_move, .arg = &moves};
+	struct kvt__nvme_hooks hooks = {.backend = backend};
+	struct kvt_tier *t;
+	int rc = kvt__nvme_open_hooked(&env, &hooks, &t);
+	if (rc)
+		return rc;
+	struct kvt_tier_stats st;
+	kvt_tier_nvme.stats(t, &st);
+	uint64_t cap = st.capacity_bytes, share = cap / 100 * pct;
+	kvt_tier_nvme.close(t);
+	if (pct) { /* reopen with the guarantee, now that the capacity is known */
+		snprintf(v, sizeof(v), "1=%llu/%llu", (unsigned long long)share,
+		         (unsigned long long)cap);
+		kvt_opts_set(&o, "nvme.quota", v);
+	}
+	char p[600];
+	snprintf(p, sizeof(p), "%s/nvme.dat", dir);
+	unlink(p);
+	if ((rc = kvt__nvme_open_hooked(&env, &hooks, &t)))
+		return rc;
+	size_t buf_len = KVT_ALIGN_UP(rec, (size_t)4096);
+	uint8_t *bufs = aligned_alloc(4096, buf_len * 8);
+	if (!bufs) {
+		kvt_tier_nvme.close(t);
+		return -ENOMEM;
+	}
+	memset(bufs, 0x55, buf_len * 8);
+	kvt_tier_nvme_register(t, bufs, buf_len * 8);
+	size_t n_a = (size_t)(share / buf_len), n_flood = (size_t)(3 * cap / buf_len);
+	double worst = 0;
+	rc = write_tenant(t, bufs, rec, 1, 0, n_a, &worst);
+	kvt_tier_nvme.stats(t, &st);
+	uint64_t before = st.write_bytes;
+	struct kvt__nvme_xstats x0;
+	kvt__nvme_xstats(t, &x0);
+	worst = 0;
+	double t0 = now_s();
+	if (!rc)
+		rc = write_tenant(t, bufs, rec, 2, 1u << 30, n_flood, &worst);
+	double dt = now_s() - t0;
+	struct kvt__nvme_xstats x;
+	kvt__nvme_xstats(t, &x);
+	kvt_tier_nvme.stats(t, &st);
+	uint64_t flood = st.write_bytes - before, moved_bytes = x.moved_bytes - x0.moved_bytes;
+	res->flood_mbs = (double)flood / dt / 1e6;
+	res->wa = (double)(flood + moved_bytes) / (double)flood;
+	res->worst_ms = worst * 1e3;
+	res->written = n_a;
+	res->moved = moves;
+	res->kept = 0;
+	kvt_tier_nvme.iterate(t, count_tenant1, &res->kept);
+	free(bufs);
+	kvt_tier_nvme.close(t);
+	unlink(p);
+	return rc;
+}
+
+static int run_quota(const char *dir, const char *backend, size_t rec, uint64_t tier_bytes)
+{
+	printf("# kvtier-bench-nvme --quota: dir %s, backend %s, %llu MiB tier, %zu-byte records, "
+	       "flood 3x the tier\n",
+	       dir, backend, (unsigned long long)(tier_bytes >> 20), rec);
+	printf(
+	    "| guaranteed share | tenant 1 kept / written | flood MB/s | **vs no quota** | write "
+	    "amplification | records moved | slowest batch ms |\n|---|---|---|---|---|---|---|\n");
+	struct quota_res base = {0};
+	static const unsigned pcts[] = {0, 10, 25, 50};
+	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
+		struct quota_res r = {0};
+		int rc = quota_case(dir, backend, rec, tier_bytes, pcts[i], &r);
+		if (rc) {
+			fprintf(stderr, "quota case %u%%: %s\n", pcts[i], strerror(-rc));
+			return 1;
+		}
+		if (!pcts[i])
+			base = r;
+		printf("| %u %% | %llu / %llu | %.0f | **%.2f** | %.3f | %llu | %.1f |\n", pcts[i],
+		       (unsigned long long)r.kept, (unsigned long long)r.written, r.flood_mbs,
+		       r.flood_mbs / base.flood_mbs, r.wa, (unsigned long long)r.moved, r.worst_ms);
+		fflush(stdout);
+	}
+	printf("(0 %%: no quota, the baseline; tenant 1's records are written before the flood, so "
+	       "with no guarantee the flood takes them all)\n");
+	return 0;
+}
+
 static void run_fio(const char *dir)
 {
 	char cmd[1024];
@@ -307,14 +456,11 @@ int main(int argc, char **argv)
 	uint64_t sizes[8] = {256 << 10, 2 << 20, 32 << 20}, qds[8] = {1, 8, 32};
 	size_t n_sizes = 3, n_qds = 3;
 	uint64_t per_case = 512ull << 20;
-	bool fio = false;
-	static const struct option lo[] = {{"dir", 1, 0, 'd'},
-	                                   {"sizes", 1, 0, 's'},
-	                                   {"qd", 1, 0, 'q'},
-	                                   {"mib-per-case", 1, 0, 'm'},
-	                                   {"backend", 1, 0, 'b'},
-	                                   {"fio", 0, 0, 'f'},
-	                                   {0, 0, 0, 0}};
+	bool fio = false, quota = false;
+	static const struct option lo[] = {{"dir", 1, 0, 'd'},     {"sizes", 1, 0, 's'},
+	                                   {"qd", 1, 0, 'q'},      {"mib-per-case", 1, 0, 'm'},
+	                                   {"backend", 1, 0, 'b'}, {"fio", 0, 0, 'f'},
+	                                   {"quota", 0, 0, 'Q'},   {0, 0, 0, 0}};
 	for (int c; (c = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
 		switch (c) {
 		case 'd':
@@ -335,6 +481,9 @@ int main(int argc, char **argv)
 		case 'f':
 			fio = true;
 			break;
+		case 'Q':
+			quota = true;
+			break;
 		default:
 			fprintf(stderr, "see the comment at the top of bench_nvme.c\n");
 			return 2;
@@ -351,6 +500,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(raw_path, sizeof(raw_path), "%s/raw.dat", tdir);
+	if (quota) {
+		int qrc =
+		    run_quota(tdir, backend, n_sizes == 3 ? 2u << 20 : (size_t)sizes[0], per_case);
+		rmdir(tdir);
+		return qrc;
+	}
 	uint64_t file_bytes = per_case * 2 + (64ull << 20) * 4;
 	printf("# kvtier-bench-nvme: dir %s, backend %s, %llu MiB per case\n", tdir, backend,
 	       (unsigned long long)(per_case >> 20));

@@ -12,10 +12,13 @@
  * sequential writes. A slab allocator would waste the gap to the next size class and scatter
  * small random writes; the log packs records back to back (waste: the 4 KiB padding and the
  * unused tail of each region, under one record) and writes sequentially. Reclaim is FIFO by
- * region (CacheLib Navy's block cache, without reinsertion): the oldest region is erased as a
- * whole and the daemon is told about each live record in it (env->dropped), so nothing is ever
- * copied forward and the tier's write amplification is 1 + 4 KiB/record (the terminator), i.e.
- * 1.016 at 256 KiB, 1.002 at 2 MiB. Hot chunks survive because the daemon promotes them.
+ * region (CacheLib Navy's block cache): the oldest region is erased as a whole and the daemon is
+ * told about each live record in it (env->dropped), so the tier's write amplification is
+ * 1 + 4 KiB/record (the terminator), i.e. 1.016 at 256 KiB, 1.002 at 2 MiB. Hot chunks survive
+ * because the daemon promotes them. With nvme.quota (quota.c) a tenant's guaranteed records are
+ * copied forward at reclaim (reclaim.c), and a region that would keep too much of itself to
+ * leave room is passed over whole (kvt__nvme_log_place), so the ring's regions may be out of
+ * seq order behind the head; seq still names each region's age and the head is the newest.
  *
  * Superblock: double-buffered; generation g lives in copy g % 2, so a torn superblock write
  * leaves the other copy valid. It holds the geometry and a random instance id; a region or
@@ -61,9 +64,14 @@ static void block_seal(uint8_t *b)
 	kvt_store_le64(b + SUM_OFF, block_sum(b));
 }
 
-static uint64_t region_start(const struct kvt_nvme *t, uint64_t r)
+uint64_t kvt__nvme_region_start(const struct kvt_nvme *t, uint64_t r)
 {
 	return t->data_off + r * t->region_bytes;
+}
+
+static uint64_t region_start(const struct kvt_nvme *t, uint64_t r)
+{
+	return kvt__nvme_region_start(t, r);
 }
 
 uint64_t kvt__nvme_rec_off(const struct kvt_nvme *t, uint64_t region, const struct kvt__nvme_rec *r)
@@ -71,7 +79,7 @@ uint64_t kvt__nvme_rec_off(const struct kvt_nvme *t, uint64_t region, const stru
 	return region_start(t, region) + (uint64_t)r->off_blocks * KVT_NVME_BLOCK;
 }
 
-static int rw1(struct kvt_nvme *t, int op, uint64_t off, void *buf, size_t len)
+int kvt__nvme_rw1(struct kvt_nvme *t, int op, uint64_t off, void *buf, size_t len)
 {
 	struct kvt__nvme_seg s = {off, buf, len};
 	return kvt__nvme_rw(t, op, &s, 1);
@@ -95,7 +103,8 @@ int kvt__nvme_log_sb_write(struct kvt_nvme *t, bool clean)
 	kvt_store_le64(b + 56, t->instance);
 	kvt_store_le32(b + 64, clean);
 	block_seal(b);
-	int rc = rw1(t, KVT_NVME_WRITE, (t->sb_gen & 1) * KVT_NVME_BLOCK, b, KVT_NVME_BLOCK);
+	int rc =
+	    kvt__nvme_rw1(t, KVT_NVME_WRITE, (t->sb_gen & 1) * KVT_NVME_BLOCK, b, KVT_NVME_BLOCK);
 	if (!rc && fdatasync(t->fd))
 		rc = -errno;
 	return rc;
@@ -125,7 +134,7 @@ static struct sb sb_decode(const uint8_t *b)
 /* @return : 1 when the superblock matches this geometry (recover), 0 (format), or -errno. */
 static int sb_read(struct kvt_nvme *t)
 {
-	int rc = rw1(t, KVT_NVME_READ, 0, t->scan_buf, 2 * KVT_NVME_BLOCK);
+	int rc = kvt__nvme_rw1(t, KVT_NVME_READ, 0, t->scan_buf, 2 * KVT_NVME_BLOCK);
 	if (rc)
 		return rc;
 	struct sb a = sb_decode(t->scan_buf), b = sb_decode(t->scan_buf + KVT_NVME_BLOCK);
@@ -149,7 +158,7 @@ static int sb_read(struct kvt_nvme *t)
 
 int kvt__nvme_log_probe(struct kvt_nvme *t)
 {
-	int rc = rw1(t, KVT_NVME_READ, 0, t->scan_buf, 2 * KVT_NVME_BLOCK);
+	int rc = kvt__nvme_rw1(t, KVT_NVME_READ, 0, t->scan_buf, 2 * KVT_NVME_BLOCK);
 	if (rc)
 		return rc;
 	struct sb a = sb_decode(t->scan_buf), b = sb_decode(t->scan_buf + KVT_NVME_BLOCK);
@@ -160,7 +169,7 @@ int kvt__nvme_log_probe(struct kvt_nvme *t)
 
 /* ---- regions ---- */
 
-static int region_open(struct kvt_nvme *t, uint64_t r)
+int kvt__nvme_region_open(struct kvt_nvme *t, uint64_t r)
 {
 	uint8_t *b = t->blk;
 	memset(b, 0, KVT_NVME_BLOCK);
@@ -170,7 +179,7 @@ static int region_open(struct kvt_nvme *t, uint64_t r)
 	kvt_store_le64(b + 24, r);
 	block_seal(b);
 	/* header + the zero block after it: nothing of the region's past use survives a scan */
-	int rc = rw1(t, KVT_NVME_WRITE, region_start(t, r), b, 2 * KVT_NVME_BLOCK);
+	int rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, region_start(t, r), b, 2 * KVT_NVME_BLOCK);
 	if (rc)
 		return rc;
 	t->regions[r].seq = t->next_seq++;
@@ -179,36 +188,40 @@ static int region_open(struct kvt_nvme *t, uint64_t r)
 	return 0;
 }
 
-static void region_reclaim(struct kvt_nvme *t, uint64_t r)
-{
-	struct kvt__nvme_region *R = &t->regions[r];
-	for (uint32_t i = 0; i < R->n_recs; i++) {
-		struct kvt__nvme_rec *rec = &R->recs[i];
-		if (!rec->alive)
-			continue;
-		kvt__nvme_log_kill(t, r, rec, false);
-		KVT_NVME_ADD(t, st.evictions, 1);
-	}
-	R->n_recs = 0;
-	R->seq = 0;
-}
-
-int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len)
+int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid)
 {
 	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
-	struct kvt__nvme_region *R = &t->regions[t->head];
-	if (R->seq && R->wp + need > t->region_bytes) {
-		t->head = (t->head + 1) % t->n_regions;
-		R = &t->regions[t->head];
-		if (R->seq)
-			region_reclaim(t, t->head);
-	}
-	if (!R->seq) {
-		int rc = region_open(t, t->head);
+	bool passed = false; /* the head is a region this call passed over: not written to */
+	for (uint64_t step = 0;; step++) {
+		struct kvt__nvme_region *R = &t->regions[t->head];
+		if (!passed) {
+			if (!R->seq) {
+				int rc = kvt__nvme_region_open(t, t->head);
+				if (rc)
+					return rc;
+			}
+			if (R->wp + need <= t->region_bytes)
+				return (int64_t)(region_start(t, t->head) + R->wp);
+		}
+		uint64_t next = (t->head + 1) % t->n_regions;
+		if (next == avoid)
+			return -EAGAIN;
+		t->head = next;
+		passed = false;
+		if (!t->regions[next].seq)
+			continue;
+		/* A region that nvme.quota would keep too much of to leave room for this record is
+		 * passed over as it is (no I/O); one trip round the ring on, regions are taken
+		 * whole, so a write never waits on a log full of guarantees. */
+		bool may_keep = step < t->n_regions;
+		if (may_keep && kvt__nvme_reclaim_keeps(t, next) + need > t->max_rec) {
+			passed = true;
+			continue;
+		}
+		int rc = kvt__nvme_reclaim(t, next, may_keep);
 		if (rc)
 			return rc;
 	}
-	return (int64_t)(region_start(t, t->head) + R->wp);
 }
 
 int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint64_t file_off,
@@ -233,11 +246,11 @@ int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint
 	R->wp = KVT_MAX(R->wp, in + need); /* a write run may have placed records past it */
 	KVT_NVME_ADD(t, st.used_bytes, need);
 	KVT_NVME_ADD(t, st.chunks, 1);
+	kvt__nvme_quota_account(t, rec, +1);
 	return 0;
 }
 
-void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
-                        bool tombstone)
+void kvt__nvme_log_unlink(struct kvt_nvme *t, struct kvt__nvme_rec *rec)
 {
 	if (!rec->alive)
 		return;
@@ -245,6 +258,15 @@ void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_re
 	KVT_NVME_ADD(t, st.used_bytes,
 	             -KVT_ALIGN_UP((uint64_t)rec->rec_len, (uint64_t)KVT_NVME_BLOCK));
 	KVT_NVME_ADD(t, st.chunks, (uint64_t)-1);
+	kvt__nvme_quota_account(t, rec, -1);
+}
+
+void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
+                        bool tombstone)
+{
+	if (!rec->alive)
+		return;
+	kvt__nvme_log_unlink(t, rec);
 	uint64_t off = kvt__nvme_rec_off(t, region, rec);
 	if (tombstone) {
 		uint8_t *b = t->blk;
@@ -253,8 +275,8 @@ void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_re
 		kvt_store_le64(b + 8, t->instance);
 		kvt_store_le32(b + 16, rec->rec_len);
 		block_seal(b);
-		rw1(t, KVT_NVME_WRITE, off, b,
-		    KVT_NVME_BLOCK); /* best effort: counted if it fails */
+		kvt__nvme_rw1(t, KVT_NVME_WRITE, off, b,
+		              KVT_NVME_BLOCK); /* best effort: counted if it fails */
 	}
 	if (t->env.dropped && !t->recovering) {
 		struct kvt_tier_id id = {
@@ -385,7 +407,8 @@ static int verify_head(struct kvt_nvme *t)
 	for (uint32_t i = 0; i < R->n_recs; i++) {
 		struct kvt__nvme_rec *rec = &R->recs[i];
 		uint64_t need = KVT_ALIGN_UP((uint64_t)rec->rec_len, (uint64_t)KVT_NVME_BLOCK);
-		int rc = rw1(t, KVT_NVME_READ, kvt__nvme_rec_off(t, t->head, rec), buf, need);
+		int rc =
+		    kvt__nvme_rw1(t, KVT_NVME_READ, kvt__nvme_rec_off(t, t->head, rec), buf, need);
 		struct kvt_chunk_hdr h;
 		bool ok = !rc && !kvt_chunk_hdr_decode(buf, &h) &&
 		          !kvt_chunk_verify(&h, buf + KVT_CHUNK_HDR_BYTES,

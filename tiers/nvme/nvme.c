@@ -178,6 +178,7 @@ static void nvme_close(struct kvt_tier *tier)
 		kvt__nvme_log_sb_write(t, true);
 	kvt__nvme_engine_close(&t->eng);
 	kvt__nvme_log_close(t);
+	kvt__nvme_quota_close(t);
 	free(t->bjobs), free(t->bstate), free(t->bsum);
 	if (t->fd >= 0)
 		close(t->fd);
@@ -230,7 +231,7 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	                        KVT_NVME_BATCH_MAX * sizeof(*t->bsum));
 	if (!t->bjobs || !t->bstate || !t->bsum)
 		goto err;
-	if ((rc = kvt__nvme_log_open(t)))
+	if ((rc = kvt__nvme_quota_open(t)) || (rc = kvt__nvme_log_open(t)))
 		goto err;
 	*out = (struct kvt_tier *)t;
 	return 0;
@@ -271,6 +272,11 @@ static int write_check(struct kvt_nvme *t, const struct kvt_tier_wreq *q, struct
 	}
 	if (kvt_chunk_hdr_decode(q->buf, h) || h->payload_bytes != q->rec_len - KVT_CHUNK_HDR_BYTES)
 		return -EINVAL;
+	int rc = kvt__nvme_quota_admits(t, h, (uint32_t)q->rec_len);
+	if (rc) {
+		KVT_NVME_ADD(t, st.err_other, 1);
+		return rc;
+	}
 	return full_gate(t);
 }
 
@@ -372,7 +378,14 @@ static bool place(struct wrun *w, struct kvt_tier_wreq *q)
 		return false;
 	}
 	w->moved |= change;
-	int64_t off = kvt__nvme_log_place(t, (uint32_t)q->rec_len);
+	/* the run's records so far are in bstate[0]'s region, or right after it */
+	uint64_t avoid = w->m ? t->bstate[0].region : UINT64_MAX;
+	int64_t off = kvt__nvme_log_place(t, (uint32_t)q->rec_len, avoid);
+	if (off == -EAGAIN) { /* the head came round to this run's region: next run */
+		w->carry = q;
+		w->closed = true;
+		return false;
+	}
 	if (off < 0) {
 		q->res = (int)off;
 		write_failed(t, q->res);
@@ -491,6 +504,7 @@ static void finish_ready(struct wrun *w, const struct kvt__nvme_batch *b)
 			KVT_NVME_ADD(t, st.writes, 1);
 			KVT_NVME_ADD(t, st.write_bytes, q->rec_len);
 			w->ok++;
+			kvt__nvme_quota_trim(t, h.tenant);
 			w->src->done(w->src->arg, q);
 			continue;
 		}

@@ -3,7 +3,9 @@
  *
  * Layering (top to bottom):
  *   nvme.c     the tier ops table: write/read/remove/iterate/stats/enable over the log
- *   log.c      on-disk layout: superblocks, regions, records, recovery scan, FIFO reclaim
+ *   log.c      on-disk layout: superblocks, regions, records, recovery scan, the ring's head
+ *   reclaim.c  taking the oldest region back: drops, or copies forward what nvme.quota keeps
+ *   quota.c    nvme.quota: per-tenant bytes, who is kept at reclaim, trimming a tenant's oldest
  *   engine.c   one synchronous request = many in-flight I/Os: splitting, batching, short-I/O
  *              resubmission, -EAGAIN retries, error classification, alignment checks
  *   io_*.c     backends behind struct kvt__nvme_io_ops: io_uring, pread/pwrite thread pool,
@@ -21,6 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
+
+struct kvt_quota;
 
 #define KVT_NVME_FORMAT        1u
 #define KVT_NVME_BLOCK         4096u      /* superblock, region header, terminator */
@@ -161,7 +165,10 @@ struct kvt__nvme_batch {
 struct kvt__nvme_xstats {
 	uint64_t short_reads, short_writes, again_retries, submit_busy, efbig, rejected_full;
 	uint64_t misaligned, fixed_ios, plain_ios, dropped_io, resurrected_skip;
-	uint64_t landed_sums; /* reads verified by the checksum that followed their pieces */
+	uint64_t landed_sums;        /* reads verified by the checksum that followed their pieces */
+	uint64_t moved, moved_bytes; /* records copied forward at reclaim (nvme.quota guarantees) */
+	uint64_t quota_trims;        /* records dropped because their tenant passed its maximum */
+	uint64_t guarantee_dropped;  /* guaranteed records dropped anyway (no room to keep them) */
 };
 
 struct kvt__nvme_engine {
@@ -205,6 +212,7 @@ struct kvt__nvme_rec {
 	struct kvt_chunk_hdr h;
 	uint32_t off_blocks; /* from the region start, in align units */
 	uint32_t rec_len;
+	uint16_t tix; /* the tenant's index in t->quota (0 without nvme.quota) */
 	bool alive;
 };
 
@@ -257,6 +265,10 @@ struct kvt_nvme {
 	struct kvt_chunk_sum_state *bsum; /* reads: one running checksum per record of a batch */
 	struct kvt__nvme_hooks hooks;
 	const char *backend_name;
+	/* nvme.quota (quota.c): NULL without */
+	struct kvt_quota *quota;
+	struct kvt__nvme_cursor *cursor; /* per tenant index: where its oldest record may be */
+	uint32_t n_cursor;
 	/* health */
 	unsigned consecutive_err;
 	uint64_t full_since_ns;
@@ -275,18 +287,57 @@ static inline uint64_t kvt__nvme_loc(uint64_t file_off, uint64_t region_seq)
 	return (file_off >> 12) | (region_seq & 0xffffffull) << 40;
 }
 
+struct kvt__nvme_cursor {
+	uint64_t region, seq; /* seq 0 (or a region reused since): start at the oldest region */
+	uint32_t idx;
+};
+
 int kvt__nvme_log_open(struct kvt_nvme *t);
 void kvt__nvme_log_close(struct kvt_nvme *t);
 /* Finds the live record at loc. @return : the record and its region index, or NULL. */
 struct kvt__nvme_rec *kvt__nvme_log_find(struct kvt_nvme *t, uint64_t loc, uint64_t *region);
-/* Makes room for a record of rec_len at the head. @return : its file offset, or -errno. */
-int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len);
+/* Makes room for a record of rec_len at the head, never reclaiming region avoid (where records
+ * of a write run still in flight go; UINT64_MAX: none). @return : its file offset, -EAGAIN
+ * (the head would need region avoid: try again in the next run), or -errno. */
+int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid);
 /* Appends the record just written at file_off. @return : 0 or -ENOMEM. */
 int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint64_t file_off,
                          uint32_t rec_len);
 /* Marks rec dead; tombstone writes a zero block over its header (persisted drop). */
 void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
                         bool tombstone);
+/* Marks rec dead and takes it off the counts, telling no one (a record being moved). */
+void kvt__nvme_log_unlink(struct kvt_nvme *t, struct kvt__nvme_rec *rec);
+/* Opens region r for writing: a fresh header, and a zero block after it. @return : 0, -errno. */
+int kvt__nvme_region_open(struct kvt_nvme *t, uint64_t r);
+uint64_t kvt__nvme_region_start(const struct kvt_nvme *t, uint64_t r);
+/* One synchronous I/O of a tier's own (superblock, region header, reclaim). */
+int kvt__nvme_rw1(struct kvt_nvme *t, int op, uint64_t off, void *buf, size_t len);
+
+/*
+ * Takes the oldest region r back for the head (reclaim.c): every live record in it is dropped
+ * (env->dropped) unless nvme.quota keeps it and may_keep is set; kept records are read, checked,
+ * written again at the start of the reopened region, and reported (env->moved). On return the
+ * region is open, or free when opening it failed. @return : 0, or region_open's error.
+ */
+int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep);
+/* The bytes kvt__nvme_reclaim(t, r, true) would keep, or a little more (no I/O, no change). */
+uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r);
+
+/* ---- nvme.quota (quota.c) ---- */
+
+/* Reads nvme.quota. @return : 0, -EINVAL (malformed; guarantees above half the tier; no
+ * env->moved to report copies with), -ENOMEM. */
+int kvt__nvme_quota_open(struct kvt_nvme *t);
+void kvt__nvme_quota_close(struct kvt_nvme *t);
+/* The record of header h enters (+1) or leaves (-1) the tier's accounts. */
+void kvt__nvme_quota_account(struct kvt_nvme *t, struct kvt__nvme_rec *rec, int sign);
+/* @return : 0, or -EDQUOT when a record of rec_len can never fit its tenant's maximum. */
+int kvt__nvme_quota_admits(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint32_t rec_len);
+/* At reclaim: whether dropping rec would take its tenant below its guarantee. */
+bool kvt__nvme_quota_keeps(struct kvt_nvme *t, const struct kvt__nvme_rec *rec);
+/* Drops the tenant's oldest records (no I/O) while it holds more than its maximum. */
+void kvt__nvme_quota_trim(struct kvt_nvme *t, uint32_t tenant_key);
 uint64_t kvt__nvme_rec_off(const struct kvt_nvme *t, uint64_t region,
                            const struct kvt__nvme_rec *r);
 /* Reads and checks the superblock (the enable() probe). */

@@ -27,7 +27,7 @@ struct kvt__rdb_slot {
 	uint32_t born_s; /* seconds since the tier opened, at write or recovery (TTL) */
 	uint8_t live;
 	uint8_t mark; /* scratch: chosen as a victim, or seen by a reconcile scan */
-	uint16_t tix; /* the tenant's dense index (tier.c: tkeys), for rocksdb.quota */
+	uint16_t tix; /* the tenant's dense index (kvt_quota_key_ix), for rocksdb.quota */
 };
 
 struct kvt__rdb_index {
@@ -103,8 +103,6 @@ struct kvt_tier {
 	const struct kvt_policy_ops *pol_ops;
 	struct kvt_policy *pol;
 	struct kvt_quota *quota; /* owned; rocksdb.quota, NULL when unset */
-	uint32_t *tkeys;         /* owned; tenant keys by dense index (slot.tix), n_tkeys long */
-	uint32_t n_tkeys;
 	uint64_t cap_bytes, used_bytes;
 	uint64_t ttl_s;
 	uint64_t open_ns, last_sweep_ns, last_flush_ns, last_probe_ns;

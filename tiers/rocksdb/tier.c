@@ -100,20 +100,9 @@ static void policy_insert(struct kvt_tier *t, uint32_t s)
 
 /* ---- quotas ---- */
 
-/* The dense index of tenant key (found or added; on ENOMEM index 0, so a write never fails
- * for want of an account). Linear: a tier serves a handful of tenants. */
 static uint16_t tenant_ix(struct kvt_tier *t, uint32_t key)
 {
-	for (uint32_t i = 0; i < t->n_tkeys; i++)
-		if (t->tkeys[i] == key)
-			return (uint16_t)i;
-	uint32_t *k =
-	    t->n_tkeys < UINT16_MAX ? realloc(t->tkeys, (t->n_tkeys + 1) * sizeof(*k)) : NULL;
-	if (!k)
-		return 0;
-	t->tkeys = k;
-	k[t->n_tkeys] = key;
-	return (uint16_t)t->n_tkeys++;
+	return kvt_quota_key_ix(t->quota, key);
 }
 
 static int quota_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
@@ -665,7 +654,6 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	return 0;
 err_db:
 	kvt_quota_destroy(t->quota);
-	free(t->tkeys);
 	kvt__rdb_db_close(&t->db);
 err_batch:
 	rocksdb_writebatch_destroy(t->batch);
@@ -697,7 +685,6 @@ static void rdb_close(struct kvt_tier *t)
 	rocksdb_writebatch_destroy(t->batch);
 	t->pol_ops->destroy(t->pol);
 	kvt_quota_destroy(t->quota);
-	free(t->tkeys);
 	kvt__rdb_index_fini(&t->ix);
 	XXH3_freeState(t->xxh);
 	free(t->victims);

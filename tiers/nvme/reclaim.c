@@ -1,0 +1,246 @@
+/*
+ * reclaim.c -- taking the oldest region back for the head of the log.
+ *
+ * Without nvme.quota every live record of the region is dropped and the daemon told
+ * (env->dropped): a FIFO, write amplification 1. With it, a record whose tenant would go below
+ * its guarantee is copied forward instead: read whole, checked like any read (header, identity,
+ * payload checksum; a bad one is dropped and counted, never copied), and written again at the
+ * start of the same region once it is reopened, and the daemon told where it went
+ * (env->moved). So a tenant that floods the tier advances the log over its own records and
+ * everyone's unprotected ones, and the protected ones cycle with the log: they cost one rewrite
+ * per trip around it, at most the guaranteed bytes (quota.c keeps guarantees under half the
+ * tier).
+ *
+ * Crash safety is the write path's (nvme.c): the reopened region's first block after its header
+ * is zero, so the recovery walk finds nothing there until the first kept record's header block
+ * is written, and that block is written last, after every other block of the kept records and a
+ * zero terminator after them. A crash before it loses the kept records (a cache may), and never
+ * leaves a record that is not whole. A failed read or write drops what it would have kept.
+ *
+ * Cost: a reclaim that keeps k bytes reads and writes k bytes synchronously on the tier's
+ * thread, inside the write that needed the room (kvt__nvme_log_place, never while a run is in
+ * flight), and holds k bytes of memory while it does.
+ */
+#include "nvme_int.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kept {
+	struct kvt_chunk_hdr h;
+	uint64_t from_off, from_loc;
+	uint32_t rec_len;
+	bool bad;
+};
+
+static uint64_t padded(uint32_t rec_len)
+{
+	return KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
+}
+
+static struct kvt_tier_id id_of(const struct kvt_chunk_hdr *h)
+{
+	return (struct kvt_tier_id){.tenant = h->tenant, .ns = h->ns, .key = h->key};
+}
+
+/* The kept records failed to move: they are gone, and the daemon must hear of it. */
+static void drop_kept(struct kvt_nvme *t, const struct kept *k, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (k[i].bad)
+			continue;
+		KVT_NVME_ADD(t, st.evictions, 1);
+		KVT_NVME_ADD(t, xs.guarantee_dropped, 1);
+		if (t->env.dropped) {
+			struct kvt_tier_id id = id_of(&k[i].h);
+			t->env.dropped(t->env.arg, &id, k[i].from_loc);
+		}
+	}
+}
+
+/* Reads the kept records back to back into buf, each its own job, so that an I/O error drops
+ * only the record it hit (dropped, counted). */
+static void read_kept(struct kvt_nvme *t, struct kept *k, uint32_t n, uint8_t *buf,
+                      struct kvt__nvme_job *jobs)
+{
+	uint64_t at = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		jobs[i] = (struct kvt__nvme_job){.off = k[i].from_off,
+		                                 .buf = buf + at,
+		                                 .len = padded(k[i].rec_len),
+		                                 .op = KVT_NVME_READ,
+		                                 .ready = true};
+		at += padded(k[i].rec_len);
+	}
+	struct kvt__nvme_batch b = {
+	    .jobs = jobs, .n = n, .piece = (at + t->eng.depth - 1) / t->eng.depth};
+	kvt__nvme_run(t, &b);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!jobs[i].err)
+			continue;
+		k[i].bad = true;
+		KVT_NVME_ADD(t, xs.dropped_io, 1);
+		KVT_NVME_ADD(t, xs.guarantee_dropped, 1);
+		KVT_NVME_ADD(t, st.evictions, 1);
+		if (t->env.dropped) {
+			struct kvt_tier_id id = id_of(&k[i].h);
+			t->env.dropped(t->env.arg, &id, k[i].from_loc);
+		}
+	}
+}
+
+/* Checks each kept record as a read would; a bad one is dropped, counted, and squeezed out of
+ * buf. @return : the bytes of buf still to write. */
+static uint64_t check_kept(struct kvt_nvme *t, struct kept *k, uint32_t n, uint8_t *buf)
+{
+	uint64_t in = 0, out = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t len = padded(k[i].rec_len);
+		struct kvt_chunk_hdr h;
+		const uint8_t *p = buf + in;
+		in += len;
+		if (k[i].bad) /* its read failed */
+			continue;
+		if (!kvt_chunk_hdr_decode(p, &h) && h.tenant == k[i].h.tenant &&
+		    !memcmp(&h.ns, &k[i].h.ns, sizeof(h.ns)) &&
+		    !memcmp(&h.key, &k[i].h.key, sizeof(h.key)) && h.seq == k[i].h.seq &&
+		    !kvt_chunk_verify(&h, p + KVT_CHUNK_HDR_BYTES,
+		                      k[i].rec_len - KVT_CHUNK_HDR_BYTES)) {
+			if (out != in - len)
+				memmove(buf + out, p, len);
+			out += len;
+			continue;
+		}
+		k[i].bad = true;
+		KVT_NVME_ADD(t, st.corruptions, 1);
+		kvt_log_rl(KVT_LOG_WARN, "nvme: %s: corrupt record at %llu dropped at reclaim",
+		           t->path, (unsigned long long)k[i].from_off);
+		if (t->env.dropped) {
+			struct kvt_tier_id id = id_of(&k[i].h);
+			t->env.dropped(t->env.arg, &id, k[i].from_loc);
+		}
+	}
+	return out;
+}
+
+/* Writes len bytes of kept records at the start of the freshly opened region r: all but the
+ * first header block and a terminator, then that block. @return : 0 or -errno, and whether
+ * the first header block was issued (then the region must not be written over there). */
+static int write_kept(struct kvt_nvme *t, uint64_t r, uint8_t *buf, uint64_t len, bool *issued)
+{
+	uint64_t at = kvt__nvme_region_start(t, r) + KVT_NVME_BLOCK;
+	struct kvt__nvme_seg segs[2];
+	unsigned m = 0;
+	*issued = false;
+	if (len > KVT_NVME_BLOCK)
+		segs[m++] = (struct kvt__nvme_seg){at + KVT_NVME_BLOCK, buf + KVT_NVME_BLOCK,
+		                                   len - KVT_NVME_BLOCK};
+	if (KVT_NVME_BLOCK + len < t->region_bytes)
+		segs[m++] =
+		    (struct kvt__nvme_seg){at + len, t->blk + KVT_NVME_BLOCK, KVT_NVME_BLOCK};
+	int rc = m ? kvt__nvme_rw(t, KVT_NVME_WRITE, segs, m) : 0;
+	if (rc && m) /* once more: nothing of it is visible yet */
+		rc = kvt__nvme_rw(t, KVT_NVME_WRITE, segs, m);
+	if (rc)
+		return rc;
+	*issued = true;
+	rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, at, buf, KVT_NVME_BLOCK);
+	if (rc) /* the same block again is harmless */
+		rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, at, buf, KVT_NVME_BLOCK);
+	return rc;
+}
+
+uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r)
+{
+	const struct kvt__nvme_region *R = &t->regions[r];
+	uint64_t bytes = 0;
+	if (!t->quota)
+		return 0;
+	for (uint32_t i = 0; i < R->n_recs; i++)
+		if (R->recs[i].alive && kvt__nvme_quota_keeps(t, &R->recs[i]))
+			bytes += padded(R->recs[i].rec_len);
+	return bytes; /* more than the reclaim keeps when it drops some of a tenant's first */
+}
+
+int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
+{
+	struct kvt__nvme_region *R = &t->regions[r];
+	struct kept *k = NULL;
+	uint32_t n = 0;
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < R->n_recs; i++) {
+		struct kvt__nvme_rec *rec = &R->recs[i];
+		if (!rec->alive)
+			continue;
+		if (may_keep && kvt__nvme_quota_keeps(t, rec)) {
+			if (!k && !(k = malloc(R->n_recs * sizeof(*k))))
+				may_keep =
+				    false; /* no memory to keep with: drop, as without a quota */
+			else {
+				uint64_t off = kvt__nvme_rec_off(t, r, rec);
+				k[n++] = (struct kept){.h = rec->h,
+				                       .from_off = off,
+				                       .from_loc = kvt__nvme_loc(off, R->seq),
+				                       .rec_len = rec->rec_len};
+				bytes += padded(rec->rec_len);
+				kvt__nvme_log_unlink(
+				    t, rec); /* the accounts get it back when it lands */
+				continue;
+			}
+		}
+		if (kvt__nvme_quota_keeps(t, rec))
+			KVT_NVME_ADD(t, xs.guarantee_dropped, 1);
+		kvt__nvme_log_kill(t, r, rec, false);
+		KVT_NVME_ADD(t, st.evictions, 1);
+	}
+	uint8_t *buf = n ? aligned_alloc(KVT_TIER_ALIGN, bytes) : NULL;
+	struct kvt__nvme_job *jobs = n ? calloc(n, sizeof(*jobs)) : NULL;
+	if (n && (!buf || !jobs)) {
+		kvt_log_rl(KVT_LOG_WARN, "nvme: %s: no memory to copy %u records forward", t->path,
+		           n);
+		drop_kept(t, k, n);
+		n = 0;
+	}
+	if (n)
+		read_kept(t, k, n, buf, jobs);
+	free(jobs);
+	uint64_t len = n ? check_kept(t, k, n, buf) : 0;
+	R->n_recs = 0;
+	R->seq = 0;
+	int rc = kvt__nvme_region_open(t, r);
+	bool issued = false;
+	if (!rc && len && (rc = write_kept(t, r, buf, len, &issued))) {
+		kvt_log_rl(KVT_LOG_WARN, "nvme: %s: reclaim could not rewrite kept records: %s",
+		           t->path, strerror(-rc));
+		if (issued)
+			R->wp = t->region_bytes; /* a header may sit there: the region is spent */
+		rc = 0;                          /* the region is open: the write goes on */
+		len = 0;
+	}
+	if (rc || !len) {
+		drop_kept(t, k, n);
+		free(buf);
+		free(k);
+		return rc;
+	}
+	uint64_t at = kvt__nvme_region_start(t, r) + KVT_NVME_BLOCK;
+	for (uint32_t i = 0; i < n; i++) {
+		if (k[i].bad)
+			continue;
+		if (kvt__nvme_log_append(t, &k[i].h, at, k[i].rec_len)) {
+			drop_kept(t, &k[i], 1); /* no memory to track it: as good as gone */
+		} else {
+			KVT_NVME_ADD(t, xs.moved, 1);
+			KVT_NVME_ADD(t, xs.moved_bytes, padded(k[i].rec_len));
+			struct kvt_tier_id id = id_of(&k[i].h);
+			t->env.moved(t->env.arg, &id, k[i].from_loc, kvt__nvme_loc(at, R->seq));
+		}
+		at += padded(k[i].rec_len);
+	}
+	R->wp = KVT_NVME_BLOCK + len; /* past every kept record, tracked or not */
+	free(buf);
+	free(k);
+	return 0;
+}
