@@ -502,6 +502,18 @@ static void test_ipc_shared_lookup(void **state)
 	}
 }
 
+/* A daemon whose socket another uid may reach, and a client of ours with m's namespace. */
+static kvt_client_t *start_for_two(struct kvt_test_daemon *d, const char *const *sets,
+                                   const kvt_model_t *m, kvt_id_t *ns)
+{
+	assert_int_equal(kvt_test_daemon_start(d, sets), 0);
+	open_to_others(d);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d->sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, m, ns), 0);
+	return c;
+}
+
 /* The other tenant puts rounds x 64 chunks of new prefixes. @return : exit status (0: it
  * stored at least three quarters of them; a put may meet a full host waiting on demotions). */
 static int flood_as_nobody(const char *sock, const kvt_model_t *m, int rounds)
@@ -551,13 +563,9 @@ static int nvme_flood_survivors(const char *quota, long long *moved)
 	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=16MiB", q,
 	                      NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	open_to_others(&d);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks, 36 KiB records */
 	kvt_id_t ns, keys[48];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_client_t *c = start_for_two(&d, sets, &m, &ns);
 	prefix_keys(ns, 64, keys, 48, 11);
 	size_t cb = kvt_chunk_bytes(&m);
 	uint8_t *bufs = malloc(48 * cb), *got = malloc(cb);
@@ -617,13 +625,9 @@ static void test_ipc_tenant_quota(void **state)
 	}
 	const char *sets[] = {"host.bytes=4MiB", "tenant.quota=0=2MiB/4MiB,65534=0/4MiB", NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	open_to_others(&d);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks, 36 KiB records */
 	kvt_id_t ns, keys[N_CHUNKS];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_client_t *c = start_for_two(&d, sets, &m, &ns);
 	prefix_keys(ns, 64, keys, 48, 11); /* 48 x 36 KiB = 1.7 MiB, under the guarantee */
 	size_t cb = kvt_chunk_bytes(&m);
 	uint8_t *buf = calloc(1, cb);
