@@ -2,6 +2,10 @@
  * lru.c -- plain LRU: a doubly linked list through per-id arrays, most recent at the head.
  * O(1) insert, access and remove; victims are walked from the tail, skipping what the caller
  * says it cannot evict.
+ *
+ * fifo is the same list without the move on access: entries leave in the order they came (a
+ * re-insert comes again). It is what the nvme tier's log does (tiers/nvme/log.c), so that
+ * kvtier sim and the nvme tier's own miss-ratio curve can run it.
  */
 #include "pol_int.h"
 
@@ -70,6 +74,11 @@ static void lru_access(struct kvt_policy *p, uint32_t id)
 	kvt__list_push_head(&p->q, p->lk, id);
 }
 
+static void fifo_access(struct kvt_policy *p, uint32_t id)
+{
+	(void)p, (void)id;
+}
+
 static void lru_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->live[id])
@@ -98,6 +107,18 @@ const struct kvt_policy_ops kvt_policy_lru = {
     .destroy = lru_destroy,
     .on_insert = lru_insert,
     .on_access = lru_access,
+    .on_remove = lru_remove,
+    .pick_victims = lru_victims,
+    .memory_bytes = lru_memory,
+};
+
+const struct kvt_policy_ops kvt_policy_fifo = {
+    .version = KVT_POLICY_OPS_VERSION,
+    .name = "fifo",
+    .create = lru_create,
+    .destroy = lru_destroy,
+    .on_insert = lru_insert,
+    .on_access = fifo_access,
     .on_remove = lru_remove,
     .pick_victims = lru_victims,
     .memory_bytes = lru_memory,

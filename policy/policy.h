@@ -99,4 +99,5 @@ extern const struct kvt_policy_ops kvt_policy_lhd;
 extern const struct kvt_policy_ops kvt_policy_hindsight;
 extern const struct kvt_policy_ops kvt_policy_conv;
 extern const struct kvt_policy_ops kvt_policy_wtinylfu;
+extern const struct kvt_policy_ops kvt_policy_fifo; /* lru.c: the nvme log's order */
 #endif

@@ -137,7 +137,8 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 		const char *pol = kvd_tiers_policy_opt(d, (uint32_t)tier, ""),
 		           *pp = kvd_tiers_policy_opt(d, (uint32_t)tier, "_params");
 		name = l->ops->name;
-		ops = pol ? kvt_policy_find(pol) : NULL;
+		/* a tier without a policy is a log reclaimed in write order (nvme) */
+		ops = pol ? kvt_policy_find(pol) : l->ops->policy_get ? NULL : &kvt_policy_fifo;
 		params = pp ? pp : "";
 		l->ops->stats(l->t, &st);
 		bytes = st.capacity_bytes;

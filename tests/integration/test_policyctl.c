@@ -194,13 +194,28 @@ static void test_policyctl_lower_tiers(void **state)
 	kvt_close(c);
 	kvt_test_daemon_destroy(&ld);
 
-	/* nvme reclaims its log in write order: get and set say so */
-	const char *nv[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=16MiB", NULL};
+	/* nvme reclaims its log in write order: get and set say so, and its own curve is fifo's */
+	const char *nv[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=16MiB",
+	                    "mrc.sample_ppm=1000000", NULL};
 	assert_int_equal(kvt_test_daemon_start(&ld, nv), 0);
 	assert_int_equal(kvt_connect(ld.sock, &c), 0);
 	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), -EOPNOTSUPP);
 	assert_non_null(strstr(out, "write order"));
 	assert_int_equal(policy(c, "set nvme lru", out, sizeof(out)), -EOPNOTSUPP);
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_test_put_chain(c, ns, keys, N, cb, 500);
+	assert_true(kvt_test_stat_wait(&ld, "demoted", N, 1) >= N);
+	got = malloc(cb);
+	for (size_t i = 0; i < 8; i++) { /* the oldest: host evicted them, nvme serves them */
+		void *dst[1] = {got};
+		assert_int_equal(kvt_get(c, ns, &keys[i], 1, dst, cb), 1);
+	}
+	free(got);
+	assert_int_equal(policy(c, "mrc nvme", out, sizeof(out)), 0);
+	if (!strstr(out, "oldest-first reclaim") || !strstr(out, "\nfifo ") ||
+	    !strstr(out, "(fifo's own curve, by miniature simulation"))
+		fail_msg("mrc nvme: %s", out);
+	print_message("%s", out);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&ld);
 }

@@ -60,6 +60,20 @@ static void test_policy_lru_order(void **state)
 	o->destroy(p);
 }
 
+/* fifo (the nvme log's order): an access does not move an entry; a re-insert does. */
+static void test_policy_fifo_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_fifo;
+	struct kvt_policy *p = make("fifo", 0);
+	for (uint32_t i = 1; i <= 3; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_access(p, 1);
+	expect_victims("fifo", (uint32_t[]){1, 2, 3}, 3, p);
+	ins(o, p, 1, KVT_POLICY_NONE, 0);
+	expect_victims("fifo", (uint32_t[]){2, 3, 1}, 3, p);
+	o->destroy(p);
+}
+
 static void test_policy_arc_order(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_arc;
@@ -824,6 +838,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policy_lru_order),
+	    cmocka_unit_test(test_policy_fifo_order),
 	    cmocka_unit_test(test_policy_arc_order),
 	    cmocka_unit_test(test_policy_s3fifo_order),
 	    cmocka_unit_test(test_policy_wtinylfu_order),

@@ -356,6 +356,45 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	kvt_test_rmtree(tmp);
 }
 
+/* The first line of file path that mentions word, into line. @return : whether one does. */
+static bool line_with(const char *path, const char *word, char *line, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	bool found = false;
+	while (!found && fgets(line, (int)len, f))
+		found = strstr(line, word) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* A tier named nvme runs fifo, as kvtierd's log does, whatever --policy names for the others
+ * (and --param is not applied to it); --policy nvme=P still runs P there. */
+static void test_policy_sim_nvme_is_fifo(void **state)
+{
+	char tmp[256], path[300], out[300], line[512];
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(path, sizeof(path), "%s/t.trace", tmp);
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 200; i++)
+		fprintf(f, "%d %d %d\n", i, i % 11, 100 + i % 13);
+	fclose(f);
+	assert_int_equal(
+	    sim_words(path, out,
+	              "--tier host=2 --tier nvme=8 --policy s3fifo --param small_ratio=0.2"),
+	    0);
+	assert_true(line_with(out, "tier host", line, sizeof(line)));
+	assert_non_null(strstr(line, " s3fifo "));
+	assert_true(line_with(out, "tier nvme", line, sizeof(line)));
+	assert_non_null(strstr(line, " fifo "));
+	assert_int_equal(sim_words(path, out, "--tier host=2 --tier nvme=8 --policy nvme=lru"), 0);
+	assert_true(line_with(out, "tier nvme", line, sizeof(line)));
+	assert_non_null(strstr(line, " lru "));
+	kvt_test_rmtree(tmp);
+}
+
 /* On the Mooncake trace a tier running conv at 4,096 blocks is not an LRU tier: LRU's curve
  * (what SHARDS gives) reads 0.05-0.06 below conv's hit ratio at 1/2x-2x. conv's own curve by
  * miniature simulation (2,048 entries at 1x: rate 1/2) stays within 0.02 of exact replays of
@@ -404,6 +443,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_mooncake_conv_beats_lru),
 	    cmocka_unit_test(test_policy_sim_cli_json),
 	    cmocka_unit_test(test_policy_sim_cli_refuses_bad_values),
+	    cmocka_unit_test(test_policy_sim_nvme_is_fifo),
 	    cmocka_unit_test(test_policy_sim_cli_warmup),
 	    cmocka_unit_test(test_policy_sim_placement),
 	    cmocka_unit_test(test_policy_sim_quota),

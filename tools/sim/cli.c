@@ -68,7 +68,8 @@ static void usage(FILE *f)
 	    "                  --policy host=s3fifo --policy nvme=lru\n"
 	    "                  [--admission nvme=second_touch] --block-bytes N\n"
 	    "                  [--placement write-through|on-evict] (lower tiers written when a\n"
-	    "                  block enters the top tier, as kvtierd does, or on its eviction)\n"
+	    "                  block enters the top tier, as kvtierd does, or on its eviction;\n"
+	    "                  a tier named nvme runs fifo, as kvtierd's log, unless named)\n"
 	    "       kvtier sim --list-policies\n"
 	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n"
 	    "        or --synth zipf|scan|docqa|agent|chat|tenants [--seed N] instead of --trace\n"
@@ -139,10 +140,12 @@ static int tier_pair(struct opts *o, const char *arg, int which)
 	for (size_t i = 0; eq && i < o->n_tiers; i++)
 		if (strlen(o->tiers[i].name) == (size_t)(eq - arg) &&
 		    !strncmp(o->tiers[i].name, arg, (size_t)(eq - arg))) {
-			if (which)
+			if (which) {
 				o->tiers[i].admission = eq + 1;
-			else
+			} else {
 				o->tiers[i].policy = eq + 1;
+				o->tiers[i].params = o->params;
+			}
 			return 0;
 		}
 	fprintf(stderr, "sim: no tier for '%s'\n", arg);
@@ -296,9 +299,12 @@ static int finish(struct opts *o, struct raw *w)
 			return rc;
 		*eq = 0;
 		t->name = w->tiers[k];
-		t->policy = o->n_pols ? o->pols[0] : KVT_SIM_DEFAULT_POLICY;
+		/* the daemon's nvme tier is a log reclaimed in write order: fifo, unless named */
+		t->policy = !strcmp(t->name, "nvme") ? "fifo"
+		            : o->n_pols              ? o->pols[0]
+		                                     : KVT_SIM_DEFAULT_POLICY;
 		t->admission = o->admission;
-		t->params = o->params;
+		t->params = strcmp(t->name, "nvme") ? o->params : NULL; /* fifo has none */
 		t->fill_on_evict = o->on_evict;
 	}
 	for (size_t k = 0; k < w->n_pp && !rc; k++)
