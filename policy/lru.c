@@ -6,6 +6,11 @@
  * fifo is the same list without the move on access: entries leave in the order they came (a
  * re-insert comes again). It is what the nvme tier's log does (tiers/nvme/log.c), so that
  * kvtier sim and the nvme tier's own miss-ratio curve can run it.
+ *
+ * clock is fifo with a reference bit (bit 1 of live), set by an access: a walk for victims
+ * gives a referenced entry a second chance, clearing the bit and moving it to the head. It is
+ * what the nvme log does with nvme.reinsert = hits (a record read since it was written is
+ * copied forward at reclaim, tiers/nvme/reclaim.c).
  */
 #include "pol_int.h"
 
@@ -79,6 +84,12 @@ static void fifo_access(struct kvt_policy *p, uint32_t id)
 	(void)p, (void)id;
 }
 
+static void clock_access(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap && p->live[id])
+		p->live[id] |= 2;
+}
+
 static void lru_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->live[id])
@@ -91,6 +102,28 @@ static size_t lru_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                           kvt_policy_evictable_fn ok, void *arg)
 {
 	return kvt__list_walk(&p->q, p->lk, out, 0, max, ok, arg);
+}
+
+static size_t clock_victims(struct kvt_policy *p, uint32_t *out, size_t max,
+                            kvt_policy_evictable_fn ok, void *arg)
+{
+	size_t n = 0, steps = p->q.n; /* one look at each entry */
+	for (uint32_t id = p->q.tail; id != KVT__NIL && n < max && steps; steps--) {
+		uint32_t prev = p->lk[id].prev;
+		if (p->live[id] & 2) { /* a second chance */
+			p->live[id] = 1;
+			kvt__list_unlink(&p->q, p->lk, id);
+			kvt__list_push_head(&p->q, p->lk, id);
+		} else if (!ok || ok(arg, id)) {
+			out[n++] = id;
+		}
+		id = prev;
+	}
+	/* every entry looked at had its chance: the rest come from the tail again */
+	for (uint32_t id = p->q.tail; id != KVT__NIL && n < max; id = p->lk[id].prev)
+		if ((!ok || ok(arg, id)) && !kvt__proposed(out, n, id))
+			out[n++] = id;
+	return n;
 }
 
 /* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
@@ -121,5 +154,17 @@ const struct kvt_policy_ops kvt_policy_fifo = {
     .on_access = fifo_access,
     .on_remove = lru_remove,
     .pick_victims = lru_victims,
+    .memory_bytes = lru_memory,
+};
+
+const struct kvt_policy_ops kvt_policy_clock = {
+    .version = KVT_POLICY_OPS_VERSION,
+    .name = "clock",
+    .create = lru_create,
+    .destroy = lru_destroy,
+    .on_insert = lru_insert,
+    .on_access = clock_access,
+    .on_remove = lru_remove,
+    .pick_victims = clock_victims,
     .memory_bytes = lru_memory,
 };

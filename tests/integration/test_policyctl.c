@@ -218,6 +218,28 @@ static void test_policyctl_lower_tiers(void **state)
 	print_message("%s", out);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&ld);
+
+	/* nvme.reinsert = hits: the log is clock, and its curve says so; a bad value stops the
+	 * start */
+	const char *hits[] = {"host.bytes=2MiB",        "tiers.order=host,nvme", "nvme.bytes=16MiB",
+	                      "mrc.sample_ppm=1000000", "nvme.reinsert=hits",    NULL};
+	assert_int_equal(kvt_test_daemon_start(&ld, hits), 0);
+	assert_int_equal(kvt_connect(ld.sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_test_put_chain(c, ns, keys, N, cb, 500);
+	assert_true(kvt_test_stat_wait(&ld, "demoted", N, 1) >= N);
+	got = malloc(cb);
+	void *dst[1] = {got};
+	assert_int_equal(kvt_get(c, ns, &keys[0], 1, dst, cb), 1);
+	free(got);
+	assert_int_equal(policy(c, "mrc nvme", out, sizeof(out)), 0);
+	if (!strstr(out, "(clock's own curve, by miniature simulation"))
+		fail_msg("mrc nvme: %s", out);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&ld);
+	const char *bad[] = {"tiers.order=host,nvme", "nvme.bytes=16MiB", "nvme.reinsert=often",
+	                     NULL};
+	assert_true(kvt_test_daemon_start(&ld, bad) != 0);
 }
 
 /* Puts keys one at a time, each chained to the one before; @return : how many were stored. */

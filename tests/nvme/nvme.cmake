@@ -2,8 +2,8 @@
 # once per backend: "<name>" with io_uring (skips with 77 where io_uring is unavailable) and
 # "<name>_pio" with the pread/pwrite thread pool.
 if(TARGET kvt_tier_nvme)
-  function(kvt_nvme_test name label timeout)
-    kvt_add_test(NAME ${name} SOURCES nvme/${name}.c LIBS kvt_tier_nvme LABELS ${label}
+  function(kvt_nvme_test name label timeout) # more arguments: libraries beside the tier's
+    kvt_add_test(NAME ${name} SOURCES nvme/${name}.c LIBS kvt_tier_nvme ${ARGN} LABELS ${label}
       TIMEOUT ${timeout})
     add_test(NAME ${name}_pio COMMAND ${name} pio)
     get_test_property(${name} ENVIRONMENT env)
@@ -18,4 +18,5 @@ if(TARGET kvt_tier_nvme)
   kvt_nvme_test(test_nvme_stream unit 60)
   kvt_nvme_test(test_nvme_blockdev unit 60)
   kvt_nvme_test(test_nvme_quota unit 60)
+  kvt_nvme_test(test_nvme_replay integration 180 kvt_sim)
 endif()

@@ -74,6 +74,20 @@ static void test_policy_fifo_order(void **state)
 	o->destroy(p);
 }
 
+/* clock (the nvme log with nvme.reinsert = hits): an accessed entry gets one second chance. */
+static void test_policy_clock_order(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_clock;
+	struct kvt_policy *p = make("clock", 0);
+	for (uint32_t i = 1; i <= 3; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_access(p, 1);
+	expect_victims("clock", (uint32_t[]){2, 3, 1}, 3, p); /* 1 went round once */
+	o->on_access(p, 2);
+	expect_victims("clock", (uint32_t[]){3, 1, 2}, 3, p); /* its chance spent, 1 is next */
+	o->destroy(p);
+}
+
 static void test_policy_arc_order(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_arc;
@@ -839,6 +853,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policy_lru_order),
 	    cmocka_unit_test(test_policy_fifo_order),
+	    cmocka_unit_test(test_policy_clock_order),
 	    cmocka_unit_test(test_policy_arc_order),
 	    cmocka_unit_test(test_policy_s3fifo_order),
 	    cmocka_unit_test(test_policy_wtinylfu_order),

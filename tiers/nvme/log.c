@@ -210,11 +210,13 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 		passed = false;
 		if (!t->regions[next].seq)
 			continue;
-		/* A region that nvme.quota would keep too much of to leave room for this record is
-		 * passed over as it is (no I/O); one trip round the ring on, regions are taken
-		 * whole, so a write never waits on a log full of guarantees. */
+		/* A region that nvme.quota (or nvme.reinsert) would keep too much of to leave room
+		 * for this record is passed over as it is (no I/O; its hits are spent); one trip
+		 * round the ring on, regions are taken whole, so a write never waits on a log full
+		 * of guarantees. */
 		bool may_keep = step < t->n_regions;
 		if (may_keep && kvt__nvme_reclaim_keeps(t, next) + need > t->max_rec) {
+			kvt__nvme_reclaim_pass(t, next);
 			passed = true;
 			continue;
 		}
@@ -242,6 +244,7 @@ int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint
 	rec->off_blocks = (uint32_t)(in / KVT_NVME_BLOCK);
 	rec->rec_len = rec_len;
 	rec->alive = true;
+	rec->hit = false;
 	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
 	R->wp = KVT_MAX(R->wp, in + need); /* a write run may have placed records past it */
 	KVT_NVME_ADD(t, st.used_bytes, need);

@@ -231,7 +231,8 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	                        KVT_NVME_BATCH_MAX * sizeof(*t->bsum));
 	if (!t->bjobs || !t->bstate || !t->bsum)
 		goto err;
-	if ((rc = kvt__nvme_quota_open(t)) || (rc = kvt__nvme_log_open(t)))
+	if ((rc = kvt__nvme_reinsert_open(t)) || (rc = kvt__nvme_quota_open(t)) ||
+	    (rc = kvt__nvme_log_open(t)))
 		goto err;
 	*out = (struct kvt_tier *)t;
 	return 0;
@@ -665,6 +666,7 @@ static void read_finish(struct kvt_nvme *t, struct kvt_tier_rreq *q, struct kvt_
 		q->res = s->err;
 		return;
 	}
+	rec->hit = true;
 	KVT_NVME_ADD(t, st.hits, 1);
 	KVT_NVME_ADD(t, st.reads, 1);
 	KVT_NVME_ADD(t, st.read_bytes, rec->rec_len);

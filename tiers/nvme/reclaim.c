@@ -1,15 +1,16 @@
 /*
  * reclaim.c -- taking the oldest region back for the head of the log.
  *
- * Without nvme.quota every live record of the region is dropped and the daemon told
- * (env->dropped): a FIFO, write amplification 1. With it, a record whose tenant would go below
- * its guarantee is copied forward instead: read whole, checked like any read (header, identity,
- * payload checksum; a bad one is dropped and counted, never copied), and written again at the
- * start of the same region once it is reopened, and the daemon told where it went
- * (env->moved). So a tenant that floods the tier advances the log over its own records and
- * everyone's unprotected ones, and the protected ones cycle with the log: they cost one rewrite
- * per trip around it, at most the guaranteed bytes (quota.c keeps guarantees under half the
- * tier).
+ * Without nvme.quota or nvme.reinsert every live record of the region is dropped and the daemon
+ * told (env->dropped): a FIFO, write amplification 1. With nvme.reinsert = hits, a record read
+ * since it was written (or last copied) gets a second chance, as in CLOCK: it is copied forward
+ * and its hit is spent. With nvme.quota, a record whose tenant would go below its guarantee is
+ * copied forward too. A record kept either way is read whole, checked like any read (header,
+ * identity, payload checksum; a bad one is dropped and counted, never copied), and written again at
+ * the start of the same region once it is reopened, and the daemon told where it went (env->moved).
+ * So a tenant that floods the tier advances the log over its own records and everyone's unprotected
+ * ones, and the protected ones cycle with the log: they cost one rewrite per trip around it, at
+ * most the guaranteed bytes (quota.c keeps guarantees under half the tier).
  *
  * Crash safety is the write path's (nvme.c): the reopened region's first block after its header
  * is zero, so the recovery walk finds nothing there until the first kept record's header block
@@ -33,6 +34,7 @@ struct kept {
 	uint64_t from_off, from_loc;
 	uint32_t rec_len;
 	bool bad;
+	bool for_hit; /* kept for a hit, not for a guarantee */
 };
 
 static uint64_t padded(uint32_t rec_len)
@@ -52,7 +54,7 @@ static void drop_kept(struct kvt_nvme *t, const struct kept *k, uint32_t n)
 		if (k[i].bad)
 			continue;
 		KVT_NVME_ADD(t, st.evictions, 1);
-		KVT_NVME_ADD(t, xs.guarantee_dropped, 1);
+		KVT_NVME_ADD(t, xs.guarantee_dropped, !k[i].for_hit);
 		if (t->env.dropped) {
 			struct kvt_tier_id id = id_of(&k[i].h);
 			t->env.dropped(t->env.arg, &id, k[i].from_loc);
@@ -82,7 +84,7 @@ static void read_kept(struct kvt_nvme *t, struct kept *k, uint32_t n, uint8_t *b
 			continue;
 		k[i].bad = true;
 		KVT_NVME_ADD(t, xs.dropped_io, 1);
-		KVT_NVME_ADD(t, xs.guarantee_dropped, 1);
+		KVT_NVME_ADD(t, xs.guarantee_dropped, !k[i].for_hit);
 		KVT_NVME_ADD(t, st.evictions, 1);
 		if (t->env.dropped) {
 			struct kvt_tier_id id = id_of(&k[i].h);
@@ -152,16 +154,45 @@ static int write_kept(struct kvt_nvme *t, uint64_t r, uint8_t *buf, uint64_t len
 	return rc;
 }
 
+int kvt__nvme_reinsert_open(struct kvt_nvme *t)
+{
+	const char *v = kvt_opt_str(t->env.opts, KVT_OPT_NVME_REINSERT);
+	t->reinsert_hits = !strcmp(v, "hits");
+	if (!t->reinsert_hits && strcmp(v, "none")) {
+		kvt_log(KVT_LOG_ERROR, "nvme.reinsert: '%s' is not none or hits", v);
+		return -EINVAL;
+	}
+	if (t->reinsert_hits && !t->env.moved) {
+		kvt_log(KVT_LOG_ERROR,
+		        "nvme.reinsert: this tier's user cannot follow a copied record");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Whether a reclaim keeps rec (when it may keep): its tenant's guarantee, or a hit. */
+static bool keeps(struct kvt_nvme *t, const struct kvt__nvme_rec *rec)
+{
+	return (t->reinsert_hits && rec->hit) || kvt__nvme_quota_keeps(t, rec);
+}
+
 uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r)
 {
 	const struct kvt__nvme_region *R = &t->regions[r];
 	uint64_t bytes = 0;
-	if (!t->quota)
+	if (!t->quota && !t->reinsert_hits)
 		return 0;
 	for (uint32_t i = 0; i < R->n_recs; i++)
-		if (R->recs[i].alive && kvt__nvme_quota_keeps(t, &R->recs[i]))
+		if (R->recs[i].alive && keeps(t, &R->recs[i]))
 			bytes += padded(R->recs[i].rec_len);
 	return bytes; /* more than the reclaim keeps when it drops some of a tenant's first */
+}
+
+void kvt__nvme_reclaim_pass(struct kvt_nvme *t, uint64_t r)
+{
+	struct kvt__nvme_region *R = &t->regions[r];
+	for (uint32_t i = 0; i < R->n_recs; i++)
+		R->recs[i].hit = false;
 }
 
 int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
@@ -174,7 +205,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 		struct kvt__nvme_rec *rec = &R->recs[i];
 		if (!rec->alive)
 			continue;
-		if (may_keep && kvt__nvme_quota_keeps(t, rec)) {
+		if (may_keep && keeps(t, rec)) {
 			if (!k && !(k = malloc(R->n_recs * sizeof(*k))))
 				may_keep =
 				    false; /* no memory to keep with: drop, as without a quota */
@@ -183,7 +214,8 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 				k[n++] = (struct kept){.h = rec->h,
 				                       .from_off = off,
 				                       .from_loc = kvt__nvme_loc(off, R->seq),
-				                       .rec_len = rec->rec_len};
+				                       .rec_len = rec->rec_len,
+				                       .for_hit = !kvt__nvme_quota_keeps(t, rec)};
 				bytes += padded(rec->rec_len);
 				kvt__nvme_log_unlink(
 				    t, rec); /* the accounts get it back when it lands */
@@ -233,6 +265,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 			drop_kept(t, &k[i], 1); /* no memory to track it: as good as gone */
 		} else {
 			KVT_NVME_ADD(t, xs.moved, 1);
+			KVT_NVME_ADD(t, xs.reinserted, k[i].for_hit);
 			KVT_NVME_ADD(t, xs.moved_bytes, padded(k[i].rec_len));
 			struct kvt_tier_id id = id_of(&k[i].h);
 			t->env.moved(t->env.arg, &id, k[i].from_loc, kvt__nvme_loc(at, R->seq));
