@@ -305,6 +305,20 @@ static int sim_words(const char *trace, const char *out, const char *args)
 	return sim_to_file(out, argc, argv);
 }
 
+/* A temp dir tmp holding path, a native trace of n two-block requests over a few ids (i mod 7
+ * and 100 + i mod 5), and the name out for a run's output. Each buffer holds 256-300 bytes. */
+static void small_trace(char *tmp, char *path, char *out, int n)
+{
+	kvt_test_tmpdir(tmp, 256);
+	snprintf(path, 300, "%s/t.trace", tmp);
+	snprintf(out, 300, "%s/out", tmp);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%d %d %d\n", i, i % 7, 100 + i % 5);
+	fclose(f);
+}
+
 /* Bad values get a usage error (exit 2) and a reason, never a run of some other number:
  * capacity 0 and 10^20 blocks ran as 0, "1,,2" and "lru," dropped the empty item, a block size
  * or sampling rate of 0 or below was taken. Good ones run: a byte capacity, and --minisim,
@@ -312,14 +326,7 @@ static int sim_words(const char *trace, const char *out, const char *args)
 static void test_policy_sim_cli_refuses_bad_values(void **state)
 {
 	char tmp[256], path[300], out[300];
-	kvt_test_tmpdir(tmp, sizeof(tmp));
-	snprintf(path, sizeof(path), "%s/t.trace", tmp);
-	snprintf(out, sizeof(out), "%s/out", tmp);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	for (int i = 0; i < 50; i++)
-		fprintf(f, "%d %d %d\n", i, i % 7, 100 + i % 5);
-	fclose(f);
+	small_trace(tmp, path, out, 50);
 	assert_int_equal(sim_words(path, out, "--capacity 4,1GiB --policy lru"), 0);
 	/* --minisim with room for everything (rate 1): each estimate is the replay beside it */
 	assert_int_equal(sim_words(path, out, "--capacity 4 --policy lru,arc --minisim 64 --json"),
@@ -373,14 +380,7 @@ static bool line_with(const char *path, const char *word, char *line, size_t len
 static void test_policy_sim_nvme_is_fifo(void **state)
 {
 	char tmp[256], path[300], out[300], line[512];
-	kvt_test_tmpdir(tmp, sizeof(tmp));
-	snprintf(path, sizeof(path), "%s/t.trace", tmp);
-	snprintf(out, sizeof(out), "%s/out", tmp);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	for (int i = 0; i < 200; i++)
-		fprintf(f, "%d %d %d\n", i, i % 11, 100 + i % 13);
-	fclose(f);
+	small_trace(tmp, path, out, 200);
 	assert_int_equal(
 	    sim_words(path, out,
 	              "--tier host=2 --tier nvme=8 --policy s3fifo --param small_ratio=0.2"),
