@@ -48,8 +48,8 @@
 	  "nvme io_uring queue depth")                                                             \
 	X(NVME_ADMIT, "nvme.admit", STR, "all", 0, 0, 1,                                           \
 	  "demotion into nvme: all, or second_touch (on the first access after the put)")          \
-	X(NVME_REINSERT, "nvme.reinsert", STR, "none", 0, 0, 0,                                    \
-	  "nvme reclaim: hits copies a record read since it was written forward (none: FIFO)")     \
+	X(NVME_POLICY, "nvme.policy", STR, "fifo", 0, 0, 1,                                        \
+	  "nvme log reclaim: fifo, or clock (a record read since written is copied forward)")      \
 	X(NVME_QUOTA, "nvme.quota", STR, "", 0, 0, 0,                                              \
 	  "nvme bytes guaranteed/maximum per tenant, as tenant.quota (guarantees copied forward)")  \
 	X(ROCKSDB_PATH, "rocksdb.path", STR, "", 0, 0, 0,                                          \

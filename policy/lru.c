@@ -9,7 +9,7 @@
  *
  * clock is fifo with a reference bit (bit 1 of live), set by an access: a walk for victims
  * gives a referenced entry a second chance, clearing the bit and moving it to the head. It is
- * what the nvme log does with nvme.reinsert = hits (a record read since it was written is
+ * what the nvme log does with nvme.policy = clock (a record read since it was written is
  * copied forward at reclaim, tiers/nvme/reclaim.c).
  */
 #include "pol_int.h"

@@ -79,6 +79,11 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 	const char *name = kvt_opt_def(id)->name, *v = want->str[id];
 	int rc = 0;
 	switch (id) {
+	case KVT_OPT_NVME_POLICY:
+		if ((rc = policy_of(d, "nvme", v, "", err, err_len)))
+			return rc;
+		d->opts.set[id] = true;
+		return 0;
 	case KVT_OPT_HOST_POLICY:
 	case KVT_OPT_ROCKSDB_POLICY:
 	case KVT_OPT_HOST_POLICY_PARAMS:

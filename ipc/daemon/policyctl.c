@@ -137,13 +137,8 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 		const char *pol = kvd_tiers_policy_opt(d, (uint32_t)tier, ""),
 		           *pp = kvd_tiers_policy_opt(d, (uint32_t)tier, "_params");
 		name = l->ops->name;
-		/* a tier without a policy is the nvme log: reclaimed in write order, giving records
-		 * read since they were written a second chance with nvme.reinsert = hits */
-		bool hits = !strcmp(kvt_opt_str(&d->opts, KVT_OPT_NVME_REINSERT), "hits");
-		ops = pol                  ? kvt_policy_find(pol)
-		      : l->ops->policy_get ? NULL
-		      : hits               ? &kvt_policy_clock
-		                           : &kvt_policy_fifo;
+		ops =
+		    pol ? kvt_policy_find(pol) : NULL; /* nvme's fifo and clock are policies too */
 		params = pp ? pp : "";
 		l->ops->stats(l->t, &st);
 		bytes = st.capacity_bytes;

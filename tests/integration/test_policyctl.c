@@ -194,52 +194,49 @@ static void test_policyctl_lower_tiers(void **state)
 	kvt_close(c);
 	kvt_test_daemon_destroy(&ld);
 
-	/* nvme reclaims its log in write order: get and set say so, and its own curve is fifo's */
+	/* nvme's log is reclaimed as fifo (the default) or clock: get and set say so, a switch
+	 * keeps every record, and the tier's own curve is the running one's */
 	const char *nv[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=16MiB",
 	                    "mrc.sample_ppm=1000000", NULL};
 	assert_int_equal(kvt_test_daemon_start(&ld, nv), 0);
 	assert_int_equal(kvt_connect(ld.sock, &c), 0);
-	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), -EOPNOTSUPP);
-	assert_non_null(strstr(out, "write order"));
-	assert_int_equal(policy(c, "set nvme lru", out, sizeof(out)), -EOPNOTSUPP);
+	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), 0);
+	assert_string_equal(out, "nvme fifo");
+	assert_int_equal(policy(c, "set nvme lru", out, sizeof(out)), -ENOENT);
+	assert_non_null(strstr(out, "fifo or clock"));
+	assert_int_equal(policy(c, "set nvme clock k=1", out, sizeof(out)), -ENOENT);
+	assert_non_null(strstr(out, "no parameters"));
 	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
 	kvt_test_put_chain(c, ns, keys, N, cb, 500);
 	assert_true(kvt_test_stat_wait(&ld, "demoted", N, 1) >= N);
 	got = malloc(cb);
+	want = malloc(cb);
 	for (size_t i = 0; i < 8; i++) { /* the oldest: host evicted them, nvme serves them */
 		void *dst[1] = {got};
 		assert_int_equal(kvt_get(c, ns, &keys[i], 1, dst, cb), 1);
 	}
-	free(got);
 	assert_int_equal(policy(c, "mrc nvme", out, sizeof(out)), 0);
-	if (!strstr(out, "oldest-first reclaim") || !strstr(out, "\nfifo ") ||
-	    !strstr(out, "(fifo's own curve, by miniature simulation"))
+	if (!strstr(out, "runs fifo") || !strstr(out, "(fifo's own curve, by miniature simulation"))
 		fail_msg("mrc nvme: %s", out);
-	print_message("%s", out);
-	kvt_close(c);
-	kvt_test_daemon_destroy(&ld);
-
-	/* nvme.reinsert = hits: the log is clock, and its curve says so; a bad value stops the
-	 * start */
-	const char *hits[] = {"host.bytes=2MiB",        "tiers.order=host,nvme", "nvme.bytes=16MiB",
-	                      "mrc.sample_ppm=1000000", "nvme.reinsert=hits",    NULL};
-	assert_int_equal(kvt_test_daemon_start(&ld, hits), 0);
-	assert_int_equal(kvt_connect(ld.sock, &c), 0);
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	kvt_test_put_chain(c, ns, keys, N, cb, 500);
-	assert_true(kvt_test_stat_wait(&ld, "demoted", N, 1) >= N);
-	got = malloc(cb);
-	void *dst[1] = {got};
-	assert_int_equal(kvt_get(c, ns, &keys[0], 1, dst, cb), 1);
-	free(got);
+	assert_int_equal(policy(c, "set nvme clock", out, sizeof(out)), 0);
+	assert_string_equal(out, "nvme clock");
+	assert_int_equal(kvt_test_cli(&ld, "config get nvme.policy", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "nvme.policy = clock"));
+	for (size_t i = 0; i < N; i++) { /* the switch dropped nothing */
+		void *dst[1] = {got};
+		assert_int_equal(kvt_get(c, ns, &keys[i], 1, dst, cb), 1);
+		kvt_test_fill(want, cb, 500 + i);
+		assert_memory_equal(got, want, cb);
+	}
 	assert_int_equal(policy(c, "mrc nvme", out, sizeof(out)), 0);
 	if (!strstr(out, "(clock's own curve, by miniature simulation"))
 		fail_msg("mrc nvme: %s", out);
+	free(got);
+	free(want);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&ld);
-	const char *bad[] = {"tiers.order=host,nvme", "nvme.bytes=16MiB", "nvme.reinsert=often",
-	                     NULL};
-	assert_true(kvt_test_daemon_start(&ld, bad) != 0);
+	const char *bad[] = {"tiers.order=host,nvme", "nvme.bytes=16MiB", "nvme.policy=lru", NULL};
+	assert_true(kvt_test_daemon_start(&ld, bad) != 0); /* a log cannot run lru */
 }
 
 /* Puts keys one at a time, each chained to the one before; @return : how many were stored. */

@@ -1,9 +1,10 @@
 /*
  * test_nvme_replay.c -- the real nvme tier replays the first half of the Mooncake conversation
  * trace (4 KiB records, a block per record: a read where the tier holds it, a write where not),
- * once as a plain FIFO log and once with nvme.reinsert = hits. Its hit ratios must match kvtier
- * sim's fifo and clock at the same capacity (the policies sim runs for it), and hits must beat the
- * FIFO: the simulator models the tier the daemon runs, and the reinsertion does what it says.
+ * once as a plain FIFO log (nvme.policy = fifo) and once with nvme.policy = clock. Its hit ratios
+ * must match kvtier sim's fifo and clock at the same capacity (the policies sim runs for it), and
+ * hits must beat the FIFO: the simulator models the tier the daemon runs, and the reinsertion does
+ * what it says.
  */
 #include "nvme_fixture.h"
 #include "sim.h"
@@ -32,7 +33,7 @@ static void on_move(void *arg, const struct kvt_tier_id *id, uint64_t from, uint
 
 /* Replays t through a tier of 32 regions of 1 MiB (8,160 records). @return : its hit ratio;
  * *records: its capacity in records; *moved: records it copied forward. */
-static double replay_tier(const struct kvt_trace *t, const char *reinsert, size_t *records,
+static double replay_tier(const struct kvt_trace *t, const char *policy, size_t *records,
                           uint64_t *moved)
 {
 	struct nvt n;
@@ -41,7 +42,7 @@ static double replay_tier(const struct kvt_trace *t, const char *reinsert, size_
 	nvt_init(&n, "33MiB", "8");
 	n.hooks.region_bytes = 1u << 20;
 	n.env.dropped = on_drop, n.env.moved = on_move, n.env.arg = &r;
-	assert_int_equal(kvt_opts_set(&n.opts, "nvme.reinsert", reinsert), 0);
+	assert_int_equal(kvt_opts_set(&n.opts, "nvme.policy", policy), 0);
 	assert_int_equal(nvt_open(&n), 0);
 	*records = (size_t)(nvt_stats(&n).capacity_bytes / KVT_TIER_ALIGN);
 	/* runs of misses are written as one batch, as the daemon streams demotions, and runs of
@@ -120,8 +121,8 @@ static void test_nvme_replay_matches_sim(void **state)
 	t.n_acc = (size_t)t.req_off[t.n_req];
 	size_t cap_none, cap_hits;
 	uint64_t moved_none, moved_hits;
-	double none = replay_tier(&t, "none", &cap_none, &moved_none);
-	double hits = replay_tier(&t, "hits", &cap_hits, &moved_hits);
+	double none = replay_tier(&t, "fifo", &cap_none, &moved_none);
+	double hits = replay_tier(&t, "clock", &cap_hits, &moved_hits);
 	double fifo = replay_sim(&t, "fifo", cap_none), clock = replay_sim(&t, "clock", cap_hits);
 	print_message("%zu records: tier none %.4f, sim fifo %.4f; tier hits %.4f (%llu moved), "
 	              "sim clock %.4f\n",

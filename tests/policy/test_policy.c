@@ -74,7 +74,7 @@ static void test_policy_fifo_order(void **state)
 	o->destroy(p);
 }
 
-/* clock (the nvme log with nvme.reinsert = hits): an accessed entry gets one second chance. */
+/* clock (the nvme log with nvme.policy = clock): an accessed entry gets one second chance. */
 static void test_policy_clock_order(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_clock;

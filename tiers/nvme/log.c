@@ -210,7 +210,7 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 		passed = false;
 		if (!t->regions[next].seq)
 			continue;
-		/* A region that nvme.quota (or nvme.reinsert) would keep too much of to leave room
+		/* A region that nvme.quota (or clock) would keep too much of to leave room
 		 * for this record is passed over as it is (no I/O; its hits are spent); one trip
 		 * round the ring on, regions are taken whole, so a write never waits on a log full
 		 * of guarantees. */

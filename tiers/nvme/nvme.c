@@ -231,8 +231,14 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	                        KVT_NVME_BATCH_MAX * sizeof(*t->bsum));
 	if (!t->bjobs || !t->bstate || !t->bsum)
 		goto err;
-	if ((rc = kvt__nvme_reinsert_open(t)) || (rc = kvt__nvme_quota_open(t)) ||
-	    (rc = kvt__nvme_log_open(t)))
+	char perr[160];
+	if ((rc = kvt__nvme_policy_set(t, kvt_opt_str(env->opts, KVT_OPT_NVME_POLICY), NULL, perr,
+	                               sizeof(perr)))) {
+		kvt_log(KVT_LOG_ERROR, "nvme.policy: %s", perr);
+		rc = -EINVAL;
+		goto err;
+	}
+	if ((rc = kvt__nvme_quota_open(t)) || (rc = kvt__nvme_log_open(t)))
 		goto err;
 	*out = (struct kvt_tier *)t;
 	return 0;
@@ -819,6 +825,18 @@ const char *kvt_tier_nvme_backend(struct kvt_tier *tier)
 	return NV(tier)->backend_name;
 }
 
+/* The log's reclaim, fifo or clock (reclaim.c), as a policy: kvtier policy get|set nvme. */
+static void nvme_policy_get(struct kvt_tier *tier, char *name, size_t name_len)
+{
+	snprintf(name, name_len, "%s", NV(tier)->reinsert_hits ? "clock" : "fifo");
+}
+
+static int nvme_policy_set(struct kvt_tier *tier, const char *name, char *params, char *err,
+                           size_t err_len)
+{
+	return kvt__nvme_policy_set(NV(tier), name, params, err, err_len);
+}
+
 const struct kvt_tier_ops kvt_tier_nvme = {
     .version = KVT_TIER_OPS_VERSION,
     .name = "nvme",
@@ -833,4 +851,6 @@ const struct kvt_tier_ops kvt_tier_nvme = {
     .write_batch = nvme_write_batch,
     .read_batch = nvme_read_batch,
     .write_stream = nvme_write_stream,
+    .policy_get = nvme_policy_get,
+    .policy_set = nvme_policy_set,
 };

@@ -169,7 +169,7 @@ struct kvt__nvme_xstats {
 	uint64_t moved, moved_bytes; /* records copied forward at reclaim (nvme.quota guarantees) */
 	uint64_t quota_trims;        /* records dropped because their tenant passed its maximum */
 	uint64_t guarantee_dropped;  /* guaranteed records dropped anyway (no room to keep them) */
-	uint64_t reinserted;         /* of moved: kept for a hit (nvme.reinsert = hits) */
+	uint64_t reinserted;         /* of moved: kept for a hit (nvme.policy = clock) */
 };
 
 struct kvt__nvme_engine {
@@ -215,7 +215,7 @@ struct kvt__nvme_rec {
 	uint32_t rec_len;
 	uint16_t tix; /* the tenant's index in t->quota (0 without nvme.quota) */
 	bool alive;
-	bool hit; /* read since it was written (nvme.reinsert = hits) */
+	bool hit; /* read since it was written (nvme.policy = clock) */
 };
 
 struct kvt__nvme_region {
@@ -267,7 +267,7 @@ struct kvt_nvme {
 	struct kvt_chunk_sum_state *bsum; /* reads: one running checksum per record of a batch */
 	struct kvt__nvme_hooks hooks;
 	const char *backend_name;
-	bool reinsert_hits; /* nvme.reinsert = hits (reclaim.c) */
+	bool reinsert_hits; /* nvme.policy = clock (reclaim.c) */
 	/* nvme.quota (quota.c): NULL without */
 	struct kvt_quota *quota;
 	struct kvt__nvme_cursor *cursor; /* per tenant index: where its oldest record may be */
@@ -328,8 +328,14 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep);
 uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r);
 /* Region r is passed over as it is: its records' hits are spent (their second chance). */
 void kvt__nvme_reclaim_pass(struct kvt_nvme *t, uint64_t r);
-/* Reads nvme.reinsert. @return : 0, -EINVAL (unknown value; hits without env->moved). */
-int kvt__nvme_reinsert_open(struct kvt_nvme *t);
+/*
+ * The log's reclaim policy: "fifo" (regions taken whole) or "clock" (a record read since it was
+ * written is copied forward). Set from nvme.policy at open, and by the tier's policy_set at run
+ * time; there are no parameters. @return : 0, -ENOENT (no such policy; parameters), -EINVAL
+ * (clock without env->moved), with one line in err.
+ */
+int kvt__nvme_policy_set(struct kvt_nvme *t, const char *name, const char *params, char *err,
+                         size_t err_len);
 
 /* ---- nvme.quota (quota.c) ---- */
 

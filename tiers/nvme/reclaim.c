@@ -1,8 +1,8 @@
 /*
  * reclaim.c -- taking the oldest region back for the head of the log.
  *
- * Without nvme.quota or nvme.reinsert every live record of the region is dropped and the daemon
- * told (env->dropped): a FIFO, write amplification 1. With nvme.reinsert = hits, a record read
+ * With nvme.policy = fifo (the default) and no nvme.quota, every live record of the region is
+ * dropped and the daemon told (env->dropped): write amplification 1. With clock, a record read
  * since it was written (or last copied) gets a second chance, as in CLOCK: it is copied forward
  * and its hit is spent. With nvme.quota, a record whose tenant would go below its guarantee is
  * copied forward too. A record kept either way is read whole, checked like any read (header,
@@ -26,6 +26,7 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,19 +155,26 @@ static int write_kept(struct kvt_nvme *t, uint64_t r, uint8_t *buf, uint64_t len
 	return rc;
 }
 
-int kvt__nvme_reinsert_open(struct kvt_nvme *t)
+int kvt__nvme_policy_set(struct kvt_nvme *t, const char *name, const char *params, char *err,
+                         size_t err_len)
 {
-	const char *v = kvt_opt_str(t->env.opts, KVT_OPT_NVME_REINSERT);
-	t->reinsert_hits = !strcmp(v, "hits");
-	if (!t->reinsert_hits && strcmp(v, "none")) {
-		kvt_log(KVT_LOG_ERROR, "nvme.reinsert: '%s' is not none or hits", v);
+	bool clock = !strcmp(name, "clock");
+	if (!clock && strcmp(name, "fifo")) {
+		snprintf(err, err_len,
+		         "nvme: no policy '%s': its log is reclaimed as fifo or clock", name);
+		return -ENOENT;
+	}
+	if (params && params[strspn(params, " ")]) {
+		snprintf(err, err_len, "nvme: %s takes no parameters ('%s')", name, params);
+		return -ENOENT;
+	}
+	if (clock && !t->env.moved) {
+		snprintf(err, err_len,
+		         "nvme: clock copies records, and this tier's user cannot "
+		         "follow a copied record");
 		return -EINVAL;
 	}
-	if (t->reinsert_hits && !t->env.moved) {
-		kvt_log(KVT_LOG_ERROR,
-		        "nvme.reinsert: this tier's user cannot follow a copied record");
-		return -EINVAL;
-	}
+	t->reinsert_hits = clock;
 	return 0;
 }
 

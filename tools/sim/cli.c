@@ -70,7 +70,7 @@ static void usage(FILE *f)
 	    "                  [--placement write-through|on-evict] (lower tiers written when a\n"
 	    "                  block enters the top tier, as kvtierd does, or on its eviction;\n"
 	    "                  a tier named nvme runs fifo, as kvtierd's log, unless named;\n"
-	    "                  clock is the log with nvme.reinsert = hits)\n"
+	    "                  clock is the log with nvme.policy = clock)\n"
 	    "       kvtier sim --list-policies\n"
 	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n"
 	    "        or --synth zipf|scan|docqa|agent|chat|tenants [--seed N] instead of --trace\n"
