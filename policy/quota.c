@@ -110,6 +110,16 @@ uint16_t kvt_quota_key_ix(struct kvt_quota *q, uint32_t key)
 	return (uint16_t)q->n_keys++;
 }
 
+size_t kvt_quota_keys(const struct kvt_quota *q)
+{
+	return q->n_keys;
+}
+
+uint32_t kvt_quota_key(const struct kvt_quota *q, uint16_t ix)
+{
+	return ix < q->n_keys ? q->keys[ix] : 0;
+}
+
 bool kvt_quota_fits(const struct kvt_quota *q, uint32_t tenant, uint64_t bytes)
 {
 	if (tenant >= q->n)

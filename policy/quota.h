@@ -39,6 +39,9 @@ void kvt_quota_limits(const struct kvt_quota *q, uint32_t tenant, uint64_t *guar
  * for want of an account. Linear: a tier serves a handful of tenants.
  */
 uint16_t kvt_quota_key_ix(struct kvt_quota *q, uint32_t key);
+/* How many tenant keys kvt_quota_key_ix has indexed, and the key of index ix (ix below that). */
+size_t kvt_quota_keys(const struct kvt_quota *q);
+uint32_t kvt_quota_key(const struct kvt_quota *q, uint16_t ix);
 /* @return : whether tenant may hold bytes more without evicting anything of its own. */
 bool kvt_quota_fits(const struct kvt_quota *q, uint32_t tenant, uint64_t bytes);
 

@@ -100,6 +100,12 @@ struct kvt_tier_wsource {
 	void *arg;
 };
 
+/* One tenant's account in a tier (tenant_usage); max_bytes UINT64_MAX for none. */
+struct kvt_tier_tenant {
+	uint32_t tenant; /* the tenant key of its records' headers */
+	uint64_t used_bytes, guaranteed_bytes, max_bytes;
+};
+
 /* Called by iterate() for each valid record found (recovery); non-zero stops the walk. */
 typedef int (*kvt_tier_visit_fn)(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc);
 
@@ -157,6 +163,12 @@ struct kvt_tier_ops {
 	void (*policy_get)(struct kvt_tier *t, char *name, size_t name_len);
 	int (*policy_set)(struct kvt_tier *t, const char *name, char *params, char *err,
 	                  size_t err_len);
+	/*
+	 * Optional (added after policy_get; NULL: no per-tenant accounts). Writes up to max
+	 * tenants' accounts in the tier, those a quota (TIER.quota) keeps: none without one. Called
+	 * with the tier not in use by its worker, as enable(). @return : how many were written.
+	 */
+	size_t (*tenant_usage)(struct kvt_tier *t, struct kvt_tier_tenant *out, size_t max);
 };
 
 /* @return : the tier named name, or NULL (not built in). */

@@ -8,6 +8,7 @@
  * per-entry state in arrays indexed by the same entry id.
  */
 #ifndef KVT_DAEMON_H
+#define KVD_STATS_TENANTS 64 /* tenants itemised by kvtier stats, per tier */
 #define KVT_DAEMON_H
 #include "core/options.h"
 #include "ipc/proto.h"

@@ -25,7 +25,6 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 
 /* Each tenant's share of the host tier and its quota (tenant.quota), the first
  * KVD_STATS_TENANTS of them: what an operator needs to set the quotas. */
-#define KVD_STATS_TENANTS 64
 static void tenant_stats(const struct kvd *d, struct out *o)
 {
 	put(o, "\"tenant_stats\":[");

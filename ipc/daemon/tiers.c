@@ -846,6 +846,37 @@ void kvd_tiers_note_read(struct kvd *d, uint64_t key_hash, uint8_t where)
 	}
 }
 
+/* Ends a lower tier's stats object with its tenants' accounts (TIER.quota), when it keeps them. */
+static void tenants_json(struct kvd_lower *l, char *buf, size_t len, size_t *pos)
+{
+	struct kvt_tier_tenant ten[KVD_STATS_TENANTS];
+	size_t n = 0;
+	if (l->ops->tenant_usage) {
+		lower_lock(l);
+		n = l->ops->tenant_usage(l->t, ten, KVD_STATS_TENANTS);
+		pthread_mutex_unlock(&l->lock);
+	}
+	for (size_t i = 0; i <= n && *pos < len; i++) {
+		char mx[24] = "null";
+		int w;
+		if (i == n) {
+			w = snprintf(buf + *pos, len - *pos, "%s}", n ? "]" : "");
+		} else {
+			if (ten[i].max_bytes != UINT64_MAX)
+				snprintf(mx, sizeof(mx), "%llu",
+				         (unsigned long long)ten[i].max_bytes);
+			w = snprintf(
+			    buf + *pos, len - *pos,
+			    "%s{\"tenant\":%u,\"used_bytes\":%llu,\"guaranteed_bytes\":%llu,"
+			    "\"max_bytes\":%s}",
+			    i ? "," : ",\"tenant_usage\":[", ten[i].tenant,
+			    (unsigned long long)ten[i].used_bytes,
+			    (unsigned long long)ten[i].guaranteed_bytes, mx);
+		}
+		*pos += w > 0 ? (size_t)w : 0;
+	}
+}
+
 void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 {
 	for (uint32_t k = 0; k < d->n_lower; k++) {
@@ -869,7 +900,7 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		    "\"corruptions\":%llu,\"err_io\":%llu,\"err_again\":%llu,\"err_nospc\":%llu,"
 		    "\"err_other\":%llu,\"queue_depth\":%llu,\"plain_ios\":%llu,\"busy_us\":%llu,"
 		    "\"disabled\":%s,"
-		    "\"full\":%s}",
+		    "\"full\":%s",
 		    d->lower[k].ops->name, backend, pol ? pol : "write-order",
 		    (unsigned long long)s.capacity_bytes, (unsigned long long)s.used_bytes,
 		    (unsigned long long)s.chunks, (unsigned long long)s.hits,
@@ -885,5 +916,6 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		                         1000),
 		    s.disabled ? "true" : "false", s.full ? "true" : "false");
 		*pos += n > 0 ? (size_t)n : 0;
+		tenants_json(&d->lower[k], buf, len, pos);
 	}
 }

@@ -588,6 +588,18 @@ static int nvme_flood_survivors(const char *quota, long long *moved)
 	}
 	*moved = kvt_test_stat(&d, "lower_moved");
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
+	if (quota && served == 48) { /* the nvme tier's accounts: all 48 records of 36 KiB */
+		static char js[1 << 15];
+		assert_true(kvt_test_stats_json(&d, js, sizeof(js)) > 0);
+		assert_non_null(strstr(js, "\"tenant_usage\":[{\"tenant\":0,\"used_bytes\":1769472,"
+		                           "\"guaranteed_bytes\":3145728,\"max_bytes\":16777216}"));
+		assert_int_equal(kvt_test_cli(&d, "stats", js, sizeof(js)), 0);
+		print_message("%s", js);
+		assert_non_null(strstr(js, "tenants 2,")); /* the summary still counts them */
+		assert_non_null(strstr(js, "nvme     guaranteed"));
+		assert_non_null(
+		    strstr(js, "\n0                 1769472        3145728       16777216\n"));
+	}
 	free(bufs);
 	free(got);
 	kvt_close(c);

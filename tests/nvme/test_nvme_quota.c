@@ -128,6 +128,13 @@ static void test_nvme_quota_guarantee(void **state)
 	assert_int_equal(x.moved_bytes, x.moved * REC);
 	assert_int_equal(x.guarantee_dropped, 0);
 	assert_int_equal(count(&n, A).n, live);
+	struct kvt_tier_tenant ten[4]; /* the accounts kvtier stats shows */
+	assert_int_equal(kvt_tier_nvme.tenant_usage(n.t, ten, 4), 2);
+	assert_int_equal(ten[0].tenant, A);
+	assert_int_equal(ten[0].used_bytes, live * REC);
+	assert_int_equal(ten[0].guaranteed_bytes, 2u << 20);
+	assert_int_equal(ten[1].tenant, 9);
+	assert_int_equal(ten[1].max_bytes, 16u << 20);
 
 	/* reopened: the moved records are found where they went, the account is rebuilt from
 	 * them, and the next flood still cannot take A below its guarantee */

@@ -454,6 +454,14 @@ static void test_rocksdb_quota(void **state)
 	assert_int_equal(write_range(t, 9, 1000, 1100, buf), 100);
 	assert_int_equal(live_a(&d), 8);
 	assert_int_equal(rdb_stats(t).chunks, N);
+	struct kvt_tier_tenant ten[4]; /* the accounts kvtier stats shows */
+	assert_int_equal(kvt_tier_rocksdb.tenant_usage(t, ten, 4), 2);
+	assert_int_equal(ten[0].tenant, RDB_TENANT);
+	assert_int_equal(ten[0].used_bytes, 8 * REC);
+	assert_int_equal(ten[0].guaranteed_bytes, 8 * REC);
+	assert_int_equal(ten[0].max_bytes, N * REC);
+	assert_int_equal(ten[1].tenant, 9);
+	assert_int_equal(ten[1].used_bytes, (N - 8) * REC);
 	kvt_tier_rocksdb.close(t);
 
 	/* reopened: the accounts are rebuilt from the records found, and still hold */

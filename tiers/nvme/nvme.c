@@ -19,6 +19,7 @@
 #include "nvme.h"
 #include "nvme_int.h"
 #include "core/log.h"
+#include "tiers/tier_quota.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -837,6 +838,11 @@ static int nvme_policy_set(struct kvt_tier *tier, const char *name, char *params
 	return kvt__nvme_policy_set(NV(tier), name, params, err, err_len);
 }
 
+static size_t nvme_tenant_usage(struct kvt_tier *tier, struct kvt_tier_tenant *out, size_t max)
+{
+	return kvt_tier_quota_usage(NV(tier)->quota, out, max);
+}
+
 const struct kvt_tier_ops kvt_tier_nvme = {
     .version = KVT_TIER_OPS_VERSION,
     .name = "nvme",
@@ -853,4 +859,5 @@ const struct kvt_tier_ops kvt_tier_nvme = {
     .write_stream = nvme_write_stream,
     .policy_get = nvme_policy_get,
     .policy_set = nvme_policy_set,
+    .tenant_usage = nvme_tenant_usage,
 };

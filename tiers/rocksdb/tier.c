@@ -35,6 +35,7 @@
 #include "core/log.h"
 #include "core/tenants.h"
 #include "policy/quota.h"
+#include "tiers/tier_quota.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -702,6 +703,11 @@ int kvt__rdb_flush(struct kvt_tier *t, bool wait)
 	return kvt__rdb_err(err);
 }
 
+static size_t rdb_tenant_usage(struct kvt_tier *t, struct kvt_tier_tenant *out, size_t max)
+{
+	return kvt_tier_quota_usage(t->quota, out, max);
+}
+
 const struct kvt_tier_ops kvt_tier_rocksdb = {
     .version = KVT_TIER_OPS_VERSION,
     .name = "rocksdb",
@@ -715,4 +721,5 @@ const struct kvt_tier_ops kvt_tier_rocksdb = {
     .enable = NULL,
     .policy_get = rdb_policy_get,
     .policy_set = rdb_policy_set,
+    .tenant_usage = rdb_tenant_usage,
 };

@@ -22,6 +22,28 @@ static long long max_of(const char *t)
 	return p && strncmp(p + 12, "null", 4) ? strtoll(p + 12, NULL, 10) : -1;
 }
 
+/* The tenants' accounts of each lower tier that keeps them (TIER.quota). */
+static void lower_tenants(const char *tiers, const char *tiers_end)
+{
+	for (const char *t = tiers; t && (t = strstr(t, "{\"name\":\"")) && t < tiers_end; t++) {
+		const char *next = strstr(t + 1, "{\"name\":\""),
+		           *ts = strstr(t, "\"tenant_usage\":[");
+		if (!ts || (next && ts > next) || ts > tiers_end)
+			continue;
+		char name[32] = "";
+		sscanf(t + 9, "%31[^\"]", name);
+		const char *end = strchr(ts, ']');
+		printf("%-10s %14s %14s %14s\n", "tenant", name, "guaranteed", "max");
+		for (const char *e = ts; (e = strstr(e + 1, "{\"tenant\":")) && e < end;) {
+			char mx[24] = "-";
+			if (max_of(e) >= 0)
+				snprintf(mx, sizeof(mx), "%lld", max_of(e));
+			printf("%-10lld %14lld %14lld %14s\n", num(e, "tenant"),
+			       num(e, "used_bytes"), num(e, "guaranteed_bytes"), mx);
+		}
+	}
+}
+
 int cli_stats(kvt_client_t *c, int argc, char **argv)
 {
 	static char json[KVT_MSG_MAX];
@@ -51,6 +73,7 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	       num(json, "tenants"), num(json, "corruptions"), num(json, "protocol_errors"));
 	/* the host tier per tenant, when there is more than one or a quota */
 	const char *ts = strstr(json, "\"tenant_stats\":["), *end = ts ? strchr(ts, ']') : NULL;
+	lower_tenants(tiers, ts ? ts : json + strlen(json));
 	bool quota = false;
 	for (const char *t = ts; t && (t = strstr(t + 1, "{\"tenant\":")) && t < end;)
 		quota = quota || num(t, "guaranteed_bytes") > 0 || max_of(t) >= 0;
