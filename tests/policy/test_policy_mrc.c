@@ -201,8 +201,8 @@ static void test_policy_minisim(void **state)
 	assert_int_equal(kvt_minisim_create(&kvt_policy_s3fifo, "small_ratio=7", 1024, 4096, &m),
 	                 -EINVAL);
 	assert_int_equal(kvt_minisim_create(&kvt_policy_lru, "x", 1024, 4096, &m), -EINVAL);
-	const char *exact[] = {"lru", "arc", "s3fifo", "sieve", "lfu"};
-	for (size_t p = 0; p < 5; p++) {
+	const char *exact[] = {"lru", "arc", "s3fifo", "sieve", "lfu", "fifo", "clock"};
+	for (size_t p = 0; p < sizeof(exact) / sizeof(exact[0]); p++) {
 		assert_int_equal(
 		    kvt_minisim_create(kvt_policy_find(exact[p]), NULL, 2048, 4096, &m), 0);
 		assert_true(kvt_minisim_rate(m) == 1);
