@@ -102,7 +102,8 @@ struct kvd_stats {
 	uint64_t leases_granted, leases_revoked, protocol_errors, corruptions;
 	uint64_t enospc, deletes, eagain;
 	uint64_t demoted, promoted, promote_failed, demote_failed, lower_dropped, recovered;
-	uint64_t lower_moved; /* records a lower tier copied forward (nvme.quota) */
+	uint64_t lower_moved;    /* records a lower tier copied forward (nvme.quota, clock) */
+	uint64_t promote_resent; /* promotions sent again to where their record moved */
 	uint64_t not_admitted;
 };
 

@@ -634,6 +634,7 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 	if (j->result == -ENOENT && e->state == KVD_PUBLISHED && !(e->where & KVD_AT_HOST) &&
 	    (e->where & bit) && e->loc[j->tier] != j->loc && ++j->tries < 4) {
 		j->loc = e->loc[j->tier]; /* the tier moved it meanwhile: read it where it is now */
+		d->st.promote_resent++;
 		submit(d, j);
 		return;
 	}

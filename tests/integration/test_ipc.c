@@ -8,6 +8,7 @@
 #include "ipc/proto.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -514,13 +515,14 @@ static kvt_client_t *start_for_two(struct kvt_test_daemon *d, const char *const 
 	return c;
 }
 
-/* The other tenant puts rounds x 64 chunks of new prefixes. @return : exit status (0: it
- * stored at least three quarters of them; a put may meet a full host waiting on demotions). */
-static int flood_as_nobody(const char *sock, const kvt_model_t *m, int rounds)
+/* The other tenant puts rounds x 64 chunks of new prefixes. @return : its pid (the parent), or
+ * it exits 0 when it stored at least three quarters of them (a put may meet a full host
+ * waiting on demotions). */
+static pid_t flood_as_nobody(const char *sock, const kvt_model_t *m, int rounds)
 {
 	pid_t o = fork_as_nobody();
 	if (o)
-		return child_wait(o);
+		return o;
 	kvt_client_t *oc;
 	kvt_id_t ons, okeys[N_CHUNKS];
 	if (kvt_connect(sock, &oc) || kvt_namespace(oc, m, &ons))
@@ -576,16 +578,38 @@ static int nvme_flood_survivors(const char *quota, long long *moved)
 	}
 	assert_int_equal(kvt_put(c, ns, NULL, keys, 48, ch, cb), 48);
 	assert_true(kvt_test_stat_wait(&d, "demoted", 48, 1) >= 48);
-	assert_int_equal(flood_as_nobody(d.sock, &m, 24), 0);
+	/* while the flood runs, read our chunks over and over: each read is byte-identical or a
+	 * miss (host full of the flood's chunks waiting to go down has no room to promote into),
+	 * some of a record the log is moving (the promotion is sent again to its new place), and
+	 * none of these races loses a chunk: all 48 are served once the flood is over */
+	pid_t o = flood_as_nobody(d.sock, &m, 24);
+	int served = 0, rounds = 0, st = 0;
+	if (!quota) /* the control: nobody reads (reads would keep the chunks at host) */
+		assert_int_equal(waitpid(o, &st, 0), o);
+	for (bool done = !quota; !done; rounds++) {
+		done = waitpid(o, &st, WNOHANG) == o;
+		served = 0;
+		for (int i = 0; i < 48; i++) {
+			void *dst[1] = {got};
+			if (kvt_get(c, ns, &keys[i], 1, dst, cb) != 1)
+				continue; /* a miss: host had no room to promote into */
+			assert_memory_equal(got, bufs + (size_t)i * cb,
+			                    cb); /* never a wrong byte */
+			served++;
+		}
+	}
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	wait_demotions_settle(&d);
-	int served = 0;
+	served = 0;
 	for (int i = 0; i < 48; i++) {
 		void *dst[1] = {got};
 		if (kvt_get(c, ns, &keys[i], 1, dst, cb) != 1)
 			continue;
-		assert_memory_equal(got, bufs + (size_t)i * cb, cb); /* never a wrong byte */
+		assert_memory_equal(got, bufs + (size_t)i * cb, cb);
 		served++;
 	}
+	print_message("%d read rounds during the flood, %lld promotions sent again\n", rounds,
+	              kvt_test_stat(&d, "promote_resent"));
 	*moved = kvt_test_stat(&d, "lower_moved");
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
 	if (quota && served == 48) { /* the nvme tier's accounts: all 48 records of 36 KiB */
