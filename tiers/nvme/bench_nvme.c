@@ -15,9 +15,10 @@
  * Ratios are tier / raw from this run. The disk here may be virtual: ratios are what count.
  *
  * --quota: what nvme.quota's copying forward costs. Tenant 1 writes a share of the tier (0 %,
- * 10 %, 25 %, 50 %, guaranteed by nvme.quota), then tenant 2 floods 3x the tier with write_batch
- * calls of 8 records; the same flood with no quota (the plain FIFO) runs in the same run as the
- * baseline. Reported: the flood's throughput and its ratio to the baseline, the write
+ * 10 %, 25 %, 50 %, guaranteed by nvme.quota), its records together or spread among tenant 2's
+ * (one in 100 / share: every region then holds some), then tenant 2 floods 3x the tier with
+ * write_batch calls of 8 records; the same flood with no quota (the plain FIFO) runs in the same
+ * run as the baseline. Reported: the flood's throughput and its ratio to the baseline, the write
  * amplification (device bytes / flood bytes), tenant 1's records still there, and the slowest
  * batch (a reclaim that copies forward runs inside the write that needed the room).
  *
@@ -323,7 +324,7 @@ static int write_tenant(struct kvt_tier *t, uint8_t *bufs, size_t rec, uint32_t 
 }
 
 static int quota_case(const char *dir, const char *backend, size_t rec, uint64_t tier_bytes,
-                      unsigned pct, struct quota_res *res)
+                      unsigned pct, bool spread, struct quota_res *res)
 {
 	struct kvt_options o;
 	kvt_opts_defaults(&o);
@@ -362,7 +363,15 @@ static int quota_case(const char *dir, const char *backend, size_t rec, uint64_t
 	kvt_tier_nvme_register(t, bufs, buf_len * 8);
 	size_t n_a = (size_t)(share / buf_len), n_flood = (size_t)(3 * cap / buf_len);
 	double worst = 0;
-	rc = write_tenant(t, bufs, rec, 1, 0, n_a, &worst);
+	if (!spread) {
+		rc = write_tenant(t, bufs, rec, 1, 0, n_a, &worst);
+	} else { /* one of tenant 1's records every 100 / pct, tenant 2's between */
+		size_t gap = 100 / pct - 1;
+		for (size_t i = 0; i < n_a && !rc; i++)
+			if (!(rc = write_tenant(t, bufs, rec, 1, i, 1, &worst)))
+				rc = write_tenant(t, bufs, rec, 2, (1u << 29) + i * gap, gap,
+				                  &worst);
+	}
 	kvt_tier_nvme.stats(t, &st);
 	uint64_t before = st.write_bytes;
 	struct kvt__nvme_xstats x0;
@@ -395,20 +404,26 @@ static int run_quota(const char *dir, const char *backend, size_t rec, uint64_t 
 	       "flood 3x the tier\n",
 	       dir, backend, (unsigned long long)(tier_bytes >> 20), rec);
 	printf(
-	    "| guaranteed share | tenant 1 kept / written | flood MB/s | **vs no quota** | write "
-	    "amplification | records moved | slowest batch ms |\n|---|---|---|---|---|---|---|\n");
+	    "| guaranteed share | tenant 1's records | tenant 1 kept / written | flood MB/s | **vs "
+	    "no quota** | write amplification | records moved | slowest batch ms |\n"
+	    "|---|---|---|---|---|---|---|---|\n");
 	struct quota_res base = {0};
-	static const unsigned pcts[] = {0, 10, 25, 50};
+	static const unsigned pcts[] = {0, 10, 25, 50, 10, 25, 50};
 	for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
 		struct quota_res r = {0};
-		int rc = quota_case(dir, backend, rec, tier_bytes, pcts[i], &r);
+		bool spread = i > 3;
+		int rc = quota_case(dir, backend, rec, tier_bytes, pcts[i], spread, &r);
 		if (rc) {
 			fprintf(stderr, "quota case %u%%: %s\n", pcts[i], strerror(-rc));
 			return 1;
 		}
 		if (!pcts[i])
 			base = r;
-		printf("| %u %% | %llu / %llu | %.0f | **%.2f** | %.3f | %llu | %.1f |\n", pcts[i],
+		printf("| %u %% | %s | %llu / %llu | %.0f | **%.2f** | %.3f | %llu | %.1f |\n",
+		       pcts[i],
+		       !pcts[i] ? "-"
+		       : spread ? "spread"
+		                : "together",
 		       (unsigned long long)r.kept, (unsigned long long)r.written, r.flood_mbs,
 		       r.flood_mbs / base.flood_mbs, r.wa, (unsigned long long)r.moved, r.worst_ms);
 		fflush(stdout);

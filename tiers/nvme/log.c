@@ -16,8 +16,8 @@
  * told about each live record in it (env->dropped), so the tier's write amplification is
  * 1 + 4 KiB/record (the terminator), i.e. 1.016 at 256 KiB, 1.002 at 2 MiB. Hot chunks survive
  * because the daemon promotes them. With nvme.quota (quota.c) a tenant's guaranteed records are
- * copied forward at reclaim (reclaim.c), and a region that would keep too much of itself to
- * leave room is passed over whole (kvt__nvme_log_place), so the ring's regions may be out of
+ * copied forward at reclaim (reclaim.c), and a region that would keep more than half of itself
+ * is passed over whole (kvt__nvme_log_place), so the ring's regions may be out of
  * seq order behind the head; seq still names each region's age and the head is the newest.
  *
  * Superblock: double-buffered; generation g lives in copy g % 2, so a torn superblock write
@@ -210,12 +210,15 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 		passed = false;
 		if (!t->regions[next].seq)
 			continue;
-		/* A region that nvme.quota (or clock) would keep too much of to leave room
-		 * for this record is passed over as it is (no I/O; its hits are spent); one trip
-		 * round the ring on, regions are taken whole, so a write never waits on a log full
-		 * of guarantees. */
+		/* A region that nvme.quota (or clock) would keep more than half of, or too much of
+		 * to leave room for this record, is passed over as it is: no I/O, its hits are
+		 * spent, and the rest of it stays readable a trip longer. A copy forward is left
+		 * for regions it frees at least half of, so it writes at most half a region. One
+		 * trip round the ring on, regions are taken whole, so a write never waits on a log
+		 * full of guarantees. */
 		bool may_keep = step < t->n_regions;
-		if (may_keep && kvt__nvme_reclaim_keeps(t, next) + need > t->max_rec) {
+		uint64_t keep = may_keep ? kvt__nvme_reclaim_keeps(t, next) : 0;
+		if (keep > t->max_rec / 2 || keep + need > t->max_rec) {
 			kvt__nvme_reclaim_pass(t, next);
 			passed = true;
 			continue;
