@@ -167,6 +167,21 @@ static void test_nvme_quota_maximum(void **state)
 	for (unsigned i = 0; i < 10; i++)
 		assert_int_equal(nvt_check(&n, i, PAY, locs[i]), 0);
 	(void)moved;
+
+	/* reopened, the dropped records are found again (they carry no tombstone) and trimmed
+	 * again at once; a lowered maximum applies at the open */
+	nvt_close(&n);
+	assert_int_equal(nvt_open(&n), 0);
+	b = count(&n, 9);
+	assert_int_equal(b.n, 64);
+	assert_int_equal(b.lowest_seed, FLOOD + 136);
+	nvt_close(&n);
+	assert_int_equal(kvt_opts_set(&n.opts, "nvme.quota", "9=0/2MiB"), 0);
+	assert_int_equal(nvt_open(&n), 0);
+	b = count(&n, 9);
+	assert_int_equal(b.n, 32);
+	assert_int_equal(b.lowest_seed, FLOOD + 168);
+	assert_int_equal(count(&n, A).n, 10);
 	nvt_fini(&n);
 
 	/* one record above the tenant's maximum: -EDQUOT, and that is not a full tier */

@@ -470,6 +470,8 @@ int kvt__nvme_log_open(struct kvt_nvme *t)
 		find_head(t);
 		if (!rc)
 			rc = verify_head(t);
+		if (!rc)
+			kvt__nvme_quota_trim_all(t);
 		t->recovering = false;
 		if (rc)
 			return rc;

@@ -351,6 +351,9 @@ int kvt__nvme_quota_admits(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, ui
 bool kvt__nvme_quota_keeps(struct kvt_nvme *t, const struct kvt__nvme_rec *rec);
 /* Drops the tenant's oldest records (no I/O) while it holds more than its maximum. */
 void kvt__nvme_quota_trim(struct kvt_nvme *t, uint32_t tenant_key);
+/* The same for every tenant (after recovery: trimmed records carry no tombstone, and a crash
+ * brings them back; a lowered maximum applies at once). */
+void kvt__nvme_quota_trim_all(struct kvt_nvme *t);
 uint64_t kvt__nvme_rec_off(const struct kvt_nvme *t, uint64_t region,
                            const struct kvt__nvme_rec *r);
 /* Reads and checks the superblock (the enable() probe). */

@@ -9,7 +9,8 @@
  *              out its own records and everyone's unprotected ones, never a guaranteed share.
  *   maximum    after a write lands, while its tenant holds more than its maximum, its oldest
  *              records are dropped (no I/O: their space comes back when the log reaches them).
- *              A record larger than the maximum is refused with -EDQUOT.
+ *              A record larger than the maximum is refused with -EDQUOT. Trimmed records carry
+ *              no tombstone: a crash brings them back, and the walk at open trims again.
  *
  * The accounts are the padded bytes of live records, rebuilt by the recovery walk. Guarantees
  * may add up to half the tier: above that a region would hold more guaranteed bytes than free
@@ -152,4 +153,10 @@ void kvt__nvme_quota_trim(struct kvt_nvme *t, uint32_t tenant_key)
 		KVT_NVME_ADD(t, st.evictions, 1);
 		KVT_NVME_ADD(t, xs.quota_trims, 1);
 	}
+}
+
+void kvt__nvme_quota_trim_all(struct kvt_nvme *t)
+{
+	for (size_t i = 0; t->quota && i < kvt_quota_keys(t->quota); i++)
+		kvt__nvme_quota_trim(t, kvt_quota_key(t->quota, (uint16_t)i));
 }
