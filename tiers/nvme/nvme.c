@@ -46,7 +46,7 @@ static struct kvt_nvme *NV(struct kvt_tier *t)
 	return (struct kvt_nvme *)t;
 }
 
-static void health(struct kvt_nvme *t, int rc)
+void kvt__nvme_health(struct kvt_nvme *t, int rc)
 {
 	if (!rc) {
 		t->consecutive_err = 0;
@@ -290,7 +290,7 @@ static int write_check(struct kvt_nvme *t, const struct kvt_tier_wreq *q, struct
 
 static void write_failed(struct kvt_nvme *t, int rc)
 {
-	health(t, rc);
+	kvt__nvme_health(t, rc);
 	if (rc == -ENOSPC) {
 		if (!KVT_NVME_GET(t, st.full))
 			kvt_log_rl(KVT_LOG_WARN, "nvme: %s: device full, tier marked full",
@@ -507,7 +507,7 @@ static void finish_ready(struct wrun *w, const struct kvt__nvme_batch *b)
 		if (!w->broken && !s->err) {
 			q->res = 0;
 			q->loc = kvt__nvme_loc(s->off, t->regions[s->region].seq);
-			health(t, 0);
+			kvt__nvme_health(t, 0);
 			KVT_NVME_SET(t, st.full, false);
 			KVT_NVME_ADD(t, st.writes, 1);
 			KVT_NVME_ADD(t, st.write_bytes, q->rec_len);
@@ -664,7 +664,7 @@ static void read_finish(struct kvt_nvme *t, struct kvt_tier_rreq *q, struct kvt_
 		q->res = -EBADMSG;
 		return;
 	}
-	health(t, s->err);
+	kvt__nvme_health(t, s->err);
 	if (s->err) {
 		if (s->err != -EAGAIN && rec->alive) {
 			KVT_NVME_ADD(t, xs.dropped_io, 1);

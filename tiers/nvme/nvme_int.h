@@ -360,6 +360,9 @@ uint64_t kvt__nvme_rec_off(const struct kvt_nvme *t, uint64_t region,
 int kvt__nvme_log_probe(struct kvt_nvme *t);
 int kvt__nvme_log_sb_write(struct kvt_nvme *t, bool clean);
 
+/* Counts a request's outcome toward disabling the tier (nvme.c: KVT_NVME_DISABLE_AFTER). */
+void kvt__nvme_health(struct kvt_nvme *t, int rc);
+
 /* Test hooks. */
 int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme_hooks *hooks,
                           struct kvt_tier **out);

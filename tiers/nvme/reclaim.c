@@ -81,6 +81,7 @@ static void read_kept(struct kvt_nvme *t, struct kept *k, uint32_t n, uint8_t *b
 	    .jobs = jobs, .n = n, .piece = (at + t->eng.depth - 1) / t->eng.depth};
 	kvt__nvme_run(t, &b);
 	for (uint32_t i = 0; i < n; i++) {
+		kvt__nvme_health(t, jobs[i].err); /* a failing device fails reclaim's reads too */
 		if (!jobs[i].err)
 			continue;
 		k[i].bad = true;
@@ -146,12 +147,15 @@ static int write_kept(struct kvt_nvme *t, uint64_t r, uint8_t *buf, uint64_t len
 	int rc = m ? kvt__nvme_rw(t, KVT_NVME_WRITE, segs, m) : 0;
 	if (rc && m) /* once more: nothing of it is visible yet */
 		rc = kvt__nvme_rw(t, KVT_NVME_WRITE, segs, m);
-	if (rc)
+	if (rc) {
+		kvt__nvme_health(t, rc);
 		return rc;
+	}
 	*issued = true;
 	rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, at, buf, KVT_NVME_BLOCK);
 	if (rc) /* the same block again is harmless */
 		rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, at, buf, KVT_NVME_BLOCK);
+	kvt__nvme_health(t, rc);
 	return rc;
 }
 
