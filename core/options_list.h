@@ -51,7 +51,7 @@
 	X(NVME_POLICY, "nvme.policy", STR, "fifo", 0, 0, 1,                                        \
 	  "nvme log reclaim: fifo, or clock (a record read since written is copied forward)")      \
 	X(NVME_QUOTA, "nvme.quota", STR, "", 0, 0, 0,                                              \
-	  "nvme bytes guaranteed/maximum per tenant, as tenant.quota (guarantees copied forward)")  \
+	  "nvme bytes guaranteed/maximum per tenant, as tenant.quota (kept by copying forward)")   \
 	X(ROCKSDB_PATH, "rocksdb.path", STR, "", 0, 0, 0,                                          \
 	  "rocksdb directory (default DATA_DIR/rocksdb)")                                          \
 	X(ROCKSDB_BYTES, "rocksdb.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                 \
