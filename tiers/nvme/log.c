@@ -69,14 +69,9 @@ uint64_t kvt__nvme_region_start(const struct kvt_nvme *t, uint64_t r)
 	return t->data_off + r * t->region_bytes;
 }
 
-static uint64_t region_start(const struct kvt_nvme *t, uint64_t r)
-{
-	return kvt__nvme_region_start(t, r);
-}
-
 uint64_t kvt__nvme_rec_off(const struct kvt_nvme *t, uint64_t region, const struct kvt__nvme_rec *r)
 {
-	return region_start(t, region) + (uint64_t)r->off_blocks * KVT_NVME_BLOCK;
+	return kvt__nvme_region_start(t, region) + (uint64_t)r->off_blocks * KVT_NVME_BLOCK;
 }
 
 int kvt__nvme_rw1(struct kvt_nvme *t, int op, uint64_t off, void *buf, size_t len)
@@ -179,7 +174,8 @@ int kvt__nvme_region_open(struct kvt_nvme *t, uint64_t r)
 	kvt_store_le64(b + 24, r);
 	block_seal(b);
 	/* header + the zero block after it: nothing of the region's past use survives a scan */
-	int rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, region_start(t, r), b, 2 * KVT_NVME_BLOCK);
+	int rc =
+	    kvt__nvme_rw1(t, KVT_NVME_WRITE, kvt__nvme_region_start(t, r), b, 2 * KVT_NVME_BLOCK);
 	if (rc)
 		return rc;
 	t->regions[r].seq = t->next_seq++;
@@ -201,7 +197,7 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 					return rc;
 			}
 			if (R->wp + need <= t->region_bytes)
-				return (int64_t)(region_start(t, t->head) + R->wp);
+				return (int64_t)(kvt__nvme_region_start(t, t->head) + R->wp);
 		}
 		uint64_t next = (t->head + 1) % t->n_regions;
 		if (next == avoid)
@@ -241,7 +237,7 @@ int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint
 			return -ENOMEM;
 		R->recs = p, R->cap_recs = cap;
 	}
-	uint64_t in = file_off - region_start(t, r);
+	uint64_t in = file_off - kvt__nvme_region_start(t, r);
 	struct kvt__nvme_rec *rec = &R->recs[R->n_recs++];
 	rec->h = *h;
 	rec->off_blocks = (uint32_t)(in / KVT_NVME_BLOCK);
@@ -302,7 +298,7 @@ struct kvt__nvme_rec *kvt__nvme_log_find(struct kvt_nvme *t, uint64_t loc, uint6
 	struct kvt__nvme_region *R = &t->regions[r];
 	if (!R->seq || (R->seq & 0xffffff) != loc >> 40)
 		return NULL;
-	uint32_t want = (uint32_t)((off - region_start(t, r)) / KVT_NVME_BLOCK);
+	uint32_t want = (uint32_t)((off - kvt__nvme_region_start(t, r)) / KVT_NVME_BLOCK);
 	uint32_t lo = 0, hi = R->n_recs;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -325,7 +321,7 @@ static int read_region_headers(struct kvt_nvme *t)
 	for (uint64_t r0 = 0; r0 < t->n_regions; r0 += SCAN_BATCH) {
 		unsigned n = (unsigned)KVT_MIN((uint64_t)SCAN_BATCH, t->n_regions - r0);
 		for (unsigned i = 0; i < n; i++)
-			segs[i] = (struct kvt__nvme_seg){region_start(t, r0 + i),
+			segs[i] = (struct kvt__nvme_seg){kvt__nvme_region_start(t, r0 + i),
 			                                 t->scan_buf + (size_t)i * KVT_NVME_BLOCK,
 			                                 KVT_NVME_BLOCK};
 		int rc = kvt__nvme_rw(t, KVT_NVME_READ, segs, n);
@@ -366,7 +362,8 @@ static bool scan_block(struct kvt_nvme *t, uint64_t r, const uint8_t *b)
 	uint32_t rec_len = (uint32_t)(KVT_CHUNK_HDR_BYTES + h.payload_bytes);
 	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
 	/* append moves wp past the record */
-	return need <= room && !kvt__nvme_log_append(t, &h, region_start(t, r) + R->wp, rec_len);
+	return need <= room &&
+	       !kvt__nvme_log_append(t, &h, kvt__nvme_region_start(t, r) + R->wp, rec_len);
 }
 
 /* Walks the records of up to SCAN_BATCH regions in lock step: one header read each per round. */
@@ -383,7 +380,7 @@ static int scan_regions(struct kvt_nvme *t)
 		while (n) {
 			for (unsigned i = 0; i < n; i++)
 				segs[i] = (struct kvt__nvme_seg){
-				    region_start(t, active[i]) + t->regions[active[i]].wp,
+				    kvt__nvme_region_start(t, active[i]) + t->regions[active[i]].wp,
 				    t->scan_buf + (size_t)i * KVT_NVME_BLOCK, KVT_NVME_BLOCK};
 			int rc = kvt__nvme_rw(t, KVT_NVME_READ, segs, n);
 			if (rc)
