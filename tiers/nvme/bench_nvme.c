@@ -217,16 +217,22 @@ out:
 	return rc;
 }
 
+/* The options of a tier of file_bytes at queue depth qd, the rest defaults. */
+static void tier_opts(struct kvt_options *o, uint64_t file_bytes, unsigned qd)
+{
+	char v[32];
+	kvt_opts_defaults(o);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)file_bytes);
+	kvt_opts_set(o, "nvme.bytes", v);
+	snprintf(v, sizeof(v), "%u", qd);
+	kvt_opts_set(o, "nvme.queue_depth", v);
+}
+
 static int tier_case(const char *dir, const char *backend, size_t rec, unsigned qd, unsigned bq,
                      uint64_t total, uint64_t file_bytes, struct tier_res *res)
 {
 	struct kvt_options o;
-	kvt_opts_defaults(&o);
-	char v[64];
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)file_bytes);
-	kvt_opts_set(&o, "nvme.bytes", v);
-	snprintf(v, sizeof(v), "%u", qd);
-	kvt_opts_set(&o, "nvme.queue_depth", v);
+	tier_opts(&o, file_bytes, qd);
 	struct kvt_tier_env env = {.opts = &o, .data_dir = dir};
 	struct kvt__nvme_hooks hooks = {.backend = backend};
 	struct kvt_tier *t;
@@ -327,11 +333,8 @@ static int quota_case(const char *dir, const char *backend, size_t rec, uint64_t
                       unsigned pct, bool spread, struct quota_res *res)
 {
 	struct kvt_options o;
-	kvt_opts_defaults(&o);
 	char v[96];
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)tier_bytes);
-	kvt_opts_set(&o, "nvme.bytes", v);
-	kvt_opts_set(&o, "nvme.queue_depth", "8");
+	tier_opts(&o, tier_bytes, 8);
 	uint64_t moves = 0;
 	struct kvt_tier_env env = {.opts = &o, .data_dir = dir, .moved = count_move, .arg = &moves};
 	struct kvt__nvme_hooks hooks = {.backend = backend};
