@@ -664,19 +664,27 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 		kvd_entry_drop(d, id); /* no copy left anywhere */
 }
 
+/* The entry whose copy in j's tier is the record a tier's notification names (at j->loc), or
+ * KVD_NIL: the entry is gone, or holds another record there now. */
+static uint32_t notified_entry(struct kvd *d, const struct kvd_job *j)
+{
+	int t = kvd_tenant_of_uid(d, j->id.tenant);
+	uint32_t id = t < 0 ? KVD_NIL : kvd_index_find(&d->idx, (uint32_t)t, j->id.ns, j->id.key);
+	if (id == KVD_NIL)
+		return KVD_NIL;
+	const struct kvd_entry *e = &d->idx.e[id];
+	return (e->where & (2u << j->tier)) && e->loc[j->tier] == j->loc ? id : KVD_NIL;
+}
+
 static void complete_dropped(struct kvd *d, struct kvd_job *j)
 {
 	d->st.lower_dropped++;
-	int t = kvd_tenant_of_uid(d, j->id.tenant);
-	uint32_t id = t < 0 ? KVD_NIL : kvd_index_find(&d->idx, (uint32_t)t, j->id.ns, j->id.key);
-	uint8_t bit = (uint8_t)(2u << j->tier);
+	uint32_t id = notified_entry(d, j);
 	if (id != KVD_NIL) {
 		struct kvd_entry *e = &d->idx.e[id];
-		if ((e->where & bit) && e->loc[j->tier] == j->loc) {
-			e->where &= (uint8_t)~bit;
-			if (!e->where && !e->jobs)
-				kvd_entry_drop(d, id);
-		}
+		e->where &= (uint8_t) ~(2u << j->tier);
+		if (!e->where && !e->jobs)
+			kvd_entry_drop(d, id);
 	}
 	free(j);
 }
@@ -686,12 +694,9 @@ static void complete_dropped(struct kvd *d, struct kvd_job *j)
 static void complete_moved(struct kvd *d, struct kvd_job *j)
 {
 	d->st.lower_moved++;
-	int t = kvd_tenant_of_uid(d, j->id.tenant);
-	uint32_t id = t < 0 ? KVD_NIL : kvd_index_find(&d->idx, (uint32_t)t, j->id.ns, j->id.key);
-	uint8_t bit = (uint8_t)(2u << j->tier);
-	struct kvd_entry *e = id == KVD_NIL ? NULL : &d->idx.e[id];
-	if (e && (e->where & bit) && e->loc[j->tier] == j->loc) {
-		e->loc[j->tier] = j->moved_to;
+	uint32_t id = notified_entry(d, j);
+	if (id != KVD_NIL) {
+		d->idx.e[id].loc[j->tier] = j->moved_to;
 		free(j);
 		return;
 	}

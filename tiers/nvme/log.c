@@ -186,7 +186,7 @@ int kvt__nvme_region_open(struct kvt_nvme *t, uint64_t r)
 
 int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid)
 {
-	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
+	uint64_t need = kvt__nvme_padded(rec_len);
 	bool passed = false; /* the head is a region this call passed over: not written to */
 	for (uint64_t step = 0;; step++) {
 		struct kvt__nvme_region *R = &t->regions[t->head];
@@ -244,7 +244,7 @@ int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint
 	rec->rec_len = rec_len;
 	rec->alive = true;
 	rec->hit = false;
-	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
+	uint64_t need = kvt__nvme_padded(rec_len);
 	R->wp = KVT_MAX(R->wp, in + need); /* a write run may have placed records past it */
 	KVT_NVME_ADD(t, st.used_bytes, need);
 	KVT_NVME_ADD(t, st.chunks, 1);
@@ -257,8 +257,7 @@ void kvt__nvme_log_unlink(struct kvt_nvme *t, struct kvt__nvme_rec *rec)
 	if (!rec->alive)
 		return;
 	rec->alive = false;
-	KVT_NVME_ADD(t, st.used_bytes,
-	             -KVT_ALIGN_UP((uint64_t)rec->rec_len, (uint64_t)KVT_NVME_BLOCK));
+	KVT_NVME_ADD(t, st.used_bytes, -kvt__nvme_padded(rec->rec_len));
 	KVT_NVME_ADD(t, st.chunks, (uint64_t)-1);
 	kvt__nvme_quota_account(t, rec, -1);
 }
@@ -360,7 +359,7 @@ static bool scan_block(struct kvt_nvme *t, uint64_t r, const uint8_t *b)
 	if (kvt_chunk_hdr_decode(b, &h) || h.payload_bytes > t->max_rec - KVT_CHUNK_HDR_BYTES)
 		return false;
 	uint32_t rec_len = (uint32_t)(KVT_CHUNK_HDR_BYTES + h.payload_bytes);
-	uint64_t need = KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
+	uint64_t need = kvt__nvme_padded(rec_len);
 	/* append moves wp past the record */
 	return need <= room &&
 	       !kvt__nvme_log_append(t, &h, kvt__nvme_region_start(t, r) + R->wp, rec_len);
@@ -409,7 +408,7 @@ static int verify_head(struct kvt_nvme *t)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < R->n_recs; i++) {
 		struct kvt__nvme_rec *rec = &R->recs[i];
-		uint64_t need = KVT_ALIGN_UP((uint64_t)rec->rec_len, (uint64_t)KVT_NVME_BLOCK);
+		uint64_t need = kvt__nvme_padded(rec->rec_len);
 		int rc =
 		    kvt__nvme_rw1(t, KVT_NVME_READ, kvt__nvme_rec_off(t, t->head, rec), buf, need);
 		struct kvt_chunk_hdr h;

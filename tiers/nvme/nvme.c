@@ -621,9 +621,7 @@ static void read_done(void *arg, struct kvt__nvme_batch *b, unsigned j)
 	struct kvt_chunk_hdr h;
 	if ((s->err = b->jobs[j].err))
 		return;
-	if (kvt_chunk_hdr_decode(buf, &h) || h.tenant != rec->h.tenant ||
-	    memcmp(&h.ns, &rec->h.ns, sizeof(h.ns)) || memcmp(&h.key, &rec->h.key, sizeof(h.key)) ||
-	    h.seq != rec->h.seq || h.payload_sum != rec->h.payload_sum)
+	if (kvt_chunk_hdr_decode(buf, &h) || !kvt__nvme_same_record(&h, &rec->h))
 		s->err = -EBADMSG;
 	else if (s->summing && s->summed >= rec->rec_len) {
 		KVT_NVME_ADD(t, xs.landed_sums, 1);

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 struct kvt_quota;
@@ -283,6 +284,22 @@ struct kvt_nvme {
 #define KVT_NVME_ADD(t, f, n) __atomic_fetch_add(&(t)->f, (n), __ATOMIC_RELAXED)
 #define KVT_NVME_SET(t, f, v) __atomic_store_n(&(t)->f, (v), __ATOMIC_RELAXED)
 #define KVT_NVME_GET(t, f)    __atomic_load_n(&(t)->f, __ATOMIC_RELAXED)
+
+/* A record's length on disk: padded to the 4 KiB block. */
+static inline uint64_t kvt__nvme_padded(uint64_t rec_len)
+{
+	return KVT_ALIGN_UP(rec_len, (uint64_t)KVT_NVME_BLOCK);
+}
+
+/* Whether h, read from disk, is the record the log holds as want: identity, version, checksum
+ * (a read and a copy forward check the same way). */
+static inline bool kvt__nvme_same_record(const struct kvt_chunk_hdr *h,
+                                         const struct kvt_chunk_hdr *want)
+{
+	return h->tenant == want->tenant && !memcmp(&h->ns, &want->ns, sizeof(h->ns)) &&
+	       !memcmp(&h->key, &want->key, sizeof(h->key)) && h->seq == want->seq &&
+	       h->payload_sum == want->payload_sum;
+}
 
 /* loc: bits 0..39 the record's file offset in 4 KiB units, bits 40..63 the region seq. */
 static inline uint64_t kvt__nvme_loc(uint64_t file_off, uint64_t region_seq)

@@ -29,11 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t padded(uint32_t rec_len)
-{
-	return KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
-}
-
 struct quota_sum {
 	struct kvt_nvme *t;
 	uint64_t guaranteed;
@@ -88,7 +83,7 @@ void kvt__nvme_quota_account(struct kvt_nvme *t, struct kvt__nvme_rec *rec, int 
 		return;
 	if (sign > 0)
 		rec->tix = kvt_quota_key_ix(t->quota, rec->h.tenant);
-	kvt_quota_charge(t->quota, rec->tix, sign * (int64_t)padded(rec->rec_len));
+	kvt_quota_charge(t->quota, rec->tix, sign * (int64_t)kvt__nvme_padded(rec->rec_len));
 }
 
 int kvt__nvme_quota_admits(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint32_t rec_len)
@@ -97,7 +92,7 @@ int kvt__nvme_quota_admits(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, ui
 		return 0;
 	uint64_t g, m;
 	kvt_quota_limits(t->quota, kvt_quota_key_ix(t->quota, h->tenant), &g, &m);
-	return padded(rec_len) > m ? -EDQUOT : 0;
+	return kvt__nvme_padded(rec_len) > m ? -EDQUOT : 0;
 }
 
 bool kvt__nvme_quota_keeps(struct kvt_nvme *t, const struct kvt__nvme_rec *rec)
@@ -106,7 +101,7 @@ bool kvt__nvme_quota_keeps(struct kvt_nvme *t, const struct kvt__nvme_rec *rec)
 		return false;
 	uint64_t g, m;
 	kvt_quota_limits(t->quota, rec->tix, &g, &m);
-	return kvt_quota_used(t->quota, rec->tix) < g + padded(rec->rec_len);
+	return kvt_quota_used(t->quota, rec->tix) < g + kvt__nvme_padded(rec->rec_len);
 }
 
 /* The oldest live record of tenant index tix, from its cursor on. */

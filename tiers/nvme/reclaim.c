@@ -38,29 +38,33 @@ struct kept {
 	bool for_hit; /* kept for a hit, not for a guarantee */
 };
 
-static uint64_t padded(uint32_t rec_len)
-{
-	return KVT_ALIGN_UP((uint64_t)rec_len, (uint64_t)KVT_NVME_BLOCK);
-}
-
 static struct kvt_tier_id id_of(const struct kvt_chunk_hdr *h)
 {
 	return (struct kvt_tier_id){.tenant = h->tenant, .ns = h->ns, .key = h->key};
 }
 
-/* The kept records failed to move: they are gone, and the daemon must hear of it. */
-static void drop_kept(struct kvt_nvme *t, const struct kept *k, uint32_t n)
+/* Kept record k will not move after all: it is gone, and the daemon must hear of it where it
+ * was. A failed copy counts as an eviction (and a guarantee missed); a bad record as what the
+ * caller counts. */
+static void lose(struct kvt_nvme *t, struct kept *k, bool evicted)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		if (k[i].bad)
-			continue;
+	k->bad = true;
+	if (evicted) {
 		KVT_NVME_ADD(t, st.evictions, 1);
-		KVT_NVME_ADD(t, xs.guarantee_dropped, !k[i].for_hit);
-		if (t->env.dropped) {
-			struct kvt_tier_id id = id_of(&k[i].h);
-			t->env.dropped(t->env.arg, &id, k[i].from_loc);
-		}
+		KVT_NVME_ADD(t, xs.guarantee_dropped, !k->for_hit);
 	}
+	if (t->env.dropped) {
+		struct kvt_tier_id id = id_of(&k->h);
+		t->env.dropped(t->env.arg, &id, k->from_loc);
+	}
+}
+
+/* The kept records failed to move. */
+static void drop_kept(struct kvt_nvme *t, struct kept *k, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!k[i].bad)
+			lose(t, &k[i], true);
 }
 
 /* Reads the kept records back to back into buf, each its own job, so that an I/O error drops
@@ -72,10 +76,10 @@ static void read_kept(struct kvt_nvme *t, struct kept *k, uint32_t n, uint8_t *b
 	for (uint32_t i = 0; i < n; i++) {
 		jobs[i] = (struct kvt__nvme_job){.off = k[i].from_off,
 		                                 .buf = buf + at,
-		                                 .len = padded(k[i].rec_len),
+		                                 .len = kvt__nvme_padded(k[i].rec_len),
 		                                 .op = KVT_NVME_READ,
 		                                 .ready = true};
-		at += padded(k[i].rec_len);
+		at += kvt__nvme_padded(k[i].rec_len);
 	}
 	struct kvt__nvme_batch b = {
 	    .jobs = jobs, .n = n, .piece = (at + t->eng.depth - 1) / t->eng.depth};
@@ -84,14 +88,8 @@ static void read_kept(struct kvt_nvme *t, struct kept *k, uint32_t n, uint8_t *b
 		kvt__nvme_health(t, jobs[i].err); /* a failing device fails reclaim's reads too */
 		if (!jobs[i].err)
 			continue;
-		k[i].bad = true;
 		KVT_NVME_ADD(t, xs.dropped_io, 1);
-		KVT_NVME_ADD(t, xs.guarantee_dropped, !k[i].for_hit);
-		KVT_NVME_ADD(t, st.evictions, 1);
-		if (t->env.dropped) {
-			struct kvt_tier_id id = id_of(&k[i].h);
-			t->env.dropped(t->env.arg, &id, k[i].from_loc);
-		}
+		lose(t, &k[i], true);
 	}
 }
 
@@ -101,15 +99,13 @@ static uint64_t check_kept(struct kvt_nvme *t, struct kept *k, uint32_t n, uint8
 {
 	uint64_t in = 0, out = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t len = padded(k[i].rec_len);
+		uint64_t len = kvt__nvme_padded(k[i].rec_len);
 		struct kvt_chunk_hdr h;
 		const uint8_t *p = buf + in;
 		in += len;
 		if (k[i].bad) /* its read failed */
 			continue;
-		if (!kvt_chunk_hdr_decode(p, &h) && h.tenant == k[i].h.tenant &&
-		    !memcmp(&h.ns, &k[i].h.ns, sizeof(h.ns)) &&
-		    !memcmp(&h.key, &k[i].h.key, sizeof(h.key)) && h.seq == k[i].h.seq &&
+		if (!kvt_chunk_hdr_decode(p, &h) && kvt__nvme_same_record(&h, &k[i].h) &&
 		    !kvt_chunk_verify(&h, p + KVT_CHUNK_HDR_BYTES,
 		                      k[i].rec_len - KVT_CHUNK_HDR_BYTES)) {
 			if (out != in - len)
@@ -117,14 +113,10 @@ static uint64_t check_kept(struct kvt_nvme *t, struct kept *k, uint32_t n, uint8
 			out += len;
 			continue;
 		}
-		k[i].bad = true;
 		KVT_NVME_ADD(t, st.corruptions, 1);
 		kvt_log_rl(KVT_LOG_WARN, "nvme: %s: corrupt record at %llu dropped at reclaim",
 		           t->path, (unsigned long long)k[i].from_off);
-		if (t->env.dropped) {
-			struct kvt_tier_id id = id_of(&k[i].h);
-			t->env.dropped(t->env.arg, &id, k[i].from_loc);
-		}
+		lose(t, &k[i], false);
 	}
 	return out;
 }
@@ -196,7 +188,7 @@ uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r)
 		return 0;
 	for (uint32_t i = 0; i < R->n_recs; i++)
 		if (R->recs[i].alive && keeps(t, &R->recs[i]))
-			bytes += padded(R->recs[i].rec_len);
+			bytes += kvt__nvme_padded(R->recs[i].rec_len);
 	return bytes; /* more than the reclaim keeps when it drops some of a tenant's first */
 }
 
@@ -228,7 +220,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 				                       .from_loc = kvt__nvme_loc(off, R->seq),
 				                       .rec_len = rec->rec_len,
 				                       .for_hit = !kvt__nvme_quota_keeps(t, rec)};
-				bytes += padded(rec->rec_len);
+				bytes += kvt__nvme_padded(rec->rec_len);
 				kvt__nvme_log_unlink(
 				    t, rec); /* the accounts get it back when it lands */
 				continue;
@@ -278,11 +270,11 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 		} else {
 			KVT_NVME_ADD(t, xs.moved, 1);
 			KVT_NVME_ADD(t, xs.reinserted, k[i].for_hit);
-			KVT_NVME_ADD(t, xs.moved_bytes, padded(k[i].rec_len));
+			KVT_NVME_ADD(t, xs.moved_bytes, kvt__nvme_padded(k[i].rec_len));
 			struct kvt_tier_id id = id_of(&k[i].h);
 			t->env.moved(t->env.arg, &id, k[i].from_loc, kvt__nvme_loc(at, R->seq));
 		}
-		at += padded(k[i].rec_len);
+		at += kvt__nvme_padded(k[i].rec_len);
 	}
 	R->wp = KVT_NVME_BLOCK + len; /* past every kept record, tracked or not */
 	free(buf);
