@@ -184,6 +184,23 @@ static void test_nvme_quota_maximum(void **state)
 	assert_int_equal(count(&n, A).n, 10);
 	nvt_fini(&n);
 
+	/* the room a maximum leaves goes to the others: a flood of four trips round the log
+	 * by the capped tenant (the control in test_nvme_quota_guarantee leaves A nothing)
+	 * leaves every one of A's records, copied forward, and the flood its newest 64 */
+	open_q(&n, "9=0/4MiB", 0);
+	assert_int_equal(put_range(&n, 0, N_A, locs), N_A);
+	assert_int_equal(put_range(&n, FLOOD, FLOOD + 1000, NULL), 1000);
+	assert_int_equal(live_a(&n, locs, &moved), N_A);
+	b = count(&n, 9);
+	assert_int_equal(b.n, 64);
+	assert_int_equal(b.lowest_seed, FLOOD + 936);
+	struct kvt__nvme_xstats x = nvt_xstats(&n);
+	print_message("maximum: all %u of A live, %u moved, %llu moves\n", N_A, moved,
+	              (unsigned long long)x.moved);
+	assert_int_equal(x.guarantee_dropped, 0);
+	assert_int_equal(x.moved, n.n_moves);
+	nvt_fini(&n);
+
 	/* one record above the tenant's maximum: -EDQUOT, and that is not a full tier */
 	open_q(&n, "9=0/32KiB", 0);
 	uint64_t loc;

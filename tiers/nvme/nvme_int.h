@@ -271,6 +271,9 @@ struct kvt_nvme {
 	bool reinsert_hits; /* nvme.policy = clock (reclaim.c) */
 	/* nvme.quota (quota.c): NULL without */
 	struct kvt_quota *quota;
+	/* with a maximum below the tier: reclaim keeps a record while the live bytes stay at most
+	 * this (what trims freed goes to the others); 0: off */
+	uint64_t keep_live;
 	struct kvt__nvme_cursor *cursor; /* per tenant index: where its oldest record may be */
 	uint32_t n_cursor;
 	/* health */

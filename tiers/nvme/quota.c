@@ -9,6 +9,9 @@
  *              out its own records and everyone's unprotected ones, never a guaranteed share.
  *   maximum    after a write lands, while its tenant holds more than its maximum, its oldest
  *              records are dropped (no I/O: their space comes back when the log reaches them).
+ *              That space goes to the others: with a maximum below the tier, reclaim keeps
+ *              any record while the live bytes leave two regions free (reclaim.c), so a
+ *              capped tenant's flood advances the log over its own records, not theirs.
  *              A record larger than the maximum is refused with -EDQUOT. Trimmed records carry
  *              no tombstone: a crash brings them back, and the walk at open trims again.
  *
@@ -31,13 +34,14 @@
 
 struct quota_sum {
 	struct kvt_nvme *t;
-	uint64_t guaranteed;
+	uint64_t guaranteed, least_max;
 };
 
 static int quota_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
 {
 	struct quota_sum *s = arg;
 	s->guaranteed += g;
+	s->least_max = KVT_MIN(s->least_max, m);
 	return kvt_quota_set(s->t->quota, kvt_quota_key_ix(s->t->quota, key), g, m);
 }
 
@@ -55,7 +59,7 @@ int kvt__nvme_quota_open(struct kvt_nvme *t)
 	int rc = kvt_quota_create(&t->quota);
 	if (rc)
 		return rc;
-	struct quota_sum s = {t, 0};
+	struct quota_sum s = {t, 0, UINT64_MAX};
 	if ((rc = kvt_quota_list_each(list, quota_item, &s, err, sizeof(err))) == -EINVAL)
 		kvt_log(KVT_LOG_ERROR, "nvme.quota: %s", err);
 	uint64_t cap = KVT_NVME_GET(t, st.capacity_bytes);
@@ -67,6 +71,10 @@ int kvt__nvme_quota_open(struct kvt_nvme *t)
 		    (unsigned long long)s.guaranteed, (unsigned long long)(cap / 2));
 		rc = -EINVAL;
 	}
+	/* a maximum below the tier frees room for the others: reclaim keeps records while the live
+	 * bytes leave two regions for the log to write into (reclaim.c) */
+	if (!rc && s.least_max < cap && cap > 2 * t->region_bytes)
+		t->keep_live = cap - 2 * t->region_bytes;
 	return rc;
 }
 
@@ -74,7 +82,7 @@ void kvt__nvme_quota_close(struct kvt_nvme *t)
 {
 	kvt_quota_destroy(t->quota);
 	free(t->cursor);
-	t->quota = NULL, t->cursor = NULL, t->n_cursor = 0;
+	t->quota = NULL, t->cursor = NULL, t->n_cursor = 0, t->keep_live = 0;
 }
 
 void kvt__nvme_quota_account(struct kvt_nvme *t, struct kvt__nvme_rec *rec, int sign)

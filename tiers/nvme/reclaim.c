@@ -5,12 +5,14 @@
  * dropped and the daemon told (env->dropped): write amplification 1. With clock, a record read
  * since it was written (or last copied) gets a second chance, as in CLOCK: it is copied forward
  * and its hit is spent. With nvme.quota, a record whose tenant would go below its guarantee is
- * copied forward too. A record kept either way is read whole, checked like any read (header,
- * identity, payload checksum; a bad one is dropped and counted, never copied), and written again at
- * the start of the same region once it is reopened, and the daemon told where it went (env->moved).
- * So a tenant that floods the tier advances the log over its own records and everyone's unprotected
- * ones, and the protected ones cycle with the log: they cost one rewrite per trip around it, at
- * most the guaranteed bytes (quota.c keeps guarantees under half the tier).
+ * copied forward too, and so, with a maximum below the tier's size, is any record while the live
+ * ones leave the log room (what a capped tenant's trims freed goes to the others). A record kept
+ * is read whole, checked like any read (header, identity, payload checksum; a bad one is dropped
+ * and counted, never copied), and written again at the start of the same region once it is
+ * reopened, and the daemon told where it went (env->moved). So a tenant that floods the tier
+ * advances the log over its own records and everyone's unprotected ones, and the protected ones
+ * cycle with the log: they cost one rewrite per trip around it, at most the guaranteed bytes
+ * (quota.c keeps guarantees under half the tier) and the room a maximum leaves.
  *
  * Crash safety is the write path's (nvme.c): the reopened region's first block after its header
  * is zero, so the recovery walk finds nothing there until the first kept record's header block
@@ -35,7 +37,7 @@ struct kept {
 	uint64_t from_off, from_loc;
 	uint32_t rec_len;
 	bool bad;
-	bool for_hit; /* kept for a hit, not for a guarantee */
+	enum { KEPT_GUARANTEE, KEPT_HIT, KEPT_ROOM } why;
 };
 
 static struct kvt_tier_id id_of(const struct kvt_chunk_hdr *h)
@@ -51,7 +53,7 @@ static void lose(struct kvt_nvme *t, struct kept *k, bool evicted)
 	k->bad = true;
 	if (evicted) {
 		KVT_NVME_ADD(t, st.evictions, 1);
-		KVT_NVME_ADD(t, xs.guarantee_dropped, !k->for_hit);
+		KVT_NVME_ADD(t, xs.guarantee_dropped, k->why == KEPT_GUARANTEE);
 	}
 	if (t->env.dropped) {
 		struct kvt_tier_id id = id_of(&k->h);
@@ -174,10 +176,28 @@ int kvt__nvme_policy_set(struct kvt_nvme *t, const char *name, const char *param
 	return 0;
 }
 
-/* Whether a reclaim keeps rec (when it may keep): its tenant's guarantee, or a hit. */
-static bool keeps(struct kvt_nvme *t, const struct kvt__nvme_rec *rec)
+/*
+ * Beside the guarantees and clock's hits, a tier with a maximum below its size keeps (copies
+ * forward) what trims left room for: a record is kept while the tier's live bytes, counting it,
+ * are at most keep_live; records are decided oldest first, and dropping one lowers the count. So
+ * the bytes a capped tenant gave up go to the others, as a victim filter gives them in
+ * policy/quota.h, and the log drops records only once the live ones would not leave it room. A
+ * region kept mostly whole is passed over (kvt__nvme_log_place), so no copy is more than half
+ * a region.
+ */
+static bool verdict(struct kvt_nvme *t, const struct kvt__nvme_rec *rec, uint64_t *live, int *why)
 {
-	return (t->reinsert_hits && rec->hit) || kvt__nvme_quota_keeps(t, rec);
+	if (kvt__nvme_quota_keeps(t, rec))
+		*why = KEPT_GUARANTEE;
+	else if (t->reinsert_hits && rec->hit)
+		*why = KEPT_HIT;
+	else if (t->keep_live && *live <= t->keep_live)
+		*why = KEPT_ROOM;
+	else {
+		*live -= kvt__nvme_padded(rec->rec_len);
+		return false;
+	}
+	return true;
 }
 
 uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r)
@@ -186,8 +206,10 @@ uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r)
 	uint64_t bytes = 0;
 	if (!t->quota && !t->reinsert_hits)
 		return 0;
+	uint64_t live = KVT_NVME_GET(t, st.used_bytes);
+	int why;
 	for (uint32_t i = 0; i < R->n_recs; i++)
-		if (R->recs[i].alive && keeps(t, &R->recs[i]))
+		if (R->recs[i].alive && verdict(t, &R->recs[i], &live, &why))
 			bytes += kvt__nvme_padded(R->recs[i].rec_len);
 	return bytes; /* more than the reclaim keeps when it drops some of a tenant's first */
 }
@@ -205,11 +227,13 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 	struct kept *k = NULL;
 	uint32_t n = 0;
 	uint64_t bytes = 0;
+	uint64_t live = KVT_NVME_GET(t, st.used_bytes);
 	for (uint32_t i = 0; i < R->n_recs; i++) {
 		struct kvt__nvme_rec *rec = &R->recs[i];
+		int why;
 		if (!rec->alive)
 			continue;
-		if (may_keep && keeps(t, rec)) {
+		if (may_keep && verdict(t, rec, &live, &why)) {
 			if (!k && !(k = malloc(R->n_recs * sizeof(*k))))
 				may_keep =
 				    false; /* no memory to keep with: drop, as without a quota */
@@ -219,7 +243,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 				                       .from_off = off,
 				                       .from_loc = kvt__nvme_loc(off, R->seq),
 				                       .rec_len = rec->rec_len,
-				                       .for_hit = !kvt__nvme_quota_keeps(t, rec)};
+				                       .why = why};
 				bytes += kvt__nvme_padded(rec->rec_len);
 				kvt__nvme_log_unlink(
 				    t, rec); /* the accounts get it back when it lands */
@@ -269,7 +293,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 			drop_kept(t, &k[i], 1); /* no memory to track it: as good as gone */
 		} else {
 			KVT_NVME_ADD(t, xs.moved, 1);
-			KVT_NVME_ADD(t, xs.reinserted, k[i].for_hit);
+			KVT_NVME_ADD(t, xs.reinserted, k[i].why == KEPT_HIT);
 			KVT_NVME_ADD(t, xs.moved_bytes, kvt__nvme_padded(k[i].rec_len));
 			struct kvt_tier_id id = id_of(&k[i].h);
 			t->env.moved(t->env.arg, &id, k[i].from_loc, kvt__nvme_loc(at, R->seq));
