@@ -615,7 +615,8 @@ static int nvme_flood_survivors(const char *quota, long long *moved)
 	              kvt_test_stat(&d, "promote_resent"));
 	*moved = kvt_test_stat(&d, "lower_moved");
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
-	if (quota && served == QN) { /* the nvme tier's accounts: all QN records of 36 KiB */
+	if (quota && !strncmp(quota, "0=", 2) && served == QN) {
+		/* the nvme tier's accounts: all QN records of 36 KiB */
 		static char js[1 << 15];
 		assert_true(kvt_test_stats_json(&d, js, sizeof(js)) > 0);
 		assert_non_null(strstr(js, "\"tenant_usage\":[{\"tenant\":0,\"used_bytes\":442368,"
@@ -636,7 +637,8 @@ static int nvme_flood_survivors(const char *quota, long long *moved)
 
 /* nvme.quota: a tenant whose chunks only nvme still holds keeps its guarantee there while
  * another's flood goes round the log: its records are copied forward and the index follows
- * them; without the quota the same flood takes them. */
+ * them. The same when the flood's tenant has a maximum instead; without a quota the same flood
+ * takes them. */
 static void test_ipc_nvme_quota(void **state)
 {
 	(void)state;
@@ -648,6 +650,12 @@ static void test_ipc_nvme_quota(void **state)
 	assert_int_equal(nvme_flood_survivors("0=3MiB/16MiB", &moved), QN);
 	assert_true(moved >= 2 * QN); /* each went round with the log, at least twice */
 	print_message("nvme.quota: %d of %d served, %lld moves\n", QN, QN, moved);
+	/* the flood's uid held to a quarter of the tier instead: the room its trims leave keeps
+	 * ours (copied forward as the log goes round) */
+	assert_int_equal(nvme_flood_survivors("65534=0/4MiB", &moved), QN);
+	assert_true(moved >= QN);
+	print_message("nvme.quota maximum on the flood: %d of %d served, %lld moves\n", QN, QN,
+	              moved);
 	int without = nvme_flood_survivors(NULL, &moved);
 	assert_true(without < QN);
 	assert_int_equal(moved, 0);
