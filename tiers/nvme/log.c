@@ -181,6 +181,7 @@ int kvt__nvme_region_open(struct kvt_nvme *t, uint64_t r)
 	t->regions[r].seq = t->next_seq++;
 	t->regions[r].wp = KVT_NVME_BLOCK;
 	t->regions[r].n_recs = 0;
+	t->regions[r].live_bytes = 0;
 	return 0;
 }
 
@@ -216,6 +217,7 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 		uint64_t keep = may_keep ? kvt__nvme_reclaim_keeps(t, next) : 0;
 		if (keep > t->max_rec / 2 || keep + need > t->max_rec) {
 			kvt__nvme_reclaim_pass(t, next);
+			KVT_NVME_ADD(t, xs.passed, 1);
 			passed = true;
 			continue;
 		}
@@ -246,17 +248,19 @@ int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint
 	rec->hit = false;
 	uint64_t need = kvt__nvme_padded(rec_len);
 	R->wp = KVT_MAX(R->wp, in + need); /* a write run may have placed records past it */
+	R->live_bytes += need;
 	KVT_NVME_ADD(t, st.used_bytes, need);
 	KVT_NVME_ADD(t, st.chunks, 1);
 	kvt__nvme_quota_account(t, rec, +1);
 	return 0;
 }
 
-void kvt__nvme_log_unlink(struct kvt_nvme *t, struct kvt__nvme_rec *rec)
+void kvt__nvme_log_unlink(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec)
 {
 	if (!rec->alive)
 		return;
 	rec->alive = false;
+	t->regions[region].live_bytes -= kvt__nvme_padded(rec->rec_len);
 	KVT_NVME_ADD(t, st.used_bytes, -kvt__nvme_padded(rec->rec_len));
 	KVT_NVME_ADD(t, st.chunks, (uint64_t)-1);
 	kvt__nvme_quota_account(t, rec, -1);
@@ -267,7 +271,7 @@ void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_re
 {
 	if (!rec->alive)
 		return;
-	kvt__nvme_log_unlink(t, rec);
+	kvt__nvme_log_unlink(t, region, rec);
 	uint64_t off = kvt__nvme_rec_off(t, region, rec);
 	if (tombstone) {
 		uint8_t *b = t->blk;

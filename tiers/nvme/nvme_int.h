@@ -171,6 +171,8 @@ struct kvt__nvme_xstats {
 	uint64_t quota_trims;        /* records dropped because their tenant passed its maximum */
 	uint64_t guarantee_dropped;  /* guaranteed records dropped anyway (no room to keep them) */
 	uint64_t reinserted;         /* of moved: kept for a hit (nvme.policy = clock) */
+	uint64_t passed;             /* regions passed over at reclaim (mostly kept, no I/O) */
+	uint64_t keeps_walked;       /* records looked at to decide whether to pass over */
 };
 
 struct kvt__nvme_engine {
@@ -224,6 +226,7 @@ struct kvt__nvme_region {
 	uint64_t wp;  /* next write offset within the region (bytes) */
 	struct kvt__nvme_rec *recs;
 	uint32_t n_recs, cap_recs;
+	uint64_t live_bytes; /* padded bytes of its live records */
 };
 
 struct kvt__nvme_hooks {
@@ -274,6 +277,7 @@ struct kvt_nvme {
 	/* with a maximum below the tier: reclaim keeps a record while the live bytes stay at most
 	 * this (what trims freed goes to the others); 0: off */
 	uint64_t keep_live;
+	uint64_t guaranteed;             /* the guarantees' sum */
 	struct kvt__nvme_cursor *cursor; /* per tenant index: where its oldest record may be */
 	uint32_t n_cursor;
 	/* health */
@@ -330,7 +334,7 @@ int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint
 void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
                         bool tombstone);
 /* Marks rec dead and takes it off the counts, telling no one (a record being moved). */
-void kvt__nvme_log_unlink(struct kvt_nvme *t, struct kvt__nvme_rec *rec);
+void kvt__nvme_log_unlink(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec);
 /* Opens region r for writing: a fresh header, and a zero block after it. @return : 0, -errno. */
 int kvt__nvme_region_open(struct kvt_nvme *t, uint64_t r);
 uint64_t kvt__nvme_region_start(const struct kvt_nvme *t, uint64_t r);
@@ -346,7 +350,8 @@ int kvt__nvme_rw1(struct kvt_nvme *t, int op, uint64_t off, void *buf, size_t le
 int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep);
 /* The bytes kvt__nvme_reclaim(t, r, true) would keep, or a little more (no I/O, no change). */
 uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r);
-/* Region r is passed over as it is: its records' hits are spent (their second chance). */
+/* Region r is passed over as it is: with clock, its records' hits are spent (their second
+ * chance). */
 void kvt__nvme_reclaim_pass(struct kvt_nvme *t, uint64_t r);
 /*
  * The log's reclaim policy: "fifo" (regions taken whole) or "clock" (a record read since it was

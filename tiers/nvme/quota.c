@@ -73,6 +73,7 @@ int kvt__nvme_quota_open(struct kvt_nvme *t)
 	}
 	/* a maximum below the tier frees room for the others: reclaim keeps records while the live
 	 * bytes leave two regions for the log to write into (reclaim.c) */
+	t->guaranteed = rc ? 0 : s.guaranteed;
 	if (!rc && s.least_max < cap && cap > 2 * t->region_bytes)
 		t->keep_live = cap - 2 * t->region_bytes;
 	return rc;
@@ -82,7 +83,7 @@ void kvt__nvme_quota_close(struct kvt_nvme *t)
 {
 	kvt_quota_destroy(t->quota);
 	free(t->cursor);
-	t->quota = NULL, t->cursor = NULL, t->n_cursor = 0, t->keep_live = 0;
+	t->quota = NULL, t->cursor = NULL, t->n_cursor = 0, t->keep_live = 0, t->guaranteed = 0;
 }
 
 void kvt__nvme_quota_account(struct kvt_nvme *t, struct kvt__nvme_rec *rec, int sign)

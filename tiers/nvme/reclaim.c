@@ -203,11 +203,15 @@ static bool verdict(struct kvt_nvme *t, const struct kvt__nvme_rec *rec, uint64_
 uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r)
 {
 	const struct kvt__nvme_region *R = &t->regions[r];
-	uint64_t bytes = 0;
-	if (!t->quota && !t->reinsert_hits)
-		return 0;
-	uint64_t live = KVT_NVME_GET(t, st.used_bytes);
+	uint64_t bytes = 0, live = KVT_NVME_GET(t, st.used_bytes);
+	if (!t->guaranteed && !t->reinsert_hits) {
+		/* room alone: the oldest are dropped until the live bytes fit, the rest kept; no
+		 * walk, so that a log full of live records is not walked a trip per region */
+		uint64_t over = live > t->keep_live ? live - t->keep_live : 0;
+		return t->keep_live && R->live_bytes > over ? R->live_bytes - over : 0;
+	}
 	int why;
+	KVT_NVME_ADD(t, xs.keeps_walked, R->n_recs);
 	for (uint32_t i = 0; i < R->n_recs; i++)
 		if (R->recs[i].alive && verdict(t, &R->recs[i], &live, &why))
 			bytes += kvt__nvme_padded(R->recs[i].rec_len);
@@ -217,7 +221,7 @@ uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r)
 void kvt__nvme_reclaim_pass(struct kvt_nvme *t, uint64_t r)
 {
 	struct kvt__nvme_region *R = &t->regions[r];
-	for (uint32_t i = 0; i < R->n_recs; i++)
+	for (uint32_t i = 0; t->reinsert_hits && i < R->n_recs; i++)
 		R->recs[i].hit = false;
 }
 
@@ -245,8 +249,8 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 				                       .rec_len = rec->rec_len,
 				                       .why = why};
 				bytes += kvt__nvme_padded(rec->rec_len);
-				kvt__nvme_log_unlink(
-				    t, rec); /* the accounts get it back when it lands */
+				/* the accounts get it back when it lands */
+				kvt__nvme_log_unlink(t, r, rec);
 				continue;
 			}
 		}
