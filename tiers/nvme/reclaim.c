@@ -254,7 +254,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 				continue;
 			}
 		}
-		if (kvt__nvme_quota_keeps(t, rec))
+		if (!may_keep && kvt__nvme_quota_keeps(t, rec)) /* verdict() ruled it out */
 			KVT_NVME_ADD(t, xs.guarantee_dropped, 1);
 		kvt__nvme_log_kill(t, r, rec, false);
 		KVT_NVME_ADD(t, st.evictions, 1);
