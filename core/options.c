@@ -3,10 +3,12 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -241,12 +243,82 @@ int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len)
 	return 0;
 }
 
-static uint64_t free_bytes_under(const char *dir)
+/*
+ * Auto sizes of the tiers under the data directory: 1/8 of the space the filesystem would have
+ * free without kvtier's own tier files. Counting the files back in keeps the size the same from
+ * one start to the next, where plain free space would shrink the nvme log by an eighth (and
+ * truncate it) at every restart, and the rocksdb capacity as it fills. A data directory not
+ * made yet counts its nearest existing parent's filesystem.
+ */
+static int stat_fs_of(const char *dir, struct statvfs *sv, dev_t *dev)
+{
+	char p[4096];
+	int n = snprintf(p, sizeof(p), "%s", dir && *dir ? dir : ".");
+	if (n < 0 || (size_t)n >= sizeof(p))
+		return -ENAMETOOLONG;
+	for (;;) {
+		struct stat st;
+		if (!statvfs(p, sv) && !stat(p, &st)) {
+			*dev = st.st_dev;
+			return 0;
+		}
+		char *slash = strrchr(p, '/');
+		if (errno != ENOENT || !slash)
+			return -errno;
+		if (slash == p)
+			slash[1] = 0; /* "/x" -> "/" */
+		else
+			*slash = 0;
+	}
+}
+
+/* Bytes allocated to path (a regular file, or the regular files of a directory) on dev. */
+static uint64_t allocated_on(const char *path, dev_t dev)
+{
+	struct stat st;
+	if (stat(path, &st) || st.st_dev != dev)
+		return 0;
+	if (S_ISREG(st.st_mode))
+		return (uint64_t)st.st_blocks * 512u;
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	DIR *dir = opendir(path);
+	if (!dir)
+		return 0;
+	uint64_t sum = 0;
+	char f[4096 + 256];
+	for (struct dirent *e; (e = readdir(dir));) {
+		snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
+		if (e->d_name[0] != '.' && !stat(f, &st) && S_ISREG(st.st_mode) && st.st_dev == dev)
+			sum += (uint64_t)st.st_blocks * 512u;
+	}
+	closedir(dir);
+	return sum;
+}
+
+/* A tier's path: its option, else DATA_DIR/name. */
+static void tier_path(const struct kvt_options *o, enum kvt_opt_id id, const char *data_dir,
+                      const char *name, char *out, size_t len)
+{
+	if (*o->str[id])
+		snprintf(out, len, "%s", o->str[id]);
+	else
+		snprintf(out, len, "%s/%s", data_dir ? data_dir : ".", name);
+}
+
+uint64_t kvt_opts_tier_share(const struct kvt_options *o, const char *data_dir)
 {
 	struct statvfs sv;
-	if (!dir || statvfs(dir, &sv))
-		return 0;
-	return (uint64_t)sv.f_bavail * sv.f_frsize;
+	dev_t dev = 0;
+	if (stat_fs_of(data_dir, &sv, &dev))
+		return 64ull << 20;
+	uint64_t room = (uint64_t)sv.f_bavail * sv.f_frsize;
+	char p[4096 + 16];
+	tier_path(o, KVT_OPT_NVME_PATH, data_dir, "nvme.dat", p, sizeof(p));
+	room += allocated_on(p, dev);
+	tier_path(o, KVT_OPT_ROCKSDB_PATH, data_dir, "rocksdb", p, sizeof(p));
+	room += allocated_on(p, dev);
+	return KVT_MAX(room / 8, 64ull << 20) & ~((1ull << 20) - 1);
 }
 
 void kvt_opts_resolve(struct kvt_options *o, const char *data_dir)
@@ -256,7 +328,9 @@ void kvt_opts_resolve(struct kvt_options *o, const char *data_dir)
 		uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 8ull << 30;
 		o->num[KVT_OPT_HOST_BYTES] = KVT_MAX(ram / 8, 64ull << 20) & ~((1ull << 20) - 1);
 	}
-	uint64_t share = KVT_MAX(free_bytes_under(data_dir) / 8, 64ull << 20) & ~((1ull << 20) - 1);
+	if (o->num[KVT_OPT_NVME_BYTES] && o->num[KVT_OPT_ROCKSDB_BYTES])
+		return;
+	uint64_t share = kvt_opts_tier_share(o, data_dir);
 	if (!o->num[KVT_OPT_NVME_BYTES])
 		o->num[KVT_OPT_NVME_BYTES] = share;
 	if (!o->num[KVT_OPT_ROCKSDB_BYTES])

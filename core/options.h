@@ -55,6 +55,10 @@ int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_
 int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len);
 /* Resolves "auto" sizes against this machine (RAM, free space under data_dir). */
 void kvt_opts_resolve(struct kvt_options *o, const char *data_dir);
+/* The auto size of nvme.bytes and rocksdb.bytes: 1/8 of the free space of data_dir's filesystem
+ * (of its nearest existing parent's while it is not made), counting the space the two tiers'
+ * files there already take as free, so that it stays the same as they fill; at least 64 MiB. */
+uint64_t kvt_opts_tier_share(const struct kvt_options *o, const char *data_dir);
 /* Prints every option as "name = value" (a valid config file). */
 void kvt_opts_print(const struct kvt_options *o, FILE *f);
 /* Prints the table with help text. */

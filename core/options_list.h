@@ -36,8 +36,9 @@
 	  "most chunks the index holds")                                                           \
 	X(INDEX_SHM_SLOTS, "index.shm_slots", U64, "1048576", 0, 1ull << 30, 0,                    \
 	  "slots of each tenant's shared lookup table (16 bytes each; 0: lookups ask the daemon)") \
-	X(TIERS_ORDER, "tiers.order", STR, "host", 0, 0, 0,                                        \
-	  "tiers from fastest to slowest, comma separated (host,nvme,rocksdb)")                    \
+	X(TIERS_ORDER, "tiers.order", STR, "auto", 0, 0, 0,                                        \
+	  "tiers from fastest to slowest, comma separated (host,nvme,rocksdb); auto: host and "    \
+	  "every tier built, a tier that cannot open left out with a warning")                     \
 	X(DEMOTE_WAIT_MS, "demote.wait_ms", U64, "100", 0, 60000, 1,                               \
 	  "how long a put waits for demotion to free host space before -EAGAIN")                   \
 	X(NVME_PATH, "nvme.path", STR, "", 0, 0, 0,                                                \

@@ -85,6 +85,24 @@ static int check_dir(const char *dir)
 	return 0;
 }
 
+/* mkdir -p: the data directory's parents may not exist yet (/tmp/kvtier-UID/data). */
+static int make_dirs(const char *dir)
+{
+	char p[sizeof(((struct kvd *)0)->data_dir)];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1;; s++) {
+		if (*s && *s != '/')
+			continue;
+		char c = *s;
+		*s = 0;
+		if (mkdir(p, 0750) && errno != EEXIST)
+			return -errno;
+		*s = c;
+		if (!c)
+			return 0;
+	}
+}
+
 static int listen_on(const char *path)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -238,9 +256,9 @@ static int setup(struct kvd *d)
 	d->free_lease = KVD_NIL;
 	d->age_head = d->age_tail = KVD_NIL;
 	d->evfd = -1;
-	if (mkdir(d->data_dir, 0750) && errno != EEXIST) {
-		kvt_log(KVT_LOG_ERROR, "data dir %s: %s", d->data_dir, strerror(errno));
-		return -errno;
+	if ((rc = make_dirs(d->data_dir))) {
+		kvt_log(KVT_LOG_ERROR, "data dir %s: %s", d->data_dir, strerror(-rc));
+		return rc;
 	}
 	if ((rc = kvd_tiers_open(d)))
 		return rc;

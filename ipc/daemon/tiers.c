@@ -354,10 +354,26 @@ static int recover_one(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
 	return 0;
 }
 
+/*
+ * tiers.order = auto: host, then every persistent tier this build has, fastest first (DESIGN.md:
+ * the embedded default keeps chunks in nvme and rocksdb under the data directory). A tier
+ * named by the operator that cannot open stops the start; one that auto chose is left out with
+ * a warning, so that `kvtierd` with no configuration starts on any machine.
+ */
+static const char *const auto_order[] = {"nvme", "rocksdb"};
+
 int kvd_tiers_open(struct kvd *d)
 {
 	char order[KVT_OPT_STR_MAX], *save = NULL;
 	snprintf(order, sizeof(order), "%s", kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
+	bool is_auto = !strcmp(order, "auto");
+	if (is_auto) {
+		size_t n = (size_t)snprintf(order, sizeof(order), "host");
+		for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++)
+			if (kvt_tier_find(auto_order[i]))
+				n += (size_t)snprintf(order + n, sizeof(order) - n, ",%s",
+				                      auto_order[i]);
+	}
 	d->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->evfd < 0)
 		return -errno;
@@ -397,6 +413,15 @@ int kvd_tiers_open(struct kvd *d)
 		l->ops = ops;
 		pthread_mutex_init(&l->lock, NULL);
 		int rc = ops->open(&env, &l->t);
+		if (rc && is_auto) {
+			kvt_log(KVT_LOG_WARN,
+			        "tier %s: cannot open: %s; running without it (tiers.order = auto; "
+			        "name the tiers to make this an error)",
+			        name, strerror(-rc));
+			pthread_mutex_destroy(&l->lock);
+			memset(l, 0, sizeof(*l));
+			continue;
+		}
 		if (rc) {
 			kvt_log(KVT_LOG_ERROR, "tier %s: cannot open: %s", name, strerror(-rc));
 			return rc;

@@ -128,7 +128,7 @@ static void spill_restart(const char *order, const char *extra, int kill9)
 	check_all(c, ns, keys, cb, 1);
 	assert_true(kvt_test_stat(d, "promoted") > 0);
 	assert_int_equal(kvt_test_stat(d, "corruptions"), 0);
-	if (!strncmp(order, "host,nvme", 9))
+	if (!strncmp(order, "host,nvme", 9) || !strcmp(order, "auto"))
 		check_registered(d);
 
 	/* restart: everything acknowledged as demoted is a hit afterwards, byte-identical */
@@ -169,6 +169,32 @@ static void test_tiers_rocksdb_kill9_with_wal(void **state)
 static void test_tiers_three_levels(void **state)
 {
 	spill_restart("host,nvme,rocksdb", NULL, 0);
+}
+
+/*
+ * tiers.order = auto, the default: host, nvme and rocksdb under the data directory (DESIGN.md's
+ * embedded configuration); 4x host spills and survives a restart. A tier that auto cannot open
+ * is left out and the daemon serves with the rest; the same tier named by the operator stops
+ * the start.
+ */
+static void test_tiers_auto_order(void **state)
+{
+	spill_restart("auto", NULL, 0);
+
+	struct kvt_test_daemon d;
+	const char *unopenable[] = {"tiers.order=auto", "nvme.path=/", "nvme.bytes=64MiB",
+	                            "rocksdb.bytes=64MiB", NULL};
+	assert_int_equal(kvt_test_daemon_start(&d, unopenable), 0);
+	char out[1 << 14];
+	assert_true(kvt_test_stats_json(&d, out, sizeof(out)) > 0);
+	assert_non_null(strstr(out, "\"name\":\"rocksdb\""));
+	assert_null(strstr(out, "\"name\":\"nvme\""));
+	kvt_test_daemon_destroy(&d);
+
+	const char *named[] = {"tiers.order=host,nvme,rocksdb", "nvme.path=/", "nvme.bytes=64MiB",
+	                       "rocksdb.bytes=64MiB", NULL};
+	assert_true(kvt_test_daemon_start(&d, named) != 0);
+	kvt_test_daemon_destroy(&d);
 }
 
 static void test_tiers_too_large_for_nvme_stays_at_host(void **state)
@@ -350,6 +376,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_rocksdb_spill_and_sigterm),
 	    cmocka_unit_test(test_tiers_rocksdb_kill9_with_wal),
 	    cmocka_unit_test(test_tiers_three_levels),
+	    cmocka_unit_test(test_tiers_auto_order),
 	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
 	    cmocka_unit_test(test_tiers_second_touch),

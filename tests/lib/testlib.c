@@ -125,6 +125,8 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 	argv[n++] = "host.bytes=64MiB";
 	argv[n++] = "--set"; /* the tests' eviction orders are lru's; auto has a test of its own */
 	argv[n++] = "host.policy=lru";
+	argv[n++] = "--set"; /* host alone unless a test names its tiers (auto: test_tiers) */
+	argv[n++] = "tiers.order=host";
 	for (int i = 0; sets && sets[i] && n < 60; i++) {
 		argv[n++] = "--set";
 		argv[n++] = sets[i];
@@ -147,7 +149,10 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 		_exit(127);
 	}
 	d->pid = pid;
-	return wait_accepting(d->sock, pid);
+	int rc = wait_accepting(d->sock, pid);
+	if (rc == -ECHILD)
+		d->pid = 0; /* exited, and reaped: nothing left to stop */
+	return rc;
 }
 
 int kvt_test_daemon_start(struct kvt_test_daemon *d, const char *const *sets)

@@ -4,8 +4,13 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 static void test_options_units_and_bounds(void **state)
 {
@@ -106,6 +111,71 @@ static void test_options_auto_resolves(void **state)
 	assert_true(kvt_opt_u64(&o, KVT_OPT_NVME_BYTES) >= (64ull << 20));
 }
 
+/* share * 8 against the filesystem's free space read just before and just after it. */
+static void assert_share(const struct kvt_options *o, const char *dir, const char *fs, uint64_t own)
+{
+	struct statvfs a, b;
+	assert_int_equal(statvfs(fs, &a), 0);
+	uint64_t share = kvt_opts_tier_share(o, dir);
+	assert_int_equal(statvfs(fs, &b), 0);
+	uint64_t lo = KVT_MIN(a.f_bavail * a.f_frsize, b.f_bavail * b.f_frsize) + own;
+	uint64_t hi = KVT_MAX(a.f_bavail * a.f_frsize, b.f_bavail * b.f_frsize) + own;
+	uint64_t slack = 4ull << 20; /* the 1 MiB rounding, and other tests' files meanwhile */
+	assert_true(share + (1ull << 20) + slack >= lo / 8);
+	assert_true(share <= hi / 8 + slack);
+}
+
+/* The auto size of the tiers stays the same as their files fill the disk, and a data directory
+ * not made yet is sized by its parent's filesystem (it was 64 MiB on a first start). */
+static void test_options_tier_share_is_stable(void **state)
+{
+	char dir[256], sub[300], f[300];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	struct kvt_options o;
+	kvt_opts_defaults(&o);
+	struct statvfs sv;
+	assert_int_equal(statvfs(dir, &sv), 0);
+	if ((uint64_t)sv.f_bavail * sv.f_frsize < (4ull << 30)) {
+		print_message("(skipped: under 4 GiB free in %s)\n", dir);
+		kvt_test_rmtree(dir);
+		return;
+	}
+	snprintf(sub, sizeof(sub), "%s/not/made/yet", dir);
+	assert_share(&o, sub, dir, 0);
+	assert_true(kvt_opts_tier_share(&o, sub) > (64ull << 20));
+
+	/* 512 MiB in DATA_DIR/nvme.dat: the share does not move (it would by 64 MiB) */
+	snprintf(f, sizeof(f), "%s/nvme.dat", dir);
+	int fd = open(f, O_RDWR | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	if (fallocate(fd, 0, 0, 512ll << 20)) {
+		print_message("(own files not checked: fallocate: %s)\n", strerror(errno));
+		close(fd);
+		kvt_test_rmtree(dir);
+		return;
+	}
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	uint64_t own = (uint64_t)st.st_blocks * 512u;
+	assert_true(own >= (512ull << 20));
+	assert_share(&o, dir, dir, own);
+	/* the same file as nvme.path, and a rocksdb directory of files */
+	assert_int_equal(kvt_opts_set(&o, "nvme.path", f), 0);
+	snprintf(sub, sizeof(sub), "%s/elsewhere", dir);
+	assert_share(&o, sub, dir, own);
+	snprintf(sub, sizeof(sub), "%s/rocksdb", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(f, sizeof(f), "%s/rocksdb/000001.sst", dir);
+	fd = open(f, O_RDWR | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fallocate(fd, 0, 0, 256ll << 20), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	assert_share(&o, dir, dir, own + (uint64_t)st.st_blocks * 512u);
+	kvt_test_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -113,6 +183,7 @@ int main(void)
 	    cmocka_unit_test(test_options_params_merge),
 	    cmocka_unit_test(test_options_file_and_env),
 	    cmocka_unit_test(test_options_auto_resolves),
+	    cmocka_unit_test(test_options_tier_share_is_stable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

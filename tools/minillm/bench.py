@@ -28,7 +28,7 @@ def start_daemon(build, tmp):
     os.makedirs(data, exist_ok=True)
     os.chmod(tmp, 0o750)
     p = subprocess.Popen([os.path.join(build, "bin", "kvtierd"), "--socket", sock, "--data-dir", data,
-                          "--set", "host.bytes=256MiB"], stdout=subprocess.DEVNULL,
+                          "--set", "host.bytes=256MiB", "--set", "tiers.order=host"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     for _ in range(400):
         try:

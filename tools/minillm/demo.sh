@@ -19,7 +19,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/kvtier-demo-XXXXXX")
 chmod 750 "$TMP"
 mkdir "$TMP/data"
 "$BIN/kvtierd" --socket "$TMP/kvtier.sock" --data-dir "$TMP/data" --set host.bytes=64MiB \
-	>"$TMP/kvtierd.log" 2>&1 &
+	--set nvme.bytes=256MiB --set rocksdb.bytes=256MiB >"$TMP/kvtierd.log" 2>&1 &
 DPID=$!
 cleanup() { kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT INT TERM
