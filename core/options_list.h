@@ -73,4 +73,8 @@
 	  "values at least this large go to blob files (0: off)")                                  \
 	X(ROCKSDB_BLOCK_CACHE_BYTES, "rocksdb.block_cache_bytes", SIZE, "8MiB", 0, 1ull << 40, 0,  \
 	  "rocksdb block cache")                                                                   \
+	X(METRICS_LISTEN, "metrics.listen", STR, "127.0.0.1:9464", 0, 0, 0,                        \
+	  "Prometheus metrics over HTTP (GET /metrics): ADDR:PORT (port 0: any free one), or "     \
+	  "off; "                                                                                  \
+	  "the default is skipped with a warning when taken")                                      \
 	X(LOG_LEVEL, "log.level", STR, "info", 0, 0, 1, "error, warn, info or debug")

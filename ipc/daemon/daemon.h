@@ -121,6 +121,19 @@ struct kvd_lower {
 
 struct kvd_job; /* tiers.c */
 
+/* One metrics scrape (metrics.c). */
+#define KVD_HTTP_MAX 8
+struct kvd_http {
+	int fd; /* -1: free */
+	uint64_t since_ns;
+	size_t in_len, out_len, out_pos;
+	char *out; /* the answer, once the request is in */
+	char in[2048];
+};
+/* epoll tags of the metrics server (main.c's loop dispatches them) */
+enum { KVD_EV_METRICS = 5, KVD_EV_HTTP0 = 8 };
+_Static_assert(KVD_EV_HTTP0 + KVD_HTTP_MAX <= 16, "below main.c's EV_CONN0");
+
 struct kvd {
 	struct kvt_options opts;
 	char sock_path[KVT_SOCK_PATH_MAX];
@@ -165,6 +178,9 @@ struct kvd {
 	uint64_t host_cap, host_used; /* granule-rounded, across tenants */
 	uint64_t gen_counter, seq_counter;
 	struct kvd_stats st;
+	int metrics_fd; /* metrics.listen, or -1 */
+	uint16_t metrics_port;
+	struct kvd_http http[KVD_HTTP_MAX];
 	uint8_t rx[KVT_MSG_MAX];
 	uint8_t tx[KVT_MSG_MAX];
 };
@@ -298,6 +314,16 @@ void kvd_leases_expire(struct kvd *d, uint64_t now_ns);
 
 /* conn.c */
 void kvd_conn_accept(struct kvd *d);
+
+/* metrics.c: Prometheus over HTTP. open: 0 also when the default address is taken (logged). */
+int kvd_metrics_open(struct kvd *d);
+void kvd_metrics_close(struct kvd *d);
+void kvd_metrics_accept(struct kvd *d);
+void kvd_metrics_io(struct kvd *d, int slot);
+void kvd_metrics_tick(struct kvd *d, uint64_t now_ns);
+/* prom.c: the stats object (kvd_stats_json) in the Prometheus text format.
+ * @return : bytes written, -EINVAL (not the stats object's shape), -ENOBUFS, -ENOMEM. */
+int kvd_prom_render(const char *json, size_t json_len, char *out, size_t len);
 void kvd_conn_readable(struct kvd *d, uint32_t conn);
 void kvd_conn_close(struct kvd *d, uint32_t conn);
 /* Parks the request in d->rx until the tier jobs it needs finish or the deadline passes. */

@@ -253,6 +253,7 @@ static int setup(struct kvd *d)
 	}
 	if ((rc = kvd_index_init(&d->idx, 4096)))
 		return rc;
+	d->metrics_fd = -1;
 	d->free_lease = KVD_NIL;
 	d->age_head = d->age_tail = KVD_NIL;
 	d->evfd = -1;
@@ -262,16 +263,18 @@ static int setup(struct kvd *d)
 	}
 	if ((rc = kvd_tiers_open(d)))
 		return rc;
-	if ((d->lfd = listen_on(d->sock_path)) < 0) {
-		kvt_log(KVT_LOG_ERROR, "cannot listen on %s: %s", d->sock_path, strerror(-d->lfd));
-		return d->lfd;
-	}
 	sigset_t ss;
 	d->sigfd = signalfd(-1, term_signals(&ss), SFD_CLOEXEC | SFD_NONBLOCK);
 	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (d->sigfd < 0 || d->timerfd < 0 || d->ep < 0)
 		return -errno;
+	if ((rc = kvd_metrics_open(d))) /* before the socket: a client never meets a dying daemon */
+		return rc;
+	if ((d->lfd = listen_on(d->sock_path)) < 0) {
+		kvt_log(KVT_LOG_ERROR, "cannot listen on %s: %s", d->sock_path, strerror(-d->lfd));
+		return d->lfd;
+	}
 	struct itimerspec its = {.it_interval = {0, 100000000}, .it_value = {0, 100000000}};
 	timerfd_settime(d->timerfd, 0, &its, NULL);
 	struct epoll_event ev = {.events = EPOLLIN};
@@ -326,6 +329,11 @@ static void print_banner(struct kvd *d)
 	printf(
 	    "  (link with `pkg-config --libs kvtier`); inspect with `kvtier --socket %s stats`\n",
 	    d->sock_path);
+	if (d->metrics_fd >= 0) {
+		const char *l = kvt_opt_str(&d->opts, KVT_OPT_METRICS_LISTEN);
+		printf("  Prometheus metrics at http://%.*s:%u/metrics\n",
+		       (int)(strrchr(l, ':') - l), l, d->metrics_port);
+	}
 	fflush(stdout);
 }
 
@@ -354,6 +362,11 @@ static void run(struct kvd *d)
 					kvt_log_rl(KVT_LOG_WARN, "timerfd: %s", strerror(errno));
 				kvd_leases_expire(d, kvt_now_ns());
 				kvd_conn_resume_ready(d, kvt_now_ns());
+				kvd_metrics_tick(d, kvt_now_ns());
+			} else if (tag == KVD_EV_METRICS) {
+				kvd_metrics_accept(d);
+			} else if (tag >= KVD_EV_HTTP0 && tag < KVD_EV_HTTP0 + KVD_HTTP_MAX) {
+				kvd_metrics_io(d, (int)(tag - KVD_EV_HTTP0));
 			} else if (tag == EV_TIERS) {
 				kvd_tiers_complete(d);
 			} else {
@@ -393,6 +406,7 @@ int main(int argc, char **argv)
 	run(&d);
 	for (uint32_t i = 0; i < d.cap_conns; i++)
 		kvd_conn_close(&d, i);
+	kvd_metrics_close(&d);
 	kvd_tiers_close(&d);
 	if (d.lfd >= 0)
 		unlink(d.sock_path);

@@ -90,10 +90,10 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	tenant_stats(d, &o);
 	put(&o,
 	    "\"corruptions\":%llu,\"protocol_errors\":%llu,\"index_bytes\":%llu,"
-	    "\"index_bytes_per_chunk\":%llu,\"draining\":%s}",
+	    "\"index_bytes_per_chunk\":%llu,\"metrics_port\":%u,\"draining\":%s}",
 	    (unsigned long long)d->st.corruptions, (unsigned long long)d->st.protocol_errors,
 	    (unsigned long long)meta, (unsigned long long)(chunks ? meta / chunks : 0),
-	    d->draining ? "true" : "false");
+	    d->metrics_fd >= 0 ? d->metrics_port : 0u, d->draining ? "true" : "false");
 	if (o.pos >= len)
 		return -ENOBUFS;
 	return (int)o.pos;

@@ -127,6 +127,8 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 	argv[n++] = "host.policy=lru";
 	argv[n++] = "--set"; /* host alone unless a test names its tiers (auto: test_tiers) */
 	argv[n++] = "tiers.order=host";
+	argv[n++] = "--set"; /* tests run side by side: each scrape server on a free port */
+	argv[n++] = "metrics.listen=127.0.0.1:0";
 	for (int i = 0; sets && sets[i] && n < 60; i++) {
 		argv[n++] = "--set";
 		argv[n++] = sets[i];

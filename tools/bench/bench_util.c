@@ -61,6 +61,8 @@ void start_daemon_with(const char *host_bytes, const char *const *sets)
 	int k = 9;
 	argv[k++] = "--set"; /* a bench names the tiers it measures */
 	argv[k++] = "tiers.order=host";
+	argv[k++] = "--set";
+	argv[k++] = "metrics.listen=off";
 	for (int i = 0; sets && sets[i] && k < 30; i++) {
 		argv[k++] = "--set";
 		argv[k++] = sets[i];

@@ -5,6 +5,7 @@
 #include <stdint.h>
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 int cli_stats(kvt_client_t *c, int argc, char **argv);
+int cli_top(kvt_client_t *c, int argc, char **argv);
 int cli_bench(const char *sock, int argc, char **argv);
 /* Runs build/bin/kvtier-<name> with argv; @return : its exit status. */
 int cli_exec_sibling(const char *name, int argc, char **argv);

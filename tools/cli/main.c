@@ -21,6 +21,7 @@ static void usage(FILE *f)
 	        "commands:\n"
 	        "  ping                      check that kvtierd answers\n"
 	        "  stats [--json]            tiers, leases, clients, corruptions\n"
+	        "  top [--interval S] [--count N]  the tiers live: fill, hit ratio, rates\n"
 	        "  tier enable NAME          re-probe a tier disabled after device errors\n"
 	        "  policy get TIER           the eviction policy of host or rocksdb\n"
 	        "  policy set TIER NAME [k=v ...]  switch policy (no chunk dropped) or set params\n"
@@ -97,6 +98,8 @@ int main(int argc, char **argv)
 			printf("kvtierd is alive\n");
 	} else if (!strcmp(cmd, "stats")) {
 		rc = cli_stats(c, argc - i, argv + i);
+	} else if (!strcmp(cmd, "top")) {
+		rc = cli_top(c, argc - i, argv + i);
 	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config")) {
 		char body[1024] = "", out[8192] = "";
 		size_t n = 0;

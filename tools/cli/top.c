@@ -1,0 +1,165 @@
+/*
+ * top.c -- kvtier top: the daemon's tiers, live. Every interval it reads the stats object and
+ * prints each tier's fill and what moved since the last frame (hit ratio, hits, misses, puts,
+ * evictions and bytes per second), then the moves between tiers and the leases. On a terminal
+ * each frame replaces the last; otherwise frames follow one another (for logs and tests).
+ * `--count N` stops after N frames; the first frame shows rates over its first interval.
+ */
+#include "cli.h"
+#include "ipc/proto.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TOP_TIERS 8
+
+enum { F_USED, F_CAP, F_CHUNKS, F_HITS, F_MISSES, F_PUTS, F_EVICT, F_RBYTES, F_WBYTES, F__N };
+static const char *const tier_field[F__N] = {"used_bytes", "capacity_bytes", "chunks",
+                                             "hits",       "misses",         "puts",
+                                             "evictions",  "read_bytes",     "write_bytes"};
+enum { G_PROMOTED, G_DEMOTED, G_EAGAIN, G_LEASES, G_CLIENTS, G_TENANTS, G_CORRUPT, G__N };
+static const char *const global_field[G__N] = {"promoted", "demoted", "eagain",     "leases",
+                                               "clients",  "tenants", "corruptions"};
+
+struct snap {
+	double t;
+	int n;
+	char name[TOP_TIERS][32];
+	long long f[TOP_TIERS][F__N]; /* -1: the tier has no such counter */
+	long long g[G__N];
+};
+
+/* The number after "key": between p and end, or -1. */
+static long long field(const char *p, const char *end, const char *key)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	const char *q = strstr(p, pat);
+	return q && (!end || q < end) ? strtoll(q + strlen(pat), NULL, 10) : -1;
+}
+
+static int take(kvt_client_t *c, struct snap *s)
+{
+	static char json[KVT_MSG_MAX];
+	int rc = kvt__client_simple(c, KVT_MSG_STATS, NULL, json, sizeof(json));
+	if (rc < 0)
+		return rc;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->t = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	s->n = 0;
+	const char *tiers = strstr(json, "\"tiers\":["), *after = strstr(json, "\"demoted\":");
+	for (const char *t = tiers;
+	     t && s->n < TOP_TIERS && (t = strstr(t, "{\"name\":\"")) && (!after || t < after);
+	     t++) {
+		const char *next = strstr(t + 1, "{\"name\":\"");
+		const char *end = next && (!after || next < after) ? next : after;
+		sscanf(t + 9, "%31[^\"]", s->name[s->n]);
+		for (int k = 0; k < F__N; k++)
+			s->f[s->n][k] = field(t, end, tier_field[k]);
+		s->n++;
+	}
+	for (int k = 0; k < G__N; k++)
+		s->g[k] = field(after ? after : json, NULL, global_field[k]);
+	return 0;
+}
+
+static void bytes(char *out, size_t len, double v)
+{
+	const char *u[] = {"B", "K", "M", "G", "T", "P"};
+	int i = 0;
+	for (; v >= 1024 && i < 5; i++)
+		v /= 1024;
+	snprintf(out, len, "%.1f%s", v, u[i]);
+}
+
+/* A per-second rate, or "-" when the tier has no such counter. */
+static void rate(char *out, size_t len, long long now, long long was, double dt, bool mb)
+{
+	if (now < 0 || was < 0) {
+		snprintf(out, len, "-");
+		return;
+	}
+	double r = (double)(now - was) / dt;
+	if (mb)
+		snprintf(out, len, "%.1f", r / (1 << 20));
+	else
+		snprintf(out, len, "%.0f", r);
+}
+
+static void frame(const struct snap *a, const struct snap *b, double every, int no)
+{
+	double dt = b->t - a->t > 1e-6 ? b->t - a->t : 1e-6;
+	printf("kvtierd: %lld clients, %lld tenants, %lld leases, %lld corruptions"
+	       "  (every %.1f s, frame %d)\n",
+	       b->g[G_CLIENTS], b->g[G_TENANTS], b->g[G_LEASES], b->g[G_CORRUPT], every, no);
+	printf("%-8s %15s %10s %6s %9s %9s %9s %9s %10s %10s\n", "tier", "used", "chunks", "hit%",
+	       "hits/s", "misses/s", "puts/s", "evicts/s", "read MB/s", "write MB/s");
+	for (int i = 0; i < b->n; i++) {
+		int j = 0; /* the same tier in the last frame */
+		while (j < a->n && strcmp(a->name[j], b->name[i]))
+			j++;
+		long long zero[F__N] = {0};
+		const long long *was = j < a->n ? a->f[j] : zero, *now = b->f[i];
+		char used[48], cap[16], r[6][16], hit[16] = "-";
+		bytes(used, sizeof(used), (double)now[F_USED]);
+		bytes(cap, sizeof(cap), (double)now[F_CAP]);
+		snprintf(used + strlen(used), sizeof(used) - strlen(used), "/%s", cap);
+		long long dh = now[F_HITS] - was[F_HITS], dm = now[F_MISSES] - was[F_MISSES];
+		if (dh + dm > 0)
+			snprintf(hit, sizeof(hit), "%.1f", 100.0 * (double)dh / (double)(dh + dm));
+		rate(r[0], 16, now[F_HITS], was[F_HITS], dt, false);
+		rate(r[1], 16, now[F_MISSES], was[F_MISSES], dt, false);
+		rate(r[2], 16, now[F_PUTS], was[F_PUTS], dt, false);
+		rate(r[3], 16, now[F_EVICT], was[F_EVICT], dt, false);
+		rate(r[4], 16, now[F_RBYTES], was[F_RBYTES], dt, true);
+		rate(r[5], 16, now[F_WBYTES], was[F_WBYTES], dt, true);
+		printf("%-8s %15s %10lld %6s %9s %9s %9s %9s %10s %10s\n", b->name[i], used,
+		       now[F_CHUNKS], hit, r[0], r[1], r[2], r[3], r[4], r[5]);
+	}
+	char p[16], dm[16], ea[16];
+	rate(p, sizeof(p), b->g[G_PROMOTED], a->g[G_PROMOTED], dt, false);
+	rate(dm, sizeof(dm), b->g[G_DEMOTED], a->g[G_DEMOTED], dt, false);
+	rate(ea, sizeof(ea), b->g[G_EAGAIN], a->g[G_EAGAIN], dt, false);
+	printf("moves: %s promoted/s, %s demoted/s; %s puts/s waited past demote.wait_ms\n", p, dm,
+	       ea);
+	fflush(stdout);
+}
+
+int cli_top(kvt_client_t *c, int argc, char **argv)
+{
+	double every = 1.0;
+	long count = -1;
+	for (int i = 1; i < argc; i++) {
+		char *end = NULL;
+		if (!strcmp(argv[i], "--interval") && i + 1 < argc)
+			every = strtod(argv[++i], &end);
+		else if (!strcmp(argv[i], "--count") && i + 1 < argc)
+			count = strtol(argv[++i], &end, 10);
+		if (!end || *end || every < 0.1 || every > 3600 || count == 0 || count < -1) {
+			fprintf(stderr,
+			        "usage: kvtier top [--interval SECONDS >= 0.1] [--count N]\n");
+			return -EINVAL;
+		}
+	}
+	bool tty = isatty(1);
+	struct snap s[2];
+	int rc = take(c, &s[0]);
+	for (int no = 1; !rc && (count < 0 || no <= count); no++) {
+		struct timespec d = {(time_t)every, (long)((every - (double)(time_t)every) * 1e9)};
+		nanosleep(&d, NULL);
+		if ((rc = take(c, &s[no & 1])))
+			break;
+		if (tty)
+			printf("\033[H\033[2J");
+		else if (no > 1)
+			printf("\n");
+		frame(&s[(no - 1) & 1], &s[no & 1], every, no);
+	}
+	return rc;
+}
