@@ -252,7 +252,8 @@ static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const 
  * than reads it: only root and kvtierd's own uid may, not every tenant's engine. */
 static bool changes_daemon(uint16_t type, const char *cmd)
 {
-	return type == KVT_MSG_TIER_ENABLE || !strncmp(cmd, "set ", 4) || !strcmp(cmd, "set");
+	return type == KVT_MSG_TIER_ENABLE || !strncmp(cmd, "set ", 4) || !strcmp(cmd, "set") ||
+	       !strncmp(cmd, "flush", 5);
 }
 
 /* Operator requests with a text body: policy get|set|mrc, config get|set, tier enable. */
@@ -279,6 +280,17 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 		rc = kvd_policy_command(d, cmd, out, sizeof(out));
 	} else if (h->type == KVT_MSG_CONFIG) {
 		rc = kvd_config_command(d, cmd, out, sizeof(out));
+	} else if (h->type == KVT_MSG_INSPECT) {
+		bool admin = uid == 0 || uid == geteuid(); /* sees every tenant's chunks */
+		bool flush = !strncmp(cmd, "flush", 5);
+		char what[64];
+		snprintf(what, sizeof(what), "%.63s", cmd);
+		rc = kvd_inspect_command(d, admin ? KVD_NIL : d->conns[i].tenant, cmd, out,
+		                         sizeof(out));
+		if (flush)
+			kvt_log(KVT_LOG_INFO, "%s, requested by pid %d: %.*s", what,
+			        (int)d->conns[i].pid, rc ? 64 : (int)strcspn(out, "\n"),
+			        rc ? strerror(-rc) : out);
 	} else {
 		rc = kvd_tiers_enable(d, cmd);
 		kvt_log(KVT_LOG_INFO, "tier %s: enable requested by pid %d: %s", cmd,
@@ -335,6 +347,7 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 	}
 	case KVT_MSG_POLICY:
 	case KVT_MSG_CONFIG:
+	case KVT_MSG_INSPECT:
 	case KVT_MSG_TIER_ENABLE:
 		return on_admin(d, i, h, body, blen);
 	default:

@@ -294,6 +294,9 @@ void kvd_policy_auto(struct kvd *d);
 int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len);
 /* config.c: "get [NAME]" | "set NAME VALUE" (runtime options only); the reply text to out. */
 int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len);
+/* inspect.c: "inspect [NS [KEY]]" (tenant: the caller's, or KVD_NIL for every tenant's) and
+ * "flush all|NS|tenant UID" (the caller checked that it may). @return : 0, -EINVAL, -ENOENT. */
+int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, size_t out_len);
 /* @return : 0 when v is a valid value of admission option opt (host.admit, TIER.admit); else
  * -EINVAL with a message in err. */
 int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err_len);

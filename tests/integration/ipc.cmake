@@ -8,5 +8,5 @@ kvt_add_test(NAME test_policyctl SOURCES integration/test_policyctl.c LIBS kvtie
   LABELS integration TIMEOUT 60)
 kvt_add_test(NAME test_stress SOURCES integration/test_stress.c LIBS kvtier_static
   LABELS integration TIMEOUT 240)
-kvt_add_test(NAME test_metrics SOURCES integration/test_metrics.c LIBS kvtier_static
+kvt_add_test(NAME test_operator SOURCES integration/test_operator.c LIBS kvtier_static
   LABELS integration TIMEOUT 60)

@@ -6,6 +6,7 @@
 #include "ipc/proto.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -16,21 +17,23 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: kvtier [--socket PATH] COMMAND [ARGS]\n\n"
-	        "commands:\n"
-	        "  ping                      check that kvtierd answers\n"
-	        "  stats [--json]            tiers, leases, clients, corruptions\n"
-	        "  top [--interval S] [--count N]  the tiers live: fill, hit ratio, rates\n"
-	        "  tier enable NAME          re-probe a tier disabled after device errors\n"
-	        "  policy get TIER           the eviction policy of host or rocksdb\n"
-	        "  policy set TIER NAME [k=v ...]  switch policy (no chunk dropped) or set params\n"
-	        "  mrc TIER                  hit ratio at 1/2x..8x the tier's size (sampled)\n"
-	        "  config get [NAME]         the running daemon's options (a valid config file)\n"
-	        "  config set NAME VALUE     change a runtime option (kvtierd --help marks them)\n"
-	        "  sim ARGS                  replay a trace through the daemon's policies\n"
-	        "  bench [NAME] [ARGS]       benchmarks with their baselines (host, tiers, nvme, "
-	        "rocksdb, policy)\n");
+	fprintf(
+	    f, "usage: kvtier [--socket PATH] COMMAND [ARGS]\n\n"
+	       "commands:\n"
+	       "  ping                      check that kvtierd answers\n"
+	       "  stats [--json]            tiers, leases, clients, corruptions\n"
+	       "  top [--interval S] [--count N]  the tiers live: fill, hit ratio, rates\n"
+	       "  tier enable NAME          re-probe a tier disabled after device errors\n"
+	       "  policy get TIER           the eviction policy of host or rocksdb\n"
+	       "  policy set TIER NAME [k=v ...]  switch policy (no chunk dropped) or set params\n"
+	       "  mrc TIER                  hit ratio at 1/2x..8x the tier's size (sampled)\n"
+	       "  config get [NAME]         the running daemon's options (a valid config file)\n"
+	       "  config set NAME VALUE     change a runtime option (kvtierd --help marks them)\n"
+	       "  inspect [NS [KEY]]        namespaces; a namespace's chunks; one chunk (hex ids)\n"
+	       "  flush all|NS|tenant UID   drop those chunks from every tier\n"
+	       "  sim ARGS                  replay a trace through the daemon's policies\n"
+	       "  bench [NAME] [ARGS]       benchmarks with their baselines (host, tiers, nvme, "
+	       "rocksdb, policy)\n");
 }
 
 int cli_exec_sibling(const char *name, int argc, char **argv)
@@ -100,15 +103,23 @@ int main(int argc, char **argv)
 		rc = cli_stats(c, argc - i, argv + i);
 	} else if (!strcmp(cmd, "top")) {
 		rc = cli_top(c, argc - i, argv + i);
-	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config")) {
+	} else if (!strcmp(cmd, "flush") && i + 1 >= argc) {
+		fprintf(stderr, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
+		rc = -EINVAL;
+	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config") ||
+	           !strcmp(cmd, "inspect") || !strcmp(cmd, "flush")) {
 		char body[1024] = "", out[8192] = "";
 		size_t n = 0;
-		if (!strcmp(cmd, "mrc"))
-			n = (size_t)snprintf(body, sizeof(body), "mrc");
+		bool chunks = !strcmp(cmd, "inspect") || !strcmp(cmd, "flush");
+		if (!strcmp(cmd, "mrc") || chunks)
+			n = (size_t)snprintf(body, sizeof(body), "%s", cmd);
 		for (int k = i + 1; k < argc && n < sizeof(body); k++)
 			n += (size_t)snprintf(body + n, sizeof(body) - n, "%s%s", n ? " " : "",
 			                      argv[k]);
-		rc = kvt__client_simple(c, strcmp(cmd, "config") ? KVT_MSG_POLICY : KVT_MSG_CONFIG,
+		rc = kvt__client_simple(c,
+		                        chunks                  ? KVT_MSG_INSPECT
+		                        : strcmp(cmd, "config") ? KVT_MSG_POLICY
+		                                                : KVT_MSG_CONFIG,
 		                        body, out, sizeof(out));
 		size_t len = strlen(out);
 		if (len)

@@ -1,27 +1,36 @@
 /*
- * test_metrics.c -- the operator's live views of kvtierd. `kvtier top` shows the hit rate of a
- * busy engine. The Prometheus endpoint (metrics.listen), over real TCP: the scrape is
- * in the text format (a # TYPE line once per family, before its samples; counters end in
- * _total; every value a number), carries the same numbers as `kvtier stats --json`, and bad or
- * slow HTTP clients get an error status or a closed socket while the daemon keeps serving and
- * leaks no descriptor. An address that cannot be bound stops the start when the operator chose
- * it.
+ * test_operator.c -- the operator's views of kvtierd and its one destructive command.
+ * `kvtier inspect` lists namespaces, a namespace's chunks and one chunk with where it lives;
+ * `kvtier flush` drops a namespace's or a tenant's chunks from every tier (a leased one stays
+ * readable until released); another uid sees only its own tenant and may not flush.
+ * `kvtier top` shows the hit rate of a busy engine. The Prometheus endpoint (metrics.listen), over
+ * real TCP: the scrape is in the text format (a # TYPE line once per family, before its samples;
+ * counters end in _total; every value a number), carries the same numbers as `kvtier stats --json`,
+ * and bad or slow HTTP clients get an error status or a closed socket while the daemon keeps
+ * serving and leaks no descriptor. An address that cannot be bound stops the start when the
+ * operator chose it.
  */
 #include "testlib.h"
 #include "kvtier.h"
 #include "put_chain.h"
+#include "ipc/proto.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 static int dial(int port)
 {
@@ -124,7 +133,7 @@ static const kvt_model_t model = {.name = "metrics",
                                   .head_dim = 128,
                                   .tokens_per_chunk = 16};
 
-static void test_metrics_scrape_matches_stats(void **state)
+static void test_operator_scrape_matches_stats(void **state)
 {
 	struct kvt_test_daemon d;
 	const char *sets[] = {"tiers.order=host,nvme", "nvme.bytes=64MiB", "nvme.quota=4242=0/8MiB",
@@ -188,6 +197,41 @@ static void test_metrics_scrape_matches_stats(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* The daemon's TCP sockets: its descriptors that /proc/net/tcp lists (the Unix sockets of the
+ * engines and the CLI come and go on their own; these are the metrics server's alone). */
+static int tcp_sockets(pid_t pid)
+{
+	char path[64], link[64];
+	unsigned long inodes[256];
+	int n = 0, found = 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	DIR *dir = opendir(path);
+	assert_non_null(dir);
+	for (struct dirent *e; (e = readdir(dir)) && n < 256;) {
+		char fd[400];
+		snprintf(fd, sizeof(fd), "%s/%s", path, e->d_name);
+		ssize_t len = readlink(fd, link, sizeof(link) - 1);
+		if (len > 0) {
+			link[len] = 0;
+			if (sscanf(link, "socket:[%lu]", &inodes[n]) == 1)
+				n++;
+		}
+	}
+	closedir(dir);
+	FILE *f = fopen("/proc/net/tcp", "r");
+	assert_non_null(f);
+	char line[512];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long ino;
+		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &ino) != 1)
+			continue; /* the header */
+		for (int i = 0; i < n; i++)
+			found += ino && inodes[i] == ino;
+	}
+	fclose(f);
+	return found;
+}
+
 static void expect_status(int port, const char *req, size_t len, const char *status)
 {
 	char resp[4096];
@@ -196,13 +240,13 @@ static void expect_status(int port, const char *req, size_t len, const char *sta
 		fail_msg("'%.40s' answered '%.60s', want '%s'", req, resp, status);
 }
 
-static void test_metrics_bad_clients(void **state)
+static void test_operator_bad_clients(void **state)
 {
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
 	int port = (int)kvt_test_stat(&d, "metrics_port");
 	assert_true(port > 0);
-	int fds0 = kvt_test_fd_count(d.pid);
+	assert_int_equal(tcp_sockets(d.pid), 1); /* the listener */
 
 	expect_status(port, "POST /metrics HTTP/1.1\r\n\r\n", 26, "HTTP/1.1 405");
 	expect_status(port, "GET /elsewhere HTTP/1.1\r\n\r\n", 27, "HTTP/1.1 404");
@@ -241,17 +285,17 @@ static void test_metrics_bad_clients(void **state)
 	assert_non_null(strstr(resp, "HTTP/1.1 200 OK\r\n"));
 
 	/* no descriptor left behind once the slow peers have timed out */
-	int fds = kvt_test_fd_count(d.pid);
-	for (int i = 0; i < 300 && fds > fds0; i++) {
+	int socks = tcp_sockets(d.pid);
+	for (int i = 0; i < 300 && socks > 1; i++) {
 		usleep(10000);
-		fds = kvt_test_fd_count(d.pid);
+		socks = tcp_sockets(d.pid);
 	}
-	assert_int_equal(fds, fds0);
+	assert_int_equal(socks, 1);
 	assert_true(kvt_test_stat(&d, "metrics_port") == port);
 	kvt_test_daemon_destroy(&d);
 }
 
-static void test_metrics_listen_choices(void **state)
+static void test_operator_listen_choices(void **state)
 {
 	struct kvt_test_daemon a, b;
 	assert_int_equal(kvt_test_daemon_start(&a, NULL), 0);
@@ -274,7 +318,7 @@ static void test_metrics_listen_choices(void **state)
 }
 
 /* kvtier top against a daemon serving hits: frames follow one another, with the hit rate. */
-static void test_metrics_top_shows_rates(void **state)
+static void test_operator_top_shows_rates(void **state)
 {
 	struct kvt_test_daemon d;
 	const char *sets[] = {"tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
@@ -335,13 +379,184 @@ static void test_metrics_top_shows_rates(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+static void hex(kvt_id_t id, char out[33])
+{
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1],
+	         (unsigned long long)id.w[0]);
+}
+
+/* A namespace of the given model name with n chunks put and demoted; keys out. */
+static kvt_id_t put_ns(struct kvt_test_daemon *d, kvt_client_t *c, const char *name, size_t n,
+                       kvt_id_t *keys)
+{
+	kvt_model_t m = model;
+	m.name = name;
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	uint32_t toks[16 * 16];
+	for (size_t i = 0; i < n * 16; i++)
+		toks[i] = (uint32_t)i * 11 + (uint32_t)strlen(name);
+	assert_int_equal(kvt_chunk_keys(ns, toks, n * 16, 16, keys, n), n);
+	kvt_test_put_chain(c, ns, keys, n, kvt_chunk_bytes(&m), 100);
+	return ns;
+}
+
+static void test_operator_inspect_and_flush(void **state)
+{
+	struct kvt_test_daemon d;
+	const char *sets[] = {"tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_id_t k1[6], k2[4];
+	kvt_id_t ns1 = put_ns(&d, c, "inspect-a", 6, k1), ns2 = put_ns(&d, c, "inspect-b", 4, k2);
+	assert_true(kvt_test_stat_wait(&d, "demoted", 10, 1) >= 10);
+	char h1[33], h2[33], key[33], parent[33], cmd[128];
+	hex(ns1, h1);
+	hex(ns2, h2);
+	static char out[1 << 15];
+
+	/* namespaces: chunks, and where they are */
+	assert_int_equal(kvt_test_cli(&d, "inspect", out, sizeof(out)), 0);
+	unsigned long long chunks, host, nvme;
+	char *l = strstr(out, h1);
+	assert_non_null(l);
+	assert_int_equal(sscanf(l + 32, "%*u %*u %*u %llu %llu %llu", &chunks, &host, &nvme), 3);
+	assert_true(chunks == 6 && host == 6 && nvme == 6);
+	assert_non_null(l = strstr(out, h2));
+	assert_int_equal(sscanf(l + 32, "%*u %*u %*u %llu", &chunks), 1);
+	assert_int_equal(chunks, 4);
+
+	/* a namespace's chunks, shallowest first */
+	snprintf(cmd, sizeof(cmd), "inspect %s", h1);
+	assert_int_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
+	const char *p = out;
+	for (unsigned i = 0; i < 6; i++) {
+		hex(k1[i], key);
+		assert_non_null(p = strstr(p, key));
+		unsigned depth;
+		assert_int_equal(sscanf(p + 32, "%u", &depth), 1);
+		assert_int_equal(depth, i);
+	}
+	assert_non_null(strstr(out, "6 chunks, depth 0..5"));
+
+	/* one chunk */
+	hex(k1[3], key);
+	hex(k1[2], parent);
+	snprintf(cmd, sizeof(cmd), "inspect %s %s", h1, key);
+	assert_int_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
+	char want[128];
+	snprintf(want, sizeof(want), "depth      3 (parent %s)", parent);
+	assert_non_null(strstr(out, want));
+	snprintf(want, sizeof(want), "payload    %zu bytes", kvt_chunk_bytes(&model));
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, "in         host,nvme\n"));
+	snprintf(cmd, sizeof(cmd), "inspect %s %s", h2, key); /* the key, in the wrong namespace */
+	assert_int_not_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "no such chunk"));
+	assert_int_not_equal(kvt_test_cli(&d, "inspect 12345", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "usage: inspect"));
+
+	/* flush a namespace while one of its chunks is leased: the lease stays good */
+	kvt_lease_t lease;
+	assert_int_equal(kvt_acquire(c, ns1, k1, 1, &lease), 1);
+	uint8_t *expect = malloc(lease.len);
+	kvt_test_fill(expect, lease.len, 100);
+	snprintf(cmd, sizeof(cmd), "flush %s", h1);
+	assert_int_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "flushed 6 chunks (1 leased"));
+	assert_int_equal(kvt_lookup(c, ns1, k1, 6), 0);
+	assert_int_equal(kvt_lookup(c, ns2, k2, 4), 4);
+	assert_memory_equal(lease.data, expect, lease.len);
+	assert_int_equal(kvt_release(c, &lease, 1), 1);
+	free(expect);
+	snprintf(cmd, sizeof(cmd), "inspect %s", h1);
+	assert_int_not_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
+	assert_int_equal(kvt_test_stat_wait(&d, "chunks", 4, 0), 4);
+	/* the nvme copies went too: after a restart only the other namespace comes back */
+	kvt_test_daemon_stop(&d, SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
+	assert_int_equal(kvt_test_stat(&d, "recovered"), 4);
+
+	/* flush a tenant (ours: uid 0 or whoever runs the test) */
+	snprintf(cmd, sizeof(cmd), "flush tenant %u", (unsigned)geteuid());
+	assert_int_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "flushed 4 chunks"));
+	assert_int_not_equal(kvt_test_cli(&d, "flush tenant 4000000000", out, sizeof(out)), 0);
+	assert_int_not_equal(kvt_test_cli(&d, "flush", out, sizeof(out)), 0);
+	assert_int_not_equal(kvt_test_cli(&d, "flush everything", out, sizeof(out)), 0);
+	assert_int_equal(kvt_test_cli(&d, "flush all", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "flushed 0 chunks"));
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
+/* Another uid's engine sees its own tenant's chunks only, and may not flush. */
+static void test_operator_inspect_other_tenant(void **state)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP: not root, cannot act as a second uid (setuid needs root)\n");
+		skip();
+	}
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
+	chmod(d.dir, 0755);
+	chmod(d.sock, 0666);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_id_t k1[3];
+	kvt_id_t ns1 = put_ns(&d, c, "root-model", 3, k1);
+	char h1[33], key[33], cmd[128];
+	hex(ns1, h1);
+	hex(k1[0], key);
+	pid_t o = fork();
+	assert_true(o >= 0);
+	if (!o) {
+		if (setgid(65534) || setuid(65534))
+			_exit(30);
+		kvt_client_t *e;
+		static char out[8192];
+		if (kvt_connect(d.sock, &e))
+			_exit(31);
+		kvt_id_t mine[2];
+		kvt_id_t ns = put_ns(&d, e, "nobody-model", 2, mine);
+		char h[33];
+		hex(ns, h);
+		if (kvt__client_simple(e, KVT_MSG_INSPECT, "inspect", out, sizeof(out)) ||
+		    !strstr(out, h) || strstr(out, h1))
+			_exit(32); /* its namespace, not root's */
+		snprintf(cmd, sizeof(cmd), "inspect %s %s", h1, key);
+		if (kvt__client_simple(e, KVT_MSG_INSPECT, cmd, out, sizeof(out)) != -ENOENT)
+			_exit(33); /* root's chunk is not there for it */
+		if (kvt__client_simple(e, KVT_MSG_INSPECT, "flush all", out, sizeof(out)) !=
+		        -EPERM ||
+		    !strstr(out, "may read but not change"))
+			_exit(34);
+		kvt_close(e);
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(o, &st, 0), o);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(kvt_lookup(c, ns1, k1, 3), 3); /* nothing flushed */
+	static char out[8192];
+	assert_int_equal(kvt__client_simple(c, KVT_MSG_INSPECT, "inspect", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, h1));
+	assert_non_null(strstr(out, " 65534 ")); /* root sees every tenant */
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_metrics_scrape_matches_stats),
-	    cmocka_unit_test(test_metrics_bad_clients),
-	    cmocka_unit_test(test_metrics_listen_choices),
-	    cmocka_unit_test(test_metrics_top_shows_rates),
+	    cmocka_unit_test(test_operator_scrape_matches_stats),
+	    cmocka_unit_test(test_operator_bad_clients),
+	    cmocka_unit_test(test_operator_listen_choices),
+	    cmocka_unit_test(test_operator_top_shows_rates),
+	    cmocka_unit_test(test_operator_inspect_and_flush),
+	    cmocka_unit_test(test_operator_inspect_other_tenant),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
