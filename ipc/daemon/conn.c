@@ -116,6 +116,7 @@ static int reply(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *req, int32
 	if (body_len)
 		memcpy(h + 1, body, body_len);
 	int rc = kvt_proto_send(d->conns[i].fd, d->tx, h->len, fds, nfds);
+	kvd_latency_add(d, req->type, kvt_now_ns() - d->conns[i].req_ns);
 	if (rc)
 		kvt_log_rl(KVT_LOG_WARN, "client pid %d: reply failed (%s), closing",
 		           (int)d->conns[i].pid, strerror(-rc));
@@ -435,8 +436,10 @@ void kvd_conn_readable(struct kvd *d, uint32_t i)
 			rc = n == 0 ? -ECONNRESET : (int)n;
 		else if (nfds)
 			rc = -EPROTO; /* clients never send fds */
-		else
+		else {
+			d->conns[i].req_ns = kvt_now_ns();
 			rc = dispatch(d, i, (size_t)n);
+		}
 		if (rc) {
 			if (rc != -ECONNRESET) {
 				d->st.protocol_errors++;

@@ -95,6 +95,7 @@ struct kvd_conn {
 	uint64_t staging_bytes;
 	uint32_t lease_head;
 	uint32_t n_leases;
+	uint64_t req_ns; /* when the request being served was read (kept while it is parked) */
 };
 
 struct kvd_stats {
@@ -106,6 +107,15 @@ struct kvd_stats {
 	uint64_t promote_resent; /* promotions sent again to where their record moved */
 	uint64_t not_admitted;
 };
+
+/* Request latency per kind (latency.c): buckets bounded by kvd_lat_bound_us, one above. */
+#define KVD_LAT_BUCKETS 22
+enum kvd_op { KVD_OP_LOOKUP, KVD_OP_ACQUIRE, KVD_OP_PUT, KVD_OP_DELETE, KVD_OP_OTHER, KVD_OP__N };
+struct kvd_latency {
+	uint64_t count, sum_ns, max_ns;
+	uint64_t bucket[KVD_LAT_BUCKETS + 1];
+};
+extern const uint64_t kvd_lat_bound_us[KVD_LAT_BUCKETS];
 
 /* A persistent tier below host, driven by the tier worker thread (tiers.c). */
 struct kvd_lower {
@@ -178,6 +188,7 @@ struct kvd {
 	uint64_t host_cap, host_used; /* granule-rounded, across tenants */
 	uint64_t gen_counter, seq_counter;
 	struct kvd_stats st;
+	struct kvd_latency lat[KVD_OP__N];
 	int metrics_fd; /* metrics.listen, or -1 */
 	uint16_t metrics_port;
 	struct kvd_http http[KVD_HTTP_MAX];
@@ -324,6 +335,12 @@ void kvd_metrics_close(struct kvd *d);
 void kvd_metrics_accept(struct kvd *d);
 void kvd_metrics_io(struct kvd *d, int slot);
 void kvd_metrics_tick(struct kvd *d, uint64_t now_ns);
+/* latency.c: a request of this message type took ns; the stats object's "latency" and
+ * "latency_bounds_us" members (with a trailing comma); the Prometheus histogram. @return :
+ * bytes written (len or more when cut). */
+void kvd_latency_add(struct kvd *d, uint16_t type, uint64_t ns);
+size_t kvd_latency_json(const struct kvd *d, char *buf, size_t len);
+size_t kvd_latency_prom(const struct kvd *d, char *buf, size_t len);
 /* prom.c: the stats object (kvd_stats_json) in the Prometheus text format.
  * @return : bytes written, -EINVAL (not the stats object's shape), -ENOBUFS, -ENOMEM. */
 int kvd_prom_render(const char *json, size_t json_len, char *out, size_t len);

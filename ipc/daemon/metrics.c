@@ -182,6 +182,10 @@ static void answer(struct kvd *d, struct kvd_http *h)
 	char *prom = malloc(PROM_MAX);
 	int n = kvd_stats_json(d, json, sizeof(json));
 	int m = n < 0 || !prom ? -ENOMEM : kvd_prom_render(json, (size_t)n, prom, PROM_MAX);
+	if (m >= 0) {
+		size_t hist = kvd_latency_prom(d, prom + m, PROM_MAX - (size_t)m);
+		m = hist < PROM_MAX - (size_t)m ? m + (int)hist : -ENOBUFS;
+	}
 	if (m < 0) {
 		kvt_log_rl(KVT_LOG_WARN, "metrics: cannot render: %s", strerror(-m));
 		respond_text(h, "500 Internal Server Error", "cannot render the metrics\n");

@@ -121,11 +121,59 @@ static void label_append(char *labels, size_t len, const char *name, const char 
 static int object(struct walk *w, const char *prefix, const char *labels, const char *idf,
                   int depth);
 
+/* Members that are not flattened: the latency histograms, which metrics.c writes as
+ * Prometheus histograms. */
+static const char *const skipped[] = {"latency", "latency_bounds_us"};
+
+/* Steps over one JSON value of any shape. */
+static int skip(struct walk *w, int depth)
+{
+	ws(w);
+	if (w->p >= w->end || depth > 8)
+		return -EINVAL;
+	char c = *w->p;
+	if (c == '"') {
+		char v[8];
+		return str(w, v, sizeof(v));
+	}
+	if (c != '[' && c != '{') {
+		size_t n = strspn(w->p, "-+0123456789.eEtruefalsn");
+		w->p += n;
+		return n ? 0 : -EINVAL;
+	}
+	char close = c == '[' ? ']' : '}';
+	for (w->p++, ws(w); w->p < w->end && *w->p != close;) {
+		if (c == '{') {
+			char k[64];
+			ws(w);
+			if (str(w, k, sizeof(k)))
+				return -EINVAL;
+			ws(w);
+			if (w->p >= w->end || *w->p != ':')
+				return -EINVAL;
+			w->p++;
+		}
+		if (skip(w, depth + 1))
+			return -EINVAL;
+		ws(w);
+		if (w->p < w->end && *w->p == ',')
+			w->p++;
+		ws(w);
+	}
+	if (w->p >= w->end)
+		return -EINVAL;
+	w->p++;
+	return 0;
+}
+
 /* The value of field in an object whose samples go under prefix with labels. */
 static int value(struct walk *w, const char *prefix, const char *field, const char *labels,
                  const char *idf, char *info, size_t info_len, int depth)
 {
 	bool is_id = idf && !strcmp(field, idf); /* already the object's label */
+	for (size_t i = 0; !depth && i < sizeof(skipped) / sizeof(skipped[0]); i++)
+		if (!strcmp(field, skipped[i]))
+			return skip(w, 0);
 	ws(w);
 	if (w->p >= w->end)
 		return -EINVAL;

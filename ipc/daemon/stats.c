@@ -88,6 +88,8 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	put(&o, "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,", d->n_tenants,
 	    d->n_nss, (unsigned long long)d->st.lookups, (unsigned long long)d->st.deletes);
 	tenant_stats(d, &o);
+	if (o.pos < o.len)
+		o.pos += kvd_latency_json(d, o.buf + o.pos, o.len - o.pos);
 	put(&o,
 	    "\"corruptions\":%llu,\"protocol_errors\":%llu,\"index_bytes\":%llu,"
 	    "\"index_bytes_per_chunk\":%llu,\"metrics_port\":%u,\"draining\":%s}",

@@ -90,38 +90,53 @@ static int check_format(const char *body)
 {
 	char families[256][96];
 	int nf = 0, samples = 0;
-	char cur[112] = "";
+	char fam[96] = "", type[16] = "";
+	unsigned long long cum = 0; /* a histogram's buckets so far (they never decrease) */
 	for (const char *l = body; *l; l = strchr(l, '\n') + 1) {
 		const char *e = strchr(l, '\n');
 		assert_non_null(e); /* every line ends */
 		char line[512];
 		snprintf(line, sizeof(line), "%.*s", (int)(e - l), l);
 		if (!strncmp(line, "# TYPE ", 7)) {
-			char name[96], type[16];
-			assert_int_equal(sscanf(line + 7, "%95s %15s", name, type), 2);
-			assert_true(!strcmp(type, "counter") || !strcmp(type, "gauge"));
+			assert_int_equal(sscanf(line + 7, "%95s %15s", fam, type), 2);
+			assert_true(!strcmp(type, "counter") || !strcmp(type, "gauge") ||
+			            !strcmp(type, "histogram"));
 			for (int i = 0; i < nf; i++)
-				assert_string_not_equal(families[i], name); /* once per family */
+				assert_string_not_equal(families[i], fam); /* once per family */
 			assert_true(nf < 256);
-			snprintf(families[nf++], sizeof(families[0]), "%s", name);
-			snprintf(cur, sizeof(cur), "%s%s", name,
-			         strcmp(type, "counter") ? "" : "_total");
+			snprintf(families[nf++], sizeof(families[0]), "%s", fam);
 			continue;
 		}
 		assert_true(line[0] != '#');
 		size_t nl = strcspn(line, "{ ");
 		assert_true(nl > 7 && !strncmp(line, "kvtier_", 7));
-		char name[96];
+		char name[96], want[112];
 		snprintf(name, sizeof(name), "%.*s", (int)nl, line);
-		assert_string_equal(name, cur); /* under its family's TYPE line */
 		const char *v = strrchr(line, ' ');
 		assert_non_null(v);
 		char *end;
-		strtod(v + 1, &end);
+		double val = strtod(v + 1, &end);
 		assert_true(end != v + 1 && *end == 0);
 		if (line[nl] == '{')
 			assert_non_null(strstr(line, "\"} ")); /* labels close before the value */
 		samples++;
+		if (strcmp(type, "histogram")) { /* under its family's TYPE line */
+			snprintf(want, sizeof(want), "%s%s", fam,
+			         strcmp(type, "counter") ? "" : "_total");
+			assert_string_equal(name, want);
+			continue;
+		}
+		snprintf(want, sizeof(want), "%s_bucket", fam);
+		if (!strcmp(name, want)) {
+			assert_non_null(strstr(line, ",le=\""));
+			assert_true(val >= (double)cum);
+			cum = strstr(line, "le=\"+Inf\"") ? 0 : (unsigned long long)val;
+			continue;
+		}
+		char sum[112], count[112];
+		snprintf(sum, sizeof(sum), "%s_sum", fam);
+		snprintf(count, sizeof(count), "%s_count", fam);
+		assert_true(!strcmp(name, sum) || !strcmp(name, count));
 	}
 	return samples;
 }
@@ -183,6 +198,13 @@ static void test_operator_scrape_matches_stats(void **state)
 	    sample(body, "kvtier_tier_tenant_max_bytes{tier=\"nvme\",tenant=\"4242\"}"), 8ll << 20);
 	assert_non_null(strstr(body, "\nkvtier_tier_info{tier=\"host\",policy=\"lru\"} 1\n"));
 	assert_non_null(strstr(body, "\nkvtier_build_info{version=\""));
+	/* the requests' latency: 8 puts and one acquire, each under 10 s */
+	assert_int_equal(sample(body, "kvtier_request_seconds_count{op=\"put\"}"), 8);
+	assert_int_equal(sample(body, "kvtier_request_seconds_count{op=\"acquire\"}"), 1);
+	assert_int_equal(sample(body, "kvtier_request_seconds_bucket{op=\"put\",le=\"10\"}"), 8);
+	assert_int_equal(sample(body, "kvtier_request_seconds_bucket{op=\"put\",le=\"+Inf\"}"), 8);
+	assert_int_equal(sample(body, "kvtier_request_seconds_bucket{op=\"delete\",le=\"+Inf\"}"),
+	                 0);
 	/* a query string is the same page; a switch of policy shows in the info sample alone */
 	const char getq[] = "GET /metrics?x=1 HTTP/1.0\r\n\r\n";
 	assert_true(http(port, getq, strlen(getq), resp, sizeof(resp)) > 0);
@@ -374,6 +396,25 @@ static void test_operator_top_shows_rates(void **state)
 	}
 	assert_true(seen);
 	assert_non_null(strstr(out, "\nnvme "));
+	/* and the acquires' latency: some frame counted them, p50 at or under p99 */
+	seen = false;
+	for (const char *l = out; (l = strstr(l, "acquire <=")); l++) {
+		long long p50, p99, n;
+		assert_int_equal(sscanf(l, "acquire <=%lldus / <=%lldus (%lld)", &p50, &p99, &n),
+		                 3);
+		assert_true(p50 <= p99 && n > 0);
+		seen = true;
+	}
+	assert_true(seen);
+	if (getenv("KVT_TEST_SHOW"))
+		fprintf(stderr, "%s", out);
+	/* stats: the same acquires since the start */
+	assert_int_equal(kvt_test_cli(&d, "stats", out, sizeof(out)), 0);
+	const char *a = strstr(out, "latency p50 / p99 / max (us): acquire ");
+	assert_non_null(a);
+	long long p50, p99, mx, n;
+	assert_int_equal(sscanf(a + 38, "%lld / %lld / %lld (%lld)", &p50, &p99, &mx, &n), 4);
+	assert_true(n > 0 && p50 <= p99 && p50 > 0);
 	assert_int_not_equal(kvt_test_cli(&d, "top --interval 0", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "usage: kvtier top"));
 	kvt_test_daemon_destroy(&d);

@@ -71,6 +71,19 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	       "protocol errors %lld\n",
 	       num(json, "leases"), num(json, "leases_revoked"), num(json, "clients"),
 	       num(json, "tenants"), num(json, "corruptions"), num(json, "protocol_errors"));
+	/* requests' latency since the start (bucket bounds: an upper estimate) */
+	printf("latency p50 / p99 / max (us):");
+	const char *ops[] = {"acquire", "put", "lookup", "delete"};
+	for (int o = 0; o < 4; o++) {
+		char pat[48];
+		snprintf(pat, sizeof(pat), "{\"op\":\"%s\"", ops[o]);
+		const char *l = strstr(json, pat);
+		if (l)
+			printf("%s %s %lld / %lld / %lld (%lld)", o ? "," : "", ops[o],
+			       num(l, "p50_us"), num(l, "p99_us"), num(l, "max_us"),
+			       num(l, "count"));
+	}
+	printf("\n");
 	/* the host tier per tenant, when there is more than one or a quota */
 	const char *ts = strstr(json, "\"tenant_stats\":["), *end = ts ? strchr(ts, ']') : NULL;
 	lower_tenants(tiers, ts ? ts : json + strlen(json));

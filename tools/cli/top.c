@@ -26,13 +26,37 @@ enum { G_PROMOTED, G_DEMOTED, G_EAGAIN, G_LEASES, G_CLIENTS, G_TENANTS, G_CORRUP
 static const char *const global_field[G__N] = {"promoted", "demoted", "eagain",     "leases",
                                                "clients",  "tenants", "corruptions"};
 
+#define TOP_OPS     3 /* the requests whose latency a frame shows */
+#define TOP_BUCKETS 23
+static const char *const top_op[TOP_OPS] = {"acquire", "put", "lookup"};
+
 struct snap {
 	double t;
 	int n;
 	char name[TOP_TIERS][32];
 	long long f[TOP_TIERS][F__N]; /* -1: the tier has no such counter */
 	long long g[G__N];
+	long long lat[TOP_OPS][TOP_BUCKETS]; /* the daemon's latency buckets, cumulative */
+	long long bound_us[TOP_BUCKETS - 1];
 };
+
+/* Reads the comma-separated numbers of the array after key (between p and end) into v. */
+static void numbers(const char *p, const char *end, const char *key, long long *v, int n)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\":[", key);
+	const char *q = strstr(p, pat);
+	for (int i = 0; i < n; i++)
+		v[i] = 0;
+	if (!q || (end && q > end))
+		return;
+	q += strlen(pat);
+	for (int i = 0; i < n && *q && *q != ']'; i++) {
+		char *e;
+		v[i] = strtoll(q, &e, 10);
+		q = *e == ',' ? e + 1 : e;
+	}
+}
 
 /* The number after "key": between p and end, or -1. */
 static long long field(const char *p, const char *end, const char *key)
@@ -66,6 +90,16 @@ static int take(kvt_client_t *c, struct snap *s)
 	}
 	for (int k = 0; k < G__N; k++)
 		s->g[k] = field(after ? after : json, NULL, global_field[k]);
+	for (int o = 0; o < TOP_OPS; o++) {
+		char pat[48];
+		snprintf(pat, sizeof(pat), "{\"op\":\"%s\"", top_op[o]);
+		const char *p = strstr(json, pat);
+		if (p)
+			numbers(p, strchr(p, '}'), "buckets", s->lat[o], TOP_BUCKETS);
+		else
+			memset(s->lat[o], 0, sizeof(s->lat[o]));
+	}
+	numbers(json, NULL, "latency_bounds_us", s->bound_us, TOP_BUCKETS - 1);
 	return 0;
 }
 
@@ -128,6 +162,27 @@ static void frame(const struct snap *a, const struct snap *b, double every, int 
 	rate(ea, sizeof(ea), b->g[G_EAGAIN], a->g[G_EAGAIN], dt, false);
 	printf("moves: %s promoted/s, %s demoted/s; %s puts/s waited past demote.wait_ms\n", p, dm,
 	       ea);
+	printf("latency this frame, p50 / p99:");
+	for (int o = 0; o < TOP_OPS; o++) {
+		long long d[TOP_BUCKETS], n = 0;
+		for (int k = 0; k < TOP_BUCKETS; k++)
+			n += d[k] = b->lat[o][k] - a->lat[o][k];
+		char q[2][24];
+		for (int j = 0; j < 2; j++) {
+			long long want = j ? (n * 99 + 99) / 100 : (n + 1) / 2, seen = 0;
+			int k = 0;
+			while (k < TOP_BUCKETS - 1 && (seen += d[k]) < want)
+				k++;
+			if (!n)
+				snprintf(q[j], sizeof(q[j]), "-");
+			else if (k == TOP_BUCKETS - 1)
+				snprintf(q[j], sizeof(q[j]), ">%lldus", b->bound_us[k - 1]);
+			else
+				snprintf(q[j], sizeof(q[j]), "<=%lldus", b->bound_us[k]);
+		}
+		printf("%s %s %s / %s (%lld)", o ? "," : "", top_op[o], q[0], q[1], n);
+	}
+	printf("\n");
 	fflush(stdout);
 }
 
