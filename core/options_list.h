@@ -39,6 +39,9 @@
 	X(TIERS_ORDER, "tiers.order", STR, "auto", 0, 0, 0,                                        \
 	  "tiers from fastest to slowest, comma separated (host,nvme,rocksdb); auto: host and "    \
 	  "every tier built, a tier that cannot open left out with a warning")                     \
+	X(TIERS_PLACEMENT, "tiers.placement", STR, "cascade", 0, 0, 0,                             \
+	  "cascade: a put is written to the first tier below host, and a tier below it gets what " \
+	  "that tier evicts; write-through: a put is written to every tier below host")            \
 	X(DEMOTE_WAIT_MS, "demote.wait_ms", U64, "100", 0, 60000, 1,                               \
 	  "how long a put waits for demotion to free host space before -EAGAIN")                   \
 	X(NVME_PATH, "nvme.path", STR, "", 0, 0, 0,                                                \

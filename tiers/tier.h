@@ -61,6 +61,16 @@ struct kvt_tier_env {
 	 * gone and the same bytes are at to. A tier that needs it refuses the feature without it.
 	 */
 	void (*moved)(void *arg, const struct kvt_tier_id *id, uint64_t from, uint64_t to);
+	/*
+	 * Optional (added after moved): called, before dropped(), for every record the tier evicts
+	 * to make room, with the record's bytes (header and payload, rec_len of them, read back and
+	 * verified as a read is; 4096-aligned and readable to rec_len rounded up to 4096, as
+	 * write() wants them; borrowed for the call) -- so that the caller can demote it into the
+	 * next tier (tiers.placement = cascade). Records that are removed, corrupt or unreadable
+	 * are not handed over. Only tiers with KVT_TIER_HANDS_OVER call it.
+	 */
+	void (*evicted)(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
+	                size_t rec_len);
 };
 
 /*
@@ -169,7 +179,11 @@ struct kvt_tier_ops {
 	 * with the tier not in use by its worker, as enable(). @return : how many were written.
 	 */
 	size_t (*tenant_usage)(struct kvt_tier *t, struct kvt_tier_tenant *out, size_t max);
+	/* Added after tenant_usage: KVT_TIER_* capabilities. */
+	unsigned flags;
 };
+/* The tier hands every record it evicts for room to env->evicted (a log at reclaim). */
+#define KVT_TIER_HANDS_OVER 1u
 
 /* @return : the tier named name, or NULL (not built in). */
 const struct kvt_tier_ops *kvt_tier_find(const char *name);

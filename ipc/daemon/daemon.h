@@ -106,6 +106,7 @@ struct kvd_stats {
 	uint64_t lower_moved;    /* records a lower tier copied forward (nvme.quota, clock) */
 	uint64_t promote_resent; /* promotions sent again to where their record moved */
 	uint64_t not_admitted;
+	uint64_t cascaded, cascade_failed; /* records a lower tier evicted into the next */
 };
 
 /* Request latency per kind (latency.c): buckets bounded by kvd_lat_bound_us, one above. */
@@ -123,6 +124,7 @@ struct kvd_lower {
 	struct kvt_tier *t;
 	pthread_mutex_t lock;     /* one caller at a time (tier.h) */
 	bool second_touch;        /* admission: demote on the second access only */
+	bool cascades;            /* hands what it evicts to the next tier (tiers.placement) */
 	_Atomic uint64_t busy_ns; /* the worker's time inside this tier's I/O (stats: busy_us) */
 	_Atomic unsigned waiters; /* loop-thread callers waiting for lock: a write stream yields */
 	struct kvt_mrc *mrc;      /* owned, loop thread: its reads' miss-ratio curve, or NULL */

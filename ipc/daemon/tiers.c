@@ -2,10 +2,14 @@
  * tiers.c -- the persistent tiers below host (tiers.order, e.g. host,nvme,rocksdb): recovery at
  * start, demotion, promotion, removal, and the worker thread that does their I/O.
  *
- * Placement is inclusive and write-through in the background: a chunk published at host is
- * queued for demotion into every lower tier (admission permitting: nvme.admit=second_touch
- * waits for the chunk's second access). While a demotion job reads the host copy, the entry is
- * not evictable (entry.jobs); once a lower tier holds it, host eviction just drops the host copy.
+ * Placement is inclusive and written in the background: a chunk published at host is queued for
+ * demotion into the first lower tier (admission permitting: nvme.admit=second_touch waits for
+ * the chunk's second access), and with tiers.placement = cascade (the default) a tier that hands
+ * over what it evicts (nvme: tier.h, KVT_TIER_HANDS_OVER) fills the next one from its evictions
+ * (on_evicted) -- DESIGN.md's "eviction from a tier demotes the chunk to the next tier"; with
+ * write-through every lower tier gets every chunk at put. While a demotion job reads the host
+ * copy, the entry is not evictable (entry.jobs); once a lower tier holds it, host eviction just
+ * drops the host copy.
  * So a put never waits for I/O unless host is full of chunks still waiting to be demoted; then
  * it is parked for demote.wait_ms and fails with -EAGAIN (conn.c).
  *
@@ -40,7 +44,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-enum job_kind { JOB_DEMOTE, JOB_PROMOTE, JOB_REMOVE, JOB_DROPPED, JOB_MOVED };
+enum job_kind { JOB_DEMOTE, JOB_PROMOTE, JOB_REMOVE, JOB_DROPPED, JOB_MOVED, JOB_CASCADED };
 
 struct kvd_job {
 	struct kvd_job *next;
@@ -130,6 +134,47 @@ static void on_dropped(void *arg, const struct kvt_tier_id *id, uint64_t loc)
 static void on_moved(void *arg, const struct kvt_tier_id *id, uint64_t from, uint64_t to)
 {
 	tell_loop(arg, JOB_MOVED, id, from, to);
+}
+
+/*
+ * env->evicted (tiers.placement = cascade): tier k is about to drop a record for room; it goes
+ * into tier k + 1 now, on the worker thread, from the bytes tier k read back (no copy). Tier k's
+ * lock is held: this is the one place where the worker holds two tiers' locks, always the upper
+ * one first, and the loop never holds one while taking another, so they cannot deadlock. The
+ * loop hears of the new copy (JOB_CASCADED) before it hears of the drop (JOB_DROPPED), so the
+ * chunk never looks lost in between.
+ */
+static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
+                       size_t rec_len)
+{
+	struct dropped_ctx *cx = arg;
+	struct kvd *d = cx->d;
+	uint8_t next = (uint8_t)(cx->tier + 1);
+	(void)loc;
+	if (next >= d->n_lower || !d->worker)
+		return;
+	struct kvd_lower *l = &d->lower[next];
+	struct kvd_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return; /* dropped, as without cascade */
+	j->kind = JOB_CASCADED;
+	j->tier = next;
+	j->id = *id;
+	j->rec_len = rec_len;
+	uint64_t t0 = kvt_now_ns();
+	pthread_mutex_lock(&l->lock);
+	int rc;
+	for (int tries = 0;; tries++) { /* a RocksDB write stall: a moment, then give up */
+		rc = l->ops->write(l->t, rec, rec_len,
+		                   KVT_ALIGN_UP(rec_len, (size_t)KVT_TIER_ALIGN), &j->loc);
+		if (rc != -EAGAIN || tries == 3)
+			break;
+		usleep(1000);
+	}
+	pthread_mutex_unlock(&l->lock);
+	atomic_fetch_add_explicit(&l->busy_ns, kvt_now_ns() - t0, memory_order_relaxed);
+	j->result = rc;
+	finish(d->worker, j);
 }
 
 static void run_job(struct kvd *d, struct kvd_job *j)
@@ -367,6 +412,12 @@ int kvd_tiers_open(struct kvd *d)
 	char order[KVT_OPT_STR_MAX], *save = NULL;
 	snprintf(order, sizeof(order), "%s", kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
 	bool is_auto = !strcmp(order, "auto");
+	const char *placement = kvt_opt_str(&d->opts, KVT_OPT_TIERS_PLACEMENT);
+	if (strcmp(placement, "cascade") && strcmp(placement, "write-through")) {
+		kvt_log(KVT_LOG_ERROR, "tiers.placement: '%s' is not cascade or write-through",
+		        placement);
+		return -EINVAL;
+	}
 	if (is_auto) {
 		size_t n = (size_t)snprintf(order, sizeof(order), "host");
 		for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++)
@@ -404,11 +455,17 @@ int kvd_tiers_open(struct kvd *d)
 		}
 		uint8_t k = (uint8_t)d->n_lower;
 		dropped_ctx[k] = (struct dropped_ctx){d, k};
+		/* cascade: a tier that hands over its evictions, with a tier named after it, fills
+		 * that one (auto's order is counted before a tier is left out) */
+		bool cascade = !strcmp(kvt_opt_str(&d->opts, KVT_OPT_TIERS_PLACEMENT), "cascade") &&
+		               (ops->flags & KVT_TIER_HANDS_OVER) && save &&
+		               save[strspn(save, ", ")];
 		struct kvt_tier_env env = {.opts = &d->opts,
 		                           .data_dir = d->data_dir,
 		                           .dropped = on_dropped,
 		                           .arg = &dropped_ctx[k],
-		                           .moved = on_moved};
+		                           .moved = on_moved,
+		                           .evicted = cascade ? on_evicted : NULL};
 		struct kvd_lower *l = &d->lower[k];
 		l->ops = ops;
 		pthread_mutex_init(&l->lock, NULL);
@@ -428,6 +485,7 @@ int kvd_tiers_open(struct kvd *d)
 		}
 		l->mrc = kvd_mrc_new(d); /* NULL: no curve, nothing else lost */
 		l->second_touch = admit >= 0 && !strcmp(d->opts.str[admit], "second_touch");
+		l->cascades = cascade;
 		d->n_lower++;
 		struct recover_ctx rcx = {d, k};
 		uint64_t before = d->st.recovered;
@@ -538,6 +596,8 @@ void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put)
 	if (!d->n_lower || !(e->where & KVD_AT_HOST) || e->jobs)
 		return; /* jobs: a demotion is already on its way */
 	for (uint8_t k = 0; k < d->n_lower; k++) {
+		if (k && d->lower[k - 1].cascades)
+			break; /* the tiers below fill from its evictions */
 		if (e->where & (2u << k))
 			continue;
 		/* second touch: skip the put, demote on the first access after it */
@@ -731,6 +791,38 @@ static void complete_moved(struct kvd *d, struct kvd_job *j)
 	submit(d, j);
 }
 
+/* A record tier j->tier - 1 evicted is now in j->tier (on_evicted): the entry gets the copy,
+ * unless it is gone or another version, and then the copy is nobody's and is removed. */
+static void complete_cascaded(struct kvd *d, struct kvd_job *j)
+{
+	if (j->result < 0) {
+		d->st.cascade_failed++;
+		if (j->result != -EFBIG && j->result != -EDQUOT)
+			kvt_log_rl(KVT_LOG_WARN, "cascade into %s failed: %s",
+			           d->lower[j->tier].ops->name, strerror((int)-j->result));
+		free(j);
+		return;
+	}
+	d->st.cascaded++;
+	int t = kvd_tenant_of_uid(d, j->id.tenant);
+	uint32_t id = t < 0 ? KVD_NIL : kvd_index_find(&d->idx, (uint32_t)t, j->id.ns, j->id.key);
+	struct kvd_entry *e = id == KVD_NIL ? NULL : &d->idx.e[id];
+	if (e && e->state == KVD_PUBLISHED &&
+	    (size_t)e->payload_bytes + KVT_CHUNK_HDR_BYTES == j->rec_len) {
+		e->where |= (uint8_t)(2u << j->tier);
+		e->loc[j->tier] = j->loc;
+		if (d->lower[j->tier].mrc)
+			kvt_mrc_touch(d->lower[j->tier].mrc, e->key.w[0] ^ e->tenant);
+		if (d->lower[j->tier].minisim)
+			kvt_minisim_touch(d->lower[j->tier].minisim, e->key.w[0] ^ e->tenant);
+		free(j);
+		return;
+	}
+	j->kind = JOB_REMOVE;
+	j->entry = KVD_NIL;
+	submit(d, j);
+}
+
 void kvd_tiers_complete(struct kvd *d)
 {
 	struct kvd_worker *w = d->worker;
@@ -764,6 +856,9 @@ void kvd_tiers_complete(struct kvd *d)
 			break;
 		case JOB_MOVED:
 			complete_moved(d, j);
+			break;
+		case JOB_CASCADED:
+			complete_cascaded(d, j);
 			break;
 		default:
 			free(j);

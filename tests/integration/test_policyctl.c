@@ -363,8 +363,11 @@ static uint64_t put_fresh(kvt_client_t *c, struct kvt_test_daemon *pd, kvt_id_t 
  * and refuses the rest with a reason, changing nothing. */
 static void test_policyctl_config_runtime(void **state)
 {
-	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme,rocksdb",
-	                      "nvme.bytes=16MiB", "rocksdb.bytes=64MiB", NULL};
+	/* written through, so that a put meets both tiers' admission (cascading, rocksdb fills
+	 * from nvme's evictions alone: test_tiers_cascade) */
+	const char *sets[] = {
+	    "host.bytes=2MiB",     "tiers.order=host,nvme,rocksdb", "nvme.bytes=16MiB",
+	    "rocksdb.bytes=64MiB", "tiers.placement=write-through", NULL};
 	struct kvt_test_daemon pd;
 	assert_int_equal(kvt_test_daemon_start(&pd, sets), 0);
 	kvt_client_t *c;

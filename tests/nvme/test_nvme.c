@@ -102,6 +102,98 @@ static void test_nvme_fifo_reclaim(void **state)
 	nvt_fini(&n);
 }
 
+/* What env->evicted was given: each record's seed and loc, its bytes checked on the spot. */
+struct handed {
+	struct nvt *n;
+	uint64_t seed[512], loc[512];
+	size_t count;
+	size_t payload;
+};
+
+static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
+                       size_t rec_len)
+{
+	struct handed *h = arg;
+	uint64_t seed = id->key.w[0];
+	assert_true(h->count < 512);
+	assert_false(nvt_was_dropped(h->n, loc)); /* handed over before it is dropped */
+	size_t bl;
+	uint8_t *want = nvt_record(seed, h->payload, &bl);
+	assert_int_equal(rec_len, KVT_CHUNK_HDR_BYTES + h->payload);
+	assert_memory_equal(rec, want, rec_len); /* the record as written, byte for byte */
+	free(want);
+	h->seed[h->count] = seed;
+	h->loc[h->count++] = loc;
+}
+
+static void on_drop_handed(void *arg, const struct kvt_tier_id *id, uint64_t loc)
+{
+	nvt_on_drop(((struct handed *)arg)->n, id, loc);
+}
+
+static void on_move_handed(void *arg, const struct kvt_tier_id *id, uint64_t from, uint64_t to)
+{
+	nvt_on_move(((struct handed *)arg)->n, id, from, to);
+}
+
+/*
+ * env->evicted (tiers.placement = cascade): every record reclaim drops for room is handed over,
+ * once, with its exact bytes, before the drop is reported; a record removed by the caller is
+ * not, nor one whose bytes were damaged on disk (counted as a corruption instead).
+ */
+static void test_nvme_hands_over_evictions(void **state)
+{
+	struct nvt n;
+	struct handed h = {.n = &n, .payload = 200 << 10};
+	nvt_init(&n, "16MiB", "4"); /* 15 regions of 1 MiB */
+	n.env.evicted = on_evicted;
+	n.env.dropped = on_drop_handed;
+	n.env.moved = on_move_handed;
+	n.env.arg = &h;
+	assert_int_equal(nvt_open(&n), 0);
+	enum { N = 200, REMOVED = 3, DAMAGED = 7 };
+	uint64_t loc[N];
+	for (uint64_t i = 0; i < N; i++) {
+		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
+		if (i == REMOVED + 5) { /* before the log comes round to them */
+			struct kvt_tier_id id = nvt_id(REMOVED + 1);
+			assert_int_equal(kvt_tier_nvme.remove(n.t, &id, loc[REMOVED]), 0);
+			char path[300];
+			int fd = open(nvt_path(&n, path, sizeof(path)), O_WRONLY);
+			assert_true(fd >= 0);
+			uint64_t off = (loc[DAMAGED] & ((1ull << 40) - 1)) << 12;
+			uint8_t junk[16];
+			memset(junk, 0x5a, sizeof(junk));
+			assert_int_equal(pwrite(fd, junk, sizeof(junk), (off_t)(off + 8192)), 16);
+			close(fd);
+		}
+	}
+	struct kvt_tier_stats s = nvt_stats(&n);
+	struct kvt__nvme_xstats xs;
+	kvt__nvme_xstats(n.t, &xs);
+	assert_true(s.evictions > 100);
+	assert_int_equal(xs.handed_over, h.count);
+	assert_int_equal(xs.handed_bytes, h.count * (KVT_CHUNK_HDR_BYTES + h.payload));
+	assert_int_equal(s.corruptions, 1);
+	/* each record the log dropped for room was handed over at its place, the two others not */
+	size_t evicted = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		if (!nvt_was_dropped(&n, loc[i]))
+			continue;
+		bool given = false;
+		for (size_t k = 0; k < h.count; k++)
+			if (h.loc[k] == loc[i]) {
+				assert_false(given); /* once */
+				assert_int_equal(h.seed[k], i + 1);
+				given = true;
+			}
+		assert_true(given == (i != REMOVED && i != DAMAGED));
+		evicted += i != REMOVED;
+	}
+	assert_int_equal(evicted, s.evictions);
+	nvt_fini(&n);
+}
+
 static void test_nvme_remove_persists(void **state)
 {
 	struct nvt n;
@@ -251,6 +343,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_nvme_roundtrip_reopen),
 	    cmocka_unit_test(test_nvme_fifo_reclaim),
+	    cmocka_unit_test(test_nvme_hands_over_evictions),
 	    cmocka_unit_test(test_nvme_remove_persists),
 	    cmocka_unit_test(test_nvme_limits),
 	    cmocka_unit_test(test_nvme_format_mismatch_rebuilds),

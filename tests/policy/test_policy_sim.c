@@ -395,6 +395,42 @@ static void test_policy_sim_nvme_is_fifo(void **state)
 	kvt_test_rmtree(tmp);
 }
 
+/* Three tiers as kvtierd's default (tiers.placement = cascade): rocksdb below nvme is filled by
+ * nvme's evictions, so blocks 1-8 twice over host 2, nvme 4, rocksdb 4 hit on the second pass
+ * (1-4 went below); written through, rocksdb holds nvme's 5-8 and the second pass misses. */
+static void test_policy_sim_cascade(void **state)
+{
+	char tmp[256], path[300], out[300], line[512];
+	kvt_test_tmpdir(tmp, 256);
+	snprintf(path, 300, "%s/t.trace", tmp);
+	snprintf(out, 300, "%s/out", tmp);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 16; i++)
+		fprintf(f, "%d %d\n", i, 1 + i % 8);
+	fclose(f);
+	const char *tiers = "--tier host=2 --tier nvme=4 --tier rocksdb=4 --policy lru";
+	char args[256];
+	double cascade, wt, h;
+	assert_int_equal(sim_words(path, out, tiers), 0);
+	assert_true(line_with(out, "all ", line, sizeof(line)));
+	assert_non_null(strstr(line, " hit "));
+	cascade = strtod(strstr(line, " hit ") + 5, NULL);
+	assert_true(line_with(out, "tier rocksdb", line, sizeof(line)));
+	h = strtod(strstr(line, " hit ") + 5, NULL);
+	assert_true(h > 0); /* the second pass finds 1-4 below nvme */
+	snprintf(args, sizeof(args), "%s --placement write-through", tiers);
+	assert_int_equal(sim_words(path, out, args), 0);
+	assert_true(line_with(out, "all ", line, sizeof(line)));
+	wt = strtod(strstr(line, " hit ") + 5, NULL);
+	assert_true(cascade >= 0.25 && wt == 0);
+	snprintf(args, sizeof(args), "%s --placement cascade", tiers);
+	assert_int_equal(sim_words(path, out, args), 0);
+	assert_true(line_with(out, "all ", line, sizeof(line)));
+	assert_true(strtod(strstr(line, " hit ") + 5, NULL) == cascade);
+	kvt_test_rmtree(tmp);
+}
+
 /* On the Mooncake trace a tier running conv at 4,096 blocks is not an LRU tier: LRU's curve
  * (what SHARDS gives) reads 0.05-0.06 below conv's hit ratio at 1/2x-2x. conv's own curve by
  * miniature simulation (2,048 entries at 1x: rate 1/2) stays within 0.02 of exact replays of
@@ -446,6 +482,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_nvme_is_fifo),
 	    cmocka_unit_test(test_policy_sim_cli_warmup),
 	    cmocka_unit_test(test_policy_sim_placement),
+	    cmocka_unit_test(test_policy_sim_cascade),
 	    cmocka_unit_test(test_policy_sim_quota),
 	    cmocka_unit_test(test_policy_sim_minisim_conv),
 	};

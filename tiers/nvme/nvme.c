@@ -858,4 +858,5 @@ const struct kvt_tier_ops kvt_tier_nvme = {
     .policy_get = nvme_policy_get,
     .policy_set = nvme_policy_set,
     .tenant_usage = nvme_tenant_usage,
+    .flags = KVT_TIER_HANDS_OVER,
 };

@@ -173,6 +173,7 @@ struct kvt__nvme_xstats {
 	uint64_t reinserted;         /* of moved: kept for a hit (nvme.policy = clock) */
 	uint64_t passed;             /* regions passed over at reclaim (mostly kept, no I/O) */
 	uint64_t keeps_walked;       /* records looked at to decide whether to pass over */
+	uint64_t handed_over, handed_bytes; /* evicted records given to env->evicted */
 };
 
 struct kvt__nvme_engine {

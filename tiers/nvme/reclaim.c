@@ -20,9 +20,15 @@
  * zero terminator after them. A crash before it loses the kept records (a cache may), and never
  * leaves a record that is not whole. A failed read or write drops what it would have kept.
  *
+ * With env->evicted (the daemon's tiers.placement = cascade), the records reclaim drops for room
+ * are read back before the region is reopened, checked like any read, and handed over one by
+ * one, so the daemon can demote them into the next tier; a record that cannot be read or fails
+ * its checks is dropped without being handed over (and counted).
+ *
  * Cost: a reclaim that keeps k bytes reads and writes k bytes synchronously on the tier's
  * thread, inside the write that needed the room (kvt__nvme_log_place, never while a run is in
- * flight), and holds k bytes of memory while it does.
+ * flight), and holds k bytes of memory while it does. Handing over reads the dropped bytes too,
+ * HAND_BYTES at a time.
  */
 #include "nvme_int.h"
 #include "core/log.h"
@@ -31,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define HAND_BYTES (16u << 20) /* read back for env->evicted at a time */
 
 struct kept {
 	struct kvt_chunk_hdr h;
@@ -225,13 +233,81 @@ void kvt__nvme_reclaim_pass(struct kvt_nvme *t, uint64_t r)
 		R->recs[i].hit = false;
 }
 
+/* Reads the records idx[0..n) of region r back, HAND_BYTES at a time, and gives each that
+ * reads and checks well to env->evicted. The records stay in the log's accounts (the caller
+ * drops them after). */
+static void hand_over(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint32_t n)
+{
+	struct kvt__nvme_region *R = &t->regions[r];
+	struct kvt__nvme_job *jobs = calloc(n, sizeof(*jobs));
+	uint8_t *buf = aligned_alloc(KVT_TIER_ALIGN, HAND_BYTES);
+	if (!jobs || !buf) {
+		kvt_log_rl(KVT_LOG_WARN, "nvme: %s: no memory to hand %u evicted records over",
+		           t->path, n);
+		n = 0;
+	}
+	for (uint32_t i = 0, j; i < n; i = j) {
+		uint64_t at = 0;
+		for (j = i; j < n; j++) { /* a record is at most a region: over HAND_BYTES alone */
+			const struct kvt__nvme_rec *rec = &R->recs[idx[j]];
+			uint64_t len = kvt__nvme_padded(rec->rec_len);
+			if (at + len > HAND_BYTES)
+				break;
+			jobs[j - i] = (struct kvt__nvme_job){.off = kvt__nvme_rec_off(t, r, rec),
+			                                     .buf = buf + at,
+			                                     .len = len,
+			                                     .op = KVT_NVME_READ,
+			                                     .ready = true};
+			at += len;
+		}
+		if (j == i) { /* larger than the buffer: not handed over */
+			j = i + 1;
+			continue;
+		}
+		struct kvt__nvme_batch b = {
+		    .jobs = jobs, .n = j - i, .piece = (at + t->eng.depth - 1) / t->eng.depth};
+		kvt__nvme_run(t, &b);
+		for (uint32_t q = i; q < j; q++) {
+			const struct kvt__nvme_rec *rec = &R->recs[idx[q]];
+			const struct kvt__nvme_job *jb = &jobs[q - i];
+			kvt__nvme_health(t, jb->err);
+			struct kvt_chunk_hdr h;
+			if (jb->err) {
+				KVT_NVME_ADD(t, xs.dropped_io, 1);
+				continue;
+			}
+			if (kvt_chunk_hdr_decode(jb->buf, &h) ||
+			    !kvt__nvme_same_record(&h, &rec->h) ||
+			    kvt_chunk_verify(&h, (const uint8_t *)jb->buf + KVT_CHUNK_HDR_BYTES,
+			                     rec->rec_len - KVT_CHUNK_HDR_BYTES)) {
+				KVT_NVME_ADD(t, st.corruptions, 1);
+				kvt_log_rl(KVT_LOG_WARN,
+				           "nvme: %s: corrupt record at %llu dropped at reclaim",
+				           t->path, (unsigned long long)jb->off);
+				continue;
+			}
+			struct kvt_tier_id id = id_of(&rec->h);
+			t->env.evicted(t->env.arg, &id, kvt__nvme_loc(jb->off, R->seq), jb->buf,
+			               rec->rec_len);
+			KVT_NVME_ADD(t, xs.handed_over, 1);
+			KVT_NVME_ADD(t, xs.handed_bytes, rec->rec_len);
+			KVT_NVME_ADD(t, st.reads, 1); /* device reads, as a promotion's */
+			KVT_NVME_ADD(t, st.read_bytes, rec->rec_len);
+		}
+	}
+	free(buf);
+	free(jobs);
+}
+
 int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 {
 	struct kvt__nvme_region *R = &t->regions[r];
 	struct kept *k = NULL;
-	uint32_t n = 0;
+	uint32_t n = 0, n_out = 0;
 	uint64_t bytes = 0;
 	uint64_t live = KVT_NVME_GET(t, st.used_bytes);
+	/* the records dropped for room, when they are handed over first */
+	uint32_t *out = t->env.evicted && R->n_recs ? malloc(R->n_recs * sizeof(*out)) : NULL;
 	for (uint32_t i = 0; i < R->n_recs; i++) {
 		struct kvt__nvme_rec *rec = &R->recs[i];
 		int why;
@@ -256,9 +332,18 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 		}
 		if (!may_keep && kvt__nvme_quota_keeps(t, rec)) /* verdict() ruled it out */
 			KVT_NVME_ADD(t, xs.guarantee_dropped, 1);
-		kvt__nvme_log_kill(t, r, rec, false);
 		KVT_NVME_ADD(t, st.evictions, 1);
+		if (out)
+			out[n_out++] = i;
+		else
+			kvt__nvme_log_kill(t, r, rec, false);
 	}
+	if (n_out) {
+		hand_over(t, r, out, n_out);
+		for (uint32_t i = 0; i < n_out; i++)
+			kvt__nvme_log_kill(t, r, &R->recs[out[i]], false);
+	}
+	free(out);
 	uint8_t *buf = n ? aligned_alloc(KVT_TIER_ALIGN, bytes) : NULL;
 	struct kvt__nvme_job *jobs = n ? calloc(n, sizeof(*jobs)) : NULL;
 	if (n && (!buf || !jobs)) {

@@ -14,6 +14,7 @@
  * and block size, one thread (QD1) and 8 threads (QD8) with pread/pwrite.
  *
  * usage: kvtier-bench-tiers [nvme|rocksdb [CHUNK_KIB]]
+ *        kvtier-bench-tiers cascade [CHUNK_KIB]   (tiers.placement, below)
  */
 #include "bench_util.h"
 
@@ -224,8 +225,83 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 	stop_daemon();
 }
 
+/*
+ * tiers.placement, through host, nvme and rocksdb (256 MiB, 512 MiB, 512 MiB): 1.5 GiB of
+ * chunks put as one prefix, timed until every chunk is demoted; then how many of them the
+ * daemon still has (a lookup each) and the bytes each tier wrote. write-through, in the same
+ * run, is the baseline: it writes every chunk to both tiers, cascade writes rocksdb only what
+ * nvme evicts (after reading it back).
+ */
+static void bench_cascade(const char *placement, size_t chunk)
+{
+	size_t n = ((size_t)3 << 29) / chunk;
+	char p[64];
+	snprintf(p, sizeof(p), "tiers.placement=%s", placement);
+	const char *sets[] = {"tiers.order=host,nvme,rocksdb", "nvme.bytes=512MiB",
+	                      "rocksdb.bytes=512MiB", p, NULL};
+	start_daemon_with("256MiB", sets);
+	kvt_client_t *c;
+	int rc = kvt_connect(sock, &c);
+	if (rc)
+		die("connect", rc);
+	kvt_model_t m = model_of(chunk, 1);
+	kvt_id_t ns, *keys = malloc(n * sizeof(kvt_id_t));
+	if ((rc = kvt_namespace(c, &m, &ns)))
+		die("namespace", rc);
+	make_keys(ns, keys, n, 5);
+	const size_t batch = KVT_MIN((size_t)BATCH_MAX, KVT_MAX((size_t)1, (64u << 20) / chunk));
+	const void *ch[BATCH_MAX];
+	for (size_t i = 0; i < batch; i++)
+		ch[i] = prefaulted(chunk);
+	double t0 = now_s();
+	for (size_t i = 0; i < n;) {
+		size_t k = KVT_MIN(batch, n - i);
+		rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], k, ch, chunk);
+		if (rc == -EAGAIN) {
+			usleep(200);
+			continue;
+		}
+		if (rc <= 0)
+			die("put", rc);
+		i += (size_t)rc;
+	}
+	/* write-through demotes each chunk twice, cascade once (and moves some on) */
+	long long failed = wait_demoted(c, (long long)n * (strcmp(placement, "cascade") ? 2 : 1));
+	double s = now_s() - t0;
+	size_t found = 0;
+	for (size_t i = 0; i < n; i++)
+		found += kvt_lookup(c, ns, &keys[i], 1) == 1;
+	double nv = (double)tier_stat_of(c, "nvme", "write_bytes") / (1 << 20);
+	double nr = (double)tier_stat_of(c, "nvme", "read_bytes") / (1 << 20);
+	double rw = (double)tier_stat_of(c, "rocksdb", "write_bytes") / (1 << 20);
+	printf("| %s | %zu KiB | %zu | %.2f | %zu (%.0f%%) | %.0f | %.0f | %.0f | %lld | %lld |\n",
+	       placement, chunk >> 10, n, (double)chunk * (double)n / s / 1e9, found,
+	       100.0 * (double)found / (double)n, nv, nr, rw, stat_of(c, "cascaded"), failed);
+	fflush(stdout);
+	for (size_t i = 0; i < batch; i++)
+		munmap((void *)ch[i], chunk);
+	free(keys);
+	kvt_close(c);
+	stop_daemon();
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "cascade")) {
+		size_t chunk = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) << 10 : 256u << 10;
+		printf(
+		    "# kvtier bench tiers cascade (%ld cores; host 256 MiB, nvme and rocksdb 512 "
+		    "MiB; files under /var/tmp)\n\n",
+		    sysconf(_SC_NPROCESSORS_ONLN));
+		printf("| placement | chunk | chunks | put to demoted GB/s | still held | nvme MiB "
+		       "written | nvme MiB read | rocksdb MiB written | cascaded | failed |\n"
+		       "|---|---|---|---|---|---|---|---|---|---|\n");
+		for (int r = 0; r < 2; r++) { /* each twice, alternating: the machine's noise */
+			bench_cascade("write-through", chunk);
+			bench_cascade("cascade", chunk);
+		}
+		return 0;
+	}
 	const char *only = argc > 1 ? argv[1] : NULL;
 	printf("# kvtier bench tiers (%ld cores; host tier 256 MiB; files under /var/tmp)\n\n",
 	       sysconf(_SC_NPROCESSORS_ONLN));

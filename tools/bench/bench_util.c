@@ -140,11 +140,22 @@ void *prefaulted(size_t bytes)
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 long long stat_of(kvt_client_t *c, const char *key)
 {
+	return tier_stat_of(c, NULL, key);
+}
+
+long long tier_stat_of(kvt_client_t *c, const char *tier, const char *key)
+{
 	static char json[65536];
 	if (kvt__client_simple(c, 8 /* KVT_MSG_STATS */, NULL, json, sizeof(json)) < 0)
 		return -1;
 	char pat[64];
+	const char *from = json;
+	if (tier) {
+		snprintf(pat, sizeof(pat), "{\"name\":\"%s\"", tier);
+		if (!(from = strstr(json, pat)))
+			return -1;
+	}
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	const char *p = strstr(json, pat);
+	const char *p = strstr(from, pat);
 	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
 }

@@ -27,6 +27,7 @@ struct opts {
 	uint64_t seed;
 	bool json;
 	bool on_evict;   /* --placement on-evict */
+	bool cascade;    /* --placement cascade (the default) */
 	double mrc_rate; /* --mrc [--mrc-rate R]: > 0 prints curves */
 	size_t mrc_keys; /* --mrc-keys N: the most keys the curve tracks (0: its default) */
 	size_t minisim;  /* --minisim N: miniature simulations of N entries at 1x (0: off) */
@@ -67,8 +68,11 @@ static void usage(FILE *f)
 	    "       kvtier sim --trace FILE --tier host=4096 --tier nvme=64GiB\n"
 	    "                  --policy host=s3fifo --policy nvme=lru\n"
 	    "                  [--admission nvme=second_touch] --block-bytes N\n"
-	    "                  [--placement write-through|on-evict] (lower tiers written when a\n"
-	    "                  block enters the top tier, as kvtierd does, or on its eviction;\n"
+	    "                  [--placement cascade|write-through|on-evict] (as kvtierd's\n"
+	    "                  tiers.placement: a lower tier is written when a block enters the\n"
+	    "                  top tier, but one below nvme from nvme's evictions (cascade, the\n"
+	    "                  default); every one when a block enters the top tier; or each\n"
+	    "                  from the evictions of the tier above (on-evict);\n"
 	    "                  a tier named nvme runs fifo, as kvtierd's log, unless named;\n"
 	    "                  clock is the log with nvme.policy = clock)\n"
 	    "       kvtier sim --list-policies\n"
@@ -268,9 +272,10 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 	} else if (!strcmp(a, "--block-bytes"))
 		return count_in(v, 1, UINT64_MAX, &o->block_bytes);
 	else if (!strcmp(a, "--placement") &&
-	         (!strcmp(v, "write-through") || !strcmp(v, "on-evict")))
+	         (!strcmp(v, "write-through") || !strcmp(v, "on-evict") || !strcmp(v, "cascade"))) {
 		o->on_evict = !strcmp(v, "on-evict");
-	else
+		o->cascade = !strcmp(v, "cascade");
+	} else
 		return -EINVAL;
 	return 0;
 }
@@ -306,7 +311,10 @@ static int finish(struct opts *o, struct raw *w)
 		                                     : KVT_SIM_DEFAULT_POLICY;
 		t->admission = o->admission;
 		t->params = strcmp(t->name, "nvme") ? o->params : NULL; /* fifo has none */
-		t->fill_on_evict = o->on_evict;
+		/* cascade, as kvtierd: the tier below nvme (a log that hands its evictions over)
+		 * fills from them; every other tier is written through */
+		t->fill_on_evict = o->on_evict || (o->cascade && k >= 2 &&
+		                                   !strcmp(o->tiers[o->n_tiers - 2].name, "nvme"));
 	}
 	for (size_t k = 0; k < w->n_pp && !rc; k++)
 		rc = tier_pair(o, w->pol_pairs[k], 0);
@@ -520,6 +528,7 @@ int kvt_sim_main(int argc, char **argv)
 	struct opts o;
 	struct kvt_trace t;
 	memset(&o, 0, sizeof(o));
+	o.cascade = true; /* kvtierd's tiers.placement default */
 	int rc = parse(&o, argc, argv);
 	if (rc) {
 		if (rc < 0)
