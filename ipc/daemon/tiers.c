@@ -498,6 +498,11 @@ int kvd_tiers_open(struct kvd *d)
 		kvt_log(KVT_LOG_ERROR, "tiers.order must start with host");
 		return -EINVAL;
 	}
+	if (d->n_lower && d->lower[d->n_lower - 1].cascades) /* auto left out the tier below */
+		kvt_log(KVT_LOG_WARN,
+		        "tier %s reads back what it evicts for a tier that is not there; "
+		        "tiers.placement = write-through avoids the reads",
+		        d->lower[d->n_lower - 1].ops->name);
 	if (!d->n_lower)
 		return 0;
 	struct kvd_worker *w = calloc(1, sizeof(*w));

@@ -22,9 +22,19 @@ enum { F_USED, F_CAP, F_CHUNKS, F_HITS, F_MISSES, F_PUTS, F_EVICT, F_RBYTES, F_W
 static const char *const tier_field[F__N] = {"used_bytes", "capacity_bytes", "chunks",
                                              "hits",       "misses",         "puts",
                                              "evictions",  "read_bytes",     "write_bytes"};
-enum { G_PROMOTED, G_DEMOTED, G_EAGAIN, G_LEASES, G_CLIENTS, G_TENANTS, G_CORRUPT, G__N };
-static const char *const global_field[G__N] = {"promoted", "demoted", "eagain",     "leases",
-                                               "clients",  "tenants", "corruptions"};
+enum {
+	G_PROMOTED,
+	G_DEMOTED,
+	G_CASCADED,
+	G_EAGAIN,
+	G_LEASES,
+	G_CLIENTS,
+	G_TENANTS,
+	G_CORRUPT,
+	G__N
+};
+static const char *const global_field[G__N] = {"promoted", "demoted", "cascaded", "eagain",
+                                               "leases",   "clients", "tenants",  "corruptions"};
 
 #define TOP_OPS     3 /* the requests whose latency a frame shows */
 #define TOP_BUCKETS 23
@@ -156,12 +166,14 @@ static void frame(const struct snap *a, const struct snap *b, double every, int 
 		printf("%-8s %15s %10lld %6s %9s %9s %9s %9s %10s %10s\n", b->name[i], used,
 		       now[F_CHUNKS], hit, r[0], r[1], r[2], r[3], r[4], r[5]);
 	}
-	char p[16], dm[16], ea[16];
+	char p[16], dm[16], cs[16], ea[16];
 	rate(p, sizeof(p), b->g[G_PROMOTED], a->g[G_PROMOTED], dt, false);
 	rate(dm, sizeof(dm), b->g[G_DEMOTED], a->g[G_DEMOTED], dt, false);
+	rate(cs, sizeof(cs), b->g[G_CASCADED], a->g[G_CASCADED], dt, false);
 	rate(ea, sizeof(ea), b->g[G_EAGAIN], a->g[G_EAGAIN], dt, false);
-	printf("moves: %s promoted/s, %s demoted/s; %s puts/s waited past demote.wait_ms\n", p, dm,
-	       ea);
+	printf("moves: %s promoted/s, %s demoted/s, %s cascaded/s; %s puts/s waited past "
+	       "demote.wait_ms\n",
+	       p, dm, cs, ea);
 	printf("latency this frame, p50 / p99:");
 	for (int o = 0; o < TOP_OPS; o++) {
 		long long d[TOP_BUCKETS], n = 0;
