@@ -337,11 +337,18 @@ void kvd_metrics_close(struct kvd *d);
 void kvd_metrics_accept(struct kvd *d);
 void kvd_metrics_io(struct kvd *d, int slot);
 void kvd_metrics_tick(struct kvd *d, uint64_t now_ns);
+/* stats.c: text into a fixed buffer; what does not fit is cut (pos then >= len). */
+struct kvd_out {
+	char *buf;
+	size_t len, pos;
+};
+__attribute__((format(printf, 2, 3))) void kvd_out(struct kvd_out *o, const char *fmt, ...);
+
 /* latency.c: a request of this message type took ns; the stats object's "latency" and
- * "latency_bounds_us" members (with a trailing comma); the Prometheus histogram. @return :
- * bytes written (len or more when cut). */
+ * "latency_bounds_us" members (with a trailing comma); the Prometheus histogram (@return :
+ * bytes written, len or more when cut). */
 void kvd_latency_add(struct kvd *d, uint16_t type, uint64_t ns);
-size_t kvd_latency_json(const struct kvd *d, char *buf, size_t len);
+void kvd_latency_json(const struct kvd *d, struct kvd_out *o);
 size_t kvd_latency_prom(const struct kvd *d, char *buf, size_t len);
 /* prom.c: the stats object (kvd_stats_json) in the Prometheus text format.
  * @return : bytes written, -EINVAL (not the stats object's shape), -ENOBUFS, -ENOMEM. */

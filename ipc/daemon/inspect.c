@@ -26,22 +26,6 @@
 
 #define INSPECT_LIST 64
 
-struct out {
-	char *buf;
-	size_t len, pos;
-};
-
-__attribute__((format(printf, 2, 3))) static void put(struct out *o, const char *fmt, ...)
-{
-	if (o->pos >= o->len)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(o->buf + o->pos, o->len - o->pos, fmt, ap);
-	va_end(ap);
-	o->pos += n > 0 ? (size_t)n : 0;
-}
-
 static void hex(kvt_id_t id, char out[33])
 {
 	snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, id.w[1], id.w[0]);
@@ -77,11 +61,11 @@ static void where(const struct kvd *d, const struct kvd_entry *e, char *out, siz
 		snprintf(out, len, "-");
 }
 
-static void list_namespaces(struct kvd *d, uint32_t tenant, struct out *o)
+static void list_namespaces(struct kvd *d, uint32_t tenant, struct kvd_out *o)
 {
 	uint64_t(*cnt)[2 + KVD_MAX_LOWER] = calloc(d->n_nss ? d->n_nss : 1, sizeof(*cnt));
 	if (!cnt) {
-		put(o, "out of memory\n");
+		kvd_out(o, "out of memory\n");
 		return;
 	}
 	for (uint32_t id = 0; id < d->idx.cap; id++) {
@@ -99,22 +83,23 @@ static void list_namespaces(struct kvd *d, uint32_t tenant, struct out *o)
 			break;
 		}
 	}
-	put(o, "%-32s %10s %7s %11s %9s %9s", "namespace", "tenant", "tokens", "chunk bytes",
-	    "chunks", "host");
+	kvd_out(o, "%-32s %10s %7s %11s %9s %9s", "namespace", "tenant", "tokens", "chunk bytes",
+	        "chunks", "host");
 	for (uint32_t l = 0; l < d->n_lower; l++)
-		put(o, " %9s", d->lower[l].ops->name);
-	put(o, "\n");
+		kvd_out(o, " %9s", d->lower[l].ops->name);
+	kvd_out(o, "\n");
 	for (uint32_t k = 0; k < d->n_nss; k++) {
 		const struct kvd_ns *ns = &d->nss[k];
 		if (tenant != KVD_NIL && ns->tenant != tenant)
 			continue;
 		char h[33];
 		hex(ns->ns, h);
-		put(o, "%-32s %10u %7u %11" PRIu64 " %9" PRIu64 " %9" PRIu64, h,
-		    d->tenants[ns->tenant].key, ns->tokens, ns->chunk_bytes, cnt[k][0], cnt[k][1]);
+		kvd_out(o, "%-32s %10u %7u %11" PRIu64 " %9" PRIu64 " %9" PRIu64, h,
+		        d->tenants[ns->tenant].key, ns->tokens, ns->chunk_bytes, cnt[k][0],
+		        cnt[k][1]);
 		for (uint32_t l = 0; l < d->n_lower; l++)
-			put(o, " %9" PRIu64, cnt[k][2 + l]);
-		put(o, "\n");
+			kvd_out(o, " %9" PRIu64, cnt[k][2 + l]);
+		kvd_out(o, "\n");
 	}
 	free(cnt);
 }
@@ -126,7 +111,7 @@ static int by_depth(const void *a, const void *b, void *arg)
 	return (x > y) - (x < y);
 }
 
-static int list_chunks(struct kvd *d, uint32_t tenant, kvt_id_t ns, struct out *o)
+static int list_chunks(struct kvd *d, uint32_t tenant, kvt_id_t ns, struct kvd_out *o)
 {
 	uint32_t ids[INSPECT_LIST], n = 0;
 	uint64_t total = 0, deepest = 0;
@@ -147,25 +132,25 @@ static int list_chunks(struct kvd *d, uint32_t tenant, kvt_id_t ns, struct out *
 		deepest = e->depth > deepest ? e->depth : deepest;
 	}
 	if (!total) {
-		put(o, "no chunk of that namespace%s\n",
-		    tenant == KVD_NIL ? "" : " in your tenant");
+		kvd_out(o, "no chunk of that namespace%s\n",
+		        tenant == KVD_NIL ? "" : " in your tenant");
 		return -ENOENT;
 	}
 	qsort_r(ids, n, sizeof(ids[0]), by_depth, d->idx.e);
-	put(o, "%-32s %6s %10s %6s %s\n", "key", "depth", "bytes", "leases", "in");
+	kvd_out(o, "%-32s %6s %10s %6s %s\n", "key", "depth", "bytes", "leases", "in");
 	for (uint32_t i = 0; i < n; i++) {
 		const struct kvd_entry *e = &d->idx.e[ids[i]];
 		char h[33], w[64];
 		hex(e->key, h);
 		where(d, e, w, sizeof(w));
-		put(o, "%-32s %6u %10u %6u %s\n", h, e->depth, e->payload_bytes, e->pins, w);
+		kvd_out(o, "%-32s %6u %10u %6u %s\n", h, e->depth, e->payload_bytes, e->pins, w);
 	}
-	put(o, "%" PRIu64 " chunks, depth 0..%" PRIu64 "%s\n", total, deepest,
-	    total > n ? " (the shallowest shown)" : "");
+	kvd_out(o, "%" PRIu64 " chunks, depth 0..%" PRIu64 "%s\n", total, deepest,
+	        total > n ? " (the shallowest shown)" : "");
 	return 0;
 }
 
-static int show_chunk(struct kvd *d, uint32_t tenant, kvt_id_t ns, kvt_id_t key, struct out *o)
+static int show_chunk(struct kvd *d, uint32_t tenant, kvt_id_t ns, kvt_id_t key, struct kvd_out *o)
 {
 	for (uint32_t id = 0; id < d->idx.cap; id++) {
 		const struct kvd_entry *e = &d->idx.e[id];
@@ -175,28 +160,28 @@ static int show_chunk(struct kvd *d, uint32_t tenant, kvt_id_t ns, kvt_id_t key,
 		char h[33], w[64];
 		hex(e->key, h);
 		where(d, e, w, sizeof(w));
-		put(o, "key        %s\n", h);
+		kvd_out(o, "key        %s\n", h);
 		hex(e->ns, h);
-		put(o, "namespace  %s\ntenant     %u\n", h, d->tenants[e->tenant].key);
+		kvd_out(o, "namespace  %s\ntenant     %u\n", h, d->tenants[e->tenant].key);
 		hex(e->parent, h);
-		put(o, "depth      %u (parent %s)\n", e->depth, e->has_parent ? h : "none");
-		put(o, "payload    %u bytes, codec %u, sequence %" PRIu64 "\n", e->payload_bytes,
-		    e->codec, e->seq);
-		put(o, "in         %s\n", w);
+		kvd_out(o, "depth      %u (parent %s)\n", e->depth, e->has_parent ? h : "none");
+		kvd_out(o, "payload    %u bytes, codec %u, sequence %" PRIu64 "\n",
+		        e->payload_bytes, e->codec, e->seq);
+		kvd_out(o, "in         %s\n", w);
 		if (e->where & KVD_AT_HOST)
-			put(o, "host       offset %" PRIu64 ", %u leases, %u tier jobs\n", e->off,
-			    e->pins, e->jobs);
+			kvd_out(o, "host       offset %" PRIu64 ", %u leases, %u tier jobs\n",
+			        e->off, e->pins, e->jobs);
 		for (uint32_t k = 0; k < d->n_lower; k++)
 			if (e->where & (2u << k))
-				put(o, "%-10s location %" PRIu64 "\n", d->lower[k].ops->name,
-				    e->loc[k]);
+				kvd_out(o, "%-10s location %" PRIu64 "\n", d->lower[k].ops->name,
+				        e->loc[k]);
 		return 0;
 	}
-	put(o, "no such chunk%s\n", tenant == KVD_NIL ? "" : " in your tenant");
+	kvd_out(o, "no such chunk%s\n", tenant == KVD_NIL ? "" : " in your tenant");
 	return -ENOENT;
 }
 
-static int flush(struct kvd *d, char *save, struct out *o)
+static int flush(struct kvd *d, char *save, struct kvd_out *o)
 {
 	const char *what = strtok_r(NULL, " ", &save);
 	kvt_id_t ns = {{0, 0}};
@@ -207,18 +192,18 @@ static int flush(struct kvd *d, char *save, struct out *o)
 		char *end;
 		unsigned long uid = u ? strtoul(u, &end, 10) : 0;
 		if (!u || *end || uid > UINT32_MAX) {
-			put(o, "usage: flush all | flush NAMESPACE | flush tenant UID\n");
+			kvd_out(o, "usage: flush all | flush NAMESPACE | flush tenant UID\n");
 			return -EINVAL;
 		}
 		for (uint32_t t = 0; t < d->n_tenants; t++)
 			if (d->tenants[t].key == uid)
 				tenant = t;
 		if (tenant == KVD_NIL) {
-			put(o, "no tenant %lu\n", uid);
+			kvd_out(o, "no tenant %lu\n", uid);
 			return -ENOENT;
 		}
 	} else if (!all && parse_id(what, &ns)) {
-		put(o, "usage: flush all | flush NAMESPACE | flush tenant UID\n");
+		kvd_out(o, "usage: flush all | flush NAMESPACE | flush tenant UID\n");
 		return -EINVAL;
 	}
 	uint64_t n = 0, leased = 0;
@@ -232,19 +217,19 @@ static int flush(struct kvd *d, char *save, struct out *o)
 		d->st.deletes++;
 		n++;
 	}
-	put(o, "flushed %" PRIu64 " chunks (%" PRIu64 " leased: freed as they are released)\n", n,
-	    leased);
+	kvd_out(o, "flushed %" PRIu64 " chunks (%" PRIu64 " leased: freed as they are released)\n",
+	        n, leased);
 	return 0;
 }
 
 int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, size_t out_len)
 {
-	struct out o = {out, out_len, 0};
+	struct kvd_out o = {out, out_len, 0};
 	char *save = NULL, *verb = strtok_r(cmd, " ", &save);
 	if (verb && !strcmp(verb, "flush"))
 		return flush(d, save, &o);
 	if (verb && strcmp(verb, "inspect")) {
-		put(&o, "unknown command '%s'\n", verb);
+		kvd_out(&o, "unknown command '%s'\n", verb);
 		return -EINVAL;
 	}
 	const char *a = strtok_r(NULL, " ", &save), *b = strtok_r(NULL, " ", &save);
@@ -254,7 +239,7 @@ int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, si
 		return 0;
 	}
 	if (parse_id(a, &ns) || (b && parse_id(b, &key)) || strtok_r(NULL, " ", &save)) {
-		put(&o, "usage: inspect [NAMESPACE [KEY]] (ids: 32 hex digits)\n");
+		kvd_out(&o, "usage: inspect [NAMESPACE [KEY]] (ids: 32 hex digits)\n");
 		return -EINVAL;
 	}
 	return b ? show_chunk(d, tenant, ns, key, &o) : list_chunks(d, tenant, ns, &o);

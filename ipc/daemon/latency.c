@@ -60,64 +60,47 @@ static uint64_t quantile_us(const struct kvd_latency *l, double q)
 	return l->max_ns / 1000;
 }
 
-size_t kvd_latency_json(const struct kvd *d, char *buf, size_t len)
+void kvd_latency_json(const struct kvd *d, struct kvd_out *out)
 {
-	size_t pos = 0;
-#define PUT(...)                                                                                   \
-	do {                                                                                       \
-		if (pos < len) {                                                                   \
-			int n_ = snprintf(buf + pos, len - pos, __VA_ARGS__);                      \
-			pos += n_ > 0 ? (size_t)n_ : 0;                                            \
-		}                                                                                  \
-	} while (0)
-	PUT("\"latency\":[");
-	for (unsigned o = 0; o < KVD_OP__N; o++) {
-		const struct kvd_latency *l = &d->lat[o];
-		PUT("%s{\"op\":\"%s\",\"count\":%" PRIu64 ",\"sum_us\":%" PRIu64
-		    ",\"max_us\":%" PRIu64 ",\"p50_us\":%" PRIu64 ",\"p99_us\":%" PRIu64
-		    ",\"buckets\":[",
-		    o ? "," : "", op_name[o], l->count, l->sum_ns / 1000, l->max_ns / 1000,
-		    quantile_us(l, 0.5), quantile_us(l, 0.99));
+	kvd_out(out, "\"latency\":[");
+	for (unsigned op = 0; op < KVD_OP__N; op++) {
+		const struct kvd_latency *l = &d->lat[op];
+		kvd_out(out,
+		        "%s{\"op\":\"%s\",\"count\":%" PRIu64 ",\"sum_us\":%" PRIu64
+		        ",\"max_us\":%" PRIu64 ",\"p50_us\":%" PRIu64 ",\"p99_us\":%" PRIu64
+		        ",\"buckets\":[",
+		        op ? "," : "", op_name[op], l->count, l->sum_ns / 1000, l->max_ns / 1000,
+		        quantile_us(l, 0.5), quantile_us(l, 0.99));
 		for (unsigned b = 0; b <= KVD_LAT_BUCKETS; b++)
-			PUT("%s%" PRIu64, b ? "," : "", l->bucket[b]);
-		PUT("]}");
+			kvd_out(out, "%s%" PRIu64, b ? "," : "", l->bucket[b]);
+		kvd_out(out, "]}");
 	}
-	PUT("],\"latency_bounds_us\":[");
+	kvd_out(out, "],\"latency_bounds_us\":[");
 	for (unsigned b = 0; b < KVD_LAT_BUCKETS; b++)
-		PUT("%s%" PRIu64, b ? "," : "", kvd_lat_bound_us[b]);
-	PUT("],");
-#undef PUT
-	return pos;
+		kvd_out(out, "%s%" PRIu64, b ? "," : "", kvd_lat_bound_us[b]);
+	kvd_out(out, "],");
 }
 
 size_t kvd_latency_prom(const struct kvd *d, char *buf, size_t len)
 {
-	size_t pos = 0;
-	int n = snprintf(buf, len, "# TYPE kvtier_request_seconds histogram\n");
-	pos += n > 0 ? (size_t)n : 0;
-	for (unsigned o = 0; o < KVD_OP__N && pos < len; o++) {
-		const struct kvd_latency *l = &d->lat[o];
+	struct kvd_out o = {buf, len, 0};
+	kvd_out(&o, "# TYPE kvtier_request_seconds histogram\n");
+	for (unsigned op = 0; op < KVD_OP__N; op++) {
+		const struct kvd_latency *l = &d->lat[op];
 		uint64_t cum = 0;
-		for (unsigned b = 0; b <= KVD_LAT_BUCKETS && pos < len; b++) {
+		for (unsigned b = 0; b <= KVD_LAT_BUCKETS; b++) {
 			cum += l->bucket[b];
-			char le[32];
+			char le[32] = "+Inf";
 			if (b < KVD_LAT_BUCKETS)
 				snprintf(le, sizeof(le), "%g", (double)kvd_lat_bound_us[b] * 1e-6);
-			else
-				snprintf(le, sizeof(le), "+Inf");
-			n = snprintf(buf + pos, len - pos,
-			             "kvtier_request_seconds_bucket{op=\"%s\",le=\"%s\"} %" PRIu64
-			             "\n",
-			             op_name[o], le, cum);
-			pos += n > 0 ? (size_t)n : 0;
+			kvd_out(&o,
+			        "kvtier_request_seconds_bucket{op=\"%s\",le=\"%s\"} %" PRIu64 "\n",
+			        op_name[op], le, cum);
 		}
-		if (pos < len) {
-			n = snprintf(buf + pos, len - pos,
-			             "kvtier_request_seconds_sum{op=\"%s\"} %.9f\n"
-			             "kvtier_request_seconds_count{op=\"%s\"} %" PRIu64 "\n",
-			             op_name[o], (double)l->sum_ns * 1e-9, op_name[o], l->count);
-			pos += n > 0 ? (size_t)n : 0;
-		}
+		kvd_out(&o,
+		        "kvtier_request_seconds_sum{op=\"%s\"} %.9f\n"
+		        "kvtier_request_seconds_count{op=\"%s\"} %" PRIu64 "\n",
+		        op_name[op], (double)l->sum_ns * 1e-9, op_name[op], l->count);
 	}
-	return pos;
+	return o.pos;
 }

@@ -68,6 +68,24 @@ static void ws(struct walk *w)
 		w->p++;
 }
 
+/* After an item of an array or object: its comma, if any. */
+static void next_item(struct walk *w)
+{
+	ws(w);
+	if (w->p < w->end && *w->p == ',')
+		w->p++;
+	ws(w);
+}
+
+/* The closing quote, bracket or brace a loop stopped at. @return : 0, -EINVAL at the end. */
+static int close_at(struct walk *w)
+{
+	if (w->p >= w->end)
+		return -EINVAL;
+	w->p++;
+	return 0;
+}
+
 /* A JSON string into out (the stats object has no escapes but \" and \\). */
 static int str(struct walk *w, char *out, size_t len)
 {
@@ -81,10 +99,7 @@ static int str(struct walk *w, char *out, size_t len)
 			out[n++] = *w->p;
 	}
 	out[n] = 0;
-	if (w->p >= w->end)
-		return -EINVAL;
-	w->p++;
-	return 0;
+	return close_at(w);
 }
 
 static struct sample *add(struct walk *w, const char *prefix, const char *field, const char *labels)
@@ -155,15 +170,9 @@ static int skip(struct walk *w, int depth)
 		}
 		if (skip(w, depth + 1))
 			return -EINVAL;
-		ws(w);
-		if (w->p < w->end && *w->p == ',')
-			w->p++;
-		ws(w);
+		next_item(w);
 	}
-	if (w->p >= w->end)
-		return -EINVAL;
-	w->p++;
-	return 0;
+	return close_at(w);
 }
 
 /* The value of field in an object whose samples go under prefix with labels. */
@@ -214,15 +223,9 @@ static int value(struct walk *w, const char *prefix, const char *field, const ch
 			int rc = object(w, pre, lab, arrays[a].id, depth + 1);
 			if (rc)
 				return rc;
-			ws(w);
-			if (w->p < w->end && *w->p == ',')
-				w->p++;
-			ws(w);
+			next_item(w);
 		}
-		if (w->p >= w->end)
-			return -EINVAL;
-		w->p++;
-		return 0;
+		return close_at(w);
 	}
 	if (c == '{')
 		return -EINVAL; /* the stats object nests only arrays */
@@ -276,10 +279,7 @@ static int object(struct walk *w, const char *prefix, const char *labels, const 
 		w->p++;
 		if ((rc = value(w, prefix, field, labels, idf, info, sizeof(info), depth)))
 			return rc;
-		ws(w);
-		if (w->p < w->end && *w->p == ',')
-			w->p++;
-		ws(w);
+		next_item(w);
 	}
 	if (w->p >= w->end)
 		return -EINVAL;

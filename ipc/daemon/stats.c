@@ -7,12 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-struct out {
-	char *buf;
-	size_t len, pos;
-};
-
-__attribute__((format(printf, 2, 3))) static void put(struct out *o, const char *fmt, ...)
+void kvd_out(struct kvd_out *o, const char *fmt, ...)
 {
 	if (o->pos >= o->len)
 		return;
@@ -25,15 +20,16 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 
 /* Each tenant's share of the host tier and its quota (tenant.quota), the first
  * KVD_STATS_TENANTS of them: what an operator needs to set the quotas. */
-static void tenant_stats(const struct kvd *d, struct out *o)
+static void tenant_stats(const struct kvd *d, struct kvd_out *o)
 {
-	put(o, "\"tenant_stats\":[");
+	kvd_out(o, "\"tenant_stats\":[");
 	for (uint32_t i = 0; i < d->n_tenants && i < KVD_STATS_TENANTS; i++) {
 		const struct kvd_tenant *t = &d->tenants[i];
 		uint64_t g = 0, m = KVT_QUOTA_UNLIMITED;
 		if (d->quota)
 			kvt_quota_limits(d->quota, i, &g, &m);
-		put(o,
+		kvd_out(
+		    o,
 		    "%s{\"tenant\":%u,\"used_bytes\":%llu,\"chunks\":%llu,\"hits\":%llu,"
 		    "\"misses\":%llu,\"evictions\":%llu,\"guaranteed_bytes\":%llu,\"max_bytes\":",
 		    i ? "," : "", t->key, (unsigned long long)t->used_bytes,
@@ -41,16 +37,16 @@ static void tenant_stats(const struct kvd *d, struct out *o)
 		    (unsigned long long)t->misses, (unsigned long long)t->evictions,
 		    (unsigned long long)g);
 		if (m == KVT_QUOTA_UNLIMITED)
-			put(o, "null}");
+			kvd_out(o, "null}");
 		else
-			put(o, "%llu}", (unsigned long long)m);
+			kvd_out(o, "%llu}", (unsigned long long)m);
 	}
-	put(o, "],");
+	kvd_out(o, "],");
 }
 
 int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 {
-	struct out o = {buf, len, 0};
+	struct kvd_out o = {buf, len, 0};
 	uint64_t chunks = d->idx.used;
 	/* the policy says what it holds (conv's history is most of its cost); host.admit's sketch
 	 */
@@ -58,46 +54,46 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	                                        : (uint64_t)d->idx.cap * 9 /* LRU's arrays */;
 	pol += d->admit ? kvt_admit_bytes(d->admit) : 0;
 	uint64_t meta = kvd_index_bytes(&d->idx) + pol;
-	put(&o, "{\"version\":\"%d.%d.%d\",\"protocol\":%d,", KVT_VERSION_MAJOR, KVT_VERSION_MINOR,
-	    KVT_VERSION_PATCH, KVT_PROTO_MAJOR);
-	put(&o,
-	    "\"tiers\":[{\"name\":\"host\",\"policy\":\"%s\",\"policy_bytes\":%llu,"
-	    "\"capacity_bytes\":%llu,"
-	    "\"used_bytes\":%llu,\"chunks\":%llu,\"hits\":%llu,\"misses\":%llu,"
-	    "\"evictions\":%llu,\"puts\":%llu,\"put_bytes\":%llu,\"enospc\":%llu}],",
-	    d->pol_ops->name, (unsigned long long)pol, (unsigned long long)d->host_cap,
-	    (unsigned long long)d->host_used, (unsigned long long)chunks,
-	    (unsigned long long)d->st.hits, (unsigned long long)d->st.misses,
-	    (unsigned long long)d->st.evictions, (unsigned long long)d->st.puts,
-	    (unsigned long long)d->st.put_bytes, (unsigned long long)d->st.enospc);
+	kvd_out(&o, "{\"version\":\"%d.%d.%d\",\"protocol\":%d,", KVT_VERSION_MAJOR,
+	        KVT_VERSION_MINOR, KVT_VERSION_PATCH, KVT_PROTO_MAJOR);
+	kvd_out(&o,
+	        "\"tiers\":[{\"name\":\"host\",\"policy\":\"%s\",\"policy_bytes\":%llu,"
+	        "\"capacity_bytes\":%llu,"
+	        "\"used_bytes\":%llu,\"chunks\":%llu,\"hits\":%llu,\"misses\":%llu,"
+	        "\"evictions\":%llu,\"puts\":%llu,\"put_bytes\":%llu,\"enospc\":%llu}],",
+	        d->pol_ops->name, (unsigned long long)pol, (unsigned long long)d->host_cap,
+	        (unsigned long long)d->host_used, (unsigned long long)chunks,
+	        (unsigned long long)d->st.hits, (unsigned long long)d->st.misses,
+	        (unsigned long long)d->st.evictions, (unsigned long long)d->st.puts,
+	        (unsigned long long)d->st.put_bytes, (unsigned long long)d->st.enospc);
 	o.pos -= 2; /* reopen the tiers array */
 	kvd_tiers_stats_json(d, o.buf, o.len, &o.pos);
-	put(&o, "],");
-	put(&o,
-	    "\"demoted\":%llu,\"promoted\":%llu,\"demote_failed\":%llu,"
-	    "\"promote_failed\":%llu,\"promote_resent\":%llu,\"lower_dropped\":%llu,"
-	    "\"lower_moved\":%llu,\"recovered\":%llu,\"eagain\":%llu,\"not_admitted\":%llu,"
-	    "\"cascaded\":%llu,\"cascade_failed\":%llu,",
-	    (unsigned long long)d->st.demoted, (unsigned long long)d->st.promoted,
-	    (unsigned long long)d->st.demote_failed, (unsigned long long)d->st.promote_failed,
-	    (unsigned long long)d->st.promote_resent, (unsigned long long)d->st.lower_dropped,
-	    (unsigned long long)d->st.lower_moved, (unsigned long long)d->st.recovered,
-	    (unsigned long long)d->st.eagain, (unsigned long long)d->st.not_admitted,
-	    (unsigned long long)d->st.cascaded, (unsigned long long)d->st.cascade_failed);
-	put(&o, "\"leases\":%u,\"leases_granted\":%llu,\"leases_revoked\":%llu,\"clients\":%u,",
-	    d->n_leases, (unsigned long long)d->st.leases_granted,
-	    (unsigned long long)d->st.leases_revoked, d->n_conns);
-	put(&o, "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,", d->n_tenants,
-	    d->n_nss, (unsigned long long)d->st.lookups, (unsigned long long)d->st.deletes);
+	kvd_out(&o, "],");
+	kvd_out(&o,
+	        "\"demoted\":%llu,\"promoted\":%llu,\"demote_failed\":%llu,"
+	        "\"promote_failed\":%llu,\"promote_resent\":%llu,\"lower_dropped\":%llu,"
+	        "\"lower_moved\":%llu,\"recovered\":%llu,\"eagain\":%llu,\"not_admitted\":%llu,"
+	        "\"cascaded\":%llu,\"cascade_failed\":%llu,",
+	        (unsigned long long)d->st.demoted, (unsigned long long)d->st.promoted,
+	        (unsigned long long)d->st.demote_failed, (unsigned long long)d->st.promote_failed,
+	        (unsigned long long)d->st.promote_resent, (unsigned long long)d->st.lower_dropped,
+	        (unsigned long long)d->st.lower_moved, (unsigned long long)d->st.recovered,
+	        (unsigned long long)d->st.eagain, (unsigned long long)d->st.not_admitted,
+	        (unsigned long long)d->st.cascaded, (unsigned long long)d->st.cascade_failed);
+	kvd_out(&o, "\"leases\":%u,\"leases_granted\":%llu,\"leases_revoked\":%llu,\"clients\":%u,",
+	        d->n_leases, (unsigned long long)d->st.leases_granted,
+	        (unsigned long long)d->st.leases_revoked, d->n_conns);
+	kvd_out(&o, "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,",
+	        d->n_tenants, d->n_nss, (unsigned long long)d->st.lookups,
+	        (unsigned long long)d->st.deletes);
 	tenant_stats(d, &o);
-	if (o.pos < o.len)
-		o.pos += kvd_latency_json(d, o.buf + o.pos, o.len - o.pos);
-	put(&o,
-	    "\"corruptions\":%llu,\"protocol_errors\":%llu,\"index_bytes\":%llu,"
-	    "\"index_bytes_per_chunk\":%llu,\"metrics_port\":%u,\"draining\":%s}",
-	    (unsigned long long)d->st.corruptions, (unsigned long long)d->st.protocol_errors,
-	    (unsigned long long)meta, (unsigned long long)(chunks ? meta / chunks : 0),
-	    d->metrics_fd >= 0 ? d->metrics_port : 0u, d->draining ? "true" : "false");
+	kvd_latency_json(d, &o);
+	kvd_out(&o,
+	        "\"corruptions\":%llu,\"protocol_errors\":%llu,\"index_bytes\":%llu,"
+	        "\"index_bytes_per_chunk\":%llu,\"metrics_port\":%u,\"draining\":%s}",
+	        (unsigned long long)d->st.corruptions, (unsigned long long)d->st.protocol_errors,
+	        (unsigned long long)meta, (unsigned long long)(chunks ? meta / chunks : 0),
+	        d->metrics_fd >= 0 ? d->metrics_port : 0u, d->draining ? "true" : "false");
 	if (o.pos >= len)
 		return -ENOBUFS;
 	return (int)o.pos;

@@ -148,6 +148,28 @@ static const kvt_model_t model = {.name = "metrics",
                                   .head_dim = 128,
                                   .tokens_per_chunk = 16};
 
+static void hex(kvt_id_t id, char out[33])
+{
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1],
+	         (unsigned long long)id.w[0]);
+}
+
+/* A namespace of the given model name with n chunks put and demoted; keys out. */
+static kvt_id_t put_ns(struct kvt_test_daemon *d, kvt_client_t *c, const char *name, size_t n,
+                       kvt_id_t *keys)
+{
+	kvt_model_t m = model;
+	m.name = name;
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	uint32_t toks[16 * 16];
+	for (size_t i = 0; i < n * 16; i++)
+		toks[i] = (uint32_t)i * 11 + (uint32_t)strlen(name);
+	assert_int_equal(kvt_chunk_keys(ns, toks, n * 16, 16, keys, n), n);
+	kvt_test_put_chain(c, ns, keys, n, kvt_chunk_bytes(&m), 100);
+	return ns;
+}
+
 static void test_operator_scrape_matches_stats(void **state)
 {
 	struct kvt_test_daemon d;
@@ -158,14 +180,8 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_true(port > 0);
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_id_t ns, keys[12];
-	assert_int_equal(kvt_namespace(c, &model, &ns), 0);
-	uint32_t toks[12 * 16];
-	for (size_t i = 0; i < 12 * 16; i++)
-		toks[i] = (uint32_t)i * 7 + 1;
-	assert_int_equal(kvt_chunk_keys(ns, toks, 12 * 16, 16, keys, 12), 12);
-	kvt_test_put_chain(c, ns, keys, 8, kvt_chunk_bytes(&model), 1);
-	assert_int_equal(kvt_lookup(c, ns, keys, 12), 8);
+	kvt_id_t keys[8], ns = put_ns(&d, c, model.name, 8, keys);
+	assert_int_equal(kvt_lookup(c, ns, keys, 8), 8);
 	kvt_lease_t l[8];
 	assert_int_equal(kvt_acquire(c, ns, keys, 8, l), 8);
 	assert_int_equal(kvt_release(c, l, 8), 8); /* all 8 were valid */
@@ -347,13 +363,8 @@ static void test_operator_top_shows_rates(void **state)
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_id_t ns, keys[8];
-	assert_int_equal(kvt_namespace(c, &model, &ns), 0);
-	uint32_t toks[8 * 16];
-	for (size_t i = 0; i < 8 * 16; i++)
-		toks[i] = (uint32_t)i * 5 + 3;
-	assert_int_equal(kvt_chunk_keys(ns, toks, 8 * 16, 16, keys, 8), 8);
-	kvt_test_put_chain(c, ns, keys, 8, kvt_chunk_bytes(&model), 7);
+	kvt_id_t keys[8];
+	put_ns(&d, c, model.name, 8, keys);
 	kvt_close(c);
 	pid_t busy = fork();
 	assert_true(busy >= 0);
@@ -418,28 +429,6 @@ static void test_operator_top_shows_rates(void **state)
 	assert_int_not_equal(kvt_test_cli(&d, "top --interval 0", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "usage: kvtier top"));
 	kvt_test_daemon_destroy(&d);
-}
-
-static void hex(kvt_id_t id, char out[33])
-{
-	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1],
-	         (unsigned long long)id.w[0]);
-}
-
-/* A namespace of the given model name with n chunks put and demoted; keys out. */
-static kvt_id_t put_ns(struct kvt_test_daemon *d, kvt_client_t *c, const char *name, size_t n,
-                       kvt_id_t *keys)
-{
-	kvt_model_t m = model;
-	m.name = name;
-	kvt_id_t ns;
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	uint32_t toks[16 * 16];
-	for (size_t i = 0; i < n * 16; i++)
-		toks[i] = (uint32_t)i * 11 + (uint32_t)strlen(name);
-	assert_int_equal(kvt_chunk_keys(ns, toks, n * 16, 16, keys, n), n);
-	kvt_test_put_chain(c, ns, keys, n, kvt_chunk_bytes(&m), 100);
-	return ns;
 }
 
 static void test_operator_inspect_and_flush(void **state)

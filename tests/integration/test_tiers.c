@@ -197,6 +197,23 @@ static void test_tiers_auto_order(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* Gets key (cb bytes): @return 1 when found, its bytes kvt_test_fill(seed)'s, 0 on a miss. */
+static int get_checked(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *key, size_t cb, uint64_t seed)
+{
+	uint8_t *got = malloc(cb), *want = malloc(cb);
+	void *dst[1] = {got};
+	int rc = kvt_get(c, ns, key, 1, dst, cb);
+	if (rc < 0)
+		fail_msg("get: %s", kvt_strerror(rc));
+	if (rc) {
+		kvt_test_fill(want, cb, seed);
+		assert_memory_equal(got, want, cb); /* never a wrong byte */
+	}
+	free(got);
+	free(want);
+	return rc;
+}
+
 /* Puts NC chunks of the test model under placement, restarts the daemon, and reports how many
  * are found; a sample of them is read back byte for byte. */
 #define NC 400 /* 27 MiB of records against host 2 MiB, nvme and rocksdb 16 MiB each */
@@ -239,26 +256,15 @@ static size_t cascade_run(const char *placement, long long *cascaded, long long 
 	for (size_t i = 0; i < NC; i++)
 		found += kvt_lookup(c, ns, &keys[i], 1) == 1;
 	/* every tenth, byte for byte (a get promotes, and so moves what it reads up) */
-	uint8_t *got = malloc(cb), *want = malloc(cb);
 	size_t sampled = 0, checked = 0;
 	for (size_t i = 0; i < NC; i += 10) {
 		if (kvt_lookup(c, ns, &keys[i], 1) != 1)
 			continue;
 		sampled++;
-		void *dst[1] = {got};
-		int rc = kvt_get(c, ns, &keys[i], 1, dst, cb);
-		if (rc < 0)
-			fail_msg("get %zu: %s", i, kvt_strerror(rc));
-		if (!rc)
-			continue;
-		kvt_test_fill(want, cb, 500 + i);
-		assert_memory_equal(got, want, cb);
-		checked++;
+		checked += get_checked(c, ns, &keys[i], cb, 500 + i);
 	}
 	assert_true(checked >= sampled * 9 / 10 && checked > 0);
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
-	free(got);
-	free(want);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);
 	return found;
@@ -410,24 +416,12 @@ static void test_tiers_kill9_under_load(void **state)
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	uint8_t *got = malloc(cb), *want = malloc(cb);
 	long long found = 0;
-	for (size_t i = 0; i < N; i++) {
-		void *dst[1] = {got};
-		int rc = kvt_get(c, ns, &keys[i], 1, dst, cb);
-		if (rc < 0)
-			fail_msg("get %zu: %s", i, kvt_strerror(rc));
-		if (!rc)
-			continue;
-		kvt_test_fill(want, cb, 5 * 10000 + i);
-		assert_memory_equal(got, want, cb); /* never a wrong byte */
-		found++;
-	}
+	for (size_t i = 0; i < N; i++)
+		found += get_checked(c, ns, &keys[i], cb, 5 * 10000 + i);
 	fprintf(stderr, "demoted before kill -9: %lld, found after restart: %lld\n", demoted,
 	        found);
 	assert_true(found >= demoted);
-	free(got);
-	free(want);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);
 }

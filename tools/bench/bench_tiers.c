@@ -101,6 +101,40 @@ static void precondition(const char *path, size_t bytes)
 	close(fd);
 }
 
+/* A client of the running daemon, the namespace of chunk-sized chunks, and n keys (salt). */
+static kvt_client_t *attach(size_t chunk, size_t n, uint32_t salt, kvt_id_t *ns, kvt_id_t **keys)
+{
+	kvt_client_t *c;
+	int rc = kvt_connect(sock, &c);
+	if (rc)
+		die("connect", rc);
+	kvt_model_t m = model_of(chunk, 1);
+	if ((rc = kvt_namespace(c, &m, ns)))
+		die("namespace", rc);
+	if (!(*keys = malloc(n * sizeof(kvt_id_t))))
+		die("malloc", -ENOMEM);
+	make_keys(*ns, *keys, n, salt);
+	return c;
+}
+
+/* Puts keys[0..n) as one prefix, batch chunks a call (the bytes of ch), as an engine puts a
+ * prompt's chunks; waits while host is full of chunks still being demoted (-EAGAIN). */
+static void put_prefix(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n,
+                       const void *const *ch, size_t batch, size_t chunk)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = KVT_MIN(batch, n - i);
+		int rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], k, ch, chunk);
+		if (rc == -EAGAIN) {
+			usleep(200);
+			continue;
+		}
+		if (rc <= 0)
+			die("put", rc);
+		i += (size_t)rc;
+	}
+}
+
 /* Waits until every chunk was demoted or failed to be. @return : how many failed. */
 static long long wait_demoted(kvt_client_t *c, long long want)
 {
@@ -126,15 +160,9 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 		precondition(path, (size_t)4 << 30);
 	}
 	start_daemon_with("256MiB", sets);
-	kvt_client_t *c;
-	int rc = kvt_connect(sock, &c);
-	if (rc)
-		die("connect", rc);
-	kvt_model_t m = model_of(chunk, 1);
-	kvt_id_t ns, *keys = malloc(n * sizeof(kvt_id_t));
-	if ((rc = kvt_namespace(c, &m, &ns)))
-		die("namespace", rc);
-	make_keys(ns, keys, n, 3);
+	kvt_id_t ns, *keys;
+	kvt_client_t *c = attach(chunk, n, 3, &ns, &keys);
+	int rc;
 	const size_t batch = KVT_MIN((size_t)BATCH_MAX, KVT_MAX((size_t)1, (64u << 20) / chunk));
 	void *bufs[BATCH_MAX];
 	for (size_t i = 0; i < batch; i++)
@@ -145,17 +173,7 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 	const void *ch[BATCH_MAX];
 	for (size_t i = 0; i < batch; i++)
 		ch[i] = bufs[i];
-	for (size_t i = 0; i < n;) { /* the prompt's chunks in batches, as an engine puts them */
-		size_t k = KVT_MIN(batch, n - i);
-		rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], k, ch, chunk);
-		if (rc == -EAGAIN) {
-			usleep(200); /* host is full of chunks still being demoted */
-			continue;
-		}
-		if (rc <= 0)
-			die("put", rc);
-		i += (size_t)rc;
-	}
+	put_prefix(c, ns, keys, n, ch, batch, chunk);
 	/* the backlog left when the last put returns is drained with nothing else running: the
 	 * tier's own write rate inside the daemon */
 	double t_puts = now_s();
@@ -240,31 +258,14 @@ static void bench_cascade(const char *placement, size_t chunk)
 	const char *sets[] = {"tiers.order=host,nvme,rocksdb", "nvme.bytes=512MiB",
 	                      "rocksdb.bytes=512MiB", p, NULL};
 	start_daemon_with("256MiB", sets);
-	kvt_client_t *c;
-	int rc = kvt_connect(sock, &c);
-	if (rc)
-		die("connect", rc);
-	kvt_model_t m = model_of(chunk, 1);
-	kvt_id_t ns, *keys = malloc(n * sizeof(kvt_id_t));
-	if ((rc = kvt_namespace(c, &m, &ns)))
-		die("namespace", rc);
-	make_keys(ns, keys, n, 5);
+	kvt_id_t ns, *keys;
+	kvt_client_t *c = attach(chunk, n, 5, &ns, &keys);
 	const size_t batch = KVT_MIN((size_t)BATCH_MAX, KVT_MAX((size_t)1, (64u << 20) / chunk));
 	const void *ch[BATCH_MAX];
 	for (size_t i = 0; i < batch; i++)
 		ch[i] = prefaulted(chunk);
 	double t0 = now_s();
-	for (size_t i = 0; i < n;) {
-		size_t k = KVT_MIN(batch, n - i);
-		rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], k, ch, chunk);
-		if (rc == -EAGAIN) {
-			usleep(200);
-			continue;
-		}
-		if (rc <= 0)
-			die("put", rc);
-		i += (size_t)rc;
-	}
+	put_prefix(c, ns, keys, n, ch, batch, chunk);
 	/* write-through demotes each chunk twice, cascade once (and moves some on) */
 	long long failed = wait_demoted(c, (long long)n * (strcmp(placement, "cascade") ? 2 : 1));
 	double s = now_s() - t0;
