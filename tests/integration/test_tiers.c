@@ -378,10 +378,10 @@ static void test_tiers_second_touch(void **state)
 }
 
 /* kill -9 of the daemon while a client is putting: after the restart at least every chunk
- * acknowledged as demoted before the kill is a hit, and every chunk found is byte-identical. */
-static void test_tiers_kill9_under_load(void **state)
+ * acknowledged as demoted before the kill is a hit, and every chunk found is byte-identical.
+ * The kill comes once `stat` has reached `at` (demoted, or cascaded). */
+static void kill9_under_load(const char *const *sets, const char *stat, long long at)
 {
-	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
 	kvt_model_t m = model(1);
@@ -408,8 +408,9 @@ static void test_tiers_kill9_under_load(void **state)
 		}
 		_exit(0);
 	}
-	wait_stat(&d, "demoted", N / 3);
+	wait_stat(&d, stat, at);
 	long long demoted = kvt_test_stat(&d, "demoted");
+	assert_int_equal(kvt_test_stat(&d, "cascade_failed"), 0);
 	kvt_test_daemon_stop(&d, SIGKILL);
 	waitpid(p, NULL, 0);
 	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
@@ -422,8 +423,26 @@ static void test_tiers_kill9_under_load(void **state)
 	fprintf(stderr, "demoted before kill -9: %lld, found after restart: %lld\n", demoted,
 	        found);
 	assert_true(found >= demoted);
+	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);
+}
+
+static void test_tiers_kill9_under_load(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
+	kill9_under_load(sets, "demoted", N / 3);
+}
+
+/* The same while nvme (4 MiB) is cascading into rocksdb (with its write-ahead log, so that what
+ * it acknowledged survives kill -9): a chunk is in nvme until rocksdb has it, so none that was
+ * demoted is lost whatever the kill interrupts. */
+static void test_tiers_kill9_while_cascading(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB",  "tiers.order=host,nvme,rocksdb",
+	                      "nvme.bytes=4MiB",  "rocksdb.bytes=64MiB",
+	                      "rocksdb.wal=true", NULL};
+	kill9_under_load(sets, "cascaded", 24);
 }
 
 /* kvt_prefetch moves chunks that are only in a lower tier back into host ahead of a get. */
@@ -468,6 +487,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
 	    cmocka_unit_test(test_tiers_second_touch),
 	    cmocka_unit_test(test_tiers_kill9_under_load),
+	    cmocka_unit_test(test_tiers_kill9_while_cascading),
 	    cmocka_unit_test(test_tiers_prefetch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
