@@ -68,6 +68,22 @@ static void ws(struct walk *w)
 		w->p++;
 }
 
+/* How many bytes from the cursor, before the end, are in set. */
+static size_t span(const struct walk *w, const char *set)
+{
+	size_t n = 0;
+	while (w->p + n < w->end && w->p[n] && strchr(set, w->p[n]))
+		n++;
+	return n;
+}
+
+/* Whether the cursor is at word (bounded by the end). */
+static bool at(const struct walk *w, const char *word)
+{
+	size_t n = strlen(word);
+	return (size_t)(w->end - w->p) >= n && !memcmp(w->p, word, n);
+}
+
 /* After an item of an array or object: its comma, if any. */
 static void next_item(struct walk *w)
 {
@@ -152,7 +168,7 @@ static int skip(struct walk *w, int depth)
 		return str(w, v, sizeof(v));
 	}
 	if (c != '[' && c != '{') {
-		size_t n = strspn(w->p, "-+0123456789.eEtruefalsn");
+		size_t n = span(w, "-+0123456789.eEtruefalsn");
 		w->p += n;
 		return n ? 0 : -EINVAL;
 	}
@@ -208,14 +224,18 @@ static int value(struct walk *w, const char *prefix, const char *field, const ch
 			/* the identifying field first: scan ahead for it */
 			char key[80], id[64] = "?";
 			snprintf(key, sizeof(key), "\"%s\":", arrays[a].id);
-			const char *k = strstr(w->p, key), *close = strchr(w->p, '}');
-			if (k && close && k < close) {
+			size_t left = (size_t)(w->end - w->p);
+			const char *close = memchr(w->p, '}', left);
+			const char *k =
+			    close ? memmem(w->p, (size_t)(close - w->p), key, strlen(key)) : NULL;
+			if (k) { /* the value, up to the next ',' or '}' (inside the object) */
 				k += strlen(key);
-				size_t n = strcspn(k, ",}");
-				snprintf(id, sizeof(id), "%.*s", (int)n, *k == '"' ? k + 1 : k);
-				char *q = strchr(id, '"');
-				if (q)
-					*q = 0;
+				k += *k == '"';
+				size_t n = 0;
+				while (k + n < close && k[n] != ',' && k[n] != '"' &&
+				       n + 1 < sizeof(id))
+					n++;
+				snprintf(id, sizeof(id), "%.*s", (int)n, k);
 			}
 			char lab[192];
 			snprintf(lab, sizeof(lab), "%s", labels);
@@ -229,17 +249,17 @@ static int value(struct walk *w, const char *prefix, const char *field, const ch
 	}
 	if (c == '{')
 		return -EINVAL; /* the stats object nests only arrays */
-	if (!strncmp(w->p, "null", 4)) {
+	if (at(w, "null")) {
 		w->p += 4;
 		return 0;
 	}
 	char v[32];
-	if (!strncmp(w->p, "true", 4) || !strncmp(w->p, "false", 5)) {
+	if (at(w, "true") || at(w, "false")) {
 		bool t = *w->p == 't';
 		w->p += t ? 4 : 5;
 		snprintf(v, sizeof(v), "%d", t);
 	} else {
-		size_t n = strspn(w->p, "-+0123456789.eE");
+		size_t n = span(w, "-+0123456789.eE");
 		if (!n || n >= sizeof(v))
 			return -EINVAL;
 		snprintf(v, sizeof(v), "%.*s", (int)n, w->p);
@@ -313,6 +333,8 @@ int kvd_prom_render(const char *json, size_t json_len, char *out, size_t len)
 	}
 	qsort(w.s, w.n, sizeof(*w.s), by_name);
 	size_t pos = 0;
+	if (len)
+		out[0] = 0;
 	for (size_t i = 0; i < w.n && pos < len; i++) {
 		const struct sample *s = &w.s[i];
 		int n = 0;

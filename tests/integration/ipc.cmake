@@ -10,3 +10,6 @@ kvt_add_test(NAME test_stress SOURCES integration/test_stress.c LIBS kvtier_stat
   LABELS integration TIMEOUT 240)
 kvt_add_test(NAME test_operator SOURCES integration/test_operator.c LIBS kvtier_static
   LABELS integration TIMEOUT 60)
+# the metrics flattener on its own (a daemon file, compiled into the test)
+kvt_add_test(NAME test_prom SOURCES unit/test_prom.c ${CMAKE_SOURCE_DIR}/ipc/daemon/prom.c
+  LABELS unit)
