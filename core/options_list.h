@@ -62,8 +62,9 @@
 	  "rocksdb tier logical capacity (auto: 1/8 of the data directory's free space)")          \
 	X(ROCKSDB_ADMIT, "rocksdb.admit", STR, "all", 0, 0, 1,                                     \
 	  "demotion into rocksdb: all, or second_touch (on the first access after the put)")       \
-	X(ROCKSDB_POLICY, "rocksdb.policy", STR, "arc", 0, 0, 1,                                   \
-	  "eviction policy of the rocksdb tier (kvtier policy set rocksdb NAME)")                  \
+	X(ROCKSDB_POLICY, "rocksdb.policy", STR, "auto", 0, 0, 1,                                  \
+	  "eviction policy of the rocksdb tier (kvtier policy set rocksdb NAME); auto: conv once " \
+	  "every namespace's chunks are 64 KiB or more, arc until then")                           \
 	X(ROCKSDB_POLICY_PARAMS, "rocksdb.policy_params", STR, "", 0, 0, 1,                        \
 	  "parameters of rocksdb.policy, e.g. \"max_count=1000\"")                                 \
 	X(ROCKSDB_QUOTA, "rocksdb.quota", STR, "", 0, 0, 0,                                        \

@@ -125,6 +125,8 @@ struct kvd_lower {
 	pthread_mutex_t lock;     /* one caller at a time (tier.h) */
 	bool second_touch;        /* admission: demote on the second access only */
 	bool cascades;            /* hands what it evicts to the next tier (tiers.placement) */
+	bool pol_auto;            /* TIER.policy = auto: kvd_tiers_policy_auto picks */
+	char pol_auto_name[64];   /* ... and what it runs, for stats (no lock) */
 	_Atomic uint64_t busy_ns; /* the worker's time inside this tier's I/O (stats: busy_us) */
 	_Atomic unsigned waiters; /* loop-thread callers waiting for lock: a write stream yields */
 	struct kvt_mrc *mrc;      /* owned, loop thread: its reads' miss-ratio curve, or NULL */
@@ -304,6 +306,12 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
  * choice changed. */
 #define KVD_AUTO_CONV_BYTES (64u << 10)
 void kvd_policy_auto(struct kvd *d);
+/* Whether every registered namespace's chunks are KVD_AUTO_CONV_BYTES or more (and there is
+ * one): when the auto policies run conv. */
+bool kvd_auto_large_chunks(const struct kvd *d);
+/* TIER.policy = auto on the lower tiers (rocksdb): conv where host's auto would run it, arc
+ * (the best classical policy below host) until then; called where kvd_policy_auto is. */
+void kvd_tiers_policy_auto(struct kvd *d);
 int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len);
 /* config.c: "get [NAME]" | "set NAME VALUE" (runtime options only); the reply text to out. */
 int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len);

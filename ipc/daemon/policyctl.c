@@ -137,6 +137,13 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 		const char *pol = kvd_tiers_policy_opt(d, (uint32_t)tier, ""),
 		           *pp = kvd_tiers_policy_opt(d, (uint32_t)tier, "_params");
 		name = l->ops->name;
+		char running[64] = ""; /* "rocksdb conv (auto)": the name the tier runs */
+		if (l->pol_auto &&
+		    !kvd_tiers_policy_get(d, (uint32_t)tier, running, sizeof(running))) {
+			pol = strchr(running, ' ') ? strchr(running, ' ') + 1 : NULL;
+			if (pol && strchr(pol, ' '))
+				*strchr(pol, ' ') = 0;
+		}
 		ops =
 		    pol ? kvt_policy_find(pol) : NULL; /* nvme's fifo and clock are policies too */
 		params = pp ? pp : "";
@@ -181,14 +188,19 @@ void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t 
 	kvt_minisim_request(d->minisim, d->mini_keys, n);
 }
 
-/* What host.policy = auto runs: conv once every namespace's chunks are KVD_AUTO_CONV_BYTES or
- * more, lru before that and when any namespace's chunks are smaller. */
-static const char *auto_choice(const struct kvd *d)
+bool kvd_auto_large_chunks(const struct kvd *d)
 {
 	uint64_t min = UINT64_MAX;
 	for (uint32_t i = 0; i < d->n_nss; i++)
 		min = d->nss[i].chunk_bytes < min ? d->nss[i].chunk_bytes : min;
-	return d->n_nss && min >= KVD_AUTO_CONV_BYTES ? "conv" : "lru";
+	return d->n_nss && min >= KVD_AUTO_CONV_BYTES;
+}
+
+/* What host.policy = auto runs: conv once every namespace's chunks are KVD_AUTO_CONV_BYTES or
+ * more, lru before that and when any namespace's chunks are smaller. */
+static const char *auto_choice(const struct kvd *d)
+{
+	return kvd_auto_large_chunks(d) ? "conv" : "lru";
 }
 
 void kvd_policy_auto(struct kvd *d)

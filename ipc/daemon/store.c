@@ -97,6 +97,7 @@ int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id
 	                                     .tokens = m->tokens_per_chunk,
 	                                     .chunk_bytes = *chunk_bytes};
 	kvd_policy_auto(d);
+	kvd_tiers_policy_auto(d);
 	kvd_minisim_chunk(d, *chunk_bytes);
 	return 0;
 }

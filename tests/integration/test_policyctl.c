@@ -376,10 +376,21 @@ static void test_policyctl_config_runtime(void **state)
 	assert_int_equal(config(c, "get", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "\nhost.admit = none\n")); /* was "" (copied onto itself) */
 	assert_non_null(strstr(out, "\nnvme.admit = all\n"));
-	assert_non_null(strstr(out, "\nrocksdb.policy = arc\n"));
+	assert_non_null(strstr(out, "\nrocksdb.policy = auto\n"));
+	/* rocksdb.policy = auto: arc, then conv once a namespace of 64 KiB chunks registers */
+	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb arc (auto)");
 	kvt_model_t m = model("cfg");
 	kvt_id_t ns;
 	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb conv (auto)");
+	assert_true(kvt_test_stats_json(&pd, out, sizeof(out)) > 0);
+	assert_non_null(
+	    strstr(out, "\"name\":\"rocksdb\",\"backend\":\"rocksdb\",\"policy\":\"conv\""));
+	assert_int_equal(config(c, "get rocksdb.policy", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb.policy = auto");
+	assert_int_equal(policy(c, "set rocksdb auto max_count=1", out, sizeof(out)), -EINVAL);
 	size_t cb = kvt_chunk_bytes(&m);
 	assert_int_equal(put_fresh(c, &pd, ns, 1000, 8, cb), 0);
 
@@ -444,6 +455,13 @@ static void test_policyctl_config_runtime(void **state)
 	assert_int_equal(policy(c, "set rocksdb lfu max_count=50", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "get rocksdb.policy_params", out, sizeof(out)), 0);
 	assert_string_equal(out, "rocksdb.policy_params = max_count=50");
+	/* and back to auto: conv again, its parameters gone, every chunk kept */
+	assert_int_equal(policy(c, "set rocksdb auto", out, sizeof(out)), 0);
+	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb conv (auto)");
+	assert_int_equal(config(c, "get rocksdb.policy_params", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb.policy_params = ");
+	assert_int_equal(kvt_lookup(c, ns, keys, 8), 8);
 
 	/* demotion admission takes effect on the next put: nvme skips it, rocksdb does not */
 	assert_int_equal(config(c, "set nvme.admit second_touch", out, sizeof(out)), 0);
@@ -482,7 +500,8 @@ static void test_policyctl_config_runtime(void **state)
  * each switch keeps every chunk. An operator's choice ends auto; setting auto again resumes it. */
 static void test_policyctl_auto(void **state)
 {
-	const char *sets[] = {"host.bytes=8MiB", "host.policy=auto", NULL};
+	const char *sets[] = {"host.bytes=8MiB", "host.policy=auto", "tiers.order=host,rocksdb",
+	                      "rocksdb.bytes=64MiB", NULL};
 	struct kvt_test_daemon pd;
 	assert_int_equal(kvt_test_daemon_start(&pd, sets), 0);
 	kvt_client_t *c;
@@ -498,6 +517,8 @@ static void test_policyctl_auto(void **state)
 	assert_int_equal(kvt_namespace(c, &big, &nb), 0);
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host conv (auto)");
+	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb conv (auto)"); /* rocksdb.policy = auto follows */
 	size_t cb = kvt_chunk_bytes(&big);
 	assert_int_equal(cb, 64 << 10);
 	assert_int_equal(put_fresh(c, &pd, nb, 5000, 8, cb), 0);
@@ -514,6 +535,8 @@ static void test_policyctl_auto(void **state)
 	assert_int_equal(kvt_namespace(c, &small, &ns), 0);
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host lru (auto)");
+	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb arc (auto)");
 	assert_int_equal(kvt_lookup(c, nb, keys, 8), 8); /* both switches kept every chunk */
 
 	assert_int_equal(policy(c, "set host auto small_ratio=0.1", out, sizeof(out)), -EINVAL);

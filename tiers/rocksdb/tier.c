@@ -607,6 +607,8 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	t->exclude = KVT__RDB_NIL;
 	t->open_ns = t->last_sweep_ns = kvt_now_ns();
 	const char *pname = kvt_opt_str(env->opts, KVT_OPT_ROCKSDB_POLICY);
+	if (!strcmp(pname, "auto"))
+		pname = "arc"; /* until the daemon picks (kvd_tiers_policy_auto) */
 	if (!(t->pol_ops = kvt_policy_find(pname))) {
 		kvt_log(KVT_LOG_ERROR, "rocksdb.policy: no policy named '%s'", pname);
 		rc = -EINVAL;

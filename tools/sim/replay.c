@@ -167,9 +167,14 @@ static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 	}
 }
 
-/* Writes blk through to every lower tier that lacks it (and admits it). */
+/* Writes blk through to every lower tier that lacks it (and admits it); not at all when a tier
+ * filled from evictions holds it (cascade: kvtierd does not write a chunk again that a lower
+ * tier keeps). */
 static void write_through(struct run *u, uint32_t blk)
 {
+	for (size_t i = 1; i < u->n; i++)
+		if (u->t[i].fill_on_evict && u->t[i].res[blk] && i > 1)
+			return;
 	for (size_t i = 1; i < u->n; i++) {
 		if (u->t[i].fill_on_evict || u->t[i].res[blk])
 			continue;
