@@ -255,8 +255,12 @@ static void bench_cascade(const char *placement, size_t chunk)
 	size_t n = ((size_t)3 << 29) / chunk;
 	char p[64];
 	snprintf(p, sizeof(p), "tiers.placement=%s", placement);
-	const char *sets[] = {"tiers.order=host,nvme,rocksdb", "nvme.bytes=512MiB",
-	                      "rocksdb.bytes=512MiB", p, NULL};
+	const char *sets[] = {"tiers.order=host,nvme,rocksdb",
+	                      "nvme.bytes=512MiB",
+	                      "rocksdb.bytes=512MiB",
+	                      "rocksdb.policy=arc",
+	                      p,
+	                      NULL};
 	start_daemon_with("256MiB", sets);
 	kvt_id_t ns, *keys;
 	kvt_client_t *c = attach(chunk, n, 5, &ns, &keys);
