@@ -194,6 +194,29 @@ static void test_nvme_hands_over_evictions(void **state)
 	nvt_fini(&n);
 }
 
+/* A record larger than the hand-over buffer (16 MiB) is handed over too, whole. */
+static void test_nvme_hands_over_large_records(void **state)
+{
+	struct nvt n;
+	struct handed h = {.n = &n, .payload = 17 << 20};
+	nvt_init(&n, "112MiB", "4");
+	n.hooks.region_bytes = 36ull << 20; /* 3 regions, one 17 MiB record fits two */
+	n.env.evicted = on_evicted;
+	n.env.dropped = on_drop_handed;
+	n.env.moved = on_move_handed;
+	n.env.arg = &h;
+	assert_int_equal(nvt_open(&n), 0);
+	uint64_t loc[8];
+	for (uint64_t i = 0; i < 8; i++)
+		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
+	struct kvt_tier_stats s = nvt_stats(&n);
+	assert_true(s.evictions >= 2);
+	assert_int_equal(h.count, s.evictions); /* each, byte for byte (on_evicted compares) */
+	for (size_t k = 0; k < h.count; k++)
+		assert_int_equal(h.loc[k], loc[h.seed[k] - 1]);
+	nvt_fini(&n);
+}
+
 static void test_nvme_remove_persists(void **state)
 {
 	struct nvt n;
@@ -344,6 +367,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_nvme_roundtrip_reopen),
 	    cmocka_unit_test(test_nvme_fifo_reclaim),
 	    cmocka_unit_test(test_nvme_hands_over_evictions),
+	    cmocka_unit_test(test_nvme_hands_over_large_records),
 	    cmocka_unit_test(test_nvme_remove_persists),
 	    cmocka_unit_test(test_nvme_limits),
 	    cmocka_unit_test(test_nvme_format_mismatch_rebuilds),

@@ -28,7 +28,7 @@
  * Cost: a reclaim that keeps k bytes reads and writes k bytes synchronously on the tier's
  * thread, inside the write that needed the room (kvt__nvme_log_place, never while a run is in
  * flight), and holds k bytes of memory while it does. Handing over reads the dropped bytes too,
- * HAND_BYTES at a time.
+ * HAND_BYTES at a time (a larger record alone, in a buffer of its size).
  */
 #include "nvme_int.h"
 #include "core/log.h"
@@ -248,21 +248,23 @@ static void hand_over(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint3
 	}
 	for (uint32_t i = 0, j; i < n; i = j) {
 		uint64_t at = 0;
-		for (j = i; j < n; j++) { /* a record is at most a region: over HAND_BYTES alone */
+		uint8_t *big = NULL, *into = buf; /* a record over HAND_BYTES gets a buffer alone */
+		uint64_t first = kvt__nvme_padded(R->recs[idx[i]].rec_len);
+		if (first > HAND_BYTES && !(into = big = aligned_alloc(KVT_TIER_ALIGN, first))) {
+			j = i + 1; /* no memory for it: dropped without being handed over */
+			continue;
+		}
+		for (j = i; j < n; j++) {
 			const struct kvt__nvme_rec *rec = &R->recs[idx[j]];
 			uint64_t len = kvt__nvme_padded(rec->rec_len);
-			if (at + len > HAND_BYTES)
+			if (j > i && (big || at + len > HAND_BYTES))
 				break;
 			jobs[j - i] = (struct kvt__nvme_job){.off = kvt__nvme_rec_off(t, r, rec),
-			                                     .buf = buf + at,
+			                                     .buf = into + at,
 			                                     .len = len,
 			                                     .op = KVT_NVME_READ,
 			                                     .ready = true};
 			at += len;
-		}
-		if (j == i) { /* larger than the buffer: not handed over */
-			j = i + 1;
-			continue;
 		}
 		struct kvt__nvme_batch b = {
 		    .jobs = jobs, .n = j - i, .piece = (at + t->eng.depth - 1) / t->eng.depth};
@@ -294,6 +296,7 @@ static void hand_over(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint3
 			KVT_NVME_ADD(t, st.reads, 1); /* device reads, as a promotion's */
 			KVT_NVME_ADD(t, st.read_bytes, rec->rec_len);
 		}
+		free(big);
 	}
 	free(buf);
 	free(jobs);
