@@ -66,11 +66,12 @@ struct kvt_tier_env {
 	 * to make room, with the record's bytes (header and payload, rec_len of them, read back and
 	 * verified as a read is; 4096-aligned and readable to rec_len rounded up to 4096, as
 	 * write() wants them; borrowed for the call) -- so that the caller can demote it into the
-	 * next tier (tiers.placement = cascade). Records that are removed, corrupt or unreadable
-	 * are not handed over. Only tiers with KVT_TIER_HANDS_OVER call it.
+	 * next tier (tiers.placement = cascade). read: the record was read since it was written
+	 * (what second_touch admission asks). Records that are removed, corrupt or unreadable are
+	 * not handed over. Only tiers with KVT_TIER_HANDS_OVER call it.
 	 */
 	void (*evicted)(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-	                size_t rec_len);
+	                size_t rec_len, bool read);
 };
 
 /*

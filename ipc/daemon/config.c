@@ -109,7 +109,8 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 			return rc;
 		int k = kvd_tiers_find(d, id == KVT_OPT_NVME_ADMIT ? "nvme" : "rocksdb");
 		if (k >= 0)
-			d->lower[k].second_touch = !strcmp(v, "second_touch");
+			__atomic_store_n(&d->lower[k].second_touch, !strcmp(v, "second_touch"),
+			                 __ATOMIC_RELAXED); /* the worker reads it (cascade) */
 		break;
 	}
 	case KVT_OPT_LOG_LEVEL: {

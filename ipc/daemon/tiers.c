@@ -145,7 +145,7 @@ static void on_moved(void *arg, const struct kvt_tier_id *id, uint64_t from, uin
  * chunk never looks lost in between.
  */
 static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-                       size_t rec_len)
+                       size_t rec_len, bool read)
 {
 	struct dropped_ctx *cx = arg;
 	struct kvd *d = cx->d;
@@ -161,6 +161,13 @@ static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, co
 	j->tier = next;
 	j->id = *id;
 	j->rec_len = rec_len;
+	/* TIER.admit = second_touch below a cascading tier: only records read while they were
+	 * in it (set by the loop: config set; read here as it is now) */
+	if (!read && __atomic_load_n(&l->second_touch, __ATOMIC_RELAXED)) {
+		j->result = 1; /* not admitted */
+		finish(d->worker, j);
+		return;
+	}
 	uint64_t t0 = kvt_now_ns();
 	pthread_mutex_lock(&l->lock);
 	int rc;
@@ -807,6 +814,11 @@ static void complete_moved(struct kvd *d, struct kvd_job *j)
  * unless it is gone or another version, and then the copy is nobody's and is removed. */
 static void complete_cascaded(struct kvd *d, struct kvd_job *j)
 {
+	if (j->result == 1) { /* second_touch turned it away: not read while in the tier above */
+		d->st.not_admitted++;
+		free(j);
+		return;
+	}
 	if (j->result < 0) {
 		d->st.cascade_failed++;
 		if (j->result != -EFBIG && j->result != -EDQUOT)

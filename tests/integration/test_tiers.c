@@ -294,6 +294,38 @@ static void test_tiers_cascade(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* rocksdb.admit = second_touch below a cascading nvme: what nvme evicts unread stays out. */
+static void test_tiers_cascade_second_touch(void **state)
+{
+	const char *sets[] = {
+	    "host.bytes=2MiB",     "tiers.order=host,nvme,rocksdb", "nvme.bytes=16MiB",
+	    "rocksdb.bytes=16MiB", "rocksdb.admit=second_touch",    NULL};
+	struct kvt_test_daemon d;
+	kvt_client_t *c;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(1);
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	static uint32_t toks[NC * 16];
+	static kvt_id_t keys[NC];
+	for (size_t i = 0; i < NC * 16; i++)
+		toks[i] = (uint32_t)i * 17 + 9;
+	assert_int_equal(kvt_chunk_keys(ns, toks, NC * 16, 16, keys, NC), NC);
+	kvt_test_put_chain(c, ns, keys, NC, kvt_chunk_bytes(&m), 900);
+	wait_stat(&d, "demoted", NC);
+	long long turned = kvt_test_stat(&d, "not_admitted");
+	assert_true(turned > 100); /* nvme evicted ~180, none read */
+	assert_int_equal(kvt_test_stat(&d, "cascaded"), 0);
+	char js[1 << 14];
+	assert_true(kvt_test_stats_json(&d, js, sizeof(js)) > 0);
+	const char *r = strstr(js, "{\"name\":\"rocksdb\"");
+	assert_non_null(r);
+	assert_non_null(strstr(r, "\"chunks\":0,"));
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 static void test_tiers_too_large_for_nvme_stays_at_host(void **state)
 {
 	/* an 8 MiB nvme tier has 1 MiB regions: a 2 MiB chunk cannot be demoted */
@@ -483,6 +515,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_three_levels),
 	    cmocka_unit_test(test_tiers_auto_order),
 	    cmocka_unit_test(test_tiers_cascade),
+	    cmocka_unit_test(test_tiers_cascade_second_touch),
 	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
 	    cmocka_unit_test(test_tiers_second_touch),

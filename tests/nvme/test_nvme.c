@@ -106,12 +106,13 @@ static void test_nvme_fifo_reclaim(void **state)
 struct handed {
 	struct nvt *n;
 	uint64_t seed[512], loc[512];
+	bool read[512];
 	size_t count;
 	size_t payload;
 };
 
 static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-                       size_t rec_len)
+                       size_t rec_len, bool read)
 {
 	struct handed *h = arg;
 	uint64_t seed = id->key.w[0];
@@ -123,6 +124,7 @@ static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, co
 	assert_memory_equal(rec, want, rec_len); /* the record as written, byte for byte */
 	free(want);
 	h->seed[h->count] = seed;
+	h->read[h->count] = read;
 	h->loc[h->count++] = loc;
 }
 
@@ -138,8 +140,9 @@ static void on_move_handed(void *arg, const struct kvt_tier_id *id, uint64_t fro
 
 /*
  * env->evicted (tiers.placement = cascade): every record reclaim drops for room is handed over,
- * once, with its exact bytes, before the drop is reported; a record removed by the caller is
- * not, nor one whose bytes were damaged on disk (counted as a corruption instead).
+ * once, with its exact bytes, before the drop is reported, and marked read when it was read
+ * since it was written (second_touch admission below); a record removed by the caller is not,
+ * nor one whose bytes were damaged on disk (counted as a corruption instead).
  */
 static void test_nvme_hands_over_evictions(void **state)
 {
@@ -155,6 +158,8 @@ static void test_nvme_hands_over_evictions(void **state)
 	uint64_t loc[N];
 	for (uint64_t i = 0; i < N; i++) {
 		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
+		if (i % 3 == 0 && i != DAMAGED) /* every third read once while it is there */
+			assert_int_equal(nvt_check(&n, i + 1, h.payload, loc[i]), 0);
 		if (i == REMOVED + 5) { /* before the log comes round to them */
 			struct kvt_tier_id id = nvt_id(REMOVED + 1);
 			assert_int_equal(kvt_tier_nvme.remove(n.t, &id, loc[REMOVED]), 0);
@@ -185,6 +190,7 @@ static void test_nvme_hands_over_evictions(void **state)
 			if (h.loc[k] == loc[i]) {
 				assert_false(given); /* once */
 				assert_int_equal(h.seed[k], i + 1);
+				assert_int_equal(h.read[k], i % 3 == 0);
 				given = true;
 			}
 		assert_true(given == (i != REMOVED && i != DAMAGED));

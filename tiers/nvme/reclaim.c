@@ -290,7 +290,7 @@ static void hand_over(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint3
 			}
 			struct kvt_tier_id id = id_of(&rec->h);
 			t->env.evicted(t->env.arg, &id, kvt__nvme_loc(jb->off, R->seq), jb->buf,
-			               rec->rec_len);
+			               rec->rec_len, rec->hit);
 			KVT_NVME_ADD(t, xs.handed_over, 1);
 			KVT_NVME_ADD(t, xs.handed_bytes, rec->rec_len);
 			KVT_NVME_ADD(t, st.reads, 1); /* device reads, as a promotion's */
