@@ -68,10 +68,13 @@ struct kvt_tier_env {
 	 * write() wants them; borrowed for the call) -- so that the caller can demote it into the
 	 * next tier (tiers.placement = cascade). read: the record was read since it was written
 	 * (what second_touch admission asks). Records that are removed, corrupt or unreadable are
-	 * not handed over. Only tiers with KVT_TIER_HANDS_OVER call it.
+	 * not handed over. Only tiers with KVT_TIER_HANDS_OVER call it. Before it reads records
+	 * back, the tier asks with rec NULL (id NULL): -ENOENT means nobody takes them (the next
+	 * tier is not there), and the tier stops handing over for good; 0 otherwise (and for a
+	 * record, whatever became of it).
 	 */
-	void (*evicted)(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-	                size_t rec_len, bool read);
+	int (*evicted)(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
+	               size_t rec_len, bool read);
 };
 
 /*

@@ -144,19 +144,21 @@ static void on_moved(void *arg, const struct kvt_tier_id *id, uint64_t from, uin
  * loop hears of the new copy (JOB_CASCADED) before it hears of the drop (JOB_DROPPED), so the
  * chunk never looks lost in between.
  */
-static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-                       size_t rec_len, bool read)
+static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
+                      size_t rec_len, bool read)
 {
 	struct dropped_ctx *cx = arg;
 	struct kvd *d = cx->d;
 	uint8_t next = (uint8_t)(cx->tier + 1);
 	(void)loc;
-	if (next >= d->n_lower || !d->worker)
-		return;
+	if (next >= d->n_lower) /* auto left the next tier out: tell the tier to stop reading */
+		return -ENOENT;
+	if (!rec || !d->worker)
+		return 0;
 	struct kvd_lower *l = &d->lower[next];
 	struct kvd_job *j = calloc(1, sizeof(*j));
 	if (!j)
-		return; /* dropped, as without cascade */
+		return 0; /* dropped, as without cascade */
 	j->kind = JOB_CASCADED;
 	j->tier = next;
 	j->id = *id;
@@ -166,7 +168,7 @@ static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, co
 	if (!read && __atomic_load_n(&l->second_touch, __ATOMIC_RELAXED)) {
 		j->result = 1; /* not admitted */
 		finish(d->worker, j);
-		return;
+		return 0;
 	}
 	uint64_t t0 = kvt_now_ns();
 	pthread_mutex_lock(&l->lock);
@@ -182,6 +184,7 @@ static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, co
 	atomic_fetch_add_explicit(&l->busy_ns, kvt_now_ns() - t0, memory_order_relaxed);
 	j->result = rc;
 	finish(d->worker, j);
+	return 0;
 }
 
 static void run_job(struct kvd *d, struct kvd_job *j)
@@ -508,11 +511,11 @@ int kvd_tiers_open(struct kvd *d)
 		kvt_log(KVT_LOG_ERROR, "tiers.order must start with host");
 		return -EINVAL;
 	}
-	if (d->n_lower && d->lower[d->n_lower - 1].cascades) /* auto left out the tier below */
-		kvt_log(KVT_LOG_WARN,
-		        "tier %s reads back what it evicts for a tier that is not there; "
-		        "tiers.placement = write-through avoids the reads",
+	if (d->n_lower && d->lower[d->n_lower - 1].cascades) { /* auto left out the tier below */
+		d->lower[d->n_lower - 1].cascades = false; /* on_evicted tells it so at its first */
+		kvt_log(KVT_LOG_INFO, "tier %s: nothing below it to cascade into",
 		        d->lower[d->n_lower - 1].ops->name);
+	}
 	if (!d->n_lower)
 		return 0;
 	struct kvd_worker *w = calloc(1, sizeof(*w));

@@ -109,12 +109,15 @@ struct handed {
 	bool read[512];
 	size_t count;
 	size_t payload;
+	bool refuse; /* answer the question with -ENOENT: nobody takes them */
 };
 
-static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-                       size_t rec_len, bool read)
+static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
+                      size_t rec_len, bool read)
 {
 	struct handed *h = arg;
+	if (!rec) /* the question before a reclaim reads back: yes */
+		return h->refuse ? -ENOENT : 0;
 	uint64_t seed = id->key.w[0];
 	assert_true(h->count < 512);
 	assert_false(nvt_was_dropped(h->n, loc)); /* handed over before it is dropped */
@@ -126,6 +129,7 @@ static void on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, co
 	h->seed[h->count] = seed;
 	h->read[h->count] = read;
 	h->loc[h->count++] = loc;
+	return 0;
 }
 
 static void on_drop_handed(void *arg, const struct kvt_tier_id *id, uint64_t loc)
@@ -197,6 +201,27 @@ static void test_nvme_hands_over_evictions(void **state)
 		evicted += i != REMOVED;
 	}
 	assert_int_equal(evicted, s.evictions);
+	nvt_fini(&n);
+}
+
+/* Nobody to take them (the daemon's next tier left out): the tier stops reading back. */
+static void test_nvme_hand_over_refused(void **state)
+{
+	struct nvt n;
+	struct handed h = {.n = &n, .payload = 200 << 10, .refuse = true};
+	nvt_init(&n, "16MiB", "4");
+	n.env.evicted = on_evicted;
+	n.env.dropped = on_drop_handed;
+	n.env.moved = on_move_handed;
+	n.env.arg = &h;
+	assert_int_equal(nvt_open(&n), 0);
+	uint64_t loc;
+	for (uint64_t i = 0; i < 200; i++)
+		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc), 0);
+	struct kvt_tier_stats s = nvt_stats(&n);
+	assert_true(s.evictions > 100);
+	assert_int_equal(h.count, 0);
+	assert_int_equal(s.reads, 0); /* nothing read back for nobody */
 	nvt_fini(&n);
 }
 
@@ -374,6 +399,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_nvme_fifo_reclaim),
 	    cmocka_unit_test(test_nvme_hands_over_evictions),
 	    cmocka_unit_test(test_nvme_hands_over_large_records),
+	    cmocka_unit_test(test_nvme_hand_over_refused),
 	    cmocka_unit_test(test_nvme_remove_persists),
 	    cmocka_unit_test(test_nvme_limits),
 	    cmocka_unit_test(test_nvme_format_mismatch_rebuilds),

@@ -309,7 +309,10 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 	uint32_t n = 0, n_out = 0;
 	uint64_t bytes = 0;
 	uint64_t live = KVT_NVME_GET(t, st.used_bytes);
-	/* the records dropped for room, when they are handed over first */
+	/* the records dropped for room, when they are handed over first (and someone takes them) */
+	if (t->env.evicted && R->n_recs &&
+	    t->env.evicted(t->env.arg, NULL, 0, NULL, 0, false) == -ENOENT)
+		t->env.evicted = NULL;
 	uint32_t *out = t->env.evicted && R->n_recs ? malloc(R->n_recs * sizeof(*out)) : NULL;
 	for (uint32_t i = 0; i < R->n_recs; i++) {
 		struct kvt__nvme_rec *rec = &R->recs[i];
