@@ -214,9 +214,29 @@ static int get_checked(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *key, size_t
 	return rc;
 }
 
+#define NC 400 /* 27 MiB of records against host 2 MiB, nvme and rocksdb 16 MiB each */
+
+/* Starts d with sets and puts NC chunks of the test model as one chain (chunk i holds
+ * kvt_test_fill(seed + i)); returns once each is demoted. @return : the connected client. */
+static kvt_client_t *put_nc(struct kvt_test_daemon *d, const char *const *sets, kvt_id_t *ns,
+                            kvt_id_t *keys, uint64_t seed)
+{
+	static uint32_t toks[NC * 16];
+	kvt_client_t *c;
+	kvt_model_t m = model(1);
+	assert_int_equal(kvt_test_daemon_start(d, sets), 0);
+	assert_int_equal(kvt_connect(d->sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, ns), 0);
+	for (size_t i = 0; i < NC * 16; i++)
+		toks[i] = (uint32_t)i * 13 + (uint32_t)seed;
+	assert_int_equal(kvt_chunk_keys(*ns, toks, NC * 16, 16, keys, NC), NC);
+	kvt_test_put_chain(c, *ns, keys, NC, kvt_chunk_bytes(&m), seed);
+	wait_stat(d, "demoted", NC);
+	return c;
+}
+
 /* Puts NC chunks of the test model under placement, restarts the daemon, and reports how many
  * are found; a sample of them is read back byte for byte. */
-#define NC 400 /* 27 MiB of records against host 2 MiB, nvme and rocksdb 16 MiB each */
 static size_t cascade_run(const char *placement, long long *cascaded, long long *recovered)
 {
 	char p[64];
@@ -229,20 +249,11 @@ static size_t cascade_run(const char *placement, long long *cascaded, long long 
 	                      p,
 	                      NULL};
 	struct kvt_test_daemon d;
-	kvt_client_t *c;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	static kvt_id_t keys[NC];
 	kvt_model_t m = model(1);
 	kvt_id_t ns;
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	static uint32_t toks[NC * 16];
-	static kvt_id_t keys[NC];
-	for (size_t i = 0; i < NC * 16; i++)
-		toks[i] = (uint32_t)i * 13 + 5;
-	assert_int_equal(kvt_chunk_keys(ns, toks, NC * 16, 16, keys, NC), NC);
+	kvt_client_t *c = put_nc(&d, sets, &ns, keys, 500);
 	size_t cb = kvt_chunk_bytes(&m);
-	kvt_test_put_chain(c, ns, keys, NC, cb, 500);
-	wait_stat(&d, "demoted", NC);
 	*cascaded = kvt_test_stat(&d, "cascaded");
 	assert_int_equal(kvt_test_stat(&d, "cascade_failed"), 0);
 	/* after a restart, every chunk found is byte-identical, wherever it was kept */
@@ -301,19 +312,9 @@ static void test_tiers_cascade_second_touch(void **state)
 	    "host.bytes=2MiB",     "tiers.order=host,nvme,rocksdb", "nvme.bytes=16MiB",
 	    "rocksdb.bytes=16MiB", "rocksdb.admit=second_touch",    NULL};
 	struct kvt_test_daemon d;
-	kvt_client_t *c;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_model_t m = model(1);
-	kvt_id_t ns;
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	static uint32_t toks[NC * 16];
 	static kvt_id_t keys[NC];
-	for (size_t i = 0; i < NC * 16; i++)
-		toks[i] = (uint32_t)i * 17 + 9;
-	assert_int_equal(kvt_chunk_keys(ns, toks, NC * 16, 16, keys, NC), NC);
-	kvt_test_put_chain(c, ns, keys, NC, kvt_chunk_bytes(&m), 900);
-	wait_stat(&d, "demoted", NC);
+	kvt_id_t ns;
+	kvt_client_t *c = put_nc(&d, sets, &ns, keys, 900);
 	long long turned = kvt_test_stat(&d, "not_admitted");
 	assert_true(turned > 100); /* nvme evicted ~180, none read */
 	assert_int_equal(kvt_test_stat(&d, "cascaded"), 0);
