@@ -466,8 +466,8 @@ int kvd_tiers_open(struct kvd *d)
 		uint8_t k = (uint8_t)d->n_lower;
 		dropped_ctx[k] = (struct dropped_ctx){d, k};
 		/* cascade: a tier that hands over its evictions, with a tier named after it, fills
-		 * that one (auto's order is counted before a tier is left out) */
-		bool cascade = !strcmp(kvt_opt_str(&d->opts, KVT_OPT_TIERS_PLACEMENT), "cascade") &&
+		 * that one (should auto leave that one out, on_evicted tells the tier to stop) */
+		bool cascade = !strcmp(placement, "cascade") &&
 		               (ops->flags & KVT_TIER_HANDS_OVER) && save &&
 		               save[strspn(save, ", ")];
 		struct kvt_tier_env env = {.opts = &d->opts,
