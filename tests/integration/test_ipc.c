@@ -876,8 +876,36 @@ static void test_ipc_tenant_canary(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+static void hex(kvt_id_t id, char out[33])
+{
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1],
+	         (unsigned long long)id.w[0]);
+}
+
+/* Puts n chunks of model(tpc) as one prefix; ns and the hex of it and of the first key out.
+ * @return : 0, or what failed (for a child's exit status). */
+static int put_named(kvt_client_t *c, uint32_t tpc, size_t n, kvt_id_t *ns, char hns[33],
+                     char hkey[33])
+{
+	kvt_model_t m = model(tpc, KVT_DTYPE_F16);
+	kvt_id_t keys[8];
+	if (n > 8 || kvt_namespace(c, &m, ns) || prefix_keys(*ns, tpc, keys, n, tpc) != n)
+		return 1;
+	size_t cb = kvt_chunk_bytes(&m);
+	void *z = calloc(1, cb);
+	const void *ch[8];
+	for (size_t i = 0; i < n; i++)
+		ch[i] = z;
+	int rc = kvt_put(c, *ns, NULL, keys, n, ch, cb);
+	free(z);
+	hex(*ns, hns);
+	hex(keys[0], hkey);
+	return rc == (int)n ? 0 : 2;
+}
+
 /* Another uid's engine (another tenant) may read the daemon's settings but not change them:
- * policy set, config set and tier enable answer -EPERM to it, and nothing changes. */
+ * policy set, config set, tier enable and flush answer -EPERM to it, and nothing changes; and
+ * `kvtier inspect` shows it its own tenant's chunks only. */
 static void test_ipc_admin_needs_owner(void **state)
 {
 	if (geteuid() != 0) {
@@ -887,12 +915,27 @@ static void test_ipc_admin_needs_owner(void **state)
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
 	open_to_others(&d);
+	kvt_client_t *rc;
+	kvt_id_t rns;
+	char hr[33], hrkey[33], cmd[128];
+	assert_int_equal(kvt_connect(d.sock, &rc), 0);
+	assert_int_equal(put_named(rc, 16, 3, &rns, hr, hrkey), 0);
 	pid_t o = fork_as_nobody();
 	if (!o) {
 		kvt_client_t *c;
 		char out[8192];
 		if (kvt_connect(d.sock, &c))
 			_exit(31);
+		kvt_id_t ns;
+		char h[33], hkey[33];
+		if (put_named(c, 32, 2, &ns, h, hkey) ||
+		    kvt__client_simple(c, KVT_MSG_INSPECT, "inspect", out, sizeof(out)) ||
+		    !strstr(out, h) || strstr(out, hr))
+			_exit(34); /* its namespace, not ours */
+		snprintf(cmd, sizeof(cmd), "inspect %s %s", hr, hrkey);
+		if (kvt__client_simple(c, KVT_MSG_INSPECT, cmd, out, sizeof(out)) != -ENOENT ||
+		    kvt__client_simple(c, KVT_MSG_INSPECT, "flush all", out, sizeof(out)) != -EPERM)
+			_exit(35); /* our chunk is not there for it, and it may not flush */
 		if (kvt__client_simple(c, KVT_MSG_CONFIG, "get host.policy", out, sizeof(out)) ||
 		    kvt__client_simple(c, KVT_MSG_POLICY, "get host", out, sizeof(out)))
 			_exit(32); /* reading is allowed */
@@ -907,6 +950,14 @@ static void test_ipc_admin_needs_owner(void **state)
 		_exit(0);
 	}
 	assert_int_equal(child_wait(o), 0);
+	kvt_id_t keys[3];
+	assert_int_equal(prefix_keys(rns, 16, keys, 3, 16), 3);
+	assert_int_equal(kvt_lookup(rc, rns, keys, 3), 3); /* nothing flushed */
+	static char all[8192];
+	assert_int_equal(kvt__client_simple(rc, KVT_MSG_INSPECT, "inspect", all, sizeof(all)), 0);
+	assert_non_null(strstr(all, hr));
+	assert_non_null(strstr(all, " 65534 ")); /* the daemon's uid sees every tenant */
+	kvt_close(rc);
 	kvt_client_t *c;
 	char out[256];
 	assert_int_equal(kvt_connect(d.sock, &c), 0);

@@ -2,7 +2,8 @@
  * test_operator.c -- the operator's views of kvtierd and its one destructive command.
  * `kvtier inspect` lists namespaces, a namespace's chunks and one chunk with where it lives;
  * `kvtier flush` drops a namespace's or a tenant's chunks from every tier (a leased one stays
- * readable until released); another uid sees only its own tenant and may not flush.
+ * readable until released); another uid sees only its own tenant and may not flush
+ * (test_ipc_admin_needs_owner, beside the other things another uid may not do).
  * `kvtier top` shows the hit rate of a busy engine. The Prometheus endpoint (metrics.listen), over
  * real TCP: the scrape is in the text format (a # TYPE line once per family, before its samples;
  * counters end in _total; every value a number), carries the same numbers as `kvtier stats --json`,
@@ -25,7 +26,6 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,8 +155,7 @@ static void hex(kvt_id_t id, char out[33])
 }
 
 /* A namespace of the given model name with n chunks put and demoted; keys out. */
-static kvt_id_t put_ns(struct kvt_test_daemon *d, kvt_client_t *c, const char *name, size_t n,
-                       kvt_id_t *keys)
+static kvt_id_t put_ns(kvt_client_t *c, const char *name, size_t n, kvt_id_t *keys)
 {
 	kvt_model_t m = model;
 	m.name = name;
@@ -180,7 +179,7 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_true(port > 0);
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_id_t keys[8], ns = put_ns(&d, c, model.name, 8, keys);
+	kvt_id_t keys[8], ns = put_ns(c, model.name, 8, keys);
 	assert_int_equal(kvt_lookup(c, ns, keys, 8), 8);
 	kvt_lease_t l[8];
 	assert_int_equal(kvt_acquire(c, ns, keys, 8, l), 8);
@@ -364,7 +363,7 @@ static void test_operator_top_shows_rates(void **state)
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_id_t keys[8];
-	put_ns(&d, c, model.name, 8, keys);
+	put_ns(c, model.name, 8, keys);
 	kvt_close(c);
 	pid_t busy = fork();
 	assert_true(busy >= 0);
@@ -439,7 +438,7 @@ static void test_operator_inspect_and_flush(void **state)
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_id_t k1[6], k2[4];
-	kvt_id_t ns1 = put_ns(&d, c, "inspect-a", 6, k1), ns2 = put_ns(&d, c, "inspect-b", 4, k2);
+	kvt_id_t ns1 = put_ns(c, "inspect-a", 6, k1), ns2 = put_ns(c, "inspect-b", 4, k2);
 	assert_true(kvt_test_stat_wait(&d, "demoted", 10, 1) >= 10);
 	char h1[33], h2[33], key[33], parent[33], cmd[128];
 	hex(ns1, h1);
@@ -521,63 +520,6 @@ static void test_operator_inspect_and_flush(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
-/* Another uid's engine sees its own tenant's chunks only, and may not flush. */
-static void test_operator_inspect_other_tenant(void **state)
-{
-	if (geteuid() != 0) {
-		fprintf(stderr, "SKIP: not root, cannot act as a second uid (setuid needs root)\n");
-		skip();
-	}
-	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
-	chmod(d.dir, 0755);
-	chmod(d.sock, 0666);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_id_t k1[3];
-	kvt_id_t ns1 = put_ns(&d, c, "root-model", 3, k1);
-	char h1[33], key[33], cmd[128];
-	hex(ns1, h1);
-	hex(k1[0], key);
-	pid_t o = fork();
-	assert_true(o >= 0);
-	if (!o) {
-		if (setgid(65534) || setuid(65534))
-			_exit(30);
-		kvt_client_t *e;
-		static char out[8192];
-		if (kvt_connect(d.sock, &e))
-			_exit(31);
-		kvt_id_t mine[2];
-		kvt_id_t ns = put_ns(&d, e, "nobody-model", 2, mine);
-		char h[33];
-		hex(ns, h);
-		if (kvt__client_simple(e, KVT_MSG_INSPECT, "inspect", out, sizeof(out)) ||
-		    !strstr(out, h) || strstr(out, h1))
-			_exit(32); /* its namespace, not root's */
-		snprintf(cmd, sizeof(cmd), "inspect %s %s", h1, key);
-		if (kvt__client_simple(e, KVT_MSG_INSPECT, cmd, out, sizeof(out)) != -ENOENT)
-			_exit(33); /* root's chunk is not there for it */
-		if (kvt__client_simple(e, KVT_MSG_INSPECT, "flush all", out, sizeof(out)) !=
-		        -EPERM ||
-		    !strstr(out, "may read but not change"))
-			_exit(34);
-		kvt_close(e);
-		_exit(0);
-	}
-	int st;
-	assert_int_equal(waitpid(o, &st, 0), o);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	assert_int_equal(kvt_lookup(c, ns1, k1, 3), 3); /* nothing flushed */
-	static char out[8192];
-	assert_int_equal(kvt__client_simple(c, KVT_MSG_INSPECT, "inspect", out, sizeof(out)), 0);
-	assert_non_null(strstr(out, h1));
-	assert_non_null(strstr(out, " 65534 ")); /* root sees every tenant */
-	kvt_close(c);
-	kvt_test_daemon_destroy(&d);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -586,7 +528,6 @@ int main(void)
 	    cmocka_unit_test(test_operator_listen_choices),
 	    cmocka_unit_test(test_operator_top_shows_rates),
 	    cmocka_unit_test(test_operator_inspect_and_flush),
-	    cmocka_unit_test(test_operator_inspect_other_tenant),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
