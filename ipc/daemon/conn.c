@@ -269,7 +269,8 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	out[0] = 0;
 	int rc;
 	uid_t uid = d->conns[i].uid;
-	if (changes_daemon(h->type, cmd) && uid != 0 && uid != geteuid()) {
+	bool owner = uid == 0 || uid == geteuid(); /* may change the daemon, sees every tenant */
+	if (changes_daemon(h->type, cmd) && !owner) {
 		snprintf(out, sizeof(out),
 		         "uid %u may read but not change kvtierd (run as root or uid %u)",
 		         (unsigned)uid, (unsigned)geteuid());
@@ -282,11 +283,10 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	} else if (h->type == KVT_MSG_CONFIG) {
 		rc = kvd_config_command(d, cmd, out, sizeof(out));
 	} else if (h->type == KVT_MSG_INSPECT) {
-		bool admin = uid == 0 || uid == geteuid(); /* sees every tenant's chunks */
 		bool flush = !strncmp(cmd, "flush", 5);
 		char what[64];
 		snprintf(what, sizeof(what), "%.63s", cmd);
-		rc = kvd_inspect_command(d, admin ? KVD_NIL : d->conns[i].tenant, cmd, out,
+		rc = kvd_inspect_command(d, owner ? KVD_NIL : d->conns[i].tenant, cmd, out,
 		                         sizeof(out));
 		if (flush)
 			kvt_log(KVT_LOG_INFO, "%s, requested by pid %d: %.*s", what,

@@ -2,7 +2,8 @@
  * metrics.c -- Prometheus metrics over HTTP on loopback (metrics.listen, GET /metrics).
  *
  * A scrape is rare and small, so the server is the least HTTP that serves it, on the daemon's
- * own loop: accept, read one request (at most HTTP_IN bytes; anything bigger gets 431), answer
+ * own loop: accept, read one request (at most 2047 bytes, struct kvd_http's in[]; anything
+ * bigger gets 431), answer
  * with the stats object rendered by prom.c, half-close, and close once the peer has (so the
  * answer is never lost to a reset). GET /metrics gets 200; any other path 404,
  * any other method 405, a request line that is not HTTP 400. At most KVD_HTTP_MAX scrapes are
