@@ -44,6 +44,9 @@
 	  "that tier evicts; write-through: a put is written to every tier below host")            \
 	X(DEMOTE_WAIT_MS, "demote.wait_ms", U64, "100", 0, 60000, 1,                               \
 	  "how long a put waits for demotion to free host space before -EAGAIN")                   \
+	X(HOST_DIRTY_PCT, "host.dirty_pct", U64, "50", 1, 100, 1,                                  \
+	  "most of host, in percent, that chunks still waiting for demotion may fill; a put past " \
+	  "it waits as on a full host, so promotions and hits keep the rest")                      \
 	X(NVME_PATH, "nvme.path", STR, "", 0, 0, 0,                                                \
 	  "nvme tier file or block device (default DATA_DIR/nvme.dat)")                            \
 	X(NVME_BYTES, "nvme.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                       \

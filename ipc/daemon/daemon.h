@@ -186,6 +186,7 @@ struct kvd {
 	struct kvd_worker *worker; /* tiers.c */
 	int evfd;                  /* the worker's completions wake the loop */
 	uint32_t demotes_inflight;
+	uint64_t dirty_bytes; /* host records of chunks with a demotion pending (host.dirty_pct) */
 	bool resuming;     /* dispatching a parked request */
 	bool resume_final; /* ... for the last time: no more waiting */
 

@@ -271,6 +271,18 @@ int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 	}
 }
 
+/*
+ * host.dirty_pct: whether a new chunk of rb bytes would take the host copies still waiting for
+ * demotion past their share of host. Without it a put burst fills host with such copies, which
+ * nothing may evict, and a get that must promote a chunk from below finds no room and misses
+ * (`kvtier bench tiers busy`); puts wait for the demotions either way.
+ */
+static bool dirty_full(const struct kvd *d, uint64_t rb)
+{
+	uint64_t cap = d->host_cap / 100 * kvt_opt_u64(&d->opts, KVT_OPT_HOST_DIRTY_PCT);
+	return d->demotes_inflight && d->dirty_bytes && d->dirty_bytes + rb > cap;
+}
+
 static uint64_t copy_and_sum(uint8_t *dst, const uint8_t *src, uint64_t len)
 {
 	struct kvt_chunk_sum_state st;
@@ -319,6 +331,8 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 		return -ECANCELED;
 	if (d->idx.used >= kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS))
 		evict_some(d, KVD_NIL, 1);
+	if (dirty_full(d, kvd_rec_bytes(len)))
+		return -EINPROGRESS; /* parked as on a full host (conn.c) */
 	int64_t off = kvd_make_room(d, t, len);
 	if (off < 0)
 		return (int)off;

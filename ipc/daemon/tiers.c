@@ -10,8 +10,9 @@
  * write-through every lower tier gets every chunk at put. While a demotion job reads the host
  * copy, the entry is not evictable (entry.jobs); once a lower tier holds it, host eviction just
  * drops the host copy.
- * So a put never waits for I/O unless host is full of chunks still waiting to be demoted; then
- * it is parked for demote.wait_ms and fails with -EAGAIN (conn.c).
+ * So a put never waits for I/O unless the chunks still waiting to be demoted fill their share of
+ * host (host.dirty_pct, store.c: the rest stays evictable, so a promotion finds room); then it is
+ * parked for demote.wait_ms and fails with -EAGAIN (conn.c).
  *
  * A hit on a chunk that is only in a lower tier parks the acquire, reserves host space and
  * queues a promotion: the worker reads the record straight into the pool (the tier verifies the
@@ -19,12 +20,13 @@
  * acquire. A failed or corrupt read is a miss, never a wrong byte.
  *
  * Threads: the event loop owns the index and queues jobs; one worker thread runs them in order
- * (promotions before demotions, so a get does not wait behind a write backlog) and hands
- * finished jobs back through a list and an eventfd. A tier's own drops (FIFO reclaim, detected
- * corruption) arrive from inside the worker through env->dropped and travel back the same way,
- * as do its moves (env->moved: nvme.quota copies guaranteed records forward at reclaim). A
- * promotion that read a moved record's old place is sent again to the new one.
- * Each tier has a mutex, since the loop may also call it (pool registration, enable).
+ * (promotions before demotions and hand-overs, so a get does not wait behind a write backlog: a
+ * write stream stops for a waiting promotion, and a reclaim's hand-overs are queued as jobs of
+ * their own, on_evicted) and hands finished jobs back through a list and an eventfd. A tier's own
+ * drops (FIFO reclaim, detected corruption) arrive from inside the worker through env->dropped and
+ * travel back the same way, as do its moves (env->moved: nvme.quota copies guaranteed records
+ * forward at reclaim). A promotion that read a moved record's old place is sent again to the new
+ * one. Each tier has a mutex, since the loop may also call it (pool registration, enable).
  */
 #include "daemon.h"
 #include "core/chunk.h"
@@ -61,14 +63,22 @@ struct kvd_job {
 	struct kvt_tier_wreq wr; /* a demotion in a write stream */
 };
 
+/* Hand-overs (on_evicted) waiting as copies: past the first, demotions wait for them; past the
+ * second, a hand-over is written at once inside the reclaim that made it, as before queues. */
+#define HANDOVER_SOFT_BYTES ((uint64_t)64 << 20)
+#define HANDOVER_HARD_BYTES ((uint64_t)192 << 20)
+
 struct kvd_worker {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct kvd_job *promote_head, **promote_tail;
+	struct kvd_job *handover_head, **handover_tail; /* JOB_CASCADED with their copies */
 	struct kvd_job *other_head, **other_tail;
 	struct kvd_job *done;
 	bool stop;
+	_Atomic uint64_t handover_bytes; /* copies held by hand-overs not yet written */
+
 	struct kvd *d;
 };
 
@@ -136,55 +146,95 @@ static void on_moved(void *arg, const struct kvt_tier_id *id, uint64_t from, uin
 	tell_loop(arg, JOB_MOVED, id, from, to);
 }
 
-/*
- * env->evicted (tiers.placement = cascade): tier k is about to drop a record for room; it goes
- * into tier k + 1 now, on the worker thread, from the bytes tier k read back (no copy). Tier k's
- * lock is held: this is the one place where the worker holds two tiers' locks, always the upper
- * one first, and the loop never holds one while taking another, so they cannot deadlock. The
- * loop hears of the new copy (JOB_CASCADED) before it hears of the drop (JOB_DROPPED), so the
- * chunk never looks lost in between.
- */
-static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-                      size_t rec_len, bool read)
+/* Writes a handed-over record into tier l, on the worker. @return : as the tier's write. */
+static int write_handover(struct kvd_lower *l, const void *rec, size_t rec_len, uint64_t *loc)
 {
-	struct dropped_ctx *cx = arg;
-	struct kvd *d = cx->d;
-	uint8_t next = (uint8_t)(cx->tier + 1);
-	(void)loc;
-	if (next >= d->n_lower) /* auto left the next tier out: tell the tier to stop reading */
-		return -ENOENT;
-	if (!rec || !d->worker)
-		return 0;
-	struct kvd_lower *l = &d->lower[next];
-	struct kvd_job *j = calloc(1, sizeof(*j));
-	if (!j)
-		return 0; /* dropped, as without cascade */
-	j->kind = JOB_CASCADED;
-	j->tier = next;
-	j->id = *id;
-	j->rec_len = rec_len;
-	/* TIER.admit = second_touch below a cascading tier: only records read while they were
-	 * in it (set by the loop: config set; read here as it is now) */
-	if (!read && __atomic_load_n(&l->second_touch, __ATOMIC_RELAXED)) {
-		j->result = 1; /* not admitted */
-		finish(d->worker, j);
-		return 0;
-	}
 	uint64_t t0 = kvt_now_ns();
 	pthread_mutex_lock(&l->lock);
 	int rc;
 	for (int tries = 0;; tries++) { /* a RocksDB write stall: a moment, then give up */
 		rc = l->ops->write(l->t, rec, rec_len,
-		                   KVT_ALIGN_UP(rec_len, (size_t)KVT_TIER_ALIGN), &j->loc);
+		                   KVT_ALIGN_UP(rec_len, (size_t)KVT_TIER_ALIGN), loc);
 		if (rc != -EAGAIN || tries == 3)
 			break;
 		usleep(1000);
 	}
 	pthread_mutex_unlock(&l->lock);
 	atomic_fetch_add_explicit(&l->busy_ns, kvt_now_ns() - t0, memory_order_relaxed);
-	j->result = rc;
-	finish(d->worker, j);
+	return rc;
+}
+
+/* Frees a hand-over's copy. */
+static void handover_free(struct kvd_worker *w, struct kvd_job *j)
+{
+	if (!j->buf)
+		return;
+	free(j->buf);
+	j->buf = NULL;
+	atomic_fetch_sub_explicit(&w->handover_bytes, j->buf_len, memory_order_relaxed);
+}
+
+/*
+ * env->evicted (tiers.placement = cascade): tier k is about to drop a record for room, and it
+ * goes into tier k + 1. Usually as a copy, written later as its own job (JOB_CASCADED with buf),
+ * so that a promotion waits for one record's write, not for every record a reclaim hands over:
+ * the loop first holds the entry for it (entry.jobs: the chunk stays, and a get waits for the
+ * write instead of missing), then queues it. With HANDOVER_HARD_BYTES of copies waiting, it is
+ * written at once from the bytes tier k read back, holding tier k's lock: the one place where the
+ * worker holds two tiers' locks, always the upper one first, and the loop never holds one while
+ * taking another, so they cannot deadlock. Either way the loop hears of the new copy before it
+ * hears of the drop (JOB_DROPPED), so the chunk never looks lost in between.
+ */
+static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
+                      size_t rec_len, bool read)
+{
+	struct dropped_ctx *cx = arg;
+	struct kvd *d = cx->d;
+	struct kvd_worker *w = d->worker;
+	uint8_t next = (uint8_t)(cx->tier + 1);
+	(void)loc;
+	if (next >= d->n_lower) /* auto left the next tier out: tell the tier to stop reading */
+		return -ENOENT;
+	if (!rec || !w)
+		return 0;
+	struct kvd_lower *l = &d->lower[next];
+	struct kvd_job *j = calloc(1, sizeof(*j));
+	struct kvt_chunk_hdr h;
+	if (!j)
+		return 0; /* dropped, as without cascade */
+	j->kind = JOB_CASCADED;
+	j->tier = next;
+	j->entry = KVD_NIL;
+	j->id = *id;
+	j->rec_len = rec_len;
+	j->seq = kvt_chunk_hdr_decode(rec, &h) ? 0 : h.seq; /* the tier verified it */
+	/* TIER.admit = second_touch below a cascading tier: only records read while they were
+	 * in it (set by the loop: config set; read here as it is now) */
+	if (!read && __atomic_load_n(&l->second_touch, __ATOMIC_RELAXED)) {
+		j->result = 1; /* not admitted */
+		finish(w, j);
+		return 0;
+	}
+	size_t len = KVT_ALIGN_UP(rec_len, (size_t)KVT_TIER_ALIGN);
+	if (atomic_load_explicit(&w->handover_bytes, memory_order_relaxed) + len <=
+	        HANDOVER_HARD_BYTES &&
+	    (j->buf = aligned_alloc(KVT_TIER_ALIGN, len))) {
+		memcpy(j->buf, rec, rec_len);
+		j->buf_len = len;
+		atomic_fetch_add_explicit(&w->handover_bytes, len, memory_order_relaxed);
+	} else {
+		j->result = write_handover(l, rec, rec_len, &j->loc);
+	}
+	finish(w, j);
 	return 0;
+}
+
+/* A hand-over's copy, queued by the loop: written into its tier, freed, and back to the loop. */
+static void run_handover(struct kvd_worker *w, struct kvd_job *j)
+{
+	j->result = write_handover(&w->d->lower[j->tier], j->buf, j->rec_len, &j->loc);
+	handover_free(w, j);
+	finish(w, j);
 }
 
 static void run_job(struct kvd *d, struct kvd_job *j)
@@ -246,6 +296,53 @@ static void run_batch(struct kvd *d, struct kvd_job **jobs, size_t n)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* Whether hand-overs' copies are past HANDOVER_SOFT_BYTES: demotions wait for them. */
+static bool handover_due(struct kvd_worker *w)
+{
+	return atomic_load_explicit(&w->handover_bytes, memory_order_relaxed) >=
+	       HANDOVER_SOFT_BYTES;
+}
+
+/* Whether tier l (nvme, cascading) would hand over ahead of its head: 1 between other jobs
+ * (evict_ahead_step), 2 before it writes on (a write stream stops for it). Caller holds
+ * l->lock. */
+static int ahead_due(struct kvd_lower *l)
+{
+#ifdef KVT_HAVE_TIER_NVME
+	return l->cascades && l->ops == &kvt_tier_nvme ? kvt_tier_nvme_ahead_due(l->t) : 0;
+#else
+	(void)l;
+	return 0;
+#endif
+}
+
+/* One step of evicting ahead (tiers/nvme/nvme.h) in a cascading tier that is due, unless
+ * hand-overs wait already: AHEAD_STEP_BYTES read back and handed over, as a job of its own
+ * between others, so a promotion waits for a step rather than for a write's reclaim of a whole
+ * region. Caller holds w->lock, released during the step. @return : whether it did one. */
+#define AHEAD_STEP_BYTES ((size_t)2 << 20)
+static bool evict_ahead_step(struct kvd_worker *w)
+{
+	bool did = false;
+	for (uint32_t k = 0; k < w->d->n_lower && !did && !handover_due(w); k++) {
+		struct kvd_lower *l = &w->d->lower[k];
+		if (!l->cascades)
+			continue;
+		pthread_mutex_unlock(&w->lock);
+		uint64_t t0 = kvt_now_ns();
+		pthread_mutex_lock(&l->lock);
+#ifdef KVT_HAVE_TIER_NVME
+		did = ahead_due(l) && kvt_tier_nvme_evict_ahead(l->t, AHEAD_STEP_BYTES);
+#endif
+		pthread_mutex_unlock(&l->lock);
+		if (did)
+			atomic_fetch_add_explicit(&l->busy_ns, kvt_now_ns() - t0,
+			                          memory_order_relaxed);
+		pthread_mutex_lock(&w->lock);
+	}
+	return did;
+}
+
 /* A write stream (tier.h): the demotions take() gave, then those queued behind them while the
  * earlier ones are in flight, until a promotion waits, the loop waits for the tier's lock
  * (lower_lock) or none is left; each is finished as soon as the tier says it is done. */
@@ -268,7 +365,7 @@ static struct kvt_tier_wreq *stream_pull(void *arg)
 	} else if (!atomic_load_explicit(&s->l->waiters, memory_order_relaxed)) {
 		pthread_mutex_lock(&w->lock);
 		if (!w->promote_head && w->other_head && w->other_head->kind == JOB_DEMOTE &&
-		    w->other_head->tier == s->tier)
+		    w->other_head->tier == s->tier && !handover_due(w) && ahead_due(s->l) < 2)
 			j = pop(&w->other_head, &w->other_tail);
 		pthread_mutex_unlock(&w->lock);
 	}
@@ -301,20 +398,26 @@ static bool run_stream(struct kvd_worker *w, struct kvd_job **jobs, size_t n)
 }
 
 /* Takes the next job and, when the tier can batch it, the queued jobs just behind it of the
- * same kind and tier. Caller holds w->lock. @return : how many (0: stop). */
+ * same kind and tier. Order: promotions; then demotions and removals, unless hand-overs hold
+ * HANDOVER_SOFT_BYTES (the demotions make more of them) or nothing else waits. Caller holds
+ * w->lock. @return : how many (0: stop). */
 static size_t take(struct kvd_worker *w, struct kvd_job **jobs)
 {
-	/* stopping: finish queued demotions and removals (what a graceful stop owes the next
-	 * start), drop promotions (nobody waits for them any more) */
+	/* stopping: finish queued demotions, removals and hand-overs (what a graceful stop owes
+	 * the next start), drop promotions (nobody waits for them any more) */
 	struct kvd_job **head = &w->promote_head, ***tail = &w->promote_tail;
 	if (w->stop || !*head)
 		head = &w->other_head, tail = &w->other_tail;
+	if (head != &w->promote_head && w->handover_head && (!*head || handover_due(w)))
+		head = &w->handover_head, tail = &w->handover_tail;
 	struct kvd_job *j = pop(head, tail);
 	if (!j)
 		return 0;
 	jobs[0] = j;
 	const struct kvt_tier_ops *ops = w->d->lower[j->tier].ops;
-	bool batchable = (j->kind == JOB_DEMOTE && ops->write_batch) ||
+	/* a write stream pulls the demotions behind the first itself, one by one, and stops
+	 * for a promotion; taken here, a batch would all be written first */
+	bool batchable = (j->kind == JOB_DEMOTE && ops->write_batch && !ops->write_stream) ||
 	                 (j->kind == JOB_PROMOTE && ops->read_batch);
 	size_t n = 1;
 	while (batchable && n < BATCH_MAX && *head && (*head)->kind == j->kind &&
@@ -329,12 +432,19 @@ static void *worker_main(void *arg)
 	struct kvd_job *jobs[BATCH_MAX];
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		while (!w->stop && !w->promote_head && !w->other_head)
+		while (!w->stop && !w->promote_head && !w->other_head && !w->handover_head)
 			pthread_cond_wait(&w->cond, &w->lock);
+		if (!w->stop && !w->promote_head && evict_ahead_step(w))
+			continue;
 		size_t n = take(w, jobs);
 		if (!n)
 			break;
 		pthread_mutex_unlock(&w->lock);
+		if (jobs[0]->kind == JOB_CASCADED) { /* counts its own busy time */
+			run_handover(w, jobs[0]);
+			pthread_mutex_lock(&w->lock);
+			continue;
+		}
 		struct kvd_lower *l = &w->d->lower[jobs[0]->tier];
 		uint64_t t0 = kvt_now_ns();
 		bool again = false;
@@ -365,6 +475,8 @@ static void submit(struct kvd *d, struct kvd_job *j)
 	pthread_mutex_lock(&w->lock);
 	if (j->kind == JOB_PROMOTE)
 		push(&w->promote_head, &w->promote_tail, j);
+	else if (j->kind == JOB_CASCADED)
+		push(&w->handover_head, &w->handover_tail, j);
 	else
 		push(&w->other_head, &w->other_tail, j);
 	pthread_cond_signal(&w->cond);
@@ -524,6 +636,7 @@ int kvd_tiers_open(struct kvd *d)
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	w->promote_tail = &w->promote_head;
+	w->handover_tail = &w->handover_head;
 	w->other_tail = &w->other_head;
 	w->d = d;
 	d->worker = w;
@@ -547,10 +660,19 @@ void kvd_tiers_close(struct kvd *d)
 		struct kvd_job *j;
 		while ((j = pop(&w->promote_head, &w->promote_tail)))
 			free(j);
+		while ((j = pop(&w->handover_head, &w->handover_tail))) {
+			handover_free(w, j);
+			free(j);
+		}
 		while ((j = pop(&w->other_head, &w->other_tail)))
 			free(j);
 		while ((j = w->done)) {
 			w->done = j->next;
+			if (j->kind == JOB_CASCADED && j->buf) /* handed over, never queued: the
+			                                          next start finds it there */
+				(void)write_handover(&d->lower[j->tier], j->buf, j->rec_len,
+				                     &j->loc);
+			handover_free(w, j);
 			free(j);
 		}
 		free(w);
@@ -629,9 +751,10 @@ void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put)
 		}
 		struct kvd_job *j = job_for(d, id, JOB_DEMOTE, k);
 		if (!j)
-			return;
+			break;
 		j->buf = d->tenants[e->tenant].pool.base + e->off;
-		e->jobs++;
+		if (!e->jobs++) /* the host copy is dirty until its last demotion ends */
+			d->dirty_bytes += kvd_rec_bytes(e->payload_bytes);
 		d->demotes_inflight++;
 		submit(d, j);
 	}
@@ -693,6 +816,17 @@ static struct kvd_entry *job_entry(struct kvd *d, const struct kvd_job *j)
 	return e->state != KVD_FREE && e->seq == j->seq ? e : NULL;
 }
 
+/* A demotion of entry id's host copy ended; with its last, the copy is clean (host.dirty_pct).
+ * While a demotion is pending the entry is at host, and its jobs are all demotions. */
+static void demote_ended(struct kvd *d, uint32_t id)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	uint64_t rb = kvd_rec_bytes(e->payload_bytes);
+	if (e->jobs == 1 && !KVT_NEVER(d->dirty_bytes < rb))
+		d->dirty_bytes -= rb;
+	kvd_entry_unjob(d, id);
+}
+
 static void complete_demote(struct kvd *d, struct kvd_job *j)
 {
 	d->demotes_inflight--;
@@ -721,11 +855,11 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 		j->entry = KVD_NIL;
 		submit(d, j);
 		if (e)
-			kvd_entry_unjob(d, (uint32_t)(e - d->idx.e));
+			demote_ended(d, (uint32_t)(e - d->idx.e));
 		return;
 	}
 	if (e)
-		kvd_entry_unjob(d, j->entry);
+		demote_ended(d, j->entry);
 	free(j);
 }
 
@@ -767,8 +901,8 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 	free(j);
 	kvd_entry_unjob(d, id);
 	e = &d->idx.e[id];
-	if (e->state == KVD_PUBLISHED && !e->where)
-		kvd_entry_drop(d, id); /* no copy left anywhere */
+	if (e->state == KVD_PUBLISHED && !e->where && !e->jobs)
+		kvd_entry_drop(d, id); /* no copy left anywhere, none on its way (a hand-over) */
 }
 
 /* The entry whose copy in j's tier is the record a tier's notification names (at j->loc), or
@@ -813,41 +947,73 @@ static void complete_moved(struct kvd *d, struct kvd_job *j)
 	submit(d, j);
 }
 
-/* A record tier j->tier - 1 evicted is now in j->tier (on_evicted): the entry gets the copy,
- * unless it is gone or another version, and then the copy is nobody's and is removed. */
+/* The entry whose version a hand-over's record is (the sequence number of its header), or NULL:
+ * gone, or another version now. */
+static struct kvd_entry *handover_entry(struct kvd *d, const struct kvd_job *j, uint32_t *id)
+{
+	int t = kvd_tenant_of_uid(d, j->id.tenant);
+	*id = t < 0 ? KVD_NIL : kvd_index_find(&d->idx, (uint32_t)t, j->id.ns, j->id.key);
+	struct kvd_entry *e = *id == KVD_NIL ? NULL : &d->idx.e[*id];
+	if (!e || e->state != KVD_PUBLISHED || e->seq != j->seq ||
+	    (size_t)e->payload_bytes + KVT_CHUNK_HDR_BYTES != j->rec_len)
+		return NULL;
+	return e;
+}
+
+/*
+ * A record tier j->tier - 1 evicted (on_evicted). As a copy (j->buf): the entry is held for it
+ * (jobs, so it stays while no tier has it, and a get waits for the write), and the write is
+ * queued. Written: the entry gets the copy, unless it is gone or another version, and then the
+ * copy is nobody's and is removed; a held entry is let go, and dropped when the write failed and
+ * no tier has it any more.
+ */
 static void complete_cascaded(struct kvd *d, struct kvd_job *j)
 {
-	if (j->result == 1) { /* second_touch turned it away: not read while in the tier above */
-		d->st.not_admitted++;
-		free(j);
+	uint32_t id;
+	struct kvd_entry *e = handover_entry(d, j, &id);
+	if (j->buf) {
+		if (!e || (e->where & (2u << j->tier))) {
+			handover_free(d->worker, j);
+			free(j);
+			return;
+		}
+		if (!(e->where & KVD_AT_HOST) || !e->jobs) { /* at host, jobs are demotions */
+			e->jobs++;
+			j->entry = id;
+		}
+		submit(d, j);
 		return;
 	}
-	if (j->result < 0) {
+	uint32_t held = j->entry;
+	if (j->result == 1) { /* second_touch turned it away: not read while in the tier above */
+		d->st.not_admitted++;
+	} else if (j->result < 0) {
 		d->st.cascade_failed++;
 		if (j->result != -EFBIG && j->result != -EDQUOT)
 			kvt_log_rl(KVT_LOG_WARN, "cascade into %s failed: %s",
 			           d->lower[j->tier].ops->name, strerror((int)-j->result));
-		free(j);
-		return;
-	}
-	d->st.cascaded++;
-	int t = kvd_tenant_of_uid(d, j->id.tenant);
-	uint32_t id = t < 0 ? KVD_NIL : kvd_index_find(&d->idx, (uint32_t)t, j->id.ns, j->id.key);
-	struct kvd_entry *e = id == KVD_NIL ? NULL : &d->idx.e[id];
-	if (e && e->state == KVD_PUBLISHED &&
-	    (size_t)e->payload_bytes + KVT_CHUNK_HDR_BYTES == j->rec_len) {
+	} else if (e) {
+		d->st.cascaded++;
 		e->where |= (uint8_t)(2u << j->tier);
 		e->loc[j->tier] = j->loc;
 		if (d->lower[j->tier].mrc)
 			kvt_mrc_touch(d->lower[j->tier].mrc, e->key.w[0] ^ e->tenant);
 		if (d->lower[j->tier].minisim)
 			kvt_minisim_touch(d->lower[j->tier].minisim, e->key.w[0] ^ e->tenant);
-		free(j);
-		return;
+	} else {
+		d->st.cascaded++;
+		j->kind = JOB_REMOVE;
+		j->entry = KVD_NIL;
+		submit(d, j);
+		j = NULL;
 	}
-	j->kind = JOB_REMOVE;
-	j->entry = KVD_NIL;
-	submit(d, j);
+	free(j);
+	if (held == KVD_NIL)
+		return;
+	kvd_entry_unjob(d, held);
+	e = &d->idx.e[held];
+	if (e->state == KVD_PUBLISHED && !e->where && !e->jobs)
+		kvd_entry_drop(d, held); /* the write failed, and no tier has it */
 }
 
 void kvd_tiers_complete(struct kvd *d)

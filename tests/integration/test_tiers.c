@@ -327,6 +327,77 @@ static void test_tiers_cascade_second_touch(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* Puts n chunks of model m as one chain (salt, fill seed0 + i) through a connection of its own,
+ * in a child. @return : the child's pid; it exits 0 when every put was stored. */
+static pid_t put_chain_child(const char *sock, const kvt_model_t *m, size_t n, uint32_t salt,
+                             uint64_t seed0)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	kvt_client_t *c;
+	kvt_id_t ns, *keys = malloc(n * sizeof(*keys));
+	if (!keys || kvt_connect(sock, &c) || kvt_namespace(c, m, &ns))
+		_exit(2);
+	keys_of(ns, keys, n, salt);
+	kvt_test_put_chain(c, ns, keys, n, kvt_chunk_bytes(m), seed0);
+	kvt_close(c);
+	_exit(0);
+}
+
+/*
+ * host.dirty_pct: a burst of puts into a slower tier below never takes the host copies still
+ * waiting for demotion past their share of host, and a get of a chunk held only below, made
+ * during the burst, is served. Without the share, host fills with copies that nothing may evict
+ * and such a get finds no room for its promotion: a miss (`kvtier bench tiers busy`).
+ */
+static void test_tiers_dirty_share(void **state)
+{
+	const char *sets[] = {"host.bytes=16MiB", "tiers.order=host,rocksdb",
+	                      "rocksdb.bytes=512MiB", "host.dirty_pct=25", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(16); /* 1 MiB chunks */
+	size_t cb = kvt_chunk_bytes(&m);
+	kvt_id_t ns, old[8];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	keys_of(ns, old, 8, 7);
+	kvt_test_put_chain(c, ns, old, 8, cb, 700);
+	wait_stat(&d, "demoted", 8);
+	int st;
+	pid_t pid = put_chain_child(d.sock, &m, 32, 8, 800); /* pushes the 8 out of host */
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	wait_stat(&d, "demoted", 40);
+	assert_int_equal(kvt_lookup(c, ns, old, 8), 8);
+
+	long long cap = (16ll << 20) / 100 * 25, most = 0;
+	int tries = 0, served = 0;
+	pid = put_chain_child(d.sock, &m, 192, 9, 900);
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		long long dirty = kvt_test_stat(&d, "dirty_bytes");
+		most = dirty > most ? dirty : most;
+		if (tries < 64) {
+			served +=
+			    get_checked(c, ns, &old[tries % 8], cb, 700 + (uint64_t)(tries % 8));
+			tries++;
+		}
+		usleep(2000);
+	}
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	print_message("dirty at most %lld of %lld bytes allowed; %d of %d gets served\n", most, cap,
+	              served, tries);
+	assert_true(most > 0);
+	assert_true(most <= cap);
+	assert_true(tries > 0);
+	assert_int_equal(served, tries);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 static void test_tiers_too_large_for_nvme_stays_at_host(void **state)
 {
 	/* an 8 MiB nvme tier has 1 MiB regions: a 2 MiB chunk cannot be demoted */
@@ -517,6 +588,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_auto_order),
 	    cmocka_unit_test(test_tiers_cascade),
 	    cmocka_unit_test(test_tiers_cascade_second_touch),
+	    cmocka_unit_test(test_tiers_dirty_share),
 	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
 	    cmocka_unit_test(test_tiers_second_touch),

@@ -204,6 +204,78 @@ static void test_nvme_hands_over_evictions(void **state)
 	nvt_fini(&n);
 }
 
+/* The region a loc is in. */
+static uint64_t region_of(struct nvt *n, uint64_t loc)
+{
+	const struct kvt_nvme *t = (const struct kvt_nvme *)n->t;
+	return (((loc & ((1ull << 40) - 1)) << 12) - t->data_off) / t->region_bytes;
+}
+
+/*
+ * Evicting ahead: once the head region is half written (due 1; 2 at three quarters), the region
+ * after it is handed over a step at a time (oldest first, each record once, before its drop),
+ * and the write that later reaches that region reads nothing back. With nvme.policy = clock it is
+ * never due (reclaim keeps records there).
+ */
+static void test_nvme_evicts_ahead(void **state)
+{
+	struct nvt n;
+	struct handed h = {.n = &n, .payload = 200 << 10};
+	nvt_init(&n, "16MiB", "4"); /* 15 regions of 1 MiB, 4 records each */
+	n.env.evicted = on_evicted;
+	n.env.dropped = on_drop_handed;
+	n.env.moved = on_move_handed;
+	n.env.arg = &h;
+	assert_int_equal(nvt_open(&n), 0);
+	uint64_t loc[200], i = 0;
+	while (i < 60 ||
+	       !kvt_tier_nvme_ahead_due(n.t)) { /* round the log once, then half a region */
+		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
+		assert_true(++i < 200);
+	}
+	assert_int_equal(kvt_tier_nvme_ahead_due(n.t), 1); /* 3 of 4 records: half written */
+	assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
+	i++;
+	assert_int_equal(kvt_tier_nvme_ahead_due(n.t), 2); /* 4 of 4: a write reclaims it next */
+	uint64_t r = (region_of(&n, loc[i - 1]) + 1) % 15, oldest = 0;
+	while (region_of(&n, loc[oldest]) != r || nvt_was_dropped(&n, loc[oldest]))
+		oldest++; /* the first live record of the next region */
+	size_t before = h.count;
+	assert_true(kvt_tier_nvme_evict_ahead(n.t, 1) >= h.payload); /* one record a step */
+	assert_int_equal(h.count, before + 1);
+	assert_int_equal(h.loc[before], loc[oldest]);
+	assert_true(nvt_was_dropped(&n, loc[oldest]));
+	while (kvt_tier_nvme_evict_ahead(n.t, 1))
+		;
+	assert_false(kvt_tier_nvme_ahead_due(n.t));
+	for (uint64_t k = 0; k < i; k++) /* the region holds nothing live now */
+		if (region_of(&n, loc[k]) == r)
+			assert_true(nvt_was_dropped(&n, loc[k]));
+	size_t handed = h.count;
+	struct kvt_tier_stats s = nvt_stats(&n);
+	for (;;) { /* on to the region: nothing more to read back there */
+		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
+		if (region_of(&n, loc[i++]) == r)
+			break;
+		assert_true(i < 200);
+	}
+	assert_int_equal(h.count, handed);
+	assert_int_equal(nvt_stats(&n).reads, s.reads);
+	struct kvt__nvme_xstats xs;
+	kvt__nvme_xstats(n.t, &xs);
+	assert_true(xs.evicted_ahead >= 4);
+	assert_int_equal(xs.handed_over, h.count);
+
+	char err[128], name[] = "clock", none[] = "";
+	assert_int_equal(kvt_tier_nvme.policy_set(n.t, name, none, err, sizeof(err)), 0);
+	for (uint64_t k = 0; k < 8; k++) {
+		assert_int_equal(nvt_put(&n, 1000 + k, h.payload, &loc[0]), 0);
+		assert_false(kvt_tier_nvme_ahead_due(n.t));
+		assert_int_equal(kvt_tier_nvme_evict_ahead(n.t, 1 << 20), 0);
+	}
+	nvt_fini(&n);
+}
+
 /* Nobody to take them (the daemon's next tier left out): the tier stops reading back. */
 static void test_nvme_hand_over_refused(void **state)
 {
@@ -399,6 +471,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_nvme_fifo_reclaim),
 	    cmocka_unit_test(test_nvme_hands_over_evictions),
 	    cmocka_unit_test(test_nvme_hands_over_large_records),
+	    cmocka_unit_test(test_nvme_evicts_ahead),
 	    cmocka_unit_test(test_nvme_hand_over_refused),
 	    cmocka_unit_test(test_nvme_remove_persists),
 	    cmocka_unit_test(test_nvme_limits),

@@ -819,6 +819,16 @@ void kvt__nvme_xstats(struct kvt_tier *tier, struct kvt__nvme_xstats *out)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
+int kvt_tier_nvme_ahead_due(struct kvt_tier *tier)
+{
+	return kvt__nvme_ahead_due(NV(tier));
+}
+
+size_t kvt_tier_nvme_evict_ahead(struct kvt_tier *tier, size_t max_bytes)
+{
+	return kvt__nvme_evict_ahead(NV(tier), max_bytes);
+}
+
 const char *kvt_tier_nvme_backend(struct kvt_tier *tier)
 {
 	return NV(tier)->backend_name;

@@ -34,6 +34,18 @@ extern const struct kvt_tier_ops kvt_tier_nvme;
 
 int kvt_tier_nvme_register(struct kvt_tier *t, void *base, size_t len);
 
+/*
+ * Evicting ahead (env->evicted set: the daemon cascades): kvt_tier_nvme_ahead_due() says whether
+ * the region the head takes back next holds records while the head region is half written (1),
+ * or three quarters (2: soon a write will reclaim it whole);
+ * kvt_tier_nvme_evict_ahead() then hands over (env->evicted) and drops (env->dropped) up to
+ * max_bytes of them, oldest first, so that the write that reaches the region does not read it
+ * back whole while promotions wait. Called as write() is (the tier's thread, one at a time).
+ * @return : 0 (not due), 1 or 2; the bytes handed over and dropped (0: nothing due).
+ */
+int kvt_tier_nvme_ahead_due(struct kvt_tier *t);
+size_t kvt_tier_nvme_evict_ahead(struct kvt_tier *t, size_t max_bytes);
+
 /* @return : the I/O backend in use: "uring" or "pio" (stats). */
 const char *kvt_tier_nvme_backend(struct kvt_tier *t);
 #endif

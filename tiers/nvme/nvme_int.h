@@ -174,6 +174,7 @@ struct kvt__nvme_xstats {
 	uint64_t passed;             /* regions passed over at reclaim (mostly kept, no I/O) */
 	uint64_t keeps_walked;       /* records looked at to decide whether to pass over */
 	uint64_t handed_over, handed_bytes; /* evicted records given to env->evicted */
+	uint64_t evicted_ahead;             /* of handed_over: ahead of the head (reclaim.c) */
 };
 
 struct kvt__nvme_engine {
@@ -349,6 +350,9 @@ int kvt__nvme_rw1(struct kvt_nvme *t, int op, uint64_t off, void *buf, size_t le
  * region is open, or free when opening it failed. @return : 0, or region_open's error.
  */
 int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep);
+/* Evicting ahead of the head (reclaim.c; the daemon's kvt_tier_nvme_evict_ahead). */
+int kvt__nvme_ahead_due(const struct kvt_nvme *t);
+size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes);
 /* The bytes kvt__nvme_reclaim(t, r, true) would keep, or a little more (no I/O, no change). */
 uint64_t kvt__nvme_reclaim_keeps(struct kvt_nvme *t, uint64_t r);
 /* Region r is passed over as it is: with clock, its records' hits are spent (their second

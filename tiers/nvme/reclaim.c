@@ -29,6 +29,13 @@
  * thread, inside the write that needed the room (kvt__nvme_log_place, never while a run is in
  * flight), and holds k bytes of memory while it does. Handing over reads the dropped bytes too,
  * HAND_BYTES at a time (a larger record alone, in a buffer of its size).
+ *
+ * Evicting ahead: that read-back, a whole region inside one write, is what a promotion queued
+ * behind the write waits for (`kvtier bench tiers busy`). So once the head region is half
+ * written, the daemon's worker hands over the region after it -- the next the head takes back --
+ * in steps of its own between other jobs (kvt_tier_nvme_evict_ahead), and the reclaim that
+ * reaches it finds nothing left to read. Only where reclaim drops every record anyway (fifo, no
+ * nvme.quota) and the log has 4 regions or more: the records go at most half a region early.
  */
 #include "nvme_int.h"
 #include "core/log.h"
@@ -239,8 +246,11 @@ void kvt__nvme_reclaim_pass(struct kvt_nvme *t, uint64_t r)
 static void hand_over(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint32_t n)
 {
 	struct kvt__nvme_region *R = &t->regions[r];
+	uint64_t all = 0; /* a step of evicting ahead reads far less than HAND_BYTES */
+	for (uint32_t i = 0; i < n && all < HAND_BYTES; i++)
+		all += kvt__nvme_padded(R->recs[idx[i]].rec_len);
 	struct kvt__nvme_job *jobs = calloc(n, sizeof(*jobs));
-	uint8_t *buf = aligned_alloc(KVT_TIER_ALIGN, HAND_BYTES);
+	uint8_t *buf = aligned_alloc(KVT_TIER_ALIGN, KVT_MIN(all, (uint64_t)HAND_BYTES));
 	if (!jobs || !buf) {
 		kvt_log_rl(KVT_LOG_WARN, "nvme: %s: no memory to hand %u evicted records over",
 		           t->path, n);
@@ -300,6 +310,47 @@ static void hand_over(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint3
 	}
 	free(buf);
 	free(jobs);
+}
+
+int kvt__nvme_ahead_due(const struct kvt_nvme *t)
+{
+	if (!t->env.evicted || t->quota || t->reinsert_hits || t->n_regions < 4)
+		return 0;
+	const struct kvt__nvme_region *H = &t->regions[t->head];
+	const struct kvt__nvme_region *R = &t->regions[(t->head + 1) % t->n_regions];
+	if (!H->seq || !R->seq || !R->live_bytes || H->wp < t->region_bytes / 2)
+		return 0;
+	return H->wp < t->region_bytes / 4 * 3 ? 1 : 2;
+}
+
+size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes)
+{
+	if (!kvt__nvme_ahead_due(t))
+		return 0;
+	if (t->env.evicted(t->env.arg, NULL, 0, NULL, 0, false) == -ENOENT) {
+		t->env.evicted = NULL; /* nobody takes them: reclaim just drops */
+		return 0;
+	}
+	uint64_t r = (t->head + 1) % t->n_regions;
+	struct kvt__nvme_region *R = &t->regions[r];
+	uint32_t *idx = calloc(R->n_recs, sizeof(*idx)), n = 0;
+	size_t bytes = 0;
+	if (!idx)
+		return 0; /* the reclaim does it */
+	for (uint32_t i = 0; i < R->n_recs && (!n || bytes < max_bytes); i++) {
+		if (!R->recs[i].alive)
+			continue;
+		idx[n++] = i;
+		bytes += kvt__nvme_padded(R->recs[i].rec_len);
+	}
+	hand_over(t, r, idx, n);
+	for (uint32_t i = 0; i < n; i++) {
+		KVT_NVME_ADD(t, st.evictions, 1);
+		kvt__nvme_log_kill(t, r, &R->recs[idx[i]], false);
+	}
+	KVT_NVME_ADD(t, xs.evicted_ahead, n);
+	free(idx);
+	return bytes;
 }
 
 int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)

@@ -15,12 +15,14 @@
  *
  * usage: kvtier-bench-tiers [nvme|rocksdb [CHUNK_KIB]]
  *        kvtier-bench-tiers cascade [CHUNK_KIB]   (tiers.placement, below)
+ *        kvtier-bench-tiers busy [CHUNK_KIB]      (gets while the tiers write, below)
  */
 #include "bench_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,8 +292,147 @@ static void bench_cascade(const char *placement, size_t chunk)
 	stop_daemon();
 }
 
+/*
+ * Gets while the tiers are busy writing: one client puts an endless prefix (3 GiB) through host
+ * 256 MiB, nvme 512 MiB and rocksdb 1 GiB, so that nvme writes, reclaims and (with cascade)
+ * hands its evictions to rocksdb, or (write-through) rocksdb takes every chunk too. Meanwhile
+ * another reads, every few milliseconds, the chunk put 384 MiB ago -- out of host, still in nvme
+ * -- each read right after a raw QD1 pread of the same size (the device's own latency under the
+ * same load). Then the same gets with nothing else running. p50 / p99 of each.
+ */
+struct flood {
+	size_t n, chunk;
+	_Atomic size_t done;
+};
+
+static void *flood_main(void *arg)
+{
+	struct flood *f = arg;
+	kvt_id_t ns, *keys;
+	kvt_client_t *c = attach(f->chunk, f->n, 7, &ns, &keys); /* the reader's namespace */
+	void *buf = prefaulted(f->chunk);
+	const void *ch[1] = {buf};
+	for (size_t i = 0; i < f->n; i++) {
+		for (int rc; (rc = kvt_put(c, ns, i ? &keys[i - 1] : NULL, &keys[i], 1, ch,
+		                           f->chunk)) != 1;) {
+			if (rc != -EAGAIN && rc != 0)
+				die("put", rc);
+			usleep(200);
+		}
+		f->done = i + 1;
+	}
+	munmap(buf, f->chunk);
+	free(keys);
+	kvt_close(c);
+	return NULL;
+}
+
+static void pctl(double *v, size_t n, double *p50, double *p99)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	*p50 = n ? v[n / 2] * 1e3 : 0;
+	*p99 = n ? v[n * 99 / 100] * 1e3 : 0;
+}
+
+static void bench_busy(const char *placement, size_t chunk)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "tiers.placement=%s", placement);
+	const char *sets[] = {"tiers.order=host,nvme,rocksdb", "nvme.bytes=512MiB",
+	                      "rocksdb.bytes=1GiB", p, NULL};
+	start_daemon_with("256MiB", sets);
+	struct flood f = {.n = ((size_t)3 << 30) / chunk, .chunk = chunk};
+	kvt_id_t ns, *keys;
+	kvt_client_t *c = attach(chunk, f.n, 7, &ns, &keys);
+	const size_t lag = ((size_t)384 << 20) / chunk;
+	char raw[128];
+	snprintf(raw, sizeof(raw), "%s/raw.dat", tmpdir);
+	raw_pass(raw, chunk, lag, 1, 1);
+	int rfd = open(raw, O_RDONLY | O_DIRECT);
+	if (rfd < 0)
+		die("open raw file", -errno);
+	void *buf = prefaulted(chunk);
+	void *bufs[1] = {buf};
+	size_t cap = 100000, n = 0, misses = 0;
+	double *lat = calloc(cap, sizeof(double)), *rlat = calloc(cap, sizeof(double));
+	pthread_t th;
+	pthread_create(&th, NULL, flood_main, &f);
+	size_t last = 0;
+	while (f.done < f.n && n < cap) {
+		size_t d = f.done;
+		if (d < lag + 1 || d == last) {
+			usleep(1000);
+			continue;
+		}
+		last = d;
+		size_t j = d - lag;
+		double t = now_s();
+		if (pread(rfd, buf, chunk, (off_t)((j % lag) * chunk)) != (ssize_t)chunk)
+			die("raw read", -EIO);
+		rlat[n] = now_s() - t;
+		t = now_s();
+		int rc = kvt_get(c, ns, keys + j, 1, bufs, chunk);
+		lat[n] = now_s() - t;
+		if (rc != 1) {
+			misses++;
+			continue;
+		}
+		n++;
+		usleep(2000);
+	}
+	pthread_join(th, NULL);
+	double p50, p99, rp50, rp99;
+	pctl(lat, n, &p50, &p99);
+	pctl(rlat, n, &rp50, &rp99);
+	wait_demoted(c, (long long)f.n * (strcmp(placement, "cascade") ? 2 : 1));
+	/* the same gets, nothing else running: the last chunks put, lag behind the end */
+	size_t m = 0;
+	for (size_t i = 0; i < 200 && i + lag < f.n; i++) {
+		size_t j = f.n - lag - 200 + i;
+		double t = now_s();
+		if (pread(rfd, buf, chunk, (off_t)((j % lag) * chunk)) != (ssize_t)chunk)
+			die("raw read", -EIO);
+		rlat[m] = now_s() - t;
+		t = now_s();
+		if (kvt_get(c, ns, keys + j, 1, bufs, chunk) != 1)
+			continue;
+		lat[m++] = now_s() - t;
+	}
+	double i50, i99, ir50, ir99;
+	pctl(lat, m, &i50, &i99);
+	pctl(rlat, m, &ir50, &ir99);
+	printf("| %s | %zu KiB | %zu (%zu missed) | %.2f / %.2f | %.2f / %.2f | %.2f | %.2f / %.2f "
+	       "| %.2f / %.2f | %lld |\n",
+	       placement, chunk >> 10, n, misses, p50, p99, rp50, rp99, p99 / rp99, i50, i99, ir50,
+	       ir99, stat_of(c, "cascaded"));
+	fflush(stdout);
+	close(rfd);
+	munmap(buf, chunk);
+	free(lat);
+	free(rlat);
+	free(keys);
+	kvt_close(c);
+	stop_daemon();
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "busy")) {
+		size_t chunk = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) << 10 : 2u << 20;
+		printf(
+		    "# kvtier bench tiers busy (%ld cores; host 256 MiB, nvme 512 MiB, rocksdb 1 "
+		    "GiB; files under /var/tmp)\n\n",
+		    sysconf(_SC_NPROCESSORS_ONLN));
+		printf(
+		    "| placement | chunk | gets under load | get p50 / p99 ms | raw read p50 / p99 "
+		    "ms | p99 ratio | idle get p50 / p99 ms | idle raw p50 / p99 ms | cascaded |\n"
+		    "|---|---|---|---|---|---|---|---|---|\n");
+		for (int r = 0; r < 2; r++) {
+			bench_busy("write-through", chunk);
+			bench_busy("cascade", chunk);
+		}
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "cascade")) {
 		size_t chunk = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) << 10 : 256u << 10;
 		printf(

@@ -18,7 +18,8 @@ double now_s(void);
 _Noreturn void die(const char *what, int rc);
 /* Creates tmpdir (under /var/tmp) unless it exists; start_daemon_with() calls it. */
 void make_tmpdir(void);
-/* Starts kvtierd (next to this binary) with host.bytes and extra "name=value" sets. */
+/* Starts kvtierd (next to this binary) with host.bytes and extra "name=value" sets, then
+ * $BENCH_SET's one if set; its log goes to the file $BENCH_LOG names (appended), else nowhere. */
 void start_daemon_with(const char *host_bytes, const char *const *sets);
 void stop_daemon(void);
 /* A model whose chunk is exactly bytes (f16, 16 tokens; 64 KiB per layer when large). */
