@@ -254,6 +254,8 @@ static size_t cascade_run(const char *placement, long long *cascaded, long long 
 	kvt_id_t ns;
 	kvt_client_t *c = put_nc(&d, sets, &ns, keys, 500);
 	size_t cb = kvt_chunk_bytes(&m);
+	if (!strcmp(placement, "cascade")) /* hand-overs are written after the demotions */
+		kvt_test_stat_wait(&d, "cascaded", 101, 1);
 	*cascaded = kvt_test_stat(&d, "cascaded");
 	assert_int_equal(kvt_test_stat(&d, "cascade_failed"), 0);
 	/* after a restart, every chunk found is byte-identical, wherever it was kept */
@@ -332,6 +334,7 @@ static void test_tiers_cascade_second_touch(void **state)
 static pid_t put_chain_child(const char *sock, const kvt_model_t *m, size_t n, uint32_t salt,
                              uint64_t seed0)
 {
+	assert_true(n <= N); /* keys_of's tokens */
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid)
@@ -376,7 +379,7 @@ static void test_tiers_dirty_share(void **state)
 
 	long long cap = (16ll << 20) / 100 * 25, most = 0;
 	int tries = 0, served = 0;
-	pid = put_chain_child(d.sock, &m, 192, 9, 900);
+	pid = put_chain_child(d.sock, &m, N, 9, 900);
 	while (waitpid(pid, &st, WNOHANG) == 0) {
 		long long dirty = kvt_test_stat(&d, "dirty_bytes");
 		most = dirty > most ? dirty : most;
