@@ -183,12 +183,12 @@ struct kvd {
 
 	struct kvd_lower lower[KVD_MAX_LOWER];
 	uint32_t n_lower;
-	struct kvd_worker *worker; /* tiers.c */
-	int evfd;                  /* the worker's completions wake the loop */
+	struct kvd_worker *workers; /* tiers.c: one per lower tier */
+	int evfd;                   /* the workers' completions wake the loop */
 	uint32_t demotes_inflight;
 	uint64_t dirty_bytes; /* host records of chunks with a demotion pending (host.dirty_pct) */
-	bool resuming;     /* dispatching a parked request */
-	bool resume_final; /* ... for the last time: no more waiting */
+	bool resuming;        /* dispatching a parked request */
+	bool resume_final;    /* ... for the last time: no more waiting */
 
 	uint64_t host_cap, host_used; /* granule-rounded, across tenants */
 	uint64_t gen_counter, seq_counter;

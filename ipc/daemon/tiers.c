@@ -1,6 +1,6 @@
 /*
  * tiers.c -- the persistent tiers below host (tiers.order, e.g. host,nvme,rocksdb): recovery at
- * start, demotion, promotion, removal, and the worker thread that does their I/O.
+ * start, demotion, promotion, removal, and the worker threads that do their I/O.
  *
  * Placement is inclusive and written in the background: a chunk published at host is queued for
  * demotion into the first lower tier (admission permitting: nvme.admit=second_touch waits for
@@ -19,14 +19,17 @@
  * header, identity and checksum), and the completion publishes the host copy and resumes the
  * acquire. A failed or corrupt read is a miss, never a wrong byte.
  *
- * Threads: the event loop owns the index and queues jobs; one worker thread runs them in order
- * (promotions before demotions and hand-overs, so a get does not wait behind a write backlog: a
- * write stream stops for a waiting promotion, and a reclaim's hand-overs are queued as jobs of
- * their own, on_evicted) and hands finished jobs back through a list and an eventfd. A tier's own
- * drops (FIFO reclaim, detected corruption) arrive from inside the worker through env->dropped and
- * travel back the same way, as do its moves (env->moved: nvme.quota copies guaranteed records
+ * Threads: the event loop owns the index and queues jobs; each lower tier has a worker thread
+ * that runs its jobs in order (promotions before demotions and hand-overs, so a get does not wait
+ * behind a write backlog: a write stream stops for a waiting promotion, and a reclaim's
+ * hand-overs are queued as jobs of the next tier's worker, on_evicted) and hands finished jobs
+ * back through its list and the eventfd. So an nvme promotion never waits behind a RocksDB write,
+ * and the tiers' I/O overlaps (write-through demotes ~2x faster, docs/bench.md). A tier's own
+ * drops (FIFO reclaim, detected corruption) arrive from inside its worker through env->dropped
+ * and travel back the same way, as do its moves (env->moved: nvme.quota copies guaranteed records
  * forward at reclaim). A promotion that read a moved record's old place is sent again to the new
- * one. Each tier has a mutex, since the loop may also call it (pool registration, enable).
+ * one. Each tier has a mutex, since the loop may also call it (pool registration, enable) and,
+ * for a hand-over past HANDOVER_HARD_BYTES, the worker of the tier above.
  */
 #include "daemon.h"
 #include "core/chunk.h"
@@ -44,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 enum job_kind { JOB_DEMOTE, JOB_PROMOTE, JOB_REMOVE, JOB_DROPPED, JOB_MOVED, JOB_CASCADED };
@@ -68,6 +72,7 @@ struct kvd_job {
 #define HANDOVER_SOFT_BYTES ((uint64_t)64 << 20)
 #define HANDOVER_HARD_BYTES ((uint64_t)192 << 20)
 
+/* The worker thread of one lower tier: its jobs, and the finished ones for the loop. */
 struct kvd_worker {
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -77,10 +82,17 @@ struct kvd_worker {
 	struct kvd_job *other_head, **other_tail;
 	struct kvd_job *done;
 	bool stop;
-	_Atomic uint64_t handover_bytes; /* copies held by hand-overs not yet written */
-
+	bool started;
+	uint8_t tier;                    /* d->lower[tier] */
+	_Atomic uint64_t handover_bytes; /* copies handed to this tier, not yet written */
 	struct kvd *d;
 };
+
+/* Tier k's worker, or NULL (tiers being opened or closed). */
+static struct kvd_worker *worker_of(const struct kvd *d, uint8_t k)
+{
+	return d->workers && d->workers[k].started ? &d->workers[k] : NULL;
+}
 
 static void push(struct kvd_job **head, struct kvd_job ***tail, struct kvd_job *j)
 {
@@ -130,8 +142,9 @@ static void tell_loop(struct dropped_ctx *cx, uint8_t kind, const struct kvt_tie
 	j->id = *id;
 	j->loc = loc;
 	j->moved_to = moved_to;
-	if (cx->d->worker)
-		finish(cx->d->worker, j);
+	struct kvd_worker *w = worker_of(cx->d, cx->tier);
+	if (w)
+		finish(w, j);
 	else
 		free(j);
 }
@@ -190,12 +203,14 @@ static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, con
 {
 	struct dropped_ctx *cx = arg;
 	struct kvd *d = cx->d;
-	struct kvd_worker *w = d->worker;
 	uint8_t next = (uint8_t)(cx->tier + 1);
 	(void)loc;
 	if (next >= d->n_lower) /* auto left the next tier out: tell the tier to stop reading */
 		return -ENOENT;
-	if (!rec || !w)
+	/* w: this tier's worker, whose list orders the loop's news (this, then the drop); to:
+	 * the next tier's, which writes the copy and counts it */
+	struct kvd_worker *w = worker_of(d, cx->tier), *to = worker_of(d, next);
+	if (!rec || !w || !to)
 		return 0;
 	struct kvd_lower *l = &d->lower[next];
 	struct kvd_job *j = calloc(1, sizeof(*j));
@@ -216,12 +231,12 @@ static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, con
 		return 0;
 	}
 	size_t len = KVT_ALIGN_UP(rec_len, (size_t)KVT_TIER_ALIGN);
-	if (atomic_load_explicit(&w->handover_bytes, memory_order_relaxed) + len <=
+	if (atomic_load_explicit(&to->handover_bytes, memory_order_relaxed) + len <=
 	        HANDOVER_HARD_BYTES &&
 	    (j->buf = aligned_alloc(KVT_TIER_ALIGN, len))) {
 		memcpy(j->buf, rec, rec_len);
 		j->buf_len = len;
-		atomic_fetch_add_explicit(&w->handover_bytes, len, memory_order_relaxed);
+		atomic_fetch_add_explicit(&to->handover_bytes, len, memory_order_relaxed);
 	} else {
 		j->result = write_handover(l, rec, rec_len, &j->loc);
 	}
@@ -303,6 +318,14 @@ static bool handover_due(struct kvd_worker *w)
 	       HANDOVER_SOFT_BYTES;
 }
 
+/* Whether w's tier hands over to a next tier whose worker has HANDOVER_SOFT_BYTES waiting:
+ * then demotions into w's tier (which make more) and evicting ahead wait for it. */
+static bool below_due(struct kvd_worker *w)
+{
+	struct kvd_worker *to = w->d->lower[w->tier].cascades ? worker_of(w->d, w->tier + 1) : NULL;
+	return to && handover_due(to);
+}
+
 /* Whether tier l (nvme, cascading) would hand over ahead of its head: 1 between other jobs
  * (evict_ahead_step), 2 before it writes on (a write stream stops for it). Caller holds
  * l->lock. */
@@ -323,23 +346,20 @@ static int ahead_due(struct kvd_lower *l)
 #define AHEAD_STEP_BYTES ((size_t)2 << 20)
 static bool evict_ahead_step(struct kvd_worker *w)
 {
+	struct kvd_lower *l = &w->d->lower[w->tier];
+	if (!l->cascades || below_due(w))
+		return false;
 	bool did = false;
-	for (uint32_t k = 0; k < w->d->n_lower && !did && !handover_due(w); k++) {
-		struct kvd_lower *l = &w->d->lower[k];
-		if (!l->cascades)
-			continue;
-		pthread_mutex_unlock(&w->lock);
-		uint64_t t0 = kvt_now_ns();
-		pthread_mutex_lock(&l->lock);
+	pthread_mutex_unlock(&w->lock);
+	uint64_t t0 = kvt_now_ns();
+	pthread_mutex_lock(&l->lock);
 #ifdef KVT_HAVE_TIER_NVME
-		did = ahead_due(l) && kvt_tier_nvme_evict_ahead(l->t, AHEAD_STEP_BYTES);
+	did = ahead_due(l) && kvt_tier_nvme_evict_ahead(l->t, AHEAD_STEP_BYTES);
 #endif
-		pthread_mutex_unlock(&l->lock);
-		if (did)
-			atomic_fetch_add_explicit(&l->busy_ns, kvt_now_ns() - t0,
-			                          memory_order_relaxed);
-		pthread_mutex_lock(&w->lock);
-	}
+	pthread_mutex_unlock(&l->lock);
+	if (did)
+		atomic_fetch_add_explicit(&l->busy_ns, kvt_now_ns() - t0, memory_order_relaxed);
+	pthread_mutex_lock(&w->lock);
 	return did;
 }
 
@@ -365,7 +385,7 @@ static struct kvt_tier_wreq *stream_pull(void *arg)
 	} else if (!atomic_load_explicit(&s->l->waiters, memory_order_relaxed)) {
 		pthread_mutex_lock(&w->lock);
 		if (!w->promote_head && w->other_head && w->other_head->kind == JOB_DEMOTE &&
-		    w->other_head->tier == s->tier && !handover_due(w) && ahead_due(s->l) < 2)
+		    !below_due(w) && ahead_due(s->l) < 2)
 			j = pop(&w->other_head, &w->other_tail);
 		pthread_mutex_unlock(&w->lock);
 	}
@@ -426,6 +446,14 @@ static size_t take(struct kvd_worker *w, struct kvd_job **jobs)
 	return n;
 }
 
+/* Whether w's next job is a demotion that waits for the tier below to take its hand-overs
+ * (below_due). Caller holds w->lock. */
+static bool held_back(struct kvd_worker *w)
+{
+	return !w->stop && !w->promote_head && !w->handover_head && w->other_head &&
+	       w->other_head->kind == JOB_DEMOTE && below_due(w);
+}
+
 static void *worker_main(void *arg)
 {
 	struct kvd_worker *w = arg;
@@ -434,6 +462,15 @@ static void *worker_main(void *arg)
 	for (;;) {
 		while (!w->stop && !w->promote_head && !w->other_head && !w->handover_head)
 			pthread_cond_wait(&w->cond, &w->lock);
+		if (held_back(w)) { /* looked at again in a millisecond, or at the next job */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 1000000;
+			if (ts.tv_nsec >= 1000000000)
+				ts.tv_sec++, ts.tv_nsec -= 1000000000;
+			pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+			continue;
+		}
 		if (!w->stop && !w->promote_head && evict_ahead_step(w))
 			continue;
 		size_t n = take(w, jobs);
@@ -471,7 +508,12 @@ static void *worker_main(void *arg)
 
 static void submit(struct kvd *d, struct kvd_job *j)
 {
-	struct kvd_worker *w = d->worker;
+	struct kvd_worker *w = worker_of(d, j->tier);
+	if (KVT_NEVER(!w)) { /* jobs are made once every worker runs */
+		free(j->buf);
+		free(j);
+		return;
+	}
 	pthread_mutex_lock(&w->lock);
 	if (j->kind == JOB_PROMOTE)
 		push(&w->promote_head, &w->promote_tail, j);
@@ -481,6 +523,39 @@ static void submit(struct kvd *d, struct kvd_job *j)
 		push(&w->other_head, &w->other_tail, j);
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
+}
+
+static void close_workers(struct kvd *d);
+
+/* A worker per lower tier, so that a promotion from one never waits behind another's I/O (a
+ * RocksDB write behind an nvme read) and the tiers' I/O overlaps. Each is set up before any runs
+ * (they look at each other: hand-overs). @return : 0, -ENOMEM, -EAGAIN. */
+static int start_workers(struct kvd *d)
+{
+	struct kvd_worker *ws = calloc(d->n_lower, sizeof(*ws));
+	if (!ws)
+		return -ENOMEM;
+	for (uint8_t k = 0; k < d->n_lower; k++) {
+		struct kvd_worker *w = &ws[k];
+		pthread_mutex_init(&w->lock, NULL);
+		pthread_cond_init(&w->cond, NULL);
+		w->promote_tail = &w->promote_head;
+		w->handover_tail = &w->handover_head;
+		w->other_tail = &w->other_head;
+		w->d = d;
+		w->tier = k;
+		w->started = true;
+	}
+	d->workers = ws;
+	for (uint8_t k = 0; k < d->n_lower; k++) {
+		if (!pthread_create(&ws[k].thread, NULL, worker_main, &ws[k]))
+			continue;
+		for (uint8_t i = k; i < d->n_lower; i++)
+			ws[i].started = false; /* no thread: nothing to stop */
+		close_workers(d);
+		return -EAGAIN;
+	}
+	return 0;
 }
 
 /* Recovery: one record found in lower tier k. */
@@ -630,54 +705,59 @@ int kvd_tiers_open(struct kvd *d)
 	}
 	if (!d->n_lower)
 		return 0;
-	struct kvd_worker *w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	w->promote_tail = &w->promote_head;
-	w->handover_tail = &w->handover_head;
-	w->other_tail = &w->other_head;
-	w->d = d;
-	d->worker = w;
-	if (pthread_create(&w->thread, NULL, worker_main, w)) {
-		d->worker = NULL;
-		free(w);
-		return -EAGAIN;
+	return start_workers(d);
+}
+
+/* Stops a worker: it finishes its queued demotions, removals and hand-overs first (what a
+ * graceful stop owes the next start) and drops its promotions; a hand-over it made that the loop
+ * never queued is written now, so that the next start finds it below. */
+static void stop_worker(struct kvd *d, struct kvd_worker *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	struct kvd_job *j;
+	while ((j = pop(&w->promote_head, &w->promote_tail)))
+		free(j);
+	while ((j = pop(&w->handover_head, &w->handover_tail))) {
+		handover_free(w, j);
+		free(j);
 	}
-	return 0;
+	while ((j = pop(&w->other_head, &w->other_tail)))
+		free(j);
+	while ((j = w->done)) {
+		w->done = j->next;
+		if (j->kind == JOB_CASCADED && j->buf) {
+			(void)write_handover(&d->lower[j->tier], j->buf, j->rec_len, &j->loc);
+			handover_free(&d->workers[j->tier], j);
+		}
+		free(j);
+	}
+}
+
+/* Stops the workers, upper tiers first (their last hand-overs go to the ones below), and frees
+ * them. */
+static void close_workers(struct kvd *d)
+{
+	struct kvd_worker *ws = d->workers;
+	if (!ws)
+		return;
+	for (uint8_t k = 0; k < d->n_lower; k++)
+		if (ws[k].started)
+			stop_worker(d, &ws[k]);
+	d->workers = NULL; /* a tier's last news at close has no worker to go through */
+	for (uint8_t k = 0; k < d->n_lower; k++) {
+		pthread_mutex_destroy(&ws[k].lock);
+		pthread_cond_destroy(&ws[k].cond);
+	}
+	free(ws);
 }
 
 void kvd_tiers_close(struct kvd *d)
 {
-	struct kvd_worker *w = d->worker;
-	if (w) {
-		pthread_mutex_lock(&w->lock);
-		w->stop = true; /* demotions and removals still queued are finished first */
-		pthread_cond_signal(&w->cond);
-		pthread_mutex_unlock(&w->lock);
-		pthread_join(w->thread, NULL);
-		struct kvd_job *j;
-		while ((j = pop(&w->promote_head, &w->promote_tail)))
-			free(j);
-		while ((j = pop(&w->handover_head, &w->handover_tail))) {
-			handover_free(w, j);
-			free(j);
-		}
-		while ((j = pop(&w->other_head, &w->other_tail)))
-			free(j);
-		while ((j = w->done)) {
-			w->done = j->next;
-			if (j->kind == JOB_CASCADED && j->buf) /* handed over, never queued: the
-			                                          next start finds it there */
-				(void)write_handover(&d->lower[j->tier], j->buf, j->rec_len,
-				                     &j->loc);
-			handover_free(w, j);
-			free(j);
-		}
-		free(w);
-		d->worker = NULL;
-	}
+	close_workers(d);
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		d->lower[k].ops->close(d->lower[k].t);
 		kvt_mrc_destroy(d->lower[k].mrc);
@@ -973,7 +1053,7 @@ static void complete_cascaded(struct kvd *d, struct kvd_job *j)
 	struct kvd_entry *e = handover_entry(d, j, &id);
 	if (j->buf) {
 		if (!e || (e->where & (2u << j->tier))) {
-			handover_free(d->worker, j);
+			handover_free(&d->workers[j->tier], j);
 			free(j);
 			return;
 		}
@@ -1016,17 +1096,15 @@ static void complete_cascaded(struct kvd *d, struct kvd_job *j)
 		kvd_entry_drop(d, held); /* the write failed, and no tier has it */
 }
 
-void kvd_tiers_complete(struct kvd *d)
+static void complete_list(struct kvd *d, struct kvd_job *rev);
+
+/* Takes w's finished jobs. @return : them, oldest first. */
+static struct kvd_job *take_done(struct kvd_worker *w)
 {
-	struct kvd_worker *w = d->worker;
-	uint64_t cnt;
-	if (read(d->evfd, &cnt, sizeof(cnt)) < 0 || !w)
-		return;
 	pthread_mutex_lock(&w->lock);
 	struct kvd_job *list = w->done;
 	w->done = NULL;
 	pthread_mutex_unlock(&w->lock);
-	/* oldest first */
 	struct kvd_job *rev = NULL;
 	while (list) {
 		struct kvd_job *nx = list->next;
@@ -1034,6 +1112,23 @@ void kvd_tiers_complete(struct kvd *d)
 		rev = list;
 		list = nx;
 	}
+	return rev;
+}
+
+/* Each worker's news in its order; between workers there is none to keep (a hand-over's write
+ * is queued by the loop only after it has heard of the hand-over). */
+void kvd_tiers_complete(struct kvd *d)
+{
+	uint64_t cnt;
+	if (read(d->evfd, &cnt, sizeof(cnt)) < 0 || !d->workers)
+		return;
+	for (uint8_t k = 0; k < d->n_lower; k++)
+		complete_list(d, take_done(&d->workers[k]));
+	kvd_conn_resume_ready(d, kvt_now_ns());
+}
+
+static void complete_list(struct kvd *d, struct kvd_job *rev)
+{
 	while (rev) {
 		struct kvd_job *j = rev;
 		rev = rev->next;
@@ -1058,7 +1153,6 @@ void kvd_tiers_complete(struct kvd *d)
 			break;
 		}
 	}
-	kvd_conn_resume_ready(d, kvt_now_ns());
 }
 
 int kvd_tiers_enable(struct kvd *d, const char *name)
