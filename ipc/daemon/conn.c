@@ -388,21 +388,27 @@ static void resume(struct kvd *d, uint32_t i, bool final)
 	}
 }
 
-/* A parked acquire is ready when none of its leading chunks is still being promoted (by its
- * own jobs, another client's or a prefetch). */
-static bool acquire_ready(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h)
+/* A parked acquire: WAIT while one of its leading chunks is still being promoted (by its own
+ * jobs, another client's or a prefetch); RETRY when one is neither at host nor on its way (it
+ * waited for host room, or the copy it waited for did not come: its promotion starts now);
+ * else SERVE. */
+enum { WAIT, RETRY, SERVE };
+static int acquire_ready(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h)
 {
 	const struct kvt_msg_keys *k = (const struct kvt_msg_keys *)(h + 1);
 	const kvt_id_t *keys = (const kvt_id_t *)(k + 1);
+	int ready = SERVE;
 	for (uint32_t j = 0; j < k->n; j++) {
 		uint32_t id = kvd_index_find(&d->idx, d->conns[i].tenant, k->ns, keys[j]);
 		if (id == KVD_NIL)
-			return true;
+			break;
 		const struct kvd_entry *e = &d->idx.e[id];
 		if (!(e->where & KVD_AT_HOST) && e->jobs)
-			return false;
+			return WAIT;
+		if (!(e->where & KVD_AT_HOST))
+			ready = RETRY;
 	}
-	return true;
+	return ready;
 }
 
 void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns)
@@ -416,10 +422,9 @@ void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns)
 		 * retry that still has to wait parks again with its first deadline */
 		const struct kvt_msg_hdr *h = (const struct kvt_msg_hdr *)c->parked;
 		bool late = now_ns >= c->park_deadline_ns;
-		if (h->type == KVT_MSG_PUT)
-			resume(d, i, late); /* retried whenever anything finished */
-		else if (late || acquire_ready(d, i, h))
-			resume(d, i, true); /* its promotions are done: serve what is at host */
+		int ready = late ? SERVE : h->type == KVT_MSG_PUT ? RETRY : acquire_ready(d, i, h);
+		if (ready != WAIT) /* a put is retried whenever anything finished */
+			resume(d, i, ready == SERVE); /* SERVE: what is at host, no more waiting */
 	}
 }
 

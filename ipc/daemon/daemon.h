@@ -185,7 +185,7 @@ struct kvd {
 	uint32_t n_lower;
 	struct kvd_worker *workers; /* tiers.c: one per lower tier */
 	int evfd;                   /* the workers' completions wake the loop */
-	uint32_t demotes_inflight;
+	uint32_t demotes_inflight, promotes_inflight;
 	uint64_t dirty_bytes; /* host records of chunks with a demotion pending (host.dirty_pct) */
 	bool resuming;        /* dispatching a parked request */
 	bool resume_final;    /* ... for the last time: no more waiting */
@@ -242,7 +242,8 @@ void kvd_tiers_register_pool(struct kvd *d, struct kvt_pool *p);
 void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put);
 /* Queues promotions for the leading keys lacking a host copy (for a parked request or a
  * prefetch).
- * @return : jobs to wait for (0: nothing could be started). */
+ * @return : jobs to wait for, one more when a key waits for host room that jobs in flight will
+ * free (0: nothing could be started, nor will be). */
 uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys,
                            uint32_t n);
 void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);

@@ -249,8 +249,8 @@ int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 	if (need > d->host_cap)
 		return -EFBIG;
 	/* nothing evictable: -ENOSPC when it is all leased, -EINPROGRESS when chunks wait for
-	 * demotion (the worker will make them evictable soon) */
-	int busy = d->demotes_inflight ? -EINPROGRESS : -ENOSPC;
+	 * demotion or promotion (the workers will make them evictable soon) */
+	int busy = d->demotes_inflight || d->promotes_inflight ? -EINPROGRESS : -ENOSPC;
 	while (d->quota && !kvt_quota_fits(d->quota, t, need)) /* at its maximum: its own go */
 		if (!evict_some_for(d, t, t, need))
 			return busy;

@@ -843,21 +843,30 @@ void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put)
 uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys,
                            uint32_t n)
 {
-	uint32_t queued = 0;
+	/* the leading keys already at host are held while the others make room, which must not
+	 * evict them (a batch larger than host would chase its own tail) */
+	uint32_t queued = 0, held[KVT_BATCH_MAX], n_held = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
 		if (id == KVD_NIL)
 			break;
 		struct kvd_entry *e = &d->idx.e[id];
-		if (e->where & KVD_AT_HOST)
+		if (e->where & KVD_AT_HOST) {
+			if (n_held < KVT_BATCH_MAX) {
+				e->pins++;
+				held[n_held++] = id;
+			}
 			continue;
+		}
 		if (e->jobs) { /* already being promoted for someone else: wait for it too */
 			queued++;
 			continue;
 		}
 		int64_t off = kvd_make_room(d, tenant, e->payload_bytes);
-		if (off < 0)
+		if (off < 0) { /* host is full of chunks on their way: try again when one lands */
+			queued += off == -EINPROGRESS;
 			break;
+		}
 		uint8_t k = 0;
 		while (k < d->n_lower && !(e->where & (2u << k)))
 			k++;
@@ -869,9 +878,12 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kv
 		j->off = (uint64_t)off;
 		j->buf = d->tenants[tenant].pool.base + off;
 		e->jobs++;
+		d->promotes_inflight++;
 		submit(d, j);
 		queued++;
 	}
+	while (n_held)
+		kvd_entry_unpin(d, held[--n_held]);
 	return queued;
 }
 
@@ -946,6 +958,7 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 static void complete_promote(struct kvd *d, struct kvd_job *j)
 {
 	struct kvd_entry *e = job_entry(d, j);
+	d->promotes_inflight--; /* again below when it is sent again */
 	if (!e) {
 		free(j);
 		return;
@@ -956,6 +969,7 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 	    (e->where & bit) && e->loc[j->tier] != j->loc && ++j->tries < 4) {
 		j->loc = e->loc[j->tier]; /* the tier moved it meanwhile: read it where it is now */
 		d->st.promote_resent++;
+		d->promotes_inflight++;
 		submit(d, j);
 		return;
 	}
