@@ -67,8 +67,9 @@ struct kvd_job {
 	struct kvt_tier_wreq wr; /* a demotion in a write stream */
 };
 
-/* Hand-overs (on_evicted) waiting as copies: past the first, demotions wait for them; past the
- * second, a hand-over is written at once inside the reclaim that made it, as before queues. */
+/* Hand-overs (on_evicted) waiting as copies for the next tier's worker: past the first,
+ * demotions into the tier above wait for them; past the second, a hand-over is not copied but
+ * written at once, inside the reclaim that made it. */
 #define HANDOVER_SOFT_BYTES ((uint64_t)64 << 20)
 #define HANDOVER_HARD_BYTES ((uint64_t)192 << 20)
 
@@ -510,7 +511,8 @@ static void submit(struct kvd *d, struct kvd_job *j)
 {
 	struct kvd_worker *w = worker_of(d, j->tier);
 	if (KVT_NEVER(!w)) { /* jobs are made once every worker runs */
-		free(j->buf);
+		if (j->kind == JOB_CASCADED)
+			free(j->buf); /* a hand-over's copy; other jobs' buffers are the pool's */
 		free(j);
 		return;
 	}

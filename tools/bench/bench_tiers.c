@@ -415,39 +415,38 @@ static void bench_busy(const char *placement, size_t chunk)
 	stop_daemon();
 }
 
+/* A mode that compares the placements: each twice, alternating (the machine's noise). */
+static int both_placements(char **argv, size_t chunk_kib, const char *layout, const char *columns,
+                           void (*run)(const char *placement, size_t chunk))
+{
+	size_t chunk = (argv[2] ? (size_t)strtoull(argv[2], NULL, 0) : chunk_kib) << 10;
+	printf("# kvtier bench tiers %s (%ld cores; %s; files under /var/tmp)\n\n", argv[1],
+	       sysconf(_SC_NPROCESSORS_ONLN), layout);
+	printf("%s", columns);
+	for (int r = 0; r < 2; r++) {
+		run("write-through", chunk);
+		run("cascade", chunk);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "busy")) {
-		size_t chunk = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) << 10 : 2u << 20;
-		printf(
-		    "# kvtier bench tiers busy (%ld cores; host 256 MiB, nvme 512 MiB, rocksdb 1 "
-		    "GiB; files under /var/tmp)\n\n",
-		    sysconf(_SC_NPROCESSORS_ONLN));
-		printf(
+	if (argc > 1 && !strcmp(argv[1], "busy"))
+		return both_placements(
+		    argv, 2048, "host 256 MiB, nvme 512 MiB, rocksdb 1 GiB",
 		    "| placement | chunk | gets under load | get p50 / p99 ms | raw read p50 / p99 "
-		    "ms | p99 ratio | idle get p50 / p99 ms | idle raw p50 / p99 ms | cascaded |\n"
-		    "|---|---|---|---|---|---|---|---|---|\n");
-		for (int r = 0; r < 2; r++) {
-			bench_busy("write-through", chunk);
-			bench_busy("cascade", chunk);
-		}
-		return 0;
-	}
-	if (argc > 1 && !strcmp(argv[1], "cascade")) {
-		size_t chunk = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) << 10 : 256u << 10;
-		printf(
-		    "# kvtier bench tiers cascade (%ld cores; host 256 MiB, nvme and rocksdb 512 "
-		    "MiB; files under /var/tmp)\n\n",
-		    sysconf(_SC_NPROCESSORS_ONLN));
-		printf("| placement | chunk | chunks | put to demoted GB/s | still held | nvme MiB "
-		       "written | nvme MiB read | rocksdb MiB written | cascaded | failed |\n"
-		       "|---|---|---|---|---|---|---|---|---|---|\n");
-		for (int r = 0; r < 2; r++) { /* each twice, alternating: the machine's noise */
-			bench_cascade("write-through", chunk);
-			bench_cascade("cascade", chunk);
-		}
-		return 0;
-	}
+		    "ms | "
+		    "p99 ratio | idle get p50 / p99 ms | idle raw p50 / p99 ms | cascaded |\n"
+		    "|---|---|---|---|---|---|---|---|---|\n",
+		    bench_busy);
+	if (argc > 1 && !strcmp(argv[1], "cascade"))
+		return both_placements(argv, 256, "host 256 MiB, nvme and rocksdb 512 MiB",
+		                       "| placement | chunk | chunks | put to demoted GB/s | still "
+		                       "held | nvme MiB written | "
+		                       "nvme MiB read | rocksdb MiB written | cascaded | failed |\n"
+		                       "|---|---|---|---|---|---|---|---|---|---|\n",
+		                       bench_cascade);
 	const char *only = argc > 1 ? argv[1] : NULL;
 	printf("# kvtier bench tiers (%ld cores; host tier 256 MiB; files under /var/tmp)\n\n",
 	       sysconf(_SC_NPROCESSORS_ONLN));
