@@ -96,6 +96,8 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 	if (c->fd < 0)
 		return;
 	kvd_release_all(d, i);
+	kvd_conn_unhold(d, c);
+	free(c->held);
 	if (c->staging)
 		munmap(c->staging, c->staging_bytes);
 	free(c->parked);
@@ -223,9 +225,10 @@ static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const
 	bool promote;
 	int got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
 	if (promote) {
-		uint32_t jobs = kvd_tiers_promote(d, t, k->ns, keys, n);
+		uint32_t jobs = kvd_tiers_promote(d, t, k->ns, keys, n, &d->conns[i]);
 		if (jobs)
 			return kvd_conn_park(d, i, h->len, 5000);
+		kvd_conn_unhold(d, &d->conns[i]);
 		d->resume_final = true; /* nothing could start: serve what is at host */
 		got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
 		d->resume_final = d->resuming;
@@ -325,7 +328,7 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 		const struct kvt_msg_keys *k = body;
 		if (!d->draining)
 			kvd_tiers_promote(d, d->conns[i].tenant, k->ns, (const kvt_id_t *)(k + 1),
-			                  n);
+			                  n, NULL);
 		return 0;
 	}
 	if (d->draining && h->type != KVT_MSG_STATS && h->type != KVT_MSG_PING)
@@ -370,9 +373,16 @@ int kvd_conn_park(struct kvd *d, uint32_t i, size_t len, uint64_t wait_ms)
 	return 0;
 }
 
+void kvd_conn_unhold(struct kvd *d, struct kvd_conn *c)
+{
+	while (c->n_held)
+		kvd_entry_unpin(d, c->held[--c->n_held]);
+}
+
 static void resume(struct kvd *d, uint32_t i, bool final)
 {
 	struct kvd_conn *c = &d->conns[i];
+	kvd_conn_unhold(d, c); /* served (and leased) or held again by the retry */
 	size_t len = c->parked_len;
 	c->parked_len = 0;
 	memcpy(d->rx, c->parked, len);

@@ -86,6 +86,9 @@ struct kvd_conn {
 	int fd;          /* -1 when the slot is free */
 	uint8_t *parked; /* a request waiting for tier jobs (its copy), or NULL */
 	uint32_t parked_len;
+	uint32_t
+	    *held; /* a parked acquire's chunks at host, kept there (pinned) until it resumes */
+	uint32_t n_held;
 	uint64_t park_deadline_ns;
 	uid_t uid;
 	gid_t gid;
@@ -241,11 +244,14 @@ void kvd_tiers_register_pool(struct kvd *d, struct kvt_pool *p);
 /* Queues demotion of a host copy into the lower tiers (admission decides). */
 void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put);
 /* Queues promotions for the leading keys lacking a host copy (for a parked request or a
- * prefetch).
+ * prefetch). The leading keys at host are pinned meanwhile, so that making room does not evict
+ * them; with hold, they stay pinned in hold->held (kvd_conn_unhold lets them go).
  * @return : jobs to wait for, one more when a key waits for host room that jobs in flight will
  * free (0: nothing could be started, nor will be). */
 uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys,
-                           uint32_t n);
+                           uint32_t n, struct kvd_conn *hold);
+/* Unpins what a parked acquire held (kvd_tiers_promote). */
+void kvd_conn_unhold(struct kvd *d, struct kvd_conn *c);
 void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
 /* Handles the worker's completions (evfd readable). */
 void kvd_tiers_complete(struct kvd *d);

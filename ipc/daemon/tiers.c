@@ -843,11 +843,15 @@ void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put)
 }
 
 uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys,
-                           uint32_t n)
+                           uint32_t n, struct kvd_conn *hold)
 {
 	/* the leading keys already at host are held while the others make room, which must not
-	 * evict them (a batch larger than host would chase its own tail) */
-	uint32_t queued = 0, held[KVT_BATCH_MAX], n_held = 0;
+	 * evict them (a batch larger than host would chase its own tail), and, for a request
+	 * that waits, until it resumes (another's put would evict them meanwhile) */
+	uint32_t queued = 0, n_held = 0, mine[KVT_BATCH_MAX];
+	uint32_t *held = mine;
+	if (hold && (hold->held || (hold->held = malloc(KVT_BATCH_MAX * sizeof(uint32_t)))))
+		held = hold->held, n_held = hold->n_held;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
 		if (id == KVD_NIL)
@@ -884,8 +888,11 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kv
 		submit(d, j);
 		queued++;
 	}
-	while (n_held)
-		kvd_entry_unpin(d, held[--n_held]);
+	if (held == mine)
+		while (n_held)
+			kvd_entry_unpin(d, held[--n_held]);
+	else
+		hold->n_held = n_held;
 	return queued;
 }
 

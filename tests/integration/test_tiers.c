@@ -448,6 +448,76 @@ static void test_tiers_get_prefix_beyond_host(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/*
+ * An acquire parked for its chunks' promotions keeps the chunk it found at host: when another
+ * client's put evicts that chunk meanwhile, the acquire promotes it again once the others have
+ * landed, instead of answering with a miss where its prefix starts. Chunks of 8 MiB from RocksDB
+ * make the promotions long enough for the other put to land in between in most rounds (before
+ * the fix, a round answered 0 of 3 in 5 runs of 8 of eight rounds).
+ */
+static void test_tiers_acquire_outlives_eviction(void **state)
+{
+	const char *sets[] = {"host.bytes=36MiB", "tiers.order=host,rocksdb", "rocksdb.bytes=1GiB",
+	                      "client.staging_bytes=64MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(128); /* 8 MiB chunks: host holds 4 */
+	size_t cb = kvt_chunk_bytes(&m);
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	uint8_t *got = malloc(3 * cb), *want = malloc(cb);
+	void *dst[3] = {got, got + cb, got + 2 * cb};
+	long long demoted = 0;
+	for (uint32_t round = 0; round < 8; round++) {
+		kvt_id_t x[3], f[4];
+		keys_of(ns, x, 3, 100 + round); /* A, B, C */
+		keys_of(ns, f, 4, 200 + round); /* fillers: push A, B, C below */
+		kvt_test_put_chain(c, ns, x, 3, cb, 1000 * round);
+		kvt_test_put_chain(c, ns, f, 4, cb, 1000 * round + 100);
+		wait_stat(&d, "demoted", demoted += 7);
+		assert_int_equal(kvt_get(c, ns, x, 1, dst, cb), 1); /* A back at host, the newest */
+		int go[2];
+		assert_int_equal(pipe(go), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (!pid) { /* another engine: puts 4 chunks while the acquire below waits */
+			kvt_client_t *o;
+			kvt_id_t ons, p[4];
+			char b;
+			if (kvt_connect(d.sock, &o) || kvt_namespace(o, &m, &ons))
+				_exit(2);
+			keys_of(ons, p, 4, 300 + round);
+			if (read(go[0], &b, 1) != 1)
+				_exit(3);
+			kvt_test_put_chain(o, ons, p, 4, cb, 1000 * round + 200);
+			kvt_close(o);
+			_exit(0);
+		}
+		usleep(100000); /* the child is connected */
+		assert_int_equal(write(go[1], "g", 1), 1);
+		int n = kvt_get(c, ns, x, 3, dst, cb); /* A at host, B and C promoted */
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		close(go[0]);
+		close(go[1]);
+		print_message("round %u: got %d of 3, evictions %lld\n", round, n,
+		              kvt_test_stat(&d, "evictions"));
+		assert_int_equal(n, 3);
+		for (int i = 0; i < 3; i++) {
+			kvt_test_fill(want, cb, 1000 * round + (uint64_t)i);
+			assert_memory_equal(dst[i], want, cb);
+		}
+		demoted += 4; /* the child's */
+	}
+	free(got);
+	free(want);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 static void test_tiers_too_large_for_nvme_stays_at_host(void **state)
 {
 	/* an 8 MiB nvme tier has 1 MiB regions: a 2 MiB chunk cannot be demoted */
@@ -640,6 +710,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_cascade_second_touch),
 	    cmocka_unit_test(test_tiers_dirty_share),
 	    cmocka_unit_test(test_tiers_get_prefix_beyond_host),
+	    cmocka_unit_test(test_tiers_acquire_outlives_eviction),
 	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
 	    cmocka_unit_test(test_tiers_second_touch),
