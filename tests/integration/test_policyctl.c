@@ -474,9 +474,12 @@ static void test_policyctl_config_runtime(void **state)
 
 	assert_int_equal(config(c, "set log.level debug", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "set lease.timeout_ms 5000", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "set host.dirty_pct 0", out, sizeof(out)), -ERANGE);
+	assert_int_equal(config(c, "set host.dirty_pct 30", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "get", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "\nlog.level = debug\n"));
 	assert_non_null(strstr(out, "\nlease.timeout_ms = 5000\n"));
+	assert_non_null(strstr(out, "\nhost.dirty_pct = 30\n"));
 
 	/* the CLI: the same answers, one line each, and exit 1 with the reason on a refusal */
 	assert_int_equal(kvt_test_cli(&pd, "config get", out, sizeof(out)), 0);
