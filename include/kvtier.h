@@ -141,7 +141,9 @@ KVT_API int kvt_lookup(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_
 
 /*
  * Copies the leading hits into dst[i] (dst_len >= kvt_chunk_bytes, else -EINVAL; exactly
- * kvt_chunk_bytes are written). A chunk revoked while it was copied counts as a miss.
+ * kvt_chunk_bytes are written). A chunk revoked while it was copied counts as a miss. Any n: the
+ * library works in batches (at most 64 chunks, 64 MiB and a quarter of the host tier) and has
+ * the daemon bring the next two up from the lower tiers while it copies one.
  * @return : how many leading chunks were copied, or -errno.
  */
 KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, void *const *dst,

@@ -765,11 +765,16 @@ KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n
 		return -EINVAL;
 	kvt_lease_t leases[64];
 	size_t total = 0;
+	/* batches of at most 64 chunks, 64 MiB and a quarter of the tenant's pool (host): a batch
+	 * that a lower tier must promote has to fit in host beside the next two, prefetched
+	 * meanwhile (a batch larger than host would come back cut short) */
+	pthread_mutex_lock(&c->io); /* a reconnect maps the pool again */
+	uint64_t pool = c->pool_bytes;
+	pthread_mutex_unlock(&c->io);
+	uint64_t most = KVT_MIN((uint64_t)64 << 20, pool ? pool / 4 : ~0ull);
+	size_t per = (size_t)KVT_MIN((uint64_t)64, KVT_MAX((uint64_t)1, most / cb));
 	while (total < n) {
-		/* batches of at most 64 chunks or 64 MiB: a batch that a lower tier must promote
-		 * has to fit in host beside the next one, which is prefetched meanwhile */
-		size_t k =
-		    KVT_MIN(n - total, KVT_MIN((size_t)64, KVT_MAX((size_t)1, (64u << 20) / cb)));
+		size_t k = KVT_MIN(n - total, per);
 		int got = kvt_acquire(c, ns, keys + total, k, leases);
 		if (got <= 0)
 			return total ? (int)total : got;

@@ -6,10 +6,10 @@
  * engine's puts and the tier's writes share the machine), and separately the rate at which the
  * backlog left in host when the last put returns is drained (the tier's writes alone), with the
  * share of the phase the tier worker was busy; then get the whole prefix back with one kvt_get
- * (the library works in batches of up to 64 chunks or 64 MiB: each is promoted from the tier
- * into host and copied into the client's buffers while the next is prefetched); then single-
- * chunk gets of chunks only in the tier, each right after a raw QD1 read of the same size, so
- * that both latency series see the same device and machine noise (p50, p99). Baseline, in the
+ * (the library works in batches of up to 64 chunks, 64 MiB or a quarter of host: each is promoted
+ * from the tier into host and copied into the client's buffers while the next is prefetched); then
+ * single-chunk gets of chunks only in the tier, each right after a raw QD1 read of the same size,
+ * so that both latency series see the same device and machine noise (p50, p99). Baseline, in the
  * same run and on the same filesystem (/var/tmp): O_DIRECT writes and reads of the same bytes
  * and block size, one thread (QD1) and 8 threads (QD8) with pread/pwrite.
  *
