@@ -397,6 +397,9 @@ static void test_tiers_dirty_share(void **state)
 	assert_true(most <= cap);
 	assert_true(tries > 0);
 	assert_int_equal(served, tries);
+	char out[4096]; /* the operator sees it: kvtier stats */
+	assert_int_equal(kvt_test_cli(&d, "stats", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "bytes waiting for demotion; demoted "));
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);
 }

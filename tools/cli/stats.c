@@ -67,6 +67,12 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 		       num(t, "capacity_bytes"), num(t, "used_bytes"), num(t, "chunks"),
 		       num(t, "hits"), num(t, "misses"), num(t, "evictions"));
 	}
+	if (strstr(json, "\"name\":\"nvme\"") || strstr(json, "\"name\":\"rocksdb\""))
+		printf("below host: %lld bytes waiting for demotion; demoted %lld, promoted %lld, "
+		       "cascaded %lld; failed: demote %lld, promote %lld, cascade %lld\n",
+		       num(json, "dirty_bytes"), num(json, "demoted"), num(json, "promoted"),
+		       num(json, "cascaded"), num(json, "demote_failed"),
+		       num(json, "promote_failed"), num(json, "cascade_failed"));
 	printf("leases %lld (revoked %lld), clients %lld, tenants %lld, corruptions %lld, "
 	       "protocol errors %lld\n",
 	       num(json, "leases"), num(json, "leases_revoked"), num(json, "clients"),
