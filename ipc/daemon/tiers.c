@@ -355,7 +355,7 @@ static bool evict_ahead_step(struct kvd_worker *w)
 	uint64_t t0 = kvt_now_ns();
 	pthread_mutex_lock(&l->lock);
 #ifdef KVT_HAVE_TIER_NVME
-	did = ahead_due(l) && kvt_tier_nvme_evict_ahead(l->t, AHEAD_STEP_BYTES);
+	did = l->ops == &kvt_tier_nvme && kvt_tier_nvme_evict_ahead(l->t, AHEAD_STEP_BYTES);
 #endif
 	pthread_mutex_unlock(&l->lock);
 	if (did)
@@ -917,6 +917,18 @@ static struct kvd_entry *job_entry(struct kvd *d, const struct kvd_job *j)
 	return e->state != KVD_FREE && e->seq == j->seq ? e : NULL;
 }
 
+/* Entry e has a copy in tier k now, at loc (a demotion or a hand-over landed). For the tier's
+ * curves a write makes the key resident; it is not a read. */
+static void copy_landed(struct kvd *d, struct kvd_entry *e, uint8_t k, uint64_t loc)
+{
+	e->where |= (uint8_t)(2u << k);
+	e->loc[k] = loc;
+	if (d->lower[k].mrc)
+		kvt_mrc_touch(d->lower[k].mrc, e->key.w[0] ^ e->tenant);
+	if (d->lower[k].minisim)
+		kvt_minisim_touch(d->lower[k].minisim, e->key.w[0] ^ e->tenant);
+}
+
 /* A demotion of entry id's host copy ended; with its last, the copy is clean (host.dirty_pct).
  * While a demotion is pending the entry is at host, and its jobs are all demotions. */
 static void demote_ended(struct kvd *d, uint32_t id)
@@ -944,13 +956,8 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 			kvt_log_rl(KVT_LOG_WARN, "demotion to %s failed: %s",
 			           d->lower[j->tier].ops->name, strerror((int)-j->result));
 	} else if (e && e->state == KVD_PUBLISHED) {
-		e->where |= (uint8_t)(2u << j->tier);
-		e->loc[j->tier] = j->loc;
 		d->st.demoted++;
-		if (d->lower[j->tier].mrc) /* a write: the key is resident, not a read */
-			kvt_mrc_touch(d->lower[j->tier].mrc, e->key.w[0] ^ e->tenant);
-		if (d->lower[j->tier].minisim)
-			kvt_minisim_touch(d->lower[j->tier].minisim, e->key.w[0] ^ e->tenant);
+		copy_landed(d, e, j->tier, j->loc);
 	} else { /* deleted meanwhile: take the new copy back out */
 		j->kind = JOB_REMOVE;
 		j->entry = KVD_NIL;
@@ -1095,20 +1102,16 @@ static void complete_cascaded(struct kvd *d, struct kvd_job *j)
 		if (j->result != -EFBIG && j->result != -EDQUOT)
 			kvt_log_rl(KVT_LOG_WARN, "cascade into %s failed: %s",
 			           d->lower[j->tier].ops->name, strerror((int)-j->result));
-	} else if (e) {
-		d->st.cascaded++;
-		e->where |= (uint8_t)(2u << j->tier);
-		e->loc[j->tier] = j->loc;
-		if (d->lower[j->tier].mrc)
-			kvt_mrc_touch(d->lower[j->tier].mrc, e->key.w[0] ^ e->tenant);
-		if (d->lower[j->tier].minisim)
-			kvt_minisim_touch(d->lower[j->tier].minisim, e->key.w[0] ^ e->tenant);
 	} else {
 		d->st.cascaded++;
-		j->kind = JOB_REMOVE;
-		j->entry = KVD_NIL;
-		submit(d, j);
-		j = NULL;
+		if (e) {
+			copy_landed(d, e, j->tier, j->loc);
+		} else { /* nobody's: take it back out */
+			j->kind = JOB_REMOVE;
+			j->entry = KVD_NIL;
+			submit(d, j);
+			j = NULL;
+		}
 	}
 	free(j);
 	if (held == KVD_NIL)
@@ -1118,8 +1121,6 @@ static void complete_cascaded(struct kvd *d, struct kvd_job *j)
 	if (e->state == KVD_PUBLISHED && !e->where && !e->jobs)
 		kvd_entry_drop(d, held); /* the write failed, and no tier has it */
 }
-
-static void complete_list(struct kvd *d, struct kvd_job *rev);
 
 /* Takes w's finished jobs. @return : them, oldest first. */
 static struct kvd_job *take_done(struct kvd_worker *w)
@@ -1136,18 +1137,6 @@ static struct kvd_job *take_done(struct kvd_worker *w)
 		list = nx;
 	}
 	return rev;
-}
-
-/* Each worker's news in its order; between workers there is none to keep (a hand-over's write
- * is queued by the loop only after it has heard of the hand-over). */
-void kvd_tiers_complete(struct kvd *d)
-{
-	uint64_t cnt;
-	if (read(d->evfd, &cnt, sizeof(cnt)) < 0 || !d->workers)
-		return;
-	for (uint8_t k = 0; k < d->n_lower; k++)
-		complete_list(d, take_done(&d->workers[k]));
-	kvd_conn_resume_ready(d, kvt_now_ns());
 }
 
 static void complete_list(struct kvd *d, struct kvd_job *rev)
@@ -1176,6 +1165,18 @@ static void complete_list(struct kvd *d, struct kvd_job *rev)
 			break;
 		}
 	}
+}
+
+/* Each worker's news in its order; between workers there is none to keep (a hand-over's write
+ * is queued by the loop only after it has heard of the hand-over). */
+void kvd_tiers_complete(struct kvd *d)
+{
+	uint64_t cnt;
+	if (read(d->evfd, &cnt, sizeof(cnt)) < 0 || !d->workers)
+		return;
+	for (uint8_t k = 0; k < d->n_lower; k++)
+		complete_list(d, take_done(&d->workers[k]));
+	kvd_conn_resume_ready(d, kvt_now_ns());
 }
 
 int kvd_tiers_enable(struct kvd *d, const char *name)

@@ -42,6 +42,18 @@ static void wait_stat(struct kvt_test_daemon *d, const char *key, long long want
 	assert_true(kvt_test_stat_wait(d, key, want, 1) >= want);
 }
 
+/* Starts d with sets and registers a namespace of model m (*ns) through a new client.
+ * @return : the client. */
+static kvt_client_t *start_ns(struct kvt_test_daemon *d, const char *const *sets,
+                              const kvt_model_t *m, kvt_id_t *ns)
+{
+	kvt_client_t *c;
+	assert_int_equal(kvt_test_daemon_start(d, sets), 0);
+	assert_int_equal(kvt_connect(d->sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, m, ns), 0);
+	return c;
+}
+
 /* A daemon started with sets, a client, the test model's namespace, and N chunks of salt put
  * and acknowledged as demoted: the common start of the tests below. */
 struct spilled {
@@ -53,10 +65,8 @@ struct spilled {
 
 static void spill(struct spilled *s, const char *const *sets, uint32_t salt)
 {
-	assert_int_equal(kvt_test_daemon_start(&s->d, sets), 0);
-	assert_int_equal(kvt_connect(s->d.sock, &s->c), 0);
 	kvt_model_t m = model(1);
-	assert_int_equal(kvt_namespace(s->c, &m, &s->ns), 0);
+	s->c = start_ns(&s->d, sets, &m, &s->ns);
 	keys_of(s->ns, s->keys, N, salt);
 	s->cb = kvt_chunk_bytes(&m);
 	kvt_test_put_chain(s->c, s->ns, s->keys, N, s->cb, (uint64_t)salt * 10000);
@@ -222,11 +232,8 @@ static kvt_client_t *put_nc(struct kvt_test_daemon *d, const char *const *sets, 
                             kvt_id_t *keys, uint64_t seed)
 {
 	static uint32_t toks[NC * 16];
-	kvt_client_t *c;
 	kvt_model_t m = model(1);
-	assert_int_equal(kvt_test_daemon_start(d, sets), 0);
-	assert_int_equal(kvt_connect(d->sock, &c), 0);
-	assert_int_equal(kvt_namespace(c, &m, ns), 0);
+	kvt_client_t *c = start_ns(d, sets, &m, ns);
 	for (size_t i = 0; i < NC * 16; i++)
 		toks[i] = (uint32_t)i * 13 + (uint32_t)seed;
 	assert_int_equal(kvt_chunk_keys(*ns, toks, NC * 16, 16, keys, NC), NC);
@@ -330,9 +337,10 @@ static void test_tiers_cascade_second_touch(void **state)
 }
 
 /* Puts n chunks of model m as one chain (salt, fill seed0 + i) through a connection of its own,
- * in a child. @return : the child's pid; it exits 0 when every put was stored. */
+ * in a child; with go >= 0, once connected, only after a byte can be read from go. @return : the
+ * child's pid; it exits 0 when every put was stored. */
 static pid_t put_chain_child(const char *sock, const kvt_model_t *m, size_t n, uint32_t salt,
-                             uint64_t seed0)
+                             uint64_t seed0, int go)
 {
 	assert_true(n <= N); /* keys_of's tokens */
 	pid_t pid = fork();
@@ -341,9 +349,12 @@ static pid_t put_chain_child(const char *sock, const kvt_model_t *m, size_t n, u
 		return pid;
 	kvt_client_t *c;
 	kvt_id_t ns, *keys = malloc(n * sizeof(*keys));
+	char b;
 	if (!keys || kvt_connect(sock, &c) || kvt_namespace(c, m, &ns))
 		_exit(2);
 	keys_of(ns, keys, n, salt);
+	if (go >= 0 && read(go, &b, 1) != 1)
+		_exit(3);
 	kvt_test_put_chain(c, ns, keys, n, kvt_chunk_bytes(m), seed0);
 	kvt_close(c);
 	_exit(0);
@@ -360,18 +371,15 @@ static void test_tiers_dirty_share(void **state)
 	const char *sets[] = {"host.bytes=16MiB", "tiers.order=host,rocksdb",
 	                      "rocksdb.bytes=512MiB", "host.dirty_pct=25", NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model(16); /* 1 MiB chunks */
 	size_t cb = kvt_chunk_bytes(&m);
 	kvt_id_t ns, old[8];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
 	keys_of(ns, old, 8, 7);
 	kvt_test_put_chain(c, ns, old, 8, cb, 700);
 	wait_stat(&d, "demoted", 8);
 	int st;
-	pid_t pid = put_chain_child(d.sock, &m, 32, 8, 800); /* pushes the 8 out of host */
+	pid_t pid = put_chain_child(d.sock, &m, 32, 8, 800, -1); /* pushes the 8 out of host */
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	wait_stat(&d, "demoted", 40);
@@ -379,7 +387,7 @@ static void test_tiers_dirty_share(void **state)
 
 	long long cap = (16ll << 20) / 100 * 25, most = 0;
 	int tries = 0, served = 0;
-	pid = put_chain_child(d.sock, &m, N, 9, 900);
+	pid = put_chain_child(d.sock, &m, N, 9, 900, -1);
 	while (waitpid(pid, &st, WNOHANG) == 0) {
 		long long dirty = kvt_test_stat(&d, "dirty_bytes");
 		most = dirty > most ? dirty : most;
@@ -417,15 +425,12 @@ static void test_tiers_get_prefix_beyond_host(void **state)
 	const char *sets[] = {"host.bytes=128MiB", "tiers.order=host,rocksdb", "rocksdb.bytes=1GiB",
 	                      NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model(8); /* 512 KiB chunks: batches of 64, 32 MiB, and two prefetched */
 	size_t cb = kvt_chunk_bytes(&m);
 	static kvt_id_t keys[K];
 	static uint32_t toks[K * 16];
 	kvt_id_t ns;
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
 	for (size_t i = 0; i < K * 16; i++)
 		toks[i] = (uint32_t)i * 7 + 3;
 	assert_int_equal(kvt_chunk_keys(ns, toks, K * 16, 16, keys, K), K);
@@ -463,13 +468,10 @@ static void test_tiers_acquire_outlives_eviction(void **state)
 	const char *sets[] = {"host.bytes=36MiB", "tiers.order=host,rocksdb", "rocksdb.bytes=1GiB",
 	                      "client.staging_bytes=64MiB", NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model(128); /* 8 MiB chunks: host holds 4 */
 	size_t cb = kvt_chunk_bytes(&m);
 	kvt_id_t ns;
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
 	uint8_t *got = malloc(3 * cb), *want = malloc(cb);
 	void *dst[3] = {got, got + cb, got + 2 * cb};
 	long long demoted = 0;
@@ -483,21 +485,8 @@ static void test_tiers_acquire_outlives_eviction(void **state)
 		assert_int_equal(kvt_get(c, ns, x, 1, dst, cb), 1); /* A back at host, the newest */
 		int go[2];
 		assert_int_equal(pipe(go), 0);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (!pid) { /* another engine: puts 4 chunks while the acquire below waits */
-			kvt_client_t *o;
-			kvt_id_t ons, p[4];
-			char b;
-			if (kvt_connect(d.sock, &o) || kvt_namespace(o, &m, &ons))
-				_exit(2);
-			keys_of(ons, p, 4, 300 + round);
-			if (read(go[0], &b, 1) != 1)
-				_exit(3);
-			kvt_test_put_chain(o, ons, p, 4, cb, 1000 * round + 200);
-			kvt_close(o);
-			_exit(0);
-		}
+		/* another engine: puts 4 chunks while the acquire below waits */
+		pid_t pid = put_chain_child(d.sock, &m, 4, 300 + round, 1000 * round + 200, go[0]);
 		usleep(100000); /* the child is connected */
 		assert_int_equal(write(go[1], "g", 1), 1);
 		int n = kvt_get(c, ns, x, 3, dst, cb); /* A at host, B and C promoted */
@@ -526,12 +515,9 @@ static void test_tiers_too_large_for_nvme_stays_at_host(void **state)
 	/* an 8 MiB nvme tier has 1 MiB regions: a 2 MiB chunk cannot be demoted */
 	const char *sets[] = {"host.bytes=16MiB", "tiers.order=host,nvme", "nvme.bytes=8MiB", NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model(32); /* 2 MiB chunks */
 	kvt_id_t ns, keys[2];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
 	keys_of(ns, keys, 2, 2);
 	size_t cb = kvt_chunk_bytes(&m);
 	uint8_t *buf = malloc(cb), *got = malloc(cb);
@@ -580,12 +566,9 @@ static void test_tiers_second_touch(void **state)
 	const char *sets[] = {"host.bytes=16MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB",
 	                      "nvme.admit=second_touch", NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model(1);
 	kvt_id_t ns, keys[4];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
 	keys_of(ns, keys, 4, 4);
 	size_t cb = kvt_chunk_bytes(&m);
 	uint8_t *buf = calloc(1, cb);

@@ -240,11 +240,20 @@ void kvt__nvme_reclaim_pass(struct kvt_nvme *t, uint64_t r)
 		R->recs[i].hit = false;
 }
 
-/* Reads the records idx[0..n) of region r back, HAND_BYTES at a time, and gives each that
- * reads and checks well to env->evicted. The records stay in the log's accounts (the caller
- * drops them after). */
-static void hand_over(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint32_t n)
+/* Whether someone takes the records dropped for room (env->evicted answers the question; when
+ * nobody does, the tier stops asking and reading back). */
+static bool handing_over(struct kvt_nvme *t)
 {
+	if (t->env.evicted && t->env.evicted(t->env.arg, NULL, 0, NULL, 0, false) == -ENOENT)
+		t->env.evicted = NULL;
+	return t->env.evicted != NULL;
+}
+
+/* Reads the records idx[0..n) of region r back, HAND_BYTES at a time, gives each that reads and
+ * checks well to env->evicted, and then drops them all from the log (env->dropped). */
+static void hand_over_and_drop(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint32_t n)
+{
+	const uint32_t all_n = n;
 	struct kvt__nvme_region *R = &t->regions[r];
 	uint64_t all = 0; /* a step of evicting ahead reads far less than HAND_BYTES */
 	for (uint32_t i = 0; i < n && all < HAND_BYTES; i++)
@@ -310,6 +319,8 @@ static void hand_over(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint3
 	}
 	free(buf);
 	free(jobs);
+	for (uint32_t i = 0; i < all_n; i++)
+		kvt__nvme_log_kill(t, r, &R->recs[idx[i]], false);
 }
 
 int kvt__nvme_ahead_due(const struct kvt_nvme *t)
@@ -325,12 +336,8 @@ int kvt__nvme_ahead_due(const struct kvt_nvme *t)
 
 size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes)
 {
-	if (!kvt__nvme_ahead_due(t))
-		return 0;
-	if (t->env.evicted(t->env.arg, NULL, 0, NULL, 0, false) == -ENOENT) {
-		t->env.evicted = NULL; /* nobody takes them: reclaim just drops */
-		return 0;
-	}
+	if (!kvt__nvme_ahead_due(t) || !handing_over(t))
+		return 0; /* nobody takes them: reclaim just drops */
 	uint64_t r = (t->head + 1) % t->n_regions;
 	struct kvt__nvme_region *R = &t->regions[r];
 	uint32_t *idx = calloc(R->n_recs, sizeof(*idx)), n = 0;
@@ -343,11 +350,8 @@ size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes)
 		idx[n++] = i;
 		bytes += kvt__nvme_padded(R->recs[i].rec_len);
 	}
-	hand_over(t, r, idx, n);
-	for (uint32_t i = 0; i < n; i++) {
-		KVT_NVME_ADD(t, st.evictions, 1);
-		kvt__nvme_log_kill(t, r, &R->recs[idx[i]], false);
-	}
+	hand_over_and_drop(t, r, idx, n);
+	KVT_NVME_ADD(t, st.evictions, n);
 	KVT_NVME_ADD(t, xs.evicted_ahead, n);
 	free(idx);
 	return bytes;
@@ -361,10 +365,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 	uint64_t bytes = 0;
 	uint64_t live = KVT_NVME_GET(t, st.used_bytes);
 	/* the records dropped for room, when they are handed over first (and someone takes them) */
-	if (t->env.evicted && R->n_recs &&
-	    t->env.evicted(t->env.arg, NULL, 0, NULL, 0, false) == -ENOENT)
-		t->env.evicted = NULL;
-	uint32_t *out = t->env.evicted && R->n_recs ? malloc(R->n_recs * sizeof(*out)) : NULL;
+	uint32_t *out = R->n_recs && handing_over(t) ? malloc(R->n_recs * sizeof(*out)) : NULL;
 	for (uint32_t i = 0; i < R->n_recs; i++) {
 		struct kvt__nvme_rec *rec = &R->recs[i];
 		int why;
@@ -395,11 +396,8 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 		else
 			kvt__nvme_log_kill(t, r, rec, false);
 	}
-	if (n_out) {
-		hand_over(t, r, out, n_out);
-		for (uint32_t i = 0; i < n_out; i++)
-			kvt__nvme_log_kill(t, r, &R->recs[out[i]], false);
-	}
+	if (n_out)
+		hand_over_and_drop(t, r, out, n_out);
 	free(out);
 	uint8_t *buf = n ? aligned_alloc(KVT_TIER_ALIGN, bytes) : NULL;
 	struct kvt__nvme_job *jobs = n ? calloc(n, sizeof(*jobs)) : NULL;

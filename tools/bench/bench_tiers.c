@@ -37,6 +37,14 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Sorts v[0..n) and gives its median and 99th percentile, in milliseconds (0 when empty). */
+static void pctl(double *v, size_t n, double *p50, double *p99)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	*p50 = n ? v[n / 2] * 1e3 : 0;
+	*p99 = n ? v[n * 99 / 100] * 1e3 : 0;
+}
+
 struct raw_job {
 	int fd;
 	size_t block, blocks;
@@ -227,10 +235,9 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 		lat[i] = now_s() - t;
 	}
 	close(rfd);
-	qsort(lat, samples, sizeof(double), cmp_double);
-	qsort(rlat, samples, sizeof(double), cmp_double);
-	double p50 = lat[samples / 2] * 1e3, p99 = lat[samples * 99 / 100] * 1e3;
-	double rp50 = rlat[samples / 2] * 1e3, rp99 = rlat[samples * 99 / 100] * 1e3;
+	double p50, p99, rp50, rp99;
+	pctl(lat, samples, &p50, &p99);
+	pctl(rlat, samples, &rp50, &rp99);
 	printf("| %s | %zu KiB | %zu | %.2f | %.2f / %.2f | %.2f | %.2f | %.2f | %.0f%% | %.2f | "
 	       "%.2f / %.2f | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %lld |\n",
 	       tier, chunk >> 10, n, demote, rw1, rw8, demote / rw8, drain, drain / rw8, busy * 100,
@@ -325,13 +332,6 @@ static void *flood_main(void *arg)
 	free(keys);
 	kvt_close(c);
 	return NULL;
-}
-
-static void pctl(double *v, size_t n, double *p50, double *p99)
-{
-	qsort(v, n, sizeof(double), cmp_double);
-	*p50 = n ? v[n / 2] * 1e3 : 0;
-	*p99 = n ? v[n * 99 / 100] * 1e3 : 0;
 }
 
 static void bench_busy(const char *placement, size_t chunk)
