@@ -6,18 +6,25 @@
  * a chunk's bytes are a pure function of its key, so every byte a reader is handed can be
  * checked. Pass: 0 wrong bytes, 0 corruptions counted, every lease released at the end, the
  * daemon alive. The consistency run keeps the daemon's default host policy (auto, so conv at
- * these chunk sizes); the kill run uses lru, as the other tests do.
+ * these chunk sizes); the kill run uses lru, as the other tests do. The switch run does the same
+ * work through host, nvme and rocksdb while the test switches every tier's policy and host's
+ * admission at run time, with two tenants under quotas when it runs as root.
  */
 #include "testlib.h"
 #include "kvtier.h"
+#include "ipc/proto.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 #define PREFIXES 48
 #define DEPTH    8
@@ -223,11 +230,124 @@ static void test_stress_random_kills(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* @return : how many chunks of every prefix (both models, tenant of c) lead from the root. */
+static int present(kvt_client_t *c)
+{
+	int n = 0;
+	for (int b = 0; b < 2; b++) {
+		kvt_model_t m = model(b);
+		kvt_id_t ns, keys[DEPTH];
+		if (kvt_namespace(c, &m, &ns))
+			return -1;
+		for (int p = 0; p < PREFIXES; p++) {
+			prefix_keys(ns, p, keys);
+			n += kvt_lookup(c, ns, keys, DEPTH);
+		}
+	}
+	return n;
+}
+
+/* The workers of the consistency run, through all three tiers, while every tier's policy and
+ * host's admission are switched at run time over and over (and, as root, half of the workers
+ * are another tenant, so host's victims go through the quotas). Pass: every switch answers 0,
+ * the workers see 0 wrong bytes and no API failure, no lease is left, and once the daemon is
+ * quiet a round of switches changes no chunk's presence. */
+static void test_stress_policy_switches(void **state)
+{
+	bool root = geteuid() == 0;
+	const char *sets[] = {"host.bytes=6MiB",
+	                      "tiers.order=host,nvme,rocksdb",
+	                      "nvme.bytes=16MiB",
+	                      "rocksdb.bytes=64MiB",
+	                      "demote.wait_ms=20",
+	                      "host.policy=lru",
+	                      root ? "tenant.quota=0=2MiB/6MiB,65534=1MiB/4MiB" : NULL,
+	                      NULL};
+	static const char *const host[] = {"lru",       "arc admit=tinylfu",
+	                                   "s3fifo",    "sieve admit=second_touch",
+	                                   "lfu",       "prefix",
+	                                   "gdsf",      "lhd admit=tinylfu",
+	                                   "hindsight", "conv",
+	                                   "wtinylfu",  "conv admit=second_touch",
+	                                   "auto",      "s3fifo small_ratio=0.2"};
+	static const char *const lower[] = {"rocksdb lfu", "nvme clock",  "rocksdb conv",
+	                                    "nvme fifo",   "rocksdb arc", "rocksdb s3fifo"};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	chmod(d.dir, 0755); /* the other tenant's workers connect as nobody */
+	chmod(d.sock, 0666);
+	pid_t pids[WORKERS];
+	for (int w = 0; w < WORKERS; w++) {
+		pids[w] = fork();
+		if (!pids[w]) {
+			if (root && w % 2 && (setgid(65534) || setuid(65534)))
+				_exit(30);
+			_exit(worker(d.sock, 3000u + (unsigned)w));
+		}
+	}
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	char cmd[96], out[512];
+	int switches = 0, left = WORKERS;
+	while (left) {
+		const char *h = host[switches % (sizeof(host) / sizeof(host[0]))],
+		           *l = lower[switches % (sizeof(lower) / sizeof(lower[0]))];
+		snprintf(cmd, sizeof(cmd), "set host %s", h);
+		if (kvt__client_simple(c, KVT_MSG_POLICY, cmd, out, sizeof(out)))
+			fail_msg("policy %s: %s", cmd, out);
+		snprintf(cmd, sizeof(cmd), "set %s", l);
+		if (kvt__client_simple(c, KVT_MSG_POLICY, cmd, out, sizeof(out)))
+			fail_msg("policy %s: %s", cmd, out);
+		switches++;
+		usleep(20000);
+		for (int w = 0; w < WORKERS; w++) {
+			int st;
+			if (pids[w] > 0 && waitpid(pids[w], &st, WNOHANG) == pids[w]) {
+				pids[w] = 0;
+				left--;
+				assert_true(WIFEXITED(st));
+				if (WEXITSTATUS(st))
+					fail_msg(
+					    "worker %d: %d (wrong bytes, or 100+: an API failure)",
+					    w, WEXITSTATUS(st));
+			}
+		}
+	}
+	print_message("%d rounds of switches while the workers ran\n", switches);
+	assert_true(switches >= 10);
+	assert_int_equal(kill(d.pid, 0), 0);
+	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
+	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
+	assert_true(kvt_test_stat(&d, "evictions") > 0);
+	assert_true(kvt_test_stat(&d, "demoted") > 0);
+
+	/* quiet now: a switch of each tier keeps every chunk where it was */
+	assert_int_equal(kvt_test_stat_wait(&d, "dirty_bytes", 0, 0), 0);
+	int before = present(c);
+	assert_true(before > 0);
+	for (size_t k = 0; k < sizeof(host) / sizeof(host[0]); k++) {
+		snprintf(cmd, sizeof(cmd), "set host %s", host[k]);
+		assert_int_equal(kvt__client_simple(c, KVT_MSG_POLICY, cmd, out, sizeof(out)), 0);
+		snprintf(cmd, sizeof(cmd), "set %s", lower[k % (sizeof(lower) / sizeof(lower[0]))]);
+		assert_int_equal(kvt__client_simple(c, KVT_MSG_POLICY, cmd, out, sizeof(out)), 0);
+		assert_int_equal(present(c), before);
+	}
+	kvt_close(c);
+	pid_t check = fork(); /* and what is left reads back right */
+	if (!check)
+		_exit(worker(d.sock, 99));
+	int st;
+	assert_int_equal(waitpid(check, &st, 0), check);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stress_consistency),
 	    cmocka_unit_test(test_stress_random_kills),
+	    cmocka_unit_test(test_stress_policy_switches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
