@@ -359,6 +359,9 @@ struct kvd_out {
 	size_t len, pos;
 };
 __attribute__((format(printf, 2, 3))) void kvd_out(struct kvd_out *o, const char *fmt, ...);
+/* policyctl.c: the miss-ratio curves of host (tier < 0) or of lower tier `tier` as members of
+ * its stats object (",\"mrc_samples\":N,\"mrc\":[...]"), nothing until a read is sampled. */
+void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o);
 
 /* latency.c: a request of this message type took ns; the stats object's "latency" and
  * "latency_bounds_us" members (with a trailing comma); the Prometheus histogram (@return :

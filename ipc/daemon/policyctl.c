@@ -313,6 +313,44 @@ static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	return 0;
 }
 
+/* The curve of host (tier < 0) or of lower tier `tier` as stats members, when it has sampled
+ * anything: ,"mrc_samples":N,"mrc":[{"size":"0.5x","lru_hit_ratio":H,"policy_hit_ratio":P},..]
+ * with P the running policy's own curve (null when it has none: lru, or nothing sampled). */
+void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
+{
+	static const char *const sizes[5] = {"0.5x", "1x", "2x", "4x", "8x"};
+	const struct kvt_mrc *m = d->mrc;
+	const struct kvt_minisim *own = d->minisim;
+	size_t n = host_resident(d);
+	uint64_t size = n && d->host_used >= n ? d->host_cap / (d->host_used / n) : 0;
+	if (tier >= 0) {
+		struct kvd_lower *l = &d->lower[tier];
+		struct kvt_tier_stats st = {0};
+		l->ops->stats(l->t, &st);
+		m = l->mrc, own = l->minisim;
+		size = st.chunks && st.used_bytes >= st.chunks
+		           ? st.capacity_bytes / (st.used_bytes / st.chunks)
+		           : 0;
+	}
+	if (!m || !size || !kvt_mrc_samples(m))
+		return;
+	double c[5], p[5];
+	bool has_own = own && kvt_minisim_samples(own);
+	kvt_mrc_curve(m, size, c);
+	if (has_own)
+		kvt_minisim_curve(own, p);
+	kvd_out(o, ",\"mrc_samples\":%llu,\"mrc\":[", (unsigned long long)kvt_mrc_samples(m));
+	for (int i = 0; i < 5; i++) {
+		kvd_out(o, "%s{\"size\":\"%s\",\"lru_hit_ratio\":%.4f,\"policy_hit_ratio\":",
+		        i ? "," : "", sizes[i], c[i]);
+		if (has_own)
+			kvd_out(o, "%.4f}", p[i]);
+		else
+			kvd_out(o, "null}");
+	}
+	kvd_out(o, "]");
+}
+
 /* get | set | mrc on a tier below host. */
 static int lower_command(struct kvd *d, const char *verb, const char *tier, char *save, char *out,
                          size_t out_len)

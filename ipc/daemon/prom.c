@@ -27,7 +27,8 @@ static const char *const gauge_names[] = {
     "chunks",           "queue_depth",  "disabled",       "full",
     "leases",           "clients",      "tenants",        "namespaces",
     "guaranteed_bytes", "max_bytes",    "index_bytes",    "index_bytes_per_chunk",
-    "metrics_port",     "draining",
+    "metrics_port",     "draining",     "lru_hit_ratio",  "policy_hit_ratio",
+    "mrc_samples",
 };
 
 /* An array of objects: its metric prefix, its label, and the field that gives the label. */
@@ -37,6 +38,7 @@ static const struct {
     {"tiers", "tier_", "tier", "name"},
     {"tenant_stats", "tenant_", "tenant", "tenant"},
     {"tenant_usage", "tenant_", "tenant", "tenant"},
+    {"mrc", "mrc_", "size", "size"},
 };
 
 struct sample {

@@ -1405,6 +1405,9 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		                         1000),
 		    s.disabled ? "true" : "false", s.full ? "true" : "false");
 		*pos += n > 0 ? (size_t)n : 0;
+		struct kvd_out o = {buf, len, *pos};
+		kvd_mrc_json(d, (int)k, &o);
+		*pos = o.pos;
 		tenants_json(&d->lower[k], buf, len, pos);
 	}
 }

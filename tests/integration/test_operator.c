@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -148,6 +149,28 @@ static const kvt_model_t model = {.name = "metrics",
                                   .head_dim = 128,
                                   .tokens_per_chunk = 16};
 
+/* A sample's value as a double, or -1 when the series is absent. */
+static double sample_f(const char *body, const char *series)
+{
+	char pat[256];
+	snprintf(pat, sizeof(pat), "\n%s ", series);
+	const char *p = strstr(body, pat);
+	return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+/* The hit ratios of `kvtier mrc TIER`'s row `row` ("hit", or a policy's name) into h[5]. */
+static void mrc_row(const struct kvt_test_daemon *d, const char *tier, const char *row, double h[5])
+{
+	char cmd[64], out[2048], pat[32];
+	snprintf(cmd, sizeof(cmd), "mrc %s", tier);
+	assert_int_equal(kvt_test_cli(d, cmd, out, sizeof(out)), 0);
+	snprintf(pat, sizeof(pat), "\n%s ", row);
+	const char *r = strstr(out, pat);
+	if (!r ||
+	    sscanf(r + strlen(pat), "%lf %lf %lf %lf %lf", &h[0], &h[1], &h[2], &h[3], &h[4]) != 5)
+		fail_msg("no row '%s' in: %s", row, out);
+}
+
 static void hex(kvt_id_t id, char out[33])
 {
 	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1],
@@ -220,6 +243,19 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_int_equal(sample(body, "kvtier_request_seconds_bucket{op=\"put\",le=\"+Inf\"}"), 8);
 	assert_int_equal(sample(body, "kvtier_request_seconds_bucket{op=\"delete\",le=\"+Inf\"}"),
 	                 0);
+	/* the miss-ratio curve a tier is sized by: kvtier mrc's numbers, one gauge per size;
+	 * lru has no curve of its own beside SHARDS's */
+	static const char *const sizes[5] = {"0.5x", "1x", "2x", "4x", "8x"};
+	double h[5];
+	mrc_row(&d, "host", "hit", h);
+	for (int i = 0; i < 5; i++) {
+		char series[128];
+		snprintf(series, sizeof(series),
+		         "kvtier_tier_mrc_lru_hit_ratio{tier=\"host\",size=\"%s\"}", sizes[i]);
+		assert_true(fabs(sample_f(body, series) - h[i]) < 1e-4);
+	}
+	assert_true(sample(body, "kvtier_tier_mrc_samples{tier=\"host\"}") >= 8);
+	assert_null(strstr(body, "kvtier_tier_mrc_policy_hit_ratio{"));
 	/* a query string is the same page; a switch of policy shows in the info sample alone */
 	const char getq[] = "GET /metrics?x=1 HTTP/1.0\r\n\r\n";
 	assert_true(http(port, getq, strlen(getq), resp, sizeof(resp)) > 0);
@@ -230,6 +266,22 @@ static void test_operator_scrape_matches_stats(void **state)
 	body = body_of(resp);
 	assert_non_null(strstr(body, "\nkvtier_tier_info{tier=\"host\",policy=\"s3fifo\"} 1\n"));
 	assert_int_equal(sample(body, "kvtier_tier_chunks{tier=\"host\"}"), 8);
+	/* s3fifo's own curve, once an access reached its miniature simulations */
+	assert_int_equal(kvt_acquire(c, ns, keys, 8, l), 8);
+	assert_int_equal(kvt_release(c, l, 8), 8);
+	assert_true(http(port, get, strlen(get), resp, sizeof(resp)) > 0);
+	body = body_of(resp);
+	check_format(body);
+	mrc_row(&d, "host", "s3fifo", h);
+	for (int i = 0; i < 5; i++) {
+		char series[128];
+		snprintf(series, sizeof(series),
+		         "kvtier_tier_mrc_policy_hit_ratio{tier=\"host\",size=\"%s\"}", sizes[i]);
+		assert_true(fabs(sample_f(body, series) - h[i]) < 1e-4);
+	}
+	static char js[1 << 16];
+	assert_true(kvt_test_stats_json(&d, js, sizeof(js)) > 0);
+	assert_non_null(strstr(js, "\"mrc\":[{\"size\":\"0.5x\",\"lru_hit_ratio\":"));
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);
 }

@@ -11,6 +11,7 @@
 #include "ipc/proto.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,14 @@ static void test_policyctl_lower_tiers(void **state)
 	assert_int_equal(sscanf(row, "hit %lf %lf %lf %lf %lf", &h[0], &h[1], &h[2], &h[3], &h[4]),
 	                 5);
 	assert_true(h[1] > 0.95 && h[1] <= 1.0);
+	/* the same curve in the tier's stats (and so in its Prometheus gauges) */
+	assert_true(kvt_test_stats_json(&ld, js, sizeof(js)) > 0);
+	const char *rj = strstr(js, "\"name\":\"rocksdb\""), *x1 = NULL;
+	if (rj)
+		x1 = strstr(rj, "{\"size\":\"1x\",\"lru_hit_ratio\":");
+	assert_non_null(x1);
+	assert_true(fabs(strtod(x1 + strlen("{\"size\":\"1x\",\"lru_hit_ratio\":"), NULL) - h[1]) <
+	            1e-4);
 	/* and lfu's own curve below it: the switch to lfu remade it, empty, before these reads */
 	if (!strstr(out, "\nlfu ") ||
 	    !strstr(out,
