@@ -108,7 +108,7 @@ struct kvt_mrc *kvd_mrc_new(const struct kvd *d)
 }
 
 /* A new host curve starts from what host holds, coldest first (as a switch rebuilds a policy),
- * so it does not read cold until the stream has refilled it. A lower tier's starts empty. */
+ * so it does not read cold until the stream has refilled it. */
 static void minisim_warm(struct kvd *d)
 {
 	size_t n = host_resident(d);
@@ -123,6 +123,43 @@ static void minisim_warm(struct kvd *d)
 		kvt_minisim_touch(d->minisim, e->key.w[0] ^ e->tenant);
 	}
 	free(ids);
+}
+
+struct held {
+	uint64_t seq, key_hash;
+};
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct held *x = a, *y = b;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* A new curve of lower tier k starts from what the tier holds, oldest write first (the tier's
+ * own policy lives in the tier; the index knows which chunks have a copy there and their
+ * order of writing). Without it the curve read every chunk's next read as a cold miss. */
+static void minisim_warm_lower(struct kvd *d, uint32_t k)
+{
+	size_t n = 0, cap = 1024;
+	struct held *h = malloc(cap * sizeof(*h));
+	for (uint32_t i = 0; h && i < d->idx.cap; i++) {
+		const struct kvd_entry *e = &d->idx.e[i];
+		if (e->state != KVD_PUBLISHED || !(e->where & (2u << k)))
+			continue;
+		if (n == cap) {
+			struct held *g = realloc(h, 2 * cap * sizeof(*h));
+			if (!g)
+				break;
+			h = g, cap *= 2;
+		}
+		h[n++] = (struct held){e->seq, e->key.w[0] ^ e->tenant};
+	}
+	if (!h)
+		return;
+	qsort(h, n, sizeof(*h), by_seq);
+	for (size_t i = 0; i < n; i++)
+		kvt_minisim_touch(d->lower[k].minisim, h[i].key_hash);
+	free(h);
 }
 
 void kvd_minisim_reset(struct kvd *d, int tier)
@@ -162,6 +199,8 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 		        ops->name, strerror(-rc));
 	else if (tier < 0)
 		minisim_warm(d);
+	else
+		minisim_warm_lower(d, (uint32_t)tier);
 }
 
 void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes)
@@ -321,7 +360,7 @@ void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
 	static const char *const sizes[5] = {"0.5x", "1x", "2x", "4x", "8x"};
 	const struct kvt_mrc *m = d->mrc;
 	const struct kvt_minisim *own = d->minisim;
-	size_t n = host_resident(d);
+	size_t n = host_chunks(d); /* O(tenants): a scrape must not walk the index */
 	uint64_t size = n && d->host_used >= n ? d->host_cap / (d->host_used / n) : 0;
 	if (tier >= 0) {
 		struct kvd_lower *l = &d->lower[tier];
@@ -412,7 +451,7 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 			         kvt_admit_name(d->admit));
 		return 0;
 	}
-	size_t n = host_resident(d);
+	size_t n = host_chunks(d);
 	uint64_t avg = n ? d->host_used / n : 0;
 	if (!d->mrc || !avg || !kvt_mrc_samples(d->mrc)) {
 		snprintf(out, out_len, "no accesses sampled yet");
