@@ -743,6 +743,133 @@ static void test_ipc_tenant_quota(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* RELIABILITY S7, the reader's side. Tenant B (uid 65534) reads its working set, 24 prefixes of
+ * 4 chunks (3.4 MiB of records in an 8 MiB lru host), in rounds; tenant A (root) puts nothing
+ * between B's first FAIR_ROUNDS rounds and a fresh 8 MiB between each of the next FAIR_ROUNDS (32
+ * MiB: 16x a 2 MiB quota). The two take turns through pipes, so every run is the same.
+ * @return : B's hit ratio before (*before) and under the flood, or -1; *b_used: B's host bytes
+ * at the end. */
+#define FAIR_PREFIXES 24
+#define FAIR_ROUNDS   4
+static double fairness(const char *quota, double *before, long long *b_used)
+{
+	const char *sets[] = {"host.bytes=8MiB", "tiers.order=host", "host.policy=lru", quota,
+	                      NULL};
+	struct kvt_test_daemon d;
+	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks, 36 KiB records */
+	kvt_id_t ns;
+	kvt_client_t *c = start_for_two(&d, sets, &m, &ns);
+	size_t cb = kvt_chunk_bytes(&m);
+	int go[2], done[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(done), 0);
+	pid_t b = fork_as_nobody();
+	if (!b) { /* B: put, then read every prefix each round; its hits go back as text */
+		kvt_client_t *bc;
+		kvt_id_t bns, keys[FAIR_PREFIXES][4];
+		uint8_t *buf = calloc(1, cb), *dst[4] = {buf, buf, buf, buf};
+		const void *ch[4] = {buf, buf, buf, buf};
+		if (!buf || kvt_connect(d.sock, &bc) || kvt_namespace(bc, &m, &bns))
+			_exit(31);
+		for (int p = 0; p < FAIR_PREFIXES; p++) {
+			prefix_keys(bns, 64, keys[p], 4, 1000 + (uint32_t)p);
+			if (kvt_put(bc, bns, NULL, keys[p], 4, ch, cb) != 4)
+				_exit(32);
+		}
+		long hits[2] = {0, 0};
+		for (int r = 0; r < 2 * FAIR_ROUNDS; r++) {
+			char t;
+			if (write(done[1], "r", 1) != 1 || read(go[0], &t, 1) != 1)
+				_exit(33);
+			for (int p = 0; p < FAIR_PREFIXES; p++) {
+				int got = kvt_get(bc, bns, keys[p], 4, (void **)dst, cb);
+				if (got < 0)
+					_exit(34);
+				hits[r >= FAIR_ROUNDS] += got;
+			}
+		}
+		char res[64];
+		int n = snprintf(res, sizeof(res), "%ld %ld\n", hits[0], hits[1]);
+		if (write(done[1], res, (size_t)n) != n)
+			_exit(35);
+		kvt_close(bc);
+		_exit(0);
+	}
+	/* A: a fresh 8 MiB prefix of its own before each of B's flood rounds */
+	enum { FLOOD = 8 << 20 };
+	size_t per = FLOOD / cb;
+	kvt_id_t *fk = calloc(per, sizeof(*fk));
+	uint8_t *buf = calloc(1, cb);
+	const void **ch = calloc(per, sizeof(*ch));
+	for (size_t i = 0; i < per; i++)
+		ch[i] = buf;
+	for (int r = 0; r < 2 * FAIR_ROUNDS; r++) {
+		char t;
+		assert_int_equal(read(done[0], &t, 1), 1);
+		if (r >= FAIR_ROUNDS) {
+			assert_int_equal(prefix_keys(ns, 64, fk, per, 50000 + (uint32_t)r * 977),
+			                 per);
+			int rc =
+			    kvt_put(c, ns, NULL, fk, per, ch, cb); /* cut short at its maximum */
+			assert_true(rc >= 0 || rc == -EAGAIN || rc == -ENOSPC);
+		}
+		assert_int_equal(write(go[1], "g", 1), 1);
+	}
+	char res[64] = "";
+	ssize_t got = 0, r;
+	while ((r = read(done[0], res + got, sizeof(res) - 1 - (size_t)got)) > 0 &&
+	       !strchr(res, '\n'))
+		got += r;
+	assert_int_equal(child_wait(b), 0);
+	long h[2];
+	assert_int_equal(sscanf(res, "%ld %ld", &h[0], &h[1]), 2);
+	static char js[1 << 15];
+	assert_true(kvt_test_stats_json(&d, js, sizeof(js)) > 0);
+	const char *bt = strstr(js, "{\"tenant\":65534,\"used_bytes\":");
+	assert_non_null(bt);
+	*b_used = strtoll(bt + strlen("{\"tenant\":65534,\"used_bytes\":"), NULL, 10);
+	free(fk);
+	free(buf);
+	free(ch);
+	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+	double total = (double)FAIR_ROUNDS * FAIR_PREFIXES * 4;
+	*before = (double)h[0] / total;
+	return (double)h[1] / total;
+}
+
+/* RELIABILITY S7: tenant A floods puts at 16x its quota; tenant B's hit ratio drops by less than
+ * 5 points and B keeps its bytes, whether A has a maximum or B a guarantee. Without a quota the
+ * same flood takes B's hit ratio down by more than half (the control: the flood does hurt). */
+static void test_ipc_quota_fairness(void **state)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr,
+		        "note: not root, cannot act as a second uid; fairness test skipped\n");
+		return;
+	}
+	const double set_bytes = FAIR_PREFIXES * 4 * (36 << 10);
+	static const char *const quotas[] = {NULL, "tenant.quota=0=0/2MiB",
+	                                     "tenant.quota=65534=4MiB/8MiB"};
+	for (int q = 0; q < 3; q++) {
+		double before, under;
+		long long used;
+		under = fairness(quotas[q], &before, &used);
+		print_message(
+		    "%s: B's hit ratio %.3f before the flood, %.3f under it; B holds %lld "
+		    "bytes\n",
+		    quotas[q] ? quotas[q] : "no quota", before, under, used);
+		assert_true(before > 0.99); /* the set fits: every read a hit */
+		if (!quotas[q]) {
+			assert_true(under < before - 0.5);
+			continue;
+		}
+		assert_true(under > before - 0.05);
+		assert_true((double)used >= set_bytes);
+	}
+}
+
 /* tenant.map: two uids named as one tenant share their chunks. */
 static void test_ipc_tenant_map(void **state)
 {
@@ -984,6 +1111,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_sigterm_drains),
 	    cmocka_unit_test(test_ipc_shared_lookup),
 	    cmocka_unit_test(test_ipc_tenant_quota),
+	    cmocka_unit_test(test_ipc_quota_fairness),
 	    cmocka_unit_test(test_ipc_nvme_quota),
 	    cmocka_unit_test(test_ipc_tenant_map),
 	    cmocka_unit_test(test_ipc_pin_saturation),
