@@ -11,17 +11,24 @@
  * gives a referenced entry a second chance, clearing the bit and moving it to the head. It is
  * what the nvme log does with nvme.policy = clock (a record read since it was written is
  * copied forward at reclaim, tiers/nvme/reclaim.c).
+ *
+ * With quotas, lru and fifo walk through kvt__list_walk_tenants (pol_int.h): the entries of a
+ * tenant that may lose nothing are set aside ("parked") from the tail instead of being passed
+ * at every eviction; the order, and so every victim, stays the same.
  */
 #include "pol_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
+enum { LIVE = 1, REF = 2 /* clock */, PARKED = 4 };
+
 struct kvt_policy {
-	struct kvt__link *lk; /* indexed by id */
+	struct kvt__link *lk; /* indexed by id: on q, or parked */
 	uint8_t *live;
 	size_t cap;
 	struct kvt__list q;
+	struct kvt__park parked; /* set aside by tenant-aware walks (quotas) */
 };
 
 #define COLS(p)                                                                                    \
@@ -43,6 +50,7 @@ static void lru_destroy(struct kvt_policy *p)
 		return;
 	struct kvt__col c[] = COLS(p);
 	kvt__cols_free(c, KVT__NCOLS(c));
+	kvt__park_free(&p->parked);
 	free(p);
 }
 
@@ -60,14 +68,24 @@ static int lru_create(size_t hint, struct kvt_policy **out)
 	return 0;
 }
 
+/* Takes live id off the list it is on (q, or its tenant's parked list). */
+static void detach(struct kvt_policy *p, uint32_t id)
+{
+	if (__builtin_expect(p->live[id] & PARKED, 0)) {
+		kvt__park_del(&p->parked, p->lk, id);
+		p->live[id] &= (uint8_t)~PARKED;
+	} else
+		kvt__list_unlink(&p->q, p->lk, id);
+}
+
 static void lru_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy_meta *m)
 {
 	(void)m;
 	if (ensure(p, id))
 		return; /* untracked: never proposed as a victim, which is safe */
 	if (p->live[id])
-		kvt__list_unlink(&p->q, p->lk, id);
-	p->live[id] = 1;
+		detach(p, id);
+	p->live[id] = LIVE;
 	kvt__list_push_head(&p->q, p->lk, id);
 }
 
@@ -75,7 +93,7 @@ static void lru_access(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->live[id] || p->q.head == id)
 		return;
-	kvt__list_unlink(&p->q, p->lk, id);
+	detach(p, id);
 	kvt__list_push_head(&p->q, p->lk, id);
 }
 
@@ -87,21 +105,31 @@ static void fifo_access(struct kvt_policy *p, uint32_t id)
 static void clock_access(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap && p->live[id])
-		p->live[id] |= 2;
+		p->live[id] |= REF;
 }
 
 static void lru_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->live[id])
 		return;
-	kvt__list_unlink(&p->q, p->lk, id);
+	detach(p, id);
 	p->live[id] = 0;
 }
 
 static size_t lru_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                           kvt_policy_evictable_fn ok, void *arg)
 {
-	return kvt__list_walk(&p->q, p->lk, out, 0, max, ok, arg);
+	size_t n = kvt__park_walk(&p->parked, p->lk, out, 0, max, ok, NULL, arg);
+	return kvt__list_walk(&p->q, p->lk, out, n, max, ok, arg);
+}
+
+static size_t lru_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t max,
+                                  kvt_policy_evictable_fn ok,
+                                  uint32_t (*tenant_of)(void *, uint32_t),
+                                  bool (*open)(void *, uint32_t), void *arg)
+{
+	return kvt__list_walk_tenants(&p->q, &p->parked, p->lk, p->live, PARKED, p->cap, out, 0,
+	                              max, ok, tenant_of, open, arg);
 }
 
 static size_t clock_victims(struct kvt_policy *p, uint32_t *out, size_t max,
@@ -110,8 +138,8 @@ static size_t clock_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	size_t n = 0, steps = p->q.n; /* one look at each entry */
 	for (uint32_t id = p->q.tail; id != KVT__NIL && n < max && steps; steps--) {
 		uint32_t prev = p->lk[id].prev;
-		if (p->live[id] & 2) { /* a second chance */
-			p->live[id] = 1;
+		if (p->live[id] & REF) { /* a second chance */
+			p->live[id] = LIVE;
 			kvt__list_unlink(&p->q, p->lk, id);
 			kvt__list_push_head(&p->q, p->lk, id);
 		} else if (!ok || ok(arg, id)) {
@@ -130,7 +158,7 @@ static size_t clock_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 static size_t lru_memory(struct kvt_policy *p)
 {
 	struct kvt__col c[] = COLS(p);
-	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + kvt__park_bytes(&p->parked);
 }
 
 const struct kvt_policy_ops kvt_policy_lru = {
@@ -143,6 +171,7 @@ const struct kvt_policy_ops kvt_policy_lru = {
     .on_remove = lru_remove,
     .pick_victims = lru_victims,
     .memory_bytes = lru_memory,
+    .pick_victims_tenants = lru_victims_tenants,
 };
 
 const struct kvt_policy_ops kvt_policy_fifo = {
@@ -155,6 +184,7 @@ const struct kvt_policy_ops kvt_policy_fifo = {
     .on_remove = lru_remove,
     .pick_victims = lru_victims,
     .memory_bytes = lru_memory,
+    .pick_victims_tenants = lru_victims_tenants,
 };
 
 const struct kvt_policy_ops kvt_policy_clock = {

@@ -690,3 +690,108 @@ void kvt__sort_ids_by(uint32_t *ids, size_t n, const uint64_t *key)
 	sort_key = key;
 	qsort(ids, n, sizeof(*ids), cmp_ids);
 }
+
+/* ---- parking (quotas) ---- */
+
+void kvt__park_del(struct kvt__park *k, struct kvt__link *lk, uint32_t id)
+{
+	kvt__list_unlink(&k->lists[k->tenant1[id] - 1], lk, id);
+	k->tenant1[id] = 0;
+	k->n--;
+}
+
+void kvt__park_free(struct kvt__park *k)
+{
+	free(k->tenant1);
+	free(k->seq);
+	free(k->lists);
+	memset(k, 0, sizeof(*k));
+}
+
+size_t kvt__park_bytes(const struct kvt__park *k)
+{
+	return k->cap * (sizeof(*k->tenant1) + sizeof(*k->seq)) + k->n_lists * sizeof(*k->lists);
+}
+
+/* Moves id from l's tail end to tenant t's parked list. @return : 0, -ENOMEM (id stays). */
+static int park(struct kvt__park *k, struct kvt__list *l, struct kvt__link *lk, uint8_t *mark,
+                uint8_t bit, size_t cap, uint32_t id, uint32_t t)
+{
+	if (t == UINT32_MAX)
+		return -EINVAL;
+	if (k->cap < cap) {
+		if (kvt__pol_grow((void **)&k->tenant1, sizeof(*k->tenant1), k->cap, cap) ||
+		    kvt__pol_grow((void **)&k->seq, sizeof(*k->seq), k->cap, cap))
+			return -ENOMEM;
+		k->cap = cap;
+	}
+	if (t >= k->n_lists) {
+		size_t n = t + 1 > 2 * k->n_lists ? t + 1 : 2 * k->n_lists;
+		struct kvt__list *ls = realloc(k->lists, n * sizeof(*ls));
+		if (!ls)
+			return -ENOMEM;
+		for (size_t i = k->n_lists; i < n; i++)
+			kvt__list_init(&ls[i]);
+		k->lists = ls, k->n_lists = n;
+	}
+	kvt__list_unlink(l, lk, id);
+	kvt__list_push_head(&k->lists[t], lk, id);
+	k->tenant1[id] = t + 1;
+	k->seq[id] = ++k->clock;
+	mark[id] |= bit;
+	k->n++;
+	return 0;
+}
+
+size_t kvt__park_walk_all(const struct kvt__park *k, const struct kvt__link *lk, uint32_t *out,
+                          size_t n, size_t max, kvt_policy_evictable_fn ok,
+                          bool (*open)(void *, uint32_t), void *arg)
+{
+	uint32_t cur[64], *c = k->n_lists <= 64 ? cur : malloc(k->n_lists * sizeof(*c));
+	if (!c)
+		return n; /* no memory: the parked entries are not offered this time */
+	for (size_t t = 0; t < k->n_lists; t++)
+		c[t] = k->lists[t].tail;
+	while (n < max) {
+		uint32_t best = KVT__NIL;
+		for (uint32_t t = 0; t < k->n_lists; t++)
+			if (c[t] != KVT__NIL &&
+			    (best == KVT__NIL || k->seq[c[t]] < k->seq[c[best]]))
+				best = t;
+		if (best == KVT__NIL)
+			break;
+		uint32_t id = c[best];
+		if (open && !open(arg, best)) {
+			c[best] = KVT__NIL; /* closed for the rest of this walk */
+			continue;
+		}
+		c[best] = lk[id].prev;
+		if (!ok || ok(arg, id))
+			out[n++] = id;
+	}
+	if (c != cur)
+		free(c);
+	return n;
+}
+
+size_t kvt__list_walk_tenants(struct kvt__list *l, struct kvt__park *k, struct kvt__link *lk,
+                              uint8_t *mark, uint8_t bit, size_t cap, uint32_t *out, size_t n,
+                              size_t max, kvt_policy_evictable_fn ok,
+                              uint32_t (*tenant_of)(void *, uint32_t),
+                              bool (*open)(void *, uint32_t), void *arg)
+{
+	n = kvt__park_walk(k, lk, out, n, max, ok, open, arg);
+	bool tail = true;
+	for (uint32_t id = l->tail; id != KVT__NIL && n < max;) {
+		uint32_t prev = lk[id].prev, t = tenant_of(arg, id);
+		if (!open(arg, t)) {
+			tail = tail && !park(k, l, lk, mark, bit, cap, id, t);
+		} else {
+			tail = false;
+			if (!ok || ok(arg, id))
+				out[n++] = id;
+		}
+		id = prev;
+	}
+	return n;
+}

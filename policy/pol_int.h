@@ -284,4 +284,55 @@ int kvt__ghost_add(struct kvt__ghost *g, uint64_t h);
 void kvt__ghost_del(struct kvt__ghost *g, uint64_t h);
 /* Drops the oldest ghosts until at most limit remain. */
 void kvt__ghost_trim(struct kvt__ghost *g, size_t limit);
+
+/*
+ * Parking: what quotas need of a list policy (lru, fifo, ARC's T1 and T2). A tenant held at its
+ * guarantee may lose nothing, and when its entries are the coldest every walk used to pass all
+ * of them: O(its entries) per eviction. A tenant-aware walk (kvt__list_walk_tenants) sets such
+ * entries aside instead, off the list, into a list per tenant ("parked"), in the order the walk
+ * met them, which is their order in the list. An entry is parked only from the tail (only while
+ * everything the walk met before it was parked too), and entries on the list only get newer,
+ * so every parked entry stays older than every listed one: the list's order is its parked
+ * entries, merged by when they were parked, then the list from its tail, and every walk gives
+ * that order. A later walk passes a parked tenant's entries only while that tenant may lose
+ * some. A parked entry gets a bit set in a per-id byte of the policy's (mark), and the policy
+ * takes it off its parked list when it is touched or removed (kvt__park_del, then clears the
+ * bit). The arrays (12 bytes an id) exist once something is parked.
+ */
+struct kvt__park {
+	size_t n;          /* parked entries; first, so a policy's hot line holds it */
+	uint32_t *tenant1; /* per id: its tenant + 1 while parked, 0 otherwise */
+	uint64_t *seq;     /* per id: when it was parked */
+	size_t cap;
+	struct kvt__list *lists; /* per tenant, the last parked at the head */
+	size_t n_lists;
+	uint64_t clock;
+};
+/* Takes parked id off its tenant's list (the caller clears its mark). */
+void kvt__park_del(struct kvt__park *k, struct kvt__link *lk, uint32_t id);
+void kvt__park_free(struct kvt__park *k);
+size_t kvt__park_bytes(const struct kvt__park *k);
+/* Appends to out[n..max) the parked entries, oldest first across tenants, that ok() accepts;
+ * with open, only those of tenants open() answers true for when their turn comes.
+ * @return : the new n. */
+size_t kvt__park_walk_all(const struct kvt__park *k, const struct kvt__link *lk, uint32_t *out,
+                          size_t n, size_t max, kvt_policy_evictable_fn ok,
+                          bool (*open)(void *, uint32_t), void *arg);
+static inline size_t kvt__park_walk(const struct kvt__park *k, const struct kvt__link *lk,
+                                    uint32_t *out, size_t n, size_t max, kvt_policy_evictable_fn ok,
+                                    bool (*open)(void *, uint32_t), void *arg)
+{
+	return __builtin_expect(k->n != 0, 0)
+	           ? kvt__park_walk_all(k, lk, out, n, max, ok, open, arg)
+	           : n;
+}
+/* The walk of list l (ids below cap, the policy's column size) that pick_victims_tenants
+ * makes: l's parked entries of open tenants, then l from its tail, parking the entries of
+ * tenants open() refuses (and setting bit in mark[id]) while only parked entries were met
+ * before them. @return : the new n. */
+size_t kvt__list_walk_tenants(struct kvt__list *l, struct kvt__park *k, struct kvt__link *lk,
+                              uint8_t *mark, uint8_t bit, size_t cap, uint32_t *out, size_t n,
+                              size_t max, kvt_policy_evictable_fn ok,
+                              uint32_t (*tenant_of)(void *, uint32_t),
+                              bool (*open)(void *, uint32_t), void *arg);
 #endif

@@ -54,6 +54,17 @@ struct kvt_policy_ops {
 	/* Added in version 1, optional: the bytes the policy holds now (per-id arrays at their
 	 * allocated size, ghosts, history, tables, sketches). NULL means unknown. */
 	size_t (*memory_bytes)(struct kvt_policy *p);
+	/* Added in version 1, optional: pick_victims for a caller that also refuses whole tenants
+	 * (policy/quota.h: a tenant at its guarantee). tenant_of(arg, id) names an entry's
+	 * tenant; open(arg, t) false means no entry of tenant t may go now, and stays false for
+	 * the rest of the call. The victims are those pick_victims gives with a filter that also
+	 * rejects every entry of a tenant open() refuses; the policy may set such entries aside so
+	 * that later calls do not pass them again (lru, fifo). NULL: the caller uses pick_victims.
+	 */
+	size_t (*pick_victims_tenants)(struct kvt_policy *p, uint32_t *out, size_t max,
+	                               kvt_policy_evictable_fn evictable,
+	                               uint32_t (*tenant_of)(void *arg, uint32_t id),
+	                               bool (*open)(void *arg, uint32_t tenant), void *arg);
 };
 
 /* @return : the policy named name, or NULL. */

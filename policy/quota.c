@@ -7,6 +7,8 @@
  * victim paid that k times. The policy may show the filter candidates it does not return (a
  * sampling policy), so what comes back is checked again in order; if that leaves too little,
  * the old way (one victim a walk, each walk told what is already chosen) finishes the batch.
+ * A policy with pick_victims_tenants (lru, fifo) is also told which tenants may lose nothing
+ * at all, and sets their entries aside: the walk no longer passes them every time.
  */
 #include "quota.h"
 #include "pol_int.h"
@@ -158,6 +160,22 @@ static bool quota_ok(void *arg, uint32_t id)
 	return true;
 }
 
+static uint32_t filter_tenant_of(void *arg, uint32_t id)
+{
+	struct filter *f = arg;
+	return f->v->tenant_of(f->v->arg, id);
+}
+
+/* Whether any entry of tenant t may still go in this walk: with the bytes this walk has let
+ * through pending, t is above its guarantee (an entry's bytes are at least 1). */
+static bool tenant_open(void *arg, uint32_t t)
+{
+	struct filter *f = arg;
+	if (f->own_only)
+		return t == f->requester;
+	return t >= f->q->n || f->q->used[t] - f->q->pending[t] > f->q->guaranteed[t];
+}
+
 /* Takes v into the batch: its bytes become pending for its tenant. @return : its bytes. */
 static uint64_t take(struct filter *f, uint32_t *out, uint32_t v)
 {
@@ -180,7 +198,10 @@ size_t kvt_quota_pick_victims(struct kvt_quota *q, const struct kvt_policy_ops *
 	f.own_only = !kvt_quota_fits(q, requester, need_bytes);
 	memset(q->pending, 0, q->n * sizeof(*q->pending));
 	f.count = true;
-	size_t n = ops->pick_victims(p, out, max, quota_ok, &f);
+	size_t n = ops->pick_victims_tenants
+	               ? ops->pick_victims_tenants(p, out, max, quota_ok, filter_tenant_of,
+	                                           tenant_open, &f)
+	               : ops->pick_victims(p, out, max, quota_ok, &f);
 	/* again, in order, with only what came back pending */
 	f.count = false;
 	memset(q->pending, 0, q->n * sizeof(*q->pending));

@@ -695,6 +695,109 @@ static void test_policy_quota_guarantee(void **state)
 	o->destroy(p);
 }
 
+/* pick_victims_tenants against pick_victims with the same filter written per entry: twin
+ * policies fed the same random inserts, re-inserts, accesses and removes (of set-aside
+ * entries too), walked with random closed tenants, per-walk budgets (a tenant closes once it
+ * has given that many, as a tenant reaching its guarantee does) and leases. Every walk, and
+ * the whole order now and then, must be the same. */
+struct tw {
+	uint32_t tenant[N_IDS];
+	uint8_t closed;   /* bit t: tenant t may lose nothing */
+	int budget[4];    /* what each tenant may still give in this walk */
+	uint32_t lease_k; /* ids with (id * 7 + lease_k) % 5 == 0 are leased */
+};
+
+static uint32_t tw_tenant(void *arg, uint32_t id)
+{
+	return ((struct tw *)arg)->tenant[id];
+}
+
+static bool tw_open(void *arg, uint32_t t)
+{
+	struct tw *w = arg;
+	return !(w->closed >> t & 1) && w->budget[t] > 0;
+}
+
+static bool tw_ok(void *arg, uint32_t id)
+{
+	struct tw *w = arg;
+	uint32_t t = w->tenant[id];
+	if ((id * 7 + w->lease_k) % 5 == 0 || !tw_open(w, t))
+		return false;
+	w->budget[t]--;
+	return true;
+}
+
+static void test_policy_tenant_walk_matches_filter(void **state)
+{
+	static struct tw w;
+	size_t checked = 0;
+	for (size_t k = 0; kvt_policy_at(k); k++) {
+		const struct kvt_policy_ops *o = kvt_policy_at(k);
+		if (!o->pick_victims_tenants)
+			continue;
+		checked++;
+		struct kvt_policy *a = make(o->name, 0), *b = make(o->name, 0);
+		uint8_t res[N_IDS] = {0};
+		srand(17 + (unsigned)k);
+		size_t walks = 0, parked_hits = 0;
+		for (int op = 0; op < 200000; op++) {
+			uint32_t id = (uint32_t)rand() % 2048;
+			int r = rand() % 100;
+			if (r < 45) { /* insert, or re-insert */
+				w.tenant[id] = res[id] ? w.tenant[id] : (uint32_t)rand() % 4;
+				ins(o, a, id, KVT_POLICY_NONE, 0);
+				ins(o, b, id, KVT_POLICY_NONE, 0);
+				res[id] = 1;
+			} else if (r < 75) {
+				if (res[id]) {
+					o->on_access(a, id);
+					o->on_access(b, id);
+				}
+			} else if (r < 85) {
+				if (res[id]) {
+					o->on_remove(a, id);
+					o->on_remove(b, id);
+					res[id] = 0;
+				}
+			} else {
+				uint32_t va[64], vb[64];
+				size_t max = 1 + (size_t)rand() % 64;
+				w.closed = (uint8_t)(rand() % 16);
+				w.lease_k = (uint32_t)rand();
+				int bud[4];
+				for (int t = 0; t < 4; t++)
+					bud[t] = rand() % 24;
+				memcpy(w.budget, bud, sizeof(bud));
+				size_t na = o->pick_victims_tenants(a, va, max, tw_ok, tw_tenant,
+				                                    tw_open, &w);
+				memcpy(w.budget, bud, sizeof(bud));
+				size_t nb = o->pick_victims(b, vb, max, tw_ok, &w);
+				assert_int_equal(na, nb);
+				for (size_t i = 0; i < na; i++) {
+					assert_int_equal(va[i], vb[i]);
+					parked_hits += w.closed != 0;
+				}
+				walks++;
+			}
+			if (op % 20000 == 19999) { /* the whole order, set-aside entries included */
+				uint32_t *fa = malloc(N_IDS * 4), *fb = malloc(N_IDS * 4);
+				size_t na = o->pick_victims(a, fa, N_IDS, NULL, NULL),
+				       nb = o->pick_victims(b, fb, N_IDS, NULL, NULL);
+				assert_int_equal(na, nb);
+				assert_memory_equal(fa, fb, na * 4);
+				free(fa);
+				free(fb);
+			}
+		}
+		assert_true(walks > 10000 && parked_hits > 0);
+		assert_true(o->memory_bytes(a) > o->memory_bytes(b)); /* a set some aside */
+		o->destroy(a);
+		o->destroy(b);
+	}
+	assert_int_equal(checked, 3); /* lru, fifo, arc */
+}
+
 /* Batches of 8 through every policy (sampling ones included, which show the filter entries
  * they do not return): the 8 victims are distinct and resident, and taken together they leave
  * tenant 1 at or above its guarantee; tenant 0 at its maximum gets only its own. */
@@ -871,6 +974,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
 	    cmocka_unit_test(test_policy_quota_guarantee),
 	    cmocka_unit_test(test_policy_quota_batches_all_policies),
+	    cmocka_unit_test(test_policy_tenant_walk_matches_filter),
 	    cmocka_unit_test(test_policy_admission),
 	    cmocka_unit_test(test_policy_admission_grow_keeps_counts),
 	    cmocka_unit_test(test_policy_memory_reported),
