@@ -713,12 +713,47 @@ size_t kvt__park_bytes(const struct kvt__park *k)
 	return k->cap * (sizeof(*k->tenant1) + sizeof(*k->seq)) + k->n_lists * sizeof(*k->lists);
 }
 
-/* Moves id from l's tail end to tenant t's parked list. @return : 0, -ENOMEM (id stays). */
+#ifndef KVT__PARK_CLOCK_MAX /* a build may lower it to test renumbering */
+#define KVT__PARK_CLOCK_MAX UINT32_MAX
+#endif
+
+/* The tenant whose next parked entry is the oldest, given each list's cursor c[]. */
+static uint32_t oldest(const struct kvt__park *k, const uint32_t *c)
+{
+	uint32_t best = KVT__NIL;
+	for (uint32_t t = 0; t < k->n_lists; t++)
+		if (c[t] != KVT__NIL && (best == KVT__NIL || k->seq[c[t]] < k->seq[c[best]]))
+			best = t;
+	return best;
+}
+
+/* Gives the parked entries 1..n in their order, once the clock is about to wrap. */
+static int park_renumber(struct kvt__park *k, const struct kvt__link *lk)
+{
+	uint32_t *c = malloc((k->n_lists ? k->n_lists : 1) * sizeof(*c)), t;
+	if (!c)
+		return -ENOMEM;
+	for (t = 0; t < k->n_lists; t++)
+		c[t] = k->lists[t].tail;
+	k->clock = 0;
+	while ((t = oldest(k, c)) != KVT__NIL) {
+		uint32_t id = c[t];
+		c[t] = lk[id].prev;
+		k->seq[id] = ++k->clock;
+	}
+	free(c);
+	return 0;
+}
+
+/* Moves id from l's tail end to tenant t's parked list. @return : 0, -EINVAL (t too large),
+ * -ENOMEM (id stays). */
 static int park(struct kvt__park *k, struct kvt__list *l, struct kvt__link *lk, uint8_t *mark,
                 uint8_t bit, size_t cap, uint32_t id, uint32_t t)
 {
-	if (t == UINT32_MAX)
+	if (t >= UINT16_MAX)
 		return -EINVAL;
+	if (k->clock >= KVT__PARK_CLOCK_MAX && park_renumber(k, lk))
+		return -ENOMEM;
 	if (k->cap < cap) {
 		if (kvt__pol_grow((void **)&k->tenant1, sizeof(*k->tenant1), k->cap, cap) ||
 		    kvt__pol_grow((void **)&k->seq, sizeof(*k->seq), k->cap, cap))
@@ -736,7 +771,7 @@ static int park(struct kvt__park *k, struct kvt__list *l, struct kvt__link *lk, 
 	}
 	kvt__list_unlink(l, lk, id);
 	kvt__list_push_head(&k->lists[t], lk, id);
-	k->tenant1[id] = t + 1;
+	k->tenant1[id] = (uint16_t)(t + 1);
 	k->seq[id] = ++k->clock;
 	mark[id] |= bit;
 	k->n++;
@@ -753,11 +788,7 @@ size_t kvt__park_walk_all(const struct kvt__park *k, const struct kvt__link *lk,
 	for (size_t t = 0; t < k->n_lists; t++)
 		c[t] = k->lists[t].tail;
 	while (n < max) {
-		uint32_t best = KVT__NIL;
-		for (uint32_t t = 0; t < k->n_lists; t++)
-			if (c[t] != KVT__NIL &&
-			    (best == KVT__NIL || k->seq[c[t]] < k->seq[c[best]]))
-				best = t;
+		uint32_t best = oldest(k, c);
 		if (best == KVT__NIL)
 			break;
 		uint32_t id = c[best];

@@ -297,16 +297,17 @@ void kvt__ghost_trim(struct kvt__ghost *g, size_t limit);
  * that order. A later walk passes a parked tenant's entries only while that tenant may lose
  * some. A parked entry gets a bit set in a per-id byte of the policy's (mark), and the policy
  * takes it off its parked list when it is touched or removed (kvt__park_del, then clears the
- * bit). The arrays (12 bytes an id) exist once something is parked.
+ * bit). The arrays (6 bytes an id) exist once something is parked; tenants past 65,534 are
+ * never parked, only passed.
  */
 struct kvt__park {
 	size_t n;          /* parked entries; first, so a policy's hot line holds it */
-	uint32_t *tenant1; /* per id: its tenant + 1 while parked, 0 otherwise */
-	uint64_t *seq;     /* per id: when it was parked */
+	uint16_t *tenant1; /* per id: its tenant + 1 while parked, 0 otherwise */
+	uint32_t *seq;     /* per id: when it was parked (renumbered before the clock wraps) */
 	size_t cap;
 	struct kvt__list *lists; /* per tenant, the last parked at the head */
 	size_t n_lists;
-	uint64_t clock;
+	uint32_t clock;
 };
 /* Takes parked id off its tenant's list (the caller clears its mark). */
 void kvt__park_del(struct kvt__park *k, struct kvt__link *lk, uint32_t id);
