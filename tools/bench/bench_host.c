@@ -10,6 +10,9 @@
  *  lookup   keys per second per client, batches of 64 prefix keys
  *  scale    --scale: 10^6 chunks of 4 KiB and 64 clients: metadata per chunk, get latency at
  *           10^3 and 10^6 chunks
+ *  quota    --quota (as root): one tenant's put flood of 4 KiB chunks through a 512 MiB lru
+ *           host while another tenant (uid 65534) holds 256 MiB of cold chunks under a
+ *           guarantee of that size, against the same flood with no quota, in the same run
  *
  * Starts its own kvtierd (next to this binary) on a temporary socket unless --socket is given.
  */
@@ -27,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -292,6 +296,73 @@ static double get_latency_us(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys,
 	return (now_s() - t0) * 1e6 / iters;
 }
 
+/* Puts n chunks of model m in batches of 64 (fresh keys from salt). @return : chunks stored. */
+static long put_flood(const kvt_model_t *m, long n, uint32_t salt, double *secs)
+{
+	kvt_client_t *c;
+	kvt_id_t ns, keys[64];
+	if (kvt_connect(sock, &c) || kvt_namespace(c, m, &ns))
+		return -1;
+	size_t cb = kvt_chunk_bytes(m);
+	char *buf = calloc(1, cb);
+	const void *ch[64];
+	for (int i = 0; i < 64; i++)
+		ch[i] = buf;
+	long stored = 0;
+	double t0 = now_s();
+	for (long b = 0; buf && b < n / 64; b++) {
+		make_keys(ns, keys, 64, salt + (uint32_t)b * 64);
+		int rc = kvt_put(c, ns, NULL, keys, 64, ch, cb);
+		stored += rc > 0 ? rc : 0;
+	}
+	*secs = now_s() - t0;
+	free(buf);
+	kvt_close(c);
+	return stored;
+}
+
+/* A flood's puts while another tenant keeps its guarantee of cold chunks, against no quota. */
+static void bench_quota(void)
+{
+	if (geteuid() != 0) {
+		printf("quota: needs root (the other tenant runs as uid 65534); skipped\n");
+		return;
+	}
+	enum { COLD = 40000, FLOOD = 200000 };
+	kvt_model_t m = model_of(4096, 91);
+	printf("\n# quota: %d puts of 4 KiB chunks through a 512 MiB lru host, another tenant's "
+	       "%d cold chunks first\n",
+	       FLOOD, COLD);
+	printf("%-34s %12s %12s %10s\n", "", "chunks/s", "MB/s", "vs none");
+	double base = 0;
+	for (int q = 0; q < 2; q++) {
+		const char *sets[] = {"host.policy=lru",
+		                      q ? "tenant.quota=65534=256MiB/512MiB" : NULL, NULL};
+		start_daemon_with("512MiB", sets);
+		chmod(tmpdir, 0755); /* the other tenant's client connects as nobody */
+		chmod(sock, 0666);
+		pid_t o = fork();
+		if (!o) {
+			double s;
+			_exit(setgid(65534) || setuid(65534) || put_flood(&m, COLD, 7, &s) < 0 ? 1
+			                                                                       : 0);
+		}
+		int st;
+		if (waitpid(o, &st, 0) != o || !WIFEXITED(st) || WEXITSTATUS(st))
+			die("quota: the other tenant's puts", -EIO);
+		double secs;
+		long n = put_flood(&m, FLOOD, 1u << 24, &secs);
+		if (n < 0)
+			die("quota: the flood", -EIO);
+		double rate = (double)n / secs;
+		base = q ? base : rate;
+		printf("%-34s %12.0f %12.1f %9.2fx\n",
+		       q ? "65534 guaranteed 256 MiB" : "no quota (baseline)", rate,
+		       rate * 4096 / 1e6, rate / base);
+		stop_daemon();
+	}
+}
+
 static void bench_scale(void)
 {
 	const size_t total = 1000000, cb = 4096;
@@ -333,19 +404,20 @@ static void bench_scale(void)
 
 int main(int argc, char **argv)
 {
-	int scale = 0, only_scale = 0;
+	int scale = 0, only_scale = 0, quota = 0;
 	const char *given = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--scale"))
 			scale = 1;
 		else if (!strcmp(argv[i], "--scale-only"))
 			scale = only_scale = 1;
+		else if (!strcmp(argv[i], "--quota"))
+			quota = only_scale = 1;
 		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
 			given = argv[++i];
 		else {
-			fprintf(
-			    stderr,
-			    "usage: kvtier bench host [--scale|--scale-only] [--socket PATH]\n");
+			fprintf(stderr, "usage: kvtier bench host [--scale|--scale-only|--quota] "
+			                "[--socket PATH]\n");
 			return 2;
 		}
 	}
@@ -371,5 +443,7 @@ int main(int argc, char **argv)
 		if (!given)
 			stop_daemon();
 	}
+	if (quota && !given)
+		bench_quota();
 	return 0;
 }
