@@ -21,8 +21,8 @@
 	  "a tier's policy's own curve (not lru's): mini-simulations, entries at 1x (0: off)")     \
 	X(TENANT_MAP, "tenant.map", STR, "", 0, 0, 0,                                              \
 	  "uids/gids to named tenants: \"1000=teamA,@2000=teamB\" (default: one per uid)")         \
-	X(TENANT_QUOTA, "tenant.quota", STR, "", 0, 0, 0,                                          \
-	  "host bytes guaranteed/maximum per tenant: \"teamA=1GiB/4GiB,1001=0/2GiB\"")             \
+	X(TENANT_QUOTA, "tenant.quota", STR, "", 0, 0, 1,                                          \
+	  "host bytes guaranteed/maximum per tenant: \"teamA=1GiB/4GiB,1001=0/2GiB\" (none: off)") \
 	X(LEASE_TIMEOUT_MS, "lease.timeout_ms", U64, "30000", 1, 86400000, 1,                      \
 	  "a lease older than this is revoked")                                                    \
 	X(SHUTDOWN_TIMEOUT_MS, "shutdown.timeout_ms", U64, "5000", 0, 3600000, 1,                  \

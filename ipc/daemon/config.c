@@ -113,6 +113,10 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 			                 __ATOMIC_RELAXED); /* the worker reads it (cascade) */
 		break;
 	}
+	case KVT_OPT_TENANT_QUOTA:
+		if ((rc = kvd_quota_reset(d, v, err, err_len)))
+			return rc;
+		break;
 	case KVT_OPT_LOG_LEVEL: {
 		int lvl = kvt_log_level_parse(v);
 		static const char *const levels[] = {"error", "warn", "info", "debug", NULL};

@@ -283,6 +283,12 @@ void kvd_shmidx_close(struct kvd *d, uint32_t tenant);
 /* tenant.c */
 uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid);
 int kvd_quota_apply(struct kvd *d, uint32_t tenant, uint32_t key);
+/* tenant.quota set at run time to list ("" or "none": off): every known tenant's limits from
+ * it, none for those it does not name. @return : 0, -EINVAL (err says why; nothing changed),
+ * -ENOMEM. */
+int kvd_quota_reset(struct kvd *d, const char *list, char *err, size_t err_len);
+/* Whether list is a valid tenant.quota ("" and "none" are). @return : 0, -EINVAL (err says). */
+int kvd_quota_check(const char *list, char *err, size_t err_len);
 /* Frees a host record of tenant t at off and its accounting (store.c). */
 void kvd_host_release(struct kvd *d, uint32_t t, uint64_t off, uint64_t rec_bytes);
 

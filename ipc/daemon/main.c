@@ -238,7 +238,13 @@ static int setup(struct kvd *d)
 	if (rc)
 		return rc;
 	d->mrc = kvd_mrc_new(d); /* NULL: no curve, nothing else lost */
-	if (*kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA) && (rc = kvt_quota_create(&d->quota)))
+	const char *quota = kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA);
+	char why[KVT_OPT_STR_MAX + 96];
+	if (kvd_quota_check(quota, why, sizeof(why))) {
+		kvt_log(KVT_LOG_ERROR, "%s", why); /* every client's attach would fail on it */
+		return -EINVAL;
+	}
+	if (*quota && strcmp(quota, "none") && (rc = kvt_quota_create(&d->quota)))
 		return rc;
 	char params[KVT_OPT_STR_MAX], err[256];
 	snprintf(params, sizeof(params), "%s", kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY_PARAMS));

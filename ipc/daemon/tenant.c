@@ -6,6 +6,9 @@
  * one tenant and the key is stable across restarts (it is stored in every record header).
  * Quotas go through the policy layer's kvt_quota: guaranteed and maximum host bytes per tenant;
  * a tenant at its maximum evicts its own chunks, and nobody is pushed below its guarantee.
+ * tenant.quota may change at run time (kvd_quota_reset): every tenant's limits are set again
+ * from the new list, its bytes carry over, and a tenant now past its maximum gives back the
+ * excess as it puts (its own chunks go first), not at once.
  */
 #include "daemon.h"
 #include "core/log.h"
@@ -66,14 +69,70 @@ static int apply_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
 	return rc ? rc : 1; /* found: stop the walk */
 }
 
-/* Parses tenant.quota and applies the entry for tenant key (index t), if any. */
-int kvd_quota_apply(struct kvd *d, uint32_t t, uint32_t key)
+/* Applies list's entry for tenant key (index t), if any. */
+static int apply_list(struct kvd *d, const char *list, uint32_t t, uint32_t key)
 {
 	struct quota_for q = {d, t, key};
 	char err[KVT_OPT_STR_MAX + 64];
-	int rc = kvt_quota_list_each(kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA), apply_item, &q,
-	                             err, sizeof(err));
+	int rc = kvt_quota_list_each(list, apply_item, &q, err, sizeof(err));
 	if (rc == -EINVAL)
 		kvt_log(KVT_LOG_ERROR, "tenant.quota: %s", err);
 	return rc < 0 ? rc : 0;
+}
+
+/* Parses tenant.quota and applies the entry for tenant key (index t), if any. */
+int kvd_quota_apply(struct kvd *d, uint32_t t, uint32_t key)
+{
+	const char *list = kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA);
+	return apply_list(d, strcmp(list, "none") ? list : "", t, key);
+}
+
+static int check_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
+{
+	(void)arg, (void)key, (void)g, (void)m;
+	return 0;
+}
+
+int kvd_quota_check(const char *list, char *err, size_t err_len)
+{
+	char why[KVT_OPT_STR_MAX + 64];
+	if (!strcmp(list, "none") || !kvt_quota_list_each(list, check_item, NULL, why, sizeof(why)))
+		return 0;
+	snprintf(err, err_len, "tenant.quota: %s", why);
+	return -EINVAL;
+}
+
+int kvd_quota_reset(struct kvd *d, const char *list, char *err, size_t err_len)
+{
+	int rc = kvd_quota_check(list, err, err_len);
+	if (rc)
+		return rc;
+	if (!strcmp(list, "none"))
+		list = "";
+	if (!*list) { /* off: evictions no longer go through a quota */
+		kvt_quota_destroy(d->quota);
+		d->quota = NULL;
+		return 0;
+	}
+	if (!d->quota) { /* the accounts so far, as the quota would have kept them */
+		rc = kvt_quota_create(&d->quota);
+		for (uint32_t t = 0; !rc && t < d->n_tenants; t++)
+			rc = kvt_quota_charge(d->quota, t, (int64_t)d->tenants[t].used_bytes);
+		if (rc) {
+			kvt_quota_destroy(d->quota);
+			d->quota = NULL;
+			snprintf(err, err_len, "tenant.quota: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	for (uint32_t t = 0; t < d->n_tenants; t++) {
+		rc = kvt_quota_set(d->quota, t, 0, KVT_QUOTA_UNLIMITED);
+		if (!rc)
+			rc = apply_list(d, list, t, d->tenants[t].key);
+		if (rc) { /* memory only: the list was checked; the rest keep no limit */
+			snprintf(err, err_len, "tenant.quota: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
 }

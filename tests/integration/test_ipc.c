@@ -751,7 +751,8 @@ static void test_ipc_tenant_quota(void **state)
  * at the end. */
 #define FAIR_PREFIXES 24
 #define FAIR_ROUNDS   4
-static double fairness(const char *quota, double *before, long long *b_used)
+static double fairness(const char *quota, const char *at_run_time, double *before,
+                       long long *b_used)
 {
 	const char *sets[] = {"host.bytes=8MiB", "tiers.order=host", "host.policy=lru", quota,
 	                      NULL};
@@ -804,8 +805,20 @@ static double fairness(const char *quota, double *before, long long *b_used)
 	for (size_t i = 0; i < per; i++)
 		ch[i] = buf;
 	for (int r = 0; r < 2 * FAIR_ROUNDS; r++) {
-		char t;
+		char t, cmd[128], out[512];
 		assert_int_equal(read(done[0], &t, 1), 1);
+		if (r == FAIR_ROUNDS && at_run_time) { /* B's chunks are in: the quota comes now */
+			snprintf(cmd, sizeof(cmd), "config set tenant.quota %s", at_run_time);
+			if (kvt_test_cli(&d, cmd, out, sizeof(out)))
+				fail_msg("%s: %s", cmd, out);
+			assert_int_not_equal(
+			    kvt_test_cli(&d, "config set tenant.quota bogus", out, sizeof(out)),
+			    0); /* refused, and nothing changed */
+			assert_non_null(strstr(out, "'bogus' is not WHO=GUARANTEED/MAX"));
+			assert_int_equal(
+			    kvt_test_cli(&d, "config get tenant.quota", out, sizeof(out)), 0);
+			assert_non_null(strstr(out, at_run_time));
+		}
 		if (r >= FAIR_ROUNDS) {
 			assert_int_equal(prefix_keys(ns, 64, fk, per, 50000 + (uint32_t)r * 977),
 			                 per);
@@ -828,6 +841,15 @@ static double fairness(const char *quota, double *before, long long *b_used)
 	const char *bt = strstr(js, "{\"tenant\":65534,\"used_bytes\":");
 	assert_non_null(bt);
 	*b_used = strtoll(bt + strlen("{\"tenant\":65534,\"used_bytes\":"), NULL, 10);
+	if (at_run_time) { /* and off again: no limits left */
+		char out[256];
+		assert_int_equal(kvt_test_cli(&d, "config set tenant.quota none", out, sizeof(out)),
+		                 0);
+		assert_true(kvt_test_stats_json(&d, js, sizeof(js)) > 0);
+		bt = strstr(js, "{\"tenant\":65534,");
+		assert_non_null(bt);
+		assert_non_null(strstr(bt, "\"guaranteed_bytes\":0,\"max_bytes\":null}"));
+	}
 	free(fk);
 	free(buf);
 	free(ch);
@@ -840,8 +862,10 @@ static double fairness(const char *quota, double *before, long long *b_used)
 }
 
 /* RELIABILITY S7: tenant A floods puts at 16x its quota; tenant B's hit ratio drops by less than
- * 5 points and B keeps its bytes, whether A has a maximum or B a guarantee. Without a quota the
- * same flood takes B's hit ratio down by more than half (the control: the flood does hurt). */
+ * 5 points and B keeps its bytes, whether A has a maximum or B a guarantee, set at start or at
+ * run time (`kvtier config set tenant.quota`, after B's chunks went in). Without a quota the
+ * same flood takes B's hit ratio down by more than half (the control: the flood does hurt). A
+ * bad tenant.quota stops the start (every attach would fail on it). */
 static void test_ipc_quota_fairness(void **state)
 {
 	if (geteuid() != 0) {
@@ -851,23 +875,31 @@ static void test_ipc_quota_fairness(void **state)
 	}
 	const double set_bytes = FAIR_PREFIXES * 4 * (36 << 10);
 	static const char *const quotas[] = {NULL, "tenant.quota=0=0/2MiB",
-	                                     "tenant.quota=65534=4MiB/8MiB"};
-	for (int q = 0; q < 3; q++) {
+	                                     "tenant.quota=65534=4MiB/8MiB", NULL, NULL};
+	static const char *const later[] = {NULL, NULL, NULL, "0=0/2MiB", "65534=4MiB/8MiB"};
+	for (int q = 0; q < 5; q++) {
 		double before, under;
 		long long used;
-		under = fairness(quotas[q], &before, &used);
-		print_message(
-		    "%s: B's hit ratio %.3f before the flood, %.3f under it; B holds %lld "
-		    "bytes\n",
-		    quotas[q] ? quotas[q] : "no quota", before, under, used);
+		under = fairness(quotas[q], later[q], &before, &used);
+		print_message("%s%s: B's hit ratio %.3f before the flood, %.3f under it; B holds "
+		              "%lld bytes\n",
+		              later[q] ? "at run time " : "",
+		              quotas[q]  ? quotas[q]
+		              : later[q] ? later[q]
+		                         : "no quota",
+		              before, under, used);
 		assert_true(before > 0.99); /* the set fits: every read a hit */
-		if (!quotas[q]) {
+		if (!quotas[q] && !later[q]) {
 			assert_true(under < before - 0.5);
 			continue;
 		}
 		assert_true(under > before - 0.05);
 		assert_true((double)used >= set_bytes);
 	}
+	const char *bad[] = {"tenant.quota=bogus", NULL};
+	struct kvt_test_daemon bd;
+	assert_true(kvt_test_daemon_start(&bd, bad) != 0);
+	kvt_test_daemon_destroy(&bd);
 }
 
 /* tenant.map: two uids named as one tenant share their chunks. */
