@@ -282,6 +282,8 @@ void kvd_shmidx_close(struct kvd *d, uint32_t tenant);
 
 /* tenant.c */
 uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid);
+/* Whether list is a valid tenant.map ("UID=NAME,@GID=NAME,..."). @return : 0, -EINVAL. */
+int kvd_tenant_map_check(const char *list, char *err, size_t err_len);
 int kvd_quota_apply(struct kvd *d, uint32_t tenant, uint32_t key);
 /* tenant.quota set at run time to list ("" or "none": off): every known tenant's limits from
  * it, none for those it does not name. @return : 0, -EINVAL (err says why; nothing changed),

@@ -240,8 +240,9 @@ static int setup(struct kvd *d)
 	d->mrc = kvd_mrc_new(d); /* NULL: no curve, nothing else lost */
 	const char *quota = kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA);
 	char why[KVT_OPT_STR_MAX + 96];
-	if (kvd_quota_check(quota, why, sizeof(why))) {
-		kvt_log(KVT_LOG_ERROR, "%s", why); /* every client's attach would fail on it */
+	if (kvd_quota_check(quota, why, sizeof(why)) ||
+	    kvd_tenant_map_check(kvt_opt_str(&d->opts, KVT_OPT_TENANT_MAP), why, sizeof(why))) {
+		kvt_log(KVT_LOG_ERROR, "%s", why); /* read at every attach: refused here, once */
 		return -EINVAL;
 	}
 	if (*quota && strcmp(quota, "none") && (rc = kvt_quota_create(&d->quota)))

@@ -44,6 +44,29 @@ static int map_find(const char *list, char kind, uint32_t id, uint32_t *key)
 	return -ENOENT;
 }
 
+int kvd_tenant_map_check(const char *list, char *err, size_t err_len)
+{
+	for (const char *p = list; *p;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		const char *eq = strchr(p, '='), *end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		char *num_end;
+		const char *num = p + (*p == '@');
+		if (!eq || eq > end || eq + 1 == end || *num < '0' || *num > '9' ||
+		    (strtoul(num, &num_end, 10), num_end != eq)) {
+			snprintf(err, err_len, "tenant.map: '%.*s' is not UID=NAME or @GID=NAME",
+			         (int)(end - p), p);
+			return -EINVAL;
+		}
+		p = end;
+	}
+	return 0;
+}
+
 uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid)
 {
 	const char *map = kvt_opt_str(&d->opts, KVT_OPT_TENANT_MAP);

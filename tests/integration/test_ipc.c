@@ -902,9 +902,18 @@ static void test_ipc_quota_fairness(void **state)
 	kvt_test_daemon_destroy(&bd);
 }
 
-/* tenant.map: two uids named as one tenant share their chunks. */
+/* tenant.map: two uids named as one tenant share their chunks; a malformed map stops the start
+ * (it was ignored, and the uids kept their own tenants). */
 static void test_ipc_tenant_map(void **state)
 {
+	static const char *const bad[][2] = {{"tenant.map=bogus", NULL},
+	                                     {"tenant.map=1000=", NULL},
+	                                     {"tenant.map=0=team,x=y", NULL}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct kvt_test_daemon bd;
+		assert_true(kvt_test_daemon_start(&bd, bad[i]) != 0);
+		kvt_test_daemon_destroy(&bd);
+	}
 	if (geteuid() != 0) {
 		fprintf(stderr, "note: not root, cannot act as a second uid; map test skipped\n");
 		return;
