@@ -697,9 +697,9 @@ static void test_policy_quota_guarantee(void **state)
 
 /* pick_victims_tenants against pick_victims with the same filter written per entry: twin
  * policies fed the same random inserts, re-inserts, accesses and removes (of set-aside
- * entries too), walked with random closed tenants, per-walk budgets (a tenant closes once it
- * has given that many, as a tenant reaching its guarantee does) and leases. Every walk, and
- * the whole order now and then, must be the same. */
+ * entries too; lfu's ring resized under them), walked with random closed tenants, per-walk budgets
+ * (a tenant closes once it has given that many, as a tenant reaching its guarantee does) and
+ * leases. Every walk, and the whole order now and then, must be the same. */
 struct tw {
 	uint32_t tenant[N_IDS];
 	uint8_t closed;   /* bit t: tenant t may lose nothing */
@@ -780,6 +780,14 @@ static void test_policy_tenant_walk_matches_filter(void **state)
 				}
 				walks++;
 			}
+			if (op % 50000 == 49999 &&
+			    !strcmp(o->name, "lfu")) { /* re-rings, parked too */
+				static const char *const mc[] = {"1000", "300", "4000", "255"};
+				assert_int_equal(o->set_param(a, "max_count", mc[op / 50000 % 4]),
+				                 0);
+				assert_int_equal(o->set_param(b, "max_count", mc[op / 50000 % 4]),
+				                 0);
+			}
 			if (op % 20000 == 19999) { /* the whole order, set-aside entries included */
 				uint32_t *fa = malloc(N_IDS * 4), *fb = malloc(N_IDS * 4);
 				size_t na = o->pick_victims(a, fa, N_IDS, NULL, NULL),
@@ -795,7 +803,7 @@ static void test_policy_tenant_walk_matches_filter(void **state)
 		o->destroy(a);
 		o->destroy(b);
 	}
-	assert_int_equal(checked, 3); /* lru, fifo, arc */
+	assert_int_equal(checked, 4); /* lru, fifo, arc, lfu */
 }
 
 /* Batches of 8 through every policy (sampling ones included, which show the filter entries
