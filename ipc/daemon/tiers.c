@@ -56,7 +56,8 @@ struct kvd_job {
 	struct kvd_job *next;
 	uint8_t kind, tier, tries;
 	uint32_t entry;
-	uint64_t seq; /* the entry version this job belongs to */
+	uint64_t again_since; /* a demotion: when the tier first pushed it back (-EAGAIN), or 0 */
+	uint64_t seq;         /* the entry version this job belongs to */
 	struct kvt_tier_id id;
 	uint64_t loc;
 	uint64_t moved_to; /* JOB_MOVED: the record at loc is now here */
@@ -72,6 +73,14 @@ struct kvd_job {
  * written at once, inside the reclaim that made it. */
 #define HANDOVER_SOFT_BYTES ((uint64_t)64 << 20)
 #define HANDOVER_HARD_BYTES ((uint64_t)192 << 20)
+
+/* How long a demotion the tier pushes back (-EAGAIN: a RocksDB write stall) is tried again
+ * before it counts as failed. The chunk stays at host meanwhile, its bytes in host.dirty_pct's
+ * share, so a long stall slows puts (demote.wait_ms, then -EAGAIN) instead of dropping chunks.
+ * The worker waits 1 ms after a pushed-back batch, twice as long each time in a row, to 8 ms
+ * (a promotion queued behind it waits that long at most). */
+#define DEMOTE_STALL_NS   ((uint64_t)10 * 1000 * 1000 * 1000)
+#define STALL_WAIT_MAX_US 8000
 
 /* The worker thread of one lower tier: its jobs, and the finished ones for the loop. */
 struct kvd_worker {
@@ -459,6 +468,7 @@ static void *worker_main(void *arg)
 {
 	struct kvd_worker *w = arg;
 	struct kvd_job *jobs[BATCH_MAX];
+	useconds_t stall_us = 1000;
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		while (!w->stop && !w->promote_head && !w->other_head && !w->handover_head)
@@ -499,8 +509,13 @@ static void *worker_main(void *arg)
 			}
 		}
 		atomic_fetch_add_explicit(&l->busy_ns, kvt_now_ns() - t0, memory_order_relaxed);
-		if (again) /* the tier pushes back (a RocksDB write stall): let it catch up */
-			usleep(1000);
+		if (again) { /* the tier pushes back (a RocksDB write stall): let it catch up */
+			usleep(stall_us);
+			stall_us =
+			    stall_us * 2 > STALL_WAIT_MAX_US ? STALL_WAIT_MAX_US : stall_us * 2;
+		} else {
+			stall_us = 1000;
+		}
 		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -944,8 +959,11 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 {
 	d->demotes_inflight--;
 	struct kvd_entry *e = job_entry(d, j);
-	if (j->result == -EAGAIN && ++j->tries < 250 && e && e->state == KVD_PUBLISHED &&
-	    (e->where & KVD_AT_HOST)) {
+	uint64_t now = j->result == -EAGAIN ? kvt_now_ns() : 0;
+	if (j->result == -EAGAIN && !j->again_since)
+		j->again_since = now;
+	if (j->result == -EAGAIN && now - j->again_since < DEMOTE_STALL_NS && e &&
+	    e->state == KVD_PUBLISHED && (e->where & KVD_AT_HOST)) {
 		d->demotes_inflight++; /* backpressure, or a batch cut short: try it again */
 		submit(d, j);
 		return;

@@ -43,7 +43,7 @@ long long kvt_test_stat(struct kvt_test_daemon *d, const char *key);
 int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len);
 /* `kvtier stats --json` of d into out (NUL-terminated). @return : its length, or -1. */
 long long kvt_test_stats_json(struct kvt_test_daemon *d, char *out, size_t len);
-/* Polls kvt_test_stat (10 ms apart, 5 s at most) until key is >= want (at_least) or == want.
+/* Polls kvt_test_stat (10 ms apart, 20 s at most) until key is >= want (at_least) or == want.
  * @return : the last value read. */
 long long kvt_test_stat_wait(struct kvt_test_daemon *d, const char *key, long long want,
                              int at_least);
