@@ -71,10 +71,13 @@ struct kvt_tier_env {
 	 * not handed over. Only tiers with KVT_TIER_HANDS_OVER call it. Before it reads records
 	 * back, the tier asks with rec NULL (id NULL): -ENOENT means nobody takes them (the next
 	 * tier is not there), and the tier stops handing over for good; 0 otherwise (and for a
-	 * record, whatever became of it).
+	 * record, whatever became of it). later: the tier can keep the record's old place as it is
+	 * (ahead of its head) until the caller says the copy landed; the caller may then answer 1,
+	 * "queued", and owes the tier that call (the nvme tier: kvt_tier_nvme_handover_landed).
+	 * Without later, the record is gone when the call returns, so the caller writes it first.
 	 */
 	int (*evicted)(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-	               size_t rec_len, bool read);
+	               size_t rec_len, bool read, bool later);
 };
 
 /*

@@ -57,7 +57,10 @@ struct kvd_job {
 	uint8_t kind, tier, tries;
 	uint32_t entry;
 	uint64_t again_since; /* a demotion: when the tier first pushed it back (-EAGAIN), or 0 */
-	uint64_t seq;         /* the entry version this job belongs to */
+	uint64_t from_loc;    /* a queued hand-over: where the tier above still keeps it */
+	uint8_t from_tier;
+	bool from_kept; /* ... until handover_free tells it (kvt_tier_nvme_handover_landed) */
+	uint64_t seq;   /* the entry version this job belongs to */
 	struct kvt_tier_id id;
 	uint64_t loc;
 	uint64_t moved_to; /* JOB_MOVED: the record at loc is now here */
@@ -187,7 +190,8 @@ static int write_handover(struct kvd_lower *l, const void *rec, size_t rec_len, 
 	return rc;
 }
 
-/* Frees a hand-over's copy. */
+/* Frees a hand-over's copy; the tier it came from may now write over the record's old place
+ * (the copy landed below, or was given up). */
 static void handover_free(struct kvd_worker *w, struct kvd_job *j)
 {
 	if (!j->buf)
@@ -195,6 +199,12 @@ static void handover_free(struct kvd_worker *w, struct kvd_job *j)
 	free(j->buf);
 	j->buf = NULL;
 	atomic_fetch_sub_explicit(&w->handover_bytes, j->buf_len, memory_order_relaxed);
+#ifdef KVT_HAVE_TIER_NVME
+	struct kvd_lower *from = &w->d->lower[j->from_tier];
+	if (j->from_kept && from->ops == &kvt_tier_nvme)
+		kvt_tier_nvme_handover_landed(from->t, j->from_loc);
+#endif
+	j->from_kept = false;
 }
 
 /*
@@ -209,12 +219,11 @@ static void handover_free(struct kvd_worker *w, struct kvd_job *j)
  * hears of the drop (JOB_DROPPED), so the chunk never looks lost in between.
  */
 static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-                      size_t rec_len, bool read)
+                      size_t rec_len, bool read, bool later)
 {
 	struct dropped_ctx *cx = arg;
 	struct kvd *d = cx->d;
 	uint8_t next = (uint8_t)(cx->tier + 1);
-	(void)loc;
 	if (next >= d->n_lower) /* auto left the next tier out: tell the tier to stop reading */
 		return -ENOENT;
 	/* w: this tier's worker, whose list orders the loop's news (this, then the drop); to:
@@ -241,15 +250,18 @@ static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, con
 		return 0;
 	}
 	size_t len = KVT_ALIGN_UP(rec_len, (size_t)KVT_TIER_ALIGN);
-	if (atomic_load_explicit(&to->handover_bytes, memory_order_relaxed) + len <=
+	if (later &&
+	    atomic_load_explicit(&to->handover_bytes, memory_order_relaxed) + len <=
 	        HANDOVER_HARD_BYTES &&
 	    (j->buf = aligned_alloc(KVT_TIER_ALIGN, len))) {
 		memcpy(j->buf, rec, rec_len);
 		j->buf_len = len;
+		j->from_tier = cx->tier, j->from_loc = loc, j->from_kept = true;
 		atomic_fetch_add_explicit(&to->handover_bytes, len, memory_order_relaxed);
-	} else {
-		j->result = write_handover(l, rec, rec_len, &j->loc);
+		finish(w, j);
+		return 1; /* the tier keeps the record's place until handover_free */
 	}
+	j->result = write_handover(l, rec, rec_len, &j->loc);
 	finish(w, j);
 	return 0;
 }
@@ -438,8 +450,8 @@ static size_t take(struct kvd_worker *w, struct kvd_job **jobs)
 	struct kvd_job **head = &w->promote_head, ***tail = &w->promote_tail;
 	if (w->stop || !*head)
 		head = &w->other_head, tail = &w->other_tail;
-	if (head != &w->promote_head && w->handover_head && (!*head || handover_due(w)))
-		head = &w->handover_head, tail = &w->handover_tail;
+	if (head != &w->promote_head && w->handover_head) /* the tier above waits to reuse */
+		head = &w->handover_head, tail = &w->handover_tail; /* their places (evict ahead) */
 	struct kvd_job *j = pop(head, tail);
 	if (!j)
 		return 0;

@@ -109,11 +109,13 @@ struct handed {
 	bool read[512];
 	size_t count;
 	size_t payload;
-	bool refuse; /* answer the question with -ENOENT: nobody takes them */
+	bool refuse;       /* answer the question with -ENOENT: nobody takes them */
+	bool queue;        /* answer 1 ("queued") when the tier offers later, as the daemon does */
+	size_t later, now; /* records offered with later, and without */
 };
 
 static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, const void *rec,
-                      size_t rec_len, bool read)
+                      size_t rec_len, bool read, bool later)
 {
 	struct handed *h = arg;
 	if (!rec) /* the question before a reclaim reads back: yes */
@@ -129,7 +131,8 @@ static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, con
 	h->seed[h->count] = seed;
 	h->read[h->count] = read;
 	h->loc[h->count++] = loc;
-	return 0;
+	*(later ? &h->later : &h->now) += 1;
+	return later && h->queue ? 1 : 0;
 }
 
 static void on_drop_handed(void *arg, const struct kvt_tier_id *id, uint64_t loc)
@@ -273,6 +276,73 @@ static void test_nvme_evicts_ahead(void **state)
 		assert_false(kvt_tier_nvme_ahead_due(n.t));
 		assert_int_equal(kvt_tier_nvme_evict_ahead(n.t, 1 << 20), 0);
 	}
+	nvt_fini(&n);
+}
+
+/*
+ * Hand-overs queued by the caller (evicted() answers 1 to a record offered with later, as the
+ * daemon does when it copies it for the next tier's worker): the head does not take the region
+ * back while any of them has not landed -- a write that needs it answers -EAGAIN -- so that a
+ * crash finds each record in one tier or the other. A reopen meanwhile (a crash) still finds the
+ * region's records; once every copy has landed, the write goes there. Reclaim at the head offers
+ * without later (the caller writes at once).
+ */
+static void test_nvme_keeps_queued_handovers(void **state)
+{
+	struct nvt n;
+	struct handed h = {.n = &n, .payload = 200 << 10, .queue = true};
+	nvt_init(&n, "16MiB", "4"); /* 15 regions of 1 MiB */
+	n.env.evicted = on_evicted;
+	n.env.dropped = on_drop_handed;
+	n.env.moved = on_move_handed;
+	n.env.arg = &h;
+	assert_int_equal(nvt_open(&n), 0);
+	uint64_t loc[200], i = 0;
+	while (i < 60 || kvt_tier_nvme_ahead_due(n.t) < 2) {
+		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
+		assert_true(++i < 200);
+	}
+	size_t now_before = h.now, first = h.count;
+	while (kvt_tier_nvme_evict_ahead(n.t, 1 << 20))
+		;
+	assert_true(h.count - first >= 4);
+	assert_int_equal(h.later, h.count - now_before); /* ahead: each offered with later */
+	uint64_t r = region_of(&n, h.loc[first]);
+	uint64_t lp;
+	int rc = 0;
+	for (int k = 0; k < 4 && !rc; k++) /* the head region's last room, then it needs r */
+		rc = nvt_put(&n, 7000 + (uint64_t)k, h.payload, &lp);
+	assert_int_equal(rc, -EAGAIN);
+	struct kvt__nvme_xstats xs;
+	kvt__nvme_xstats(n.t, &xs);
+	assert_true(xs.handover_waits >= 1);
+	for (size_t k = first; k + 1 < h.count; k++) /* all but one land: still waiting */
+		kvt_tier_nvme_handover_landed(n.t, h.loc[k]);
+	assert_int_equal(nvt_put(&n, 7777, h.payload, &lp), -EAGAIN);
+	kvt_tier_nvme_handover_landed(n.t, h.loc[h.count - 1]);
+	assert_int_equal(nvt_put(&n, 7777, h.payload, &lp), 0); /* now it takes r */
+	assert_int_equal(region_of(&n, lp), r);
+	/* again, and a crash while the copies wait: the reopened log still has every record (they
+	 * left the index, not the log) */
+	for (uint64_t k = 0; kvt_tier_nvme_ahead_due(n.t) < 2; k++) {
+		assert_int_equal(nvt_put(&n, 8000 + k, h.payload, &lp), 0);
+		assert_true(k < 20);
+	}
+	size_t again = h.count;
+	while (kvt_tier_nvme_evict_ahead(n.t, 1 << 20))
+		;
+	assert_true(h.count - again >= 4);
+	nvt_close(&n);
+	assert_int_equal(nvt_open(&n), 0);
+	for (size_t k = again; k < h.count; k++)
+		assert_int_equal(nvt_check(&n, h.seed[k], h.payload, h.loc[k]), 0);
+	/* reclaim at the head, with nothing evicted ahead (clock): offered without later */
+	char err[128], name[] = "clock", none[] = "";
+	assert_int_equal(kvt_tier_nvme.policy_set(n.t, name, none, err, sizeof(err)), 0);
+	size_t now0 = h.now;
+	for (uint64_t k = 0; k < 40; k++)
+		assert_int_equal(nvt_put(&n, 2000 + k, h.payload, &lp), 0);
+	assert_true(h.now > now0);
 	nvt_fini(&n);
 }
 
@@ -472,6 +542,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_nvme_hands_over_evictions),
 	    cmocka_unit_test(test_nvme_hands_over_large_records),
 	    cmocka_unit_test(test_nvme_evicts_ahead),
+	    cmocka_unit_test(test_nvme_keeps_queued_handovers),
 	    cmocka_unit_test(test_nvme_hand_over_refused),
 	    cmocka_unit_test(test_nvme_remove_persists),
 	    cmocka_unit_test(test_nvme_limits),

@@ -203,6 +203,10 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 		uint64_t next = (t->head + 1) % t->n_regions;
 		if (next == avoid)
 			return -EAGAIN;
+		if (__atomic_load_n(&t->regions[next].handovers_queued, __ATOMIC_ACQUIRE)) {
+			KVT_NVME_ADD(t, xs.handover_waits, 1); /* its records are not below yet */
+			return -EAGAIN;
+		}
 		t->head = next;
 		passed = false;
 		if (!t->regions[next].seq)

@@ -389,6 +389,11 @@ static bool place(struct wrun *w, struct kvt_tier_wreq *q)
 	/* the run's records so far are in bstate[0]'s region, or right after it */
 	uint64_t avoid = w->m ? t->bstate[0].region : UINT64_MAX;
 	int64_t off = kvt__nvme_log_place(t, (uint32_t)q->rec_len, avoid);
+	if (off == -EAGAIN && !w->m) { /* the next region's hand-overs have not landed below */
+		q->res = -EAGAIN;      /* the caller tries again later */
+		w->closed = true;
+		return false;
+	}
 	if (off == -EAGAIN) { /* the head came round to this run's region: next run */
 		w->carry = q;
 		w->closed = true;
@@ -827,6 +832,20 @@ int kvt_tier_nvme_ahead_due(struct kvt_tier *tier)
 size_t kvt_tier_nvme_evict_ahead(struct kvt_tier *tier, size_t max_bytes)
 {
 	return kvt__nvme_evict_ahead(NV(tier), max_bytes);
+}
+
+void kvt_tier_nvme_handover_landed(struct kvt_tier *tier, uint64_t loc)
+{
+	struct kvt_nvme *t = NV(tier);
+	uint64_t off = (loc & ((1ull << 40) - 1)) << 12;
+	if (KVT_NEVER(off < t->data_off))
+		return;
+	uint64_t r = (off - t->data_off) / t->region_bytes;
+	if (KVT_NEVER(r >= t->n_regions))
+		return;
+	uint32_t *q = &t->regions[r].handovers_queued;
+	if (!KVT_NEVER(!__atomic_load_n(q, __ATOMIC_RELAXED)))
+		__atomic_fetch_sub(q, 1, __ATOMIC_RELEASE);
 }
 
 const char *kvt_tier_nvme_backend(struct kvt_tier *tier)

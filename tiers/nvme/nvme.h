@@ -45,6 +45,13 @@ int kvt_tier_nvme_register(struct kvt_tier *t, void *base, size_t len);
  */
 int kvt_tier_nvme_ahead_due(struct kvt_tier *t);
 size_t kvt_tier_nvme_evict_ahead(struct kvt_tier *t, size_t max_bytes);
+/*
+ * A record evict_ahead handed over, which the caller queued (env->evicted answered 1), landed in
+ * the next tier or was given up: loc is the loc evicted() was given. Until every such record
+ * of a region has landed, the head does not take the region back (a write asks again later,
+ * -EAGAIN), so that a crash finds each record in one tier or the other. Any thread.
+ */
+void kvt_tier_nvme_handover_landed(struct kvt_tier *t, uint64_t loc);
 
 /* @return : the I/O backend in use: "uring" or "pio" (stats). */
 const char *kvt_tier_nvme_backend(struct kvt_tier *t);

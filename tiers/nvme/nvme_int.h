@@ -175,6 +175,7 @@ struct kvt__nvme_xstats {
 	uint64_t keeps_walked;       /* records looked at to decide whether to pass over */
 	uint64_t handed_over, handed_bytes; /* evicted records given to env->evicted */
 	uint64_t evicted_ahead;             /* of handed_over: ahead of the head (reclaim.c) */
+	uint64_t handover_waits; /* writes told -EAGAIN: the next region's hand-overs not landed */
 };
 
 struct kvt__nvme_engine {
@@ -229,6 +230,9 @@ struct kvt__nvme_region {
 	struct kvt__nvme_rec *recs;
 	uint32_t n_recs, cap_recs;
 	uint64_t live_bytes; /* padded bytes of its live records */
+	/* records handed over ahead and queued by the caller, not yet landed below: the region is
+	 * not written again before (a crash would lose them); any thread drops it */
+	uint32_t handovers_queued;
 };
 
 struct kvt__nvme_hooks {

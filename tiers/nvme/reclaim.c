@@ -244,14 +244,15 @@ void kvt__nvme_reclaim_pass(struct kvt_nvme *t, uint64_t r)
  * nobody does, the tier stops asking and reading back). */
 static bool handing_over(struct kvt_nvme *t)
 {
-	if (t->env.evicted && t->env.evicted(t->env.arg, NULL, 0, NULL, 0, false) == -ENOENT)
+	if (t->env.evicted && t->env.evicted(t->env.arg, NULL, 0, NULL, 0, false, false) == -ENOENT)
 		t->env.evicted = NULL;
 	return t->env.evicted != NULL;
 }
 
 /* Reads the records idx[0..n) of region r back, HAND_BYTES at a time, gives each that reads and
  * checks well to env->evicted, and then drops them all from the log (env->dropped). */
-static void hand_over_and_drop(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint32_t n)
+static void hand_over_and_drop(struct kvt_nvme *t, uint64_t r, const uint32_t *idx, uint32_t n,
+                               bool later)
 {
 	const uint32_t all_n = n;
 	struct kvt__nvme_region *R = &t->regions[r];
@@ -308,8 +309,14 @@ static void hand_over_and_drop(struct kvt_nvme *t, uint64_t r, const uint32_t *i
 				continue;
 			}
 			struct kvt_tier_id id = id_of(&rec->h);
-			t->env.evicted(t->env.arg, &id, kvt__nvme_loc(jb->off, R->seq), jb->buf,
-			               rec->rec_len, rec->hit);
+			/* counted before the call: the copy may land (and be told) before it
+			 * returns */
+			if (later)
+				__atomic_fetch_add(&R->handovers_queued, 1, __ATOMIC_RELAXED);
+			if (t->env.evicted(t->env.arg, &id, kvt__nvme_loc(jb->off, R->seq), jb->buf,
+			                   rec->rec_len, rec->hit, later) != 1 &&
+			    later)
+				__atomic_fetch_sub(&R->handovers_queued, 1, __ATOMIC_RELAXED);
 			KVT_NVME_ADD(t, xs.handed_over, 1);
 			KVT_NVME_ADD(t, xs.handed_bytes, rec->rec_len);
 			KVT_NVME_ADD(t, st.reads, 1); /* device reads, as a promotion's */
@@ -350,7 +357,7 @@ size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes)
 		idx[n++] = i;
 		bytes += kvt__nvme_padded(R->recs[i].rec_len);
 	}
-	hand_over_and_drop(t, r, idx, n);
+	hand_over_and_drop(t, r, idx, n, true);
 	KVT_NVME_ADD(t, st.evictions, n);
 	KVT_NVME_ADD(t, xs.evicted_ahead, n);
 	free(idx);
@@ -397,7 +404,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 			kvt__nvme_log_kill(t, r, rec, false);
 	}
 	if (n_out)
-		hand_over_and_drop(t, r, out, n_out);
+		hand_over_and_drop(t, r, out, n_out, false);
 	free(out);
 	uint8_t *buf = n ? aligned_alloc(KVT_TIER_ALIGN, bytes) : NULL;
 	struct kvt__nvme_job *jobs = n ? calloc(n, sizeof(*jobs)) : NULL;
