@@ -145,6 +145,17 @@ static void on_move_handed(void *arg, const struct kvt_tier_id *id, uint64_t fro
 	nvt_on_move(((struct handed *)arg)->n, id, from, to);
 }
 
+/* A 16 MiB log (15 regions of 1 MiB) whose evictions go to h. */
+static void open_handing(struct nvt *n, struct handed *h)
+{
+	nvt_init(n, "16MiB", "4");
+	n->env.evicted = on_evicted;
+	n->env.dropped = on_drop_handed;
+	n->env.moved = on_move_handed;
+	n->env.arg = h;
+	assert_int_equal(nvt_open(n), 0);
+}
+
 /*
  * env->evicted (tiers.placement = cascade): every record reclaim drops for room is handed over,
  * once, with its exact bytes, before the drop is reported, and marked read when it was read
@@ -155,12 +166,7 @@ static void test_nvme_hands_over_evictions(void **state)
 {
 	struct nvt n;
 	struct handed h = {.n = &n, .payload = 200 << 10};
-	nvt_init(&n, "16MiB", "4"); /* 15 regions of 1 MiB */
-	n.env.evicted = on_evicted;
-	n.env.dropped = on_drop_handed;
-	n.env.moved = on_move_handed;
-	n.env.arg = &h;
-	assert_int_equal(nvt_open(&n), 0);
+	open_handing(&n, &h);
 	enum { N = 200, REMOVED = 3, DAMAGED = 7 };
 	uint64_t loc[N];
 	for (uint64_t i = 0; i < N; i++) {
@@ -224,12 +230,7 @@ static void test_nvme_evicts_ahead(void **state)
 {
 	struct nvt n;
 	struct handed h = {.n = &n, .payload = 200 << 10};
-	nvt_init(&n, "16MiB", "4"); /* 15 regions of 1 MiB, 4 records each */
-	n.env.evicted = on_evicted;
-	n.env.dropped = on_drop_handed;
-	n.env.moved = on_move_handed;
-	n.env.arg = &h;
-	assert_int_equal(nvt_open(&n), 0);
+	open_handing(&n, &h);
 	uint64_t loc[200], i = 0;
 	while (i < 60 ||
 	       !kvt_tier_nvme_ahead_due(n.t)) { /* round the log once, then half a region */
@@ -291,12 +292,7 @@ static void test_nvme_keeps_queued_handovers(void **state)
 {
 	struct nvt n;
 	struct handed h = {.n = &n, .payload = 200 << 10, .queue = true};
-	nvt_init(&n, "16MiB", "4"); /* 15 regions of 1 MiB */
-	n.env.evicted = on_evicted;
-	n.env.dropped = on_drop_handed;
-	n.env.moved = on_move_handed;
-	n.env.arg = &h;
-	assert_int_equal(nvt_open(&n), 0);
+	open_handing(&n, &h);
 	uint64_t loc[200], i = 0;
 	while (i < 60 || kvt_tier_nvme_ahead_due(n.t) < 2) {
 		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
@@ -351,12 +347,7 @@ static void test_nvme_hand_over_refused(void **state)
 {
 	struct nvt n;
 	struct handed h = {.n = &n, .payload = 200 << 10, .refuse = true};
-	nvt_init(&n, "16MiB", "4");
-	n.env.evicted = on_evicted;
-	n.env.dropped = on_drop_handed;
-	n.env.moved = on_move_handed;
-	n.env.arg = &h;
-	assert_int_equal(nvt_open(&n), 0);
+	open_handing(&n, &h);
 	uint64_t loc;
 	for (uint64_t i = 0; i < 200; i++)
 		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc), 0);
