@@ -43,9 +43,9 @@ static void wait_stat(struct kvt_test_daemon *d, const char *key, long long want
 	if (v < want)
 		fail_msg("%s: %lld, want %lld (demoted %lld, demote_failed %lld, eagain %lld, "
 		         "evictions %lld, cascaded %lld)",
-		         key, v, want, kvt_test_stat(d, "demoted"), kvt_test_stat(d, "demote_failed"),
-		         kvt_test_stat(d, "eagain"), kvt_test_stat(d, "evictions"),
-		         kvt_test_stat(d, "cascaded"));
+		         key, v, want, kvt_test_stat(d, "demoted"),
+		         kvt_test_stat(d, "demote_failed"), kvt_test_stat(d, "eagain"),
+		         kvt_test_stat(d, "evictions"), kvt_test_stat(d, "cascaded"));
 }
 
 /* Starts d with sets and registers a namespace of model m (*ns) through a new client.
