@@ -336,19 +336,37 @@ static void print_own(char *out, size_t out_len, const struct kvt_minisim *m)
 }
 
 /* The curve of lower tier k, sized by its capacity over its mean record. */
+/* Host's (tier < 0) or lower tier tier's curves, and its size in chunks of the mean record
+ * it holds: 0 while it holds none. O(tenants): a scrape must not walk the index. */
+static uint64_t curves_of(struct kvd *d, int tier, const struct kvt_mrc **m,
+                          const struct kvt_minisim **own)
+{
+	uint64_t chunks = host_chunks(d), used = d->host_used, cap = d->host_cap;
+	*m = d->mrc, *own = d->minisim;
+	if (tier >= 0) {
+		struct kvd_lower *l = &d->lower[tier];
+		struct kvt_tier_stats st = {0};
+		l->ops->stats(l->t, &st);
+		*m = l->mrc, *own = l->minisim;
+		chunks = st.chunks, used = st.used_bytes, cap = st.capacity_bytes;
+	}
+	return chunks && used >= chunks ? cap / (used / chunks) : 0;
+}
+
+/* The curve of lower tier k, sized by its capacity over its mean record. */
 static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 {
 	struct kvd_lower *l = &d->lower[k];
-	struct kvt_tier_stats st;
-	l->ops->stats(l->t, &st);
-	if (!l->mrc || !st.chunks || !st.used_bytes || !kvt_mrc_samples(l->mrc)) {
+	const struct kvt_mrc *m;
+	const struct kvt_minisim *own;
+	uint64_t size = curves_of(d, (int)k, &m, &own);
+	if (!m || !size || !kvt_mrc_samples(m)) {
 		snprintf(out, out_len, "%s: no reads sampled yet", l->ops->name);
 		return -EAGAIN;
 	}
 	const char *pol = kvd_tiers_policy_opt(d, k, "");
-	print_mrc(out, out_len, l->ops->name, pol ? pol : "oldest-first reclaim", l->mrc,
-	          st.capacity_bytes / (st.used_bytes / st.chunks));
-	print_own(out, out_len, l->minisim);
+	print_mrc(out, out_len, l->ops->name, pol ? pol : "oldest-first reclaim", m, size);
+	print_own(out, out_len, own);
 	return 0;
 }
 
@@ -358,19 +376,9 @@ static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
 {
 	static const char *const sizes[5] = {"0.5x", "1x", "2x", "4x", "8x"};
-	const struct kvt_mrc *m = d->mrc;
-	const struct kvt_minisim *own = d->minisim;
-	size_t n = host_chunks(d); /* O(tenants): a scrape must not walk the index */
-	uint64_t size = n && d->host_used >= n ? d->host_cap / (d->host_used / n) : 0;
-	if (tier >= 0) {
-		struct kvd_lower *l = &d->lower[tier];
-		struct kvt_tier_stats st = {0};
-		l->ops->stats(l->t, &st);
-		m = l->mrc, own = l->minisim;
-		size = st.chunks && st.used_bytes >= st.chunks
-		           ? st.capacity_bytes / (st.used_bytes / st.chunks)
-		           : 0;
-	}
+	const struct kvt_mrc *m;
+	const struct kvt_minisim *own;
+	uint64_t size = curves_of(d, tier, &m, &own);
 	if (!m || !size || !kvt_mrc_samples(m))
 		return;
 	double c[5], p[5];
@@ -451,13 +459,14 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 			         kvt_admit_name(d->admit));
 		return 0;
 	}
-	size_t n = host_chunks(d);
-	uint64_t avg = n ? d->host_used / n : 0;
-	if (!d->mrc || !avg || !kvt_mrc_samples(d->mrc)) {
+	const struct kvt_mrc *m;
+	const struct kvt_minisim *own;
+	uint64_t size = curves_of(d, -1, &m, &own);
+	if (!m || !size || !kvt_mrc_samples(m)) {
 		snprintf(out, out_len, "no accesses sampled yet");
 		return -EAGAIN;
 	}
-	print_mrc(out, out_len, "host", d->pol_ops->name, d->mrc, d->host_cap / avg);
-	print_own(out, out_len, d->minisim);
+	print_mrc(out, out_len, "host", d->pol_ops->name, m, size);
+	print_own(out, out_len, own);
 	return 0;
 }
