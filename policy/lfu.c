@@ -169,8 +169,6 @@ static bool is_parked(const struct kvt_policy *p, uint32_t id)
 #define KVT__LFU_PARK_CLOCK_MAX UINT32_MAX
 #endif
 
-static uint32_t first_parked(const struct kvt_policy *p, const uint32_t *c);
-
 /* Gives the parked entries new sequence numbers, in their order within each key (the only
  * order they are compared in), before the clock wraps. */
 static void renumber(struct kvt_policy *p)
@@ -184,7 +182,7 @@ static void renumber(struct kvt_policy *p)
 			continue;
 		for (t = 0; t < p->n_pk; t++)
 			c[t] = p->pk[t] ? p->pk[t][i].head : KVT__NIL;
-		while ((t = first_parked(p, c)) != KVT__NIL) {
+		while ((t = kvt__park_first(p->pseq, c, p->n_pk)) != KVT__NIL) {
 			uint32_t id = c[t];
 			c[t] = p->lk[id].next;
 			p->pseq[id] = ++p->pclock;
@@ -264,17 +262,7 @@ static void detach(struct kvt_policy *p, uint32_t id)
 		unlink_key(p, id);
 }
 
-/* Bucket i's parked entries, merged across tenants by when they were parked: the first not yet
- * taken, given each tenant's cursor c[] (KVT__NIL: done). @return : its tenant, or KVT__NIL. */
-static uint32_t first_parked(const struct kvt_policy *p, const uint32_t *c)
-{
-	uint32_t best = KVT__NIL;
-	for (uint32_t t = 0; t < p->n_pk; t++)
-		if (c[t] != KVT__NIL && (best == KVT__NIL || p->pseq[c[t]] < p->pseq[c[best]]))
-			best = t;
-	return best;
-}
-
+/* parked_of_key's walk: key k's parked entries, merged across tenants by when they were parked. */
 __attribute__((noinline)) static size_t parked_walk(const struct kvt_policy *p, uint64_t k,
                                                     uint32_t *out, size_t n, size_t max,
                                                     kvt_policy_evictable_fn ok,
@@ -286,7 +274,7 @@ __attribute__((noinline)) static size_t parked_walk(const struct kvt_policy *p, 
 		return n;
 	for (t = 0; t < p->n_pk; t++)
 		c[t] = p->pk[t] ? p->pk[t][i].head : KVT__NIL;
-	while (n < max && (t = first_parked(p, c)) != KVT__NIL) {
+	while (n < max && (t = kvt__park_first(p->pseq, c, p->n_pk)) != KVT__NIL) {
 		uint32_t id = c[t];
 		if (open && !open(arg, t)) {
 			c[t] = KVT__NIL;

@@ -717,16 +717,6 @@ size_t kvt__park_bytes(const struct kvt__park *k)
 #define KVT__PARK_CLOCK_MAX UINT32_MAX
 #endif
 
-/* The tenant whose next parked entry is the oldest, given each list's cursor c[]. */
-static uint32_t oldest(const struct kvt__park *k, const uint32_t *c)
-{
-	uint32_t best = KVT__NIL;
-	for (uint32_t t = 0; t < k->n_lists; t++)
-		if (c[t] != KVT__NIL && (best == KVT__NIL || k->seq[c[t]] < k->seq[c[best]]))
-			best = t;
-	return best;
-}
-
 /* Gives the parked entries 1..n in their order, once the clock is about to wrap. */
 static int park_renumber(struct kvt__park *k, const struct kvt__link *lk)
 {
@@ -736,7 +726,7 @@ static int park_renumber(struct kvt__park *k, const struct kvt__link *lk)
 	for (t = 0; t < k->n_lists; t++)
 		c[t] = k->lists[t].tail;
 	k->clock = 0;
-	while ((t = oldest(k, c)) != KVT__NIL) {
+	while ((t = kvt__park_first(k->seq, c, k->n_lists)) != KVT__NIL) {
 		uint32_t id = c[t];
 		c[t] = lk[id].prev;
 		k->seq[id] = ++k->clock;
@@ -788,7 +778,7 @@ size_t kvt__park_walk_all(const struct kvt__park *k, const struct kvt__link *lk,
 	for (size_t t = 0; t < k->n_lists; t++)
 		c[t] = k->lists[t].tail;
 	while (n < max) {
-		uint32_t best = oldest(k, c);
+		uint32_t best = kvt__park_first(k->seq, c, k->n_lists);
 		if (best == KVT__NIL)
 			break;
 		uint32_t id = c[best];

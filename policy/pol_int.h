@@ -309,6 +309,16 @@ struct kvt__park {
 	size_t n_lists;
 	uint32_t clock;
 };
+/* Of n parked lists' cursors c[] (ids, KVT__NIL: list done), the list whose id was parked first
+ * by seq[]. @return : its index, or KVT__NIL when every list is done. */
+static inline uint32_t kvt__park_first(const uint32_t *seq, const uint32_t *c, size_t n)
+{
+	uint32_t best = KVT__NIL;
+	for (uint32_t t = 0; t < n; t++)
+		if (c[t] != KVT__NIL && (best == KVT__NIL || seq[c[t]] < seq[c[best]]))
+			best = t;
+	return best;
+}
 /* Takes parked id off its tenant's list (the caller clears its mark). */
 void kvt__park_del(struct kvt__park *k, struct kvt__link *lk, uint32_t id);
 void kvt__park_free(struct kvt__park *k);
