@@ -209,11 +209,13 @@ static void handover_free(struct kvd_worker *w, struct kvd_job *j)
 
 /*
  * env->evicted (tiers.placement = cascade): tier k is about to drop a record for room, and it
- * goes into tier k + 1. Usually as a copy, written later as its own job (JOB_CASCADED with buf),
- * so that a promotion waits for one record's write, not for every record a reclaim hands over:
- * the loop first holds the entry for it (entry.jobs: the chunk stays, and a get waits for the
- * write instead of missing), then queues it. With HANDOVER_HARD_BYTES of copies waiting, it is
- * written at once from the bytes tier k read back, holding tier k's lock: the one place where the
+ * goes into tier k + 1. When tier k evicts ahead (later: it keeps the record's place until told),
+ * as a copy, written later as its own job (JOB_CASCADED with buf), so that a promotion waits for
+ * one record's write, not for every record a step hands over: the loop first holds the entry for
+ * it (entry.jobs: the chunk stays, and a get waits for the write instead of missing), then
+ * queues it, and handover_free tells tier k when it landed. At a reclaim (no later), or with
+ * HANDOVER_HARD_BYTES of copies waiting, it is written at once from the bytes tier k read back,
+ * holding tier k's lock, so that no crash finds it in neither tier: the one place where the
  * worker holds two tiers' locks, always the upper one first, and the loop never holds one while
  * taking another, so they cannot deadlock. Either way the loop hears of the new copy before it
  * hears of the drop (JOB_DROPPED), so the chunk never looks lost in between.
