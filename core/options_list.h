@@ -57,7 +57,7 @@
 	  "demotion into nvme: all, or second_touch (on the first access after the put)")          \
 	X(NVME_POLICY, "nvme.policy", STR, "fifo", 0, 0, 1,                                        \
 	  "nvme log reclaim: fifo, or clock (a record read since written is copied forward)")      \
-	X(NVME_QUOTA, "nvme.quota", STR, "", 0, 0, 0,                                              \
+	X(NVME_QUOTA, "nvme.quota", STR, "", 0, 0, 1,                                              \
 	  "nvme bytes guaranteed/maximum per tenant, as tenant.quota (kept by copying forward)")   \
 	X(ROCKSDB_PATH, "rocksdb.path", STR, "", 0, 0, 0,                                          \
 	  "rocksdb directory (default DATA_DIR/rocksdb)")                                          \
@@ -70,7 +70,7 @@
 	  "every namespace's chunks are 64 KiB or more, arc until then")                           \
 	X(ROCKSDB_POLICY_PARAMS, "rocksdb.policy_params", STR, "", 0, 0, 1,                        \
 	  "parameters of rocksdb.policy, e.g. \"max_count=1000\"")                                 \
-	X(ROCKSDB_QUOTA, "rocksdb.quota", STR, "", 0, 0, 0,                                        \
+	X(ROCKSDB_QUOTA, "rocksdb.quota", STR, "", 0, 0, 1,                                        \
 	  "rocksdb bytes guaranteed/maximum per tenant, as tenant.quota: \"teamA=1GiB/4GiB\"")     \
 	X(ROCKSDB_WAL, "rocksdb.wal", BOOL, "false", 0, 1, 0, "write-ahead log on")                \
 	X(ROCKSDB_COMPRESSION, "rocksdb.compression", STR, "none", 0, 0, 0, "none, lz4 or zstd")   \

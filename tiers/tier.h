@@ -188,6 +188,14 @@ struct kvt_tier_ops {
 	size_t (*tenant_usage)(struct kvt_tier *t, struct kvt_tier_tenant *out, size_t max);
 	/* Added after tenant_usage: KVT_TIER_* capabilities. */
 	unsigned flags;
+	/*
+	 * Optional (added after flags; NULL: TIER.quota is read at open only). Sets TIER.quota at
+	 * run time: list as tenant.quota ("WHO=G/M,..."), "none" or "" for off. Each tenant's bytes
+	 * carry over; one now past its maximum gives them back as it writes. Called with the tier
+	 * not in use by its worker, as enable(). On failure nothing changed and err holds one line.
+	 * @return : 0, -EINVAL (a malformed list, or one the tier cannot keep), -ENOMEM.
+	 */
+	int (*quota_set)(struct kvt_tier *t, const char *list, char *err, size_t err_len);
 };
 /* The tier hands every record it evicts for room to env->evicted (a log at reclaim). */
 #define KVT_TIER_HANDS_OVER 1u

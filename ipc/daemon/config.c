@@ -5,7 +5,8 @@
  * marked runtime in core/options_list.h and nothing else -- the others are read once at start and
  * are refused with -EPERM. A value is first checked by the one options table (type, bounds) on a
  * copy, then applied by the part that owns it: a policy switch or its parameters go through the
- * same path as `kvtier policy set` (no chunk dropped), an admission filter is rebuilt, the log
+ * same path as `kvtier policy set` (no chunk dropped), an admission filter is rebuilt, a tier's
+ * quota is set by the tier (its accounts carry over), the log
  * level takes effect at once, and timeouts are read where they are used. A refused set changes
  * nothing. "TIER.policy.PARAM VALUE" sets one parameter, "TIER.policy_params 'k=v ...'" several,
  * on the running policy. TIER.policy_params always reads the parameters set since that policy
@@ -115,6 +116,12 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 	}
 	case KVT_OPT_TENANT_QUOTA:
 		if ((rc = kvd_quota_reset(d, v, err, err_len)))
+			return rc;
+		break;
+	case KVT_OPT_NVME_QUOTA:
+	case KVT_OPT_ROCKSDB_QUOTA:
+		if ((rc = kvd_tiers_quota_set(d, id == KVT_OPT_NVME_QUOTA ? "nvme" : "rocksdb", v,
+		                              err, err_len)))
 			return rc;
 		break;
 	case KVT_OPT_LOG_LEVEL: {

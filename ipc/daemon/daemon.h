@@ -262,6 +262,11 @@ int kvd_tiers_find(const struct kvd *d, const char *name);
  * NULL gives params to the running policy. @return : 0, -EOPNOTSUPP (its eviction is not a policy:
  * err says what it is), or policy_set's error. */
 int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len);
+/* TIER.quota at run time (tier.h quota_set) on lower tier tier, under its lock; list "none" or ""
+ * turns it off. @return : 0, -ENOENT (no such tier running), -EOPNOTSUPP, or quota_set's error;
+ * err says why. */
+int kvd_tiers_quota_set(struct kvd *d, const char *tier, const char *list, char *err,
+                        size_t err_len);
 /* The option TIER.policy (suffix "") or TIER.policy_params ("_params") of lower tier k, which
  * holds its running policy (set at open, kept up to date by kvd_tiers_policy_set), or NULL when
  * the tier has no policy. */

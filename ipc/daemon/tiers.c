@@ -1244,6 +1244,29 @@ static int no_policy(const struct kvd_lower *l, char *out, size_t out_len)
 	return -EOPNOTSUPP;
 }
 
+int kvd_tiers_quota_set(struct kvd *d, const char *tier, const char *list, char *err,
+                        size_t err_len)
+{
+	int k = kvd_tiers_find(d, tier);
+	if (k < 0) {
+		snprintf(err, err_len, "%s is not in tiers.order (%s)", tier,
+		         kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
+		return -ENOENT;
+	}
+	struct kvd_lower *l = &d->lower[k];
+	if (!l->ops->quota_set) {
+		snprintf(err, err_len, "%s: its quota is read at start only", tier);
+		return -EOPNOTSUPP;
+	}
+	char why[KVT_OPT_STR_MAX + 160] = "";
+	lower_lock(l);
+	int rc = l->ops->quota_set(l->t, list, why, sizeof(why));
+	pthread_mutex_unlock(&l->lock);
+	if (rc)
+		snprintf(err, err_len, "%s.quota: %s", tier, why);
+	return rc;
+}
+
 int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len)
 {
 	struct kvd_lower *l = &d->lower[k];

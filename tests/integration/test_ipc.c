@@ -569,11 +569,13 @@ static void wait_demotions_settle(struct kvt_test_daemon *d)
 /* Tenant 0 puts QN chunks (432 KiB, under half a 1 MiB region, so that the log copies them
  * forward rather than passing their region over), demoted to a 16 MiB nvme tier; the other tenant's
  * flood (3x the nvme tier) evicts them from host and goes round the log. @return : how many of the
- * QN are still served, each checked byte for byte; *moved: the daemon's lower_moved. */
-static int nvme_flood_survivors(const char *quota, long long *moved)
+ * QN are still served, each checked byte for byte; *moved: the daemon's lower_moved. With
+ * runtime, the quota is set by `kvtier config set nvme.quota` once our chunks are down (after a
+ * refused list, which must change nothing), not at start. */
+static int nvme_flood_survivors(const char *quota, bool runtime, long long *moved)
 {
 	char q[96];
-	snprintf(q, sizeof(q), "nvme.quota=%s", quota ? quota : "");
+	snprintf(q, sizeof(q), "nvme.quota=%s", quota && !runtime ? quota : "");
 	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=16MiB", q,
 	                      NULL};
 	struct kvt_test_daemon d;
@@ -590,6 +592,17 @@ static int nvme_flood_survivors(const char *quota, long long *moved)
 	}
 	assert_int_equal(kvt_put(c, ns, NULL, keys, QN, ch, cb), QN);
 	assert_true(kvt_test_stat_wait(&d, "demoted", QN, 1) >= QN);
+	if (runtime) {
+		char cmd[160], out[512];
+		assert_int_not_equal(
+		    kvt_test_cli(&d, "config set nvme.quota 0=12MiB/16MiB", out, sizeof(out)),
+		    0); /* guarantees above half the tier */
+		assert_non_null(strstr(out, "more than half the tier"));
+		assert_int_equal(kvt_test_cli(&d, "config get nvme.quota", out, sizeof(out)), 0);
+		assert_non_null(strstr(out, "nvme.quota = \n"));
+		snprintf(cmd, sizeof(cmd), "config set nvme.quota %s", quota);
+		assert_int_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
+	}
 	/* while the flood runs, read our chunks over and over: each read is byte-identical or a
 	 * miss (host full of the flood's chunks waiting to go down has no room to promote into),
 	 * some of a record the log is moving (the promotion is sent again to its new place), and
@@ -656,16 +669,20 @@ static void test_ipc_nvme_quota(void **state)
 		return;
 	}
 	long long moved;
-	assert_int_equal(nvme_flood_survivors("0=3MiB/16MiB", &moved), QN);
+	assert_int_equal(nvme_flood_survivors("0=3MiB/16MiB", false, &moved), QN);
 	assert_true(moved >= 2 * QN); /* each went round with the log, at least twice */
 	print_message("nvme.quota: %d of %d served, %lld moves\n", QN, QN, moved);
+	/* the same quota set at run time, once our chunks are on the log */
+	assert_int_equal(nvme_flood_survivors("0=3MiB/16MiB", true, &moved), QN);
+	assert_true(moved >= 2 * QN);
+	print_message("nvme.quota set at run time: %d of %d served, %lld moves\n", QN, QN, moved);
 	/* the flood's uid held to a quarter of the tier instead: the room its trims leave keeps
 	 * ours (copied forward as the log goes round) */
-	assert_int_equal(nvme_flood_survivors("65534=0/4MiB", &moved), QN);
+	assert_int_equal(nvme_flood_survivors("65534=0/4MiB", false, &moved), QN);
 	assert_true(moved >= QN);
 	print_message("nvme.quota maximum on the flood: %d of %d served, %lld moves\n", QN, QN,
 	              moved);
-	int without = nvme_flood_survivors(NULL, &moved);
+	int without = nvme_flood_survivors(NULL, false, &moved);
 	assert_true(without < QN);
 	assert_int_equal(moved, 0);
 	print_message("without: %d of %d served\n", without, QN);

@@ -486,6 +486,35 @@ static void test_policyctl_config_runtime(void **state)
 	assert_int_equal(config(c, "set rocksdb.admit all", out, sizeof(out)), 0);
 	assert_int_equal(put_fresh(c, &pd, ns, 4000, 4, cb), 0);
 
+	/* a lower tier's quota (test_ipc_nvme_quota and test_rocksdb_quota_runtime show it kept):
+	 * the accounts start from what the tier holds, a bad list is refused, none ends it */
+	/* 12 demotions into nvme, 16 into rocksdb (written through; none of the 3000s) */
+	assert_true(kvt_test_stat_wait(&pd, "demoted", 28, 1) >= 28);
+	assert_true(kvt_test_stats_json(&pd, out, sizeof(out)) > 0);
+	assert_null(strstr(out, "\"guaranteed_bytes\":1048576"));
+	assert_int_equal(config(c, "set rocksdb.quota 0=1MiB/32MiB", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "set rocksdb.quota 0=1GiB/1MiB", out, sizeof(out)), -EINVAL);
+	assert_non_null(strstr(out, "rocksdb.quota: bad sizes for 0"));
+	assert_int_equal(config(c, "set nvme.quota 0=9MiB/16MiB", out, sizeof(out)), -EINVAL);
+	assert_int_equal(config(c, "set nvme.quota 0=1MiB/16MiB", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "get rocksdb.quota", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb.quota = 0=1MiB/32MiB");
+	assert_true(kvt_test_stats_json(&pd, out, sizeof(out)) > 0);
+	const char *rq = strstr(out, "\"name\":\"rocksdb\""),
+	           *nq = strstr(out, "\"name\":\"nvme\"");
+	assert_non_null(rq);
+	assert_non_null(nq);
+	const char *ru = strstr(rq, "\"tenant_usage\":[{\"tenant\":0,\"used_bytes\":");
+	assert_non_null(ru);
+	assert_true(strtoll(ru + strlen("\"tenant_usage\":[{\"tenant\":0,\"used_bytes\":"), NULL,
+	                    10) >= 16 * (long long)cb);
+	assert_non_null(strstr(ru, "\"guaranteed_bytes\":1048576,\"max_bytes\":33554432"));
+	assert_non_null(strstr(nq, "\"guaranteed_bytes\":1048576,\"max_bytes\":16777216"));
+	assert_int_equal(config(c, "set rocksdb.quota none", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "set nvme.quota none", out, sizeof(out)), 0);
+	assert_true(kvt_test_stats_json(&pd, out, sizeof(out)) > 0);
+	assert_null(strstr(out, "\"guaranteed_bytes\":1048576"));
+
 	assert_int_equal(config(c, "set log.level debug", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "set lease.timeout_ms 5000", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "set host.dirty_pct 0", out, sizeof(out)), -ERANGE);

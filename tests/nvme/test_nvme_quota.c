@@ -2,7 +2,8 @@
  * test_nvme_quota.c -- nvme.quota on the log: a flood cannot take another tenant below its
  * guarantee (its records are copied forward at reclaim and reported moved), a tenant past its
  * maximum loses its own oldest records, the accounts survive a restart, faults during a copy
- * drop records but never serve a wrong byte, and bad quota lists stop the open.
+ * drop records but never serve a wrong byte, bad quota lists stop the open, and a quota set at
+ * run time holds as one set at open.
  */
 #include "nvme_fixture.h"
 
@@ -321,6 +322,65 @@ static void test_nvme_quota_refused(void **state)
 	nvt_fini(&n);
 }
 
+/* nvme.quota set at run time (quota_set) holds as one set at open: the accounts come from the
+ * records the log holds; a list the tier cannot keep changes nothing; none lifts it; a lowered
+ * maximum is given back as the tenant writes. */
+static void test_nvme_quota_runtime(void **state)
+{
+	(void)state;
+	uint64_t locs[N_A];
+	unsigned moved;
+	struct nvt n;
+	struct kvt_tier_tenant ten[4];
+	char err[256];
+
+	open_q(&n, NULL, 0);
+	assert_int_equal(put_range(&n, 0, N_A, locs), N_A);
+	assert_int_equal(kvt_tier_nvme.tenant_usage(n.t, ten, 4), 0);
+	assert_int_equal(kvt_tier_nvme.quota_set(n.t, "7=2MiB/16MiB,9=0/16MiB", err, sizeof(err)),
+	                 0);
+	assert_int_equal(kvt_tier_nvme.tenant_usage(n.t, ten, 4), 2);
+	assert_int_equal(ten[0].tenant, A);
+	assert_int_equal(ten[0].used_bytes, N_A * REC);
+	assert_int_equal(put_range(&n, FLOOD, FLOOD + 1000, NULL), 1000);
+	unsigned live = live_a(&n, locs, &moved);
+	assert_true(live >= 32 && live <= 33); /* without the quota: 0 (the control above) */
+	assert_int_equal(nvt_xstats(&n).guarantee_dropped, 0);
+
+	/* refused, with a reason, and nothing changed */
+	static const char *const bad[] = {"7=9MiB/16MiB", "7=2MiB/1MiB", "7=2MiB"};
+	for (size_t i = 0; i < 3; i++) {
+		err[0] = 0;
+		assert_int_equal(kvt_tier_nvme.quota_set(n.t, bad[i], err, sizeof(err)), -EINVAL);
+		assert_true(err[0] != 0);
+	}
+	assert_int_equal(kvt_tier_nvme.tenant_usage(n.t, ten, 4), 2);
+	assert_int_equal(ten[0].used_bytes, live * REC);
+	assert_int_equal(ten[0].guaranteed_bytes, 2u << 20);
+	assert_int_equal(put_range(&n, FLOOD + 1000, FLOOD + 1300, NULL), 300);
+	assert_true(live_a(&n, locs, &moved) >= 32);
+
+	/* tenant 9's maximum lowered to 4 MiB: it holds more, and its next write trims it */
+	assert_int_equal(kvt_tier_nvme.quota_set(n.t, "7=2MiB/16MiB,9=0/4MiB", err, sizeof(err)),
+	                 0);
+	assert_true(count(&n, 9).n * REC > 4u << 20);
+	kvt_tier_nvme.tenant_usage(n.t, ten, 4);
+	print_message("acct %u %llu %u %llu max %llu\n", ten[0].tenant,
+	              (unsigned long long)ten[0].used_bytes, ten[1].tenant,
+	              (unsigned long long)ten[1].used_bytes, (unsigned long long)ten[1].max_bytes);
+	assert_int_equal(put_range(&n, FLOOD + 1300, FLOOD + 1301, NULL), 1);
+	assert_true(count(&n, 9).n * REC <= 4u << 20);
+	assert_true(count(&n, 9).n * REC > (4u << 20) - REC);
+	assert_true(live_a(&n, locs, &moved) >= 32);
+
+	/* off: the next flood takes everything of A's */
+	assert_int_equal(kvt_tier_nvme.quota_set(n.t, "none", err, sizeof(err)), 0);
+	assert_int_equal(kvt_tier_nvme.tenant_usage(n.t, ten, 4), 0);
+	assert_int_equal(put_range(&n, FLOOD + 2000, FLOOD + 2500, NULL), 500);
+	assert_int_equal(live_a(&n, locs, &moved), 0);
+	nvt_fini(&n);
+}
+
 int main(int argc, char **argv)
 {
 	nvt_pick_backend(argc, argv);
@@ -330,6 +390,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup(test_nvme_quota_faults, setup),
 	    cmocka_unit_test_setup(test_nvme_quota_kill9, setup),
 	    cmocka_unit_test_setup(test_nvme_quota_refused, setup),
+	    cmocka_unit_test_setup(test_nvme_quota_runtime, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

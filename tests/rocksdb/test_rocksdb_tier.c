@@ -500,6 +500,71 @@ static void test_rocksdb_quota(void **state)
 	free(buf);
 }
 
+/* rocksdb.quota set at run time (quota_set) holds as one set at open: the accounts come from the
+ * records already there; a bad list changes nothing; none lifts it; set again after none, the
+ * accounts kept meanwhile still hold; a lowered maximum is given back as the tenant writes. */
+static void test_rocksdb_quota_runtime(void **state)
+{
+	enum { N = 32, REC = KVT_CHUNK_HDR_BYTES + PAY };
+	struct kvt_options o;
+	struct kvt_tier *t;
+	struct kvt_tier_tenant ten[4];
+	uint8_t *buf = rdb_buf(REC);
+	char q[256], err[256];
+	struct rdb_drops d = {.seen = calloc(2000, 1), .max_id = 2000};
+	const char *lru[] = {"rocksdb.policy=lru", NULL}; /* so 7's records are the coldest */
+	(void)state;
+
+	rdb_opts(&o, dir, (uint64_t)N * REC, lru);
+	t = open_tier(&o, &d);
+	assert_int_equal(write_range(t, RDB_TENANT, 0, 10, buf), 10);
+	assert_int_equal(kvt_tier_rocksdb.tenant_usage(t, ten, 4), 0); /* no quota yet */
+	snprintf(q, sizeof(q), "7=%d/%d,9=0/%d", 8 * REC, N * REC, N * REC);
+	assert_int_equal(kvt_tier_rocksdb.quota_set(t, q, err, sizeof(err)), 0);
+	assert_int_equal(kvt_tier_rocksdb.tenant_usage(t, ten, 4), 2);
+	assert_int_equal(ten[0].tenant, RDB_TENANT);
+	assert_int_equal(ten[0].used_bytes, 10 * REC);
+	assert_int_equal(ten[0].guaranteed_bytes, 8 * REC);
+	assert_int_equal(write_range(t, 9, 1000, 1100, buf), 100);
+	assert_int_equal(live_a(&d), 8); /* without the quota: 0 (test_rocksdb_quota) */
+
+	/* refused, with a reason, and nothing changed */
+	err[0] = 0;
+	assert_int_equal(kvt_tier_rocksdb.quota_set(t, "7=2GiB/1GiB", err, sizeof(err)), -EINVAL);
+	assert_true(err[0] != 0);
+	assert_int_equal(kvt_tier_rocksdb.quota_set(t, "7=1GiB/", err, sizeof(err)), -EINVAL);
+	assert_int_equal(write_range(t, 9, 1100, 1140, buf), 40);
+	assert_int_equal(live_a(&d), 8);
+	assert_int_equal(kvt_tier_rocksdb.tenant_usage(t, ten, 4), 2);
+	assert_int_equal(ten[0].used_bytes, 8 * REC);
+
+	/* off: the flood takes everything of 7's */
+	assert_int_equal(kvt_tier_rocksdb.quota_set(t, "none", err, sizeof(err)), 0);
+	assert_int_equal(kvt_tier_rocksdb.tenant_usage(t, ten, 4), 0);
+	assert_int_equal(write_range(t, 9, 1200, 1300, buf), 100);
+	assert_int_equal(live_a(&d), 0);
+
+	/* on again: what 7 wrote while it was off is counted */
+	memset(d.seen, 0, 2000);
+	assert_int_equal(write_range(t, RDB_TENANT, 0, 10, buf), 10);
+	assert_int_equal(kvt_tier_rocksdb.quota_set(t, q, err, sizeof(err)), 0);
+	assert_int_equal(write_range(t, 9, 1300, 1400, buf), 100);
+	assert_int_equal(live_a(&d), 8);
+
+	/* 9's maximum lowered to 10 records: it is over, and gives back as it writes */
+	snprintf(q, sizeof(q), "7=%d/%d,9=0/%d", 8 * REC, N * REC, 10 * REC);
+	assert_int_equal(kvt_tier_rocksdb.quota_set(t, q, err, sizeof(err)), 0);
+	assert_int_equal(kvt_tier_rocksdb.tenant_usage(t, ten, 4), 2);
+	assert_int_equal(ten[1].used_bytes, (N - 8) * REC);
+	assert_int_equal(write_range(t, 9, 1400, 1401, buf), 1);
+	assert_int_equal(kvt_tier_rocksdb.tenant_usage(t, ten, 4), 2);
+	assert_int_equal(ten[1].used_bytes, 10 * REC);
+	assert_int_equal(rdb_stats(t).chunks, 18);
+	kvt_tier_rocksdb.close(t);
+	free(d.seen);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -510,6 +575,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_ttl, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_policy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_quota, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_quota_runtime, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

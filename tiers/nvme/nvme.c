@@ -870,6 +870,11 @@ static size_t nvme_tenant_usage(struct kvt_tier *tier, struct kvt_tier_tenant *o
 	return kvt_tier_quota_usage(NV(tier)->quota, out, max);
 }
 
+static int nvme_quota_set(struct kvt_tier *tier, const char *list, char *err, size_t err_len)
+{
+	return kvt__nvme_quota_set(NV(tier), list, err, err_len);
+}
+
 const struct kvt_tier_ops kvt_tier_nvme = {
     .version = KVT_TIER_OPS_VERSION,
     .name = "nvme",
@@ -888,4 +893,5 @@ const struct kvt_tier_ops kvt_tier_nvme = {
     .policy_set = nvme_policy_set,
     .tenant_usage = nvme_tenant_usage,
     .flags = KVT_TIER_HANDS_OVER,
+    .quota_set = nvme_quota_set,
 };

@@ -377,6 +377,10 @@ int kvt__nvme_policy_set(struct kvt_nvme *t, const char *name, const char *param
  * env->moved to report copies with), -ENOMEM. */
 int kvt__nvme_quota_open(struct kvt_nvme *t);
 void kvt__nvme_quota_close(struct kvt_nvme *t);
+/* nvme.quota at run time: list (or "none"/"": off) replaces the quota; the accounts are made
+ * again from the live records. On failure nothing changed. @return : 0, -EINVAL (err says),
+ * -ENOMEM. */
+int kvt__nvme_quota_set(struct kvt_nvme *t, const char *list, char *err, size_t err_len);
 /* The record of header h enters (+1) or leaves (-1) the tier's accounts. */
 void kvt__nvme_quota_account(struct kvt_nvme *t, struct kvt__nvme_rec *rec, int sign);
 /* @return : 0, or -EDQUOT when a record of rec_len can never fit its tenant's maximum. */

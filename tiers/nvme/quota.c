@@ -19,6 +19,10 @@
  * may add up to half the tier: above that a region would hold more guaranteed bytes than free
  * ones, and copying them forward would be most of what the log writes.
  *
+ * nvme.quota may change at run time (kvt__nvme_quota_set, `kvtier config set nvme.quota`): the
+ * accounts are made again from the live records, the cursors start over, and a tenant now past
+ * its maximum is trimmed as its next write lands, as after any write; `none` turns it off.
+ *
  * Finding a tenant's oldest record walks the ring from a cursor per tenant that only moves
  * forward (records are appended at the head, and a copy forward lands there too); when the
  * region under the cursor is reused, the walk starts again at the oldest region.
@@ -29,11 +33,12 @@
 #include "policy/quota.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct quota_sum {
-	struct kvt_nvme *t;
+	struct kvt_quota *q; /* NULL: only checks and sums */
 	uint64_t guaranteed, least_max;
 };
 
@@ -42,41 +47,85 @@ static int quota_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
 	struct quota_sum *s = arg;
 	s->guaranteed += g;
 	s->least_max = KVT_MIN(s->least_max, m);
-	return kvt_quota_set(s->t->quota, kvt_quota_key_ix(s->t->quota, key), g, m);
+	return s->q ? kvt_quota_set(s->q, kvt_quota_key_ix(s->q, key), g, m) : 0;
+}
+
+/* Checks list for tier t and sums it; no account changes. @return : 0 or -EINVAL, err says. */
+static int check(struct kvt_nvme *t, const char *list, struct quota_sum *s, char *err,
+                 size_t err_len)
+{
+	if (!t->env.moved) {
+		snprintf(err, err_len, "this tier's user cannot follow a copied record");
+		return -EINVAL;
+	}
+	*s = (struct quota_sum){NULL, 0, UINT64_MAX};
+	int rc = kvt_quota_list_each(list, quota_item, s, err, err_len);
+	uint64_t cap = KVT_NVME_GET(t, st.capacity_bytes);
+	if (!rc && s->guaranteed > cap / 2) {
+		snprintf(err, err_len,
+		         "guarantees add up to %llu bytes, more than half the tier (%llu): the log "
+		         "needs the other half to copy them forward into",
+		         (unsigned long long)s->guaranteed, (unsigned long long)(cap / 2));
+		rc = -EINVAL;
+	}
+	return rc;
+}
+
+/* Takes list (checked) as the tier's quota: new accounts, limits and reclaim settings. */
+static int install(struct kvt_nvme *t, const char *list, struct quota_sum *s)
+{
+	struct kvt_quota *q;
+	int rc = kvt_quota_create(&q);
+	if (rc)
+		return rc;
+	s->q = q;
+	if ((rc = kvt_quota_list_each(list, quota_item, s, NULL, 0))) {
+		kvt_quota_destroy(q);
+		return rc;
+	}
+	kvt__nvme_quota_close(t);
+	t->quota = q;
+	t->guaranteed = s->guaranteed;
+	/* a maximum below the tier frees room for the others: reclaim keeps records while the live
+	 * bytes leave two regions for the log to write into (reclaim.c) */
+	uint64_t cap = KVT_NVME_GET(t, st.capacity_bytes);
+	if (s->least_max < cap && cap > 2 * t->region_bytes)
+		t->keep_live = cap - 2 * t->region_bytes;
+	return 0;
 }
 
 int kvt__nvme_quota_open(struct kvt_nvme *t)
 {
 	const char *list = kvt_opt_str(t->env.opts, KVT_OPT_NVME_QUOTA);
-	char err[KVT_OPT_STR_MAX + 64];
-	if (!*list)
+	char err[KVT_OPT_STR_MAX + 160];
+	struct quota_sum s;
+	if (!*list || !strcmp(list, "none"))
 		return 0;
-	if (!t->env.moved) {
-		kvt_log(KVT_LOG_ERROR,
-		        "nvme.quota: this tier's user cannot follow a copied record");
-		return -EINVAL;
-	}
-	int rc = kvt_quota_create(&t->quota);
-	if (rc)
-		return rc;
-	struct quota_sum s = {t, 0, UINT64_MAX};
-	if ((rc = kvt_quota_list_each(list, quota_item, &s, err, sizeof(err))) == -EINVAL)
+	int rc = check(t, list, &s, err, sizeof(err));
+	if (rc == -EINVAL)
 		kvt_log(KVT_LOG_ERROR, "nvme.quota: %s", err);
-	uint64_t cap = KVT_NVME_GET(t, st.capacity_bytes);
-	if (!rc && s.guaranteed > cap / 2) {
-		kvt_log(
-		    KVT_LOG_ERROR,
-		    "nvme.quota: guarantees add up to %llu bytes, more than half the tier (%llu): "
-		    "the log needs the other half to copy them forward into",
-		    (unsigned long long)s.guaranteed, (unsigned long long)(cap / 2));
-		rc = -EINVAL;
+	return rc ? rc : install(t, list, &s);
+}
+
+int kvt__nvme_quota_set(struct kvt_nvme *t, const char *list, char *err, size_t err_len)
+{
+	struct quota_sum s;
+	if (!*list || !strcmp(list, "none")) {
+		kvt__nvme_quota_close(t);
+		return 0;
 	}
-	/* a maximum below the tier frees room for the others: reclaim keeps records while the live
-	 * bytes leave two regions for the log to write into (reclaim.c) */
-	t->guaranteed = rc ? 0 : s.guaranteed;
-	if (!rc && s.least_max < cap && cap > 2 * t->region_bytes)
-		t->keep_live = cap - 2 * t->region_bytes;
-	return rc;
+	int rc = check(t, list, &s, err, err_len);
+	if (rc || (rc = install(t, list, &s))) {
+		if (rc == -ENOMEM)
+			snprintf(err, err_len, "%s", strerror(ENOMEM));
+		return rc;
+	}
+	/* the accounts of the records the log holds now */
+	for (uint64_t r = 0; r < t->n_regions; r++)
+		for (uint32_t i = 0; t->regions[r].seq && i < t->regions[r].n_recs; i++)
+			if (t->regions[r].recs[i].alive)
+				kvt__nvme_quota_account(t, &t->regions[r].recs[i], 1);
+	return 0;
 }
 
 void kvt__nvme_quota_close(struct kvt_nvme *t)

@@ -102,7 +102,10 @@ struct kvt_tier {
 	struct kvt__rdb_index ix;
 	const struct kvt_policy_ops *pol_ops;
 	struct kvt_policy *pol;
-	struct kvt_quota *quota; /* owned; rocksdb.quota, NULL when unset */
+	/* owned; per-tenant accounts, NULL until rocksdb.quota is first set. Kept once made, so a
+	 * tenant keeps its index (slot.tix; a policy sets entries aside by it) */
+	struct kvt_quota *quota;
+	bool quota_on; /* rocksdb.quota is set (not none): evictions go through it */
 	uint64_t cap_bytes, used_bytes;
 	uint64_t ttl_s;
 	uint64_t open_ns, last_sweep_ns, last_flush_ns, last_probe_ns;

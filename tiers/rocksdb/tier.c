@@ -16,7 +16,9 @@
  * by policy_set, which rebuilds the new policy from the old one's order and drops nothing).
  * With rocksdb.quota the policy's proposals pass through kvt_quota: a tenant at its maximum
  * evicts its own records, and no write takes another tenant below its guarantee (the write
- * fails with -ENOSPC instead); tenants are counted by a dense index (slot.tix).
+ * fails with -ENOSPC instead); tenants are counted by a dense index (slot.tix). rocksdb.quota
+ * may change at run time (quota_set): the accounts, made once from the index, stay, and only
+ * the limits change; `none` turns the limits off.
  * Records have no parent here: the prefix tree lives in the daemon. Victims and the new record go
  * into one write batch, so a failed write evicts nothing. TTL (rocksdb.ttl_s) counts from the
  * write, or from the open for records found on disk (a restart extends a record's life by its age
@@ -112,14 +114,55 @@ static int quota_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
 	return kvt_quota_set(t->quota, tenant_ix(t, key), g, m);
 }
 
-/* rocksdb.quota: "WHO=GUARANTEED/MAX,..." as tenant.quota (core/tenants.h). */
+static int quota_check_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
+{
+	(void)arg, (void)key, (void)g, (void)m;
+	return 0;
+}
+
+/*
+ * rocksdb.quota: "WHO=GUARANTEED/MAX,..." as tenant.quota (core/tenants.h), or "none" / "" for
+ * off. The first list makes the accounts, from every record the index holds; a later one resets
+ * every tenant's limits and sets the listed ones. On failure nothing changed.
+ * @return : 0, -EINVAL (err says), -ENOMEM.
+ */
+static int quota_set(struct kvt_tier *t, const char *list, char *err, size_t err_len)
+{
+	if (!*list || !strcmp(list, "none")) {
+		t->quota_on = false;
+		return 0;
+	}
+	int rc = kvt_quota_list_each(list, quota_check_item, NULL, err, err_len);
+	if (rc)
+		return rc;
+	if (!t->quota) {
+		if ((rc = kvt_quota_create(&t->quota)))
+			goto nomem;
+		for (uint32_t s = 0; s < t->ix.n_slots; s++) {
+			if (!t->ix.slots[s].live)
+				continue;
+			t->ix.slots[s].tix = tenant_ix(t, t->ix.slots[s].id.tenant);
+			kvt_quota_charge(t->quota, t->ix.slots[s].tix,
+			                 (int64_t)t->ix.slots[s].bytes);
+		}
+	}
+	for (size_t i = 0; i < kvt_quota_keys(t->quota); i++)
+		kvt_quota_set(t->quota, (uint32_t)i, 0, KVT_QUOTA_UNLIMITED);
+	if ((rc = kvt_quota_list_each(list, quota_item, t, err, err_len)))
+		goto nomem; /* checked above: only an account that could not grow */
+	t->quota_on = true;
+	return 0;
+nomem:
+	snprintf(err, err_len, "%s", strerror(-rc));
+	t->quota_on = false;
+	return rc;
+}
+
 static int open_quota(struct kvt_tier *t, const char *list)
 {
 	char err[KVT_OPT_STR_MAX + 64];
-	if (!*list)
-		return 0;
-	int rc = kvt_quota_create(&t->quota);
-	if (!rc && (rc = kvt_quota_list_each(list, quota_item, t, err, sizeof(err))) == -EINVAL)
+	int rc = quota_set(t, list, err, sizeof(err));
+	if (rc == -EINVAL)
 		kvt_log(KVT_LOG_ERROR, "rocksdb.quota: %s", err);
 	return rc;
 }
@@ -292,7 +335,8 @@ static size_t propose(struct kvt_tier *t, uint32_t r, uint64_t old, uint64_t nee
 static int choose_victims(struct kvt_tier *t, uint32_t requester, uint64_t old, uint64_t need,
                           uint32_t *n_out)
 {
-	uint32_t r = t->quota && requester != KVT__RDB_NIL ? tenant_ix(t, requester) : UINT32_MAX;
+	uint32_t r =
+	    t->quota_on && requester != KVT__RDB_NIL ? tenant_ix(t, requester) : UINT32_MAX;
 	uint64_t freed = 0;
 	uint32_t n = 0;
 	int rc = -ENOSPC;
@@ -707,7 +751,7 @@ int kvt__rdb_flush(struct kvt_tier *t, bool wait)
 
 static size_t rdb_tenant_usage(struct kvt_tier *t, struct kvt_tier_tenant *out, size_t max)
 {
-	return kvt_tier_quota_usage(t->quota, out, max);
+	return t->quota_on ? kvt_tier_quota_usage(t->quota, out, max) : 0;
 }
 
 const struct kvt_tier_ops kvt_tier_rocksdb = {
@@ -724,4 +768,5 @@ const struct kvt_tier_ops kvt_tier_rocksdb = {
     .policy_get = rdb_policy_get,
     .policy_set = rdb_policy_set,
     .tenant_usage = rdb_tenant_usage,
+    .quota_set = quota_set,
 };
