@@ -478,6 +478,51 @@ static bool held_back(struct kvd_worker *w)
 	       w->other_head->kind == JOB_DEMOTE && below_due(w);
 }
 
+/*
+ * Stopping, the loop no longer reads w->done, so the worker does there what the loop would: the
+ * hand-overs it made as copies (evicting ahead, before the stop) are written into the tier below
+ * now, since their records' places in this tier wait for them; and a demotion this tier pushed
+ * back (-EAGAIN: a place still waiting, a RocksDB write stall) goes round again, for
+ * DEMOTE_STALL_NS as complete_demote allows. Without this a demotion the stop owed could fail
+ * on a place that only the stop itself would have freed. @return : whether one went round.
+ */
+static bool stop_again(struct kvd_worker *w)
+{
+	pthread_mutex_lock(&w->lock);
+	struct kvd_job *j = w->done, *keep = NULL, *next;
+	w->done = NULL;
+	pthread_mutex_unlock(&w->lock);
+	bool again = false;
+	uint64_t now = kvt_now_ns();
+	for (; j; j = next) {
+		next = j->next;
+		if (j->kind == JOB_CASCADED && j->buf) {
+			j->result =
+			    write_handover(&w->d->lower[j->tier], j->buf, j->rec_len, &j->loc);
+			handover_free(&w->d->workers[j->tier], j);
+		} else if (j->kind == JOB_DEMOTE && j->result == -EAGAIN &&
+		           (!j->again_since || now - j->again_since < DEMOTE_STALL_NS)) {
+			if (!j->again_since)
+				j->again_since = now;
+			pthread_mutex_lock(&w->lock);
+			push(&w->other_head, &w->other_tail, j);
+			pthread_mutex_unlock(&w->lock);
+			again = true;
+			continue;
+		}
+		j->next = keep;
+		keep = j;
+	}
+	pthread_mutex_lock(&w->lock);
+	while ((j = keep)) {
+		keep = j->next;
+		j->next = w->done;
+		w->done = j;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return again;
+}
+
 static void *worker_main(void *arg)
 {
 	struct kvd_worker *w = arg;
@@ -523,6 +568,9 @@ static void *worker_main(void *arg)
 			}
 		}
 		atomic_fetch_add_explicit(&l->busy_ns, kvt_now_ns() - t0, memory_order_relaxed);
+		if (__atomic_load_n(&w->stop,
+		                    __ATOMIC_RELAXED)) /* set under w->lock, never unset */
+			again = stop_again(w);
 		if (again) { /* the tier pushes back (a RocksDB write stall): let it catch up */
 			usleep(stall_us);
 			stall_us =
@@ -982,12 +1030,15 @@ static void complete_demote(struct kvd *d, struct kvd_job *j)
 		submit(d, j);
 		return;
 	}
-	if (j->result < 0) {
+	bool moot = !e || e->state != KVD_PUBLISHED; /* deleted (or replaced) meanwhile */
+	if (j->result < 0 && !moot) {
 		d->st.demote_failed++;
 		if (j->result != -EFBIG && j->result != -EDQUOT) /* by design: no log line each */
 			kvt_log_rl(KVT_LOG_WARN, "demotion to %s failed: %s",
 			           d->lower[j->tier].ops->name, strerror((int)-j->result));
-	} else if (e && e->state == KVD_PUBLISHED) {
+	} else if (j->result < 0) {
+		/* nothing was owed: the chunk is gone (its retries above stopped with it) */
+	} else if (!moot) {
 		d->st.demoted++;
 		copy_landed(d, e, j->tier, j->loc);
 	} else { /* deleted meanwhile: take the new copy back out */
