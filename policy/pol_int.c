@@ -344,27 +344,41 @@ static uint32_t aux_pop(struct kvt__heap *h, size_t *n)
 	return top;
 }
 
+void kvt__heap_walk_start(struct kvt__heap *h)
+{
+	h->walk_n = 0;
+	if (h->n && aux_push(h, &h->walk_n, 0))
+		h->walk_n = 0;
+}
+
+uint32_t kvt__heap_walk_next(struct kvt__heap *h)
+{
+	if (!h->walk_n)
+		return KVT__NIL;
+	uint32_t i = aux_pop(h, &h->walk_n);
+	for (uint32_t c = ARY * i + 1; c <= ARY * i + ARY; c++)
+		if (c < h->n && aux_push(h, &h->walk_n, c)) {
+			h->walk_n = 0; /* a child lost: the walk ends after this id */
+			break;
+		}
+	return (uint32_t)h->e[i].tie;
+}
+
 size_t kvt__heap_walk(struct kvt__heap *h, uint32_t *out, size_t max, kvt_policy_evictable_fn ok,
                       void *arg)
 {
-	size_t got = 0, an = 0;
+	size_t got = 0;
 	if (!h->n || !max)
 		return 0;
 	if (!ok && max == 1) {
 		out[0] = (uint32_t)h->e[0].tie;
 		return 1;
 	}
-	if (aux_push(h, &an, 0))
-		return 0;
-	while (an && got < max) {
-		uint32_t i = aux_pop(h, &an);
-		uint32_t id = (uint32_t)h->e[i].tie;
+	kvt__heap_walk_start(h);
+	for (uint32_t id; got < max && (id = kvt__heap_walk_next(h)) != KVT__NIL;)
 		if (!ok || ok(arg, id))
 			out[got++] = id;
-		for (uint32_t c = ARY * i + 1; c <= ARY * i + ARY; c++)
-			if (c < h->n && aux_push(h, &an, c))
-				return got;
-	}
+	kvt__heap_walk_stop(h);
 	return got;
 }
 

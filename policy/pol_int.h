@@ -178,6 +178,7 @@ struct kvt__heap {
 	uint32_t *pos;       /* pos[id] + 1, 0 = absent; sized pos_cap */
 	uint32_t *aux;       /* scratch for non-destructive walks */
 	size_t n, cap, pos_cap, aux_cap;
+	size_t walk_n; /* aux entries of the running kvt__heap_walk_start walk, 0 = none */
 	uint32_t clock;
 };
 void kvt__heap_init(struct kvt__heap *h);
@@ -194,6 +195,20 @@ uint32_t kvt__heap_min(const struct kvt__heap *h);
 /* Writes up to max ids in key order that ok() accepts, without changing the heap. */
 size_t kvt__heap_walk(struct kvt__heap *h, uint32_t *out, size_t max, kvt_policy_evictable_fn ok,
                       void *arg);
+/* The same walk one id at a time, to merge with other orders: kvt__heap_walk_start, then
+ * kvt__heap_walk_next until KVT__NIL (peek: the next id without taking it). Its state is in h
+ * (aux, walk_n), so one walk of h at a time, and h must not change while it runs; _stop ends it
+ * early. Out of memory ends it early too (fewer ids: what a victim walk may do). */
+void kvt__heap_walk_start(struct kvt__heap *h);
+uint32_t kvt__heap_walk_next(struct kvt__heap *h);
+static inline uint32_t kvt__heap_walk_peek(const struct kvt__heap *h)
+{
+	return h->walk_n ? (uint32_t)h->e[h->aux[0]].tie : KVT__NIL;
+}
+static inline void kvt__heap_walk_stop(struct kvt__heap *h)
+{
+	h->walk_n = 0;
+}
 
 /* Open-addressing set of 64-bit hashes mapping to a u32 value (ghost lists). 0 is reserved. */
 struct kvt__hslot {
