@@ -10,8 +10,9 @@
  * list of leaves. A parent that becomes a leaf goes to the list's tail when it is older than
  * every leaf (the usual case: a request touches a prefix root first, so a parent is older than
  * its evicted child, the oldest leaf), to the head when newer than all; only a parent whose
- * tick falls in between waits in a small heap ("late"). Victims merge the two, oldest first:
- * exactly the order of one heap keyed by tick, at O(1) per operation in the usual case. Each entry
+ * tick falls in between waits in a small heap ("late"). Victims merge the two, oldest first
+ * (late walked a step at a time, so the caller's filter is asked in victim order): exactly the
+ * order of one heap keyed by tick, at O(1) per operation in the usual case. Each entry
  * records its parent and a sibling list of its children, so removing an inner entry (a delete, not
  * an eviction) orphans its children cleanly. An inner entry's weight is thus unbounded while any
  * cached descendant depends on it.
@@ -31,8 +32,6 @@ struct kvt_policy {
 	uint8_t *live, *leaf; /* leaf: 0 no, IN_LIST, IN_LATE */
 	size_t cap;
 	uint64_t now;
-	uint32_t *scratch; /* victims from late, merged with the list's */
-	size_t scratch_cap;
 };
 
 enum { IN_LIST = 1, IN_LATE = 2 };
@@ -59,7 +58,6 @@ static void prefix_destroy(struct kvt_policy *p)
 	struct kvt__col c[] = COLS(p);
 	kvt__cols_free(c, KVT__NCOLS(c));
 	kvt__heap_free(&p->late);
-	free(p->scratch);
 	free(p);
 }
 
@@ -174,28 +172,36 @@ static void prefix_access(struct kvt_policy *p, uint32_t id)
 	}
 }
 
+/* Of two leaves (KVT__NIL: none), the older. */
+static uint32_t older(const struct kvt_policy *p, uint32_t a, uint32_t b)
+{
+	if (a == KVT__NIL || (b != KVT__NIL && p->tick[b] < p->tick[a]))
+		return b;
+	return a;
+}
+
+/* The list from its tail merged with late's walk, oldest first; ok() is asked in that order, so
+ * a filter that counts what it lets through (quota.c) sees the victims as they come. */
 static size_t prefix_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                              kvt_policy_evictable_fn ok, void *arg)
 {
 	if (!p->late.n)
 		return kvt__list_walk(&p->leaves, p->lk, out, 0, max, ok, arg);
-	if (max > p->scratch_cap) {
-		if (kvt__pol_grow((void **)&p->scratch, sizeof(*p->scratch), p->scratch_cap, max))
-			return 0;
-		p->scratch_cap = max;
-	}
-	size_t nl = kvt__heap_walk(&p->late, p->scratch, max, ok, arg), i = 0, n = 0;
+	size_t n = 0;
 	uint32_t id = p->leaves.tail;
-	while (n < max && (id != KVT__NIL || i < nl)) {
-		while (id != KVT__NIL && ok && !ok(arg, id))
+	kvt__heap_walk_start(&p->late);
+	while (n < max) {
+		uint32_t x = older(p, id, kvt__heap_walk_peek(&p->late));
+		if (x == KVT__NIL)
+			break;
+		if (x == id)
 			id = p->lk[id].prev;
-		if (id != KVT__NIL && (i == nl || p->tick[id] < p->tick[p->scratch[i]])) {
-			out[n++] = id;
-			id = p->lk[id].prev;
-		} else if (i < nl) {
-			out[n++] = p->scratch[i++];
-		}
+		else
+			kvt__heap_walk_next(&p->late);
+		if (!ok || ok(arg, x))
+			out[n++] = x;
 	}
+	kvt__heap_walk_stop(&p->late);
 	return n;
 }
 
@@ -221,8 +227,7 @@ static size_t prefix_export(struct kvt_policy *p, uint32_t *out, size_t max)
 static size_t prefix_memory(struct kvt_policy *p)
 {
 	struct kvt__col c[] = COLS(p);
-	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + kvt__heap_bytes(&p->late) +
-	       p->scratch_cap * sizeof(*p->scratch);
+	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + kvt__heap_bytes(&p->late);
 }
 
 const struct kvt_policy_ops kvt_policy_prefix = {
