@@ -16,6 +16,16 @@
  * records its parent and a sibling list of its children, so removing an inner entry (a delete, not
  * an eviction) orphans its children cleanly. An inner entry's weight is thus unbounded while any
  * cached descendant depends on it.
+ *
+ * Quotas (pick_victims_tenants). As lru.c sets aside the entries of a tenant that may lose
+ * nothing (pol_int.h, "Parking"), this sets aside leaves of such a tenant met at the cold end, off
+ * the list or late, into a heap per tenant keyed by tick. lru's invariant (every parked entry older
+ * than every listed one) does not hold here: a parent that becomes a leaf joins at the cold end
+ * with its old tick, behind newer parked leaves. So nothing relies on it: ticks are unique, and a
+ * walk merges the list, late and the parked heaps of the tenants it may take from, oldest first,
+ * which is the order without parking. A parked leaf that is touched, gains a child or goes leaves
+ * its heap (O(log n)). Once something is parked: 2 bytes an id (its tenant), and per tenant with
+ * parked leaves a heap (16 bytes a leaf, 4 bytes an id for its positions).
  */
 #include "pol_int.h"
 
@@ -29,12 +39,18 @@ struct kvt_policy {
 	struct kvt__link *lk;
 	uint32_t *parent, *child, *sib_prev, *sib_next, *nchild;
 	uint64_t *tick;
-	uint8_t *live, *leaf; /* leaf: 0 no, IN_LIST, IN_LATE */
+	uint8_t *live, *leaf; /* leaf: 0 no, IN_LIST, IN_LATE, IN_PARK */
 	size_t cap;
 	uint64_t now;
+	/* set aside by tenant-aware walks (quotas); NULL until the first */
+	size_t n_parked;
+	struct kvt__heap *ph; /* ph[t]: tenant t's parked leaves by tick */
+	size_t n_ph;
+	uint16_t *ptenant1; /* per id: its tenant + 1 while parked */
+	size_t pcap;
 };
 
-enum { IN_LIST = 1, IN_LATE = 2 };
+enum { IN_LIST = 1, IN_LATE = 2, IN_PARK = 3 };
 
 #define COLS(p)                                                                                    \
 	{                                                                                          \
@@ -58,6 +74,10 @@ static void prefix_destroy(struct kvt_policy *p)
 	struct kvt__col c[] = COLS(p);
 	kvt__cols_free(c, KVT__NCOLS(c));
 	kvt__heap_free(&p->late);
+	for (size_t t = 0; t < p->n_ph; t++)
+		kvt__heap_free(&p->ph[t]);
+	free(p->ph);
+	free(p->ptenant1);
 	free(p);
 }
 
@@ -98,6 +118,11 @@ static void unleaf(struct kvt_policy *p, uint32_t id)
 		kvt__list_unlink(&p->leaves, p->lk, id);
 	else if (p->leaf[id] == IN_LATE)
 		kvt__heap_del(&p->late, id);
+	else if (p->leaf[id] == IN_PARK) {
+		kvt__heap_del(&p->ph[p->ptenant1[id] - 1], id);
+		p->ptenant1[id] = 0;
+		p->n_parked--;
+	}
 	p->leaf[id] = 0;
 }
 
@@ -180,29 +205,129 @@ static uint32_t older(const struct kvt_policy *p, uint32_t a, uint32_t b)
 	return a;
 }
 
-/* The list from its tail merged with late's walk, oldest first; ok() is asked in that order, so
- * a filter that counts what it lets through (quota.c) sees the victims as they come. */
-static size_t prefix_victims(struct kvt_policy *p, uint32_t *out, size_t max,
-                             kvt_policy_evictable_fn ok, void *arg)
+/* Moves leaf id (on the list or late, no walk of late running) to tenant t's parked heap.
+ * @return : 0, -EINVAL (t too large), -ENOMEM (id stays). */
+static int park(struct kvt_policy *p, uint32_t id, uint32_t t)
 {
-	if (!p->late.n)
-		return kvt__list_walk(&p->leaves, p->lk, out, 0, max, ok, arg);
+	if (t >= UINT16_MAX)
+		return -EINVAL; /* passed, not parked */
+	if (p->pcap < p->cap) {
+		if (kvt__pol_grow((void **)&p->ptenant1, sizeof(*p->ptenant1), p->pcap, p->cap))
+			return -ENOMEM;
+		p->pcap = p->cap;
+	}
+	if (t >= p->n_ph) {
+		size_t n = t + 1;
+		struct kvt__heap *ph = realloc(p->ph, n * sizeof(*ph));
+		if (!ph)
+			return -ENOMEM;
+		for (size_t i = p->n_ph; i < n; i++)
+			kvt__heap_init(&ph[i]);
+		p->ph = ph, p->n_ph = n;
+	}
+	/* t is refused for the rest of the walk: its walk of ph[t], if any, is over */
+	kvt__heap_walk_stop(&p->ph[t]);
+	if (kvt__heap_set(&p->ph[t], id, (double)p->tick[id]))
+		return -ENOMEM;
+	unleaf(p, id);
+	p->leaf[id] = IN_PARK;
+	p->ptenant1[id] = (uint16_t)(t + 1);
+	p->n_parked++;
+	return 0;
+}
+
+/* The oldest next leaf of the parked heaps being walked, or KVT__NIL; *tp: its tenant. */
+static uint32_t parked_next(const struct kvt_policy *p, uint32_t *tp)
+{
+	uint32_t best = KVT__NIL;
+	for (uint32_t t = 0; t < p->n_ph; t++) {
+		uint32_t id = kvt__heap_walk_peek(&p->ph[t]);
+		if (id != KVT__NIL && (best == KVT__NIL || p->tick[id] < p->tick[best]))
+			best = id, *tp = t;
+	}
+	return best;
+}
+
+/* Takes the next leaf of tenant t's parked heap, unless open() refuses t (which ends t's walk).
+ * @return : the new n. */
+static size_t take_parked(struct kvt_policy *p, uint32_t t, uint32_t *out, size_t n,
+                          kvt_policy_evictable_fn ok, bool (*open)(void *, uint32_t), void *arg)
+{
+	if (open && !open(arg, t)) {
+		kvt__heap_walk_stop(&p->ph[t]);
+		return n;
+	}
+	uint32_t id = kvt__heap_walk_next(&p->ph[t]);
+	if (!ok || ok(arg, id))
+		out[n++] = id;
+	return n;
+}
+
+/*
+ * The leaves oldest first: the list from its tail, late's walk and the parked heaps' walks
+ * (those of tenants open() lets, when given), merged by tick; ok() and open() are asked in that
+ * order. With open, while the oldest leaf on the list or late is a refused tenant's, it is
+ * parked (only then: late cannot change under its walk).
+ */
+static size_t walk(struct kvt_policy *p, uint32_t *out, size_t max, kvt_policy_evictable_fn ok,
+                   uint32_t (*tenant_of)(void *, uint32_t), bool (*open)(void *, uint32_t),
+                   void *arg)
+{
 	size_t n = 0;
+	uint32_t t = 0, pk;
+	for (uint32_t u = 0; u < p->n_ph; u++)
+		if (p->ph[u].n && (!open || open(arg, u)))
+			kvt__heap_walk_start(&p->ph[u]);
+	while (open && n < max) {
+		uint32_t x = older(p, p->leaves.tail, kvt__heap_min(&p->late));
+		if ((pk = parked_next(p, &t)) != KVT__NIL && older(p, pk, x) == pk) {
+			n = take_parked(p, t, out, n, ok, open, arg);
+			continue;
+		}
+		if (x == KVT__NIL || open(arg, t = tenant_of(arg, x)) || park(p, x, t))
+			break;
+	}
 	uint32_t id = p->leaves.tail;
 	kvt__heap_walk_start(&p->late);
 	while (n < max) {
 		uint32_t x = older(p, id, kvt__heap_walk_peek(&p->late));
+		if ((pk = parked_next(p, &t)) != KVT__NIL && older(p, pk, x) == pk) {
+			n = take_parked(p, t, out, n, ok, open, arg);
+			continue;
+		}
 		if (x == KVT__NIL)
 			break;
 		if (x == id)
 			id = p->lk[id].prev;
 		else
 			kvt__heap_walk_next(&p->late);
+		if (open && !open(arg, tenant_of(arg, x)))
+			continue;
 		if (!ok || ok(arg, x))
 			out[n++] = x;
 	}
 	kvt__heap_walk_stop(&p->late);
+	for (uint32_t u = 0; u < p->n_ph; u++)
+		kvt__heap_walk_stop(&p->ph[u]);
 	return n;
+}
+
+static size_t prefix_victims(struct kvt_policy *p, uint32_t *out, size_t max,
+                             kvt_policy_evictable_fn ok, void *arg)
+{
+	if (!p->late.n && !p->n_parked)
+		return kvt__list_walk(&p->leaves, p->lk, out, 0, max, ok, arg);
+	return walk(p, out, max, ok, NULL, NULL, arg);
+}
+
+/* As prefix_victims with every leaf of a tenant open() refuses rejected; such leaves at the
+ * cold end are parked on the way. */
+static size_t prefix_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t max,
+                                     kvt_policy_evictable_fn ok,
+                                     uint32_t (*tenant_of)(void *, uint32_t),
+                                     bool (*open)(void *, uint32_t), void *arg)
+{
+	return walk(p, out, max, ok, tenant_of, open, arg);
 }
 
 static size_t prefix_export(struct kvt_policy *p, uint32_t *out, size_t max)
@@ -227,7 +352,12 @@ static size_t prefix_export(struct kvt_policy *p, uint32_t *out, size_t max)
 static size_t prefix_memory(struct kvt_policy *p)
 {
 	struct kvt__col c[] = COLS(p);
-	return sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) + kvt__heap_bytes(&p->late);
+	size_t b = sizeof(*p) + kvt__cols_bytes(c, KVT__NCOLS(c), p->cap) +
+	           kvt__heap_bytes(&p->late) + p->n_ph * sizeof(*p->ph) +
+	           p->pcap * sizeof(*p->ptenant1);
+	for (size_t t = 0; t < p->n_ph; t++)
+		b += kvt__heap_bytes(&p->ph[t]);
+	return b;
 }
 
 const struct kvt_policy_ops kvt_policy_prefix = {
@@ -241,4 +371,5 @@ const struct kvt_policy_ops kvt_policy_prefix = {
     .pick_victims = prefix_victims,
     .export_order = prefix_export,
     .memory_bytes = prefix_memory,
+    .pick_victims_tenants = prefix_victims_tenants,
 };

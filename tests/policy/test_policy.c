@@ -699,7 +699,10 @@ static void test_policy_quota_guarantee(void **state)
  * policies fed the same random inserts, re-inserts, accesses and removes (of set-aside
  * entries too; lfu's ring resized under them), walked with random closed tenants, per-walk budgets
  * (a tenant closes once it has given that many, as a tenant reaching its guarantee does) and
- * leases. Every walk, and the whole order now and then, must be the same. */
+ * leases. Every walk, and the whole order now and then, must be the same. prefix and gdsf get
+ * chains (most new ids hang under a resident one, a level deeper; any tenant's), so that prefix's
+ * parents become leaves out of order (its late heap) and gdsf's costs and sizes vary; gdsf's
+ * cost exponent changes under them. */
 struct tw {
 	uint32_t tenant[N_IDS];
 	uint8_t closed;   /* bit t: tenant t may lose nothing */
@@ -739,6 +742,8 @@ static void test_policy_tenant_walk_matches_filter(void **state)
 		checked++;
 		struct kvt_policy *a = make(o->name, 0), *b = make(o->name, 0);
 		uint8_t res[N_IDS] = {0};
+		uint32_t depth[N_IDS] = {0};
+		bool chains = !strcmp(o->name, "prefix") || !strcmp(o->name, "gdsf");
 		srand(17 + (unsigned)k);
 		size_t walks = 0, parked_hits = 0;
 		for (int op = 0; op < 200000; op++) {
@@ -746,8 +751,16 @@ static void test_policy_tenant_walk_matches_filter(void **state)
 			int r = rand() % 100;
 			if (r < 45) { /* insert, or re-insert */
 				w.tenant[id] = res[id] ? w.tenant[id] : (uint32_t)rand() % 4;
-				ins(o, a, id, KVT_POLICY_NONE, 0);
-				ins(o, b, id, KVT_POLICY_NONE, 0);
+				struct kvt_policy_meta m = meta(id, KVT_POLICY_NONE, 0);
+				if (chains) {
+					uint32_t pa = (uint32_t)rand() % 2048;
+					if (rand() % 4 && res[pa] && pa != id)
+						m.parent = pa, m.depth = depth[pa] + 1;
+					m.bytes = 1 + (uint64_t)rand() % 8;
+				}
+				depth[id] = m.depth;
+				o->on_insert(a, id, &m);
+				o->on_insert(b, id, &m);
 				res[id] = 1;
 			} else if (r < 75) {
 				if (res[id]) {
@@ -788,6 +801,12 @@ static void test_policy_tenant_walk_matches_filter(void **state)
 				assert_int_equal(o->set_param(b, "max_count", mc[op / 50000 % 4]),
 				                 0);
 			}
+			if (op % 30000 == 29999 && !strcmp(o->name, "gdsf")) { /* new costs */
+				static const char *const ce[] = {"0.5", "2", "0", "1"};
+				const char *v = ce[op / 30000 % 4];
+				assert_int_equal(o->set_param(a, "cost_exponent", v), 0);
+				assert_int_equal(o->set_param(b, "cost_exponent", v), 0);
+			}
 			if (op % 20000 == 19999) { /* the whole order, set-aside entries included */
 				uint32_t *fa = malloc(N_IDS * 4), *fb = malloc(N_IDS * 4);
 				size_t na = o->pick_victims(a, fa, N_IDS, NULL, NULL),
@@ -803,7 +822,7 @@ static void test_policy_tenant_walk_matches_filter(void **state)
 		o->destroy(a);
 		o->destroy(b);
 	}
-	assert_int_equal(checked, 4); /* lru, fifo, arc, lfu */
+	assert_int_equal(checked, 5); /* lru, fifo, arc, lfu, prefix */
 }
 
 /* Batches of 8 through every policy (sampling ones included, which show the filter entries
