@@ -24,6 +24,19 @@
  * the heap, walked best first by stored entries, with the visited ids ordered by their current
  * values: an id is proposed once no unvisited entry can be smaller. The 32-bit seq is renumbered
  * (order kept) before it wraps, after every entry has been made current.
+ *
+ * Quotas (pick_victims_tenants). As lru.c sets aside the entries of a tenant that may lose
+ * nothing (pol_int.h, "Parking"), a tenant-aware walk moves the heap's minimum, while it comes
+ * next and its tenant is refused, into a side heap of that tenant's ("parked"): the same 4-ary
+ * heap of (key, seq, id), made current first. lru's invariant (parked entries before listed
+ * ones) does not hold: a new entry's key L + cost / size may be below a parked key. Nothing
+ * relies on it: a parked entry is always current (a hit or a re-insert takes it back to the main
+ * heap, a removal leaves garbage told apart as in the main heap), so every walk merges the side
+ * heaps of the tenants it may take from into its best-first merge (their frontier in sf), and the
+ * order is the one without parking; the minimum that sets L is looked for among their tops too.
+ * The main heap keeps room for every parked entry (taking one back never allocates) and
+ * renumbering first takes them all back. Once something is parked: 2 bytes an id (its tenant),
+ * and per tenant with parked entries a heap of 16 bytes an entry.
  */
 #include "pol_int.h"
 
@@ -49,6 +62,19 @@ struct gid {
 	float value;    /* cost / size */
 };
 
+/* A tenant's parked entries: a heap like the main one, current entries and garbage. */
+struct side {
+	struct gent *e;
+	size_t n, cap, garbage;
+};
+
+/* An entry of the side heaps' frontier in a walk: side heap t's entry at position i, copied
+ * (side heap t may change during the walk once its tenant is refused: parking). */
+struct cand {
+	struct gent x;
+	uint32_t t, i;
+};
+
 struct kvt_policy {
 	struct gent *e;  /* heap, n used (e[0] unused while hole); from e - 3 (see heap_grow) */
 	struct gid *ids; /* per id, cap */
@@ -58,6 +84,15 @@ struct kvt_policy {
 	bool hole;
 	uint32_t clock;
 	double L, exponent;
+	/* set aside by tenant-aware walks (quotas); NULL until the first. The main heap has room
+	 * for its entries and the parked ones: n - hole + n_parked <= hcap. */
+	size_t n_parked;
+	struct side *side; /* side[t]: tenant t's */
+	size_t n_side;
+	struct cand *sf; /* a walk's frontier of the side heaps */
+	size_t sf_cap;
+	uint16_t *ptenant1; /* per id: its tenant + 1 while parked */
+	size_t pcap;
 };
 
 static inline uint64_t key_bits(double key)
@@ -229,10 +264,34 @@ static int cmp_tie(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static bool is_parked(const struct kvt_policy *p, uint32_t id)
+{
+	return __builtin_expect(p->n_parked != 0, 0) && id < p->pcap && p->ptenant1[id];
+}
+
+/* Puts every parked entry back in the main heap (room is kept for them); heap order is left to
+ * the caller (compact). */
+static void unpark_all(struct kvt_policy *p)
+{
+	fill_hole(p);
+	for (size_t t = 0; t < p->n_side; t++) {
+		struct side *s = &p->side[t];
+		for (size_t i = 0; i < s->n; i++)
+			if (valid(p, &s->e[i])) {
+				p->ptenant1[ent_id(&s->e[i])] = 0;
+				p->e[p->n++] = s->e[i];
+			}
+		s->n = s->garbage = 0;
+	}
+	p->n_parked = 0;
+}
+
 /* Renumbers the seqs 0..live-1 in their order, so the 32-bit clock never wraps; the order of
  * every pair of ids is unchanged. */
 static void renumber(struct kvt_policy *p)
 {
+	if (p->n_parked)
+		unpark_all(p);
 	compact(p);
 	qsort(p->e, p->n, sizeof(*p->e), cmp_tie);
 	for (size_t r = 0; r < p->n; r++) {
@@ -251,6 +310,98 @@ static uint32_t next_seq(struct kvt_policy *p)
 	return p->clock++;
 }
 
+/* Drops side heap s's garbage from its top. */
+static void side_fix_top(struct kvt_policy *p, struct side *s)
+{
+	while (s->n && !valid(p, &s->e[0])) {
+		s->garbage--;
+		if (--s->n)
+			sift_down(s->e, s->n, 0, s->e[s->n]);
+	}
+}
+
+/* Takes parked id off its side heap (its entry there becomes garbage). */
+static void side_drop(struct kvt_policy *p, uint32_t id)
+{
+	struct side *s = &p->side[p->ptenant1[id] - 1];
+	p->ptenant1[id] = 0;
+	s->garbage++;
+	if (!--p->n_parked) { /* nothing parked: all the side heaps hold is garbage */
+		for (size_t t = 0; t < p->n_side; t++)
+			p->side[t].n = p->side[t].garbage = 0;
+		return;
+	}
+	if (s->garbage > s->n - s->garbage && s->garbage > 64) {
+		size_t m = 0;
+		for (size_t i = 0; i < s->n; i++)
+			if (valid(p, &s->e[i]))
+				s->e[m++] = s->e[i];
+		s->n = m;
+		s->garbage = 0;
+		heapify(s->e, s->n);
+	}
+}
+
+/* Parked id, hit (its seq is new), goes back to the main heap at its current value. */
+static void unpark(struct kvt_policy *p, uint32_t id)
+{
+	side_drop(p, id);
+	p->ids[id].hseq = p->ids[id].seq;
+	if (p->hole) {
+		p->hole = false;
+		sift_down(p->e, p->n, 0, cur_ent(p, id));
+	} else { /* room: n + the parked ones, this one included, fit in hcap */
+		p->e[p->n] = cur_ent(p, id);
+		sift_up(p->e, p->n++);
+	}
+}
+
+/* Whether live id is the minimum of all, parked entries included (main's top current). */
+static bool is_min(struct kvt_policy *p, uint32_t id)
+{
+	if (__builtin_expect(!p->n_parked, 1))
+		return ent_id(&p->e[0]) == id;
+	const struct gent *m = p->n ? &p->e[0] : NULL;
+	for (size_t t = 0; t < p->n_side; t++) {
+		struct side *s = &p->side[t];
+		side_fix_top(p, s);
+		if (s->n && (!m || ent_less(&s->e[0], m)))
+			m = &s->e[0];
+	}
+	return m && ent_id(m) == id;
+}
+
+/* Moves the main heap's minimum (current) to tenant t's side heap, leaving a hole.
+ * @return : 0, -EINVAL (t too large), -ENOMEM (it stays). */
+static int park(struct kvt_policy *p, uint32_t t)
+{
+	uint32_t id = ent_id(&p->e[0]);
+	if (t >= UINT16_MAX)
+		return -EINVAL; /* passed, not parked */
+	if (p->pcap < p->cap) {
+		if (kvt__pol_grow((void **)&p->ptenant1, sizeof(*p->ptenant1), p->pcap, p->cap))
+			return -ENOMEM;
+		p->pcap = p->cap;
+	}
+	if (t >= p->n_side) {
+		if (kvt__pol_grow((void **)&p->side, sizeof(*p->side), p->n_side, t + 1))
+			return -ENOMEM;
+		p->n_side = t + 1;
+	}
+	struct side *s = &p->side[t];
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? 2 * s->cap : 64;
+		if (kvt__pol_grow((void **)&s->e, sizeof(*s->e), s->cap, nc))
+			return -ENOMEM;
+		s->cap = nc;
+	}
+	rise(s->e, s->n++, 0, p->e[0]);
+	p->ptenant1[id] = (uint16_t)(t + 1);
+	p->n_parked++;
+	p->hole = true;
+	return 0;
+}
+
 static void gdsf_destroy(struct kvt_policy *p)
 {
 	if (!p)
@@ -259,6 +410,11 @@ static void gdsf_destroy(struct kvt_policy *p)
 	free(p->ids);
 	free(p->pend);
 	free(p->front);
+	for (size_t t = 0; t < p->n_side; t++)
+		free(p->side[t].e);
+	free(p->side);
+	free(p->ptenant1);
+	free(p->sf);
 	free(p);
 }
 
@@ -280,13 +436,16 @@ static void gdsf_insert(struct kvt_policy *p, uint32_t id, const struct kvt_poli
 			return;
 		p->cap = nc;
 	}
-	if (!p->hole && p->n == p->hcap && heap_grow(p))
+	if (p->n - p->hole + p->n_parked >= p->hcap && heap_grow(p))
 		return;
 	uint32_t s = next_seq(p); /* first: renumbering reads every id's state */
 	struct gid *g = &p->ids[id];
 	if (g->count) { /* inserted again: the old entry becomes garbage */
 		p->live--;
-		p->garbage++;
+		if (is_parked(p, id))
+			side_drop(p, id);
+		else
+			p->garbage++;
 	}
 	double d = (double)m->depth + 1.0;
 	double cost = p->exponent == 1.0 ? d : pow(d, p->exponent); /* pow(d, 1) == d exactly */
@@ -314,6 +473,8 @@ static void gdsf_access(struct kvt_policy *p, uint32_t id)
 		g->count++;
 	g->key = key_bits(p->L + (double)g->count * g->value);
 	g->seq = s;
+	if (is_parked(p, id))
+		unpark(p, id);
 }
 
 static void gdsf_remove(struct kvt_policy *p, uint32_t id)
@@ -323,10 +484,16 @@ static void gdsf_remove(struct kvt_policy *p, uint32_t id)
 	fill_hole(p);
 	fix_top(p);
 	struct gid *g = &p->ids[id];
+	bool parked = is_parked(p, id);
+	if (is_min(p, id)) /* the minimum leaves: the inflation catches up with it */
+		memcpy(&p->L, &g->key, sizeof(p->L));
 	g->count = 0;
 	p->live--;
-	if (ent_id(&p->e[0]) == id) { /* the minimum: it is current after fix_top */
-		memcpy(&p->L, &g->key, sizeof(p->L));
+	if (parked) {
+		side_drop(p, id);
+		return;
+	}
+	if (ent_id(&p->e[0]) == id) { /* the main heap's minimum: it is current after fix_top */
 		p->hole = true;
 		return;
 	}
@@ -372,6 +539,44 @@ static struct gent pend_pop(struct kvt_policy *p, size_t *n)
 	return top;
 }
 
+/* sf: a min-heap of side heap entries, by value. */
+static int sf_push(struct kvt_policy *p, size_t *n, struct cand x)
+{
+	if (*n == p->sf_cap) {
+		size_t nc = p->sf_cap ? p->sf_cap * 2 : 64;
+		if (kvt__pol_grow((void **)&p->sf, sizeof(*p->sf), p->sf_cap, nc))
+			return -ENOMEM;
+		p->sf_cap = nc;
+	}
+	size_t i = (*n)++;
+	while (i > 0 && ent_less(&x.x, &p->sf[(i - 1) / 2].x)) {
+		p->sf[i] = p->sf[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	p->sf[i] = x;
+	return 0;
+}
+
+static struct cand sf_pop(struct kvt_policy *p, size_t *n)
+{
+	struct cand top = p->sf[0], v = p->sf[--(*n)];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && ent_less(&p->sf[c + 1].x, &p->sf[c].x))
+			c++;
+		if (!ent_less(&p->sf[c].x, &v.x))
+			break;
+		p->sf[i] = p->sf[c];
+		i = c;
+	}
+	if (*n)
+		p->sf[i] = v;
+	return top;
+}
+
 /* front: a min-heap of heap positions, by the entries stored there. */
 static int front_push(struct kvt_policy *p, size_t *n, uint32_t v)
 {
@@ -410,32 +615,90 @@ static uint32_t front_pop(struct kvt_policy *p, size_t *n)
 	return top;
 }
 
+struct walk_state {
+	uint32_t *out;
+	size_t got, pn, sn; /* proposed; in pend; in sf */
+	kvt_policy_evictable_fn ok;
+	uint32_t (*tenant_of)(void *, uint32_t);
+	bool (*open)(void *, uint32_t); /* NULL: every tenant may give */
+	void *arg;
+};
+
+/* Proposes id when open() (if any) lets its tenant and ok() accepts it. */
+static void offer(struct walk_state *w, uint32_t id, uint32_t t)
+{
+	if (w->open && !w->open(w->arg, t))
+		return;
+	if (!w->ok || w->ok(w->arg, id))
+		w->out[w->got++] = id;
+}
+
+/* Takes sf's minimum: brings its children in and offers it if valid, unless open() refuses its
+ * tenant (whose side heap may have changed since: parking). @return : 0 or -ENOMEM. */
+static int take_side(struct kvt_policy *p, struct walk_state *w)
+{
+	struct cand c = sf_pop(p, &w->sn);
+	if (w->open && !w->open(w->arg, c.t))
+		return 0;
+	const struct side *s = &p->side[c.t];
+	for (uint32_t k = ARY * c.i + 1; k <= ARY * c.i + ARY; k++)
+		if (k < s->n && sf_push(p, &w->sn, (struct cand){s->e[k], c.t, k}))
+			return -ENOMEM;
+	if (valid(p, &c.x))
+		offer(w, ent_id(&c.x), c.t);
+	return 0;
+}
+
 /*
  * Best-first over stored entries (front), each valid id visited moves to pend with its current
  * (key, seq); pend's minimum is proposed once it is below every entry still in front, which
- * bounds everything not yet visited (heap order, and a stored entry <= its id's current).
+ * bounds everything not yet visited (heap order, and a stored entry <= its id's current). The
+ * side heaps (of the tenants open() lets) are walked best first too, their frontier in sf: their
+ * entries are current, so sf's minimum is as good as pend's. With open, the main heap's minimum
+ * is first parked while it comes next and open() refuses its tenant (only at the top: the walk
+ * needs the heap still).
  */
-static size_t gdsf_victims(struct kvt_policy *p, uint32_t *out, size_t max,
-                           kvt_policy_evictable_fn ok, void *arg)
+static size_t walk(struct kvt_policy *p, struct walk_state *w, size_t max)
 {
+	size_t fn = 0;
 	fill_hole(p);
 	fix_top(p);
-	if (!p->n || !max)
+	if (!max)
 		return 0;
-	uint32_t top = ent_id(&p->e[0]);
-	if (max == 1 && (!ok || ok(arg, top))) {
-		out[0] = top;
-		return 1;
+	for (uint32_t t = 0; p->n_parked && t < p->n_side; t++)
+		if (p->side[t].n && (!w->open || w->open(w->arg, t)) &&
+		    sf_push(p, &w->sn, (struct cand){p->side[t].e[0], t, 0}))
+			return 0;
+	while (w->open && w->got < max) {
+		fill_hole(p);
+		fix_top(p);
+		if (!p->n)
+			break;
+		if (w->sn && ent_less(&p->sf[0].x, &p->e[0])) {
+			if (take_side(p, w))
+				return w->got;
+			continue;
+		}
+		uint32_t t = w->tenant_of(w->arg, ent_id(&p->e[0]));
+		if (w->open(w->arg, t) || park(p, t))
+			break;
 	}
-	size_t got = 0, fn = 0, pn = 0;
-	if (front_push(p, &fn, 0))
-		return 0;
-	while (got < max) {
-		if (pn && (!fn || ent_less(&p->pend[0], &p->e[p->front[0]]))) {
-			struct gent x = pend_pop(p, &pn);
+	fill_hole(p);
+	if (p->n && front_push(p, &fn, 0))
+		return w->got;
+	while (w->got < max) {
+		/* the smallest known: pend's minimum, or sf's */
+		bool side = w->sn && (!w->pn || ent_less(&p->sf[0].x, &p->pend[0]));
+		const struct gent *k = side ? &p->sf[0].x : w->pn ? &p->pend[0] : NULL;
+		if (k && (!fn || ent_less(k, &p->e[p->front[0]]))) {
+			if (side) {
+				if (take_side(p, w))
+					break;
+				continue;
+			}
+			struct gent x = pend_pop(p, &w->pn);
 			uint32_t id = ent_id(&x);
-			if (!ok || ok(arg, id))
-				out[got++] = id;
+			offer(w, id, w->open ? w->tenant_of(w->arg, id) : 0);
 			continue;
 		}
 		if (!fn)
@@ -443,11 +706,39 @@ static size_t gdsf_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 		uint32_t i = front_pop(p, &fn);
 		for (uint32_t c = ARY * i + 1; c <= ARY * i + ARY; c++)
 			if (c < p->n && front_push(p, &fn, c))
-				return got;
-		if (valid(p, &p->e[i]) && pend_push(p, &pn, cur_ent(p, ent_id(&p->e[i]))))
-			return got;
+				return w->got;
+		if (valid(p, &p->e[i]) && pend_push(p, &w->pn, cur_ent(p, ent_id(&p->e[i]))))
+			return w->got;
 	}
-	return got;
+	return w->got;
+}
+
+static size_t gdsf_victims(struct kvt_policy *p, uint32_t *out, size_t max,
+                           kvt_policy_evictable_fn ok, void *arg)
+{
+	fill_hole(p);
+	fix_top(p);
+	if (max == 1 && p->n && !p->n_parked) {
+		uint32_t top = ent_id(&p->e[0]);
+		if (!ok || ok(arg, top)) {
+			out[0] = top;
+			return 1;
+		}
+	}
+	struct walk_state w = {.out = out, .ok = ok, .arg = arg};
+	return walk(p, &w, max);
+}
+
+/* As gdsf_victims with every entry of a tenant open() refuses rejected; such entries at the
+ * top of the main heap are parked on the way. */
+static size_t gdsf_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t max,
+                                   kvt_policy_evictable_fn ok,
+                                   uint32_t (*tenant_of)(void *, uint32_t),
+                                   bool (*open)(void *, uint32_t), void *arg)
+{
+	struct walk_state w = {
+	    .out = out, .ok = ok, .tenant_of = tenant_of, .open = open, .arg = arg};
+	return walk(p, &w, max);
 }
 
 static int gdsf_set_param(struct kvt_policy *p, const char *name, const char *value)
@@ -460,8 +751,13 @@ static int gdsf_set_param(struct kvt_policy *p, const char *name, const char *va
 /* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
 static size_t gdsf_memory(struct kvt_policy *p)
 {
-	return sizeof(*p) + (p->e ? (p->hcap + 4) * sizeof(*p->e) : 0) + p->cap * sizeof(*p->ids) +
-	       p->pend_cap * sizeof(*p->pend) + p->front_cap * sizeof(*p->front);
+	size_t b = sizeof(*p) + (p->e ? (p->hcap + 4) * sizeof(*p->e) : 0) +
+	           p->cap * sizeof(*p->ids) + p->pend_cap * sizeof(*p->pend) +
+	           p->front_cap * sizeof(*p->front) + p->n_side * sizeof(*p->side) +
+	           p->pcap * sizeof(*p->ptenant1) + p->sf_cap * sizeof(*p->sf);
+	for (size_t t = 0; t < p->n_side; t++)
+		b += p->side[t].cap * sizeof(*p->side[t].e);
+	return b;
 }
 
 const struct kvt_policy_ops kvt_policy_gdsf = {
@@ -475,4 +771,5 @@ const struct kvt_policy_ops kvt_policy_gdsf = {
     .pick_victims = gdsf_victims,
     .set_param = gdsf_set_param,
     .memory_bytes = gdsf_memory,
+    .pick_victims_tenants = gdsf_victims_tenants,
 };

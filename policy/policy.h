@@ -59,8 +59,8 @@ struct kvt_policy_ops {
 	 * tenant; open(arg, t) false means no entry of tenant t may go now, and stays false for
 	 * the rest of the call. The victims are those pick_victims gives with a filter that also
 	 * rejects every entry of a tenant open() refuses; the policy may set such entries aside so
-	 * that later calls do not pass them again (lru, fifo, arc, lfu, prefix). NULL: the caller
-	 * uses pick_victims.
+	 * that later calls do not pass them again (lru, fifo, arc, lfu, prefix, gdsf). NULL: the
+	 * caller uses pick_victims.
 	 */
 	size_t (*pick_victims_tenants)(struct kvt_policy *p, uint32_t *out, size_t max,
 	                               kvt_policy_evictable_fn evictable,

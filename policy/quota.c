@@ -7,8 +7,8 @@
  * victim paid that k times. The policy may show the filter candidates it does not return (a
  * sampling policy), so what comes back is checked again in order; if that leaves too little,
  * the old way (one victim a walk, each walk told what is already chosen) finishes the batch.
- * A policy with pick_victims_tenants (lru, fifo, arc, lfu, prefix) is also told which tenants may
- * lose nothing at all, and sets their entries aside: the walk no longer passes them every time.
+ * A policy with pick_victims_tenants (lru, fifo, arc, lfu, prefix, gdsf) is also told which tenants
+ * may lose nothing at all, and sets their entries aside: the walk no longer passes them every time.
  */
 #include "quota.h"
 #include "pol_int.h"
