@@ -376,13 +376,9 @@ static bool is_min(struct kvt_policy *p, uint32_t id)
 static int park(struct kvt_policy *p, uint32_t t)
 {
 	uint32_t id = ent_id(&p->e[0]);
-	if (t >= UINT16_MAX)
-		return -EINVAL; /* passed, not parked */
-	if (p->pcap < p->cap) {
-		if (kvt__pol_grow((void **)&p->ptenant1, sizeof(*p->ptenant1), p->pcap, p->cap))
-			return -ENOMEM;
-		p->pcap = p->cap;
-	}
+	int rc = kvt__park_tenant_fit(&p->ptenant1, &p->pcap, p->cap, t);
+	if (rc)
+		return rc; /* -EINVAL: passed, not parked */
 	if (t >= p->n_side) {
 		if (kvt__pol_grow((void **)&p->side, sizeof(*p->side), p->n_side, t + 1))
 			return -ENOMEM;

@@ -12,6 +12,7 @@
 #include "policy.h"
 #include "core/util.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,19 @@
 
 /* Grows *arr (elem bytes each) from old_n to new_n elements, zero-filling. @return : 0, -ENOMEM. */
 int kvt__pol_grow(void **arr, size_t elem, size_t old_n, size_t new_n);
+/* A parked id's tenant + 1 (uint16_t per id, *n of them) for a policy whose per-id arrays hold
+ * cap ids: grows to cap. @return : 0, -EINVAL (tenant t cannot be parked: only passed), -ENOMEM. */
+static inline int kvt__park_tenant_fit(uint16_t **tenant1, size_t *n, size_t cap, uint32_t t)
+{
+	if (t >= UINT16_MAX)
+		return -EINVAL;
+	if (*n < cap) {
+		if (kvt__pol_grow((void **)tenant1, sizeof(**tenant1), *n, cap))
+			return -ENOMEM;
+		*n = cap;
+	}
+	return 0;
+}
 /* The next power-of-two capacity holding id (at least 1024). */
 size_t kvt__pol_cap_for(size_t cur, uint32_t id);
 

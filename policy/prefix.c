@@ -209,13 +209,9 @@ static uint32_t older(const struct kvt_policy *p, uint32_t a, uint32_t b)
  * @return : 0, -EINVAL (t too large), -ENOMEM (id stays). */
 static int park(struct kvt_policy *p, uint32_t id, uint32_t t)
 {
-	if (t >= UINT16_MAX)
-		return -EINVAL; /* passed, not parked */
-	if (p->pcap < p->cap) {
-		if (kvt__pol_grow((void **)&p->ptenant1, sizeof(*p->ptenant1), p->pcap, p->cap))
-			return -ENOMEM;
-		p->pcap = p->cap;
-	}
+	int rc = kvt__park_tenant_fit(&p->ptenant1, &p->pcap, p->cap, t);
+	if (rc)
+		return rc; /* -EINVAL: passed, not parked */
 	if (t >= p->n_ph) {
 		size_t n = t + 1;
 		struct kvt__heap *ph = realloc(p->ph, n * sizeof(*ph));
