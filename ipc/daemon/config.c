@@ -63,12 +63,9 @@ static int policy_of(struct kvd *d, const char *tier, const char *name, const ch
 	snprintf(p, sizeof(p), "%s", params);
 	if (!strcmp(tier, "host"))
 		return kvd_policy_set(d, name ? name : d->pol_ops->name, p, err, err_len);
-	int k = kvd_tiers_find(d, tier);
-	if (k < 0) {
-		snprintf(err, err_len, "%s is not in tiers.order (%s)", tier,
-		         kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
-		return -ENOENT;
-	}
+	int k = kvd_tiers_find(d, tier, err, err_len);
+	if (k < 0)
+		return k;
 	return kvd_tiers_policy_set(d, (uint32_t)k, name, p, err, err_len);
 }
 
@@ -108,7 +105,7 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 	case KVT_OPT_ROCKSDB_ADMIT: {
 		if ((rc = kvd_config_check_admit(name, v, err, err_len)))
 			return rc;
-		int k = kvd_tiers_find(d, id == KVT_OPT_NVME_ADMIT ? "nvme" : "rocksdb");
+		int k = kvd_tiers_find(d, id == KVT_OPT_NVME_ADMIT ? "nvme" : "rocksdb", NULL, 0);
 		if (k >= 0)
 			__atomic_store_n(&d->lower[k].second_touch, !strcmp(v, "second_touch"),
 			                 __ATOMIC_RELAXED); /* the worker reads it (cascade) */

@@ -256,8 +256,9 @@ void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
 /* Handles the worker's completions (evfd readable). */
 void kvd_tiers_complete(struct kvd *d);
 int kvd_tiers_enable(struct kvd *d, const char *name);
-/* @return : the index of the lower tier named name, or -ENOENT. */
-int kvd_tiers_find(const struct kvd *d, const char *name);
+/* @return : the index of the lower tier named name, or -ENOENT, with err (may be NULL) saying
+ * which tiers run. */
+int kvd_tiers_find(const struct kvd *d, const char *name, char *err, size_t err_len);
 /* Lower tier k's eviction policy (tier.h policy_get / policy_set) under its lock; set with name
  * NULL gives params to the running policy. @return : 0, -EOPNOTSUPP (its eviction is not a policy:
  * err says what it is), or policy_set's error. */

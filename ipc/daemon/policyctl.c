@@ -402,12 +402,9 @@ void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
 static int lower_command(struct kvd *d, const char *verb, const char *tier, char *save, char *out,
                          size_t out_len)
 {
-	int k = kvd_tiers_find(d, tier);
-	if (k < 0) {
-		snprintf(out, out_len, "no tier named '%s' in tiers.order (%s)", tier,
-		         kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
-		return -ENOENT;
-	}
+	int k = kvd_tiers_find(d, tier, out, out_len);
+	if (k < 0)
+		return k;
 	if (!strcmp(verb, "get"))
 		return kvd_tiers_policy_get(d, (uint32_t)k, out, out_len);
 	if (!strcmp(verb, "mrc"))

@@ -1278,11 +1278,14 @@ int kvd_tiers_enable(struct kvd *d, const char *name)
 	return -ENOENT;
 }
 
-int kvd_tiers_find(const struct kvd *d, const char *name)
+int kvd_tiers_find(const struct kvd *d, const char *name, char *err, size_t err_len)
 {
 	for (uint32_t k = 0; k < d->n_lower; k++)
 		if (!strcmp(d->lower[k].ops->name, name))
 			return (int)k;
+	if (err)
+		snprintf(err, err_len, "no tier named '%s' in tiers.order (%s)", name,
+		         kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
 	return -ENOENT;
 }
 
@@ -1298,12 +1301,9 @@ static int no_policy(const struct kvd_lower *l, char *out, size_t out_len)
 int kvd_tiers_quota_set(struct kvd *d, const char *tier, const char *list, char *err,
                         size_t err_len)
 {
-	int k = kvd_tiers_find(d, tier);
-	if (k < 0) {
-		snprintf(err, err_len, "%s is not in tiers.order (%s)", tier,
-		         kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
-		return -ENOENT;
-	}
+	int k = kvd_tiers_find(d, tier, err, err_len);
+	if (k < 0)
+		return k;
 	struct kvd_lower *l = &d->lower[k];
 	if (!l->ops->quota_set) {
 		snprintf(err, err_len, "%s: its quota is read at start only", tier);
