@@ -544,8 +544,14 @@ static void *worker_main(void *arg)
 		if (!w->stop && !w->promote_head && evict_ahead_step(w))
 			continue;
 		size_t n = take(w, jobs);
-		if (!n)
+		if (!n) { /* stopping, and nothing left but what is done: its copies go down now */
+			pthread_mutex_unlock(&w->lock);
+			bool again = stop_again(w);
+			pthread_mutex_lock(&w->lock);
+			if (again)
+				continue;
 			break;
+		}
 		pthread_mutex_unlock(&w->lock);
 		if (jobs[0]->kind == JOB_CASCADED) { /* counts its own busy time */
 			run_handover(w, jobs[0]);
@@ -788,8 +794,8 @@ int kvd_tiers_open(struct kvd *d)
 }
 
 /* Stops a worker: it finishes its queued demotions, removals and hand-overs first (what a
- * graceful stop owes the next start) and drops its promotions; a hand-over it made that the loop
- * never queued is written now, so that the next start finds it below. */
+ * graceful stop owes the next start), writes the hand-overs it made that the loop never queued
+ * (stop_again), and drops its promotions. */
 static void stop_worker(struct kvd *d, struct kvd_worker *w)
 {
 	pthread_mutex_lock(&w->lock);
@@ -808,10 +814,8 @@ static void stop_worker(struct kvd *d, struct kvd_worker *w)
 		free(j);
 	while ((j = w->done)) {
 		w->done = j->next;
-		if (j->kind == JOB_CASCADED && j->buf) {
-			(void)write_handover(&d->lower[j->tier], j->buf, j->rec_len, &j->loc);
+		if (KVT_NEVER(j->kind == JOB_CASCADED && j->buf)) /* stop_again wrote them all */
 			handover_free(&d->workers[j->tier], j);
-		}
 		free(j);
 	}
 }
