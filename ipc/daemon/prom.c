@@ -51,8 +51,8 @@ struct sample {
 
 struct walk {
 	const char *p, *end;
-	struct sample *s;
-	size_t n;
+	struct sample *s; /* grows as samples come, up to MAX_SAMPLES (~650 KiB) */
+	size_t n, cap;
 	int err;
 };
 
@@ -125,6 +125,16 @@ static struct sample *add(struct walk *w, const char *prefix, const char *field,
 	if (w->n == MAX_SAMPLES) {
 		w->err = -ENOBUFS;
 		return NULL;
+	}
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 128;
+		struct sample *g = realloc(w->s, cap * sizeof(*g));
+		if (!g) {
+			w->err = -ENOMEM;
+			return NULL;
+		}
+		w->s = g;
+		w->cap = cap;
 	}
 	struct sample *s = &w->s[w->n];
 	s->gauge = s->info = false;
@@ -325,15 +335,14 @@ static int by_name(const void *a, const void *b)
 
 int kvd_prom_render(const char *json, size_t json_len, char *out, size_t len)
 {
-	struct walk w = {json, json + json_len, malloc(MAX_SAMPLES * sizeof(struct sample)), 0, 0};
-	if (!w.s)
-		return -ENOMEM;
+	struct walk w = {json, json + json_len, NULL, 0, 0, 0};
 	int rc = object(&w, "", "", NULL, 0);
 	if (rc) {
 		free(w.s);
 		return rc;
 	}
-	qsort(w.s, w.n, sizeof(*w.s), by_name);
+	if (w.n)
+		qsort(w.s, w.n, sizeof(*w.s), by_name);
 	size_t pos = 0;
 	if (len)
 		out[0] = 0;
