@@ -170,6 +170,17 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n);
  */
 KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n);
 
+/*
+ * A hint: the engine is done with these chunks -- the conversation they hold has ended (its
+ * session closed, its agent task finished) and will not be read again. The host tier's policy
+ * evicts them before anything it would choose otherwise (lru and conv honour it; other
+ * policies ignore it); nothing is deleted, and a later read of a chunk cancels its hint. Name
+ * only the conversation's own chunks, not a system prompt other conversations share (conv
+ * keeps a chunk other conversations branch from anyway). Needs no reply. @return : 0,
+ * -EOPNOTSUPP from a daemon older than the hint, or -errno.
+ */
+KVT_API int kvt_done(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n);
+
 /* Deletes the chunks (leased ones go when their leases end). @return : how many were present. */
 KVT_API int kvt_delete(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n);
 

@@ -33,7 +33,7 @@
 #endif
 
 #define KVT_PROTO_MAJOR 1
-#define KVT_PROTO_MINOR 1
+#define KVT_PROTO_MINOR 2 /* 1: the shared lookup table; 2: DONE */
 #define KVT_MSG_MAX     65536u
 #define KVT_BATCH_MAX   256u  /* keys per request */
 #define KVT_GRANULE     4096u /* pool allocation granule and generation granularity */
@@ -53,6 +53,7 @@ enum kvt_msg_type {
 	KVT_MSG_PREFETCH = 12,    /* keys (as LOOKUP); no reply: promote them into host */
 	KVT_MSG_CONFIG = 13,      /* body: "get [NAME]", "set NAME VALUE" */
 	KVT_MSG_INSPECT = 14,     /* body: "inspect [NS [KEY]]", "flush all|NS|tenant UID" */
+	KVT_MSG_DONE = 15, /* keys (as LOOKUP); no reply: the engine is done with them (kvt_done) */
 	KVT_MSG__MAX
 };
 

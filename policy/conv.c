@@ -39,12 +39,13 @@
  *    evicted and re-inserted, so the chain link was lost);
  *  - the conversation's last gap, relative to the capacity c: none, < c, < 2c, < 4c, < 8c, more
  *    (a new chunk takes its parent's when the parent was just reused).
+ *  - chunks an engine said it is done with (cv_done) form classes of their own, by reuses.
  *
  * Cost: insert and access O(1) plus one history probe (finalising a request's pending chunks is
- * O(1) per chunk, once); a victim costs one table lookup per non-empty class (<= 240); the
- * density table (240 classes x 96 bins) is rebuilt every 4,096 events (~15 ns per event
+ * O(1) per chunk, once); a victim costs one table lookup per non-empty class (<= 245); the
+ * density table (245 classes x 96 bins) is rebuilt every 4,096 events (~15 ns per event
  * amortised). Memory: 31 bytes per id, 16 bytes per history slot (16 x capacity slots, so
- * ~0.5 KiB per cached chunk), 466 KiB of tables and the pending list.
+ * ~0.5 KiB per cached chunk), 475 KiB of tables and the pending list.
  *
  * Why tips wait for the end of their request: a chunk is inserted before its child, so a
  * class bit "has a child" computed at once puts every chain's newest chunk, for one event, in
@@ -61,7 +62,8 @@
 
 #define NSEG      4 /* returns along the chain: 0, 1, 2, 3+ */
 #define NHITS     5 /* reuses of the chunk: 0, 1, 2, 3-5, 6+ */
-#define NCLASS    (NSEG * NHITS * 2 * 6)
+#define NKEPT     (NSEG * NHITS * 2 * 6)
+#define NCLASS    (NKEPT + NHITS) /* then the chunks an engine is done with, by reuses */
 #define NBIN      96
 #define PERIOD    4096
 #define HIST_MULT 16
@@ -69,7 +71,7 @@
 
 #define PEND_MAX 4096
 
-enum { F_LIVE = 1, F_CHILD = 2, F_REACC = 4, F_PEND = 8, F_TIP = 16 };
+enum { F_LIVE = 1, F_CHILD = 2, F_REACC = 4, F_PEND = 8, F_TIP = 16, F_DONE = 32 };
 
 struct hent {
 	uint64_t tag;  /* key_hash, 0 = empty */
@@ -131,6 +133,8 @@ static unsigned class_of(const struct kvt_policy *p, uint32_t id)
 {
 	unsigned s = p->seg[id] >= NSEG ? NSEG - 1 : p->seg[id];
 	unsigned h = p->hits[id] < 3 ? p->hits[id] : p->hits[id] < 6 ? 3u : 4u;
+	if (p->flags[id] & F_DONE)
+		return NKEPT + h;
 	return ((s * NHITS + h) * 2 + (p->flags[id] & F_TIP ? 0u : 1u)) * 6 + p->gap[id];
 }
 
@@ -290,9 +294,18 @@ static void add_pend(struct kvt_policy *p, uint32_t id)
 	p->pend[p->n_pend++] = id;
 }
 
+/* Cancels id's done hint: it goes back to its class. */
+static void undone(struct kvt_policy *p, uint32_t id)
+{
+	p->flags[id] &= (uint8_t)~F_DONE;
+	reclass(p, id);
+}
+
 /* pa (live) has a child: never a tip. */
 static void set_child(struct kvt_policy *p, uint32_t pa)
 {
+	if (p->flags[pa] & F_DONE) /* the conversation goes on after all */
+		undone(p, pa);
 	if (p->flags[pa] & F_CHILD)
 		return;
 	p->flags[pa] = (uint8_t)((p->flags[pa] | F_CHILD) & ~F_TIP);
@@ -431,7 +444,8 @@ static void cv_access(struct kvt_policy *p, uint32_t id)
 		finalize(p);
 	tick(p);
 	uint32_t dist = (uint32_t)p->now - p->last[id];
-	learn(p, p->cls[id], dist, true);
+	learn(p, p->cls[id], dist, true); /* a done chunk's class learns that hints can be wrong */
+	p->flags[id] &= (uint8_t)~F_DONE;
 	p->gap[id] = gap_bucket(p, dist);
 	if (p->hits[id] < 255)
 		p->hits[id]++;
@@ -537,6 +551,22 @@ static size_t cv_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	return n;
 }
 
+/*
+ * The engine is done with id's conversation (kvt_done): id moves to the done classes, whose
+ * densities are learned like every other class's, so hints that come true make their chunks
+ * the first victims and hints that do not (a document the engine took for its own) are
+ * learned to be worth keeping. A read cancels the hint, as does a new child (the
+ * conversation went on). A chunk other conversations branch from (two or more children)
+ * keeps its class: it is theirs too.
+ */
+static void cv_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || (p->flags[id] & (F_LIVE | F_DONE)) != F_LIVE || p->nchild[id] > 1)
+		return;
+	p->flags[id] |= F_DONE;
+	reclass(p, id);
+}
+
 static const struct kvt__param cv_params[] = {
     KVT__PARAM(walk, KVT__P_UNSIGNED, 1, 1024),
     KVT__PARAM(leaf_first, KVT__P_BOOL, 0, 1),
@@ -593,6 +623,7 @@ const struct kvt_policy_ops kvt_policy_conv = {
     .on_insert = cv_insert,
     .on_access = cv_access,
     .on_remove = cv_remove,
+    .on_done = cv_done,
     .pick_victims = cv_victims,
     .export_order = cv_export,
     .set_param = cv_set_param,

@@ -108,6 +108,15 @@ static void clock_access(struct kvt_policy *p, uint32_t id)
 		p->live[id] |= REF;
 }
 
+/* A finished conversation's entry goes to the cold end, where victims come from. */
+static void lru_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !p->live[id] || (p->live[id] & PARKED) || p->q.tail == id)
+		return;
+	kvt__list_unlink(&p->q, p->lk, id);
+	kvt__list_push_tail(&p->q, p->lk, id);
+}
+
 static void lru_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->live[id])
@@ -168,6 +177,7 @@ const struct kvt_policy_ops kvt_policy_lru = {
     .destroy = lru_destroy,
     .on_insert = lru_insert,
     .on_access = lru_access,
+    .on_done = lru_done,
     .on_remove = lru_remove,
     .pick_victims = lru_victims,
     .memory_bytes = lru_memory,

@@ -49,6 +49,7 @@ struct kvt_client {
 	int fd;         /* -1 while disconnected; guarded by io */
 	uint32_t epoch; /* bumps on every (re)connect */
 	uint32_t seq;
+	uint32_t daemon_minor; /* the protocol minor the daemon's hello said */
 	uint8_t *pool;
 	uint64_t pool_bytes, gen_bytes, map_bytes;
 	_Atomic uint64_t *gens;
@@ -214,6 +215,7 @@ static int hello_locked(struct kvt_client *c)
 		rc = -EPROTO;
 		goto err;
 	}
+	c->daemon_minor = rlen >= sizeof(r0) ? r->minor : 0;
 	uint64_t map_bytes = r->pool_bytes + r->gen_bytes;
 	if (r->lookup_bytes && r->lookup_off == map_bytes)
 		map_bytes += r->lookup_bytes;
@@ -739,20 +741,35 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
 	return valid;
 }
 
-KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
+/* Sends keys as hints of type (no reply), KVT_BATCH_MAX a message; needs a daemon of protocol
+ * minor at least min_minor (an older one would answer a message it does not know). */
+static int send_hints(kvt_client_t *c, uint16_t type, uint32_t min_minor, kvt_id_t ns,
+                      const kvt_id_t *keys, size_t n)
 {
 	if (!c || (!keys && n))
 		return -EINVAL;
 	pthread_mutex_lock(&c->io);
 	int rc = ensure_locked(c);
+	if (!rc && c->daemon_minor < min_minor)
+		rc = -EOPNOTSUPP;
 	for (size_t done = 0; !rc && done < n;) {
 		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
-		int64_t seq = send_locked(c, KVT_MSG_PREFETCH, keys_msg(c, ns, keys + done, k));
+		int64_t seq = send_locked(c, type, keys_msg(c, ns, keys + done, k));
 		rc = seq < 0 ? (int)seq : 0;
 		done += k;
 	}
 	pthread_mutex_unlock(&c->io);
 	return rc;
+}
+
+KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
+{
+	return send_hints(c, KVT_MSG_PREFETCH, 0, ns, keys, n);
+}
+
+KVT_API int kvt_done(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
+{
+	return send_hints(c, KVT_MSG_DONE, 2, ns, keys, n);
 }
 
 KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, void *const *dst,

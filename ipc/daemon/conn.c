@@ -331,6 +331,14 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 			                  n, NULL);
 		return 0;
 	}
+	if (h->type == KVT_MSG_DONE) { /* a hint as well */
+		uint32_t n;
+		if (kvt_proto_check_keys(body, blen, &n))
+			return -EPROTO;
+		const struct kvt_msg_keys *k = body;
+		kvd_done(d, d->conns[i].tenant, k->ns, (const kvt_id_t *)(k + 1), n);
+		return 0;
+	}
 	if (d->draining && h->type != KVT_MSG_STATS && h->type != KVT_MSG_PING)
 		return reply(d, i, h, -ESHUTDOWN, NULL, 0, NULL, 0);
 	switch (h->type) {

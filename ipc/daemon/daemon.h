@@ -105,6 +105,7 @@ struct kvd_stats {
 	uint64_t hits, misses, puts, put_bytes, evictions, lookups;
 	uint64_t leases_granted, leases_revoked, protocol_errors, corruptions;
 	uint64_t enospc, deletes, eagain;
+	uint64_t done_hints; /* kvt_done keys that named a chunk at host */
 	uint64_t demoted, promoted, promote_failed, demote_failed, lower_dropped, recovered;
 	uint64_t lower_moved;    /* records a lower tier copied forward (nvme.quota, clock) */
 	uint64_t promote_resent; /* promotions sent again to where their record moved */
@@ -224,6 +225,9 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
             const struct kvt_msg_put_item *items, uint32_t n);
 int kvd_lookup(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 int kvd_delete(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
+/* kvt_done: the host policy offers these chunks first (on_done; ignored by a policy without
+ * it). @return : how many were at host. */
+int kvd_done(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 void kvd_entry_unpin(struct kvd *d, uint32_t id);
 
 void kvd_entry_unjob(struct kvd *d, uint32_t id);

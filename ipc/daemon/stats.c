@@ -86,9 +86,11 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	kvd_out(&o, "\"leases\":%u,\"leases_granted\":%llu,\"leases_revoked\":%llu,\"clients\":%u,",
 	        d->n_leases, (unsigned long long)d->st.leases_granted,
 	        (unsigned long long)d->st.leases_revoked, d->n_conns);
-	kvd_out(&o, "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,",
+	kvd_out(&o,
+	        "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,"
+	        "\"done_hints\":%llu,",
 	        d->n_tenants, d->n_nss, (unsigned long long)d->st.lookups,
-	        (unsigned long long)d->st.deletes);
+	        (unsigned long long)d->st.deletes, (unsigned long long)d->st.done_hints);
 	tenant_stats(d, &o);
 	kvd_latency_json(d, &o);
 	kvd_out(&o,

@@ -428,6 +428,21 @@ int kvd_lookup(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys
 	return (int)i;
 }
 
+int kvd_done(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)
+{
+	int found = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
+		if (id == KVD_NIL)
+			continue;
+		if (d->pol_ops->on_done)
+			d->pol_ops->on_done(d->pol, id);
+		found++;
+	}
+	d->st.done_hints += (uint64_t)found;
+	return found;
+}
+
 int kvd_delete(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)
 {
 	int done = 0;

@@ -333,6 +333,58 @@ static void test_ipc_enospc_when_all_leased(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* kvt_done: with host.policy = lru, the chunks an engine is done with go before older ones.
+ * Two daemons, the same puts: A (older), B, then C overflows host; only with B hinted does A
+ * stay whole. */
+static int done_hint_keeps_older(bool hint, uint64_t *hints)
+{
+	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=lru", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks: 28 fit in 1 MiB */
+	kvt_id_t ns, a[8], b[8], x[16];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	prefix_keys(ns, 64, a, 8, 11);
+	prefix_keys(ns, 64, b, 8, 12);
+	prefix_keys(ns, 64, x, 16, 13);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = calloc(1, cb);
+	const void *chunks[16];
+	for (int i = 0; i < 16; i++)
+		chunks[i] = buf;
+	assert_int_equal(kvt_put(c, ns, NULL, a, 8, chunks, cb), 8);
+	assert_int_equal(kvt_put(c, ns, NULL, b, 8, chunks, cb), 8);
+	assert_int_equal(kvt_done(c, ns, NULL, 1), -EINVAL);
+	if (hint) {
+		assert_int_equal(kvt_done(c, ns, b, 8), 0);
+		assert_int_equal(kvt_test_stat_wait(&d, "done_hints", 8, 0), 8);
+	}
+	assert_int_equal(kvt_put(c, ns, NULL, x, 16, chunks, cb), 16);
+	int a_left = 0;
+	for (int i = 0; i < 8; i++)
+		a_left += kvt_lookup(c, ns, a + i, 1) == 1;
+	*hints = (uint64_t)kvt_test_stat(&d, "done_hints");
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+	return a_left;
+}
+
+static void test_ipc_done_hint(void **state)
+{
+	uint64_t hints;
+	int plain = done_hint_keeps_older(false, &hints);
+	assert_int_equal(hints, 0);
+	int hinted = done_hint_keeps_older(true, &hints);
+	assert_int_equal(hints, 8);
+	fprintf(stderr, "A's chunks left at host: %d of 8 without the hint, %d with B hinted\n",
+	        plain, hinted);
+	assert_true(plain < 8);
+	assert_int_equal(hinted, 8);
+}
+
 static void test_ipc_lease_timeout_revokes(void **state)
 {
 	const char *sets[] = {"host.bytes=1MiB", "lease.timeout_ms=150", NULL};
@@ -1164,6 +1216,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_kill9_releases_leases),
 	    cmocka_unit_test(test_ipc_reserve_then_die),
 	    cmocka_unit_test(test_ipc_enospc_when_all_leased),
+	    cmocka_unit_test(test_ipc_done_hint),
 	    cmocka_unit_test(test_ipc_lease_timeout_revokes),
 	    cmocka_unit_test(test_ipc_daemon_restart_reconnects),
 	    cmocka_unit_test(test_ipc_sigterm_drains),

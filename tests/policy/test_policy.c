@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #define N_IDS 4096
@@ -485,6 +486,44 @@ static void test_policy_conv_learns_tips_die(void **state)
 	if (!tip_early)
 		fail_msg("conv proposed %u %u %u %u, no tip (e.g. %u)", v[0], v[1], v[2], v[3],
 		         tip);
+	o->destroy(p);
+}
+
+/* lru takes an engine's done hint (kvt_done) as it comes: the entry goes to the cold end; an
+ * access cancels it. fifo, the nvme log, has no such op. */
+static void test_policy_lru_done_hint(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_lru;
+	struct kvt_policy *p = make("lru", 0);
+	for (uint32_t i = 1; i <= 4; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_done(p, 4);
+	o->on_done(p, 3);
+	expect_victims("lru", (uint32_t[]){3, 4, 1, 2}, 4, p);
+	o->on_access(p, 3);
+	expect_victims("lru", (uint32_t[]){4, 1, 2, 3}, 4, p);
+	o->on_done(p, 99); /* not resident: nothing */
+	expect_victims("lru", (uint32_t[]){4, 1, 2, 3}, 4, p);
+	assert_null(kvt_policy_fifo.on_done);
+	o->destroy(p);
+}
+
+/* conv learns what a done hint is worth as it learns its classes (test_policy_sim replays
+ * right and wrong hints); a chunk other conversations branch from keeps its place. */
+static void test_policy_conv_done_hint(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	struct kvt_policy *p = conv_chain_and_root(o); /* 0 <- 1 <- 2, and 3 */
+	ins(o, p, 4, 0, 1);                            /* 0 has two children now */
+	uint32_t before[5], after[5];
+	assert_int_equal(o->export_order(p, before, 5), 5);
+	o->on_done(p, 0);
+	assert_int_equal(o->export_order(p, after, 5), 5);
+	assert_memory_equal(before, after, sizeof(before));
+	o->on_done(p, 2); /* a leaf: hinted; then read again */
+	o->on_access(p, 2);
+	o->on_remove(p, 2);
+	expect_victims("conv", (uint32_t[]){1, 3, 4, 0}, 4, p);
 	o->destroy(p);
 }
 
@@ -1001,6 +1040,8 @@ int main(void)
 	    cmocka_unit_test(test_policy_conv_relinks_reinserted_parent),
 	    cmocka_unit_test(test_policy_conv_learns_tips_die),
 	    cmocka_unit_test(test_policy_conv_tip_waits_for_request_end),
+	    cmocka_unit_test(test_policy_lru_done_hint),
+	    cmocka_unit_test(test_policy_conv_done_hint),
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
 	    cmocka_unit_test(test_policy_quota_guarantee),

@@ -105,6 +105,70 @@ static void test_policy_sim_mooncake_conv_beats_lru(void **state)
 	kvt_trace_free(&t);
 }
 
+/* The engine kvt_trace_ends plays: a conversation's end is told after its last turn, naming
+ * the blocks the conversation read first and no other conversation read by then. */
+static void test_policy_sim_trace_ends(void **state)
+{
+	/* A: 0 1 2, then 0 1 5 6; B: 0 3 4; C: 0 7 (a shared prompt and a partial block); D */
+	static const uint32_t lens[] = {3, 3, 4, 2, 3};
+	static const uint32_t ids[] = {0, 1, 2, 0, 3, 4, 0, 1, 5, 6, 0, 7, 0, 8, 9};
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_from(&t, 5, lens, ids), 0);
+	assert_int_equal(kvt_trace_ends(&t, 1, 1, 0), 0);
+	static const uint64_t off0[] = {0, 0, 0, 2, 5, 6}; /* D ends last: told after the trace */
+	assert_memory_equal(t.hint_off, off0, sizeof(off0));
+	static const uint32_t blk0[] = {3, 4, 1, 5, 6, 7}; /* 0 is B's and C's too */
+	assert_memory_equal(t.hint_blk, blk0, sizeof(blk0));
+	assert_int_equal(kvt_trace_ends(&t, 1, 1, 1), 0); /* a request late */
+	static const uint64_t off1[] = {0, 0, 0, 0, 2, 5};
+	assert_memory_equal(t.hint_off, off1, sizeof(off1));
+	assert_int_equal(kvt_trace_ends(&t, 0, 1, 0), 0);
+	assert_int_equal(t.hint_off[5], 0);
+	assert_int_equal(kvt_trace_ends(&t, 1.5, 1, 0), -EINVAL);
+	/* replayed at 4 blocks: every hint finds its block, just read */
+	assert_int_equal(kvt_trace_ends(&t, 1, 1, 0), 0);
+	struct kvt_sim_tier lru = {.name = "host", .policy = "lru", .capacity_blocks = 4};
+	struct kvt_sim_result r;
+	assert_int_equal(kvt_sim_run(&t, &lru, 1, &r), 0);
+	assert_int_equal(r.done_hints, 6);
+	kvt_trace_free(&t);
+}
+
+/* What the hint is worth, and what a wrong one costs: on `chat` (every conversation's end
+ * told) conv and lru gain; on `docqa` the engine names documents that other requests read
+ * later (wrong hints): lru obeys, conv learns that its done class comes back. */
+static void test_policy_sim_done_hints(void **state)
+{
+	static const char *kinds[] = {"chat", "docqa"};
+	for (size_t k = 0; k < 2; k++) {
+		struct kvt_trace t;
+		assert_int_equal(kvt_sim_synth(kinds[k], 1, &t), 0);
+		double hr[2][2]; /* [policy][hinted] at 1,024 blocks */
+		for (int hinted = 0; hinted < 2; hinted++) {
+			if (hinted)
+				assert_int_equal(kvt_trace_ends(&t, 1, 1, 0), 0);
+			for (int pol = 0; pol < 2; pol++) {
+				struct kvt_sim_tier tier = {.name = "host",
+				                            .policy = pol ? "conv" : "lru",
+				                            .capacity_blocks = 1024};
+				struct kvt_sim_result r;
+				assert_int_equal(kvt_sim_run(&t, &tier, 1, &r), 0);
+				hr[pol][hinted] = (double)r.hits / (double)r.accesses;
+				assert_true(!hinted || r.done_hints > 0);
+			}
+		}
+		print_message("%s: lru %.4f -> %.4f, conv %.4f -> %.4f with done hints\n", kinds[k],
+		              hr[0][0], hr[0][1], hr[1][0], hr[1][1]);
+		if (k == 0) {
+			assert_true(hr[0][1] > hr[0][0] + 0.05);
+			assert_true(hr[1][1] > hr[1][0] + 0.05);
+		} else {
+			assert_true(hr[1][1] > hr[1][0] - 0.01);
+		}
+		kvt_trace_free(&t);
+	}
+}
+
 /* --mrc at rate 1 is exact: every estimate equals the LRU replay beside it (a synthetic trace,
  * so this runs everywhere). */
 static void test_policy_sim_cli_mrc(void **state)
@@ -485,6 +549,8 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_cascade),
 	    cmocka_unit_test(test_policy_sim_quota),
 	    cmocka_unit_test(test_policy_sim_minisim_conv),
+	    cmocka_unit_test(test_policy_sim_trace_ends),
+	    cmocka_unit_test(test_policy_sim_done_hints),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

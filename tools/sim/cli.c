@@ -25,6 +25,8 @@ struct opts {
 	const char *trace, *synth, *dump, *plot;
 	const char *warmup; /* --warmup N (requests) or P% (of the trace's requests) */
 	uint64_t seed;
+	double hint_ends;    /* --hint-ends F: the fraction of conversation ends told (< 0: off) */
+	uint64_t hint_delay; /* --hint-delay N: told N requests after the last turn */
 	bool json;
 	bool on_evict;   /* --placement on-evict */
 	bool cascade;    /* --placement cascade (the default) */
@@ -52,6 +54,8 @@ static void usage(FILE *f)
 	    "usage: kvtier sim --trace FILE --capacity N[,N...] [--policy P[,P...] (conv)]\n"
 	    "                  [--admission none|tinylfu|second_touch] [--param k=v]...\n"
 	    "                  [--json] [--plot FILE.svg] [--block-bytes N]\n"
+	    "                  [--hint-ends F [--hint-delay N]] (an engine that calls kvt_done\n"
+	    "                  for a fraction F of the conversations' ends, N requests late)\n"
 	    "                  [--warmup N|P%%] (the first N requests, or P%% of them, are\n"
 	    "                  replayed but not counted; OPT is counted alike)\n"
 	    "                  [--quota [TIER:]T=G/M,...] (tenant T keeps G blocks and holds at\n"
@@ -224,6 +228,13 @@ static int count_in(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 	return *v >= '0' && *v <= '9' && !*end && !errno && *out >= lo && *out <= hi ? 0 : -EINVAL;
 }
 
+static int parse_fraction(const char *v, double *out)
+{
+	char *end;
+	*out = strtod(v, &end);
+	return end != v && !*end && *out >= 0 && *out <= 1 ? 0 : -EINVAL;
+}
+
 static int take(struct opts *o, struct raw *w, const char *a, char *v)
 {
 	if (!strcmp(a, "--trace"))
@@ -238,6 +249,10 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		o->plot = v;
 	else if (!strcmp(a, "--warmup"))
 		o->warmup = v;
+	else if (!strcmp(a, "--hint-ends"))
+		return parse_fraction(v, &o->hint_ends);
+	else if (!strcmp(a, "--hint-delay"))
+		return count_in(v, 0, UINT32_MAX, &o->hint_delay);
 	else if (!strcmp(a, "--quota") && w->n_quotas < MAX_LIST)
 		w->quotas[w->n_quotas++] = v;
 	else if (!strcmp(a, "--capacity"))
@@ -332,6 +347,7 @@ static int parse(struct opts *o, int argc, char **argv)
 	memset(&w, 0, sizeof(w));
 	o->block_bytes = 512 * 1024;
 	o->seed = 1;
+	o->hint_ends = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--json")) {
@@ -427,6 +443,9 @@ static int single(struct opts *o, const struct kvt_trace *t, const char *pol, si
 	else
 		printf("%-12s %10zu %9.4f %9.4f %9.4f %9.3f\n", pol, cap, *hr,
 		       ratio(r.prefix_hits, r.accesses), *opt_hr, r.elapsed_s);
+	if (t->hint_off)
+		printf(o->json ? ",\"done_hints\":%llu" : "%27llu done hints found their block\n",
+		       (unsigned long long)r.done_hints);
 	print_tenants(o, &r, o->n_quotas[0] > 0);
 	if (o->json)
 		printf("}\n");
@@ -542,6 +561,8 @@ int kvt_sim_main(int argc, char **argv)
 		return 1;
 	}
 	if (o.warmup && (rc = set_warmup(&o, &t)))
+		goto out;
+	if (o.hint_ends >= 0 && (rc = kvt_trace_ends(&t, o.hint_ends, o.seed, o.hint_delay)))
 		goto out;
 	if (o.dump && (rc = dump(o.dump, &t)))
 		goto out;

@@ -314,6 +314,18 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 	return 0;
 }
 
+/* The engine's kvt_done hints due before request q reach the top tier's policy. */
+static void tell_done(struct run *u, const struct kvt_trace *tr, size_t q, struct kvt_sim_result *r)
+{
+	struct tier *t = &u->t[0];
+	for (uint64_t i = tr->hint_off[q]; i < tr->hint_off[q + 1]; i++)
+		if (t->res[tr->hint_blk[i]]) {
+			r->done_hints++;
+			if (t->ops->on_done)
+				t->ops->on_done(t->p, tr->hint_blk[i]);
+		}
+}
+
 int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, size_t n,
                 struct kvt_sim_result *r)
 {
@@ -330,11 +342,13 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 	for (size_t q = 0; q < tr->n_req; q++) {
 		bool lead = true;
 		if (q && q == tr->warmup_req) { /* the warm-up ends: score from here */
-			r->hits = r->prefix_hits = 0;
+			r->hits = r->prefix_hits = r->done_hints = 0;
 			memset(r->tier, 0, sizeof(r->tier));
 			memset(r->tenants, 0, sizeof(r->tenants));
 			r->n_tenants = 0;
 		}
+		if (tr->hint_off)
+			tell_done(&u, tr, q, r);
 		struct kvt_sim_tenant_result *ten = tenant_slot(r, tr->tenant[q]);
 		u.prev_blk = KVT_POLICY_NONE;
 		u.tenant = tr->tenant[q];

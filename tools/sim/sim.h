@@ -20,6 +20,10 @@ struct kvt_trace {
 	uint32_t *tenant;  /* n_req tenants (0 when the format has none) */
 	size_t
 	    warmup_req; /* requests replayed before scoring starts (--warmup; 0 by the loaders) */
+	/* kvt_trace_ends: the blocks an engine says it is done with before request i are
+	 * hint_blk[hint_off[i] .. hint_off[i + 1]); NULL: no hints */
+	uint64_t *hint_off;
+	uint32_t *hint_blk;
 };
 
 /*
@@ -34,6 +38,13 @@ int kvt_trace_load(const char *path, struct kvt_trace *t);
 /* Builds a trace from memory (tests): n_req requests, lens[i] blocks each, ids dense < n_blocks. */
 int kvt_trace_from(struct kvt_trace *t, size_t n_req, const uint32_t *lens, const uint32_t *ids);
 void kvt_trace_free(struct kvt_trace *t);
+/*
+ * Plays an engine that calls kvt_done when a conversation ends (ends.c): for a fraction of the
+ * conversations' last turns (drawn with seed), the blocks that conversation was the first to
+ * access are hinted `delay` requests after it. Replaces t's hints. @return : 0, -EINVAL
+ * (fraction outside [0, 1]), -ENOMEM.
+ */
+int kvt_trace_ends(struct kvt_trace *t, double fraction, uint64_t seed, size_t delay);
 /* Writes t in the native text format (dense ids). @return : 0, -EIO. */
 int kvt_trace_write(const struct kvt_trace *t, FILE *f);
 
@@ -85,7 +96,8 @@ struct kvt_sim_tenant_result {
 #define KVT_SIM_MAX_TIERS 8
 struct kvt_sim_result {
 	uint64_t accesses, hits, prefix_hits;
-	double elapsed_s; /* replay time, policy work included, loading excluded */
+	uint64_t done_hints; /* hints (t->hint_blk) that found their block in tier 0 */
+	double elapsed_s;    /* replay time, policy work included, loading excluded */
 	struct kvt_sim_tier_result tier[KVT_SIM_MAX_TIERS];
 	struct kvt_sim_tenant_result tenants[KVT_SIM_TENANT_SLOTS];
 	size_t n_tenants; /* tenants seen, up to KVT_SIM_TENANT_SLOTS; more are not itemised */

@@ -328,5 +328,7 @@ void kvt_trace_free(struct kvt_trace *t)
 	free(t->blk);
 	free(t->ts_ms);
 	free(t->tenant);
+	free(t->hint_off);
+	free(t->hint_blk);
 	memset(t, 0, sizeof(*t));
 }
