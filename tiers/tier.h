@@ -196,6 +196,12 @@ struct kvt_tier_ops {
 	 * @return : 0, -EINVAL (a malformed list, or one the tier cannot keep), -ENOMEM.
 	 */
 	int (*quota_set)(struct kvt_tier *t, const char *list, char *err, size_t err_len);
+	/*
+	 * Optional (added after quota_set; NULL: the hint is ignored). The engine is done with the
+	 * record of id at loc (kvt_done): the tier's policy offers it first, as the host tier's
+	 * does (kvt_policy_ops.on_done). Called on the tier's worker, under its lock.
+	 */
+	void (*hint_done)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc);
 };
 /* The tier hands every record it evicts for room to env->evicted (a log at reclaim). */
 #define KVT_TIER_HANDS_OVER 1u

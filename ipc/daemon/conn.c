@@ -336,7 +336,8 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 		if (kvt_proto_check_keys(body, blen, &n))
 			return -EPROTO;
 		const struct kvt_msg_keys *k = body;
-		kvd_done(d, d->conns[i].tenant, k->ns, (const kvt_id_t *)(k + 1), n);
+		if (!d->draining) /* the workers are finishing up: nothing new for them */
+			kvd_done(d, d->conns[i].tenant, k->ns, (const kvt_id_t *)(k + 1), n);
 		return 0;
 	}
 	if (d->draining && h->type != KVT_MSG_STATS && h->type != KVT_MSG_PING)

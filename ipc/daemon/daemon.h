@@ -226,7 +226,8 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
 int kvd_lookup(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 int kvd_delete(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 /* kvt_done: the host policy offers these chunks first (on_done; ignored by a policy without
- * it). @return : how many were at host. */
+ * it), and so does each lower tier's that holds one (kvd_tiers_done). @return : how many the
+ * index has. */
 int kvd_done(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 void kvd_entry_unpin(struct kvd *d, uint32_t id);
 
@@ -257,6 +258,8 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kv
 /* Unpins what a parked acquire held (kvd_tiers_promote). */
 void kvd_conn_unhold(struct kvd *d, struct kvd_conn *c);
 void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
+/* Queues kvt_done's hint for entry id on each lower tier that holds it and takes hints. */
+void kvd_tiers_done(struct kvd *d, uint32_t id);
 /* Handles the worker's completions (evfd readable). */
 void kvd_tiers_complete(struct kvd *d);
 int kvd_tiers_enable(struct kvd *d, const char *name);

@@ -435,8 +435,9 @@ int kvd_done(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, 
 		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
 		if (id == KVD_NIL)
 			continue;
-		if (d->pol_ops->on_done)
+		if ((d->idx.e[id].where & KVD_AT_HOST) && d->pol_ops->on_done)
 			d->pol_ops->on_done(d->pol, id);
+		kvd_tiers_done(d, id);
 		found++;
 	}
 	d->st.done_hints += (uint64_t)found;

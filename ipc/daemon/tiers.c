@@ -50,7 +50,15 @@
 #include <time.h>
 #include <unistd.h>
 
-enum job_kind { JOB_DEMOTE, JOB_PROMOTE, JOB_REMOVE, JOB_DROPPED, JOB_MOVED, JOB_CASCADED };
+enum job_kind {
+	JOB_DEMOTE,
+	JOB_PROMOTE,
+	JOB_REMOVE,
+	JOB_DROPPED,
+	JOB_MOVED,
+	JOB_CASCADED,
+	JOB_DONE /* kvt_done: the tier's policy offers the record first */
+};
 
 struct kvd_job {
 	struct kvd_job *next;
@@ -294,6 +302,9 @@ static void run_job(struct kvd *d, struct kvd_job *j)
 		break;
 	case JOB_REMOVE:
 		j->result = l->ops->remove(l->t, &j->id, j->loc);
+		break;
+	case JOB_DONE:
+		l->ops->hint_done(l->t, &j->id, j->loc);
 		break;
 	default:
 		break;
@@ -984,6 +995,18 @@ void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e)
 		if (!(e->where & (2u << k)))
 			continue;
 		struct kvd_job *j = job_for(d, id, JOB_REMOVE, k);
+		if (j)
+			submit(d, j);
+	}
+}
+
+void kvd_tiers_done(struct kvd *d, uint32_t id)
+{
+	const struct kvd_entry *e = &d->idx.e[id];
+	for (uint8_t k = 0; k < d->n_lower; k++) {
+		if (!(e->where & (2u << k)) || !d->lower[k].ops->hint_done)
+			continue;
+		struct kvd_job *j = job_for(d, id, JOB_DONE, k);
 		if (j)
 			submit(d, j);
 	}

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -603,6 +604,58 @@ static void test_policyctl_auto(void **state)
 	kvt_test_daemon_destroy(&pd);
 }
 
+/* kvt_done reaches the rocksdb tier's policy too (rocksdb.policy = lru): chains A then B are
+ * written through to a 4 MiB rocksdb, B is hinted, and C overflows it. With the hint the
+ * evictions take B before the older A; without it, A goes first. @return : A's chunks left. */
+static int rocksdb_done_keeps_older(bool hint, long long *hints)
+{
+	enum { A = 24, B = 24, C = 24 }; /* 64 KiB chunks; 4 MiB hold fewer than 72 */
+	const char *sets[] = {"host.bytes=1MiB",    "tiers.order=host,rocksdb",
+	                      "rocksdb.bytes=4MiB", "rocksdb.policy=lru",
+	                      "host.policy=lru",    NULL};
+	struct kvt_test_daemon rd;
+	assert_int_equal(kvt_test_daemon_start(&rd, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(rd.sock, &c), 0);
+	kvt_model_t m = model("done");
+	kvt_id_t ns, keys[A + B + C];
+	uint32_t toks[(A + B + C) * 16 + 10];
+	for (size_t i = 0; i < sizeof(toks) / sizeof(toks[0]); i++)
+		toks[i] = (uint32_t)i * 7 + 3;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	for (int k = 0; k < 3; k++) /* three prefixes, 5 tokens apart */
+		assert_int_equal(
+		    kvt_chunk_keys(ns, toks + k * (A * 16 + 5), A * 16, 16, keys + k * A, A), A);
+	size_t cb = kvt_chunk_bytes(&m);
+	kvt_test_put_chain(c, ns, keys, A, cb, 1);
+	kvt_test_put_chain(c, ns, keys + A, B, cb, 100);
+	assert_true(kvt_test_stat_wait(&rd, "demoted", A + B, 1) >= A + B);
+	if (hint)
+		assert_int_equal(kvt_done(c, ns, keys + A, B), 0);
+	*hints = kvt_test_stat_wait(&rd, "done_hints", hint ? B : 0, 0);
+	kvt_test_put_chain(c, ns, keys + A + B, C, cb, 200);
+	assert_true(kvt_test_stat_wait(&rd, "demoted", A + B + C, 1) >= A + B + C);
+	int a_left = 0;
+	for (int i = 0; i < A; i++)
+		a_left += kvt_lookup(c, ns, keys + i, 1) == 1;
+	kvt_close(c);
+	kvt_test_daemon_destroy(&rd);
+	return a_left;
+}
+
+static void test_policyctl_done_hint_rocksdb(void **state)
+{
+	long long hints;
+	int plain = rocksdb_done_keeps_older(false, &hints);
+	assert_int_equal(hints, 0);
+	int hinted = rocksdb_done_keeps_older(true, &hints);
+	assert_int_equal(hints, 24);
+	fprintf(stderr, "A's chunks left in rocksdb: %d of 24 without the hint, %d with B hinted\n",
+	        plain, hinted);
+	assert_true(plain < 24);
+	assert_int_equal(hinted, 24);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,6 +665,7 @@ int main(void)
 	    cmocka_unit_test(test_policyctl_config_params),
 	    cmocka_unit_test(test_policyctl_config_runtime),
 	    cmocka_unit_test(test_policyctl_auto),
+	    cmocka_unit_test(test_policyctl_done_hint_rocksdb),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

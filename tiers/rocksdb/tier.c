@@ -599,6 +599,14 @@ static int rdb_remove(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t
 	return 0;
 }
 
+static void rdb_hint_done(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc)
+{
+	(void)loc;
+	uint32_t s = kvt__rdb_index_find(&t->ix, id);
+	if (s != KVT__RDB_NIL && t->pol_ops->on_done)
+		t->pol_ops->on_done(t->pol, s);
+}
+
 static int rdb_iterate(struct kvt_tier *t, kvt_tier_visit_fn visit, void *arg)
 {
 	if (!t->db.db)
@@ -769,4 +777,5 @@ const struct kvt_tier_ops kvt_tier_rocksdb = {
     .policy_set = rdb_policy_set,
     .tenant_usage = rdb_tenant_usage,
     .quota_set = quota_set,
+    .hint_done = rdb_hint_done,
 };

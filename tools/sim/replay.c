@@ -314,16 +314,17 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 	return 0;
 }
 
-/* The engine's kvt_done hints due before request q reach the top tier's policy. */
+/* The engine's kvt_done hints due before request q reach the policy of every tier that holds
+ * the block, as kvtierd's reach host's and each lower tier's (the nvme log has no such op). */
 static void tell_done(struct run *u, const struct kvt_trace *tr, size_t q, struct kvt_sim_result *r)
 {
-	struct tier *t = &u->t[0];
-	for (uint64_t i = tr->hint_off[q]; i < tr->hint_off[q + 1]; i++)
-		if (t->res[tr->hint_blk[i]]) {
-			r->done_hints++;
-			if (t->ops->on_done)
-				t->ops->on_done(t->p, tr->hint_blk[i]);
-		}
+	for (uint64_t i = tr->hint_off[q]; i < tr->hint_off[q + 1]; i++) {
+		uint32_t blk = tr->hint_blk[i];
+		r->done_hints += u->t[0].res[blk];
+		for (size_t k = 0; k < u->n; k++)
+			if (u->t[k].res[blk] && u->t[k].ops->on_done)
+				u->t[k].ops->on_done(u->t[k].p, blk);
+	}
 }
 
 int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, size_t n,
