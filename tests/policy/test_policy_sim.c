@@ -125,6 +125,39 @@ static void test_policy_sim_trace_ends(void **state)
 	assert_int_equal(kvt_trace_ends(&t, 0, 1, 0), 0);
 	assert_int_equal(t.hint_off[5], 0);
 	assert_int_equal(kvt_trace_ends(&t, 1.5, 1, 0), -EINVAL);
+	/* the native format carries them ("done" lines) through --dump and back */
+	assert_int_equal(kvt_trace_ends(&t, 1, 1, 0), 0);
+	char tmp[256], path[300];
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(path, sizeof(path), "%s/hints.trace", tmp);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(kvt_trace_write(&t, f), 0);
+	fclose(f);
+	struct kvt_trace back;
+	assert_int_equal(kvt_trace_load(path, &back), 0);
+	assert_int_equal(back.n_req, 5);
+	assert_non_null(back.hint_off);
+	assert_memory_equal(back.hint_off, off0, sizeof(off0));
+	assert_memory_equal(back.hint_blk, blk0, sizeof(blk0));
+	assert_memory_equal(back.blk, t.blk, sizeof(ids));
+	kvt_trace_free(&back);
+	/* written by hand: ids are remapped; a hint after the last request is dropped */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("0 50 60\ndone 60 # the engine is done\n10 50 70\ndone 99\n", f);
+	fclose(f);
+	assert_int_equal(kvt_trace_load(path, &back), 0);
+	static const uint64_t off2[] = {0, 0, 1};
+	assert_memory_equal(back.hint_off, off2, sizeof(off2));
+	assert_int_equal(back.hint_blk[0], 1); /* 60 is the second id seen */
+	kvt_trace_free(&back);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("0 50 60\ndone 60x\n10 50\n", f);
+	fclose(f);
+	assert_int_equal(kvt_trace_load(path, &back), -EINVAL);
+	kvt_test_rmtree(tmp);
 	/* replayed at 4 blocks: every hint finds its block, just read */
 	assert_int_equal(kvt_trace_ends(&t, 1, 1, 0), 0);
 	struct kvt_sim_tier lru = {.name = "host", .policy = "lru", .capacity_blocks = 4};

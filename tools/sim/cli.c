@@ -81,6 +81,7 @@ static void usage(FILE *f)
 	    "                  clock is the log with nvme.policy = clock)\n"
 	    "       kvtier sim --list-policies\n"
 	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n"
+	    "        (and 'done <id>...': kvt_done before the next request)\n"
 	    "        or --synth zipf|scan|docqa|agent|chat|tenants [--seed N] instead of --trace\n"
 	    "        (a generated workload); --dump FILE writes the trace in the native format\n");
 }

@@ -29,7 +29,9 @@ struct kvt_trace {
 /*
  * Loads a trace: Mooncake JSONL (a line starting with '{', fields timestamp and hash_ids) or the
  * native text format (one request a line: "<timestamp_ms> [t=<tenant>] <id> <id> ...", ids are
- * any u64, '#' starts a comment). Ids are remapped to dense ids in order of first appearance.
+ * any u64, '#' starts a comment; a line "done <id> <id> ..." is an engine's kvt_done, told
+ * before the next request: t->hint_off / hint_blk). Ids are remapped to dense ids in order of first
+ * appearance.
  * @return : 0, -errno on I/O, -EINVAL on a malformed line (a sign, a stray character),
  * -ERANGE on a number past 2^64 - 1, -ENODATA when the file holds no request; the line is
  * named on stderr. t is owned by the caller (kvt_trace_free).

@@ -2,7 +2,8 @@
  * trace.c -- trace loading. The whole file is read into memory and scanned once; block ids go
  * through an open-addressing map to dense ids (first appearance order), so policies can keep
  * per-id arrays. Mooncake lines are parsed by looking for the "timestamp" and "hash_ids" keys
- * only; the rest of the object is ignored.
+ * only; the rest of the object is ignored. A native line "done <id>..." is an engine's kvt_done
+ * before the next request (t->hint_off / hint_blk).
  */
 #include "sim.h"
 #include "sim_int.h"
@@ -77,6 +78,10 @@ struct builder {
 	struct kvt_trace *t;
 	size_t cap_req, cap_acc;
 	struct idmap map;
+	/* native "done" lines: each hinted id and the request it comes before */
+	uint32_t *hint_id;
+	uint64_t *hint_req;
+	size_t n_hint, cap_hint;
 };
 
 static int push_req(struct builder *b, uint64_t ts, uint32_t tenant)
@@ -104,6 +109,27 @@ static int push_req(struct builder *b, uint64_t ts, uint32_t tenant)
 	t->n_req++;
 	t->req_off[t->n_req] = t->n_acc;
 	return 0;
+}
+
+/* A "done" line's id: hinted before the next request. */
+static int push_hint(struct builder *b, uint64_t raw)
+{
+	if (b->n_hint == b->cap_hint) {
+		size_t nc = b->cap_hint ? b->cap_hint * 2 : 1024;
+		uint32_t *id = realloc(b->hint_id, nc * sizeof(*id));
+		if (!id)
+			return -ENOMEM;
+		b->hint_id = id;
+		uint64_t *rq = realloc(b->hint_req, nc * sizeof(*rq));
+		if (!rq)
+			return -ENOMEM;
+		b->hint_req = rq;
+		b->cap_hint = nc;
+	}
+	int rc = idmap_get(&b->map, raw, &b->hint_id[b->n_hint]);
+	if (!rc)
+		b->hint_req[b->n_hint++] = b->t->n_req;
+	return rc;
 }
 
 static int push_blk(struct builder *b, uint64_t raw)
@@ -185,8 +211,22 @@ static int parse_native(struct builder *b, char *line)
 	if (!*p)
 		return 0;
 	uint64_t ts, tenant = 0, v;
-	int rc = num(&p, &ts);
-	if (rc)
+	int rc;
+	if (!strncmp(p, "done", 4) && (!p[4] || p[4] == ' ' || p[4] == '\t')) {
+		for (p += 4, rc = 0; !rc;) { /* the engine is done with these (kvt_done) */
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (!*p)
+				return 0;
+			if ((rc = num(&p, &v)))
+				break;
+			if (*p && *p != ' ' && *p != '\t')
+				return -EINVAL;
+			rc = push_hint(b, v);
+		}
+		return rc;
+	}
+	if ((rc = num(&p, &ts)))
 		return rc;
 	while (*p == ' ' || *p == '\t')
 		p++;
@@ -212,11 +252,37 @@ static int parse_native(struct builder *b, char *line)
 	return rc;
 }
 
-static void builder_done(struct builder *b)
+/* The done lines' hints as the trace's hint_off / hint_blk (those after the last request are
+ * dropped: no request follows them). */
+static int hints_done(struct builder *b)
+{
+	struct kvt_trace *t = b->t;
+	size_t n = 0;
+	while (n < b->n_hint && b->hint_req[n] < t->n_req)
+		n++;
+	if (!n)
+		return 0;
+	t->hint_off = calloc(t->n_req + 1, sizeof(*t->hint_off));
+	t->hint_blk = malloc(n * sizeof(*t->hint_blk));
+	if (!t->hint_off || !t->hint_blk)
+		return -ENOMEM;
+	memcpy(t->hint_blk, b->hint_id, n * sizeof(*t->hint_blk));
+	for (size_t i = 0; i < n; i++)
+		t->hint_off[b->hint_req[i] + 1]++;
+	for (size_t q = 0; q < t->n_req; q++)
+		t->hint_off[q + 1] += t->hint_off[q];
+	return 0;
+}
+
+static int builder_done(struct builder *b)
 {
 	b->t->n_blocks = b->map.n;
+	int rc = hints_done(b);
 	free(b->map.keys);
 	free(b->map.vals);
+	free(b->hint_id);
+	free(b->hint_req);
+	return rc;
 }
 
 int kvt_trace_load(const char *path, struct kvt_trace *t)
@@ -248,7 +314,8 @@ int kvt_trace_load(const char *path, struct kvt_trace *t)
 		rc = -EIO;
 	free(line);
 	fclose(f);
-	builder_done(&b);
+	int brc = builder_done(&b);
+	rc = rc ? rc : brc;
 	if (!rc && !t->n_req) {
 		fprintf(stderr, "sim: %s: no requests (Mooncake JSON lines or native lines)\n",
 		        path);
@@ -287,7 +354,8 @@ int kvt__tb_blk(struct kvt__tb *tb, uint64_t key)
 int kvt__tb_done(struct kvt__tb *tb, int rc)
 {
 	struct kvt_trace *t = tb->b.t;
-	builder_done(&tb->b);
+	int brc = builder_done(&tb->b);
+	rc = rc ? rc : brc;
 	free(tb);
 	if (rc)
 		kvt_trace_free(t);
@@ -312,6 +380,12 @@ int kvt_trace_from(struct kvt_trace *t, size_t n_req, const uint32_t *lens, cons
 int kvt_trace_write(const struct kvt_trace *t, FILE *f)
 {
 	for (size_t q = 0; q < t->n_req; q++) {
+		if (t->hint_off && t->hint_off[q + 1] > t->hint_off[q]) {
+			fputs("done", f);
+			for (uint64_t i = t->hint_off[q]; i < t->hint_off[q + 1]; i++)
+				fprintf(f, " %u", t->hint_blk[i]);
+			fputc('\n', f);
+		}
 		fprintf(f, "%llu", (unsigned long long)t->ts_ms[q]);
 		if (t->tenant[q])
 			fprintf(f, " t=%u", t->tenant[q]);
