@@ -9,21 +9,25 @@
  * With quotas (pick_victims_tenants) T1 and T2 each set aside the entries of a tenant that may
  * lose nothing (kvt__list_walk_tenants, pol_int.h); they still count in |T1| and |T2|, and the
  * victims are the same.
+ *
+ * An entry the engine is done with (on_done, kvt_done) leaves T1 or T2 for a list D whose
+ * entries go before any other, in the order told; an access takes it to T2 as usual, and its
+ * eviction leaves no ghost (its fate was told, not observed, so it must not move p).
  */
 #include "pol_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-enum { NONE, IN_T1, IN_T2, LIST = 3, PARKED = 4 /* a bit: set aside (quotas) */ };
+enum { NONE, IN_T1, IN_T2, IN_D, LIST = 3, PARKED = 4 /* a bit: set aside (quotas) */ };
 
 struct kvt_policy {
 	struct kvt__link *lk;
 	uint64_t *hash;
 	uint8_t *where;
 	size_t cap;
-	struct kvt__list t1, t2;
-	struct kvt__park k1, k2; /* T1's and T2's parked entries (quotas) */
+	struct kvt__list t1, t2, d; /* d: told done, never parked */
+	struct kvt__park k1, k2;    /* T1's and T2's parked entries (quotas) */
 	struct kvt__ghost b1, b2;
 	double p;
 	size_t c;
@@ -62,6 +66,7 @@ static int arc_create(size_t hint, struct kvt_policy **out)
 		return -ENOMEM;
 	kvt__list_init(&p->t1);
 	kvt__list_init(&p->t2);
+	kvt__list_init(&p->d);
 	p->c = hint;
 	if (kvt__ghost_init(&p->b1, hint) || kvt__ghost_init(&p->b2, hint) ||
 	    (hint && ensure(p, (uint32_t)(hint - 1)))) {
@@ -74,7 +79,8 @@ static int arc_create(size_t hint, struct kvt_policy **out)
 
 static struct kvt__list *list_of(struct kvt_policy *p, uint32_t id)
 {
-	return (p->where[id] & LIST) == IN_T1 ? &p->t1 : &p->t2;
+	unsigned w = p->where[id] & LIST;
+	return w == IN_T1 ? &p->t1 : w == IN_T2 ? &p->t2 : &p->d;
 }
 
 /* |T1| and |T2|, parked entries included */
@@ -106,7 +112,7 @@ static void arc_insert(struct kvt_policy *p, uint32_t id, const struct kvt_polic
 		return;
 	if (p->where[id])
 		detach(p, id);
-	size_t resident = t1_n(p) + t2_n(p) + 1;
+	size_t resident = t1_n(p) + t2_n(p) + p->d.n + 1;
 	if (resident > p->c)
 		p->c = resident;
 	double b1 = (double)p->b1.n, b2 = (double)p->b2.n;
@@ -140,6 +146,11 @@ static void arc_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->where[id])
 		return;
+	if (p->where[id] == IN_D) { /* told, not observed: no ghost */
+		kvt__list_unlink(&p->d, p->lk, id);
+		p->where[id] = NONE;
+		return;
+	}
 	bool t1 = (p->where[id] & LIST) == IN_T1;
 	kvt__ghost_prefetch(t1 ? &p->b1 : &p->b2, p->hash[id]);
 	detach(p, id);
@@ -157,13 +168,23 @@ static bool t1_first(const struct kvt_policy *p)
 	return t1_n(p) && ((double)t1_n(p) > p->p || !t2_n(p));
 }
 
+static void arc_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !p->where[id] || p->where[id] == IN_D)
+		return;
+	detach(p, id);
+	p->where[id] = IN_D;
+	kvt__list_push_head(&p->d, p->lk, id); /* walks start at the tail: first told, first out */
+}
+
 static size_t arc_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                           kvt_policy_evictable_fn ok, void *arg)
 {
 	bool one = t1_first(p);
 	const struct kvt__list *a = one ? &p->t1 : &p->t2, *b = one ? &p->t2 : &p->t1;
 	const struct kvt__park *ka = one ? &p->k1 : &p->k2, *kb = one ? &p->k2 : &p->k1;
-	size_t n = kvt__park_walk(ka, p->lk, out, 0, max, ok, NULL, arg);
+	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, ok, arg);
+	n = kvt__park_walk(ka, p->lk, out, n, max, ok, NULL, arg);
 	n = kvt__list_walk(a, p->lk, out, n, max, ok, arg);
 	n = kvt__park_walk(kb, p->lk, out, n, max, ok, NULL, arg);
 	return kvt__list_walk(b, p->lk, out, n, max, ok, arg);
@@ -177,8 +198,10 @@ static size_t arc_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t ma
 	bool one = t1_first(p);
 	struct kvt__list *a = one ? &p->t1 : &p->t2, *b = one ? &p->t2 : &p->t1;
 	struct kvt__park *ka = one ? &p->k1 : &p->k2, *kb = one ? &p->k2 : &p->k1;
-	size_t n = kvt__list_walk_tenants(a, ka, p->lk, p->where, PARKED, p->cap, out, 0, max, ok,
-	                                  tenant_of, open, arg);
+	struct kvt__open_filter f = {ok, tenant_of, open, arg};
+	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, kvt__open_ok, &f);
+	n = kvt__list_walk_tenants(a, ka, p->lk, p->where, PARKED, p->cap, out, n, max, ok,
+	                           tenant_of, open, arg);
 	return kvt__list_walk_tenants(b, kb, p->lk, p->where, PARKED, p->cap, out, n, max, ok,
 	                              tenant_of, open, arg);
 }
@@ -199,6 +222,7 @@ const struct kvt_policy_ops kvt_policy_arc = {
     .on_insert = arc_insert,
     .on_access = arc_access,
     .on_remove = arc_remove,
+    .on_done = arc_done,
     .pick_victims = arc_victims,
     .memory_bytes = arc_memory,
     .pick_victims_tenants = arc_victims_tenants,

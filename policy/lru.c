@@ -15,13 +15,16 @@
  * With quotas, lru and fifo walk through kvt__list_walk_tenants (pol_int.h): the entries of a
  * tenant that may lose nothing are set aside ("parked") from the tail instead of being passed
  * at every eviction; the order, and so every victim, stays the same.
+ *
+ * lru takes kvt_done's hint (on_done): the entry moves to a list d walked before everything
+ * else, first told first out, and never parked; an access takes it back to q's head.
  */
 #include "pol_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-enum { LIVE = 1, REF = 2 /* clock */, PARKED = 4 };
+enum { LIVE = 1, REF = 2 /* clock */, PARKED = 4, DONE = 8 /* on d */ };
 
 struct kvt_policy {
 	struct kvt__link *lk; /* indexed by id: on q, or parked */
@@ -29,6 +32,7 @@ struct kvt_policy {
 	size_t cap;
 	struct kvt__list q;
 	struct kvt__park parked; /* set aside by tenant-aware walks (quotas) */
+	struct kvt__list d;      /* told done (lru_done): offered first, in the order told */
 };
 
 #define COLS(p)                                                                                    \
@@ -60,6 +64,7 @@ static int lru_create(size_t hint, struct kvt_policy **out)
 	if (!p)
 		return -ENOMEM;
 	kvt__list_init(&p->q);
+	kvt__list_init(&p->d);
 	if (hint && ensure(p, (uint32_t)(hint - 1))) {
 		lru_destroy(p);
 		return -ENOMEM;
@@ -68,12 +73,15 @@ static int lru_create(size_t hint, struct kvt_policy **out)
 	return 0;
 }
 
-/* Takes live id off the list it is on (q, or its tenant's parked list). */
+/* Takes live id off the list it is on (q, d, or its tenant's parked list). */
 static void detach(struct kvt_policy *p, uint32_t id)
 {
-	if (__builtin_expect(p->live[id] & PARKED, 0)) {
-		kvt__park_del(&p->parked, p->lk, id);
-		p->live[id] &= (uint8_t)~PARKED;
+	if (__builtin_expect(p->live[id] & (PARKED | DONE), 0)) {
+		if (p->live[id] & PARKED)
+			kvt__park_del(&p->parked, p->lk, id);
+		else
+			kvt__list_unlink(&p->d, p->lk, id);
+		p->live[id] &= (uint8_t) ~(PARKED | DONE);
 	} else
 		kvt__list_unlink(&p->q, p->lk, id);
 }
@@ -108,13 +116,15 @@ static void clock_access(struct kvt_policy *p, uint32_t id)
 		p->live[id] |= REF;
 }
 
-/* A finished conversation's entry goes to the cold end, where victims come from. */
+/* A finished conversation's entry goes before every other (d, walked first; a parked one
+ * leaves its tenant's list for it); an access takes it back to q's head. */
 static void lru_done(struct kvt_policy *p, uint32_t id)
 {
-	if (id >= p->cap || !p->live[id] || (p->live[id] & PARKED) || p->q.tail == id)
+	if (id >= p->cap || !p->live[id] || (p->live[id] & DONE))
 		return;
-	kvt__list_unlink(&p->q, p->lk, id);
-	kvt__list_push_tail(&p->q, p->lk, id);
+	detach(p, id);
+	p->live[id] |= DONE;
+	kvt__list_push_head(&p->d, p->lk, id); /* walks start at the tail: first told, first out */
 }
 
 static void lru_remove(struct kvt_policy *p, uint32_t id)
@@ -128,7 +138,8 @@ static void lru_remove(struct kvt_policy *p, uint32_t id)
 static size_t lru_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                           kvt_policy_evictable_fn ok, void *arg)
 {
-	size_t n = kvt__park_walk(&p->parked, p->lk, out, 0, max, ok, NULL, arg);
+	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, ok, arg);
+	n = kvt__park_walk(&p->parked, p->lk, out, n, max, ok, NULL, arg);
 	return kvt__list_walk(&p->q, p->lk, out, n, max, ok, arg);
 }
 
@@ -137,7 +148,9 @@ static size_t lru_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t ma
                                   uint32_t (*tenant_of)(void *, uint32_t),
                                   bool (*open)(void *, uint32_t), void *arg)
 {
-	return kvt__list_walk_tenants(&p->q, &p->parked, p->lk, p->live, PARKED, p->cap, out, 0,
+	struct kvt__open_filter f = {ok, tenant_of, open, arg};
+	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, kvt__open_ok, &f);
+	return kvt__list_walk_tenants(&p->q, &p->parked, p->lk, p->live, PARKED, p->cap, out, n,
 	                              max, ok, tenant_of, open, arg);
 }
 

@@ -138,6 +138,21 @@ static inline size_t kvt__list_walk(const struct kvt__list *l, const struct kvt_
 	return n;
 }
 
+/* A filter for a walk with quotas over a list that is never parked (entries told done): the
+ * entry's tenant must be open, then the caller's filter (which may count what it accepts). */
+struct kvt__open_filter {
+	kvt_policy_evictable_fn ok;
+	uint32_t (*tenant_of)(void *, uint32_t);
+	bool (*open)(void *, uint32_t);
+	void *arg;
+};
+
+static inline bool kvt__open_ok(void *a, uint32_t id)
+{
+	const struct kvt__open_filter *f = a;
+	return f->open(f->arg, f->tenant_of(f->arg, id)) && (!f->ok || f->ok(f->arg, id));
+}
+
 /* Whether out[0..n) holds id (proposals already made in this call). */
 static inline bool kvt__proposed(const uint32_t *out, size_t n, uint32_t id)
 {

@@ -489,8 +489,8 @@ static void test_policy_conv_learns_tips_die(void **state)
 	o->destroy(p);
 }
 
-/* lru takes an engine's done hint (kvt_done) as it comes: the entry goes to the cold end; an
- * access cancels it. fifo, the nvme log, has no such op. */
+/* lru takes an engine's done hint (kvt_done) as it comes: the entry goes before every other;
+ * an access cancels it. fifo, the nvme log, has no such op. */
 static void test_policy_lru_done_hint(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_lru;
@@ -499,12 +499,35 @@ static void test_policy_lru_done_hint(void **state)
 		ins(o, p, i, KVT_POLICY_NONE, 0);
 	o->on_done(p, 4);
 	o->on_done(p, 3);
-	expect_victims("lru", (uint32_t[]){3, 4, 1, 2}, 4, p);
+	expect_victims("lru", (uint32_t[]){4, 3, 1, 2}, 4, p); /* first told, first out */
 	o->on_access(p, 3);
 	expect_victims("lru", (uint32_t[]){4, 1, 2, 3}, 4, p);
 	o->on_done(p, 99); /* not resident: nothing */
 	expect_victims("lru", (uint32_t[]){4, 1, 2, 3}, 4, p);
 	assert_null(kvt_policy_fifo.on_done);
+	o->destroy(p);
+}
+
+/* arc: a done entry goes before T1 and T2; an access takes it to T2; its eviction leaves no
+ * ghost (a ghost hit would send the key back to T2 and move p). */
+static void test_policy_arc_done_hint(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_arc;
+	struct kvt_policy *p = make("arc", 8);
+	for (uint32_t i = 1; i <= 4; i++)
+		ins(o, p, i, KVT_POLICY_NONE, 0);
+	o->on_access(p, 1); /* T1 = 2 3 4, T2 = 1 */
+	o->on_done(p, 3);
+	o->on_done(p, 1);
+	expect_victims("arc", (uint32_t[]){3, 1, 2, 4}, 4, p);
+	o->on_access(p, 3); /* T2 = 3 */
+	expect_victims("arc", (uint32_t[]){1, 2, 4, 3}, 4, p);
+	o->on_remove(p, 1); /* told: no ghost */
+	ins(o, p, 1, KVT_POLICY_NONE, 0);
+	expect_victims("arc", (uint32_t[]){2, 4, 1, 3}, 4, p); /* 1 in T1, as new */
+	o->on_remove(p, 2);                                    /* evicted from T1: a ghost in B1 */
+	ins(o, p, 2, KVT_POLICY_NONE, 0);
+	expect_victims("arc", (uint32_t[]){4, 1, 3, 2}, 4, p); /* a ghost hit: 2 at T2's head */
 	o->destroy(p);
 }
 
@@ -806,7 +829,10 @@ static void test_policy_tenant_walk_matches_filter(void **state)
 				o->on_insert(b, id, &m);
 				res[id] = 1;
 			} else if (r < 75) {
-				if (res[id]) {
+				if (res[id] && r >= 72 && o->on_done) { /* kvt_done */
+					o->on_done(a, id);
+					o->on_done(b, id);
+				} else if (res[id]) {
 					o->on_access(a, id);
 					o->on_access(b, id);
 				}
@@ -1041,6 +1067,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_conv_learns_tips_die),
 	    cmocka_unit_test(test_policy_conv_tip_waits_for_request_end),
 	    cmocka_unit_test(test_policy_lru_done_hint),
+	    cmocka_unit_test(test_policy_arc_done_hint),
 	    cmocka_unit_test(test_policy_conv_done_hint),
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
