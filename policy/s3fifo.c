@@ -8,6 +8,10 @@
  *
  * pick_victims performs those moves (policy state) and proposes entries without removing them;
  * a proposed entry that the caller keeps goes back to the tail of its queue on the next call.
+ *
+ * An entry the engine is done with (on_done, kvt_done) leaves its queue for D, proposed before
+ * any step, first told first out; a hit takes it to M (it was read again), and its eviction
+ * leaves no ghost.
  */
 #include "pol_int.h"
 
@@ -16,14 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { NONE, IN_S, IN_M, PROPOSED };
+enum { NONE, IN_S, IN_M, PROPOSED, IN_D };
 
 struct kvt_policy {
 	struct kvt__link *lk;
 	uint64_t *hash;
 	uint8_t *where, *freq, *from; /* from: the queue a proposed entry came from */
 	size_t cap;
-	struct kvt__list s, m, prop;
+	struct kvt__list s, m, prop, d;
 	struct kvt__ghost g;
 	double small_ratio;
 	unsigned move_threshold;
@@ -61,6 +65,7 @@ static int s3_create(size_t hint, struct kvt_policy **out)
 	kvt__list_init(&p->s);
 	kvt__list_init(&p->m);
 	kvt__list_init(&p->prop);
+	kvt__list_init(&p->d);
 	p->small_ratio = 0.1;
 	p->move_threshold = 1;
 	if (kvt__ghost_init(&p->g, hint) || (hint && ensure(p, (uint32_t)(hint - 1)))) {
@@ -73,7 +78,7 @@ static int s3_create(size_t hint, struct kvt_policy **out)
 
 static struct kvt__list *queue(struct kvt_policy *p, uint8_t w)
 {
-	return w == IN_S ? &p->s : w == IN_M ? &p->m : &p->prop;
+	return w == IN_S ? &p->s : w == IN_M ? &p->m : w == IN_D ? &p->d : &p->prop;
 }
 
 static void put(struct kvt_policy *p, uint32_t id, uint8_t w)
@@ -106,8 +111,22 @@ static void s3_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 
 static void s3_access(struct kvt_policy *p, uint32_t id)
 {
-	if (id < p->cap && p->where[id] && p->freq[id] < 3)
+	if (id >= p->cap || !p->where[id])
+		return;
+	if (p->where[id] == IN_D) { /* read again after all */
+		take(p, id);
+		put(p, id, IN_M);
+	}
+	if (p->freq[id] < 3)
 		p->freq[id]++;
+}
+
+static void s3_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !p->where[id] || p->where[id] == IN_D)
+		return;
+	take(p, id);
+	put(p, id, IN_D); /* walks start at the tail: first told, first out */
 }
 
 static void s3_remove(struct kvt_policy *p, uint32_t id)
@@ -115,7 +134,7 @@ static void s3_remove(struct kvt_policy *p, uint32_t id)
 	if (id >= p->cap || !p->where[id])
 		return;
 	uint8_t w = p->where[id] == PROPOSED ? p->from[id] : p->where[id];
-	take(p, id);
+	take(p, id); /* from D: told, not observed, so no ghost */
 	if (w == IN_S) {
 		kvt__ghost_add(&p->g, p->hash[id]);
 		kvt__ghost_trim(&p->g, p->m.n + 1);
@@ -164,7 +183,8 @@ static size_t s3_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                          kvt_policy_evictable_fn ok, void *arg)
 {
 	unpropose(p);
-	size_t n = 0, steps = 0, limit = 6 * (p->s.n + p->m.n) + 8;
+	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, ok, arg);
+	size_t steps = 0, limit = 6 * (p->s.n + p->m.n) + 8;
 	while (n < max && p->s.n + p->m.n && steps++ < limit) {
 		uint32_t v = step(p, ok, arg);
 		if (v != KVT__NIL)
@@ -198,6 +218,7 @@ const struct kvt_policy_ops kvt_policy_s3fifo = {
     .on_insert = s3_insert,
     .on_access = s3_access,
     .on_remove = s3_remove,
+    .on_done = s3_done,
     .pick_victims = s3_victims,
     .set_param = s3_set_param,
     .memory_bytes = s3_memory,

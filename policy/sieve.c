@@ -4,6 +4,10 @@
  * hits are cheap and lock-friendly); the hand clears set bits as it passes and stops at the
  * first clear one, which is the victim. New entries go to the head; survivors stay in place.
  * pick_victims moves the hand and clears bits (policy state) but removes nothing.
+ *
+ * An entry the engine is done with (on_done, kvt_done) leaves the queue for a list d proposed
+ * before the hand moves, first told first out; a hit or re-insert puts it back at the head,
+ * visited.
  */
 #include "pol_int.h"
 
@@ -12,10 +16,10 @@
 
 struct kvt_policy {
 	struct kvt__link *lk;
-	uint8_t *live, *visited;
+	uint8_t *live, *visited; /* live: 1 on q, 2 on d */
 	size_t cap;
-	struct kvt__list q; /* head = newest */
-	uint32_t hand;      /* next entry to examine, KVT__NIL = start at the tail */
+	struct kvt__list q, d; /* q: head = newest; d: told done */
+	uint32_t hand;         /* next entry to examine, KVT__NIL = start at the tail */
 };
 
 #define COLS(p)                                                                                    \
@@ -46,6 +50,7 @@ static int sieve_create(size_t hint, struct kvt_policy **out)
 	if (!p)
 		return -ENOMEM;
 	kvt__list_init(&p->q);
+	kvt__list_init(&p->d);
 	p->hand = KVT__NIL;
 	if (hint && ensure(p, (uint32_t)(hint - 1))) {
 		sieve_destroy(p);
@@ -55,11 +60,29 @@ static int sieve_create(size_t hint, struct kvt_policy **out)
 	return 0;
 }
 
+/* Takes id off q (stepping the hand past it). */
+static void off_q(struct kvt_policy *p, uint32_t id)
+{
+	if (p->hand == id)
+		p->hand = p->lk[id].prev;
+	kvt__list_unlink(&p->q, p->lk, id);
+}
+
+/* A done entry read again: back to q's head, visited. */
+static void undone(struct kvt_policy *p, uint32_t id)
+{
+	kvt__list_unlink(&p->d, p->lk, id);
+	p->live[id] = 1;
+	kvt__list_push_head(&p->q, p->lk, id);
+}
+
 static void sieve_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy_meta *m)
 {
 	(void)m;
 	if (ensure(p, id))
 		return;
+	if (p->live[id] == 2)
+		undone(p, id);
 	if (p->live[id]) {
 		p->visited[id] = 1;
 		return;
@@ -71,24 +94,38 @@ static void sieve_insert(struct kvt_policy *p, uint32_t id, const struct kvt_pol
 
 static void sieve_access(struct kvt_policy *p, uint32_t id)
 {
-	if (id < p->cap && p->live[id])
-		p->visited[id] = 1;
+	if (id >= p->cap || !p->live[id])
+		return;
+	if (p->live[id] == 2)
+		undone(p, id);
+	p->visited[id] = 1;
+}
+
+static void sieve_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || p->live[id] != 1)
+		return;
+	off_q(p, id);
+	p->live[id] = 2;
+	kvt__list_push_head(&p->d, p->lk, id); /* walks start at the tail: first told, first out */
 }
 
 static void sieve_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->live[id])
 		return;
-	if (p->hand == id)
-		p->hand = p->lk[id].prev;
-	kvt__list_unlink(&p->q, p->lk, id);
+	if (p->live[id] == 2)
+		kvt__list_unlink(&p->d, p->lk, id);
+	else
+		off_q(p, id);
 	p->live[id] = 0;
 }
 
 static size_t sieve_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                             kvt_policy_evictable_fn ok, void *arg)
 {
-	size_t n = 0, steps = 0, limit = 2 * p->q.n + 2;
+	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, ok, arg);
+	size_t steps = 0, limit = 2 * p->q.n + 2;
 	uint32_t h = p->hand;
 	bool first = true;
 	while (n < max && p->q.n && steps++ < limit) {
@@ -122,6 +159,7 @@ const struct kvt_policy_ops kvt_policy_sieve = {
     .on_insert = sieve_insert,
     .on_access = sieve_access,
     .on_remove = sieve_remove,
+    .on_done = sieve_done,
     .pick_victims = sieve_victims,
     .memory_bytes = sieve_memory,
 };

@@ -531,6 +531,37 @@ static void test_policy_arc_done_hint(void **state)
 	o->destroy(p);
 }
 
+/* s3fifo and sieve: a done entry is proposed before anything else, first told first out; a
+ * hit puts it back; one removed and inserted again is new, not first. */
+static void test_policy_fifo_family_done_hint(void **state)
+{
+	static const char *const names[] = {"s3fifo", "sieve"};
+	for (size_t k = 0; k < 2; k++) {
+		const struct kvt_policy_ops *o = kvt_policy_find(names[k]);
+		struct kvt_policy *p = make(names[k], 8);
+		for (uint32_t i = 1; i <= 6; i++)
+			ins(o, p, i, KVT_POLICY_NONE, 0);
+		uint32_t v[6];
+		assert_int_equal(o->pick_victims(p, v, 1, NULL, NULL), 1);
+		uint32_t plain = v[0];
+		o->on_done(p, 5);
+		o->on_done(p, 4);
+		assert_int_equal(o->pick_victims(p, v, 3, NULL, NULL), 3);
+		if (v[0] != 5 || v[1] != 4 || v[2] != plain)
+			fail_msg("%s: victims %u %u %u, want 5 4 %u", names[k], v[0], v[1], v[2],
+			         plain);
+		o->on_access(p, 5);
+		assert_int_equal(o->pick_victims(p, v, 1, NULL, NULL), 1);
+		assert_int_equal(v[0], 4);
+		o->on_remove(p, 4);
+		ins(o, p, 4, KVT_POLICY_NONE, 0); /* back as new: not first, not protected */
+		size_t n = o->pick_victims(p, v, 6, NULL, NULL);
+		assert_int_equal(n, 6);
+		assert_int_not_equal(v[0], 4);
+		o->destroy(p);
+	}
+}
+
 /* conv learns what a done hint is worth as it learns its classes (test_policy_sim replays
  * right and wrong hints); a chunk other conversations branch from keeps its place. */
 static void test_policy_conv_done_hint(void **state)
@@ -1068,6 +1099,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_conv_tip_waits_for_request_end),
 	    cmocka_unit_test(test_policy_lru_done_hint),
 	    cmocka_unit_test(test_policy_arc_done_hint),
+	    cmocka_unit_test(test_policy_fifo_family_done_hint),
 	    cmocka_unit_test(test_policy_conv_done_hint),
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
