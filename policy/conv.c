@@ -60,10 +60,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NSEG      4 /* returns along the chain: 0, 1, 2, 3+ */
-#define NHITS     5 /* reuses of the chunk: 0, 1, 2, 3-5, 6+ */
-#define NKEPT     (NSEG * NHITS * 2 * 6)
-#define NCLASS    (NKEPT + NHITS) /* then the chunks an engine is done with, by reuses */
+#define NSEG   4 /* returns along the chain: 0, 1, 2, 3+ */
+#define NHITS  5 /* reuses of the chunk: 0, 1, 2, 3-5, 6+ */
+#define NKEPT  (NSEG * NHITS * 2 * 6)
+#define NCLASS (NKEPT + NHITS) /* then the chunks an engine is done with, by reuses */
+_Static_assert(NCLASS <= 256, "a class fits the uint8_t that learn() takes");
 #define NBIN      96
 #define PERIOD    4096
 #define HIST_MULT 16
