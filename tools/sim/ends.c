@@ -7,8 +7,9 @@
  *  - Conversations. Request r continues an earlier request q of n >= 2 blocks when r holds q's
  *    first n - 1 blocks and at least n blocks in all (the next turn re-reads the prompt but its
  *    partial last block, and adds the answer and the new question). Block ids name a whole
- *    prefix, so "holds q's block n - 2 at that depth" is the test. A request that no later one
- *    continues is the last turn of its conversation.
+ *    prefix, so "holds q's block n - 2 at that depth" is the test, and that block must be one
+ *    q's conversation read first (a shared system prompt and a partial block is continued by
+ *    nothing). A request that no later one continues is the last turn of its conversation.
  *  - What the engine names. Its own chunks: the blocks of the last turn that a request of the
  *    same conversation was the first to access and no other conversation has read so far. A
  *    shared system prompt, or a document another conversation read too, is not the engine's
