@@ -21,6 +21,10 @@
  * key by key, the parked entries (merged across tenants by when they were parked), then the
  * bucket; keys with parked entries count for L and for the minimum. Once something is parked:
  * 6 bytes an id, and 16 x R bytes per tenant with parked entries.
+ *
+ * An entry the engine is done with (on_done, kvt_done) leaves the ring for a list d, walked
+ * before every key, first told first out, and never parked; its count stays, an access puts it
+ * back keyed as usual, and its eviction does not move L (its fate was told, not observed).
  */
 #include "pol_int.h"
 
@@ -29,6 +33,7 @@
 #include <string.h>
 
 #define MAX_COUNT 65535
+#define KEY_DONE  UINT64_MAX /* the key of an entry on d */
 
 struct kvt_policy {
 	struct kvt__link *lk;
@@ -38,6 +43,7 @@ struct kvt_policy {
 	struct kvt__list *b; /* b[key % R], head = keyed first */
 	uint64_t *bits;      /* non-empty buckets */
 	size_t r;
+	struct kvt__list d; /* told done: key KEY_DONE */
 	uint64_t L;
 	uint32_t max_count;
 	/* set aside by tenant-aware walks (quotas); NULL until the first */
@@ -109,6 +115,7 @@ static int lfu_create(size_t hint, struct kvt_policy **out)
 	if (!p)
 		return -ENOMEM;
 	p->max_count = 255;
+	kvt__list_init(&p->d);
 	if (ring_alloc(p, 256) || (hint && ensure(p, (uint32_t)(hint - 1)))) {
 		lfu_destroy(p);
 		return -ENOMEM;
@@ -253,13 +260,17 @@ __attribute__((cold, noinline)) static void unpark(struct kvt_policy *p, uint32_
 	p->key[id] = 0;
 }
 
-/* Takes resident id off its bucket or its parked ring; its key is then 0. */
+/* Takes resident id off its bucket, its parked ring or d; its key is then 0. */
 static void detach(struct kvt_policy *p, uint32_t id)
 {
-	if (__builtin_expect(is_parked(p, id), 0))
+	if (__builtin_expect(p->key[id] == KEY_DONE, 0)) {
+		kvt__list_unlink(&p->d, p->lk, id);
+		p->key[id] = 0;
+	} else if (__builtin_expect(is_parked(p, id), 0)) {
 		unpark(p, id);
-	else
+	} else {
 		unlink_key(p, id);
+	}
 }
 
 /* parked_of_key's walk: key k's parked entries, merged across tenants by when they were parked. */
@@ -320,11 +331,24 @@ static void lfu_access(struct kvt_policy *p, uint32_t id)
 	link_key(p, id, p->L + p->count[id]);
 }
 
+static void lfu_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !p->key[id] || p->key[id] == KEY_DONE)
+		return;
+	detach(p, id);
+	p->key[id] = KEY_DONE;
+	kvt__list_push_head(&p->d, p->lk, id); /* walks start at the tail: first told, first out */
+}
+
 static void lfu_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->key[id])
 		return;
 	uint64_t k = p->key[id];
+	if (k == KEY_DONE) { /* told, not observed: L stays */
+		detach(p, id);
+		return;
+	}
 	uint32_t first = p->b[k & (p->r - 1)].head;
 	if (p->n_parked) { /* a key's parked entries come first */
 		uint32_t one;
@@ -336,10 +360,10 @@ static void lfu_remove(struct kvt_policy *p, uint32_t id)
 	detach(p, id);
 }
 
-static size_t lfu_victims(struct kvt_policy *p, uint32_t *out, size_t max,
-                          kvt_policy_evictable_fn ok, void *arg)
+/* The ring's entries (parked ones included) in key order, from out[n]. */
+static size_t by_key(struct kvt_policy *p, uint32_t *out, size_t n, size_t max,
+                     kvt_policy_evictable_fn ok, void *arg)
 {
-	size_t n = 0;
 	for (uint64_t k = next_key(p, p->L); k && n < max; k = next_key(p, k + 1)) {
 		const struct kvt__list *l = &p->b[k & (p->r - 1)];
 		n = parked_of_key(p, k, out, n, max, ok, NULL, arg);
@@ -350,6 +374,13 @@ static size_t lfu_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 	return n;
 }
 
+static size_t lfu_victims(struct kvt_policy *p, uint32_t *out, size_t max,
+                          kvt_policy_evictable_fn ok, void *arg)
+{
+	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, ok, arg);
+	return by_key(p, out, n, max, ok, arg);
+}
+
 /* As lfu_victims with every entry of a tenant open() refuses rejected; such entries at the
  * front of their bucket are parked on the way. */
 static size_t lfu_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t max,
@@ -357,7 +388,8 @@ static size_t lfu_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t ma
                                   uint32_t (*tenant_of)(void *, uint32_t),
                                   bool (*open)(void *, uint32_t), void *arg)
 {
-	size_t n = 0;
+	struct kvt__open_filter f = {ok, tenant_of, open, arg};
+	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, kvt__open_ok, &f);
 	for (uint64_t k = next_key(p, p->L); k && n < max; k = next_key(p, k + 1)) {
 		struct kvt__list *l = &p->b[k & (p->r - 1)];
 		n = parked_of_key(p, k, out, n, max, ok, open, arg);
@@ -409,7 +441,7 @@ static int resize(struct kvt_policy *p, uint32_t max_count)
 	uint32_t *ids = malloc((n + 1) * sizeof(*ids));
 	if (!ids)
 		return -ENOMEM;
-	n = lfu_victims(p, ids, n, NULL, NULL);
+	n = by_key(p, ids, 0, n, NULL, NULL); /* d keeps its entries */
 	uint64_t *keys = malloc((n + 1) * sizeof(*keys));
 	if (!keys || ring_alloc(p, r)) {
 		free(ids);
@@ -460,6 +492,7 @@ const struct kvt_policy_ops kvt_policy_lfu = {
     .on_insert = lfu_insert,
     .on_access = lfu_access,
     .on_remove = lfu_remove,
+    .on_done = lfu_done,
     .pick_victims = lfu_victims,
     .set_param = lfu_set_param,
     .memory_bytes = lfu_memory,

@@ -531,12 +531,12 @@ static void test_policy_arc_done_hint(void **state)
 	o->destroy(p);
 }
 
-/* s3fifo and sieve: a done entry is proposed before anything else, first told first out; a
- * hit puts it back; one removed and inserted again is new, not first. */
-static void test_policy_fifo_family_done_hint(void **state)
+/* s3fifo, sieve and lfu: a done entry is proposed before anything else, first told first
+ * out; a hit puts it back; one removed and inserted again is new, not first. */
+static void test_policy_obeying_done_hint(void **state)
 {
-	static const char *const names[] = {"s3fifo", "sieve"};
-	for (size_t k = 0; k < 2; k++) {
+	static const char *const names[] = {"s3fifo", "sieve", "lfu"};
+	for (size_t k = 0; k < 3; k++) {
 		const struct kvt_policy_ops *o = kvt_policy_find(names[k]);
 		struct kvt_policy *p = make(names[k], 8);
 		for (uint32_t i = 1; i <= 6; i++)
@@ -1099,7 +1099,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_conv_tip_waits_for_request_end),
 	    cmocka_unit_test(test_policy_lru_done_hint),
 	    cmocka_unit_test(test_policy_arc_done_hint),
-	    cmocka_unit_test(test_policy_fifo_family_done_hint),
+	    cmocka_unit_test(test_policy_obeying_done_hint),
 	    cmocka_unit_test(test_policy_conv_done_hint),
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
