@@ -194,7 +194,7 @@ static void quota_pair(const struct kvt_trace *t, const char *q, const struct kv
                        double *tier, double *sim, uint64_t *moved)
 {
 	size_t cap;
-	uint64_t h_tier[2], h_sim[2];
+	uint64_t h_tier[2] = {0}, h_sim[2] = {0}; /* both set by the replays; zero if not */
 	double all_tier = replay_tier(t, "fifo", q, &cap, moved, h_tier);
 	double all_sim = replay_sim(t, "fifo", cap, sq, h_sim);
 	*tier = (double)h_tier[0] / (double)h_tier[1];
