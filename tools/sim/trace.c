@@ -199,6 +199,24 @@ static int parse_mooncake(struct builder *b, char *line)
 	}
 }
 
+/* The rest of a native line, p on, as ids, each given to push ("12x": -EINVAL). */
+static int ids(struct builder *b, char *p, int (*push)(struct builder *, uint64_t))
+{
+	uint64_t v;
+	for (int rc = 0;; rc = push(b, v)) {
+		if (rc)
+			return rc;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			return 0;
+		if ((rc = num(&p, &v)))
+			return rc;
+		if (*p && *p != ' ' && *p != '\t')
+			return -EINVAL;
+	}
+}
+
 static int parse_native(struct builder *b, char *line)
 {
 	char *c = strchr(line, '#');
@@ -210,23 +228,11 @@ static int parse_native(struct builder *b, char *line)
 		p++;
 	if (!*p)
 		return 0;
-	uint64_t ts, tenant = 0, v;
-	int rc;
-	if (!strncmp(p, "done", 4) && (!p[4] || p[4] == ' ' || p[4] == '\t')) {
-		for (p += 4, rc = 0; !rc;) { /* the engine is done with these (kvt_done) */
-			while (*p == ' ' || *p == '\t')
-				p++;
-			if (!*p)
-				return 0;
-			if ((rc = num(&p, &v)))
-				break;
-			if (*p && *p != ' ' && *p != '\t')
-				return -EINVAL;
-			rc = push_hint(b, v);
-		}
-		return rc;
-	}
-	if ((rc = num(&p, &ts)))
+	if (!strncmp(p, "done", 4) && (!p[4] || p[4] == ' ' || p[4] == '\t'))
+		return ids(b, p + 4, push_hint); /* the engine is done with these (kvt_done) */
+	uint64_t ts, tenant = 0;
+	int rc = num(&p, &ts);
+	if (rc)
 		return rc;
 	while (*p == ' ' || *p == '\t')
 		p++;
@@ -238,18 +244,7 @@ static int parse_native(struct builder *b, char *line)
 			return -ERANGE;
 	}
 	rc = push_req(b, ts, (uint32_t)tenant);
-	while (!rc) {
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (!*p)
-			break;
-		if ((rc = num(&p, &v)))
-			break;
-		if (*p && *p != ' ' && *p != '\t')
-			return -EINVAL; /* "12x" */
-		rc = push_blk(b, v);
-	}
-	return rc;
+	return rc ? rc : ids(b, p, push_blk);
 }
 
 /* The done lines' hints as the trace's hint_off / hint_blk (those after the last request are
