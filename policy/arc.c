@@ -198,8 +198,7 @@ static size_t arc_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t ma
 	bool one = t1_first(p);
 	struct kvt__list *a = one ? &p->t1 : &p->t2, *b = one ? &p->t2 : &p->t1;
 	struct kvt__park *ka = one ? &p->k1 : &p->k2, *kb = one ? &p->k2 : &p->k1;
-	struct kvt__open_filter f = {ok, tenant_of, open, arg};
-	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, kvt__open_ok, &f);
+	size_t n = kvt__list_walk_open(&p->d, p->lk, out, 0, max, ok, tenant_of, open, arg);
 	n = kvt__list_walk_tenants(a, ka, p->lk, p->where, PARKED, p->cap, out, n, max, ok,
 	                           tenant_of, open, arg);
 	return kvt__list_walk_tenants(b, kb, p->lk, p->where, PARKED, p->cap, out, n, max, ok,

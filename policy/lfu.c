@@ -388,8 +388,7 @@ static size_t lfu_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t ma
                                   uint32_t (*tenant_of)(void *, uint32_t),
                                   bool (*open)(void *, uint32_t), void *arg)
 {
-	struct kvt__open_filter f = {ok, tenant_of, open, arg};
-	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, kvt__open_ok, &f);
+	size_t n = kvt__list_walk_open(&p->d, p->lk, out, 0, max, ok, tenant_of, open, arg);
 	for (uint64_t k = next_key(p, p->L); k && n < max; k = next_key(p, k + 1)) {
 		struct kvt__list *l = &p->b[k & (p->r - 1)];
 		n = parked_of_key(p, k, out, n, max, ok, open, arg);

@@ -148,8 +148,7 @@ static size_t lru_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t ma
                                   uint32_t (*tenant_of)(void *, uint32_t),
                                   bool (*open)(void *, uint32_t), void *arg)
 {
-	struct kvt__open_filter f = {ok, tenant_of, open, arg};
-	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, kvt__open_ok, &f);
+	size_t n = kvt__list_walk_open(&p->d, p->lk, out, 0, max, ok, tenant_of, open, arg);
 	return kvt__list_walk_tenants(&p->q, &p->parked, p->lk, p->live, PARKED, p->cap, out, n,
 	                              max, ok, tenant_of, open, arg);
 }

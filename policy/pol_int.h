@@ -138,8 +138,9 @@ static inline size_t kvt__list_walk(const struct kvt__list *l, const struct kvt_
 	return n;
 }
 
-/* A filter for a walk with quotas over a list that is never parked (entries told done): the
- * entry's tenant must be open, then the caller's filter (which may count what it accepts). */
+/* kvt__list_walk for pick_victims_tenants over a list that is never parked (entries told
+ * done): an entry goes only when its tenant is open, then as ok() says (ok may count what it
+ * accepts, so open is asked first). */
 struct kvt__open_filter {
 	kvt_policy_evictable_fn ok;
 	uint32_t (*tenant_of)(void *, uint32_t);
@@ -151,6 +152,16 @@ static inline bool kvt__open_ok(void *a, uint32_t id)
 {
 	const struct kvt__open_filter *f = a;
 	return f->open(f->arg, f->tenant_of(f->arg, id)) && (!f->ok || f->ok(f->arg, id));
+}
+
+static inline size_t kvt__list_walk_open(const struct kvt__list *l, const struct kvt__link *lk,
+                                         uint32_t *out, size_t n, size_t max,
+                                         kvt_policy_evictable_fn ok,
+                                         uint32_t (*tenant_of)(void *, uint32_t),
+                                         bool (*open)(void *, uint32_t), void *arg)
+{
+	struct kvt__open_filter f = {ok, tenant_of, open, arg};
+	return kvt__list_walk(l, lk, out, n, max, kvt__open_ok, &f);
 }
 
 /* Whether out[0..n) holds id (proposals already made in this call). */
