@@ -175,11 +175,10 @@ KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, siz
  * session closed, its agent task finished) and will not be read again. The policies of host
  * and of the rocksdb tier take the hint: lru, arc, s3fifo, sieve and lfu evict these chunks
  * first, conv learns how often such hints come true; other policies, and the nvme log, ignore
- * it. Nothing
- * is deleted, and a later read of a chunk cancels its hint. Name only the conversation's own
- * chunks, not a system prompt other conversations share (conv keeps a chunk other conversations
- * branch from anyway). Needs no reply. @return : 0, -EOPNOTSUPP from a daemon older than the hint,
- * or -errno.
+ * it. Nothing is deleted, and a later read of a chunk cancels its hint. Name only the
+ * conversation's own chunks, not a system prompt other conversations share (conv keeps a chunk
+ * other conversations branch from anyway). Needs no reply. @return : 0, -EOPNOTSUPP from a
+ * daemon older than the hint, or -errno.
  */
 KVT_API int kvt_done(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n);
 

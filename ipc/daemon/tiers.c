@@ -988,28 +988,28 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kv
 	return queued;
 }
 
-void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e)
+/* Queues a job of kind for entry id on each lower tier that holds it (JOB_DONE: and takes
+ * hints). */
+static void submit_each(struct kvd *d, uint32_t id, uint8_t kind)
 {
-	uint32_t id = (uint32_t)(e - d->idx.e);
+	uint8_t where = d->idx.e[id].where;
 	for (uint8_t k = 0; k < d->n_lower; k++) {
-		if (!(e->where & (2u << k)))
+		if (!(where & (2u << k)) || (kind == JOB_DONE && !d->lower[k].ops->hint_done))
 			continue;
-		struct kvd_job *j = job_for(d, id, JOB_REMOVE, k);
+		struct kvd_job *j = job_for(d, id, kind, k);
 		if (j)
 			submit(d, j);
 	}
 }
 
+void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e)
+{
+	submit_each(d, (uint32_t)(e - d->idx.e), JOB_REMOVE);
+}
+
 void kvd_tiers_done(struct kvd *d, uint32_t id)
 {
-	const struct kvd_entry *e = &d->idx.e[id];
-	for (uint8_t k = 0; k < d->n_lower; k++) {
-		if (!(e->where & (2u << k)) || !d->lower[k].ops->hint_done)
-			continue;
-		struct kvd_job *j = job_for(d, id, JOB_DONE, k);
-		if (j)
-			submit(d, j);
-	}
+	submit_each(d, id, JOB_DONE);
 }
 
 /* The entry a job was made for, if it is still the same version. */

@@ -20,8 +20,8 @@ struct kvt_trace {
 	uint32_t *tenant;  /* n_req tenants (0 when the format has none) */
 	size_t
 	    warmup_req; /* requests replayed before scoring starts (--warmup; 0 by the loaders) */
-	/* kvt_trace_ends: the blocks an engine says it is done with before request i are
-	 * hint_blk[hint_off[i] .. hint_off[i + 1]); NULL: no hints */
+	/* the blocks an engine says it is done with before request i ("done" lines, or
+	 * kvt_trace_ends) are hint_blk[hint_off[i] .. hint_off[i + 1]); NULL: no hints */
 	uint64_t *hint_off;
 	uint32_t *hint_blk;
 };
@@ -30,8 +30,8 @@ struct kvt_trace {
  * Loads a trace: Mooncake JSONL (a line starting with '{', fields timestamp and hash_ids) or the
  * native text format (one request a line: "<timestamp_ms> [t=<tenant>] <id> <id> ...", ids are
  * any u64, '#' starts a comment; a line "done <id> <id> ..." is an engine's kvt_done, told
- * before the next request: t->hint_off / hint_blk). Ids are remapped to dense ids in order of first
- * appearance.
+ * before the next request: t->hint_off / hint_blk). Ids are remapped to dense ids in order of
+ * first appearance.
  * @return : 0, -errno on I/O, -EINVAL on a malformed line (a sign, a stray character),
  * -ERANGE on a number past 2^64 - 1, -ENODATA when the file holds no request; the line is
  * named on stderr. t is owned by the caller (kvt_trace_free).
