@@ -22,17 +22,16 @@
  * hint_blk[hint_off[i] .. hint_off[i + 1]). O(accesses) time and memory.
  */
 #include "sim.h"
+#include "sim_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t draw(uint64_t seed, uint64_t i)
+/* Uniform in [0, 1), fixed by seed and i. */
+static double draw(uint64_t seed, uint64_t i)
 {
-	uint64_t x = seed ^ (i * 0x9e3779b97f4a7c15ULL);
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
+	return (double)(kvt__sim_mix(seed ^ (i * 0x9e3779b97f4a7c15ULL)) >> 11) * 0x1p-53;
 }
 
 static uint32_t len_of(const struct kvt_trace *t, size_t q)
@@ -112,8 +111,7 @@ int kvt_trace_ends(struct kvt_trace *t, double fraction, uint64_t seed, size_t d
 			for (uint64_t i = t->req_off[q]; i < t->req_off[q + 1]; i++)
 				by_blk[t->blk[i]] |= first[t->blk[i]] != conv[q];
 			size_t at = q + 1 + delay;
-			if (!ended[q] || at >= t->n_req ||
-			    (double)(draw(seed, q) >> 11) * 0x1p-53 >= fraction)
+			if (!ended[q] || at >= t->n_req || draw(seed, q) >= fraction)
 				continue;
 			for (uint64_t i = t->req_off[q]; i < t->req_off[q + 1]; i++)
 				if (first[t->blk[i]] == conv[q] && !by_blk[t->blk[i]]) {

@@ -13,6 +13,7 @@
  * victim for is turned away (rejected, quota_rejected). Each block's tenant is its inserter's.
  */
 #include "sim.h"
+#include "sim_int.h"
 
 #include "policy/admit.h"
 #include "policy/policy.h"
@@ -46,10 +47,7 @@ struct run {
 
 static inline uint64_t key_hash(uint32_t blk)
 {
-	uint64_t x = (uint64_t)blk + 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
+	return kvt__sim_mix((uint64_t)blk + 0x9e3779b97f4a7c15ULL);
 }
 
 static void make_meta(const struct run *u, const struct tier *t, uint32_t blk, uint32_t tenant,

@@ -7,6 +7,15 @@
 
 struct kvt_trace;
 
+/* SplitMix64's output function: z's bits spread over all 64 (the generators' steps, hashes of
+ * block ids, and draws keyed by an index). */
+static inline uint64_t kvt__sim_mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
 /* Writes an SVG of hit ratio against capacity (log scale): one line per policy, plus OPT.
  * hr[p * stride + c] is policy p at caps[c]. @return : 0 or -errno. */
 int kvt__sim_plot(const char *path, char *const *pols, size_t n_pols, const size_t *caps,
