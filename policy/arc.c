@@ -168,6 +168,11 @@ static bool t1_first(const struct kvt_policy *p)
 	return t1_n(p) && ((double)t1_n(p) > p->p || !t2_n(p));
 }
 
+static bool arc_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && p->where[id] == IN_D;
+}
+
 static void arc_done(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->where[id] || p->where[id] == IN_D)
@@ -222,6 +227,7 @@ const struct kvt_policy_ops kvt_policy_arc = {
     .on_access = arc_access,
     .on_remove = arc_remove,
     .on_done = arc_done,
+    .is_done = arc_is_done,
     .pick_victims = arc_victims,
     .memory_bytes = arc_memory,
     .pick_victims_tenants = arc_victims_tenants,

@@ -568,6 +568,11 @@ static void cv_done(struct kvt_policy *p, uint32_t id)
 	reclass(p, id);
 }
 
+static bool cv_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && (p->flags[id] & (F_LIVE | F_DONE)) == (F_LIVE | F_DONE);
+}
+
 static const struct kvt__param cv_params[] = {
     KVT__PARAM(walk, KVT__P_UNSIGNED, 1, 1024),
     KVT__PARAM(leaf_first, KVT__P_BOOL, 0, 1),
@@ -625,6 +630,7 @@ const struct kvt_policy_ops kvt_policy_conv = {
     .on_access = cv_access,
     .on_remove = cv_remove,
     .on_done = cv_done,
+    .is_done = cv_is_done,
     .pick_victims = cv_victims,
     .export_order = cv_export,
     .set_param = cv_set_param,

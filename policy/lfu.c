@@ -331,6 +331,11 @@ static void lfu_access(struct kvt_policy *p, uint32_t id)
 	link_key(p, id, p->L + p->count[id]);
 }
 
+static bool lfu_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && p->key[id] == KEY_DONE;
+}
+
 static void lfu_done(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->key[id] || p->key[id] == KEY_DONE)
@@ -492,6 +497,7 @@ const struct kvt_policy_ops kvt_policy_lfu = {
     .on_access = lfu_access,
     .on_remove = lfu_remove,
     .on_done = lfu_done,
+    .is_done = lfu_is_done,
     .pick_victims = lfu_victims,
     .set_param = lfu_set_param,
     .memory_bytes = lfu_memory,

@@ -118,6 +118,11 @@ static void clock_access(struct kvt_policy *p, uint32_t id)
 
 /* A finished conversation's entry goes before every other (d, walked first; a parked one
  * leaves its tenant's list for it); an access takes it back to q's head. */
+static bool lru_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && (p->live[id] & DONE);
+}
+
 static void lru_done(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->live[id] || (p->live[id] & DONE))
@@ -190,6 +195,7 @@ const struct kvt_policy_ops kvt_policy_lru = {
     .on_insert = lru_insert,
     .on_access = lru_access,
     .on_done = lru_done,
+    .is_done = lru_is_done,
     .on_remove = lru_remove,
     .pick_victims = lru_victims,
     .memory_bytes = lru_memory,

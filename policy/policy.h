@@ -68,9 +68,11 @@ struct kvt_policy_ops {
 	                               bool (*open)(void *arg, uint32_t tenant), void *arg);
 	/* Added in version 1, optional: a hint that resident entry id will not be read again soon
 	 * (the engine ended the conversation it belongs to, kvt_done). The policy offers it before
-	 * what it would choose otherwise; an access cancels the hint, and a switch of policy drops
-	 * it. NULL: the hint is ignored. */
+	 * what it would choose otherwise; an access cancels the hint. NULL: the hint is ignored. */
 	void (*on_done)(struct kvt_policy *p, uint32_t id);
+	/* Added in version 1, optional (with on_done): whether resident entry id holds a done
+	 * hint now. kvt_policy_switch carries such hints to the new policy's on_done. */
+	bool (*is_done)(struct kvt_policy *p, uint32_t id);
 };
 
 /* @return : the policy named name, or NULL. */

@@ -26,6 +26,11 @@
  * which is the order without parking. A parked leaf that is touched, gains a child or goes leaves
  * its heap (O(log n)). Once something is parked: 2 bytes an id (its tenant), and per tenant with
  * parked leaves a heap (16 bytes a leaf, 4 bytes an id for its positions).
+ *
+ * An engine's done hint (on_done, kvt_done) gives the entry a tick older than every read's:
+ * ticks of reads count up from TICK_READ, those of hints from 1, in the order told. So a
+ * hinted leaf goes first, a hinted inner entry goes first once its children have gone (never
+ * before them), and a read cancels the hint by giving a new tick.
  */
 #include "pol_int.h"
 
@@ -41,7 +46,7 @@ struct kvt_policy {
 	uint64_t *tick;
 	uint8_t *live, *leaf; /* leaf: 0 no, IN_LIST, IN_LATE, IN_PARK */
 	size_t cap;
-	uint64_t now;
+	uint64_t now, told; /* the last tick of a read, of a done hint */
 	/* set aside by tenant-aware walks (quotas); NULL until the first */
 	size_t n_parked;
 	struct kvt__heap *ph; /* ph[t]: tenant t's parked leaves by tick */
@@ -51,6 +56,9 @@ struct kvt_policy {
 };
 
 enum { IN_LIST = 1, IN_LATE = 2, IN_PARK = 3 };
+
+/* Reads tick from here up, hints from 1 up; both stay exact as the doubles heaps key by. */
+#define TICK_READ (1ULL << 52)
 
 #define COLS(p)                                                                                    \
 	{                                                                                          \
@@ -88,6 +96,7 @@ static int prefix_create(size_t hint, struct kvt_policy **out)
 		return -ENOMEM;
 	kvt__list_init(&p->leaves);
 	kvt__heap_init(&p->late);
+	p->now = TICK_READ;
 	if (hint && ensure(p, (uint32_t)(hint - 1))) {
 		prefix_destroy(p);
 		return -ENOMEM;
@@ -195,6 +204,23 @@ static void prefix_access(struct kvt_policy *p, uint32_t id)
 		kvt__list_push_head(&p->leaves, p->lk, id);
 		p->leaf[id] = IN_LIST;
 	}
+}
+
+static bool prefix_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && p->live[id] && p->tick[id] < TICK_READ;
+}
+
+static void prefix_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !p->live[id] || p->tick[id] < TICK_READ || p->told + 1 >= TICK_READ)
+		return;
+	bool leaf = p->leaf[id] != 0; /* a parked leaf is unparked: the next walk may park it */
+	if (leaf)
+		unleaf(p, id);
+	p->tick[id] = ++p->told;
+	if (leaf)
+		make_leaf(p, id);
 }
 
 /* Of two leaves (KVT__NIL: none), the older. */
@@ -368,4 +394,6 @@ const struct kvt_policy_ops kvt_policy_prefix = {
     .export_order = prefix_export,
     .memory_bytes = prefix_memory,
     .pick_victims_tenants = prefix_victims_tenants,
+    .on_done = prefix_done,
+    .is_done = prefix_is_done,
 };

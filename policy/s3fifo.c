@@ -121,6 +121,13 @@ static void s3_access(struct kvt_policy *p, uint32_t id)
 		p->freq[id]++;
 }
 
+static bool s3_is_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap)
+		return false;
+	return p->where[id] == IN_D || (p->where[id] == PROPOSED && p->from[id] == IN_D);
+}
+
 static void s3_done(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->where[id] || p->where[id] == IN_D)
@@ -219,6 +226,7 @@ const struct kvt_policy_ops kvt_policy_s3fifo = {
     .on_access = s3_access,
     .on_remove = s3_remove,
     .on_done = s3_done,
+    .is_done = s3_is_done,
     .pick_victims = s3_victims,
     .set_param = s3_set_param,
     .memory_bytes = s3_memory,

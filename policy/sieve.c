@@ -101,6 +101,11 @@ static void sieve_access(struct kvt_policy *p, uint32_t id)
 	p->visited[id] = 1;
 }
 
+static bool sieve_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && p->live[id] == 2;
+}
+
 static void sieve_done(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || p->live[id] != 1)
@@ -160,6 +165,7 @@ const struct kvt_policy_ops kvt_policy_sieve = {
     .on_access = sieve_access,
     .on_remove = sieve_remove,
     .on_done = sieve_done,
+    .is_done = sieve_is_done,
     .pick_victims = sieve_victims,
     .memory_bytes = sieve_memory,
 };

@@ -2,8 +2,10 @@
  * switch.c -- kvt_policy_switch(): a run-time policy change that keeps every entry. The old
  * policy's eviction order (export_order, else pick_victims over everything with no filter)
  * is replayed into the new one coldest first. Before an entry goes in, its resident ancestors
- * go in (depth first through meta.parent), so a prefix-aware policy rebuilds its tree. Memory:
- * the order array and a bitmap over ids, both freed before return.
+ * go in (depth first through meta.parent), so a prefix-aware policy rebuilds its tree. Then
+ * the engine's done hints (is_done) are told again, in the same order, to a new policy that
+ * takes them (on_done), so first told stays first out. Memory: the order array and a bitmap
+ * over ids, both freed before return.
  *
  * kvt_policy_set() is what `kvtier policy set TIER NAME [k=v ...]` does to any tier that keeps
  * its entries in a policy (the daemon's host tier, the rocksdb tier): the same name only sets
@@ -67,6 +69,10 @@ int kvt_policy_switch(const struct kvt_policy_ops *from_ops, struct kvt_policy *
 		goto err;
 	for (size_t i = 0; i < n; i++)
 		insert_with_ancestors(to_ops, p, order[i], done, max_id, chain, meta, arg);
+	if (from_ops->is_done && to_ops->on_done)
+		for (size_t i = 0; i < n; i++)
+			if (from_ops->is_done(from, order[i]))
+				to_ops->on_done(p, order[i]);
 	free(chain);
 	free(done);
 	free(order);

@@ -357,7 +357,31 @@ static void test_policy_prefix_leaves_first(void **state)
 	o->destroy(p);
 }
 
-/* A random forest under random operations: no victim ever has a resident child. */
+/* prefix takes an engine's done hint without breaking leaves-first: a hinted leaf goes before
+ * every other, a hinted inner entry as soon as it is a leaf, and a read cancels the hint. */
+static void test_policy_prefix_done_hint(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_prefix;
+	struct kvt_policy *p = make("prefix", 0);
+	ins(o, p, 1, KVT_POLICY_NONE, 0);
+	ins(o, p, 2, 1, 1);
+	ins(o, p, 3, 2, 2);
+	ins(o, p, 4, KVT_POLICY_NONE, 0);
+	ins(o, p, 5, KVT_POLICY_NONE, 0);
+	o->on_done(p, 2); /* inner: waits for 3 */
+	o->on_done(p, 5);
+	assert_true(o->is_done(p, 2) && o->is_done(p, 5) && !o->is_done(p, 3));
+	expect_victims("prefix", (uint32_t[]){5, 3, 4}, 3, p);
+	o->on_remove(p, 3);
+	expect_victims("prefix", (uint32_t[]){2, 5, 4}, 3, p); /* told first, out first */
+	o->on_access(p, 2);
+	assert_false(o->is_done(p, 2));
+	expect_victims("prefix", (uint32_t[]){5, 4, 2}, 3, p);
+	o->destroy(p);
+}
+
+/* A random forest under random operations and done hints: no victim ever has a resident
+ * child. */
 static void test_policy_prefix_never_ancestor_first(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_prefix;
@@ -370,6 +394,10 @@ static void test_policy_prefix_never_ancestor_first(void **state)
 	size_t n_live = 0;
 	for (int step = 0; step < 20000; step++) {
 		uint32_t id = (uint32_t)(rand() % 512);
+		if (live[id] && step % 3 == 0) {
+			o->on_done(p, id);
+			continue;
+		}
 		if (live[id]) {
 			o->on_access(p, id);
 			continue;
@@ -690,7 +718,8 @@ static void fill_meta(void *arg, uint32_t id, struct kvt_policy_meta *out)
 	*out = metas[id];
 }
 
-/* Every pair of policies: a switch keeps every entry (and LRU -> LRU keeps the order). */
+/* Every pair of policies: a switch keeps every entry and every done hint that both take (and
+ * LRU -> LRU keeps the order). */
 static void test_policy_switch_keeps_entries(void **state)
 {
 	for (size_t a = 0; kvt_policy_at(a); a++)
@@ -702,8 +731,16 @@ static void test_policy_switch_keeps_entries(void **state)
 				ins(fo, from, i, i % 10 ? i - 1 : KVT_POLICY_NONE, i % 10);
 			for (uint32_t i = 0; i < 200; i += 7)
 				fo->on_access(from, i);
+			assert_true(!fo->on_done == !fo->is_done);
+			for (uint32_t i = 9; i < 200 && fo->on_done; i += 30) /* leaves */
+				fo->on_done(from, i);
 			assert_int_equal(
 			    kvt_policy_switch(fo, from, 200, to, 200, fill_meta, NULL, &p2), 0);
+			for (uint32_t i = 0; i < 200 && fo->is_done && to->is_done; i++)
+				if (fo->is_done(from, i) != to->is_done(p2, i) ||
+				    (i % 30 == 9) != to->is_done(p2, i))
+					fail_msg("%s -> %s: the hint on %u was not carried",
+					         fo->name, to->name, i);
 			uint32_t v[200];
 			uint8_t seen[200] = {0};
 			size_t n = to->export_order ? to->export_order(p2, v, 200)
@@ -729,7 +766,21 @@ static void test_policy_switch_keeps_entries(void **state)
 	                                   NULL, &l2 /* untouched on failure */),
 	                 -EINVAL);
 	kvt_policy_lru.destroy(l1);
+	/* lru -> arc -> lru: the told entries stay first, in the order told */
+	struct kvt_policy *a2 = NULL, *l3 = NULL;
+	kvt_policy_lru.on_done(l2, 3);
+	kvt_policy_lru.on_done(l2, 1);
+	assert_int_equal(
+	    kvt_policy_switch(&kvt_policy_lru, l2, 5, &kvt_policy_arc, 5, fill_meta, NULL, &a2), 0);
+	expect_victims("arc", (uint32_t[]){3, 1, 2, 4, 0}, 5, a2);
+	assert_int_equal(
+	    kvt_policy_switch(&kvt_policy_arc, a2, 5, &kvt_policy_lru, 5, fill_meta, NULL, &l3), 0);
+	expect_victims("lru", (uint32_t[]){3, 1, 2, 4, 0}, 5, l3);
+	kvt_policy_lru.on_access(l3, 3); /* a carried hint is cancelled like any other */
+	expect_victims("lru", (uint32_t[]){1, 2, 4, 0, 3}, 5, l3);
 	kvt_policy_lru.destroy(l2);
+	kvt_policy_arc.destroy(a2);
+	kvt_policy_lru.destroy(l3);
 }
 
 /* Quotas: tenant 0 floods, tenant 1 keeps its guarantee; at its maximum tenant 0 evicts
@@ -1092,6 +1143,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_gdsf_order),
 	    cmocka_unit_test(test_policy_gdsf_lazy_matches_reference),
 	    cmocka_unit_test(test_policy_prefix_leaves_first),
+	    cmocka_unit_test(test_policy_prefix_done_hint),
 	    cmocka_unit_test(test_policy_prefix_never_ancestor_first),
 	    cmocka_unit_test(test_policy_conv_untrained_order),
 	    cmocka_unit_test(test_policy_conv_relinks_reinserted_parent),
