@@ -8,24 +8,41 @@
 
 static void test_minillm_json_requests(void **state)
 {
-	char *text, err[256];
-	int ids[8], n, steps;
+	struct kvt_llm_line l;
+	char err[256];
+	int ids[8];
 	assert_int_equal(
-	    kvt_llm_parse_request("{\"prompt\": \"a \\\"b\\\"\\n\\u00e9\\ud83d\\ude42\"}", &text,
-	                          ids, 8, &n, &steps, err, sizeof(err)),
+	    kvt_llm_parse_request("{\"prompt\": \"a \\\"b\\\"\\n\\u00e9\\ud83d\\ude42\"}", &l, ids,
+	                          8, err, sizeof(err)),
 	    0);
-	assert_string_equal(text, "a \"b\"\n\xc3\xa9\xf0\x9f\x99\x82");
-	assert_int_equal(steps, -1);
-	free(text);
+	assert_string_equal(l.text, "a \"b\"\n\xc3\xa9\xf0\x9f\x99\x82");
+	assert_int_equal(l.steps, -1);
+	assert_null(l.session);
+	assert_int_equal(l.end, 0);
+	kvt_llm_line_free(&l);
 	assert_int_equal(
 	    kvt_llm_parse_request(" {\"x\": [1, {\"y\": null}], \"prompt_ids\": [1, 22,"
 	                          "333], \"steps\": 5, \"z\": true}\n",
-	                          &text, ids, 8, &n, &steps, err, sizeof(err)),
+	                          &l, ids, 8, err, sizeof(err)),
 	    0);
-	assert_null(text);
-	assert_int_equal(n, 3);
+	assert_null(l.text);
+	assert_int_equal(l.n_ids, 3);
 	assert_int_equal(ids[2], 333);
-	assert_int_equal(steps, 5);
+	assert_int_equal(l.steps, 5);
+	kvt_llm_line_free(&l);
+	assert_int_equal(kvt_llm_parse_request("{\"prompt_ids\": [1], \"session\": \"chat 7\", "
+	                                       "\"end\": true}",
+	                                       &l, ids, 8, err, sizeof(err)),
+	                 0);
+	assert_string_equal(l.session, "chat 7");
+	assert_int_equal(l.end, 1);
+	kvt_llm_line_free(&l);
+	assert_int_equal(kvt_llm_parse_request("{\"prompt_ids\": [1], \"session\": \"s\", "
+	                                       "\"end\": false}",
+	                                       &l, ids, 8, err, sizeof(err)),
+	                 0);
+	assert_int_equal(l.end, 0);
+	kvt_llm_line_free(&l);
 	static const char *bad[] = {
 	    "",
 	    "{}",
@@ -37,12 +54,18 @@ static void test_minillm_json_requests(void **state)
 	    "{\"prompt\": \"a\"} trailing",
 	    "{\"steps\": 3}",
 	    "[1]",
+	    "{\"prompt\": \"a\", \"end\": true}",
+	    "{\"prompt\": \"a\", \"session\": \"s\", \"end\": 1}",
+	    "{\"prompt\": \"a\", \"session\": \"s\", \"end\": trueish}",
+	    "{\"prompt\": \"a\", \"session\": 3}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = 0;
-		assert_true(
-		    kvt_llm_parse_request(bad[i], &text, ids, 8, &n, &steps, err, sizeof(err)) < 0);
-		assert_null(text);
+		l.text = l.session = (char *)"stale";
+		if (kvt_llm_parse_request(bad[i], &l, ids, 8, err, sizeof(err)) >= 0)
+			fail_msg("accepted: %s", bad[i]);
+		assert_null(l.text);
+		assert_null(l.session);
 		assert_true(err[0] != 0);
 	}
 }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
 #include "kvtier.h"
@@ -209,6 +210,84 @@ static void test_minillm_reuse_requests_file(void **state)
 	kvt_test_rmtree(dir);
 }
 
+/* A prompt of n ids (BOS first) that no other in this file shares. */
+static void distinct_prompt(int *q, int n, int seed)
+{
+	q[0] = 1;
+	for (int i = 1; i < n; i++)
+		q[i] = 3 + (seed * 131 + i * 17) % 500;
+}
+
+static void request_line(FILE *f, const int *q, int n, const char *session, bool end)
+{
+	fprintf(f, "{\"prompt_ids\": [");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%d", i ? ", " : "", q[i]);
+	fprintf(f, "], \"steps\": 1, \"session\": \"%s\"%s}\n", session,
+	        end ? ", \"end\": true" : "");
+}
+
+/*
+ * One engine, five conversations on a host tier (lru, 1 MiB: 28 chunks of 32 KiB, f32) that
+ * holds fewer than their 32 chunks: a (7), b (7), then a again, ending it ("end": true) or
+ * not, then c (7), d (7), e (4). Without the end, b is the least recently used and loses
+ * chunks; with it, a's chunks go first (kvt_done) and b keeps all 7. @return : b's tokens
+ * reused by a second engine.
+ */
+static long session_end_keeps_other(bool end, long *done_chunks, long long *hints)
+{
+	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=lru", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	char dir[256], path[300], args[1024];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/req.jsonl", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	int q[5][113];
+	for (int s = 0; s < 5; s++)
+		distinct_prompt(q[s], 113, s + 1);
+	request_line(f, q[0], 113, "a", false);
+	request_line(f, q[1], 113, "b", false);
+	request_line(f, q[0], 113, "a", end);
+	request_line(f, q[2], 113, "c", false);
+	request_line(f, q[3], 113, "d", false);
+	request_line(f, q[4], 65, "e", false);
+	fclose(f);
+	snprintf(args, sizeof(args), "--json --kv-dtype f32 --kvtier=%s --requests %s", d.sock,
+	         path);
+	assert_int_equal(mllm_exec(args, out, sizeof(out), err, sizeof(err)), 0);
+	assert_int_equal(mllm_json_int(out, 0, "put_chunks"), 7);
+	assert_int_equal(mllm_json_int(out, 2, "reused_tokens"), 112); /* a's own, again */
+	*done_chunks = mllm_json_int(out, 2, "done_chunks");
+	assert_int_equal(mllm_json_int(out, 3, "done_chunks"), 0);
+	assert_int_equal(mllm_json_int(out, 5, "put_chunks"), 4);
+	*hints = kvt_test_stat_wait(&d, "done_hints", *done_chunks, 0);
+	sock_ = d.sock;
+	struct run r;
+	run(q[1], 113, 1, "--kv-dtype f32 --steps 1", &r);
+	sock_ = daemon_.sock;
+	kvt_test_rmtree(dir);
+	kvt_test_daemon_destroy(&d);
+	return r.reused;
+}
+
+static void test_minillm_session_end(void **state)
+{
+	long done, plain, ended;
+	long long hints;
+	plain = session_end_keeps_other(false, &done, &hints);
+	assert_int_equal(done, 0);
+	assert_int_equal(hints, 0);
+	ended = session_end_keeps_other(true, &done, &hints);
+	fprintf(stderr, "b's tokens reused: %ld without a's end, %ld with it (%ld chunks named)\n",
+	        plain, ended, done);
+	assert_int_equal(done, 7);
+	assert_int_equal(hints, 7);
+	assert_true(plain < 112); /* the tier is small enough to matter */
+	assert_int_equal(ended, 112);
+}
+
 /* Fills the host tier with another model's chunks, so every earlier chunk leaves host. */
 static void flush_host(const char *sock)
 {
@@ -284,6 +363,7 @@ int main(void)
 	    cmocka_unit_test(test_minillm_reuse_short_prompt),
 	    cmocka_unit_test(test_minillm_reuse_namespace_mismatch),
 	    cmocka_unit_test(test_minillm_reuse_requests_file),
+	    cmocka_unit_test(test_minillm_session_end),
 	    cmocka_unit_test(test_minillm_reuse_after_demotion_and_restart),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

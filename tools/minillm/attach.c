@@ -7,7 +7,8 @@
  * lease revoked while we copied (status -ESTALE) invalidates its chunk and every later one, and
  * the engine recomputes from there. A payload that is not raw or not exactly one chunk is
  * treated the same way. Store: gather the chunks this engine computed into the canonical layout
- * and put them, each chunk's parent being the key before it.
+ * and put them, each chunk's parent being the key before it. Done: name the chunks of a
+ * conversation the engine has ended (kvt_done), so that kvtierd lets them go first.
  *
  * Memory: keys, leases and a staging buffer for one full context are allocated at open, so a
  * request allocates nothing.
@@ -153,4 +154,13 @@ int kvt_llm_attach_store(struct kvt_llm_attach *a, const struct kvt_llm_kvcache 
 	const kvt_id_t *parent = first_chunk ? &a->keys[first_chunk - 1] : NULL;
 	return kvt_put(a->client, a->ns, parent, a->keys + first_chunk, (size_t)count, a->ptrs,
 	               a->chunk_bytes);
+}
+
+int kvt_llm_attach_done(struct kvt_llm_attach *a, const int *ids, int n, int first_chunk)
+{
+	int nk = (int)chunk_keys(a, ids, n);
+	if (first_chunk < 0 || first_chunk >= nk)
+		return 0;
+	int rc = kvt_done(a->client, a->ns, a->keys + first_chunk, (size_t)(nk - first_chunk));
+	return rc < 0 ? rc : nk - first_chunk;
 }

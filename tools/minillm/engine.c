@@ -9,7 +9,8 @@
  * Timing (CLOCK_MONOTONIC): copy_ms = lookup, lease and scatter; prefill_ms = copy_ms plus the
  * forward passes of the remaining prompt tokens up to the first logits; ttft_ms adds sampling
  * the first token. The put of the computed chunks happens after the first token (as an engine
- * would do it off the critical path) and is reported as put_ms.
+ * would do it off the critical path) and is reported as put_ms. A request that ends its
+ * conversation then names the conversation's own chunks to kvtierd (kvt_done).
  */
 #include "minillm.h"
 
@@ -141,9 +142,21 @@ int kvt_llm_engine_run(struct kvt_llm_engine *e, const struct kvt_llm_request *r
 		out[i + 1] = kvt_llm_sample(e->state->logits, c->vocab_size, r->temperature, &rng);
 	}
 	double t_done = now_ms();
+	int cached = r->n_ids;
 	if (e->attach && e->put_generated && !r->prefix_kv && r->steps > 1) {
-		int cached = r->n_ids + r->steps - 1, C = kvt_llm_attach_chunk_tokens(e->attach);
+		int C = kvt_llm_attach_chunk_tokens(e->attach);
+		cached = r->n_ids + r->steps - 1;
 		put_chunks(e, seq, cached, r->n_ids / C, res);
+	}
+	if (e->attach && r->end && !r->prefix_kv) {
+		int C = kvt_llm_attach_chunk_tokens(e->attach);
+		rc = kvt_llm_attach_done(e->attach, seq, cached,
+		                         r->own_from < 0 ? reused / C : r->own_from);
+		if (rc < 0)
+			res->kvtier_err = rc;
+		else
+			res->done_chunks = rc;
+		rc = 0;
 	}
 
 	res->prompt_tokens = r->n_ids;

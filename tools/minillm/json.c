@@ -1,7 +1,8 @@
 /*
  * json.c -- just enough JSON to read a --requests file: one object per line with "prompt" (a
  * string, escapes and \uXXXX included), or "prompt_ids" (an array of integers), and optional
- * "steps". Other members are skipped; anything malformed is refused with the offending column.
+ * "steps", "session" (a string) and "end" (true or false). Other members are skipped; anything
+ * malformed is refused with the offending column.
  */
 #include "minillm.h"
 
@@ -200,8 +201,16 @@ static int id_array(struct cur *c, int *ids, int max_ids, int *n)
 	}
 }
 
-static int member(struct cur *c, char **text, int *ids, int max_ids, int *n_ids, int *steps,
-                  int *have)
+static int boolean(struct cur *c, int *v)
+{
+	if (!strncmp(c->s, "true", 4) && !isalnum((unsigned char)c->s[4]))
+		return c->s += 4, *v = 1, 0;
+	if (!strncmp(c->s, "false", 5) && !isalnum((unsigned char)c->s[5]))
+		return c->s += 5, *v = 0, 0;
+	return -EINVAL;
+}
+
+static int member(struct cur *c, struct kvt_llm_line *l, int *ids, int max_ids, int *have)
 {
 	char *key = NULL;
 	ws(c);
@@ -215,19 +224,25 @@ static int member(struct cur *c, char **text, int *ids, int max_ids, int *n_ids,
 	}
 	ws(c);
 	if (!strcmp(key, "prompt")) {
-		free(*text);
-		*text = NULL;
-		rc = string(c, text);
+		free(l->text);
+		l->text = NULL;
+		rc = string(c, &l->text);
 		*have |= 1;
 	} else if (!strcmp(key, "prompt_ids")) {
-		rc = id_array(c, ids, max_ids, n_ids);
+		rc = id_array(c, ids, max_ids, &l->n_ids);
 		*have |= 2;
 	} else if (!strcmp(key, "steps")) {
 		long v;
 		rc = integer(c, &v);
 		if (!rc && (v < 0 || v > 1 << 20))
 			rc = -EINVAL;
-		*steps = (int)v;
+		l->steps = (int)v;
+	} else if (!strcmp(key, "session")) {
+		free(l->session);
+		l->session = NULL;
+		rc = string(c, &l->session);
+	} else if (!strcmp(key, "end")) {
+		rc = boolean(c, &l->end);
 	} else {
 		rc = skip_value(c, 0);
 	}
@@ -235,14 +250,19 @@ static int member(struct cur *c, char **text, int *ids, int max_ids, int *n_ids,
 	return rc;
 }
 
-int kvt_llm_parse_request(const char *line, char **text, int *ids, int max_ids, int *n_ids,
-                          int *steps, char *err, size_t err_len)
+void kvt_llm_line_free(struct kvt_llm_line *l)
+{
+	free(l->text);
+	free(l->session);
+	l->text = l->session = NULL;
+}
+
+int kvt_llm_parse_request(const char *line, struct kvt_llm_line *l, int *ids, int max_ids,
+                          char *err, size_t err_len)
 {
 	struct cur c = {line, line};
 	int have = 0, rc = -EINVAL;
-	*text = NULL;
-	*n_ids = 0;
-	*steps = -1;
+	*l = (struct kvt_llm_line){.steps = -1};
 	ws(&c);
 	if (*c.s++ != '{')
 		goto bad;
@@ -251,7 +271,7 @@ int kvt_llm_parse_request(const char *line, char **text, int *ids, int max_ids, 
 		c.s++;
 	} else {
 		for (;;) {
-			rc = member(&c, text, ids, max_ids, n_ids, steps, &have);
+			rc = member(&c, l, ids, max_ids, &have);
 			if (rc)
 				goto bad;
 			ws(&c);
@@ -272,8 +292,12 @@ int kvt_llm_parse_request(const char *line, char **text, int *ids, int max_ids, 
 	if (have != 1 && have != 2) {
 		snprintf(err, err_len,
 		         "a request needs exactly one of \"prompt\" and \"prompt_ids\"");
-		free(*text);
-		*text = NULL;
+		kvt_llm_line_free(l);
+		return -EINVAL;
+	}
+	if (l->end && !l->session) {
+		snprintf(err, err_len, "\"end\" needs the \"session\" it ends");
+		kvt_llm_line_free(l);
 		return -EINVAL;
 	}
 	return 0;
@@ -281,7 +305,6 @@ bad:
 	snprintf(err, err_len, "%s at column %d",
 	         rc == -E2BIG ? "more prompt ids than the context holds" : "malformed JSON request",
 	         (int)(c.s - c.start));
-	free(*text);
-	*text = NULL;
+	kvt_llm_line_free(l);
 	return rc == -E2BIG ? rc : -EINVAL;
 }

@@ -20,8 +20,20 @@ struct opts {
 	uint64_t seed;
 };
 
+/* A conversation of a --requests file ("session"): where its own chunks begin. The chunks its
+ * first request reused came from someone else (a shared system prompt, another engine), so
+ * "end" names only the chunks from there on. */
+struct session {
+	char *name;
+	int own_from;
+};
+
+#define MAX_SESSIONS 1024 /* open at once */
+
 struct ctx {
 	struct opts o;
+	struct session sessions[MAX_SESSIONS];
+	int n_sessions;
 	struct kvt_llm_model *model;
 	struct kvt_llm_tokenizer *tok;
 	struct kvt_llm_engine *engine;
@@ -40,7 +52,11 @@ static void usage(FILE *f)
 	    "               [--model-name NAME] [--json] [--dump-kv FILE] [--prefix-kv FILE]\n"
 	    "  --prompt text gets BOS prepended; --prompt-ids are used exactly.\n"
 	    "  --requests FILE: one JSON object per line, {\"prompt\": ...} or "
-	    "{\"prompt_ids\": [...]}, optional \"steps\".\n"
+	    "{\"prompt_ids\": [...]}, optional \"steps\";\n"
+	    "    \"session\": \"NAME\" groups a conversation's requests, and \"end\": true on its "
+	    "last\n"
+	    "    one tells kvtierd the engine is done with the conversation's own chunks "
+	    "(kvt_done).\n"
 	    "  --kvtier reuses and stores prefix KV through kvtierd ($KVTIER_SOCKET or the "
 	    "default socket).\n"
 	    "  --dump-kv writes the prompt's KV (canonical layout); --prefix-kv continues from a\n"
@@ -236,10 +252,10 @@ static void report(struct ctx *x, int idx, int prev, const struct kvt_llm_result
 		return;
 	}
 	printf("{\"request\":%d,\"prompt_tokens\":%d,\"reused_tokens\":%d,\"put_chunks\":%d,"
-	       "\"prefill_ms\":%.4f,\"ttft_ms\":%.4f,\"copy_ms\":%.4f,\"put_ms\":%.4f,"
-	       "\"decode_ms\":%.4f,\"output_ids\":[",
-	       idx, r->prompt_tokens, r->reused_tokens, r->put_chunks, r->prefill_ms, r->ttft_ms,
-	       r->copy_ms, r->put_ms, r->decode_ms);
+	       "\"done_chunks\":%d,\"prefill_ms\":%.4f,\"ttft_ms\":%.4f,\"copy_ms\":%.4f,"
+	       "\"put_ms\":%.4f,\"decode_ms\":%.4f,\"output_ids\":[",
+	       idx, r->prompt_tokens, r->reused_tokens, r->put_chunks, r->done_chunks,
+	       r->prefill_ms, r->ttft_ms, r->copy_ms, r->put_ms, r->decode_ms);
 	for (int i = 0; i < r->n_out; i++)
 		printf("%s%d", i ? "," : "", r->output_ids[i]);
 	printf("],\"top5\":[");
@@ -252,13 +268,52 @@ static void report(struct ctx *x, int idx, int prev, const struct kvt_llm_result
 	printf("}\n");
 }
 
-static int run_one(struct ctx *x, int idx, const int *ids, int n, int steps)
+/* @return : the open session named name, or NULL. */
+static struct session *find_session(struct ctx *x, const char *name)
 {
+	for (int i = 0; i < x->n_sessions; i++)
+		if (!strcmp(x->sessions[i].name, name))
+			return &x->sessions[i];
+	return NULL;
+}
+
+/* Records what a session's request did: its first one fixes own_from; "end" closes it. */
+static int track_session(struct ctx *x, const struct kvt_llm_line *l, struct session *s,
+                         const struct kvt_llm_result *res)
+{
+	if (l->end) {
+		if (s) {
+			free(s->name);
+			*s = x->sessions[--x->n_sessions];
+		}
+		return 0;
+	}
+	if (s)
+		return 0;
+	if (x->n_sessions == MAX_SESSIONS) {
+		fprintf(stderr, "minillm: more than %d sessions open at once\n", MAX_SESSIONS);
+		return -E2BIG;
+	}
+	int C = x->attach ? kvt_llm_attach_chunk_tokens(x->attach) : 1;
+	char *name = strdup(l->session);
+	if (!name)
+		return -ENOMEM;
+	x->sessions[x->n_sessions++] = (struct session){name, res->reused_tokens / C};
+	return 0;
+}
+
+/* l: the requests-file line (session, end), or NULL for a single prompt. */
+static int run_one(struct ctx *x, int idx, const int *ids, int n, int steps,
+                   const struct kvt_llm_line *l)
+{
+	struct session *s = l && l->session ? find_session(x, l->session) : NULL;
 	struct kvt_llm_request req = {.ids = ids,
 	                              .n_ids = n,
 	                              .steps = steps,
 	                              .temperature = x->o.temperature,
-	                              .seed = x->o.seed};
+	                              .seed = x->o.seed,
+	                              .end = l && l->end,
+	                              .own_from = s ? s->own_from : -1};
 	struct kvt_llm_result res;
 	int rc = kvt_llm_engine_run(x->engine, &req, &res);
 	if (rc == -E2BIG) {
@@ -279,6 +334,8 @@ static int run_one(struct ctx *x, int idx, const int *ids, int n, int steps)
 		fprintf(stderr, "minillm: kvtier: %s (request ran without it)\n",
 		        strerror(-res.kvtier_err));
 	report(x, idx, ids[n - 1], &res);
+	if (l && l->session)
+		rc = track_session(x, l, s, &res);
 	free(res.output_ids);
 	if (x->o.dump_kv) {
 		char err[512];
@@ -313,19 +370,19 @@ static int run_requests(struct ctx *x, int *ids, int max)
 	size_t cap = 0;
 	int idx = 0, failed = 0;
 	while (getline(&line, &cap, f) > 0) {
-		char *text, err[256];
-		int n, steps;
+		struct kvt_llm_line l;
+		char err[256];
 		if (strspn(line, " \t\r\n") == strlen(line))
 			continue;
-		int rc = kvt_llm_parse_request(line, &text, ids, max, &n, &steps, err, sizeof(err));
-		if (!rc && text) {
-			rc = prompt_ids(x, text, ids, max, &n);
-			free(text);
-		} else if (rc) {
+		int rc = kvt_llm_parse_request(line, &l, ids, max, err, sizeof(err));
+		int n = l.n_ids;
+		if (!rc && l.text)
+			rc = prompt_ids(x, l.text, ids, max, &n);
+		else if (rc)
 			fprintf(stderr, "minillm: %s: request %d: %s\n", x->o.requests, idx, err);
-		}
 		if (!rc)
-			rc = run_one(x, idx, ids, n, steps >= 0 ? steps : x->o.steps);
+			rc = run_one(x, idx, ids, n, l.steps >= 0 ? l.steps : x->o.steps, &l);
+		kvt_llm_line_free(&l);
 		failed |= rc != 0;
 		idx++;
 	}
@@ -477,12 +534,14 @@ int main(int argc, char **argv)
 		}
 		if (!rc)
 			rc = x.o.prefix_kv ? run_prefix(&x, ids, n)
-			                   : run_one(&x, 0, ids, n, x.o.steps);
+			                   : run_one(&x, 0, ids, n, x.o.steps, NULL);
 	}
 	free(ids);
 out:
 	kvt_llm_attach_close(x.attach);
 	kvt_llm_engine_destroy(x.engine);
+	for (int i = 0; i < x.n_sessions; i++)
+		free(x.sessions[i].name);
 	kvt_llm_tokenizer_close(x.tok);
 	kvt_llm_model_close(x.model);
 	return rc ? 1 : 0;

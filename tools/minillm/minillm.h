@@ -146,6 +146,9 @@ int kvt_llm_attach_fetch(struct kvt_llm_attach *a, struct kvt_llm_kvcache *kv, c
 int kvt_llm_attach_store(struct kvt_llm_attach *a, const struct kvt_llm_kvcache *kv, const int *ids,
                          int n, int first_chunk);
 int kvt_llm_attach_chunk_tokens(const struct kvt_llm_attach *a);
+/* Tells kvtierd the engine is done with the full chunks of ids[0..n) from chunk index
+ * first_chunk on (kvt_done). @return : how many chunks were named, or -errno. */
+int kvt_llm_attach_done(struct kvt_llm_attach *a, const int *ids, int n, int first_chunk);
 
 /* ---- one request (engine.c) ---- */
 
@@ -168,10 +171,14 @@ struct kvt_llm_request {
 	float *logits_out; /* optional: [steps][vocab] logits of each generated position */
 	const int
 	    *force_ids; /* optional: feed these instead of the sampled ids (teacher forcing) */
+	/* The engine is done with this conversation after the request (kvt_done): the chunks it
+	 * cached (the prompt's, and the generated ones with put_generated) from chunk own_from on
+	 * are named; own_from < 0 means from the first chunk this request did not reuse. */
+	int end, own_from;
 };
 
 struct kvt_llm_result {
-	int prompt_tokens, reused_tokens, put_chunks, n_out;
+	int prompt_tokens, reused_tokens, put_chunks, done_chunks, n_out;
 	int *output_ids; /* owned by the result, free() it */
 	double prefill_ms, ttft_ms, copy_ms, put_ms, decode_ms;
 	int top5_ids[5];
@@ -211,10 +218,21 @@ int kvt_llm_dump_read(const char *path, const struct kvt_llm_config *cfg, int dt
 
 /* ---- requests files and JSON (json.c) ---- */
 
-/* Parses one line {"prompt": "..."} or {"prompt_ids": [..]} with optional "steps".
- * @return : 0 with *text (owned, or NULL) or ids[0..*n_ids), *steps (-1 when absent);
- *          -EINVAL with err filled. */
-int kvt_llm_parse_request(const char *line, char **text, int *ids, int max_ids, int *n_ids,
-                          int *steps, char *err, size_t err_len);
+/* One line of a requests file. */
+struct kvt_llm_line {
+	char *text;    /* "prompt" (owned), or NULL when "prompt_ids" filled the ids */
+	char *session; /* "session" (owned), or NULL */
+	int n_ids;     /* ids given by "prompt_ids" */
+	int steps;     /* "steps", -1 when absent */
+	int end;       /* "end": true, the session ends with this request */
+};
+
+/* Parses one line {"prompt": "..."} or {"prompt_ids": [..]} with optional "steps", "session"
+ * (a string naming a conversation) and "end" (true or false). "end" needs "session".
+ * @return : 0 with *out filled (free with kvt_llm_line_free), or -EINVAL / -E2BIG with err
+ *          filled and nothing owned. */
+int kvt_llm_parse_request(const char *line, struct kvt_llm_line *out, int *ids, int max_ids,
+                          char *err, size_t err_len);
+void kvt_llm_line_free(struct kvt_llm_line *l);
 
 #endif
