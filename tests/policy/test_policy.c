@@ -336,14 +336,21 @@ static void test_policy_gdsf_lazy_matches_reference(void **state)
 	}
 }
 
-static void test_policy_prefix_leaves_first(void **state)
+/* A prefix policy with the chain 1 -> 2 -> 3 and the root 4, inserted in that order. */
+static struct kvt_policy *prefix_chain_and_root(const struct kvt_policy_ops *o)
 {
-	const struct kvt_policy_ops *o = &kvt_policy_prefix;
 	struct kvt_policy *p = make("prefix", 0);
 	ins(o, p, 1, KVT_POLICY_NONE, 0);
 	ins(o, p, 2, 1, 1);
 	ins(o, p, 3, 2, 2);
 	ins(o, p, 4, KVT_POLICY_NONE, 0);
+	return p;
+}
+
+static void test_policy_prefix_leaves_first(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_prefix;
+	struct kvt_policy *p = prefix_chain_and_root(o);
 	o->on_access(p, 1); /* the root is hottest, but 2 and 3 still outrank nothing */
 	uint32_t v[8];
 	size_t n = o->pick_victims(p, v, 8, NULL, NULL);
@@ -362,11 +369,7 @@ static void test_policy_prefix_leaves_first(void **state)
 static void test_policy_prefix_done_hint(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_prefix;
-	struct kvt_policy *p = make("prefix", 0);
-	ins(o, p, 1, KVT_POLICY_NONE, 0);
-	ins(o, p, 2, 1, 1);
-	ins(o, p, 3, 2, 2);
-	ins(o, p, 4, KVT_POLICY_NONE, 0);
+	struct kvt_policy *p = prefix_chain_and_root(o);
 	ins(o, p, 5, KVT_POLICY_NONE, 0);
 	o->on_done(p, 2); /* inner: waits for 3 */
 	o->on_done(p, 5);
