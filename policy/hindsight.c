@@ -21,6 +21,8 @@
  * Victims: among 64 sampled entries, a class whose MIN hit rate is below `threshold` (default
  * 0.5: MIN would more likely drop it than keep it) goes first, lowest rate first; entries of
  * classes at or above it are ranked by recency alone (LRU), as Hawkeye treats friendly lines.
+ * An entry the engine is done with (on_done, kvt_done) ranks below every class until it is
+ * read again: sampled, it goes first.
  *
  * Cost: insert/access O(1) plus an OPTgen check of at most 256 quanta on a reuse; eviction
  * samples 64 entries (about 1 us per operation in all). Memory: 23 bytes per id and 16 bytes
@@ -58,7 +60,7 @@ struct kvt_policy {
 	float threshold;
 };
 
-enum { F_LIVE = 1, F_CHILD = 2, F_FAN = 4 };
+enum { F_LIVE = 1, F_CHILD = 2, F_FAN = 4, F_DONE = 8 };
 
 static unsigned class_of(const struct kvt_policy *p, uint32_t id)
 {
@@ -202,7 +204,19 @@ static void hs_access(struct kvt_policy *p, uint32_t id)
 		return;
 	if (p->cnt[id] < 255)
 		p->cnt[id]++;
+	p->flags[id] &= (uint8_t)~F_DONE;
 	on_touch(p, id);
+}
+
+static bool hs_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && (p->flags[id] & (F_LIVE | F_DONE)) == (F_LIVE | F_DONE);
+}
+
+static void hs_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap && (p->flags[id] & F_LIVE))
+		p->flags[id] |= F_DONE;
 }
 
 static void hs_remove(struct kvt_policy *p, uint32_t id)
@@ -217,6 +231,8 @@ static void hs_remove(struct kvt_policy *p, uint32_t id)
 static float score(const void *pv, uint32_t id)
 {
 	const struct kvt_policy *p = pv;
+	if (p->flags[id] & F_DONE)
+		return -1.0f;
 	unsigned c = class_of(p, id);
 	float s = (p->hitw[c] + 0.5f) / (p->totw[c] + 1.0f);
 	return p->threshold > 0 && s >= p->threshold ? 1.0f : s;
@@ -269,4 +285,6 @@ const struct kvt_policy_ops kvt_policy_hindsight = {
     .export_order = hs_export,
     .set_param = hs_set_param,
     .memory_bytes = hs_memory,
+    .on_done = hs_done,
+    .is_done = hs_is_done,
 };

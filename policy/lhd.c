@@ -11,9 +11,11 @@
  * ended its prefix, typically a partial last chunk or an abandoned conversation's tip, is rarely
  * asked for again), and whether it is a root chunk (depth 0, shared system prompts). The tables
  * are refolded every `period` events (default 4096) with exponential decay (0.9), so the model
- * follows the workload. Cost: one table lookup per sampled candidate (64 per eviction) and
- * O(classes x bins) every period; memory 22 bytes per id plus 2 x 16 x 128 doubles.
- * Eviction samples with a fixed-seed xorshift generator, so runs are reproducible.
+ * follows the workload. An entry the engine is done with (on_done, kvt_done) moves to classes
+ * of its own until it is read again, learned like the others (as conv.c does): right hints
+ * earn a low density, wrong ones are found out. Cost: one table lookup per sampled candidate (64
+ * per eviction) and O(classes x bins) every period; memory 22 bytes per id plus 2 x 16 x 128
+ * doubles. Eviction samples with a fixed-seed xorshift generator, so runs are reproducible.
  */
 #include "pol_int.h"
 
@@ -21,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NCLASS 16
+#define NCLASS 32 /* 16, and the same told done */
 #define NBIN   128
 
 struct kvt_policy {
@@ -37,7 +39,7 @@ struct kvt_policy {
 	double decay;
 };
 
-enum { F_LIVE = 1, F_CHILD = 2, F_ROOT = 4 };
+enum { F_LIVE = 1, F_CHILD = 2, F_ROOT = 4, F_DONE = 8 };
 
 static unsigned age_bin(uint64_t age)
 {
@@ -60,7 +62,8 @@ static double bin_width(unsigned b)
 static unsigned class_of(const struct kvt_policy *p, uint32_t id)
 {
 	unsigned c = p->cnt[id] > 4 ? 3 : p->cnt[id] - 1u;
-	return c * 4 + (p->flags[id] & F_CHILD ? 1u : 0u) + (p->flags[id] & F_ROOT ? 2u : 0u);
+	return c * 4 + (p->flags[id] & F_CHILD ? 1u : 0u) + (p->flags[id] & F_ROOT ? 2u : 0u) +
+	       (p->flags[id] & F_DONE ? 16u : 0u);
 }
 
 static void refold(struct kvt_policy *p)
@@ -148,6 +151,18 @@ static void lhd_access(struct kvt_policy *p, uint32_t id)
 	if (p->cnt[id] < 255)
 		p->cnt[id]++;
 	p->last[id] = p->now;
+	p->flags[id] &= (uint8_t)~F_DONE; /* read again: the hint was wrong */
+}
+
+static bool lhd_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && (p->flags[id] & (F_LIVE | F_DONE)) == (F_LIVE | F_DONE);
+}
+
+static void lhd_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap && (p->flags[id] & F_LIVE))
+		p->flags[id] |= F_DONE;
 }
 
 static void lhd_remove(struct kvt_policy *p, uint32_t id)
@@ -207,4 +222,6 @@ const struct kvt_policy_ops kvt_policy_lhd = {
     .export_order = lhd_export,
     .set_param = lhd_set_param,
     .memory_bytes = lhd_memory,
+    .on_done = lhd_done,
+    .is_done = lhd_is_done,
 };

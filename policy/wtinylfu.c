@@ -19,9 +19,12 @@
  *
  * pick_victims performs those moves (policy state) and proposes entries without removing them,
  * like s3fifo.c; a proposal the caller keeps goes back to the oldest end of its list on the next
- * call. An entry that evictable() rejects counts as just used. Cost: O(1) per operation plus the
- * sketch (4 counters and a doorkeeper bit); memory: 13 bytes per id and ~5 bytes per capacity
- * entry for the sketch.
+ * call. An entry the engine is done with (on_done, kvt_done) leaves its list for D, proposed
+ * before any duel, first told first out; a hit takes it to Q (it was read again). The room
+ * each such victim makes goes to the oldest candidate without a duel, as while the cache
+ * filled (else candidates pile up in F, kept without ever winning a duel). An entry that
+ * evictable() rejects counts as just used. Cost: O(1) per operation plus the sketch (4 counters and
+ * a doorkeeper bit); memory: 13 bytes per id and ~5 bytes per capacity entry for the sketch.
  */
 #include "pol_int.h"
 #include "admit.h"
@@ -30,15 +33,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { NONE, IN_W, IN_F, IN_P, IN_Q, PROPOSED };
+enum { NONE, IN_W, IN_F, IN_P, IN_Q, PROPOSED, IN_D, NLIST };
 
 struct kvt_policy {
 	struct kvt__link *lk;
 	uint64_t *hash;
 	uint8_t *where, *from; /* from: the list a proposed entry came from */
 	size_t cap;
-	struct kvt__list l[6]; /* indexed by where: [IN_W] window, [IN_F] candidates, [IN_P]
-	                        * probation, [IN_Q] protected, [PROPOSED] */
+	struct kvt__list l[NLIST]; /* indexed by where: [IN_W] window, [IN_F] candidates, [IN_P]
+	                            * probation, [IN_Q] protected, [PROPOSED], [IN_D] told done */
 	struct kvt_admit *sketch;
 	double window_ratio, protected_ratio;
 	bool doorkeeper;
@@ -73,7 +76,7 @@ static int wt_create(size_t hint, struct kvt_policy **out)
 	struct kvt_policy *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < NLIST; i++)
 		kvt__list_init(&p->l[i]);
 	p->window_ratio = 0.01;
 	p->protected_ratio = 0.8;
@@ -99,6 +102,7 @@ static void take(struct kvt_policy *p, uint32_t id)
 	p->where[id] = NONE;
 }
 
+/* Resident entries the duels and the window's share count: all but those told done. */
 static size_t resident(const struct kvt_policy *p)
 {
 	return p->l[IN_W].n + p->l[IN_F].n + p->l[IN_P].n + p->l[IN_Q].n;
@@ -140,7 +144,7 @@ static void wt_access(struct kvt_policy *p, uint32_t id)
 	if (w == PROPOSED) /* proposed but kept: used again */
 		w = p->from[id];
 	take(p, id);
-	if (w == IN_P || w == IN_F) {
+	if (w == IN_P || w == IN_F || w == IN_D) {
 		put(p, id, IN_Q);
 		trim_protected(p);
 	} else {
@@ -152,6 +156,19 @@ static void wt_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap && p->where[id])
 		take(p, id);
+}
+
+static bool wt_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && p->where[id] == IN_D;
+}
+
+static void wt_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !p->where[id] || p->where[id] == IN_D)
+		return;
+	take(p, id);      /* a proposal too: D is proposed first anyway */
+	put(p, id, IN_D); /* walks start at the tail: first told, first out */
 }
 
 /* Returns last call's unclaimed proposals to the oldest ends of their lists. */
@@ -206,6 +223,12 @@ static size_t wt_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                          kvt_policy_evictable_fn ok, void *arg)
 {
 	unpropose(p);
+	size_t n = kvt__list_walk(&p->l[IN_D], p->lk, out, 0, max, ok, arg);
+	for (size_t i = 0; i < n && p->l[IN_F].n; i++) { /* room: a candidate joins main */
+		uint32_t id = p->l[IN_F].tail;
+		take(p, id);
+		put(p, id, IN_P);
+	}
 	if (!p->evicted) { /* the window's overflow so far found room: it is in main */
 		p->evicted = true;
 		while (p->l[IN_F].n) {
@@ -216,7 +239,7 @@ static size_t wt_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 		}
 		trim_protected(p);
 	}
-	size_t n = 0, steps = 0, limit = 4 * resident(p) + 8;
+	size_t steps = 0, limit = 4 * resident(p) + 8;
 	while (n < max && resident(p) && steps++ < limit) {
 		uint32_t v = step(p, ok, arg);
 		if (v != KVT__NIL)
@@ -260,4 +283,6 @@ const struct kvt_policy_ops kvt_policy_wtinylfu = {
     .pick_victims = wt_victims,
     .set_param = wt_set_param,
     .memory_bytes = wt_memory,
+    .on_done = wt_done,
+    .is_done = wt_is_done,
 };

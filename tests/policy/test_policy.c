@@ -562,12 +562,12 @@ static void test_policy_arc_done_hint(void **state)
 	o->destroy(p);
 }
 
-/* s3fifo, sieve and lfu: a done entry is proposed before anything else, first told first
- * out; a hit puts it back; one removed and inserted again is new, not first. */
+/* s3fifo, sieve, lfu and wtinylfu: a done entry is proposed before anything else, first told
+ * first out; a hit puts it back; one removed and inserted again is new, not first. */
 static void test_policy_obeying_done_hint(void **state)
 {
-	static const char *const names[] = {"s3fifo", "sieve", "lfu"};
-	for (size_t k = 0; k < 3; k++) {
+	static const char *const names[] = {"s3fifo", "sieve", "lfu", "wtinylfu"};
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		const struct kvt_policy_ops *o = kvt_policy_find(names[k]);
 		struct kvt_policy *p = make(names[k], 8);
 		for (uint32_t i = 1; i <= 6; i++)
@@ -590,6 +590,44 @@ static void test_policy_obeying_done_hint(void **state)
 		assert_int_equal(n, 6);
 		assert_int_not_equal(v[0], 4);
 		o->destroy(p);
+	}
+}
+
+/* The sampled policies: hindsight ranks a done entry below every class (sampling all six, it
+ * goes first); lhd moves it to done classes, which have seen no hit yet, so once the others
+ * have (a refold every 16 events here) it goes first too. A read cancels the hint in both. */
+static void test_policy_sampled_done_hint(void **state)
+{
+	static const char *const names[] = {"hindsight", "lhd"};
+	for (size_t k = 0; k < 2; k++) {
+		const struct kvt_policy_ops *o = kvt_policy_find(names[k]);
+		struct kvt_policy *p[2]; /* p[1]: the same operations without the hint */
+		for (int t = 0; t < 2; t++) {
+			p[t] = make(names[k], 8);
+			assert_int_equal(o->set_param(p[t], "samples", "1024"), 0);
+			assert_int_equal(o->set_param(p[t], "period", "16"), k ? 0 : -ENOENT);
+			for (uint32_t i = 1; i <= 6; i++)
+				ins(o, p[t], i, KVT_POLICY_NONE, 0);
+			for (uint32_t r = 0; r < 5; r++)
+				for (uint32_t i = 1; i <= 6; i++)
+					o->on_access(p[t],
+					             i); /* 1 is now the least recently used */
+		}
+		uint32_t v, w;
+		o->on_done(p[0], 4);
+		assert_true(o->is_done(p[0], 4) && !o->is_done(p[0], 3) && !o->is_done(p[1], 4));
+		assert_int_equal(o->pick_victims(p[0], &v, 1, NULL, NULL), 1);
+		if (v != 4)
+			fail_msg("%s proposed %u first, not the done 4", names[k], v);
+		o->on_access(p[0], 4);
+		o->on_access(p[1], 4);
+		assert_false(o->is_done(p[0], 4));
+		assert_int_equal(o->pick_victims(p[0], &v, 1, NULL, NULL), 1);
+		assert_int_equal(o->pick_victims(p[1], &w, 1, NULL, NULL), 1);
+		if (v != w)
+			fail_msg("%s: %u after a cancelled hint, %u without one", names[k], v, w);
+		o->destroy(p[0]);
+		o->destroy(p[1]);
 	}
 }
 
@@ -1155,6 +1193,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_lru_done_hint),
 	    cmocka_unit_test(test_policy_arc_done_hint),
 	    cmocka_unit_test(test_policy_obeying_done_hint),
+	    cmocka_unit_test(test_policy_sampled_done_hint),
 	    cmocka_unit_test(test_policy_conv_done_hint),
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
