@@ -14,7 +14,7 @@
  * follows the workload. An entry the engine is done with (on_done, kvt_done) moves to classes
  * of its own until it is read again, learned like the others (as conv.c does): right hints
  * earn a low density, wrong ones are found out. Cost: one table lookup per sampled candidate (64
- * per eviction) and O(classes x bins) every period; memory 22 bytes per id plus 2 x 16 x 128
+ * per eviction) and O(classes x bins) every period; memory 22 bytes per id plus 2 x 32 x 128
  * doubles. Eviction samples with a fixed-seed xorshift generator, so runs are reproducible.
  */
 #include "pol_int.h"

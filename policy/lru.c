@@ -116,13 +116,13 @@ static void clock_access(struct kvt_policy *p, uint32_t id)
 		p->live[id] |= REF;
 }
 
-/* A finished conversation's entry goes before every other (d, walked first; a parked one
- * leaves its tenant's list for it); an access takes it back to q's head. */
 static bool lru_is_done(struct kvt_policy *p, uint32_t id)
 {
 	return id < p->cap && (p->live[id] & DONE);
 }
 
+/* A finished conversation's entry goes before every other (d, walked first; a parked one
+ * leaves its tenant's list for it); an access takes it back to q's head. */
 static void lru_done(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->live[id] || (p->live[id] & DONE))

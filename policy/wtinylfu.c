@@ -23,8 +23,9 @@
  * before any duel, first told first out; a hit takes it to Q (it was read again). The room
  * each such victim makes goes to the oldest candidate without a duel, as while the cache
  * filled (else candidates pile up in F, kept without ever winning a duel). An entry that
- * evictable() rejects counts as just used. Cost: O(1) per operation plus the sketch (4 counters and
- * a doorkeeper bit); memory: 13 bytes per id and ~5 bytes per capacity entry for the sketch.
+ * evictable() rejects counts as just used. Cost: O(1) per operation plus the sketch (4
+ * counters and a doorkeeper bit); memory: 13 bytes per id and ~5 bytes per capacity entry for
+ * the sketch.
  */
 #include "pol_int.h"
 #include "admit.h"
