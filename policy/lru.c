@@ -17,14 +17,23 @@
  * at every eviction; the order, and so every victim, stays the same.
  *
  * lru takes kvt_done's hint (on_done): the entry moves to a list d walked before everything
- * else, first told first out, and never parked; an access takes it back to q's head.
+ * else, first told first out, and never parked; an access takes it back to q's head. fifo and
+ * clock, like the log they model, keep their order: the hint only marks the entry (TOLD, and
+ * clock's reference bit goes), so that it gets no second chance and is not handed to the tier
+ * below when it goes (the nvme tier's hint_done; kvtier sim's cascade). A read clears it.
  */
 #include "pol_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-enum { LIVE = 1, REF = 2 /* clock */, PARKED = 4, DONE = 8 /* on d */ };
+enum {
+	LIVE = 1,
+	REF = 2 /* clock */,
+	PARKED = 4,
+	DONE = 8 /* on d */,
+	TOLD = 16 /* fifo, clock */
+};
 
 struct kvt_policy {
 	struct kvt__link *lk; /* indexed by id: on q, or parked */
@@ -107,13 +116,26 @@ static void lru_access(struct kvt_policy *p, uint32_t id)
 
 static void fifo_access(struct kvt_policy *p, uint32_t id)
 {
-	(void)p, (void)id;
+	if (id < p->cap && p->live[id])
+		p->live[id] &= (uint8_t)~TOLD;
 }
 
 static void clock_access(struct kvt_policy *p, uint32_t id)
 {
 	if (id < p->cap && p->live[id])
-		p->live[id] |= REF;
+		p->live[id] = (uint8_t)((p->live[id] | REF) & ~TOLD);
+}
+
+static bool log_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && (p->live[id] & TOLD);
+}
+
+/* fifo and clock: the entry keeps its place; it is marked, and loses its second chance. */
+static void log_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id < p->cap && p->live[id])
+		p->live[id] = (uint8_t)((p->live[id] | TOLD) & ~REF);
 }
 
 static bool lru_is_done(struct kvt_policy *p, uint32_t id)
@@ -209,6 +231,8 @@ const struct kvt_policy_ops kvt_policy_fifo = {
     .destroy = lru_destroy,
     .on_insert = lru_insert,
     .on_access = fifo_access,
+    .on_done = log_done,
+    .is_done = log_is_done,
     .on_remove = lru_remove,
     .pick_victims = lru_victims,
     .memory_bytes = lru_memory,
@@ -222,6 +246,8 @@ const struct kvt_policy_ops kvt_policy_clock = {
     .destroy = lru_destroy,
     .on_insert = lru_insert,
     .on_access = clock_access,
+    .on_done = log_done,
+    .is_done = log_is_done,
     .on_remove = lru_remove,
     .pick_victims = clock_victims,
     .memory_bytes = lru_memory,

@@ -199,7 +199,8 @@ struct kvt_tier_ops {
 	/*
 	 * Optional (added after quota_set; NULL: the hint is ignored). The engine is done with the
 	 * record of id at loc (kvt_done): the tier's policy offers it first, as the host tier's
-	 * does (kvt_policy_ops.on_done). Called on the tier's worker, under its lock.
+	 * does (kvt_policy_ops.on_done), or, in a log, it is dropped at reclaim without a copy or
+	 * a hand-over (nvme). Called on the tier's worker, under its lock.
 	 */
 	void (*hint_done)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc);
 };

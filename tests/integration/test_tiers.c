@@ -9,6 +9,7 @@
 #include "put_chain.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +298,64 @@ static size_t cascade_run(const char *placement, long long *cascaded, long long 
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);
 	return found;
+}
+
+/*
+ * kvt_done reaches the nvme log (hint_done): host 2 MiB, nvme 16 MiB and rocksdb 16 MiB in
+ * cascade; chain A (100 chunks) is put and demoted, the engine is done with it or not, and chain
+ * B (300) pushes A out of nvme. Without the hint A goes on into rocksdb and is found there;
+ * with it nvme drops A's records unread, so A is gone and rocksdb was not written with it.
+ * @return : A's chunks found; *cascaded the hand-overs made.
+ */
+static size_t cascade_done(bool hint, long long *cascaded)
+{
+	enum { A = 100 };
+	const char *sets[] = {"host.bytes=2MiB",
+	                      "tiers.order=host,nvme,rocksdb",
+	                      "nvme.bytes=16MiB",
+	                      "rocksdb.bytes=16MiB",
+	                      "rocksdb.policy=lru",
+	                      "host.policy=lru",
+	                      NULL};
+	static uint32_t toks[NC * 16];
+	static kvt_id_t keys[NC];
+	struct kvt_test_daemon d;
+	kvt_model_t m = model(1);
+	kvt_id_t ns;
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
+	for (size_t i = 0; i < NC * 16; i++)
+		toks[i] = (uint32_t)i * 13 + 700;
+	assert_int_equal(kvt_chunk_keys(ns, toks, NC * 16, 16, keys, NC), NC);
+	size_t cb = kvt_chunk_bytes(&m);
+	kvt_test_put_chain(c, ns, keys, A, cb, 700);
+	wait_stat(&d, "demoted", A);
+	if (hint) {
+		assert_int_equal(kvt_done(c, ns, keys, A), 0);
+		wait_stat(&d, "done_hints", A);
+	}
+	kvt_test_put_chain(c, ns, keys + A, NC - A, cb, 700 + A);
+	wait_stat(&d, "demoted", NC);
+	kvt_test_stat_wait(&d, "cascaded", hint ? 1 : A, 1); /* written after the demotions */
+	*cascaded = kvt_test_stat(&d, "cascaded");
+	size_t found = 0;
+	for (size_t i = 0; i < A; i++)
+		found += kvt_lookup(c, ns, &keys[i], 1) == 1;
+	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+	return found;
+}
+
+static void test_tiers_cascade_done_hint(void **state)
+{
+	long long plain_cascaded, told_cascaded;
+	size_t plain = cascade_done(false, &plain_cascaded);
+	size_t told = cascade_done(true, &told_cascaded);
+	print_message("A found: %zu of 100 without kvt_done, %zu with it; cascaded %lld / %lld\n",
+	              plain, told, plain_cascaded, told_cascaded);
+	assert_true(plain >= 50); /* most of A went on into rocksdb */
+	assert_true(told <= 10);  /* told: dropped, not handed over */
+	assert_true(told_cascaded + 80 <= plain_cascaded);
 }
 
 /*
@@ -727,6 +786,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_three_levels),
 	    cmocka_unit_test(test_tiers_auto_order),
 	    cmocka_unit_test(test_tiers_cascade),
+	    cmocka_unit_test(test_tiers_cascade_done_hint),
 	    cmocka_unit_test(test_tiers_cascade_second_touch),
 	    cmocka_unit_test(test_tiers_dirty_share),
 	    cmocka_unit_test(test_tiers_get_prefix_beyond_host),

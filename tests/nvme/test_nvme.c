@@ -213,6 +213,71 @@ static void test_nvme_hands_over_evictions(void **state)
 	nvt_fini(&n);
 }
 
+/*
+ * kvt_done (hint_done): a record the engine is done with is dropped at reclaim without being
+ * read back or handed over (cascade), and with nvme.policy = clock a read before the hint
+ * earns it no second chance (a quarter of the records unread, so that half of each region is
+ * kept and reclaimed rather than passed over); a read after the hint cancels it. A hint naming
+ * another record's loc, or a loc long gone, changes nothing.
+ */
+static void test_nvme_done_hint(void **state)
+{
+	for (int clock = 0; clock < 2; clock++) {
+		struct nvt n;
+		struct handed h = {.n = &n, .payload = 200 << 10};
+		open_handing(&n, &h);
+		char err[128], name[] = "clock", none[] = "";
+		if (clock)
+			assert_int_equal(
+			    kvt_tier_nvme.policy_set(n.t, name, none, err, sizeof(err)), 0);
+		enum { N = 200 };
+		uint64_t loc[N];
+		for (uint64_t i = 0; i < N; i++) {
+			assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
+			struct kvt_tier_id id = nvt_id(i + 1), other = nvt_id(i + 2);
+			if (clock && i % 4) /* read once: a second chance, unless told */
+				assert_int_equal(nvt_check(&n, i + 1, h.payload, loc[i]), 0);
+			if (i % 4 == 1) /* told done */
+				kvt_tier_nvme.hint_done(n.t, &id, loc[i]);
+			if (i % 4 == 2) { /* told, then read again */
+				kvt_tier_nvme.hint_done(n.t, &id, loc[i]);
+				assert_int_equal(nvt_check(&n, i + 1, h.payload, loc[i]), 0);
+			}
+			if (i % 4 == 3) /* another record's name: not this one's hint */
+				kvt_tier_nvme.hint_done(n.t, &other, loc[i]);
+		}
+		struct kvt_tier_stats s = nvt_stats(&n);
+		struct kvt__nvme_xstats xs = nvt_xstats(&n);
+		size_t told = 0, handed = 0, gone[4] = {0};
+		for (uint64_t i = 0; i < N; i++) {
+			gone[i % 4] += nvt_was_dropped(&n, loc[i]);
+			bool given = false;
+			for (size_t k = 0; k < h.count; k++) /* by seed: clock moves records */
+				given |= h.seed[k] == i + 1;
+			if (i % 4 == 1 && nvt_was_dropped(&n, loc[i])) {
+				told++;
+				assert_false(given); /* not read back, not handed over */
+				assert_int_equal(nvt_check(&n, i + 1, h.payload, loc[i]), -ENOENT);
+			}
+			handed += given;
+		}
+		print_message("%s: %zu told done and dropped, %zu handed over, %llu evictions, "
+		              "dropped by class %zu %zu %zu %zu, %llu passed\n",
+		              clock ? "clock" : "fifo", told, handed,
+		              (unsigned long long)s.evictions, gone[0], gone[1], gone[2], gone[3],
+		              (unsigned long long)xs.passed);
+		assert_true(told > 10);
+		assert_int_equal(xs.done_dropped, told);
+		assert_int_equal(xs.handed_over, handed);
+		assert_int_equal(handed + told, s.evictions);
+		if (clock) { /* read and not told: a second chance; read and told: none */
+			assert_true(xs.reinserted > 0);
+			assert_true(gone[1] > gone[3] + 10);
+		}
+		nvt_fini(&n);
+	}
+}
+
 /* The region a loc is in. */
 static uint64_t region_of(struct nvt *n, uint64_t loc)
 {
@@ -534,6 +599,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_nvme_hands_over_large_records),
 	    cmocka_unit_test(test_nvme_evicts_ahead),
 	    cmocka_unit_test(test_nvme_keeps_queued_handovers),
+	    cmocka_unit_test(test_nvme_done_hint),
 	    cmocka_unit_test(test_nvme_hand_over_refused),
 	    cmocka_unit_test(test_nvme_remove_persists),
 	    cmocka_unit_test(test_nvme_limits),

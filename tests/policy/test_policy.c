@@ -521,7 +521,7 @@ static void test_policy_conv_learns_tips_die(void **state)
 }
 
 /* lru takes an engine's done hint (kvt_done) as it comes: the entry goes before every other;
- * an access cancels it. fifo, the nvme log, has no such op. */
+ * an access cancels it. fifo and clock, the nvme log, keep their order and only mark it. */
 static void test_policy_lru_done_hint(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_lru;
@@ -535,8 +535,31 @@ static void test_policy_lru_done_hint(void **state)
 	expect_victims("lru", (uint32_t[]){4, 1, 2, 3}, 4, p);
 	o->on_done(p, 99); /* not resident: nothing */
 	expect_victims("lru", (uint32_t[]){4, 1, 2, 3}, 4, p);
-	assert_null(kvt_policy_fifo.on_done);
 	o->destroy(p);
+}
+
+/* fifo and clock (the nvme log's order): a hint keeps the entry's place and only marks it
+ * (is_done: no hand-over below), clock's told entry gets no second chance, and a read clears
+ * the mark. */
+static void test_policy_log_done_hint(void **state)
+{
+	for (int k = 0; k < 2; k++) {
+		const struct kvt_policy_ops *o = k ? &kvt_policy_clock : &kvt_policy_fifo;
+		struct kvt_policy *p = make(o->name, 0);
+		for (uint32_t i = 1; i <= 4; i++)
+			ins(o, p, i, KVT_POLICY_NONE, 0);
+		o->on_access(p, 1);
+		o->on_access(p, 2);
+		o->on_done(p, 1); /* read, then told: clock's second chance is gone */
+		o->on_done(p, 3);
+		o->on_access(p, 3); /* told, then read: the mark is gone */
+		assert_true(o->is_done(p, 1) && !o->is_done(p, 2) && !o->is_done(p, 3));
+		if (k) /* 2 and 3 were read: a second chance each */
+			expect_victims("clock", (uint32_t[]){1, 4, 2, 3}, 4, p);
+		else
+			expect_victims("fifo", (uint32_t[]){1, 2, 3, 4}, 4, p);
+		o->destroy(p);
+	}
 }
 
 /* arc: a done entry goes before T1 and T2; an access takes it to T2; its eviction leaves no
@@ -1191,6 +1214,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_conv_learns_tips_die),
 	    cmocka_unit_test(test_policy_conv_tip_waits_for_request_end),
 	    cmocka_unit_test(test_policy_lru_done_hint),
+	    cmocka_unit_test(test_policy_log_done_hint),
 	    cmocka_unit_test(test_policy_arc_done_hint),
 	    cmocka_unit_test(test_policy_obeying_done_hint),
 	    cmocka_unit_test(test_policy_sampled_done_hint),

@@ -250,6 +250,7 @@ int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint
 	rec->rec_len = rec_len;
 	rec->alive = true;
 	rec->hit = false;
+	rec->done = false;
 	uint64_t need = kvt__nvme_padded(rec_len);
 	R->wp = KVT_MAX(R->wp, in + need); /* a write run may have placed records past it */
 	R->live_bytes += need;

@@ -677,6 +677,7 @@ static void read_finish(struct kvt_nvme *t, struct kvt_tier_rreq *q, struct kvt_
 		return;
 	}
 	rec->hit = true;
+	rec->done = false; /* read again: the hint was wrong */
 	KVT_NVME_ADD(t, st.hits, 1);
 	KVT_NVME_ADD(t, st.reads, 1);
 	KVT_NVME_ADD(t, st.read_bytes, rec->rec_len);
@@ -753,6 +754,19 @@ static int nvme_remove(struct kvt_tier *tier, const struct kvt_tier_id *id, uint
 	kvt__nvme_log_kill(t, r, rec, !KVT_NVME_GET(t, st.disabled));
 	t->env.dropped = cb;
 	return 0;
+}
+
+/* The engine is done with the record (kvt_done): no second chance (clock), no room keep, and no
+ * hand-over to the next tier (cascade) -- reclaim drops it without reading it back. A
+ * guarantee (nvme.quota) still keeps it. */
+static void nvme_hint_done(struct kvt_tier *tier, const struct kvt_tier_id *id, uint64_t loc)
+{
+	uint64_t r;
+	struct kvt__nvme_rec *rec = kvt__nvme_log_find(NV(tier), loc, &r);
+	if (rec && same_id(&rec->h, id)) {
+		rec->done = true;
+		rec->hit = false;
+	}
 }
 
 static int nvme_iterate(struct kvt_tier *tier, kvt_tier_visit_fn visit, void *arg)
@@ -894,4 +908,5 @@ const struct kvt_tier_ops kvt_tier_nvme = {
     .tenant_usage = nvme_tenant_usage,
     .flags = KVT_TIER_HANDS_OVER,
     .quota_set = nvme_quota_set,
+    .hint_done = nvme_hint_done,
 };

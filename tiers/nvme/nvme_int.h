@@ -176,6 +176,7 @@ struct kvt__nvme_xstats {
 	uint64_t handed_over, handed_bytes; /* evicted records given to env->evicted */
 	uint64_t evicted_ahead;             /* of handed_over: ahead of the head (reclaim.c) */
 	uint64_t handover_waits; /* writes told -EAGAIN: the next region's hand-overs not landed */
+	uint64_t done_dropped;   /* records told done, dropped without a copy or a hand-over */
 };
 
 struct kvt__nvme_engine {
@@ -221,7 +222,8 @@ struct kvt__nvme_rec {
 	uint32_t rec_len;
 	uint16_t tix; /* the tenant's index in t->quota (0 without nvme.quota) */
 	bool alive;
-	bool hit; /* read since it was written (nvme.policy = clock) */
+	bool hit;  /* read since it was written (nvme.policy = clock) */
+	bool done; /* the engine is done with it (kvt_done): reclaim drops it, unread */
 };
 
 struct kvt__nvme_region {

@@ -30,6 +30,10 @@
  * flight), and holds k bytes of memory while it does. Handing over reads the dropped bytes too,
  * HAND_BYTES at a time (a larger record alone, in a buffer of its size).
  *
+ * A record the engine is done with (kvt_done, the tier's hint_done) is neither kept for a hit
+ * or for room nor handed over: reclaim and evicting ahead drop it without reading it back, so
+ * a dead chunk costs no copy and no write in the next tier. A guarantee still keeps it.
+ *
  * Evicting ahead: that read-back, a whole region inside one write, is what a promotion queued
  * behind the write waits for (`kvtier bench tiers busy`). So once the head region is half
  * written, the daemon's worker hands over the region after it -- the next the head takes back --
@@ -206,7 +210,7 @@ static bool verdict(struct kvt_nvme *t, const struct kvt__nvme_rec *rec, uint64_
 		*why = KEPT_GUARANTEE;
 	else if (t->reinsert_hits && rec->hit)
 		*why = KEPT_HIT;
-	else if (t->keep_live && *live <= t->keep_live)
+	else if (t->keep_live && *live <= t->keep_live && !rec->done)
 		*why = KEPT_ROOM;
 	else {
 		*live -= kvt__nvme_padded(rec->rec_len);
@@ -354,6 +358,12 @@ size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes)
 	for (uint32_t i = 0; i < R->n_recs && (!n || bytes < max_bytes); i++) {
 		if (!R->recs[i].alive)
 			continue;
+		if (R->recs[i].done) { /* nobody wants it: not read back, not handed over */
+			KVT_NVME_ADD(t, xs.done_dropped, 1);
+			KVT_NVME_ADD(t, st.evictions, 1);
+			kvt__nvme_log_kill(t, r, &R->recs[i], false);
+			continue;
+		}
 		idx[n++] = i;
 		bytes += kvt__nvme_padded(R->recs[i].rec_len);
 	}
@@ -398,7 +408,8 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 		if (!may_keep && kvt__nvme_quota_keeps(t, rec)) /* verdict() ruled it out */
 			KVT_NVME_ADD(t, xs.guarantee_dropped, 1);
 		KVT_NVME_ADD(t, st.evictions, 1);
-		if (out)
+		KVT_NVME_ADD(t, xs.done_dropped, rec->done);
+		if (out && !rec->done)
 			out[n_out++] = i;
 		else
 			kvt__nvme_log_kill(t, r, rec, false);

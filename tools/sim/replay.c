@@ -69,10 +69,12 @@ static void make_meta(const struct run *u, const struct tier *t, uint32_t blk, u
 
 static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant);
 
-/* Drops v from tier ti; filled on eviction, the tier below gets it. */
+/* Drops v from tier ti; filled on eviction, the tier below gets it, unless the engine said it
+ * is done with v (kvtierd's nvme log drops such a record without handing it over). */
 static void evict(struct run *u, size_t ti, uint32_t v)
 {
 	struct tier *t = &u->t[ti];
+	bool told = t->ops->is_done && t->ops->is_done(t->p, v);
 	t->ops->on_remove(t->p, v);
 	t->res[v] = 0;
 	t->used--;
@@ -80,7 +82,7 @@ static void evict(struct run *u, size_t ti, uint32_t v)
 	uint32_t owner = t->quota ? t->owner[v] : u->tenant;
 	if (t->quota)
 		kvt_quota_charge(t->quota, owner, -1);
-	if (ti + 1 < u->n && u->t[ti + 1].fill_on_evict && !u->t[ti + 1].res[v]) {
+	if (ti + 1 < u->n && u->t[ti + 1].fill_on_evict && !u->t[ti + 1].res[v] && !told) {
 		size_t before = u->t[ti + 1].r->inserts;
 		insert(u, ti + 1, v, owner);
 		t->r->demoted_blocks += u->t[ti + 1].r->inserts - before;
