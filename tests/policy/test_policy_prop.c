@@ -1,5 +1,6 @@
 /* test_policy_prop.c -- properties on random prefix traces: no policy (with or without
- * admission, one tier or two) beats Belady's MIN, and MIN computed two ways agrees. */
+ * admission, with or without an engine's done hints, one tier, two or three) beats Belady's
+ * MIN, and MIN computed two ways agrees. */
 #include "testlib.h"
 
 #include "policy/policy.h"
@@ -79,6 +80,43 @@ static void test_policy_prop_opt_bounds_all(void **state)
 			assert_true(r.tier[0].hits + r.tier[1].hits == r.hits);
 			assert_true(r.tier[0].prefix_hits + r.tier[1].prefix_hits == r.prefix_hits);
 			assert_true(r.tier[1].prefix_hits <= r.tier[1].hits);
+		}
+		/* with done hints (half the ends, 3 requests late): every policy that takes them,
+		 * and three tiers whose log drops told blocks instead of handing them down */
+		assert_int_equal(kvt_trace_ends(&t, 0.5, seed, 3), 0);
+		for (size_t c = 0; c < 4; c++) {
+			struct kvt_sim_result opt, r;
+			assert_int_equal(kvt_sim_opt(&t, caps[c], &opt), 0);
+			for (size_t k = 0; kvt_policy_at(k); k++) {
+				struct kvt_sim_tier tier = {.name = "t",
+				                            .policy = kvt_policy_at(k)->name,
+				                            .capacity_blocks = caps[c]};
+				assert_int_equal(kvt_sim_run(&t, &tier, 1, &r), 0);
+				if (r.hits > opt.hits)
+					fail_msg("%s at %zu with hints: %llu hits > OPT %llu",
+					         tier.policy, caps[c], (unsigned long long)r.hits,
+					         (unsigned long long)opt.hits);
+				assert_true(!kvt_policy_at(k)->on_done || r.done_hints > 0 ||
+				            caps[c] < 16);
+			}
+			static const char *const logs[] = {"fifo", "clock"};
+			for (size_t l = 0; l < 2; l++) {
+				struct kvt_sim_tier three[3] = {
+				    {.name = "host", .policy = "conv", .capacity_blocks = caps[c]},
+				    {.name = "nvme",
+				     .policy = logs[l],
+				     .capacity_blocks = 2 * caps[c]},
+				    {.name = "rocksdb",
+				     .policy = "lru",
+				     .capacity_blocks = 4 * caps[c],
+				     .fill_on_evict = true}};
+				struct kvt_sim_result opt7;
+				assert_int_equal(kvt_sim_opt(&t, 7 * caps[c], &opt7), 0);
+				assert_int_equal(kvt_sim_run(&t, three, 3, &r), 0);
+				assert_true(r.hits <= opt7.hits);
+				assert_true(r.tier[0].hits + r.tier[1].hits + r.tier[2].hits ==
+				            r.hits);
+			}
 		}
 		kvt_trace_free(&t);
 	}

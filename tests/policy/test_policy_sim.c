@@ -167,6 +167,38 @@ static void test_policy_sim_trace_ends(void **state)
 	kvt_trace_free(&t);
 }
 
+/* Three tiers in cascade (host 1 block, nvme 1 as fifo, rocksdb 4 filled from nvme's
+ * evictions): block 1 leaves nvme for rocksdb and is read there again, unless the engine said
+ * it was done with it -- then the log drops it, as kvtierd's does (tiers/nvme/reclaim.c). */
+static void test_policy_sim_told_not_cascaded(void **state)
+{
+	char tmp[256], path[300];
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(path, sizeof(path), "%s/t.trace", tmp);
+	for (int told = 0; told < 2; told++) {
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fprintf(f, "0 1\n%s1 2\n2 1\n", told ? "done 1\n" : "");
+		fclose(f);
+		struct kvt_trace t;
+		assert_int_equal(kvt_trace_load(path, &t), 0);
+		struct kvt_sim_tier three[3] = {
+		    {.name = "host", .policy = "lru", .capacity_blocks = 1},
+		    {.name = "nvme", .policy = "fifo", .capacity_blocks = 1},
+		    {.name = "rocksdb",
+		     .policy = "lru",
+		     .capacity_blocks = 4,
+		     .fill_on_evict = true}};
+		struct kvt_sim_result r;
+		assert_int_equal(kvt_sim_run(&t, three, 3, &r), 0);
+		assert_int_equal(r.tier[2].hits, told ? 0 : 1);
+		assert_int_equal(r.hits, told ? 0 : 1);
+		assert_int_equal(r.done_hints, told);
+		kvt_trace_free(&t);
+	}
+	kvt_test_rmtree(tmp);
+}
+
 /* What the hint is worth, and what a wrong one costs: on `chat` (every conversation's end
  * told) every policy that takes the hint gains; on `docqa` the engine names documents that
  * other requests read later (wrong hints): the policies that obey lose, those that learn what
@@ -589,6 +621,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_minisim_conv),
 	    cmocka_unit_test(test_policy_sim_trace_ends),
 	    cmocka_unit_test(test_policy_sim_done_hints),
+	    cmocka_unit_test(test_policy_sim_told_not_cascaded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
