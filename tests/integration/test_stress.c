@@ -1,14 +1,15 @@
 /*
  * test_stress.c -- consistency under concurrent load (RELIABILITY L1, scaled to CI): several
- * client processes put, get, acquire-and-hold, prefetch and delete at random over a shared key
- * space, through a small host tier that evicts and demotes to nvme all the time, while one more
- * process scribbles over its own staging area as it puts (B6/S6). The oracle is the key itself:
- * a chunk's bytes are a pure function of its key, so every byte a reader is handed can be
- * checked. Pass: 0 wrong bytes, 0 corruptions counted, every lease released at the end, the
- * daemon alive. The consistency run keeps the daemon's default host policy (auto, so conv at
- * these chunk sizes); the kill run uses lru, as the other tests do. The switch run does the same
- * work through host, nvme and rocksdb while the test switches every tier's policy and host's
- * admission at run time, with two tenants under quotas when it runs as root.
+ * client processes put, get, acquire-and-hold, prefetch, say they are done (kvt_done) and
+ * delete at random over a shared key space, through a small host tier that evicts and demotes
+ * to nvme all the time, while one more process scribbles over its own staging area as it puts
+ * (B6/S6). The oracle is the key itself: a chunk's bytes are a pure function of its key, so
+ * every byte a reader is handed can be checked. Pass: 0 wrong bytes, 0 corruptions counted,
+ * every lease released at the end, the daemon alive. The consistency run keeps the daemon's
+ * default host policy (auto, so conv at these chunk sizes); the kill run uses lru, as the other
+ * tests do. The switch run does the same work through host, nvme and rocksdb while the test
+ * switches every tier's policy and host's admission at run time, with two tenants under quotas
+ * when it runs as root.
  */
 #include "testlib.h"
 #include "kvtier.h"
@@ -116,9 +117,12 @@ static int worker(const char *sock, unsigned seed)
 				kvt_test_fill(want, cb[b], seed_of(keys[i]));
 				wrong += memcmp(want, bufs[i], cb[b]) != 0;
 			}
-		} else if (r < 95) {
+		} else if (r < 93) {
 			if (kvt_prefetch(c, ns[b], keys, n))
 				return 106;
+		} else if (r < 95) { /* done with it: offered first, never wrong bytes */
+			if (kvt_done(c, ns[b], keys, n))
+				return 108;
 		} else {
 			if (kvt_delete(c, ns[b], keys + rand() % DEPTH, 1) < 0)
 				return 107;
