@@ -21,8 +21,9 @@
  * like s3fifo.c; a proposal the caller keeps goes back to the oldest end of its list on the next
  * call. An entry the engine is done with (on_done, kvt_done) leaves its list for D, proposed
  * before any duel, first told first out; a hit takes it to Q (it was read again). The room
- * each such victim makes goes to the oldest candidate without a duel, as while the cache
- * filled (else candidates pile up in F, kept without ever winning a duel). An entry that
+ * such an entry leaves when it is removed goes to the oldest candidate without a duel, as
+ * while the cache filled (else candidates pile up in F, kept without ever winning a duel); on
+ * removal, not on proposal, since a caller may take fewer victims than proposed. An entry that
  * evictable() rejects counts as just used. Cost: O(1) per operation plus the sketch (4
  * counters and a doorkeeper bit); memory: 13 bytes per id and ~5 bytes per capacity entry for
  * the sketch.
@@ -155,8 +156,15 @@ static void wt_access(struct kvt_policy *p, uint32_t id)
 
 static void wt_remove(struct kvt_policy *p, uint32_t id)
 {
-	if (id < p->cap && p->where[id])
-		take(p, id);
+	if (id >= p->cap || !p->where[id])
+		return;
+	bool told = p->where[id] == IN_D;
+	take(p, id);
+	if (told && p->l[IN_F].n) { /* the room it leaves goes to the oldest candidate */
+		uint32_t c = p->l[IN_F].tail;
+		take(p, c);
+		put(p, c, IN_P);
+	}
 }
 
 static bool wt_is_done(struct kvt_policy *p, uint32_t id)
@@ -225,11 +233,6 @@ static size_t wt_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 {
 	unpropose(p);
 	size_t n = kvt__list_walk(&p->l[IN_D], p->lk, out, 0, max, ok, arg);
-	for (size_t i = 0; i < n && p->l[IN_F].n; i++) { /* room: a candidate joins main */
-		uint32_t id = p->l[IN_F].tail;
-		take(p, id);
-		put(p, id, IN_P);
-	}
 	if (!p->evicted) { /* the window's overflow so far found room: it is in main */
 		p->evicted = true;
 		while (p->l[IN_F].n) {
