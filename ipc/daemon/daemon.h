@@ -105,7 +105,8 @@ struct kvd_stats {
 	uint64_t hits, misses, puts, put_bytes, evictions, lookups;
 	uint64_t leases_granted, leases_revoked, protocol_errors, corruptions;
 	uint64_t enospc, deletes, eagain;
-	uint64_t done_hints; /* kvt_done keys that named a chunk the index has (any tier) */
+	uint64_t done_hints;     /* kvt_done keys that named a chunk the index has (any tier) */
+	uint64_t told_evictions; /* of evictions at host: chunks the engine was done with */
 	uint64_t demoted, promoted, promote_failed, demote_failed, lower_dropped, recovered;
 	uint64_t lower_moved;    /* records a lower tier copied forward (nvme.quota, clock) */
 	uint64_t promote_resent; /* promotions sent again to where their record moved */

@@ -60,14 +60,14 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	        "\"tiers\":[{\"name\":\"host\",\"policy\":\"%s\",\"policy_bytes\":%llu,"
 	        "\"capacity_bytes\":%llu,"
 	        "\"used_bytes\":%llu,\"dirty_bytes\":%llu,\"chunks\":%llu,\"hits\":%llu,"
-	        "\"misses\":%llu,\"evictions\":%llu,\"puts\":%llu,\"put_bytes\":%llu,"
-	        "\"enospc\":%llu",
+	        "\"misses\":%llu,\"evictions\":%llu,\"told_evictions\":%llu,\"puts\":%llu,"
+	        "\"put_bytes\":%llu,\"enospc\":%llu",
 	        d->pol_ops->name, (unsigned long long)pol, (unsigned long long)d->host_cap,
 	        (unsigned long long)d->host_used, (unsigned long long)d->dirty_bytes,
 	        (unsigned long long)chunks, (unsigned long long)d->st.hits,
 	        (unsigned long long)d->st.misses, (unsigned long long)d->st.evictions,
-	        (unsigned long long)d->st.puts, (unsigned long long)d->st.put_bytes,
-	        (unsigned long long)d->st.enospc);
+	        (unsigned long long)d->st.told_evictions, (unsigned long long)d->st.puts,
+	        (unsigned long long)d->st.put_bytes, (unsigned long long)d->st.enospc);
 	kvd_mrc_json(d, -1, &o);
 	kvd_out(&o, "}");
 	kvd_tiers_stats_json(d, o.buf, o.len, &o.pos);

@@ -228,6 +228,8 @@ static uint32_t evict_some_for(struct kvd *d, uint32_t tenant, uint32_t requeste
 		struct kvd_entry *e = &d->idx.e[v[i]];
 		freed += kvd_rec_bytes(e->payload_bytes);
 		d->tenants[e->tenant].evictions++;
+		if (d->pol_ops->is_done && d->pol_ops->is_done(d->pol, v[i]))
+			d->st.told_evictions++;
 		if (e->where & ~KVD_AT_HOST)
 			kvd_entry_drop_host(d, v[i]); /* a lower tier still has it */
 		else

@@ -1514,7 +1514,8 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		    ",{\"name\":\"%s\",\"backend\":\"%s\",\"policy\":\"%s\",\"capacity_bytes\":%"
 		    "llu,"
 		    "\"used_bytes\":%llu,\"chunks\":%llu,"
-		    "\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,\"reads\":%llu,"
+		    "\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,\"told_evictions\":%llu,"
+		    "\"reads\":%llu,"
 		    "\"writes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,"
 		    "\"corruptions\":%llu,\"err_io\":%llu,\"err_again\":%llu,\"err_nospc\":%llu,"
 		    "\"err_other\":%llu,\"queue_depth\":%llu,\"plain_ios\":%llu,\"busy_us\":%llu,"
@@ -1527,12 +1528,12 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		    (unsigned long long)s.capacity_bytes, (unsigned long long)s.used_bytes,
 		    (unsigned long long)s.chunks, (unsigned long long)s.hits,
 		    (unsigned long long)s.misses, (unsigned long long)s.evictions,
-		    (unsigned long long)s.reads, (unsigned long long)s.writes,
-		    (unsigned long long)s.read_bytes, (unsigned long long)s.write_bytes,
-		    (unsigned long long)s.corruptions, (unsigned long long)s.err_io,
-		    (unsigned long long)s.err_again, (unsigned long long)s.err_nospc,
-		    (unsigned long long)s.err_other, (unsigned long long)s.queue_depth,
-		    (unsigned long long)s.plain_ios,
+		    (unsigned long long)s.told_evictions, (unsigned long long)s.reads,
+		    (unsigned long long)s.writes, (unsigned long long)s.read_bytes,
+		    (unsigned long long)s.write_bytes, (unsigned long long)s.corruptions,
+		    (unsigned long long)s.err_io, (unsigned long long)s.err_again,
+		    (unsigned long long)s.err_nospc, (unsigned long long)s.err_other,
+		    (unsigned long long)s.queue_depth, (unsigned long long)s.plain_ios,
 		    (unsigned long long)(atomic_load_explicit(&d->lower[k].busy_ns,
 		                                              memory_order_relaxed) /
 		                         1000),

@@ -383,6 +383,10 @@ static int done_hint_keeps_older(bool hint, uint64_t *hints)
 	for (int i = 0; i < 8; i++)
 		a_left += kvt_lookup(c, ns, a + i, 1) == 1;
 	*hints = (uint64_t)kvt_test_stat(&d, "done_hints");
+	/* host's evictions of told chunks: every eviction with the hint, none without */
+	long long told = kvt_test_tier_stat(&d, "host", "told_evictions"),
+	          all = kvt_test_tier_stat(&d, "host", "evictions");
+	assert_true(hint ? told > 0 && told == all : told == 0);
 	free(buf);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);

@@ -638,6 +638,8 @@ static int rocksdb_done_keeps_older(bool hint, long long *hints)
 	int a_left = 0;
 	for (int i = 0; i < A; i++)
 		a_left += kvt_lookup(c, ns, keys + i, 1) == 1;
+	long long told = kvt_test_tier_stat(&rd, "rocksdb", "told_evictions");
+	assert_true(hint ? told > 0 : told == 0);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&rd);
 	return a_left;

@@ -307,7 +307,7 @@ static size_t cascade_run(const char *placement, long long *cascaded, long long 
  * with it nvme drops A's records unread, so A is gone and rocksdb was not written with it.
  * @return : A's chunks found; *cascaded the hand-overs made.
  */
-static size_t cascade_done(bool hint, long long *cascaded)
+static size_t cascade_done(bool hint, long long *cascaded, long long *told_dropped)
 {
 	enum { A = 100 };
 	const char *sets[] = {"host.bytes=2MiB",
@@ -337,6 +337,7 @@ static size_t cascade_done(bool hint, long long *cascaded)
 	wait_stat(&d, "demoted", NC);
 	kvt_test_stat_wait(&d, "cascaded", hint ? 1 : A, 1); /* written after the demotions */
 	*cascaded = kvt_test_stat(&d, "cascaded");
+	*told_dropped = kvt_test_tier_stat(&d, "nvme", "told_evictions");
 	size_t found = 0;
 	for (size_t i = 0; i < A; i++)
 		found += kvt_lookup(c, ns, &keys[i], 1) == 1;
@@ -348,14 +349,17 @@ static size_t cascade_done(bool hint, long long *cascaded)
 
 static void test_tiers_cascade_done_hint(void **state)
 {
-	long long plain_cascaded, told_cascaded;
-	size_t plain = cascade_done(false, &plain_cascaded);
-	size_t told = cascade_done(true, &told_cascaded);
-	print_message("A found: %zu of 100 without kvt_done, %zu with it; cascaded %lld / %lld\n",
-	              plain, told, plain_cascaded, told_cascaded);
+	long long plain_cascaded, told_cascaded, plain_dropped, told_dropped;
+	size_t plain = cascade_done(false, &plain_cascaded, &plain_dropped);
+	size_t told = cascade_done(true, &told_cascaded, &told_dropped);
+	print_message("A found: %zu of 100 without kvt_done, %zu with it; cascaded %lld / %lld; "
+	              "nvme told_evictions %lld / %lld\n",
+	              plain, told, plain_cascaded, told_cascaded, plain_dropped, told_dropped);
 	assert_true(plain >= 50); /* most of A went on into rocksdb */
 	assert_true(told <= 10);  /* told: dropped, not handed over */
 	assert_true(told_cascaded + 80 <= plain_cascaded);
+	assert_int_equal(plain_dropped, 0);
+	assert_true(told_dropped >= 90); /* the operator sees it in `kvtier stats` */
 }
 
 /*

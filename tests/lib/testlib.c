@@ -222,12 +222,23 @@ long long kvt_test_stats_json(struct kvt_test_daemon *d, char *out, size_t len)
 
 long long kvt_test_stat(struct kvt_test_daemon *d, const char *key)
 {
+	return kvt_test_tier_stat(d, NULL, key);
+}
+
+long long kvt_test_tier_stat(struct kvt_test_daemon *d, const char *tier, const char *key)
+{
 	static char out[1 << 16];
 	if (kvt_test_stats_json(d, out, sizeof(out)) < 0)
 		return -1;
 	char pat[128];
+	const char *p = out;
+	if (tier) {
+		snprintf(pat, sizeof(pat), "\"name\":\"%s\"", tier);
+		if (!(p = strstr(out, pat)))
+			return -1;
+	}
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	const char *p = strstr(out, pat);
+	p = strstr(p, pat);
 	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
 }
 

@@ -38,6 +38,8 @@ int kvt_test_daemon_stop(struct kvt_test_daemon *d, int sig);
 void kvt_test_daemon_destroy(struct kvt_test_daemon *d);
 /* Runs `kvtier stats --json` against d and returns a number found after "key": in the output. */
 long long kvt_test_stat(struct kvt_test_daemon *d, const char *key);
+/* The same, the first "key": after tier's "name" (host, nvme, rocksdb); -1 when absent. */
+long long kvt_test_tier_stat(struct kvt_test_daemon *d, const char *tier, const char *key);
 /* Runs `kvtier --socket d->sock ARGS`, its stdout and stderr into out (NUL-terminated).
  * @return : its exit status, or -1 when it could not run or did not exit. */
 int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len);

@@ -381,6 +381,8 @@ out:
 static void commit_victims(struct kvt_tier *t, uint32_t n, bool report)
 {
 	for (uint32_t i = 0; i < n; i++) {
+		if (t->pol_ops->is_done && t->pol_ops->is_done(t->pol, t->victims[i]))
+			ST_ADD(t, told_evictions, 1);
 		t->ix.slots[t->victims[i]].mark = 0;
 		forget(t, t->victims[i], report);
 	}
