@@ -45,6 +45,15 @@ static kvt_model_t model(const char *name)
 	return m;
 }
 
+/* Starts *pd with sets and connects to it. @return : the client. */
+static kvt_client_t *start_client(struct kvt_test_daemon *pd, const char *const *sets)
+{
+	kvt_client_t *c;
+	assert_int_equal(kvt_test_daemon_start(pd, sets), 0);
+	assert_int_equal(kvt_connect(pd->sock, &c), 0);
+	return c;
+}
+
 static int policy(kvt_client_t *c, const char *cmd, char *out, size_t len)
 {
 	out[0] = 0;
@@ -133,9 +142,7 @@ static void test_policyctl_lower_tiers(void **state)
 	                      "rocksdb.bytes=64MiB",    "rocksdb.policy=s3fifo",
 	                      "mrc.sample_ppm=1000000", NULL};
 	struct kvt_test_daemon ld;
-	assert_int_equal(kvt_test_daemon_start(&ld, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(ld.sock, &c), 0);
+	kvt_client_t *c = start_client(&ld, sets);
 	kvt_model_t m = model("low");
 	kvt_id_t ns, keys[N];
 	uint32_t toks[N * 16];
@@ -277,9 +284,7 @@ static void test_policyctl_host_admission(void **state)
 	enum { A = 16, B = 64 };
 	const char *sets[] = {"host.bytes=2MiB", "host.admit=tinylfu", NULL};
 	struct kvt_test_daemon ad;
-	assert_int_equal(kvt_test_daemon_start(&ad, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(ad.sock, &c), 0);
+	kvt_client_t *c = start_client(&ad, sets);
 	kvt_model_t m = model("adm");
 	kvt_id_t ns, keys[A + 3 * B];
 	uint32_t toks[(A + 3 * B) * 16 + 5]; /* chains B, C, D start 5 tokens in */
@@ -384,9 +389,7 @@ static void test_policyctl_config_runtime(void **state)
 	    "host.bytes=2MiB",     "tiers.order=host,nvme,rocksdb", "nvme.bytes=16MiB",
 	    "rocksdb.bytes=64MiB", "tiers.placement=write-through", NULL};
 	struct kvt_test_daemon pd;
-	assert_int_equal(kvt_test_daemon_start(&pd, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(pd.sock, &c), 0);
+	kvt_client_t *c = start_client(&pd, sets);
 	static char out[8192];
 	assert_int_equal(config(c, "get", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "\nhost.admit = none\n")); /* was "" (copied onto itself) */
@@ -550,9 +553,7 @@ static void test_policyctl_auto(void **state)
 	const char *sets[] = {"host.bytes=8MiB", "host.policy=auto", "tiers.order=host,rocksdb",
 	                      "rocksdb.bytes=64MiB", NULL};
 	struct kvt_test_daemon pd;
-	assert_int_equal(kvt_test_daemon_start(&pd, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(pd.sock, &c), 0);
+	kvt_client_t *c = start_client(&pd, sets);
 	static char out[4096];
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host lru (auto)");
@@ -614,9 +615,7 @@ static int rocksdb_done_keeps_older(bool hint, long long *hints)
 	                      "rocksdb.bytes=4MiB", "rocksdb.policy=lru",
 	                      "host.policy=lru",    NULL};
 	struct kvt_test_daemon rd;
-	assert_int_equal(kvt_test_daemon_start(&rd, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(rd.sock, &c), 0);
+	kvt_client_t *c = start_client(&rd, sets);
 	kvt_model_t m = model("done");
 	kvt_id_t ns, keys[A + B + C];
 	uint32_t toks[(A + B + C) * 16 + 10];
