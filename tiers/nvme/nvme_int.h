@@ -176,7 +176,6 @@ struct kvt__nvme_xstats {
 	uint64_t handed_over, handed_bytes; /* evicted records given to env->evicted */
 	uint64_t evicted_ahead;             /* of handed_over: ahead of the head (reclaim.c) */
 	uint64_t handover_waits; /* writes told -EAGAIN: the next region's hand-overs not landed */
-	uint64_t done_dropped;   /* records told done, dropped without a copy or a hand-over */
 };
 
 struct kvt__nvme_engine {

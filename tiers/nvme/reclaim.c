@@ -359,7 +359,7 @@ size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes)
 		if (!R->recs[i].alive)
 			continue;
 		if (R->recs[i].done) { /* nobody wants it: not read back, not handed over */
-			KVT_NVME_ADD(t, xs.done_dropped, 1);
+			KVT_NVME_ADD(t, st.told_evictions, 1);
 			KVT_NVME_ADD(t, st.evictions, 1);
 			kvt__nvme_log_kill(t, r, &R->recs[i], false);
 			continue;
@@ -408,7 +408,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 		if (!may_keep && kvt__nvme_quota_keeps(t, rec)) /* verdict() ruled it out */
 			KVT_NVME_ADD(t, xs.guarantee_dropped, 1);
 		KVT_NVME_ADD(t, st.evictions, 1);
-		KVT_NVME_ADD(t, xs.done_dropped, rec->done);
+		KVT_NVME_ADD(t, st.told_evictions, rec->done);
 		if (out && !rec->done)
 			out[n_out++] = i;
 		else
