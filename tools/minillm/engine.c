@@ -96,6 +96,17 @@ static void put_chunks(struct kvt_llm_engine *e, const int *ids, int n, int firs
 		res->put_chunks += rc;
 }
 
+/* Names the full chunks of ids[0..n) from chunk first on as done (kvt_done). */
+static void done_chunks(struct kvt_llm_engine *e, const int *ids, int n, int first,
+                        struct kvt_llm_result *res)
+{
+	int rc = kvt_llm_attach_done(e->attach, ids, n, first);
+	if (rc < 0)
+		res->kvtier_err = rc;
+	else
+		res->done_chunks = rc;
+}
+
 int kvt_llm_engine_run(struct kvt_llm_engine *e, const struct kvt_llm_request *r,
                        struct kvt_llm_result *res)
 {
@@ -126,9 +137,9 @@ int kvt_llm_engine_run(struct kvt_llm_engine *e, const struct kvt_llm_request *r
 	if (r->steps > 0)
 		out[0] = kvt_llm_sample(logits, c->vocab_size, r->temperature, &rng);
 	double t_first = now_ms();
+	int C = e->attach ? kvt_llm_attach_chunk_tokens(e->attach) : 1;
 	if (e->attach && !r->prefix_kv)
-		put_chunks(e, r->ids, r->n_ids, reused / kvt_llm_attach_chunk_tokens(e->attach),
-		           res);
+		put_chunks(e, r->ids, r->n_ids, reused / C, res);
 	double t_put = now_ms();
 
 	for (int i = 0; i < r->steps; i++) {
@@ -144,20 +155,11 @@ int kvt_llm_engine_run(struct kvt_llm_engine *e, const struct kvt_llm_request *r
 	double t_done = now_ms();
 	int cached = r->n_ids;
 	if (e->attach && e->put_generated && !r->prefix_kv && r->steps > 1) {
-		int C = kvt_llm_attach_chunk_tokens(e->attach);
 		cached = r->n_ids + r->steps - 1;
 		put_chunks(e, seq, cached, r->n_ids / C, res);
 	}
-	if (e->attach && r->end && !r->prefix_kv) {
-		int C = kvt_llm_attach_chunk_tokens(e->attach);
-		rc = kvt_llm_attach_done(e->attach, seq, cached,
-		                         r->own_from < 0 ? reused / C : r->own_from);
-		if (rc < 0)
-			res->kvtier_err = rc;
-		else
-			res->done_chunks = rc;
-		rc = 0;
-	}
+	if (e->attach && r->end && !r->prefix_kv)
+		done_chunks(e, seq, cached, r->own_from < 0 ? reused / C : r->own_from, res);
 
 	res->prompt_tokens = r->n_ids;
 	res->reused_tokens = reused;
