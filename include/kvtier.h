@@ -174,7 +174,7 @@ KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, siz
  * A hint: the engine is done with these chunks -- the conversation they hold has ended (its
  * session closed, its agent task finished) and will not be read again. The policies of host
  * and of the rocksdb tier take the hint: most evict these chunks first, conv and lhd learn how
- * often such hints come true, gdsf ignores it (docs/policies.md). The nvme log drops them at
+ * often such hints come true (docs/policies.md). The nvme log drops them at
  * reclaim without copying them forward or handing them to rocksdb. Nothing is deleted at once,
  * and a later read of a chunk cancels its hint. Name only the
  * conversation's own chunks, not a system prompt other conversations share (conv keeps a chunk

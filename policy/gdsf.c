@@ -37,6 +37,12 @@
  * The main heap keeps room for every parked entry (taking one back never allocates) and
  * renumbering first takes them all back. Once something is parked: 2 bytes an id (its tenant),
  * and per tenant with parked entries a heap of 16 bytes an entry.
+ *
+ * An entry the engine is done with (on_done, kvt_done) leaves the heap for a list d, proposed
+ * before every heap entry, first told first out, and never parked: its hseq becomes TOLD, a seq
+ * no entry carries, so its heap entry is garbage like a removed id's. A hit takes it back into
+ * the heap with its count one higher, as any hit; its removal leaves L where it was (its fate
+ * was told, not observed).
  */
 #include "pol_int.h"
 
@@ -49,6 +55,9 @@
 #define KVT__GDSF_CLOCK_MAX UINT32_MAX
 #endif
 
+/* hseq of an id on d: next_seq renumbers at KVT__GDSF_CLOCK_MAX, so no seq reaches it */
+#define TOLD UINT32_MAX
+
 struct gent {
 	uint64_t tie; /* seq << 32 | id */
 	uint64_t key; /* the bits of the key (positive doubles order like their bits) */
@@ -57,7 +66,7 @@ struct gent {
 struct gid {
 	uint64_t key;   /* current key bits */
 	uint32_t seq;   /* current seq */
-	uint32_t hseq;  /* seq of the id's valid heap entry */
+	uint32_t hseq;  /* seq of the id's valid heap entry; TOLD: none, the id is on d */
 	uint32_t count; /* 0 = not resident */
 	float value;    /* cost / size */
 };
@@ -78,6 +87,8 @@ struct cand {
 struct kvt_policy {
 	struct gent *e;  /* heap, n used (e[0] unused while hole); from e - 3 (see heap_grow) */
 	struct gid *ids; /* per id, cap */
+	struct kvt__link *lk; /* per id, cap: links of d */
+	struct kvt__list d;   /* told done: proposed first, in the order told */
 	struct gent *pend;
 	uint32_t *front;
 	size_t n, hcap, cap, live, garbage, pend_cap, front_cap;
@@ -122,6 +133,11 @@ static inline uint32_t ent_seq(const struct gent *x)
 static inline struct gent cur_ent(const struct kvt_policy *p, uint32_t id)
 {
 	return (struct gent){.tie = (uint64_t)p->ids[id].seq << 32 | id, .key = p->ids[id].key};
+}
+
+static inline bool is_told(const struct kvt_policy *p, uint32_t id)
+{
+	return p->ids[id].count && p->ids[id].hseq == TOLD;
 }
 
 static inline bool valid(const struct kvt_policy *p, const struct gent *x)
@@ -404,6 +420,7 @@ static void gdsf_destroy(struct kvt_policy *p)
 		return;
 	free(p->e ? p->e - 3 : NULL);
 	free(p->ids);
+	free(p->lk);
 	free(p->pend);
 	free(p->front);
 	for (size_t t = 0; t < p->n_side; t++)
@@ -420,25 +437,46 @@ static int gdsf_create(size_t hint, struct kvt_policy **out)
 	if (!p)
 		return -ENOMEM;
 	p->exponent = 1.0;
+	kvt__list_init(&p->d);
 	*out = p;
 	return 0;
+}
+
+/* Adds id's current entry to the heap (the caller made room). */
+static void heap_add(struct kvt_policy *p, uint32_t id)
+{
+	if (p->hole) {
+		p->hole = false;
+		sift_down(p->e, p->n, 0, cur_ent(p, id));
+	} else {
+		p->e[p->n] = cur_ent(p, id);
+		sift_up(p->e, p->n++);
+	}
+}
+
+static bool heap_room(struct kvt_policy *p)
+{
+	return p->n - p->hole + p->n_parked < p->hcap || !heap_grow(p);
 }
 
 static void gdsf_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy_meta *m)
 {
 	if (id >= p->cap) {
 		size_t nc = kvt__pol_cap_for(p->cap, id);
-		if (kvt__pol_grow((void **)&p->ids, sizeof(*p->ids), p->cap, nc))
+		if (kvt__pol_grow((void **)&p->lk, sizeof(*p->lk), p->cap, nc) ||
+		    kvt__pol_grow((void **)&p->ids, sizeof(*p->ids), p->cap, nc))
 			return;
 		p->cap = nc;
 	}
-	if (p->n - p->hole + p->n_parked >= p->hcap && heap_grow(p))
+	if (!heap_room(p))
 		return;
 	uint32_t s = next_seq(p); /* first: renumbering reads every id's state */
 	struct gid *g = &p->ids[id];
 	if (g->count) { /* inserted again: the old entry becomes garbage */
 		p->live--;
-		if (is_parked(p, id))
+		if (is_told(p, id))
+			kvt__list_unlink(&p->d, p->lk, id); /* its entry is garbage already */
+		else if (is_parked(p, id))
 			side_drop(p, id);
 		else
 			p->garbage++;
@@ -450,36 +488,67 @@ static void gdsf_insert(struct kvt_policy *p, uint32_t id, const struct kvt_poli
 	g->count = 1;
 	g->seq = g->hseq = s;
 	p->live++;
-	if (p->hole) {
-		p->hole = false;
-		sift_down(p->e, p->n, 0, cur_ent(p, id));
-	} else {
-		p->e[p->n] = cur_ent(p, id);
-		sift_up(p->e, p->n++);
-	}
+	heap_add(p, id);
 }
 
 static void gdsf_access(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->ids[id].count)
 		return;
+	bool told = is_told(p, id);
+	if (told && !heap_room(p))
+		return; /* no room to take it back: it stays told */
 	uint32_t s = next_seq(p);
 	struct gid *g = &p->ids[id];
 	if (g->count < UINT32_MAX)
 		g->count++;
 	g->key = key_bits(p->L + (double)g->count * g->value);
 	g->seq = s;
-	if (is_parked(p, id))
+	if (told) {
+		kvt__list_unlink(&p->d, p->lk, id);
+		g->hseq = s;
+		heap_add(p, id);
+	} else if (is_parked(p, id)) {
 		unpark(p, id);
+	}
+}
+
+static bool gdsf_is_done(struct kvt_policy *p, uint32_t id)
+{
+	return id < p->cap && is_told(p, id);
+}
+
+/* A finished conversation's entry leaves the heap (its entry there, or in its tenant's side
+ * heap, becomes garbage) for d. */
+static void gdsf_done(struct kvt_policy *p, uint32_t id)
+{
+	if (id >= p->cap || !p->ids[id].count || is_told(p, id))
+		return;
+	if (is_parked(p, id)) {
+		p->ids[id].hseq = TOLD;
+		side_drop(p, id);
+	} else {
+		p->ids[id].hseq = TOLD;
+		p->garbage++;
+		if (p->garbage > p->live && p->garbage > 64)
+			compact(p);
+	}
+	kvt__list_push_head(&p->d, p->lk, id); /* walks start at the tail */
 }
 
 static void gdsf_remove(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->ids[id].count)
 		return;
+	struct gid *g = &p->ids[id];
+	if (is_told(p, id)) { /* L stays: its fate was told, not observed */
+		kvt__list_unlink(&p->d, p->lk, id);
+		g->count = 0;
+		p->live--;
+		return;
+	}
 	fill_hole(p);
 	fix_top(p);
-	struct gid *g = &p->ids[id];
 	bool parked = is_parked(p, id);
 	if (is_min(p, id)) /* the minimum leaves: the inflation catches up with it */
 		memcpy(&p->L, &g->key, sizeof(p->L));
@@ -652,19 +721,19 @@ static int take_side(struct kvt_policy *p, struct walk_state *w)
  * side heaps (of the tenants open() lets) are walked best first too, their frontier in sf: their
  * entries are current, so sf's minimum is as good as pend's. With open, the main heap's minimum
  * is first parked while it comes next and open() refuses its tenant (only at the top: the walk
- * needs the heap still).
+ * needs the heap still). Proposals go to out[w->got..max) (d's come before).
  */
 static size_t walk(struct kvt_policy *p, struct walk_state *w, size_t max)
 {
 	size_t fn = 0;
 	fill_hole(p);
 	fix_top(p);
-	if (!max)
-		return 0;
+	if (w->got >= max)
+		return w->got;
 	for (uint32_t t = 0; p->n_parked && t < p->n_side; t++)
 		if (p->side[t].n && (!w->open || w->open(w->arg, t)) &&
 		    sf_push(p, &w->sn, (struct cand){p->side[t].e[0], t, 0}))
-			return 0;
+			return w->got;
 	while (w->open && w->got < max) {
 		fill_hole(p);
 		fix_top(p);
@@ -712,28 +781,30 @@ static size_t walk(struct kvt_policy *p, struct walk_state *w, size_t max)
 static size_t gdsf_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                            kvt_policy_evictable_fn ok, void *arg)
 {
+	size_t n = kvt__list_walk(&p->d, p->lk, out, 0, max, ok, arg);
 	fill_hole(p);
 	fix_top(p);
-	if (max == 1 && p->n && !p->n_parked) {
+	if (n == 0 && max == 1 && p->n && !p->n_parked) {
 		uint32_t top = ent_id(&p->e[0]);
 		if (!ok || ok(arg, top)) {
 			out[0] = top;
 			return 1;
 		}
 	}
-	struct walk_state w = {.out = out, .ok = ok, .arg = arg};
+	struct walk_state w = {.out = out, .got = n, .ok = ok, .arg = arg};
 	return walk(p, &w, max);
 }
 
 /* As gdsf_victims with every entry of a tenant open() refuses rejected; such entries at the
- * top of the main heap are parked on the way. */
+ * top of the main heap are parked on the way (told ones are not: d is walked as it is). */
 static size_t gdsf_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t max,
                                    kvt_policy_evictable_fn ok,
                                    uint32_t (*tenant_of)(void *, uint32_t),
                                    bool (*open)(void *, uint32_t), void *arg)
 {
+	size_t n = kvt__list_walk_open(&p->d, p->lk, out, 0, max, ok, tenant_of, open, arg);
 	struct walk_state w = {
-	    .out = out, .ok = ok, .tenant_of = tenant_of, .open = open, .arg = arg};
+	    .out = out, .got = n, .ok = ok, .tenant_of = tenant_of, .open = open, .arg = arg};
 	return walk(p, &w, max);
 }
 
@@ -748,7 +819,7 @@ static int gdsf_set_param(struct kvt_policy *p, const char *name, const char *va
 static size_t gdsf_memory(struct kvt_policy *p)
 {
 	size_t b = sizeof(*p) + (p->e ? (p->hcap + 4) * sizeof(*p->e) : 0) +
-	           p->cap * sizeof(*p->ids) + p->pend_cap * sizeof(*p->pend) +
+	           p->cap * (sizeof(*p->ids) + sizeof(*p->lk)) + p->pend_cap * sizeof(*p->pend) +
 	           p->front_cap * sizeof(*p->front) + p->n_side * sizeof(*p->side) +
 	           p->pcap * sizeof(*p->ptenant1) + p->sf_cap * sizeof(*p->sf);
 	for (size_t t = 0; t < p->n_side; t++)
@@ -763,6 +834,8 @@ const struct kvt_policy_ops kvt_policy_gdsf = {
     .destroy = gdsf_destroy,
     .on_insert = gdsf_insert,
     .on_access = gdsf_access,
+    .on_done = gdsf_done,
+    .is_done = gdsf_is_done,
     .on_remove = gdsf_remove,
     .pick_victims = gdsf_victims,
     .set_param = gdsf_set_param,

@@ -196,13 +196,15 @@ static void test_policy_gdsf_order(void **state)
 /*
  * gdsf's lazy heap against a reference that scans for the minimum (key, seq) of the evictable
  * ids: random inserts (sizes and depths vary), hits, deletions of any id (garbage in the heap),
- * evictions of the minimum (holes), walks of several victims with some ids leased, two cost
- * exponents; the live population swings between a few ids and the whole range (compaction).
+ * evictions of the minimum (holes), walks of several victims with some ids leased, done hints
+ * (told ids go first, in the order told, and leave L alone), two cost exponents; the live
+ * population swings between a few ids and the whole range (compaction).
  */
 #define GD_IDS 512
 
 struct gd_ref {
-	bool live[GD_IDS], leased[GD_IDS];
+	bool live[GD_IDS], leased[GD_IDS], done[GD_IDS];
+	uint64_t told[GD_IDS], tells; /* when told */
 	uint32_t count[GD_IDS];
 	float value[GD_IDS];
 	double key[GD_IDS], L, exponent;
@@ -220,8 +222,17 @@ static bool gd_before(const struct gd_ref *r, uint32_t a, uint32_t b)
 	return r->key[a] < r->key[b] || (r->key[a] == r->key[b] && r->seq[a] < r->seq[b]);
 }
 
-/* The reference's k first victims among ids that ok accepts (all when !ok). */
-static size_t gd_ref_victims(const struct gd_ref *r, bool ok, uint32_t *out, size_t k)
+/* Told ids first, the first told first; then by (key, seq). */
+static bool gd_ref_before(const struct gd_ref *r, uint32_t a, uint32_t b)
+{
+	if (r->done[a] != r->done[b])
+		return r->done[a];
+	return r->done[a] ? r->told[a] < r->told[b] : gd_before(r, a, b);
+}
+
+/* The reference's k first victims among ids that ok accepts (all when !ok), told ones included
+ * unless !with_told. */
+static size_t gd_ref_walk(const struct gd_ref *r, bool ok, bool with_told, uint32_t *out, size_t k)
 {
 	bool taken[GD_IDS] = {0};
 	size_t n = 0;
@@ -229,7 +240,8 @@ static size_t gd_ref_victims(const struct gd_ref *r, bool ok, uint32_t *out, siz
 		uint32_t best = UINT32_MAX;
 		for (uint32_t id = 0; id < GD_IDS; id++)
 			if (r->live[id] && !taken[id] && (!ok || !r->leased[id]) &&
-			    (best == UINT32_MAX || gd_before(r, id, best)))
+			    (with_told || !r->done[id]) &&
+			    (best == UINT32_MAX || gd_ref_before(r, id, best)))
 				best = id;
 		if (best == UINT32_MAX)
 			break;
@@ -239,13 +251,19 @@ static size_t gd_ref_victims(const struct gd_ref *r, bool ok, uint32_t *out, siz
 	return n;
 }
 
+static size_t gd_ref_victims(const struct gd_ref *r, bool ok, uint32_t *out, size_t k)
+{
+	return gd_ref_walk(r, ok, true, out, k);
+}
+
 static void gd_remove(const struct kvt_policy_ops *o, struct kvt_policy *p, struct gd_ref *r,
                       uint32_t id)
 {
-	uint32_t min;
-	if (gd_ref_victims(r, false, &min, 1) == 1 && min == id)
+	uint32_t min; /* the heap's minimum: told ids are not in it */
+	if (gd_ref_walk(r, false, false, &min, 1) == 1 && min == id)
 		r->L = r->key[id];
 	r->live[id] = false;
+	r->done[id] = false;
 	r->n--;
 	o->on_remove(p, id);
 }
@@ -293,8 +311,18 @@ static void test_policy_gdsf_lazy_matches_reference(void **state)
 						r.count[id]++;
 					r.key[id] = r.L + (double)r.count[id] * r.value[id];
 					r.seq[id] = r.clock++;
+					r.done[id] = false;
 				}
 				o->on_access(p, id);
+				if (op == 0 && step % 3 == 0) { /* told, maybe again: ignored */
+					id = (uint32_t)(gd_rand(&rng) % GD_IDS);
+					if (r.live[id] && !r.done[id]) {
+						r.done[id] = true;
+						r.told[id] = r.tells++;
+					}
+					o->on_done(p, id);
+					assert_int_equal(o->is_done(p, id), r.done[id]);
+				}
 			} else if (op < 10) { /* an insert */
 				if (r.live[id] || r.n >= target)
 					continue;
@@ -585,11 +613,11 @@ static void test_policy_arc_done_hint(void **state)
 	o->destroy(p);
 }
 
-/* s3fifo, sieve, lfu and wtinylfu: a done entry is proposed before anything else, first told
- * first out; a hit puts it back; one removed and inserted again is new, not first. */
+/* s3fifo, sieve, lfu, wtinylfu and gdsf: a done entry is proposed before anything else, first
+ * told first out; a hit puts it back; one removed and inserted again is new, not first. */
 static void test_policy_obeying_done_hint(void **state)
 {
-	static const char *const names[] = {"s3fifo", "sieve", "lfu", "wtinylfu"};
+	static const char *const names[] = {"s3fifo", "sieve", "lfu", "wtinylfu", "gdsf"};
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		const struct kvt_policy_ops *o = kvt_policy_find(names[k]);
 		struct kvt_policy *p = make(names[k], 8);

@@ -206,8 +206,8 @@ static void test_policy_sim_told_not_cascaded(void **state)
 static void test_policy_sim_done_hints(void **state)
 {
 	static const char *kinds[] = {"chat", "docqa"};
-	static const char *pols[] = {"lru",      "arc",       "s3fifo", "sieve", "lfu",
-	                             "wtinylfu", "hindsight", "prefix", "lhd",   "conv"};
+	static const char *pols[] = {"lru",       "arc",    "s3fifo", "sieve", "lfu", "wtinylfu",
+	                             "hindsight", "prefix", "gdsf",   "lhd",   "conv"};
 	enum { NPOL = sizeof(pols) / sizeof(pols[0]) };
 	for (size_t k = 0; k < 2; k++) {
 		struct kvt_trace t;
