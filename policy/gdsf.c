@@ -518,21 +518,26 @@ static bool gdsf_is_done(struct kvt_policy *p, uint32_t id)
 	return id < p->cap && is_told(p, id);
 }
 
+/* One more entry in the main heap is garbage: compacted once garbage outnumbers the live. */
+static void add_garbage(struct kvt_policy *p)
+{
+	p->garbage++;
+	if (p->garbage > p->live && p->garbage > 64)
+		compact(p);
+}
+
 /* A finished conversation's entry leaves the heap (its entry there, or in its tenant's side
  * heap, becomes garbage) for d. */
 static void gdsf_done(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !p->ids[id].count || is_told(p, id))
 		return;
-	if (is_parked(p, id)) {
-		p->ids[id].hseq = TOLD;
+	bool parked = is_parked(p, id);
+	p->ids[id].hseq = TOLD;
+	if (parked)
 		side_drop(p, id);
-	} else {
-		p->ids[id].hseq = TOLD;
-		p->garbage++;
-		if (p->garbage > p->live && p->garbage > 64)
-			compact(p);
-	}
+	else
+		add_garbage(p);
 	kvt__list_push_head(&p->d, p->lk, id); /* walks start at the tail */
 }
 
@@ -562,9 +567,7 @@ static void gdsf_remove(struct kvt_policy *p, uint32_t id)
 		p->hole = true;
 		return;
 	}
-	p->garbage++;
-	if (p->garbage > p->live && p->garbage > 64)
-		compact(p);
+	add_garbage(p);
 }
 
 static int pend_push(struct kvt_policy *p, size_t *n, struct gent x)
