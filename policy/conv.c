@@ -589,6 +589,11 @@ static int cv_set_param(struct kvt_policy *p, const char *name, const char *valu
 	return setup_hist(p, (size_t)v);
 }
 
+static int cv_get_param(struct kvt_policy *p, size_t i, struct kvt_policy_param *out)
+{
+	return kvt__param_get(p, cv_params, KVT_ARRAY_SIZE(cv_params), i, out);
+}
+
 static size_t cv_export(struct kvt_policy *p, uint32_t *out, size_t max)
 {
 	size_t n = 0, m = p->n_res < max ? p->n_res : max;
@@ -634,5 +639,6 @@ const struct kvt_policy_ops kvt_policy_conv = {
     .pick_victims = cv_victims,
     .export_order = cv_export,
     .set_param = cv_set_param,
+    .get_param = cv_get_param,
     .memory_bytes = cv_memory,
 };

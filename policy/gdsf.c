@@ -818,6 +818,14 @@ static int gdsf_set_param(struct kvt_policy *p, const char *name, const char *va
 	return kvt__param_double(value, 0, 4, &p->exponent);
 }
 
+static int gdsf_get_param(struct kvt_policy *p, size_t i, struct kvt_policy_param *out)
+{
+	if (i)
+		return -ENOENT;
+	*out = (struct kvt_policy_param){"cost_exponent", p->exponent, 0, 4};
+	return 0;
+}
+
 /* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
 static size_t gdsf_memory(struct kvt_policy *p)
 {
@@ -842,6 +850,7 @@ const struct kvt_policy_ops kvt_policy_gdsf = {
     .on_remove = gdsf_remove,
     .pick_victims = gdsf_victims,
     .set_param = gdsf_set_param,
+    .get_param = gdsf_get_param,
     .memory_bytes = gdsf_memory,
     .pick_victims_tenants = gdsf_victims_tenants,
 };

@@ -265,6 +265,11 @@ static size_t hs_export(struct kvt_policy *p, uint32_t *out, size_t max)
 	return kvt__res_export(&p->res, p->last, out, max);
 }
 
+static int hs_get_param(struct kvt_policy *p, size_t i, struct kvt_policy_param *out)
+{
+	return kvt__param_get(p, hs_params, KVT_ARRAY_SIZE(hs_params), i, out);
+}
+
 /* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
 static size_t hs_memory(struct kvt_policy *p)
 {
@@ -284,6 +289,7 @@ const struct kvt_policy_ops kvt_policy_hindsight = {
     .pick_victims = hs_victims,
     .export_order = hs_export,
     .set_param = hs_set_param,
+    .get_param = hs_get_param,
     .memory_bytes = hs_memory,
     .on_done = hs_done,
     .is_done = hs_is_done,

@@ -475,6 +475,14 @@ static int lfu_set_param(struct kvt_policy *p, const char *name, const char *val
 	return 0;
 }
 
+static int lfu_get_param(struct kvt_policy *p, size_t i, struct kvt_policy_param *out)
+{
+	if (i)
+		return -ENOENT;
+	*out = (struct kvt_policy_param){"max_count", p->max_count, 1, MAX_COUNT};
+	return 0;
+}
+
 /* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
 static size_t lfu_memory(struct kvt_policy *p)
 {
@@ -500,6 +508,7 @@ const struct kvt_policy_ops kvt_policy_lfu = {
     .is_done = lfu_is_done,
     .pick_victims = lfu_victims,
     .set_param = lfu_set_param,
+    .get_param = lfu_get_param,
     .memory_bytes = lfu_memory,
     .pick_victims_tenants = lfu_victims_tenants,
 };

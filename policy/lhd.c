@@ -203,6 +203,11 @@ static size_t lhd_export(struct kvt_policy *p, uint32_t *out, size_t max)
 	return kvt__res_export(&p->res, p->last, out, max);
 }
 
+static int lhd_get_param(struct kvt_policy *p, size_t i, struct kvt_policy_param *out)
+{
+	return kvt__param_get(p, lhd_params, KVT_ARRAY_SIZE(lhd_params), i, out);
+}
+
 /* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
 static size_t lhd_memory(struct kvt_policy *p)
 {
@@ -221,6 +226,7 @@ const struct kvt_policy_ops kvt_policy_lhd = {
     .pick_victims = lhd_victims,
     .export_order = lhd_export,
     .set_param = lhd_set_param,
+    .get_param = lhd_get_param,
     .memory_bytes = lhd_memory,
     .on_done = lhd_done,
     .is_done = lhd_is_done,

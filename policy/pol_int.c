@@ -689,6 +689,31 @@ int kvt__param_set(void *p, const struct kvt__param *tab, size_t n, const char *
 	return -ENOENT;
 }
 
+int kvt__param_get(const void *p, const struct kvt__param *tab, size_t n, size_t i,
+                   struct kvt_policy_param *out)
+{
+	if (i >= n)
+		return -ENOENT;
+	const void *f = (const char *)p + tab[i].off;
+	double v;
+	switch (tab[i].type) {
+	case KVT__P_FLOAT:
+		v = *(const float *)f;
+		break;
+	case KVT__P_UNSIGNED:
+		v = *(const unsigned *)f;
+		break;
+	case KVT__P_BOOL:
+		v = *(const bool *)f;
+		break;
+	default:
+		v = *(const double *)f;
+		break;
+	}
+	*out = (struct kvt_policy_param){tab[i].name, v, tab[i].lo, tab[i].hi};
+	return 0;
+}
+
 static const uint64_t *sort_key; /* qsort has no context argument; policies are single-owner */
 
 static int cmp_ids(const void *a, const void *b)

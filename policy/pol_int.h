@@ -302,6 +302,9 @@ struct kvt__param {
 /* Sets the parameter name of p from tab[0..n). @return : 0, -EINVAL (bad value), -ENOENT. */
 int kvt__param_set(void *p, const struct kvt__param *tab, size_t n, const char *name,
                    const char *value);
+/* get_param over tab[0..n): parameter i of p. @return : 0, -ENOENT past the last. */
+int kvt__param_get(const void *p, const struct kvt__param *tab, size_t n, size_t i,
+                   struct kvt_policy_param *out);
 
 /*
  * A FIFO of ghosts with O(1) membership and removal (ARC's B1/B2, S3-FIFO's G). A ghost is a

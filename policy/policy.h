@@ -20,6 +20,13 @@
 #define KVT_POLICY_OPS_VERSION 1
 #define KVT_POLICY_NONE        UINT32_MAX
 
+/* A tunable parameter as the policy runs it (get_param). */
+struct kvt_policy_param {
+	const char *name;
+	double value;
+	double lo, hi; /* set_param takes values in [lo, hi] */
+};
+
 struct kvt_policy_meta {
 	uint64_t key_hash; /* a hash of (tenant, namespace, key): ghost entries, sketches */
 	uint64_t bytes;    /* stored size */
@@ -73,6 +80,9 @@ struct kvt_policy_ops {
 	/* Added in version 1, optional (with on_done): whether resident entry id holds a done
 	 * hint now. kvt_policy_switch carries such hints to the new policy's on_done. */
 	bool (*is_done)(struct kvt_policy *p, uint32_t id);
+	/* Added in version 1, optional: tunable parameter i (0, 1, ...) with its value now and the
+	 * range set_param takes. @return : 0, -ENOENT past the last. NULL: none. */
+	int (*get_param)(struct kvt_policy *p, size_t i, struct kvt_policy_param *out);
 };
 
 /* @return : the policy named name, or NULL. */
@@ -106,6 +116,11 @@ int kvt_policy_switch(const struct kvt_policy_ops *from_ops, struct kvt_policy *
 int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, size_t n_resident,
                    const char *name, char *params, size_t capacity_hint, kvt_policy_meta_fn meta,
                    void *arg, char *err, size_t err_len);
+
+/* Writes " name=value" for each of p's tunable parameters (get_param), "" when it has none;
+ * `kvtier policy get` shows them, and `policy set` takes the same words back. */
+void kvt_policy_params_str(const struct kvt_policy_ops *ops, struct kvt_policy *p, char *out,
+                           size_t out_len);
 
 extern const struct kvt_policy_ops kvt_policy_lru;
 extern const struct kvt_policy_ops kvt_policy_arc;

@@ -210,6 +210,11 @@ static int s3_set_param(struct kvt_policy *p, const char *name, const char *valu
 	return kvt__param_set(p, s3_params, KVT_ARRAY_SIZE(s3_params), name, value);
 }
 
+static int s3_get_param(struct kvt_policy *p, size_t i, struct kvt_policy_param *out)
+{
+	return kvt__param_get(p, s3_params, KVT_ARRAY_SIZE(s3_params), i, out);
+}
+
 /* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
 static size_t s3_memory(struct kvt_policy *p)
 {
@@ -229,5 +234,6 @@ const struct kvt_policy_ops kvt_policy_s3fifo = {
     .is_done = s3_is_done,
     .pick_victims = s3_victims,
     .set_param = s3_set_param,
+    .get_param = s3_get_param,
     .memory_bytes = s3_memory,
 };

@@ -85,6 +85,48 @@ err:
 	return rc;
 }
 
+/* v as a parameter's value is written back: whole numbers whole, others to 7 digits. */
+static void fmt_value(char *out, size_t out_len, double v)
+{
+	if (v == (double)(int64_t)v && v > -1e15 && v < 1e15)
+		snprintf(out, out_len, "%.0f", v);
+	else
+		snprintf(out, out_len, "%.7g", v);
+}
+
+void kvt_policy_params_str(const struct kvt_policy_ops *ops, struct kvt_policy *p, char *out,
+                           size_t out_len)
+{
+	size_t n = 0;
+	struct kvt_policy_param pa;
+	if (out_len)
+		out[0] = 0;
+	for (size_t i = 0; ops->get_param && !ops->get_param(p, i, &pa) && n < out_len; i++) {
+		char v[32];
+		fmt_value(v, sizeof(v), pa.value);
+		int w = snprintf(out + n, out_len - n, " %s=%s", pa.name, v);
+		n += w > 0 ? (size_t)w : 0;
+	}
+}
+
+/* Why set_param refused value for name: its range when the policy tells it. */
+static void why_refused(const struct kvt_policy_ops *ops, struct kvt_policy *p, const char *name,
+                        const char *value, int rc, char *err, size_t err_len)
+{
+	struct kvt_policy_param pa;
+	for (size_t i = 0; rc == -EINVAL && ops->get_param && !ops->get_param(p, i, &pa); i++)
+		if (!strcmp(pa.name, name)) {
+			char lo[32], hi[32];
+			fmt_value(lo, sizeof(lo), pa.lo);
+			fmt_value(hi, sizeof(hi), pa.hi);
+			snprintf(err, err_len, "%s: %s=%s: not a number from %s to %s", ops->name,
+			         name, value, lo, hi);
+			return;
+		}
+	snprintf(err, err_len, "%s: %s=%s: %s", ops->name, name, value,
+	         rc == -ENOENT ? "no such parameter" : strerror(-rc));
+}
+
 /* Applies "k=v" words; @return : 0 or the first error (-ENOENT: unknown parameter). */
 static int apply_params(const struct kvt_policy_ops *ops, struct kvt_policy *p, char *words,
                         char *err, size_t err_len)
@@ -99,8 +141,7 @@ static int apply_params(const struct kvt_policy_ops *ops, struct kvt_policy *p, 
 		*eq = 0;
 		int rc = ops->set_param ? ops->set_param(p, w, eq + 1) : -ENOENT;
 		if (rc) {
-			snprintf(err, err_len, "%s: %s=%s: %s", ops->name, w, eq + 1,
-			         rc == -ENOENT ? "no such parameter" : strerror(-rc));
+			why_refused(ops, p, w, eq + 1, rc, err, err_len);
 			return rc;
 		}
 	}

@@ -268,6 +268,11 @@ static int wt_set_param(struct kvt_policy *p, const char *name, const char *valu
 	return rc;
 }
 
+static int wt_get_param(struct kvt_policy *p, size_t i, struct kvt_policy_param *out)
+{
+	return kvt__param_get(p, wt_params, KVT_ARRAY_SIZE(wt_params), i, out);
+}
+
 /* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */
 static size_t wt_memory(struct kvt_policy *p)
 {
@@ -286,6 +291,7 @@ const struct kvt_policy_ops kvt_policy_wtinylfu = {
     .on_remove = wt_remove,
     .pick_victims = wt_victims,
     .set_param = wt_set_param,
+    .get_param = wt_get_param,
     .memory_bytes = wt_memory,
     .on_done = wt_done,
     .is_done = wt_is_done,

@@ -174,7 +174,7 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 		const char *pol = kvd_tiers_policy_opt(d, (uint32_t)tier, ""),
 		           *pp = kvd_tiers_policy_opt(d, (uint32_t)tier, "_params");
 		name = l->ops->name;
-		char running[64] = ""; /* "rocksdb conv (auto)": the name the tier runs */
+		char running[320] = ""; /* "rocksdb conv (auto) k=v": the name the tier runs */
 		if (l->pol_auto &&
 		    !kvd_tiers_policy_get(d, (uint32_t)tier, running, sizeof(running))) {
 			pol = strchr(running, ' ') ? strchr(running, ' ') + 1 : NULL;
@@ -450,7 +450,10 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 			return rc;
 	}
 	if (strcmp(verb, "mrc")) {
-		snprintf(out, out_len, "host %s%s", d->pol_ops->name, d->pol_auto ? " (auto)" : "");
+		char params[256];
+		kvt_policy_params_str(d->pol_ops, d->pol, params, sizeof(params));
+		snprintf(out, out_len, "host %s%s%s", d->pol_ops->name,
+		         d->pol_auto ? " (auto)" : "", params);
 		if (d->admit)
 			snprintf(out + strlen(out), out_len - strlen(out), " admit=%s",
 			         kvt_admit_name(d->admit));

@@ -1350,11 +1350,15 @@ int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	struct kvd_lower *l = &d->lower[k];
 	if (!l->ops->policy_get)
 		return no_policy(l, out, out_len);
-	char name[64];
+	char name[320];
 	lower_lock(l);
 	l->ops->policy_get(l->t, name, sizeof(name));
 	pthread_mutex_unlock(&l->lock);
-	snprintf(out, out_len, "%s %s%s", l->ops->name, name, l->pol_auto ? " (auto)" : "");
+	char *params = strchr(name, ' '); /* "conv k=v ...": "(auto)" goes after the name */
+	if (params)
+		*params++ = 0;
+	snprintf(out, out_len, "%s %s%s%s%s", l->ops->name, name, l->pol_auto ? " (auto)" : "",
+	         params ? " " : "", params ? params : "");
 	return 0;
 }
 
@@ -1370,16 +1374,18 @@ void kvd_tiers_policy_auto(struct kvd *d)
 	const char *want = kvd_auto_large_chunks(d) ? "conv" : "arc";
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		struct kvd_lower *l = &d->lower[k];
-		char name[64], err[256], none[1] = "";
+		char name[320], err[256], none[1] = "";
 		if (!l->pol_auto || !l->ops->policy_get || !l->ops->policy_set)
 			continue;
 		lower_lock(l);
 		l->ops->policy_get(l->t, name, sizeof(name));
+		name[strcspn(name, " ")] = 0; /* the name, without its parameters */
 		int rc =
 		    strcmp(name, want) ? l->ops->policy_set(l->t, want, none, err, sizeof(err)) : 1;
 		pthread_mutex_unlock(&l->lock);
 		if (rc == 1) { /* running it already */
-			snprintf(l->pol_auto_name, sizeof(l->pol_auto_name), "%s", name);
+			snprintf(l->pol_auto_name, sizeof(l->pol_auto_name), "%.*s",
+			         (int)sizeof(l->pol_auto_name) - 1, name);
 			continue;
 		}
 		if (rc) {

@@ -95,8 +95,14 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	assert_int_equal(policy(c, "set host s3fifo small_ratio=0.2", out, sizeof(out)), 0);
 	assert_int_equal(policy(c, "set host nosuch", out, sizeof(out)), -ENOENT);
 	assert_int_equal(policy(c, "set host lru bogus=1", out, sizeof(out)), -ENOENT);
+	/* a value out of range is refused with the range; what get shows, set takes back */
+	assert_int_equal(policy(c, "set host s3fifo small_ratio=2", out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "s3fifo: small_ratio=2: not a number from 0 to 1");
+	assert_int_equal(
+	    policy(c, "set host s3fifo small_ratio=0.2 move_threshold=1", out, sizeof(out)), 0);
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
-	assert_string_equal(out, "host s3fifo"); /* failed switches changed nothing */
+	/* failed switches changed nothing; get shows the parameters as set takes them */
+	assert_string_equal(out, "host s3fifo small_ratio=0.2 move_threshold=1");
 	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), -ENOENT); /* not configured */
 	assert_int_equal(policy(c, "frobnicate", out, sizeof(out)), -EINVAL);
 
@@ -110,13 +116,15 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	assert_int_equal(policy(c, "mrc host", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "0.5x"));
 	assert_non_null(strstr(out, "sampling 100 %")); /* few keys: exact */
-	char got[64], runs[96];
+	char got[256], runs[96];
 	assert_int_equal(policy(c, "get host", got, sizeof(got)), 0);
-	snprintf(runs, sizeof(runs), "this one runs %s:", strchr(got, ' ') + 1);
+	char *running = strchr(got, ' ') + 1; /* "host NAME k=v ...": the name */
+	running[strcspn(running, " ")] = 0;
+	snprintf(runs, sizeof(runs), "this one runs %s:", running);
 	assert_non_null(strstr(out, runs)); /* the curve says it is LRU's, and what runs */
 	/* and the running policy's own curve, by miniature simulation: ~60 chunks fit, so the
 	 * five instances replay every acquire (rate 100 %) */
-	snprintf(runs, sizeof(runs), "\n%s ", strchr(got, ' ') + 1);
+	snprintf(runs, sizeof(runs), "\n%s ", running);
 	assert_non_null(strstr(out, runs));
 	if (!strstr(out, "own curve, by miniature simulation of 60 chunks at 1x: rate 100 %"))
 		fail_msg("mrc host: %s", out);
@@ -156,14 +164,15 @@ static void test_policyctl_lower_tiers(void **state)
 
 	char out[2048];
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb s3fifo"); /* from rocksdb.policy */
+	assert_string_equal(
+	    out, "rocksdb s3fifo small_ratio=0.1 move_threshold=1"); /* from rocksdb.policy */
 	assert_int_equal(policy(c, "set rocksdb lfu max_count=100", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb lfu");
+	assert_string_equal(out, "rocksdb lfu max_count=100");
 	assert_int_equal(policy(c, "set rocksdb nosuch", out, sizeof(out)), -ENOENT);
 	assert_int_equal(policy(c, "set rocksdb sieve bogus=1", out, sizeof(out)), -ENOENT);
 	assert_int_equal(policy(c, "set rocksdb", out, sizeof(out)), -EINVAL);
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb lfu"); /* failed switches changed nothing */
+	assert_string_equal(out, "rocksdb lfu max_count=100"); /* failed switches changed nothing */
 	char js[1 << 14];
 	assert_true(kvt_test_stats_json(&ld, js, sizeof(js)) > 0);
 	assert_non_null(
@@ -349,7 +358,7 @@ static void test_policyctl_config_params(void **state)
 	char out[256];
 	assert_int_equal(kvt_connect(pd.sock, &c), 0);
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
-	assert_string_equal(out, "host s3fifo");
+	assert_string_equal(out, "host s3fifo small_ratio=0.2 move_threshold=2");
 	kvt_close(c);
 	kvt_test_daemon_destroy(&pd);
 	const char *bad[] = {"host.policy=s3fifo", "host.policy.bogus=1", NULL};
@@ -402,7 +411,7 @@ static void test_policyctl_config_runtime(void **state)
 	kvt_id_t ns;
 	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb conv (auto)");
+	assert_string_equal(out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1");
 	assert_true(kvt_test_stats_json(&pd, out, sizeof(out)) > 0);
 	assert_non_null(
 	    strstr(out, "\"name\":\"rocksdb\",\"backend\":\"rocksdb\",\"policy\":\"conv\""));
@@ -455,7 +464,7 @@ static void test_policyctl_config_runtime(void **state)
 	assert_int_equal(config(c, "get host.policy_params", out, sizeof(out)), 0);
 	assert_string_equal(out, "host.policy_params = small_ratio=0.2");
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
-	assert_string_equal(out, "host s3fifo");
+	assert_string_equal(out, "host s3fifo small_ratio=0.2 move_threshold=1");
 	kvt_id_t keys[8];
 	uint32_t toks[8 * 16];
 	for (size_t i = 0; i < 8 * 16; i++)
@@ -467,7 +476,7 @@ static void test_policyctl_config_runtime(void **state)
 	assert_int_equal(config(c, "set rocksdb.policy lfu", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "set rocksdb.policy.max_count 100", out, sizeof(out)), 0);
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb lfu");
+	assert_string_equal(out, "rocksdb lfu max_count=100");
 	assert_int_equal(config(c, "get rocksdb.policy", out, sizeof(out)), 0);
 	assert_string_equal(out, "rocksdb.policy = lfu");
 	assert_int_equal(policy(c, "set rocksdb lfu max_count=50", out, sizeof(out)), 0);
@@ -476,7 +485,7 @@ static void test_policyctl_config_runtime(void **state)
 	/* and back to auto: conv again, its parameters gone, every chunk kept */
 	assert_int_equal(policy(c, "set rocksdb auto", out, sizeof(out)), 0);
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb conv (auto)");
+	assert_string_equal(out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1");
 	assert_int_equal(config(c, "get rocksdb.policy_params", out, sizeof(out)), 0);
 	assert_string_equal(out, "rocksdb.policy_params = ");
 	assert_int_equal(kvt_lookup(c, ns, keys, 8), 8);
@@ -564,9 +573,11 @@ static void test_policyctl_auto(void **state)
 	kvt_id_t nb, ns;
 	assert_int_equal(kvt_namespace(c, &big, &nb), 0);
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
-	assert_string_equal(out, "host conv (auto)");
+	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1");
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb conv (auto)"); /* rocksdb.policy = auto follows */
+	assert_string_equal(
+	    out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1"); /* rocksdb.policy = auto
+	                                                                  follows */
 	size_t cb = kvt_chunk_bytes(&big);
 	assert_int_equal(cb, 64 << 10);
 	assert_int_equal(put_fresh(c, &pd, nb, 5000, 8, cb), 0);

@@ -193,7 +193,7 @@ static void test_stress_consistency(void **state)
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
 	char out[256];
 	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
-	assert_string_equal(out, "host conv (auto)\n");
+	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1\n");
 	kvt_test_daemon_destroy(&d);
 }
 

@@ -810,6 +810,64 @@ static void fill_meta(void *arg, uint32_t id, struct kvt_policy_meta *out)
 	*out = metas[id];
 }
 
+/* Every policy with parameters lists them (get_param): each takes its own range's ends back and
+ * refuses a value past them, leaving the value as it was; kvt_policy_params_str's words, given
+ * back to kvt_policy_set, change nothing; a refused value's error names the range. */
+static void test_policy_params_listed(void **state)
+{
+	size_t with_params = 0;
+	for (size_t k = 0; kvt_policy_at(k); k++) {
+		const struct kvt_policy_ops *o = kvt_policy_at(k);
+		assert_true(!o->set_param == !o->get_param);
+		if (!o->get_param)
+			continue;
+		with_params++;
+		struct kvt_policy *p = make(o->name, 64);
+		struct kvt_policy_param pa, now;
+		size_t i = 0;
+		for (; !o->get_param(p, i, &pa); i++) {
+			assert_true(pa.lo <= pa.value && pa.value <= pa.hi);
+			char v[64];
+			double ends[] = {pa.hi, pa.lo, pa.value};
+			for (size_t e = 0; e < 3; e++) {
+				snprintf(v, sizeof(v), "%.17g", ends[e]);
+				assert_int_equal(o->set_param(p, pa.name, v), 0);
+				assert_int_equal(o->get_param(p, i, &now), 0);
+				if (fabs(now.value - ends[e]) > 1e-6 * fabs(ends[e]))
+					fail_msg("%s %s=%s reads %g", o->name, pa.name, v,
+					         now.value);
+			}
+			snprintf(v, sizeof(v), "%.17g", pa.hi * 2 + 1);
+			assert_int_equal(o->set_param(p, pa.name, v), -EINVAL);
+			assert_int_equal(o->set_param(p, pa.name, "x"), -EINVAL);
+			assert_int_equal(o->get_param(p, i, &now), 0);
+			assert_true(fabs(now.value - pa.value) <= 1e-6 * fabs(pa.value));
+		}
+		assert_true(i > 0);
+		assert_int_equal(o->get_param(p, i + 7, &pa), -ENOENT);
+
+		char words[256], again[256], err[128];
+		kvt_policy_params_str(o, p, words, sizeof(words));
+		assert_true(words[0] == ' ' && strchr(words, '='));
+		const struct kvt_policy_ops *ops = o;
+		char w2[256];
+		snprintf(w2, sizeof(w2), "%s", words);
+		assert_int_equal(
+		    kvt_policy_set(&ops, &p, 0, o->name, w2, 64, NULL, NULL, err, sizeof(err)), 0);
+		kvt_policy_params_str(o, p, again, sizeof(again));
+		assert_string_equal(again, words);
+		assert_int_equal(o->get_param(p, 0, &pa), 0);
+		snprintf(w2, sizeof(w2), "%s=%.17g", pa.name, pa.hi * 2 + 1);
+		assert_int_equal(
+		    kvt_policy_set(&ops, &p, 0, o->name, w2, 64, NULL, NULL, err, sizeof(err)),
+		    -EINVAL);
+		if (!strstr(err, "not a number from"))
+			fail_msg("%s: refused without its range: %s", o->name, err);
+		o->destroy(p);
+	}
+	assert_int_equal(with_params, 7); /* s3fifo, lfu, gdsf, lhd, hindsight, conv, wtinylfu */
+}
+
 /* Every pair of policies: a switch keeps every entry and every done hint that both take (and
  * LRU -> LRU keeps the order). */
 static void test_policy_switch_keeps_entries(void **state)
@@ -1249,6 +1307,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_conv_done_hint),
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
+	    cmocka_unit_test(test_policy_params_listed),
 	    cmocka_unit_test(test_policy_quota_guarantee),
 	    cmocka_unit_test(test_policy_quota_batches_all_policies),
 	    cmocka_unit_test(test_policy_tenant_walk_matches_filter),

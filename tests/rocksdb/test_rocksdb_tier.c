@@ -303,7 +303,7 @@ static void test_rocksdb_ttl(void **state)
 
 static void check_policy(struct kvt_tier *t, const char *want)
 {
-	char name[64];
+	char name[256];
 	kvt_tier_rocksdb.policy_get(t, name, sizeof(name));
 	assert_string_equal(name, want);
 }
@@ -343,7 +343,7 @@ static void test_rocksdb_policy(void **state)
 	const char *s3[] = {"rocksdb.policy=s3fifo", "rocksdb.policy_params=small_ratio=0.2", NULL};
 	rdb_opts(&o, dir, (uint64_t)N * REC, s3);
 	t = open_tier(&o, &d);
-	check_policy(t, "s3fifo");
+	check_policy(t, "s3fifo small_ratio=0.2 move_threshold=1"); /* with its parameters */
 	kvt_tier_rocksdb.close(t);
 
 	rdb_opts(&o, dir, (uint64_t)N * REC, NULL);
@@ -366,7 +366,7 @@ static void test_rocksdb_policy(void **state)
 
 	params[0] = 0;
 	assert_int_equal(kvt_tier_rocksdb.policy_set(t, "lfu", params, err, sizeof(err)), 0);
-	check_policy(t, "lfu");
+	check_policy(t, "lfu max_count=255");
 	assert_int_equal(d.n, 1); /* nothing dropped by the switch */
 	assert_int_equal(rdb_stats(t).chunks, N);
 	hot_then_rest(t, 1, 1, N, buf, exp); /* every record still a byte-identical hit */
@@ -386,9 +386,14 @@ static void test_rocksdb_policy(void **state)
 	                 -ENOENT);
 	snprintf(params, sizeof(params), "max_count");
 	assert_int_equal(kvt_tier_rocksdb.policy_set(t, "lfu", params, err, sizeof(err)), -EINVAL);
-	check_policy(t, "lfu");
+	check_policy(t, "lfu max_count=255");
+	snprintf(params, sizeof(params), "max_count=70000"); /* refused, with the range */
+	assert_int_equal(kvt_tier_rocksdb.policy_set(t, "lfu", params, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "lfu: max_count=70000: not a number from 1 to 65535");
+	check_policy(t, "lfu max_count=255");
 	snprintf(params, sizeof(params), "max_count=1000");
 	assert_int_equal(kvt_tier_rocksdb.policy_set(t, "lfu", params, err, sizeof(err)), 0);
+	check_policy(t, "lfu max_count=1000");
 	assert_int_equal(rdb_stats(t).chunks, N);
 	assert_int_equal(d.n, 2);
 	kvt_tier_rocksdb.close(t);

@@ -637,7 +637,9 @@ static uint64_t auto_capacity(const char *path)
 
 static void rdb_policy_get(struct kvt_tier *t, char *name, size_t name_len)
 {
-	snprintf(name, name_len, "%s", t->pol_ops->name);
+	char params[256];
+	kvt_policy_params_str(t->pol_ops, t->pol, params, sizeof(params));
+	snprintf(name, name_len, "%s%s", t->pol_ops->name, params);
 }
 
 static int rdb_policy_set(struct kvt_tier *t, const char *name, char *params, char *err,
