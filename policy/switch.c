@@ -10,7 +10,9 @@
  * kvt_policy_set() is what `kvtier policy set TIER NAME [k=v ...]` does to any tier that keeps
  * its entries in a policy (the daemon's host tier, the rocksdb tier): the same name only sets
  * parameters; another builds the new policy beside the old one, sets its parameters there, and
- * replaces the old one only when everything succeeded.
+ * replaces the old one only when everything succeeded. kvt_policy_params_str() writes the
+ * parameters as they run for `kvtier policy get`, in the words `policy set` takes back, and a
+ * refused value's error names the range the policy gives (get_param).
  */
 #include "policy.h"
 
@@ -88,7 +90,7 @@ err:
 /* v as a parameter's value is written back: whole numbers whole, others to 7 digits. */
 static void fmt_value(char *out, size_t out_len, double v)
 {
-	if (v == (double)(int64_t)v && v > -1e15 && v < 1e15)
+	if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v) /* in range before the cast */
 		snprintf(out, out_len, "%.0f", v);
 	else
 		snprintf(out, out_len, "%.7g", v);
