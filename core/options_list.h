@@ -47,6 +47,10 @@
 	X(HOST_DIRTY_PCT, "host.dirty_pct", U64, "50", 1, 100, 1,                                  \
 	  "most of host, in percent, that chunks still waiting for demotion may fill; a put past " \
 	  "it waits as on a full host, so promotions and hits keep the rest")                      \
+	X(HOST_KEEP_PCT, "host.keep_pct", U64, "25", 0, 90, 1,                                     \
+	  "most of host, in percent, that chunks kept by kvt_keep may hold; 0 turns keeps off")    \
+	X(HOST_KEEP_MAX_MS, "host.keep_max_ms", U64, "3600000", 0, 604800000, 1,                   \
+	  "the longest keep kvt_keep may ask for, in milliseconds (longer ones are cut to it)")    \
 	X(NVME_PATH, "nvme.path", STR, "", 0, 0, 0,                                                \
 	  "nvme tier file or block device (default DATA_DIR/nvme.dat)")                            \
 	X(NVME_BYTES, "nvme.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                       \

@@ -183,6 +183,19 @@ KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, siz
  */
 KVT_API int kvt_done(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n);
 
+/*
+ * Keeps these chunks in host memory for the next ttl_ms milliseconds: no eviction takes them
+ * meanwhile, whatever the policy (a system prompt, a document many requests will read soon).
+ * They still count against the tenant's quota; the keep outlives this client. ttl_ms is capped
+ * at host.keep_max_ms; 0 ends an earlier keep. Kept chunks may hold at most host.keep_pct of
+ * host: a keep past it keeps the keys before it. A chunk only in a lower tier is not kept
+ * (kvt_prefetch it, then keep it). When its keep ends the chunk goes back to the policy as if
+ * just stored; kvt_done, kvt_delete and a daemon restart end a keep too.
+ * @return : how many of the keys are now kept, or -errno: -ENOSPC when none fit under
+ *           host.keep_pct, -EOPNOTSUPP from a daemon older than keeps.
+ */
+KVT_API int kvt_keep(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, uint32_t ttl_ms);
+
 /* Deletes the chunks (leased ones go when their leases end). @return : how many were present. */
 KVT_API int kvt_delete(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n);
 

@@ -33,7 +33,7 @@
 #endif
 
 #define KVT_PROTO_MAJOR 1
-#define KVT_PROTO_MINOR 2 /* 1: the shared lookup table; 2: DONE */
+#define KVT_PROTO_MINOR 3 /* 1: the shared lookup table; 2: DONE; 3: KEEP */
 #define KVT_MSG_MAX     65536u
 #define KVT_BATCH_MAX   256u  /* keys per request */
 #define KVT_GRANULE     4096u /* pool allocation granule and generation granularity */
@@ -54,6 +54,7 @@ enum kvt_msg_type {
 	KVT_MSG_CONFIG = 13,      /* body: "get [NAME]", "set NAME VALUE" */
 	KVT_MSG_INSPECT = 14,     /* body: "inspect [NS [KEY]]", "flush all|NS|tenant UID" */
 	KVT_MSG_DONE = 15, /* keys (as LOOKUP); no reply: the engine is done with them (kvt_done) */
+	KVT_MSG_KEEP = 16, /* keys, arg = ttl_ms; reply: how many are now kept at host (kvt_keep) */
 	KVT_MSG__MAX
 };
 
@@ -105,8 +106,8 @@ _Static_assert(sizeof(struct kvt_msg_namespace_reply) == 24, "wire size");
 struct kvt_msg_keys {
 	kvt_id_t ns;
 	uint32_t n;
-	uint32_t reserved;
-	/* kvt_id_t keys[n]; */
+	uint32_t arg; /* KEEP: ttl_ms; 0 in the others */
+	              /* kvt_id_t keys[n]; */
 };
 _Static_assert(sizeof(struct kvt_msg_keys) == 24, "wire size");
 

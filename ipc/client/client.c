@@ -577,6 +577,34 @@ static size_t keys_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, uint3
 }
 
 static int keys_rpc_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys,
+                           uint32_t k, size_t *rlen);
+
+KVT_API int kvt_keep(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, uint32_t ttl_ms)
+{
+	if (!c || (!keys && n))
+		return -EINVAL;
+	size_t done = 0, total = 0; /* keys sent, and how many the daemon keeps */
+	while (done < n) {
+		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
+		pthread_mutex_lock(&c->io);
+		int rc = ensure_locked(c);
+		if (!rc && c->daemon_minor < 3)
+			rc = -EOPNOTSUPP;
+		if (!rc) {
+			size_t len = keys_msg(c, ns, keys + done, k);
+			((struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr)))->arg = ttl_ms;
+			rc = rpc_locked(c, KVT_MSG_KEEP, len, NULL, NULL, NULL);
+		}
+		pthread_mutex_unlock(&c->io);
+		if (rc < 0)
+			return total ? (int)total : rc;
+		total += (size_t)rc;
+		done += k;
+	}
+	return (int)total;
+}
+
+static int keys_rpc_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys,
                            uint32_t k, size_t *rlen)
 {
 	int rc = ensure_locked(c);

@@ -221,6 +221,8 @@ static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const
 		return reply(d, i, h, kvd_lookup(d, t, k->ns, keys, n), NULL, 0, NULL, 0);
 	if (h->type == KVT_MSG_DELETE)
 		return reply(d, i, h, kvd_delete(d, t, k->ns, keys, n), NULL, 0, NULL, 0);
+	if (h->type == KVT_MSG_KEEP)
+		return reply(d, i, h, kvd_keep(d, t, k->ns, keys, n, k->arg), NULL, 0, NULL, 0);
 	static struct kvt_msg_lease out[KVT_BATCH_MAX];
 	bool promote;
 	int got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
@@ -350,6 +352,7 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 	case KVT_MSG_LOOKUP:
 	case KVT_MSG_ACQUIRE:
 	case KVT_MSG_DELETE:
+	case KVT_MSG_KEEP:
 		return on_keys(d, i, h, body, blen);
 	case KVT_MSG_PING:
 		return reply(d, i, h, 0, NULL, 0, NULL, 0);

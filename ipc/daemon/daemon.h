@@ -101,11 +101,27 @@ struct kvd_conn {
 	uint64_t req_ns; /* when the request being served was read (kept while it is parked) */
 };
 
+/* keep.c: chunks kvt_keep holds at host, out of the policy until their keep ends */
+struct kvd_keep_ent {
+	uint64_t until; /* kvt_now_ns() when the keep ends */
+	uint32_t id;
+};
+struct kvd_keeps {
+	uint64_t *until;           /* per index slot, 0: not kept; NULL before the first keep */
+	uint32_t cap;              /* slots in until */
+	struct kvd_keep_ent *heap; /* by until; an entry that until[] disagrees with is stale */
+	size_t n, hcap;
+	uint32_t chunks; /* kept now, and their host bytes */
+	uint64_t bytes;
+};
+
 struct kvd_stats {
 	uint64_t hits, misses, puts, put_bytes, evictions, lookups;
 	uint64_t leases_granted, leases_revoked, protocol_errors, corruptions;
 	uint64_t enospc, deletes, eagain;
 	uint64_t done_hints;     /* kvt_done keys that named a chunk the index has (any tier) */
+	uint64_t keeps;          /* kvt_keep keys kept */
+	uint64_t keep_refused;   /* kvt_keep calls cut short by host.keep_pct */
 	uint64_t told_evictions; /* of evictions at host: chunks the engine was done with */
 	uint64_t demoted, promoted, promote_failed, demote_failed, lower_dropped, recovered;
 	uint64_t lower_moved;    /* records a lower tier copied forward (nvme.quota, clock) */
@@ -198,6 +214,7 @@ struct kvd {
 	uint64_t host_cap, host_used; /* granule-rounded, across tenants */
 	uint64_t gen_counter, seq_counter;
 	struct kvd_stats st;
+	struct kvd_keeps keeps;
 	struct kvd_latency lat[KVD_OP__N];
 	int metrics_fd; /* metrics.listen, or -1 */
 	uint16_t metrics_port;
@@ -233,6 +250,22 @@ int kvd_done(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, 
 void kvd_entry_unpin(struct kvd *d, uint32_t id);
 
 void kvd_entry_unjob(struct kvd *d, uint32_t id);
+/* keep.c. kvt_keep: keeps the chunks of keys at host (out of the policy) until ttl_ms from now,
+ * at most host.keep_max_ms; ttl_ms 0 ends their keeps. @return : how many are kept now,
+ * -ENOSPC when host.keep_pct left room for none, -ENOMEM. */
+int kvd_keep(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
+             uint32_t ttl_ms);
+bool kvd_kept(const struct kvd *d, uint32_t id);
+/* The keeps that have ended go back to the policy, as if just stored. */
+void kvd_keep_expire(struct kvd *d);
+/* id's keep ends now (back to the policy); nothing when it is not kept. */
+void kvd_keep_end(struct kvd *d, uint32_t id);
+/* id's host copy is going: it is no longer kept (the policy does not hold it either). */
+void kvd_keep_forget(struct kvd *d, uint32_t id);
+void kvd_keep_fini(struct kvd *d);
+/* policyctl.c: what the host policy is told about entry id (parent only if at host). */
+void kvd_host_meta(void *d, uint32_t id, struct kvt_policy_meta *m);
+
 /* Drops the entry everywhere (host copy freed when its last reader ends). */
 void kvd_entry_drop(struct kvd *d, uint32_t id);
 /* Drops only the host copy (a lower tier keeps the chunk). */

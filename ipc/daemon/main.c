@@ -427,6 +427,7 @@ int main(int argc, char **argv)
 	free(d.mini_keys);
 	kvt_admit_destroy(d.admit);
 	kvt_quota_destroy(d.quota);
+	kvd_keep_fini(&d);
 	kvd_index_fini(&d.idx);
 	free(d.tenants);
 	free(d.nss);

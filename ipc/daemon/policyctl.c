@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void meta_of(void *arg, uint32_t id, struct kvt_policy_meta *m)
+void kvd_host_meta(void *arg, uint32_t id, struct kvt_policy_meta *m)
 {
 	struct kvd *d = arg;
 	const struct kvd_entry *e = &d->idx.e[id];
@@ -38,11 +38,13 @@ static void meta_of(void *arg, uint32_t id, struct kvt_policy_meta *m)
 	                              .tenant = e->tenant};
 }
 
+/* The entries the host policy holds: published at host, and not kept (keep.c). */
 static size_t host_resident(const struct kvd *d)
 {
 	size_t n = 0;
 	for (uint32_t i = 0; i < d->idx.cap; i++)
-		n += d->idx.e[i].state == KVD_PUBLISHED && (d->idx.e[i].where & KVD_AT_HOST);
+		n += d->idx.e[i].state == KVD_PUBLISHED && (d->idx.e[i].where & KVD_AT_HOST) &&
+		     !kvd_kept(d, i);
 	return n;
 }
 
@@ -250,7 +252,7 @@ void kvd_policy_auto(struct kvd *d)
 	char none[1] = "", err[256];
 	uint64_t t0 = kvt_now_ns();
 	size_t n = host_resident(d);
-	int rc = kvt_policy_set(&d->pol_ops, &d->pol, n, want, none, d->idx.cap, meta_of, d, err,
+	int rc = kvt_policy_set(&d->pol_ops, &d->pol, n, want, none, d->idx.cap, kvd_host_meta, d, err,
 	                        sizeof(err));
 	if (rc) {
 		kvt_log(KVT_LOG_WARN, "host.policy auto: staying on %s: %s", d->pol_ops->name, err);
@@ -285,7 +287,7 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 		return rc;
 	uint64_t t0 = kvt_now_ns();
 	size_t n = host_resident(d);
-	if ((rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, meta_of, d, err,
+	if ((rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, kvd_host_meta, d, err,
 	                         err_len)))
 		return rc;
 	memcpy(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], rec, sizeof(rec));

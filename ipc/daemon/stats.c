@@ -47,12 +47,15 @@ static void tenant_stats(const struct kvd *d, struct kvd_out *o)
 int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 {
 	struct kvd_out o = {buf, len, 0};
+	kvd_keep_expire(d); /* kept_chunks counts the keeps still running */
 	uint64_t chunks = d->idx.used;
 	/* the policy says what it holds (conv's history is most of its cost); host.admit's sketch
 	 */
 	uint64_t pol = d->pol_ops->memory_bytes ? d->pol_ops->memory_bytes(d->pol)
 	                                        : (uint64_t)d->idx.cap * 9 /* LRU's arrays */;
 	pol += d->admit ? kvt_admit_bytes(d->admit) : 0;
+	pol += (uint64_t)d->keeps.cap * sizeof(*d->keeps.until) +
+	       d->keeps.hcap * sizeof(*d->keeps.heap); /* keep.c, once keeps are used */
 	uint64_t meta = kvd_index_bytes(&d->idx) + pol;
 	kvd_out(&o, "{\"version\":\"%d.%d.%d\",\"protocol\":%d,", KVT_VERSION_MAJOR,
 	        KVT_VERSION_MINOR, KVT_VERSION_PATCH, KVT_PROTO_MAJOR);
@@ -88,9 +91,12 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	        (unsigned long long)d->st.leases_revoked, d->n_conns);
 	kvd_out(&o,
 	        "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,"
-	        "\"done_hints\":%llu,",
+	        "\"done_hints\":%llu,\"keeps\":%llu,\"keep_refused\":%llu,\"kept_chunks\":%u,"
+	        "\"kept_bytes\":%llu,",
 	        d->n_tenants, d->n_nss, (unsigned long long)d->st.lookups,
-	        (unsigned long long)d->st.deletes, (unsigned long long)d->st.done_hints);
+	        (unsigned long long)d->st.deletes, (unsigned long long)d->st.done_hints,
+	        (unsigned long long)d->st.keeps, (unsigned long long)d->st.keep_refused,
+	        d->keeps.chunks, (unsigned long long)d->keeps.bytes);
 	tenant_stats(d, &o);
 	kvd_latency_json(d, &o);
 	kvd_out(&o,

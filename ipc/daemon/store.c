@@ -144,6 +144,7 @@ void kvd_entry_drop_host(struct kvd *d, uint32_t id)
 	struct kvd_entry *e = &d->idx.e[id];
 	if (!(e->where & KVD_AT_HOST) || e->pins || e->jobs)
 		return;
+	kvd_keep_forget(d, id);
 	d->pol_ops->on_remove(d->pol, id);
 	host_free(d, e);
 }
@@ -156,6 +157,7 @@ void kvd_entry_drop(struct kvd *d, uint32_t id)
 	if (e->state != KVD_PUBLISHED)
 		return;
 	kvd_index_unlink(&d->idx, id);
+	kvd_keep_forget(d, id);
 	e->state = KVD_DEAD;
 	kvd_shmidx_remove(d, e->tenant, e->key);
 	if (e->where & KVD_AT_HOST)
@@ -253,6 +255,7 @@ int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 	/* nothing evictable: -ENOSPC when it is all leased, -EINPROGRESS when chunks wait for
 	 * demotion or promotion (the workers will make them evictable soon) */
 	int busy = d->demotes_inflight || d->promotes_inflight ? -EINPROGRESS : -ENOSPC;
+	kvd_keep_expire(d);                                    /* ended keeps are evictable again */
 	while (d->quota && !kvt_quota_fits(d->quota, t, need)) /* at its maximum: its own go */
 		if (!evict_some_for(d, t, t, need))
 			return busy;
@@ -437,6 +440,7 @@ int kvd_done(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, 
 		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
 		if (id == KVD_NIL)
 			continue;
+		kvd_keep_end(d, id); /* the engine's last word: done */
 		if ((d->idx.e[id].where & KVD_AT_HOST) && d->pol_ops->on_done)
 			d->pol_ops->on_done(d->pol, id);
 		kvd_tiers_done(d, id);

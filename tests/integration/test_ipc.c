@@ -406,6 +406,118 @@ static void test_ipc_done_hint(void **state)
 	assert_int_equal(hinted, 8);
 }
 
+/* How many of keys[0..n) host holds now. */
+static int at_host(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		k += kvt_lookup(c, ns, keys + i, 1) == 1;
+	return k;
+}
+
+/* Puts 32 chunks never seen before (salt): more than a 1 MiB host holds. */
+static void flood(kvt_client_t *c, kvt_id_t ns, const void *const *chunks, size_t cb, uint32_t salt)
+{
+	kvt_id_t x[32];
+	prefix_keys(ns, 64, x, 32, salt);
+	assert_int_equal(kvt_put(c, ns, NULL, x, 32, chunks, cb), 32);
+}
+
+/*
+ * kvt_keep: kept chunks outlive floods that evict everything else (and come back byte for
+ * byte), under another policy after a switch too; host.keep_pct caps them (a keep past it
+ * keeps the keys before it, then -ENOSPC); ttl 0, the ttl running out, kvt_done and a delete
+ * end a keep; another tenant keeps nothing of ours; kept_chunks follows all of it.
+ */
+static void test_ipc_keep(void **state)
+{
+	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=lru",
+	                      "host.keep_pct=50", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks: 28 fit in 1 MiB, 14 in half */
+	kvt_id_t ns, a[8], b[8], y[16];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	prefix_keys(ns, 64, a, 8, 21);
+	prefix_keys(ns, 64, b, 8, 22);
+	prefix_keys(ns, 64, y, 16, 24);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = malloc(cb), *got = malloc(cb);
+	kvt_test_fill(buf, cb, 2100);
+	const void *chunks[32];
+	for (int i = 0; i < 32; i++)
+		chunks[i] = buf;
+	assert_int_equal(kvt_put(c, ns, NULL, a, 8, chunks, cb), 8);
+	assert_int_equal(kvt_put(c, ns, NULL, b, 8, chunks, cb), 8);
+	assert_int_equal(kvt_keep(c, ns, NULL, 1, 1000), -EINVAL);
+	assert_int_equal(kvt_keep(c, ns, a, 8, 60000), 8);
+	assert_int_equal(kvt_keep(c, ns, a, 8, 60000), 8); /* again: a new end, nothing more */
+	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), 8);
+	if (geteuid() == 0) { /* another tenant names our keys: none are its own */
+		open_to_others(&d);
+		pid_t o = fork_as_nobody();
+		if (!o) {
+			kvt_client_t *oc;
+			kvt_id_t ons;
+			if (kvt_connect(d.sock, &oc) || kvt_namespace(oc, &m, &ons))
+				_exit(41);
+			_exit(kvt_keep(oc, ons, b, 8, 60000) == 0 ? 0 : 42);
+		}
+		assert_int_equal(child_wait(o), 0);
+		assert_int_equal(kvt_test_stat(&d, "kept_chunks"), 8);
+	}
+	flood(c, ns, chunks, cb, 31);
+	assert_int_equal(at_host(c, ns, a, 8), 8);
+	assert_int_equal(at_host(c, ns, b, 8), 0);
+	void *dst[1] = {got};
+	assert_int_equal(kvt_get(c, ns, a + 7, 1, dst, cb), 1);
+	assert_memory_equal(got, buf, cb);
+
+	/* the cap: 14 chunks' worth of host; 8 are kept, so 6 of y more, then none */
+	assert_int_equal(kvt_put(c, ns, NULL, y, 16, chunks, cb), 16);
+	assert_int_equal(kvt_keep(c, ns, y + 8, 8, 60000), 6);
+	assert_int_equal(kvt_keep(c, ns, y, 1, 60000), -ENOSPC);
+	assert_int_equal(kvt_test_stat(&d, "keep_refused"), 2);
+	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), 14);
+
+	/* a switch leaves them kept, and the new policy cannot take them either */
+	char out[256];
+	assert_int_equal(kvt_test_cli(&d, "policy set host arc", out, sizeof(out)), 0);
+	flood(c, ns, chunks, cb, 32);
+	assert_int_equal(at_host(c, ns, a, 8), 8);
+	assert_int_equal(at_host(c, ns, y + 8, 6), 6);
+
+	/* ttl 0 ends a's keep; the flood then takes them */
+	assert_int_equal(kvt_keep(c, ns, a, 8, 0), 0);
+	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), 6);
+	flood(c, ns, chunks, cb, 33);
+	assert_int_equal(at_host(c, ns, a, 8), 0);
+	assert_int_equal(at_host(c, ns, y + 8, 6), 6);
+
+	/* kvt_done and a delete end a keep; the others run out */
+	assert_int_equal(kvt_done(c, ns, y + 8, 1), 0);
+	assert_int_equal(kvt_delete(c, ns, y + 9, 1), 1);
+	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), 4);
+	assert_int_equal(kvt_keep(c, ns, y + 10, 4, 150), 4); /* shorter now */
+	usleep(250000);
+	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), 0);
+	assert_int_equal(kvt_test_stat(&d, "kept_bytes"), 0);
+	flood(c, ns, chunks, cb, 34);
+	assert_int_equal(at_host(c, ns, y + 8, 8), 0);
+	assert_true(kvt_test_stat(&d, "keeps") >= 8 + 8 + 6 + 4);
+
+	/* keeps off */
+	assert_int_equal(kvt_test_cli(&d, "config set host.keep_pct 0", out, sizeof(out)), 0);
+	assert_int_equal(kvt_put(c, ns, NULL, y, 1, chunks, cb), 1);
+	assert_int_equal(kvt_keep(c, ns, y, 1, 60000), -ENOSPC);
+	free(buf);
+	free(got);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 static void test_ipc_lease_timeout_revokes(void **state)
 {
 	const char *sets[] = {"host.bytes=1MiB", "lease.timeout_ms=150", NULL};
@@ -1238,6 +1350,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_reserve_then_die),
 	    cmocka_unit_test(test_ipc_enospc_when_all_leased),
 	    cmocka_unit_test(test_ipc_done_hint),
+	    cmocka_unit_test(test_ipc_keep),
 	    cmocka_unit_test(test_ipc_lease_timeout_revokes),
 	    cmocka_unit_test(test_ipc_daemon_restart_reconnects),
 	    cmocka_unit_test(test_ipc_sigterm_drains),

@@ -208,6 +208,7 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_int_equal(kvt_acquire(c, ns, keys, 8, l), 8);
 	assert_int_equal(kvt_release(c, l, 8), 8); /* all 8 were valid */
 	assert_true(kvt_test_stat_wait(&d, "demoted", 8, 1) >= 8);
+	assert_int_equal(kvt_keep(c, ns, keys, 3, 600000), 3);
 
 	static char resp[1 << 18];
 	const char get[] = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
@@ -227,6 +228,8 @@ static void test_operator_scrape_matches_stats(void **state)
 	                 kvt_test_stat(&d, "hits"));
 	assert_true(sample(body, "kvtier_tier_hits_total{tier=\"host\"}") >= 8);
 	assert_int_equal(sample(body, "kvtier_leases_granted_total"), 8);
+	assert_int_equal(sample(body, "kvtier_kept_chunks"), 3); /* a gauge: no _total */
+	assert_int_equal(sample(body, "kvtier_keeps_total"), 3);
 	assert_int_equal(sample(body, "kvtier_demoted_total"), kvt_test_stat(&d, "demoted"));
 	assert_int_equal(sample(body, "kvtier_tier_writes_total{tier=\"nvme\"}"),
 	                 kvt_test_stat(&d, "writes"));
@@ -532,6 +535,14 @@ static void test_operator_inspect_and_flush(void **state)
 	snprintf(want, sizeof(want), "payload    %zu bytes", kvt_chunk_bytes(&model));
 	assert_non_null(strstr(out, want));
 	assert_non_null(strstr(out, "in         host,nvme\n"));
+	assert_null(strstr(out, "kept"));
+	assert_int_equal(kvt_keep(c, ns1, &k1[3], 1, 600000), 1); /* kvt_keep: for how long */
+	assert_int_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
+	double more = 0;
+	const char *kept = strstr(out, "kept       ");
+	assert_non_null(kept);
+	assert_int_equal(sscanf(kept + 11, "%lf s more", &more), 1);
+	assert_true(more > 590 && more <= 600);
 	snprintf(cmd, sizeof(cmd), "inspect %s %s", h2, key); /* the key, in the wrong namespace */
 	assert_int_not_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "no such chunk"));

@@ -1,14 +1,14 @@
 /*
  * test_stress.c -- consistency under concurrent load (RELIABILITY L1, scaled to CI): several
- * client processes put, get, acquire-and-hold, prefetch, say they are done (kvt_done) and
- * delete at random over a shared key space, through a small host tier that evicts and demotes
- * to nvme all the time, while one more process scribbles over its own staging area as it puts
- * (B6/S6). The oracle is the key itself: a chunk's bytes are a pure function of its key, so
- * every byte a reader is handed can be checked. Pass: 0 wrong bytes, 0 corruptions counted,
- * every lease released at the end, the daemon alive. The consistency run keeps the daemon's
- * default host policy (auto, so conv at these chunk sizes); the kill run uses lru, as the other
- * tests do. The switch run does the same work through host, nvme and rocksdb while the test
- * switches every tier's policy and host's admission at run time, with two tenants under quotas
+ * client processes put, get, acquire-and-hold, prefetch, say they are done (kvt_done), keep
+ * chunks for a moment (kvt_keep) and delete at random over a shared key space, through a small
+ * host tier that evicts and demotes to nvme all the time, while one more process scribbles over
+ * its own staging area as it puts (B6/S6). The oracle is the key itself: a chunk's bytes are a pure
+ * function of its key, so every byte a reader is handed can be checked. Pass: 0 wrong bytes, 0
+ * corruptions counted, every lease released at the end, the daemon alive. The consistency run keeps
+ * the daemon's default host policy (auto, so conv at these chunk sizes); the kill run uses lru, as
+ * the other tests do. The switch run does the same work through host, nvme and rocksdb while the
+ * test switches every tier's policy and host's admission at run time, with two tenants under quotas
  * when it runs as root.
  */
 #include "testlib.h"
@@ -123,6 +123,10 @@ static int worker(const char *sock, unsigned seed)
 		} else if (r < 95) { /* done with it: offered first, never wrong bytes */
 			if (kvt_done(c, ns[b], keys, n))
 				return 108;
+		} else if (r < 96) { /* kept a moment: out of the policy, back when it ends */
+			int rc = kvt_keep(c, ns[b], keys, n, (uint32_t)(rand() % 50));
+			if (rc < 0 && rc != -ENOSPC)
+				return 109;
 		} else {
 			if (kvt_delete(c, ns[b], keys + rand() % DEPTH, 1) < 0)
 				return 107;

@@ -810,6 +810,39 @@ static void fill_meta(void *arg, uint32_t id, struct kvt_policy_meta *out)
 	*out = metas[id];
 }
 
+/* The daemon tells a policy about ids it does not hold: a kept chunk (kvt_keep) is out of the
+ * policy while reads and hints still name it. Every policy ignores those: the victims stay
+ * exactly the ids it holds. */
+static void test_policy_ignores_ids_it_does_not_hold(void **state)
+{
+	for (size_t k = 0; kvt_policy_at(k); k++) {
+		const struct kvt_policy_ops *o = kvt_policy_at(k);
+		struct kvt_policy *p = make(o->name, 16);
+		for (uint32_t i = 1; i <= 6; i++) /* roots: prefix may offer every one */
+			ins(o, p, i, KVT_POLICY_NONE, 0);
+		o->on_remove(p, 4); /* taken out, as a keep does */
+		for (int r = 0; r < 3; r++) {
+			o->on_access(p, 4);
+			o->on_access(p, 9); /* never held */
+			if (o->on_done) {
+				o->on_done(p, 4);
+				o->on_done(p, 9);
+			}
+			o->on_remove(p, 9);
+		}
+		if (o->is_done)
+			assert_false(o->is_done(p, 4) || o->is_done(p, 9));
+		uint32_t v[8];
+		size_t n = o->pick_victims(p, v, 8, NULL, NULL);
+		uint32_t seen = 0;
+		for (size_t i = 0; i < n; i++)
+			seen |= 1u << v[i];
+		if (n != 5 || seen != (0x7eu & ~(1u << 4)))
+			fail_msg("%s: %zu victims, set %#x, want the 5 it holds", o->name, n, seen);
+		o->destroy(p);
+	}
+}
+
 /* Every policy with parameters lists them (get_param): each takes its own range's ends back and
  * refuses a value past them, leaving the value as it was; kvt_policy_params_str's words, given
  * back to kvt_policy_set, change nothing; a refused value's error names the range. */
@@ -1308,6 +1341,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_evictable_respected),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
 	    cmocka_unit_test(test_policy_params_listed),
+	    cmocka_unit_test(test_policy_ignores_ids_it_does_not_hold),
 	    cmocka_unit_test(test_policy_quota_guarantee),
 	    cmocka_unit_test(test_policy_quota_batches_all_policies),
 	    cmocka_unit_test(test_policy_tenant_walk_matches_filter),

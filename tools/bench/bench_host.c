@@ -13,6 +13,8 @@
  *  quota    --quota (as root): one tenant's put flood of 4 KiB chunks through a 512 MiB lru
  *           host while another tenant (uid 65534) holds 256 MiB of cold chunks under a
  *           guarantee of that size, against the same flood with no quota, in the same run
+ *  keep     --keep: 20,000 chunks of 4 KiB kept (kvt_keep), then a put flood through a 512 MiB
+ *           lru host: the flood's rate and the kept chunks left, against the same without keep
  *
  * Starts its own kvtierd (next to this binary) on a temporary socket unless --socket is given.
  */
@@ -24,6 +26,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,6 +366,79 @@ static void bench_quota(void)
 	}
 }
 
+/* Puts n chunks of model m under keys from salt, keeps them when keep. @return : keeps/s. */
+static double put_and_keep(const kvt_model_t *m, long n, uint32_t salt, bool keep)
+{
+	kvt_client_t *c;
+	kvt_id_t ns;
+	if (kvt_connect(sock, &c) || kvt_namespace(c, m, &ns))
+		die("keep: connect", -EIO);
+	kvt_id_t *keys = malloc(sizeof(*keys) * (size_t)n);
+	make_keys(ns, keys, (size_t)n, salt);
+	size_t cb = kvt_chunk_bytes(m);
+	char *buf = calloc(1, cb);
+	const void *ch[64];
+	for (int i = 0; i < 64; i++)
+		ch[i] = buf;
+	for (long b = 0; b < n; b += 64)
+		if (kvt_put(c, ns, NULL, keys + b, (size_t)KVT_MIN(64, n - b), ch, cb) <= 0)
+			die("keep: put", -EIO);
+	double t0 = now_s();
+	int kept = keep ? kvt_keep(c, ns, keys, (size_t)n, 600000) : 0;
+	double dt = now_s() - t0;
+	if (keep && kept != n)
+		die("keep: kvt_keep", kept < 0 ? kept : -EIO);
+	free(buf);
+	free(keys);
+	kvt_close(c);
+	return keep ? (double)n / dt : 0;
+}
+
+/* How many of the n chunks under salt's keys host holds. */
+static long left_at_host(const kvt_model_t *m, long n, uint32_t salt)
+{
+	kvt_client_t *c;
+	kvt_id_t ns;
+	if (kvt_connect(sock, &c) || kvt_namespace(c, m, &ns))
+		die("keep: connect", -EIO);
+	kvt_id_t *keys = malloc(sizeof(*keys) * (size_t)n);
+	make_keys(ns, keys, (size_t)n, salt);
+	long left = 0;
+	for (long i = 0; i < n; i++)
+		left += kvt_lookup(c, ns, keys + i, 1) == 1;
+	free(keys);
+	kvt_close(c);
+	return left;
+}
+
+/* A put flood while 20,000 chunks are kept, against the same flood with nothing kept. */
+static void bench_keep(void)
+{
+	enum { KEPT = 20000, FLOOD = 200000 }; /* a 4 KiB chunk takes 8 KiB of host */
+	kvt_model_t m = model_of(4096, 92);
+	printf("\n# keep: %d chunks of 4 KiB (160 MiB of host) put, kept or not, then %d puts of "
+	       "others "
+	       "through a 512 MiB lru host\n",
+	       KEPT, FLOOD);
+	printf("%-22s %12s %9s %14s %10s\n", "", "flood ch/s", "vs none", "kept left", "keeps/s");
+	double base = 0;
+	for (int k = 0; k < 2; k++) {
+		const char *sets[] = {"host.policy=lru", "host.keep_pct=50", NULL};
+		start_daemon_with("512MiB", sets);
+		double keeps = put_and_keep(&m, KEPT, 5, k);
+		double secs;
+		long n = put_flood(&m, FLOOD, 1u << 24, &secs);
+		if (n < 0)
+			die("keep: the flood", -EIO);
+		double rate = (double)n / secs;
+		base = k ? base : rate;
+		long left = left_at_host(&m, KEPT, 5);
+		printf("%-22s %12.0f %8.2fx %8ld/%d %10.0f\n",
+		       k ? "20,000 kept" : "none (baseline)", rate, rate / base, left, KEPT, keeps);
+		stop_daemon();
+	}
+}
+
 static void bench_scale(void)
 {
 	const size_t total = 1000000, cb = 4096;
@@ -404,7 +480,7 @@ static void bench_scale(void)
 
 int main(int argc, char **argv)
 {
-	int scale = 0, only_scale = 0, quota = 0;
+	int scale = 0, only_scale = 0, quota = 0, keep = 0;
 	const char *given = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--scale"))
@@ -413,11 +489,14 @@ int main(int argc, char **argv)
 			scale = only_scale = 1;
 		else if (!strcmp(argv[i], "--quota"))
 			quota = only_scale = 1;
+		else if (!strcmp(argv[i], "--keep"))
+			keep = only_scale = 1;
 		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
 			given = argv[++i];
 		else {
-			fprintf(stderr, "usage: kvtier bench host [--scale|--scale-only|--quota] "
-			                "[--socket PATH]\n");
+			fprintf(stderr,
+			        "usage: kvtier bench host [--scale|--scale-only|--quota|--keep] "
+			        "[--socket PATH]\n");
 			return 2;
 		}
 	}
@@ -445,5 +524,7 @@ int main(int argc, char **argv)
 	}
 	if (quota && !given)
 		bench_quota();
+	if (keep && !given)
+		bench_keep();
 	return 0;
 }

@@ -1,0 +1,201 @@
+/*
+ * keep.c -- kvt_keep: chunks an engine wants kept in host for a while (a system prompt, a
+ * document many requests will read soon), whatever the eviction policy says.
+ *
+ * A kept chunk leaves the host policy (on_remove) and comes back to it when its keep ends
+ * (on_insert, as if just stored): no policy walks past kept chunks on every eviction, and none
+ * needs to know about keeps. Host reads of a kept chunk reach the policy as accesses to an id
+ * it does not hold, which every policy ignores.
+ *
+ * State: until[id] (when the keep of index slot id ends, 0: not kept; allocated at the first
+ * keep, grown with the index), and a binary min-heap of (until, id) so that ends are found in
+ * O(log n). A heap entry whose until no longer matches until[id] is stale (kept again, or the
+ * chunk left host) and is dropped when it reaches the top. chunks and bytes count exactly what
+ * is kept, so a policy switch (host_resident) and host.keep_pct see the truth.
+ *
+ * Ends are processed lazily: before host makes room (kvd_make_room), at every keep, and when
+ * stats are read. A chunk whose keep has ended but not yet been processed is simply still kept
+ * a little longer; nothing else depends on the exact moment.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+static bool heap_less(const struct kvd_keep_ent *a, const struct kvd_keep_ent *b)
+{
+	return a->until < b->until;
+}
+
+static void heap_sift_down(struct kvd_keeps *k, size_t i)
+{
+	struct kvd_keep_ent x = k->heap[i];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= k->n)
+			break;
+		if (c + 1 < k->n && heap_less(&k->heap[c + 1], &k->heap[c]))
+			c++;
+		if (!heap_less(&k->heap[c], &x))
+			break;
+		k->heap[i] = k->heap[c];
+		i = c;
+	}
+	k->heap[i] = x;
+}
+
+static int heap_push(struct kvd_keeps *k, struct kvd_keep_ent x)
+{
+	if (k->n == k->hcap) {
+		size_t nc = k->hcap ? 2 * k->hcap : 256;
+		struct kvd_keep_ent *h = realloc(k->heap, nc * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		k->heap = h;
+		k->hcap = nc;
+	}
+	size_t i = k->n++;
+	while (i > 0 && heap_less(&x, &k->heap[(i - 1) / 2])) {
+		k->heap[i] = k->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	k->heap[i] = x;
+	return 0;
+}
+
+static void heap_pop(struct kvd_keeps *k)
+{
+	k->heap[0] = k->heap[--k->n];
+	if (k->n)
+		heap_sift_down(k, 0);
+}
+
+static int ensure_slots(struct kvd *d)
+{
+	struct kvd_keeps *k = &d->keeps;
+	if (k->cap >= d->idx.cap)
+		return 0;
+	uint64_t *u = realloc(k->until, (size_t)d->idx.cap * sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	memset(u + k->cap, 0, (size_t)(d->idx.cap - k->cap) * sizeof(*u));
+	k->until = u;
+	k->cap = d->idx.cap;
+	return 0;
+}
+
+bool kvd_kept(const struct kvd *d, uint32_t id)
+{
+	return id < d->keeps.cap && d->keeps.until[id];
+}
+
+/* Takes id off the kept set (the heap entry goes stale); the caller decides about the policy. */
+static void unkeep(struct kvd *d, uint32_t id)
+{
+	struct kvd_keeps *k = &d->keeps;
+	k->until[id] = 0;
+	k->chunks--;
+	k->bytes -= kvd_rec_bytes(d->idx.e[id].payload_bytes);
+}
+
+/* The keep of id, at host, ends: back to the policy as if just stored. */
+static void release(struct kvd *d, uint32_t id)
+{
+	struct kvt_policy_meta m;
+	unkeep(d, id);
+	kvd_host_meta(d, id, &m);
+	d->pol_ops->on_insert(d->pol, id, &m);
+}
+
+void kvd_keep_forget(struct kvd *d, uint32_t id)
+{
+	if (kvd_kept(d, id))
+		unkeep(d, id);
+}
+
+void kvd_keep_end(struct kvd *d, uint32_t id)
+{
+	if (kvd_kept(d, id))
+		release(d, id);
+}
+
+void kvd_keep_expire(struct kvd *d)
+{
+	struct kvd_keeps *k = &d->keeps;
+	if (!k->n)
+		return;
+	uint64_t now = kvt_now_ns();
+	while (k->n && k->heap[0].until <= now) {
+		struct kvd_keep_ent top = k->heap[0];
+		heap_pop(k);
+		if (top.id < k->cap && k->until[top.id] == top.until)
+			release(d, top.id);
+	}
+}
+
+/* Stale entries (kept again, or gone) outnumbering the kept chunks: rebuilt from until[]. */
+static void heap_compact(struct kvd_keeps *k)
+{
+	if (k->n < 2 * (size_t)k->chunks + 1024)
+		return;
+	k->n = 0;
+	for (uint32_t id = 0; id < k->cap; id++)
+		if (k->until[id])
+			k->heap[k->n++] = (struct kvd_keep_ent){k->until[id], id};
+	for (size_t i = k->n / 2 + 1; i-- > 0;)
+		if (i < k->n)
+			heap_sift_down(k, i);
+}
+
+int kvd_keep(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
+             uint32_t ttl_ms)
+{
+	struct kvd_keeps *k = &d->keeps;
+	kvd_keep_expire(d);
+	heap_compact(k);
+	if (ensure_slots(d))
+		return -ENOMEM;
+	uint64_t max_ms = kvt_opt_u64(&d->opts, KVT_OPT_HOST_KEEP_MAX_MS);
+	uint64_t ms = ttl_ms < max_ms ? ttl_ms : max_ms;
+	uint64_t cap = d->host_cap / 100 * kvt_opt_u64(&d->opts, KVT_OPT_HOST_KEEP_PCT);
+	uint64_t until = kvt_now_ns() + ms * 1000000ull;
+	int kept = 0;
+	bool full = false;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
+		if (id == KVD_NIL || !(d->idx.e[id].where & KVD_AT_HOST))
+			continue;
+		if (!ms) { /* the engine ends its keep */
+			kvd_keep_end(d, id);
+			continue;
+		}
+		uint64_t rb = kvd_rec_bytes(d->idx.e[id].payload_bytes);
+		if (!kvd_kept(d, id) && k->bytes + rb > cap) {
+			full = true;
+			break; /* the keys before it are kept */
+		}
+		if (heap_push(k, (struct kvd_keep_ent){until, id}))
+			return kept ? kept : -ENOMEM;
+		if (!kvd_kept(d, id)) {
+			d->pol_ops->on_remove(d->pol, id);
+			k->chunks++;
+			k->bytes += rb;
+		}
+		k->until[id] = until; /* a longer or shorter keep replaces the earlier one */
+		kept++;
+	}
+	d->st.keeps += (uint64_t)kept;
+	if (full)
+		d->st.keep_refused++;
+	return kept || !full ? kept : -ENOSPC;
+}
+
+void kvd_keep_fini(struct kvd *d)
+{
+	free(d->keeps.until);
+	free(d->keeps.heap);
+	memset(&d->keeps, 0, sizeof(d->keeps));
+}
