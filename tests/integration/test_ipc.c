@@ -333,6 +333,15 @@ static void test_ipc_enospc_when_all_leased(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* How many of keys[0..n) host holds now. */
+static int at_host(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		k += kvt_lookup(c, ns, keys + i, 1) == 1;
+	return k;
+}
+
 /* kvt_done: with host.policy = lru, the chunks an engine is done with go before older ones.
  * Two daemons, the same puts: A (older), B, then C overflows host; only with B hinted does A
  * stay whole. Another tenant naming the same keys touches nothing (as root). */
@@ -379,9 +388,7 @@ static int done_hint_keeps_older(bool hint, uint64_t *hints)
 		assert_int_equal(kvt_test_stat_wait(&d, "done_hints", 8, 0), 8);
 	}
 	assert_int_equal(kvt_put(c, ns, NULL, x, 16, chunks, cb), 16);
-	int a_left = 0;
-	for (int i = 0; i < 8; i++)
-		a_left += kvt_lookup(c, ns, a + i, 1) == 1;
+	int a_left = at_host(c, ns, a, 8);
 	*hints = (uint64_t)kvt_test_stat(&d, "done_hints");
 	/* host's evictions of told chunks: every eviction with the hint, none without */
 	long long told = kvt_test_tier_stat(&d, "host", "told_evictions"),
@@ -404,15 +411,6 @@ static void test_ipc_done_hint(void **state)
 	        plain, hinted);
 	assert_true(plain < 8);
 	assert_int_equal(hinted, 8);
-}
-
-/* How many of keys[0..n) host holds now. */
-static int at_host(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, int n)
-{
-	int k = 0;
-	for (int i = 0; i < n; i++)
-		k += kvt_lookup(c, ns, keys + i, 1) == 1;
-	return k;
 }
 
 /* Puts 32 chunks never seen before (salt): more than a 1 MiB host holds. */

@@ -366,15 +366,24 @@ static void bench_quota(void)
 	}
 }
 
+/* Connects as a client of model m with n keys from salt (the caller frees them). */
+static kvt_id_t *client_with_keys(const kvt_model_t *m, long n, uint32_t salt, kvt_client_t **c,
+                                  kvt_id_t *ns)
+{
+	if (kvt_connect(sock, c) || kvt_namespace(*c, m, ns))
+		die("keep: connect", -EIO);
+	kvt_id_t *keys = malloc(sizeof(*keys) * (size_t)n);
+	if (!keys)
+		die("keep: keys", -ENOMEM);
+	make_keys(*ns, keys, (size_t)n, salt);
+	return keys;
+}
+
 /* Puts n chunks of model m under keys from salt, keeps them when keep. @return : keeps/s. */
 static double put_and_keep(const kvt_model_t *m, long n, uint32_t salt, bool keep)
 {
 	kvt_client_t *c;
-	kvt_id_t ns;
-	if (kvt_connect(sock, &c) || kvt_namespace(c, m, &ns))
-		die("keep: connect", -EIO);
-	kvt_id_t *keys = malloc(sizeof(*keys) * (size_t)n);
-	make_keys(ns, keys, (size_t)n, salt);
+	kvt_id_t ns, *keys = client_with_keys(m, n, salt, &c, &ns);
 	size_t cb = kvt_chunk_bytes(m);
 	char *buf = calloc(1, cb);
 	const void *ch[64];
@@ -398,11 +407,7 @@ static double put_and_keep(const kvt_model_t *m, long n, uint32_t salt, bool kee
 static long left_at_host(const kvt_model_t *m, long n, uint32_t salt)
 {
 	kvt_client_t *c;
-	kvt_id_t ns;
-	if (kvt_connect(sock, &c) || kvt_namespace(c, m, &ns))
-		die("keep: connect", -EIO);
-	kvt_id_t *keys = malloc(sizeof(*keys) * (size_t)n);
-	make_keys(ns, keys, (size_t)n, salt);
+	kvt_id_t ns, *keys = client_with_keys(m, n, salt, &c, &ns);
 	long left = 0;
 	for (long i = 0; i < n; i++)
 		left += kvt_lookup(c, ns, keys + i, 1) == 1;
