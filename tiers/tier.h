@@ -172,11 +172,11 @@ struct kvt_tier_ops {
 	/*
 	 * Optional (added after write_stream; NULL: the tier does not evict through the policy
 	 * seam, e.g. a log reclaimed in write order). Called with the tier not in use by its
-	 * worker, as enable(). policy_get writes the eviction policy's name, then " k=v" for each of
-	 * its tunable parameters (kvt_policy_params_str). policy_set switches
-	 * to policy name keeping every record, or only sets parameters ("k=v" words; params is
-	 * modified) when name is the current one: kvt_policy_set() on the tier's entries. On
-	 * failure nothing changed and err holds one line.
+	 * worker, as enable(). policy_get writes the eviction policy's name, then " k=v" for each
+	 * of its tunable parameters (kvt_policy_params_str). policy_set switches to policy name
+	 * keeping every record, or only sets parameters ("k=v" words; params is modified) when name
+	 * is the current one: kvt_policy_set() on the tier's entries. On failure nothing changed
+	 * and err holds one line.
 	 * @return (policy_set) : 0, -ENOENT (no such policy or parameter), -EINVAL, -ENOMEM.
 	 */
 	void (*policy_get)(struct kvt_tier *t, char *name, size_t name_len);

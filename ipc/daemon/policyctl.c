@@ -252,8 +252,8 @@ void kvd_policy_auto(struct kvd *d)
 	char none[1] = "", err[256];
 	uint64_t t0 = kvt_now_ns();
 	size_t n = host_resident(d);
-	int rc = kvt_policy_set(&d->pol_ops, &d->pol, n, want, none, d->idx.cap, kvd_host_meta, d, err,
-	                        sizeof(err));
+	int rc = kvt_policy_set(&d->pol_ops, &d->pol, n, want, none, d->idx.cap, kvd_host_meta, d,
+	                        err, sizeof(err));
 	if (rc) {
 		kvt_log(KVT_LOG_WARN, "host.policy auto: staying on %s: %s", d->pol_ops->name, err);
 		return;
@@ -287,8 +287,8 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 		return rc;
 	uint64_t t0 = kvt_now_ns();
 	size_t n = host_resident(d);
-	if ((rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, kvd_host_meta, d, err,
-	                         err_len)))
+	if ((rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, kvd_host_meta,
+	                         d, err, err_len)))
 		return rc;
 	memcpy(d->opts.str[KVT_OPT_HOST_POLICY_PARAMS], rec, sizeof(rec));
 	if (d->pol_ops != was || *rec)
