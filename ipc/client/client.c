@@ -568,40 +568,12 @@ KVT_API void kvt_put_abort(kvt_client_t *c)
 
 /* LOOKUP, DELETE or ACQUIRE of up to KVT_BATCH_MAX keys. Caller holds io. */
 /* Writes a namespace and k keys into c->tx. Caller holds io. @return : the body's length. */
-static size_t keys_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, uint32_t k)
+static size_t keys_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, uint32_t k, uint32_t arg)
 {
 	struct kvt_msg_keys *m = (struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr));
-	*m = (struct kvt_msg_keys){.ns = ns, .n = k};
+	*m = (struct kvt_msg_keys){.ns = ns, .n = k, .arg = arg};
 	memcpy(m + 1, keys, k * sizeof(kvt_id_t));
 	return sizeof(*m) + k * sizeof(kvt_id_t);
-}
-
-static int keys_rpc_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys,
-                           uint32_t k, size_t *rlen);
-
-KVT_API int kvt_keep(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, uint32_t ttl_ms)
-{
-	if (!c || (!keys && n))
-		return -EINVAL;
-	size_t done = 0, total = 0; /* keys sent, and how many the daemon keeps */
-	while (done < n) {
-		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
-		pthread_mutex_lock(&c->io);
-		int rc = ensure_locked(c);
-		if (!rc && c->daemon_minor < 3)
-			rc = -EOPNOTSUPP;
-		if (!rc) {
-			size_t len = keys_msg(c, ns, keys + done, k);
-			((struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr)))->arg = ttl_ms;
-			rc = rpc_locked(c, KVT_MSG_KEEP, len, NULL, NULL, NULL);
-		}
-		pthread_mutex_unlock(&c->io);
-		if (rc < 0)
-			return total ? (int)total : rc;
-		total += (size_t)rc;
-		done += k;
-	}
-	return (int)total;
 }
 
 static int keys_rpc_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys,
@@ -610,10 +582,13 @@ static int keys_rpc_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kv
 	int rc = ensure_locked(c);
 	if (rc)
 		return rc;
-	return rpc_locked(c, type, keys_msg(c, ns, keys, k), rlen, NULL, NULL);
+	return rpc_locked(c, type, keys_msg(c, ns, keys, k, 0), rlen, NULL, NULL);
 }
 
-static int keys_call(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys, size_t n)
+/* A keys request in batches: the daemon's counts added up (LOOKUP stops at its first miss).
+ * arg goes in each message (KEEP: ttl_ms); a daemon older than min_minor gets none. */
+static int keys_call(kvt_client_t *c, uint16_t type, uint32_t min_minor, kvt_id_t ns,
+                     const kvt_id_t *keys, size_t n, uint32_t arg)
 {
 	if (!c || (!keys && n))
 		return -EINVAL;
@@ -621,7 +596,12 @@ static int keys_call(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t
 	while (done < n) {
 		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
 		pthread_mutex_lock(&c->io);
-		int rc = keys_rpc_locked(c, type, ns, keys + done, k, NULL);
+		int rc = ensure_locked(c);
+		if (!rc && c->daemon_minor < min_minor)
+			rc = -EOPNOTSUPP;
+		if (!rc)
+			rc = rpc_locked(c, type, keys_msg(c, ns, keys + done, k, arg), NULL, NULL,
+			                NULL);
 		pthread_mutex_unlock(&c->io);
 		if (rc < 0)
 			return total ? (int)total : rc;
@@ -669,12 +649,17 @@ KVT_API int kvt_lookup(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_
 	if (!c || (!keys && n))
 		return -EINVAL;
 	int hit = lookup_shared(c, keys, n);
-	return hit >= 0 || hit == -ENOTCONN ? hit : keys_call(c, KVT_MSG_LOOKUP, ns, keys, n);
+	return hit >= 0 || hit == -ENOTCONN ? hit : keys_call(c, KVT_MSG_LOOKUP, 0, ns, keys, n, 0);
 }
 
 KVT_API int kvt_delete(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
 {
-	return keys_call(c, KVT_MSG_DELETE, ns, keys, n);
+	return keys_call(c, KVT_MSG_DELETE, 0, ns, keys, n, 0);
+}
+
+KVT_API int kvt_keep(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, uint32_t ttl_ms)
+{
+	return keys_call(c, KVT_MSG_KEEP, 3, ns, keys, n, ttl_ms);
 }
 
 /* Lease bookkeeping lives in the public struct's opaque fields. */
@@ -782,7 +767,7 @@ static int send_hints(kvt_client_t *c, uint16_t type, uint32_t min_minor, kvt_id
 		rc = -EOPNOTSUPP;
 	for (size_t done = 0; !rc && done < n;) {
 		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
-		int64_t seq = send_locked(c, type, keys_msg(c, ns, keys + done, k));
+		int64_t seq = send_locked(c, type, keys_msg(c, ns, keys + done, k, 0));
 		rc = seq < 0 ? (int)seq : 0;
 		done += k;
 	}
