@@ -201,11 +201,12 @@ static void test_robust_garbage_on_the_socket(void **state)
 	close(fd);
 	const uint16_t types[] = {KVT_MSG_NAMESPACE, KVT_MSG_PUT,    KVT_MSG_ACQUIRE,
 	                          KVT_MSG_RELEASE,   KVT_MSG_DELETE, KVT_MSG_LOOKUP,
-	                          KVT_MSG_PREFETCH,  KVT_MSG_DONE};
+	                          KVT_MSG_PREFETCH,  KVT_MSG_DONE,   KVT_MSG_KEEP};
 	const size_t min_body[] = {sizeof(struct kvt_msg_namespace), sizeof(struct kvt_msg_put),
 	                           sizeof(struct kvt_msg_keys),      sizeof(struct kvt_msg_release),
 	                           sizeof(struct kvt_msg_keys),      sizeof(struct kvt_msg_keys),
-	                           sizeof(struct kvt_msg_keys),      sizeof(struct kvt_msg_keys)};
+	                           sizeof(struct kvt_msg_keys),      sizeof(struct kvt_msg_keys),
+	                           sizeof(struct kvt_msg_keys)};
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		for (size_t cut = 0; cut < min_body[t]; cut += 5) { /* truncated bodies: closed */
 			fd = raw_connect();
