@@ -58,6 +58,13 @@ enum kvt_msg_type {
 	KVT_MSG__MAX
 };
 
+/* The protocol minor that brought message type t: a daemon that says an older one in its hello
+ * does not know it. */
+static inline uint32_t kvt_proto_minor_of(uint16_t t)
+{
+	return t == KVT_MSG_KEEP ? 3 : t == KVT_MSG_DONE ? 2 : 0;
+}
+
 struct kvt_msg_hdr {
 	uint16_t type;
 	uint16_t flags;

@@ -576,19 +576,22 @@ static size_t keys_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, uint3
 	return sizeof(*m) + k * sizeof(kvt_id_t);
 }
 
+/* One keys request (arg: KEEP's ttl_ms, else 0), connecting first; -EOPNOTSUPP from a daemon
+ * older than the type. Caller holds io. */
 static int keys_rpc_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys,
-                           uint32_t k, size_t *rlen)
+                           uint32_t k, uint32_t arg, size_t *rlen)
 {
 	int rc = ensure_locked(c);
 	if (rc)
 		return rc;
-	return rpc_locked(c, type, keys_msg(c, ns, keys, k, 0), rlen, NULL, NULL);
+	if (c->daemon_minor < kvt_proto_minor_of(type))
+		return -EOPNOTSUPP;
+	return rpc_locked(c, type, keys_msg(c, ns, keys, k, arg), rlen, NULL, NULL);
 }
 
-/* A keys request in batches: the daemon's counts added up (LOOKUP stops at its first miss).
- * arg goes in each message (KEEP: ttl_ms); a daemon older than min_minor gets none. */
-static int keys_call(kvt_client_t *c, uint16_t type, uint32_t min_minor, kvt_id_t ns,
-                     const kvt_id_t *keys, size_t n, uint32_t arg)
+/* A keys request in batches: the daemon's counts added up (LOOKUP stops at its first miss). */
+static int keys_call(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys, size_t n,
+                     uint32_t arg)
 {
 	if (!c || (!keys && n))
 		return -EINVAL;
@@ -596,12 +599,7 @@ static int keys_call(kvt_client_t *c, uint16_t type, uint32_t min_minor, kvt_id_
 	while (done < n) {
 		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
 		pthread_mutex_lock(&c->io);
-		int rc = ensure_locked(c);
-		if (!rc && c->daemon_minor < min_minor)
-			rc = -EOPNOTSUPP;
-		if (!rc)
-			rc = rpc_locked(c, type, keys_msg(c, ns, keys + done, k, arg), NULL, NULL,
-			                NULL);
+		int rc = keys_rpc_locked(c, type, ns, keys + done, k, arg, NULL);
 		pthread_mutex_unlock(&c->io);
 		if (rc < 0)
 			return total ? (int)total : rc;
@@ -649,17 +647,17 @@ KVT_API int kvt_lookup(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_
 	if (!c || (!keys && n))
 		return -EINVAL;
 	int hit = lookup_shared(c, keys, n);
-	return hit >= 0 || hit == -ENOTCONN ? hit : keys_call(c, KVT_MSG_LOOKUP, 0, ns, keys, n, 0);
+	return hit >= 0 || hit == -ENOTCONN ? hit : keys_call(c, KVT_MSG_LOOKUP, ns, keys, n, 0);
 }
 
 KVT_API int kvt_delete(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
 {
-	return keys_call(c, KVT_MSG_DELETE, 0, ns, keys, n, 0);
+	return keys_call(c, KVT_MSG_DELETE, ns, keys, n, 0);
 }
 
 KVT_API int kvt_keep(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, uint32_t ttl_ms)
 {
-	return keys_call(c, KVT_MSG_KEEP, 3, ns, keys, n, ttl_ms);
+	return keys_call(c, KVT_MSG_KEEP, ns, keys, n, ttl_ms);
 }
 
 /* Lease bookkeeping lives in the public struct's opaque fields. */
@@ -678,7 +676,7 @@ KVT_API int kvt_acquire(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size
 		uint32_t k = (uint32_t)KVT_MIN(n - total, (size_t)KVT_BATCH_MAX);
 		pthread_mutex_lock(&c->io);
 		size_t rlen = 0;
-		int rc = keys_rpc_locked(c, KVT_MSG_ACQUIRE, ns, keys + total, k, &rlen);
+		int rc = keys_rpc_locked(c, KVT_MSG_ACQUIRE, ns, keys + total, k, 0, &rlen);
 		if (rc > 0 && (rc > (int)k || rlen < (size_t)rc * sizeof(struct kvt_msg_lease)))
 			rc = -EPROTO;
 		const struct kvt_msg_lease *l = (const void *)(c->rx + sizeof(struct kvt_msg_hdr));
@@ -754,16 +752,15 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
 	return valid;
 }
 
-/* Sends keys as hints of type (no reply), KVT_BATCH_MAX a message; needs a daemon of protocol
- * minor at least min_minor (an older one would answer a message it does not know). */
-static int send_hints(kvt_client_t *c, uint16_t type, uint32_t min_minor, kvt_id_t ns,
-                      const kvt_id_t *keys, size_t n)
+/* Sends keys as hints of type (no reply), KVT_BATCH_MAX a message; needs a daemon that knows
+ * the type (kvt_proto_minor_of: an older one would answer a message it does not know). */
+static int send_hints(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys, size_t n)
 {
 	if (!c || (!keys && n))
 		return -EINVAL;
 	pthread_mutex_lock(&c->io);
 	int rc = ensure_locked(c);
-	if (!rc && c->daemon_minor < min_minor)
+	if (!rc && c->daemon_minor < kvt_proto_minor_of(type))
 		rc = -EOPNOTSUPP;
 	for (size_t done = 0; !rc && done < n;) {
 		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
@@ -777,12 +774,12 @@ static int send_hints(kvt_client_t *c, uint16_t type, uint32_t min_minor, kvt_id
 
 KVT_API int kvt_prefetch(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
 {
-	return send_hints(c, KVT_MSG_PREFETCH, 0, ns, keys, n);
+	return send_hints(c, KVT_MSG_PREFETCH, ns, keys, n);
 }
 
 KVT_API int kvt_done(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)
 {
-	return send_hints(c, KVT_MSG_DONE, 2, ns, keys, n);
+	return send_hints(c, KVT_MSG_DONE, ns, keys, n);
 }
 
 KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, void *const *dst,
