@@ -118,7 +118,10 @@ int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, siz
                    void *arg, char *err, size_t err_len);
 
 /* Writes " name=value" for each of p's tunable parameters (get_param), "" when it has none;
- * `kvtier policy get` shows them, and `policy set` takes the same words back. */
+ * `kvtier policy get` shows them, and `policy set` takes the same words back. Every policy's
+ * fit in KVT_POLICY_PARAMS_MAX bytes, and a policy's name and its words in KVT_POLICY_LINE_MAX. */
+#define KVT_POLICY_PARAMS_MAX 256
+#define KVT_POLICY_LINE_MAX   (64 + KVT_POLICY_PARAMS_MAX)
 void kvt_policy_params_str(const struct kvt_policy_ops *ops, struct kvt_policy *p, char *out,
                            size_t out_len);
 

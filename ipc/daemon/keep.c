@@ -13,9 +13,9 @@
  * chunk left host) and is dropped when it reaches the top. chunks and bytes count exactly what
  * is kept, so a policy switch (host_resident) and host.keep_pct see the truth.
  *
- * Ends are processed lazily: before host makes room (kvd_make_room), at every keep, and when
- * stats are read. A chunk whose keep has ended but not yet been processed is simply still kept
- * a little longer; nothing else depends on the exact moment.
+ * Ends are processed lazily: before host evicts, at every keep, and when stats are read. A chunk
+ * whose keep has ended but not yet been processed is simply still kept a little longer; nothing
+ * else depends on the exact moment.
  */
 #include "daemon.h"
 
@@ -173,13 +173,14 @@ int kvd_keep(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, 
 			continue;
 		}
 		uint64_t rb = kvd_rec_bytes(d->idx.e[id].payload_bytes);
-		if (!kvd_kept(d, id) && k->bytes + rb > cap) {
+		bool again = kvd_kept(d, id);
+		if (!again && k->bytes + rb > cap) {
 			full = true;
 			break; /* the keys before it are kept */
 		}
 		if (heap_push(k, (struct kvd_keep_ent){until, id}))
 			return kept ? kept : -ENOMEM;
-		if (!kvd_kept(d, id)) {
+		if (!again) {
 			d->pol_ops->on_remove(d->pol, id);
 			k->chunks++;
 			k->bytes += rb;

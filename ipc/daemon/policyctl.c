@@ -176,7 +176,8 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 		const char *pol = kvd_tiers_policy_opt(d, (uint32_t)tier, ""),
 		           *pp = kvd_tiers_policy_opt(d, (uint32_t)tier, "_params");
 		name = l->ops->name;
-		char running[320] = ""; /* "rocksdb conv (auto) k=v": the name the tier runs */
+		char running[KVT_POLICY_LINE_MAX] =
+		    ""; /* "rocksdb conv (auto) k=v": the name the tier runs */
 		if (l->pol_auto &&
 		    !kvd_tiers_policy_get(d, (uint32_t)tier, running, sizeof(running))) {
 			pol = strchr(running, ' ') ? strchr(running, ' ') + 1 : NULL;
@@ -452,7 +453,7 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 			return rc;
 	}
 	if (strcmp(verb, "mrc")) {
-		char params[256];
+		char params[KVT_POLICY_PARAMS_MAX];
 		kvt_policy_params_str(d->pol_ops, d->pol, params, sizeof(params));
 		snprintf(out, out_len, "host %s%s%s", d->pol_ops->name,
 		         d->pol_auto ? " (auto)" : "", params);

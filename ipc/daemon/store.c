@@ -217,6 +217,7 @@ static uint32_t evict_some_for(struct kvd *d, uint32_t tenant, uint32_t requeste
 	uint32_t v[32];
 	struct victim_filter f = {d, tenant};
 	size_t n;
+	kvd_keep_expire(d); /* ended keeps are evictable again (only evictions need to know) */
 	if (d->quota && requester != KVD_NIL) {
 		struct kvt_quota_view view = {tenant_of, bytes_of, evictable, &f};
 		n = kvt_quota_pick_victims(d->quota, d->pol_ops, d->pol, requester, want_bytes,
@@ -255,7 +256,6 @@ int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 	/* nothing evictable: -ENOSPC when it is all leased, -EINPROGRESS when chunks wait for
 	 * demotion or promotion (the workers will make them evictable soon) */
 	int busy = d->demotes_inflight || d->promotes_inflight ? -EINPROGRESS : -ENOSPC;
-	kvd_keep_expire(d);                                    /* ended keeps are evictable again */
 	while (d->quota && !kvt_quota_fits(d->quota, t, need)) /* at its maximum: its own go */
 		if (!evict_some_for(d, t, t, need))
 			return busy;

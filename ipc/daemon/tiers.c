@@ -1350,7 +1350,7 @@ int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	struct kvd_lower *l = &d->lower[k];
 	if (!l->ops->policy_get)
 		return no_policy(l, out, out_len);
-	char name[320];
+	char name[KVT_POLICY_LINE_MAX];
 	lower_lock(l);
 	l->ops->policy_get(l->t, name, sizeof(name));
 	pthread_mutex_unlock(&l->lock);
@@ -1374,7 +1374,7 @@ void kvd_tiers_policy_auto(struct kvd *d)
 	const char *want = kvd_auto_large_chunks(d) ? "conv" : "arc";
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		struct kvd_lower *l = &d->lower[k];
-		char name[320], err[256], none[1] = "";
+		char name[KVT_POLICY_LINE_MAX], err[256], none[1] = "";
 		if (!l->pol_auto || !l->ops->policy_get || !l->ops->policy_set)
 			continue;
 		lower_lock(l);

@@ -303,7 +303,7 @@ static void test_rocksdb_ttl(void **state)
 
 static void check_policy(struct kvt_tier *t, const char *want)
 {
-	char name[256];
+	char name[KVT_POLICY_LINE_MAX];
 	kvt_tier_rocksdb.policy_get(t, name, sizeof(name));
 	assert_string_equal(name, want);
 }

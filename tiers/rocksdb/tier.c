@@ -637,7 +637,7 @@ static uint64_t auto_capacity(const char *path)
 
 static void rdb_policy_get(struct kvt_tier *t, char *name, size_t name_len)
 {
-	char params[256];
+	char params[KVT_POLICY_PARAMS_MAX];
 	kvt_policy_params_str(t->pol_ops, t->pol, params, sizeof(params));
 	snprintf(name, name_len, "%s%s", t->pol_ops->name, params);
 }
