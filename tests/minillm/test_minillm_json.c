@@ -19,6 +19,7 @@ static void test_minillm_json_requests(void **state)
 	assert_int_equal(l.steps, -1);
 	assert_null(l.session);
 	assert_int_equal(l.end, 0);
+	assert_int_equal(l.keep_ms, -1);
 	kvt_llm_line_free(&l);
 	assert_int_equal(
 	    kvt_llm_parse_request(" {\"x\": [1, {\"y\": null}], \"prompt_ids\": [1, 22,"
@@ -43,6 +44,21 @@ static void test_minillm_json_requests(void **state)
 	                 0);
 	assert_int_equal(l.end, 0);
 	kvt_llm_line_free(&l);
+	assert_int_equal(kvt_llm_parse_request("{\"prompt_ids\": [1], \"keep_ms\": 4294967295}", &l,
+	                                       ids, 8, err, sizeof(err)),
+	                 0);
+	assert_int_equal(l.keep_ms, 4294967295L);
+	kvt_llm_line_free(&l);
+	assert_int_equal(kvt_llm_parse_request("{\"keep_ms\": 0, \"prompt_ids\": [1]}", &l, ids, 8,
+	                                       err, sizeof(err)),
+	                 0);
+	assert_int_equal(l.keep_ms, 0);
+	kvt_llm_line_free(&l);
+	assert_int_equal(kvt_llm_parse_request("{\"prompt\": \"a\", \"session\": \"s\", "
+	                                       "\"end\": true, \"keep_ms\": 5}",
+	                                       &l, ids, 8, err, sizeof(err)),
+	                 -EINVAL);
+	assert_non_null(strstr(err, "contradict"));
 	static const char *bad[] = {
 	    "",
 	    "{}",
@@ -58,6 +74,10 @@ static void test_minillm_json_requests(void **state)
 	    "{\"prompt\": \"a\", \"session\": \"s\", \"end\": 1}",
 	    "{\"prompt\": \"a\", \"session\": \"s\", \"end\": trueish}",
 	    "{\"prompt\": \"a\", \"session\": 3}",
+	    "{\"prompt\": \"a\", \"keep_ms\": -1}",
+	    "{\"prompt\": \"a\", \"keep_ms\": 4294967296}",
+	    "{\"prompt\": \"a\", \"keep_ms\": 1.5}",
+	    "{\"prompt\": \"a\", \"keep_ms\": \"60000\"}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = 0;

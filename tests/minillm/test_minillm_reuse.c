@@ -288,6 +288,116 @@ static void test_minillm_session_end(void **state)
 	assert_int_equal(ended, 112);
 }
 
+static void keep_line(FILE *f, const int *q, int n, long keep_ms)
+{
+	fprintf(f, "{\"prompt_ids\": [");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%d", i ? ", " : "", q[i]);
+	if (keep_ms >= 0)
+		fprintf(f, "], \"steps\": 1, \"keep_ms\": %ld}\n", keep_ms);
+	else
+		fprintf(f, "], \"steps\": 1}\n");
+}
+
+/*
+ * One engine, five prompts on the same small lru host (28 chunks of 32 KiB, host.keep_pct = 50):
+ * b (7 chunks), kept for a minute ("keep_ms") or not, then c, d, e (7 each) and f (4). Without
+ * the keep b is the least recently used and loses chunks to the others; with it b stays whole
+ * (kvt_keep). @return : b's tokens reused by a second engine; *kept: b's "kept_chunks".
+ */
+static long keep_keeps_prefix(bool keep, long *kept, long long *kept_stat)
+{
+	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=lru",
+	                      "host.keep_pct=50", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	char dir[256], path[300], args[1024];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/req.jsonl", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	int q[5][113];
+	for (int s = 0; s < 5; s++)
+		distinct_prompt(q[s], 113, s + 11);
+	keep_line(f, q[0], 113, keep ? 60000 : -1);
+	for (int s = 1; s < 4; s++)
+		keep_line(f, q[s], 113, -1);
+	keep_line(f, q[4], 65, -1);
+	fclose(f);
+	snprintf(args, sizeof(args), "--json --kv-dtype f32 --kvtier=%s --requests %s", d.sock,
+	         path);
+	assert_int_equal(mllm_exec(args, out, sizeof(out), err, sizeof(err)), 0);
+	assert_int_equal(mllm_json_int(out, 0, "put_chunks"), 7);
+	*kept = mllm_json_int(out, 0, "kept_chunks");
+	for (int i = 1; i < 5; i++)
+		assert_int_equal(mllm_json_int(out, i, "kept_chunks"), 0);
+	assert_int_equal(mllm_json_int(out, 4, "put_chunks"), 4);
+	*kept_stat = kvt_test_stat(&d, "kept_chunks");
+	sock_ = d.sock;
+	struct run r;
+	run(q[0], 113, 1, "--kv-dtype f32 --steps 1", &r);
+	sock_ = daemon_.sock;
+	kvt_test_rmtree(dir);
+	kvt_test_daemon_destroy(&d);
+	return r.reused;
+}
+
+static void test_minillm_keep(void **state)
+{
+	long kept, plain, with_keep;
+	long long kept_stat;
+	plain = keep_keeps_prefix(false, &kept, &kept_stat);
+	assert_int_equal(kept, 0);
+	assert_int_equal(kept_stat, 0);
+	with_keep = keep_keeps_prefix(true, &kept, &kept_stat);
+	fprintf(stderr, "b's tokens reused: %ld without its keep, %ld with it (%ld chunks kept)\n",
+	        plain, with_keep, kept);
+	assert_int_equal(kept, 7);
+	assert_int_equal(kept_stat, 7);
+	assert_true(plain < 112); /* the tier is small enough to matter */
+	assert_int_equal(with_keep, 112);
+}
+
+/*
+ * --keep-ms keeps every request's chunks, up to host.keep_pct: on a 1 MiB host at 25 %, the
+ * first prompt's 7 chunks (224 KiB) fit, the second's find room for at most one more, and a
+ * keep that fits none is an error the request reports without failing.
+ */
+static void test_minillm_keep_cap(void **state)
+{
+	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=lru",
+	                      "host.keep_pct=25", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	char dir[256], path[300], args[1024];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/req.jsonl", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	int q[3][113];
+	for (int s = 0; s < 3; s++) {
+		distinct_prompt(q[s], 113, s + 21);
+		keep_line(f, q[s], 113, -1);
+	}
+	fclose(f);
+	snprintf(args, sizeof(args),
+	         "--json --kv-dtype f32 --keep-ms 60000 --kvtier=%s --requests %s", d.sock, path);
+	assert_int_equal(mllm_exec(args, out, sizeof(out), err, sizeof(err)), 0);
+	long k0 = mllm_json_int(out, 0, "kept_chunks"), k1 = mllm_json_int(out, 1, "kept_chunks"),
+	     k2 = mllm_json_int(out, 2, "kept_chunks");
+	fprintf(stderr, "kept per request: %ld %ld %ld\n", k0, k1, k2);
+	assert_int_equal(k0, 7);
+	assert_true(k1 <= 1);
+	assert_int_equal(k2, 0);
+	char e[64];
+	assert_non_null(mllm_json_raw(out, 2, "kvtier_error", e, sizeof(e)));
+	assert_non_null(strstr(e, "space"));
+	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), k0 + k1);
+	assert_true(kvt_test_stat(&d, "keep_refused") >= 1);
+	kvt_test_rmtree(dir);
+	kvt_test_daemon_destroy(&d);
+}
+
 /* Fills the host tier with another model's chunks, so every earlier chunk leaves host. */
 static void flush_host(const char *sock)
 {
@@ -364,6 +474,8 @@ int main(void)
 	    cmocka_unit_test(test_minillm_reuse_namespace_mismatch),
 	    cmocka_unit_test(test_minillm_reuse_requests_file),
 	    cmocka_unit_test(test_minillm_session_end),
+	    cmocka_unit_test(test_minillm_keep),
+	    cmocka_unit_test(test_minillm_keep_cap),
 	    cmocka_unit_test(test_minillm_reuse_after_demotion_and_restart),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

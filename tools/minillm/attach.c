@@ -164,3 +164,9 @@ int kvt_llm_attach_done(struct kvt_llm_attach *a, const int *ids, int n, int fir
 	int rc = kvt_done(a->client, a->ns, a->keys + first_chunk, (size_t)(nk - first_chunk));
 	return rc < 0 ? rc : nk - first_chunk;
 }
+
+int kvt_llm_attach_keep(struct kvt_llm_attach *a, const int *ids, int n, uint32_t ttl_ms)
+{
+	int nk = (int)chunk_keys(a, ids, n);
+	return nk ? kvt_keep(a->client, a->ns, a->keys, (size_t)nk, ttl_ms) : 0;
+}

@@ -107,6 +107,17 @@ static void done_chunks(struct kvt_llm_engine *e, const int *ids, int n, int fir
 		res->done_chunks = rc;
 }
 
+/* Keeps the full chunks of ids[0..n) at host for ttl_ms (kvt_keep). */
+static void keep_chunks(struct kvt_llm_engine *e, const int *ids, int n, uint32_t ttl_ms,
+                        struct kvt_llm_result *res)
+{
+	int rc = kvt_llm_attach_keep(e->attach, ids, n, ttl_ms);
+	if (rc < 0)
+		res->kvtier_err = rc;
+	else
+		res->kept_chunks = rc;
+}
+
 int kvt_llm_engine_run(struct kvt_llm_engine *e, const struct kvt_llm_request *r,
                        struct kvt_llm_result *res)
 {
@@ -160,6 +171,8 @@ int kvt_llm_engine_run(struct kvt_llm_engine *e, const struct kvt_llm_request *r
 	}
 	if (e->attach && r->end && !r->prefix_kv)
 		done_chunks(e, seq, cached, r->own_from < 0 ? reused / C : r->own_from, res);
+	if (e->attach && r->keep_ms >= 0 && !r->prefix_kv)
+		keep_chunks(e, seq, cached, (uint32_t)r->keep_ms, res);
 
 	res->prompt_tokens = r->n_ids;
 	res->reused_tokens = reused;

@@ -1,8 +1,8 @@
 /*
  * json.c -- just enough JSON to read a --requests file: one object per line with "prompt" (a
  * string, escapes and \uXXXX included), or "prompt_ids" (an array of integers), and optional
- * "steps", "session" (a string) and "end" (true or false). Other members are skipped; anything
- * malformed is refused with the offending column.
+ * "steps", "session" (a string), "end" (true or false) and "keep_ms". Other members are skipped;
+ * anything malformed is refused with the offending column.
  */
 #include "minillm.h"
 
@@ -243,6 +243,12 @@ static int member(struct cur *c, struct kvt_llm_line *l, int *ids, int max_ids, 
 		rc = string(c, &l->session);
 	} else if (!strcmp(key, "end")) {
 		rc = boolean(c, &l->end);
+	} else if (!strcmp(key, "keep_ms")) {
+		long v;
+		rc = integer(c, &v);
+		if (!rc && (v < 0 || (unsigned long)v > UINT32_MAX))
+			rc = -EINVAL;
+		l->keep_ms = v;
 	} else {
 		rc = skip_value(c, 0);
 	}
@@ -262,7 +268,7 @@ int kvt_llm_parse_request(const char *line, struct kvt_llm_line *l, int *ids, in
 {
 	struct cur c = {line, line};
 	int have = 0, rc = -EINVAL;
-	*l = (struct kvt_llm_line){.steps = -1};
+	*l = (struct kvt_llm_line){.steps = -1, .keep_ms = -1};
 	ws(&c);
 	if (*c.s++ != '{')
 		goto bad;
@@ -297,6 +303,13 @@ int kvt_llm_parse_request(const char *line, struct kvt_llm_line *l, int *ids, in
 	}
 	if (l->end && !l->session) {
 		snprintf(err, err_len, "\"end\" needs the \"session\" it ends");
+		kvt_llm_line_free(l);
+		return -EINVAL;
+	}
+	if (l->end && l->keep_ms >= 0) {
+		snprintf(err, err_len,
+		         "\"end\" and \"keep_ms\" contradict each other (an ended conversation's "
+		         "chunks go first)");
 		kvt_llm_line_free(l);
 		return -EINVAL;
 	}

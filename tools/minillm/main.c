@@ -16,6 +16,7 @@ struct opts {
 	const char *model, *tokenizer, *prompt, *prompt_ids, *requests, *socket, *dump_kv,
 	    *prefix_kv, *model_name;
 	int steps, json, kvtier, tokens_per_chunk, kv_dtype, put_generated;
+	long keep_ms; /* --keep-ms, -1 when not given */
 	float temperature;
 	uint64_t seed;
 };
@@ -49,14 +50,18 @@ static void usage(FILE *f)
 	    "| --requests FILE]\n"
 	    "               [--steps N] [--temperature T] [--seed S] [--kv-dtype f16|f32]\n"
 	    "               [--kvtier[=SOCKET]] [--tokens-per-chunk N] [--put-generated]\n"
-	    "               [--model-name NAME] [--json] [--dump-kv FILE] [--prefix-kv FILE]\n"
+	    "               [--model-name NAME] [--keep-ms N] [--json] [--dump-kv FILE]\n"
+	    "               [--prefix-kv FILE]\n"
 	    "  --prompt text gets BOS prepended; --prompt-ids are used exactly.\n"
 	    "  --requests FILE: one JSON object per line, {\"prompt\": ...} or "
 	    "{\"prompt_ids\": [...]}, optional \"steps\";\n"
 	    "    \"session\": \"NAME\" groups a conversation's requests, and \"end\": true on its "
 	    "last\n"
 	    "    one tells kvtierd the engine is done with the conversation's own chunks "
-	    "(kvt_done).\n"
+	    "(kvt_done);\n"
+	    "    \"keep_ms\": N keeps the request's chunks at host for N ms after it (kvt_keep; 0 "
+	    "ends a keep).\n"
+	    "  --keep-ms N: the same for every request without \"keep_ms\" or \"end\".\n"
 	    "  --kvtier reuses and stores prefix KV through kvtierd ($KVTIER_SOCKET or the "
 	    "default socket).\n"
 	    "  --dump-kv writes the prompt's KV (canonical layout); --prefix-kv continues from a\n"
@@ -102,6 +107,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		O_DTYPE,
 		O_NAME,
 		O_PUTGEN,
+		O_KEEP,
 		O_HELP
 	};
 	static const struct option lo[] = {{"model", required_argument, 0, O_MODEL},
@@ -120,12 +126,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	                                   {"kv-dtype", required_argument, 0, O_DTYPE},
 	                                   {"model-name", required_argument, 0, O_NAME},
 	                                   {"put-generated", no_argument, 0, O_PUTGEN},
+	                                   {"keep-ms", required_argument, 0, O_KEEP},
 	                                   {"help", no_argument, 0, O_HELP},
 	                                   {0, 0, 0, 0}};
 	*o = (struct opts){.steps = 32,
 	                   .temperature = 1.0f,
 	                   .seed = 42,
 	                   .tokens_per_chunk = 16,
+	                   .keep_ms = -1,
 	                   .kv_dtype = KVT_LLM_F16};
 	int c;
 	char *end;
@@ -193,6 +201,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_PUTGEN:
 			o->put_generated = 1;
 			break;
+		case O_KEEP:
+			o->keep_ms = strtol(optarg, &end, 10);
+			if (*end || end == optarg || o->keep_ms < 0 ||
+			    (unsigned long)o->keep_ms > UINT32_MAX)
+				goto bad;
+			break;
 		case O_HELP:
 			usage(stdout);
 			exit(0);
@@ -252,10 +266,11 @@ static void report(struct ctx *x, int idx, int prev, const struct kvt_llm_result
 		return;
 	}
 	printf("{\"request\":%d,\"prompt_tokens\":%d,\"reused_tokens\":%d,\"put_chunks\":%d,"
-	       "\"done_chunks\":%d,\"prefill_ms\":%.4f,\"ttft_ms\":%.4f,\"copy_ms\":%.4f,"
+	       "\"done_chunks\":%d,\"kept_chunks\":%d,\"prefill_ms\":%.4f,\"ttft_ms\":%.4f,\"copy_"
+	       "ms\":%.4f,"
 	       "\"put_ms\":%.4f,\"decode_ms\":%.4f,\"output_ids\":[",
 	       idx, r->prompt_tokens, r->reused_tokens, r->put_chunks, r->done_chunks,
-	       r->prefill_ms, r->ttft_ms, r->copy_ms, r->put_ms, r->decode_ms);
+	       r->kept_chunks, r->prefill_ms, r->ttft_ms, r->copy_ms, r->put_ms, r->decode_ms);
 	for (int i = 0; i < r->n_out; i++)
 		printf("%s%d", i ? "," : "", r->output_ids[i]);
 	printf("],\"top5\":[");
@@ -302,6 +317,15 @@ static int track_session(struct ctx *x, const struct kvt_llm_line *l, struct ses
 	return 0;
 }
 
+/* The keep a request asks for: its line's "keep_ms", else --keep-ms unless it ends its
+ * conversation, else none (-1). */
+static int64_t keep_ms_of(const struct ctx *x, const struct kvt_llm_line *l)
+{
+	if (l && l->keep_ms >= 0)
+		return l->keep_ms;
+	return l && l->end ? -1 : x->o.keep_ms;
+}
+
 /* l: the requests-file line (session, end), or NULL for a single prompt. */
 static int run_one(struct ctx *x, int idx, const int *ids, int n, int steps,
                    const struct kvt_llm_line *l)
@@ -313,6 +337,7 @@ static int run_one(struct ctx *x, int idx, const int *ids, int n, int steps,
 	                              .temperature = x->o.temperature,
 	                              .seed = x->o.seed,
 	                              .end = l && l->end,
+	                              .keep_ms = keep_ms_of(x, l),
 	                              .own_from = s ? s->own_from : -1};
 	struct kvt_llm_result res;
 	int rc = kvt_llm_engine_run(x->engine, &req, &res);

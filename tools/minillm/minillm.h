@@ -149,6 +149,9 @@ int kvt_llm_attach_chunk_tokens(const struct kvt_llm_attach *a);
 /* Tells kvtierd the engine is done with the full chunks of ids[0..n) from chunk index
  * first_chunk on (kvt_done). @return : how many chunks were named, or -errno. */
 int kvt_llm_attach_done(struct kvt_llm_attach *a, const int *ids, int n, int first_chunk);
+/* Keeps the full chunks of ids[0..n) at host for ttl_ms (kvt_keep). @return : how many are
+ * kept, or -errno (-ENOSPC: none fit under host.keep_pct). */
+int kvt_llm_attach_keep(struct kvt_llm_attach *a, const int *ids, int n, uint32_t ttl_ms);
 
 /* ---- one request (engine.c) ---- */
 
@@ -175,10 +178,14 @@ struct kvt_llm_request {
 	 * cached (the prompt's, and the generated ones with put_generated) from chunk own_from on
 	 * are named; own_from < 0 means from the first chunk this request did not reuse. */
 	int end, own_from;
+	/* >= 0: after the request, keep every full chunk it cached at host for keep_ms
+	 * milliseconds (kvt_keep; 0 ends an earlier keep), the whole prefix from chunk 0, since
+	 * the conversation's next turn needs all of it. < 0: no keep. */
+	int64_t keep_ms;
 };
 
 struct kvt_llm_result {
-	int prompt_tokens, reused_tokens, put_chunks, done_chunks, n_out;
+	int prompt_tokens, reused_tokens, put_chunks, done_chunks, kept_chunks, n_out;
 	int *output_ids; /* owned by the result, free() it */
 	double prefill_ms, ttft_ms, copy_ms, put_ms, decode_ms;
 	int top5_ids[5];
@@ -225,10 +232,12 @@ struct kvt_llm_line {
 	int n_ids;     /* ids given by "prompt_ids" */
 	int steps;     /* "steps", -1 when absent */
 	int end;       /* "end": true, the session ends with this request */
+	long keep_ms;  /* "keep_ms" (0 to UINT32_MAX), -1 when absent */
 };
 
 /* Parses one line {"prompt": "..."} or {"prompt_ids": [..]} with optional "steps", "session"
- * (a string naming a conversation) and "end" (true or false). "end" needs "session".
+ * (a string naming a conversation), "end" (true or false) and "keep_ms" (an integer). "end"
+ * needs "session"; "end" and "keep_ms" together contradict each other.
  * @return : 0 with *out filled (free with kvt_llm_line_free), or -EINVAL / -E2BIG with err
  *          filled and nothing owned. */
 int kvt_llm_parse_request(const char *line, struct kvt_llm_line *out, int *ids, int max_ids,
