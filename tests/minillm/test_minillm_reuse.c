@@ -218,58 +218,96 @@ static void distinct_prompt(int *q, int n, int seed)
 		q[i] = 3 + (seed * 131 + i * 17) % 500;
 }
 
-static void request_line(FILE *f, const int *q, int n, const char *session, bool end)
+/* A --requests file in a scratch directory, written line by line, then run by one engine. */
+struct reqs {
+	char dir[256], path[300];
+	FILE *f;
+};
+
+static void reqs_open(struct reqs *r)
 {
-	fprintf(f, "{\"prompt_ids\": [");
+	kvt_test_tmpdir(r->dir, sizeof(r->dir));
+	snprintf(r->path, sizeof(r->path), "%s/req.jsonl", r->dir);
+	r->f = fopen(r->path, "w");
+	assert_non_null(r->f);
+}
+
+/* One line of one step; session NULL names none, keep_ms < 0 asks no keep. */
+static void reqs_line(struct reqs *r, const int *q, int n, const char *session, bool end,
+                      long keep_ms)
+{
+	fprintf(r->f, "{\"prompt_ids\": [");
 	for (int i = 0; i < n; i++)
-		fprintf(f, "%s%d", i ? ", " : "", q[i]);
-	fprintf(f, "], \"steps\": 1, \"session\": \"%s\"%s}\n", session,
-	        end ? ", \"end\": true" : "");
+		fprintf(r->f, "%s%d", i ? ", " : "", q[i]);
+	fprintf(r->f, "], \"steps\": 1");
+	if (session)
+		fprintf(r->f, ", \"session\": \"%s\"%s", session, end ? ", \"end\": true" : "");
+	if (keep_ms >= 0)
+		fprintf(r->f, ", \"keep_ms\": %ld", keep_ms);
+	fprintf(r->f, "}\n");
+}
+
+/* Runs the file through one engine on sock (f32 KV), output in out; the directory goes. */
+static void reqs_run(struct reqs *r, const char *sock, const char *extra)
+{
+	char args[1024];
+	fclose(r->f);
+	snprintf(args, sizeof(args), "--json --kv-dtype f32 %s --kvtier=%s --requests %s", extra,
+	         sock, r->path);
+	assert_int_equal(mllm_exec(args, out, sizeof(out), err, sizeof(err)), 0);
+	kvt_test_rmtree(r->dir);
+}
+
+/* @return : how many of q's tokens a second engine on sock reuses. */
+static long reused_elsewhere(const char *sock, const int *q, int n)
+{
+	struct run r;
+	sock_ = sock;
+	run(q, n, 1, "--kv-dtype f32 --steps 1", &r);
+	sock_ = daemon_.sock;
+	return r.reused;
+}
+
+/* A daemon with a 1 MiB lru host tier and nothing below (28 chunks of 32 KiB, f32); keep_pct is
+ * the "host.keep_pct=N" setting. */
+static void small_host_start(struct kvt_test_daemon *d, const char *keep_pct)
+{
+	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=lru", keep_pct,
+	                      NULL};
+	assert_int_equal(kvt_test_daemon_start(d, sets), 0);
 }
 
 /*
- * One engine, five conversations on a host tier (lru, 1 MiB: 28 chunks of 32 KiB, f32) that
- * holds fewer than their 32 chunks: a (7), b (7), then a again, ending it ("end": true) or
- * not, then c (7), d (7), e (4). Without the end, b is the least recently used and loses
- * chunks; with it, a's chunks go first (kvt_done) and b keeps all 7. @return : b's tokens
- * reused by a second engine.
+ * One engine, five conversations on the small host that holds fewer than their 32 chunks: a
+ * (7), b (7), then a again, ending it ("end": true) or not, then c (7), d (7), e (4). Without
+ * the end, b is the least recently used and loses chunks; with it, a's chunks go first
+ * (kvt_done) and b keeps all 7. @return : b's tokens reused by a second engine.
  */
 static long session_end_keeps_other(bool end, long *done_chunks, long long *hints)
 {
-	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=lru", NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	char dir[256], path[300], args[1024];
-	kvt_test_tmpdir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/req.jsonl", dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
+	small_host_start(&d, "host.keep_pct=25");
 	int q[5][113];
 	for (int s = 0; s < 5; s++)
 		distinct_prompt(q[s], 113, s + 1);
-	request_line(f, q[0], 113, "a", false);
-	request_line(f, q[1], 113, "b", false);
-	request_line(f, q[0], 113, "a", end);
-	request_line(f, q[2], 113, "c", false);
-	request_line(f, q[3], 113, "d", false);
-	request_line(f, q[4], 65, "e", false);
-	fclose(f);
-	snprintf(args, sizeof(args), "--json --kv-dtype f32 --kvtier=%s --requests %s", d.sock,
-	         path);
-	assert_int_equal(mllm_exec(args, out, sizeof(out), err, sizeof(err)), 0);
+	struct reqs r;
+	reqs_open(&r);
+	reqs_line(&r, q[0], 113, "a", false, -1);
+	reqs_line(&r, q[1], 113, "b", false, -1);
+	reqs_line(&r, q[0], 113, "a", end, -1);
+	reqs_line(&r, q[2], 113, "c", false, -1);
+	reqs_line(&r, q[3], 113, "d", false, -1);
+	reqs_line(&r, q[4], 65, "e", false, -1);
+	reqs_run(&r, d.sock, "");
 	assert_int_equal(mllm_json_int(out, 0, "put_chunks"), 7);
 	assert_int_equal(mllm_json_int(out, 2, "reused_tokens"), 112); /* a's own, again */
 	*done_chunks = mllm_json_int(out, 2, "done_chunks");
 	assert_int_equal(mllm_json_int(out, 3, "done_chunks"), 0);
 	assert_int_equal(mllm_json_int(out, 5, "put_chunks"), 4);
 	*hints = kvt_test_stat_wait(&d, "done_hints", *done_chunks, 0);
-	sock_ = d.sock;
-	struct run r;
-	run(q[1], 113, 1, "--kv-dtype f32 --steps 1", &r);
-	sock_ = daemon_.sock;
-	kvt_test_rmtree(dir);
+	long reused = reused_elsewhere(d.sock, q[1], 113);
 	kvt_test_daemon_destroy(&d);
-	return r.reused;
+	return reused;
 }
 
 static void test_minillm_session_end(void **state)
@@ -288,58 +326,35 @@ static void test_minillm_session_end(void **state)
 	assert_int_equal(ended, 112);
 }
 
-static void keep_line(FILE *f, const int *q, int n, long keep_ms)
-{
-	fprintf(f, "{\"prompt_ids\": [");
-	for (int i = 0; i < n; i++)
-		fprintf(f, "%s%d", i ? ", " : "", q[i]);
-	if (keep_ms >= 0)
-		fprintf(f, "], \"steps\": 1, \"keep_ms\": %ld}\n", keep_ms);
-	else
-		fprintf(f, "], \"steps\": 1}\n");
-}
-
 /*
- * One engine, five prompts on the same small lru host (28 chunks of 32 KiB, host.keep_pct = 50):
- * b (7 chunks), kept for a minute ("keep_ms") or not, then c, d, e (7 each) and f (4). Without
- * the keep b is the least recently used and loses chunks to the others; with it b stays whole
- * (kvt_keep). @return : b's tokens reused by a second engine; *kept: b's "kept_chunks".
+ * One engine, five prompts on the small host with host.keep_pct = 50: b (7 chunks), kept for a
+ * minute ("keep_ms") or not, then c, d, e (7 each) and f (4). Without the keep b is the least
+ * recently used and loses chunks to the others; with it b stays whole (kvt_keep).
+ * @return : b's tokens reused by a second engine; *kept: b's "kept_chunks".
  */
 static long keep_keeps_prefix(bool keep, long *kept, long long *kept_stat)
 {
-	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=lru",
-	                      "host.keep_pct=50", NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	char dir[256], path[300], args[1024];
-	kvt_test_tmpdir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/req.jsonl", dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
+	small_host_start(&d, "host.keep_pct=50");
 	int q[5][113];
 	for (int s = 0; s < 5; s++)
 		distinct_prompt(q[s], 113, s + 11);
-	keep_line(f, q[0], 113, keep ? 60000 : -1);
+	struct reqs r;
+	reqs_open(&r);
+	reqs_line(&r, q[0], 113, NULL, false, keep ? 60000 : -1);
 	for (int s = 1; s < 4; s++)
-		keep_line(f, q[s], 113, -1);
-	keep_line(f, q[4], 65, -1);
-	fclose(f);
-	snprintf(args, sizeof(args), "--json --kv-dtype f32 --kvtier=%s --requests %s", d.sock,
-	         path);
-	assert_int_equal(mllm_exec(args, out, sizeof(out), err, sizeof(err)), 0);
+		reqs_line(&r, q[s], 113, NULL, false, -1);
+	reqs_line(&r, q[4], 65, NULL, false, -1);
+	reqs_run(&r, d.sock, "");
 	assert_int_equal(mllm_json_int(out, 0, "put_chunks"), 7);
 	*kept = mllm_json_int(out, 0, "kept_chunks");
 	for (int i = 1; i < 5; i++)
 		assert_int_equal(mllm_json_int(out, i, "kept_chunks"), 0);
 	assert_int_equal(mllm_json_int(out, 4, "put_chunks"), 4);
 	*kept_stat = kvt_test_stat(&d, "kept_chunks");
-	sock_ = d.sock;
-	struct run r;
-	run(q[0], 113, 1, "--kv-dtype f32 --steps 1", &r);
-	sock_ = daemon_.sock;
-	kvt_test_rmtree(dir);
+	long reused = reused_elsewhere(d.sock, q[0], 113);
 	kvt_test_daemon_destroy(&d);
-	return r.reused;
+	return reused;
 }
 
 static void test_minillm_keep(void **state)
@@ -359,30 +374,22 @@ static void test_minillm_keep(void **state)
 }
 
 /*
- * --keep-ms keeps every request's chunks, up to host.keep_pct: on a 1 MiB host at 25 %, the
- * first prompt's 7 chunks (224 KiB) fit, the second's find room for at most one more, and a
- * keep that fits none is an error the request reports without failing.
+ * --keep-ms keeps every request's chunks, up to host.keep_pct: on the small host at 25 %
+ * (256 KiB), the first prompt's 7 chunks (224 KiB) fit, the second's find room for at most one
+ * more, and a keep that fits none is an error the request reports without failing.
  */
 static void test_minillm_keep_cap(void **state)
 {
-	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=lru",
-	                      "host.keep_pct=25", NULL};
 	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	char dir[256], path[300], args[1024];
-	kvt_test_tmpdir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/req.jsonl", dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
+	small_host_start(&d, "host.keep_pct=25");
 	int q[3][113];
+	struct reqs r;
+	reqs_open(&r);
 	for (int s = 0; s < 3; s++) {
 		distinct_prompt(q[s], 113, s + 21);
-		keep_line(f, q[s], 113, -1);
+		reqs_line(&r, q[s], 113, NULL, false, -1);
 	}
-	fclose(f);
-	snprintf(args, sizeof(args),
-	         "--json --kv-dtype f32 --keep-ms 60000 --kvtier=%s --requests %s", d.sock, path);
-	assert_int_equal(mllm_exec(args, out, sizeof(out), err, sizeof(err)), 0);
+	reqs_run(&r, d.sock, "--keep-ms 60000");
 	long k0 = mllm_json_int(out, 0, "kept_chunks"), k1 = mllm_json_int(out, 1, "kept_chunks"),
 	     k2 = mllm_json_int(out, 2, "kept_chunks");
 	fprintf(stderr, "kept per request: %ld %ld %ld\n", k0, k1, k2);
@@ -394,7 +401,6 @@ static void test_minillm_keep_cap(void **state)
 	assert_non_null(strstr(e, "space"));
 	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), k0 + k1);
 	assert_true(kvt_test_stat(&d, "keep_refused") >= 1);
-	kvt_test_rmtree(dir);
 	kvt_test_daemon_destroy(&d);
 }
 

@@ -10,7 +10,8 @@
  * forward passes of the remaining prompt tokens up to the first logits; ttft_ms adds sampling
  * the first token. The put of the computed chunks happens after the first token (as an engine
  * would do it off the critical path) and is reported as put_ms. A request that ends its
- * conversation then names the conversation's own chunks to kvtierd (kvt_done).
+ * conversation then names the conversation's own chunks to kvtierd (kvt_done); one that asks
+ * for a keep has every chunk it cached kept at host for that long (kvt_keep).
  */
 #include "minillm.h"
 
@@ -96,26 +97,13 @@ static void put_chunks(struct kvt_llm_engine *e, const int *ids, int n, int firs
 		res->put_chunks += rc;
 }
 
-/* Names the full chunks of ids[0..n) from chunk first on as done (kvt_done). */
-static void done_chunks(struct kvt_llm_engine *e, const int *ids, int n, int first,
-                        struct kvt_llm_result *res)
+/* Counts what a kvtier call after the request did into *n, or its failure into kvtier_err. */
+static void note(int rc, int *n, struct kvt_llm_result *res)
 {
-	int rc = kvt_llm_attach_done(e->attach, ids, n, first);
 	if (rc < 0)
 		res->kvtier_err = rc;
 	else
-		res->done_chunks = rc;
-}
-
-/* Keeps the full chunks of ids[0..n) at host for ttl_ms (kvt_keep). */
-static void keep_chunks(struct kvt_llm_engine *e, const int *ids, int n, uint32_t ttl_ms,
-                        struct kvt_llm_result *res)
-{
-	int rc = kvt_llm_attach_keep(e->attach, ids, n, ttl_ms);
-	if (rc < 0)
-		res->kvtier_err = rc;
-	else
-		res->kept_chunks = rc;
+		*n = rc;
 }
 
 int kvt_llm_engine_run(struct kvt_llm_engine *e, const struct kvt_llm_request *r,
@@ -170,9 +158,12 @@ int kvt_llm_engine_run(struct kvt_llm_engine *e, const struct kvt_llm_request *r
 		put_chunks(e, seq, cached, r->n_ids / C, res);
 	}
 	if (e->attach && r->end && !r->prefix_kv)
-		done_chunks(e, seq, cached, r->own_from < 0 ? reused / C : r->own_from, res);
+		note(kvt_llm_attach_done(e->attach, seq, cached,
+		                         r->own_from < 0 ? reused / C : r->own_from),
+		     &res->done_chunks, res);
 	if (e->attach && r->keep_ms >= 0 && !r->prefix_kv)
-		keep_chunks(e, seq, cached, (uint32_t)r->keep_ms, res);
+		note(kvt_llm_attach_keep(e->attach, seq, cached, (uint32_t)r->keep_ms),
+		     &res->kept_chunks, res);
 
 	res->prompt_tokens = r->n_ids;
 	res->reused_tokens = reused;
