@@ -188,11 +188,12 @@ KVT_API int kvt_done(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t 
  * meanwhile, whatever the policy (a system prompt, a document many requests will read soon).
  * They still count against the tenant's quota; the keep outlives this client. ttl_ms is capped
  * at host.keep_max_ms; 0 ends an earlier keep. Kept chunks may hold at most host.keep_pct of
- * host: a keep past it keeps the keys before it. A chunk only in a lower tier is not kept
- * (kvt_prefetch it, then keep it). When its keep ends the chunk goes back to the policy as if
- * just stored; kvt_done, kvt_delete and a daemon restart end a keep too.
- * @return : how many of the keys are now kept, or -errno: -ENOSPC when none fit under
- *           host.keep_pct, -EOPNOTSUPP from a daemon older than keeps.
+ * host: a keep past it keeps the keys before it. A chunk only in a lower tier is brought up
+ * (as kvt_prefetch does) and kept from when it lands; it counts against host.keep_pct from the
+ * call on. When its keep ends the chunk goes back to the policy as if just stored; kvt_done,
+ * kvt_delete and a daemon restart end a keep too.
+ * @return : how many of the keys are now kept or on their way up, or -errno: -ENOSPC when none
+ *           fit under host.keep_pct, -EOPNOTSUPP from a daemon older than keeps.
  */
 KVT_API int kvt_keep(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n, uint32_t ttl_ms);
 

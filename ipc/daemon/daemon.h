@@ -108,11 +108,15 @@ struct kvd_keep_ent {
 };
 struct kvd_keeps {
 	uint64_t *until;           /* per index slot, 0: not kept; NULL before the first keep */
-	uint32_t cap;              /* slots in until */
+	uint64_t *pending;         /* bit per slot: kept once its promotion lands at host */
+	uint32_t cap;              /* slots in until and pending */
 	struct kvd_keep_ent *heap; /* by until; an entry that until[] disagrees with is stale */
 	size_t n, hcap;
 	uint32_t chunks; /* kept now, and their host bytes */
 	uint64_t bytes;
+	uint32_t
+	    pending_chunks; /* on their way up from a lower tier, and the host bytes they take */
+	uint64_t pending_bytes;
 };
 
 struct kvd_stats {
@@ -251,11 +255,17 @@ void kvd_entry_unpin(struct kvd *d, uint32_t id);
 
 void kvd_entry_unjob(struct kvd *d, uint32_t id);
 /* keep.c. kvt_keep: keeps the chunks of keys at host (out of the policy) until ttl_ms from now,
- * at most host.keep_max_ms; ttl_ms 0 ends their keeps. @return : how many are kept now,
- * -ENOSPC when host.keep_pct left room for none, -ENOMEM. */
+ * at most host.keep_max_ms; ttl_ms 0 ends their keeps. A chunk only in a lower tier is promoted
+ * and kept when it lands. @return : how many are kept now or on their way up, -ENOSPC when
+ * host.keep_pct left room for none, -ENOMEM. */
 int kvd_keep(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
              uint32_t ttl_ms);
 bool kvd_kept(const struct kvd *d, uint32_t id);
+/* A promotion of id landed at host (tiers.c): @return : whether a keep waited for it, and id
+ * is kept now (the policy must not take it); false when none waited or its keep has ended. */
+bool kvd_keep_landed(struct kvd *d, uint32_t id);
+/* Whether id is on its way up to a keep (a keep named it while it was only in a lower tier). */
+bool kvd_keep_pending(const struct kvd *d, uint32_t id);
 /* The keeps that have ended go back to the policy, as if just stored. */
 void kvd_keep_expire(struct kvd *d);
 /* id's keep ends now (back to the policy); nothing when it is not kept. */

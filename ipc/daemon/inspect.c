@@ -171,10 +171,11 @@ static int show_chunk(struct kvd *d, uint32_t tenant, kvt_id_t ns, kvt_id_t key,
 		if (e->where & KVD_AT_HOST)
 			kvd_out(o, "host       offset %" PRIu64 ", %u leases, %u tier jobs\n",
 			        e->off, e->pins, e->jobs);
-		if (kvd_kept(d, id)) {
+		if (kvd_kept(d, id) || kvd_keep_pending(d, id)) {
 			uint64_t now = kvt_now_ns(), end = d->keeps.until[id];
-			kvd_out(o, "kept       %.1f s more (kvt_keep)\n",
-			        end > now ? (double)(end - now) / 1e9 : 0.0);
+			kvd_out(o, "kept       %.1f s more (kvt_keep)%s\n",
+			        end > now ? (double)(end - now) / 1e9 : 0.0,
+			        kvd_kept(d, id) ? "" : ", once it reaches host");
 		}
 		for (uint32_t k = 0; k < d->n_lower; k++)
 			if (e->where & (2u << k))

@@ -16,6 +16,13 @@
  * Ends are processed lazily: before host evicts, at every keep, and when stats are read. A chunk
  * whose keep has ended but not yet been processed is simply still kept a little longer; nothing
  * else depends on the exact moment.
+ *
+ * A chunk only in a lower tier is *pending*: until[id] is set and its bit in pending[], its
+ * bytes are reserved under host.keep_pct (pending_bytes), and a promotion is started. When the
+ * promotion lands (kvd_keep_landed, from tiers.c) the chunk skips the policy and is kept, unless
+ * its keep ended meanwhile. A pending keep that ends, is ended, or whose chunk is dropped just
+ * goes: the chunk is not at host, so there is nothing to hand back to the policy. kvd_kept() is
+ * true only of chunks kept at host.
  */
 #include "daemon.h"
 
@@ -73,6 +80,11 @@ static void heap_pop(struct kvd_keeps *k)
 		heap_sift_down(k, 0);
 }
 
+static size_t words(uint32_t slots)
+{
+	return ((size_t)slots + 63) / 64;
+}
+
 static int ensure_slots(struct kvd *d)
 {
 	struct kvd_keeps *k = &d->keeps;
@@ -83,43 +95,101 @@ static int ensure_slots(struct kvd *d)
 		return -ENOMEM;
 	memset(u + k->cap, 0, (size_t)(d->idx.cap - k->cap) * sizeof(*u));
 	k->until = u;
+	uint64_t *p = realloc(k->pending, words(d->idx.cap) * sizeof(*p));
+	if (!p)
+		return -ENOMEM; /* until[] grew, cap did not: the next call grows pending[] again */
+	memset(p + words(k->cap), 0, (words(d->idx.cap) - words(k->cap)) * sizeof(*p));
+	k->pending = p;
 	k->cap = d->idx.cap;
 	return 0;
 }
 
-bool kvd_kept(const struct kvd *d, uint32_t id)
+static bool is_pending(const struct kvd_keeps *k, uint32_t id)
+{
+	return k->pending[id / 64] >> (id % 64) & 1;
+}
+
+static void set_pending(struct kvd_keeps *k, uint32_t id, bool on)
+{
+	if (on)
+		k->pending[id / 64] |= 1ull << (id % 64);
+	else
+		k->pending[id / 64] &= ~(1ull << (id % 64));
+}
+
+/* Whether id has a keep, at host or on its way up. */
+static bool has_keep(const struct kvd *d, uint32_t id)
 {
 	return id < d->keeps.cap && d->keeps.until[id];
 }
 
-/* Takes id off the kept set (the heap entry goes stale); the caller decides about the policy. */
+bool kvd_kept(const struct kvd *d, uint32_t id)
+{
+	return has_keep(d, id) && !is_pending(&d->keeps, id);
+}
+
+bool kvd_keep_pending(const struct kvd *d, uint32_t id)
+{
+	return has_keep(d, id) && is_pending(&d->keeps, id);
+}
+
+/* Takes id's keep away (the heap entry goes stale); the caller decides about the policy. */
 static void unkeep(struct kvd *d, uint32_t id)
 {
 	struct kvd_keeps *k = &d->keeps;
+	uint64_t rb = kvd_rec_bytes(d->idx.e[id].payload_bytes);
 	k->until[id] = 0;
-	k->chunks--;
-	k->bytes -= kvd_rec_bytes(d->idx.e[id].payload_bytes);
+	if (is_pending(k, id)) {
+		set_pending(k, id, false);
+		k->pending_chunks--;
+		k->pending_bytes -= rb;
+	} else {
+		k->chunks--;
+		k->bytes -= rb;
+	}
 }
 
-/* The keep of id, at host, ends: back to the policy as if just stored. */
+/* The keep of id ends: a chunk kept at host goes back to the policy as if just stored; one on
+ * its way up is left to its promotion, which hands it to the policy when it lands. */
 static void release(struct kvd *d, uint32_t id)
 {
-	struct kvt_policy_meta m;
+	bool at_host = kvd_kept(d, id);
 	unkeep(d, id);
-	kvd_host_meta(d, id, &m);
-	d->pol_ops->on_insert(d->pol, id, &m);
+	if (at_host) {
+		struct kvt_policy_meta m;
+		kvd_host_meta(d, id, &m);
+		d->pol_ops->on_insert(d->pol, id, &m);
+	}
 }
 
 void kvd_keep_forget(struct kvd *d, uint32_t id)
 {
-	if (kvd_kept(d, id))
+	if (has_keep(d, id))
 		unkeep(d, id);
 }
 
 void kvd_keep_end(struct kvd *d, uint32_t id)
 {
-	if (kvd_kept(d, id))
+	if (has_keep(d, id))
 		release(d, id);
+}
+
+bool kvd_keep_landed(struct kvd *d, uint32_t id)
+{
+	if (!kvd_keep_pending(d, id))
+		return false;
+	struct kvd_keeps *k = &d->keeps;
+	if (k->until[id] <= kvt_now_ns()) { /* ended on the way: the heap entry finds it gone */
+		unkeep(d, id);
+		return false;
+	}
+	uint64_t rb = kvd_rec_bytes(d->idx.e[id].payload_bytes);
+	set_pending(k, id, false);
+	k->pending_chunks--;
+	k->pending_bytes -= rb;
+	k->chunks++;
+	k->bytes += rb;
+	return true;
 }
 
 void kvd_keep_expire(struct kvd *d)
@@ -136,10 +206,10 @@ void kvd_keep_expire(struct kvd *d)
 	}
 }
 
-/* Stale entries (kept again, or gone) outnumbering the kept chunks: rebuilt from until[]. */
+/* Stale entries (kept again, or gone) outnumbering the keeps: rebuilt from until[]. */
 static void heap_compact(struct kvd_keeps *k)
 {
-	if (k->n < 2 * (size_t)k->chunks + 1024)
+	if (k->n < 2 * ((size_t)k->chunks + k->pending_chunks) + 1024)
 		return;
 	k->n = 0;
 	for (uint32_t id = 0; id < k->cap; id++)
@@ -164,29 +234,44 @@ int kvd_keep(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, 
 	uint64_t until = kvt_now_ns() + ms * 1000000ull;
 	int kept = 0;
 	bool full = false;
+	bool up = false; /* some are on their way up */
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
-		if (id == KVD_NIL || !(d->idx.e[id].where & KVD_AT_HOST))
+		if (id == KVD_NIL)
 			continue;
 		if (!ms) { /* the engine ends its keep */
 			kvd_keep_end(d, id);
 			continue;
 		}
-		uint64_t rb = kvd_rec_bytes(d->idx.e[id].payload_bytes);
-		bool again = kvd_kept(d, id);
-		if (!again && k->bytes + rb > cap) {
+		const struct kvd_entry *e = &d->idx.e[id];
+		bool at_host = e->where & KVD_AT_HOST;
+		if (!at_host && (e->state != KVD_PUBLISHED || !e->where))
+			continue;
+		uint64_t rb = kvd_rec_bytes(e->payload_bytes);
+		bool again = has_keep(d, id);
+		if (!again && k->bytes + k->pending_bytes + rb > cap) {
 			full = true;
 			break; /* the keys before it are kept */
 		}
 		if (heap_push(k, (struct kvd_keep_ent){until, id}))
 			return kept ? kept : -ENOMEM;
-		if (!again) {
+		if (!again && at_host) {
 			d->pol_ops->on_remove(d->pol, id);
 			k->chunks++;
 			k->bytes += rb;
+		} else if (!again) {
+			set_pending(k, id, true);
+			k->pending_chunks++;
+			k->pending_bytes += rb;
+			up = true;
 		}
 		k->until[id] = until; /* a longer or shorter keep replaces the earlier one */
 		kept++;
+	}
+	for (uint32_t i = 0; up && i < n; i++) { /* after the loop: promoting may evict */
+		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
+		if (id != KVD_NIL && kvd_keep_pending(d, id) && !d->idx.e[id].jobs)
+			kvd_tiers_promote(d, tenant, ns, &keys[i], 1, NULL);
 	}
 	d->st.keeps += (uint64_t)kept;
 	if (full)
@@ -197,6 +282,7 @@ int kvd_keep(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, 
 void kvd_keep_fini(struct kvd *d)
 {
 	free(d->keeps.until);
+	free(d->keeps.pending);
 	free(d->keeps.heap);
 	memset(&d->keeps, 0, sizeof(d->keeps));
 }

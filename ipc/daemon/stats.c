@@ -92,11 +92,11 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	kvd_out(&o,
 	        "\"tenants\":%u,\"namespaces\":%u,\"lookups\":%llu,\"deletes\":%llu,"
 	        "\"done_hints\":%llu,\"keeps\":%llu,\"keep_refused\":%llu,\"kept_chunks\":%u,"
-	        "\"kept_bytes\":%llu,",
+	        "\"kept_bytes\":%llu,\"keep_pending\":%u,",
 	        d->n_tenants, d->n_nss, (unsigned long long)d->st.lookups,
 	        (unsigned long long)d->st.deletes, (unsigned long long)d->st.done_hints,
 	        (unsigned long long)d->st.keeps, (unsigned long long)d->st.keep_refused,
-	        d->keeps.chunks, (unsigned long long)d->keeps.bytes);
+	        d->keeps.chunks, (unsigned long long)d->keeps.bytes, d->keeps.pending_chunks);
 	tenant_stats(d, &o);
 	kvd_latency_json(d, &o);
 	kvd_out(&o,

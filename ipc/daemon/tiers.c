@@ -1115,7 +1115,8 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 		                            .parent = pid == KVD_NIL ? KVT_POLICY_NONE : pid,
 		                            .depth = e->depth,
 		                            .tenant = e->tenant};
-		d->pol_ops->on_insert(d->pol, id, &m);
+		if (!kvd_keep_landed(d, id)) /* a keep waited for it: out of the policy */
+			d->pol_ops->on_insert(d->pol, id, &m);
 		d->st.promoted++;
 	}
 	free(j);

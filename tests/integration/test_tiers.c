@@ -780,6 +780,72 @@ static void test_tiers_prefetch(void **state)
 	unspill(&sp);
 }
 
+/* The gets of keys[from..from+n) of salt: byte-identical hits. @return : how many promotions
+ * they made (0 when all were at host). */
+static long long get_promotes(struct kvt_test_daemon *d, kvt_client_t *c, kvt_id_t ns,
+                              const kvt_id_t *keys, size_t from, size_t n, size_t cb, uint32_t salt)
+{
+	long long before = kvt_test_stat(d, "promoted");
+	uint8_t *got = malloc(cb), *want = malloc(cb);
+	void *dst[1] = {got};
+	for (size_t i = from; i < from + n; i++) {
+		assert_int_equal(kvt_get(c, ns, &keys[i], 1, dst, cb), 1);
+		kvt_test_fill(want, cb, (uint64_t)salt * 10000 + i);
+		assert_memory_equal(got, want, cb);
+	}
+	free(got);
+	free(want);
+	return kvt_test_stat(d, "promoted") - before;
+}
+
+/*
+ * kvt_keep of chunks only in nvme brings them up and keeps them there: after a second 8 MiB
+ * flood through the 2 MiB host, the 8 kept chunks are still at host (their gets promote
+ * nothing), while 8 that were only prefetched have to come up again. A keep of more than
+ * host.keep_pct leaves counts the chunks on their way up against it; ttl 0 ends keeps that are
+ * still on their way.
+ */
+static void test_tiers_keep_brings_up(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB",
+	                      "host.keep_pct=50", NULL};
+	struct spilled sp;
+	spill(&sp, sets, 8);
+	struct kvt_test_daemon *d = &sp.d;
+	kvt_client_t *c = sp.c;
+	kvt_id_t ns = sp.ns, *keys = sp.keys;
+	assert_int_equal(kvt_test_stat(d, "promoted"), 0); /* the oldest: long evicted */
+	assert_int_equal(kvt_keep(c, ns, keys, 8, 60000), 8);
+	assert_int_equal(kvt_prefetch(c, ns, keys + 8, 8), 0);
+	wait_stat(d, "promoted", 16);
+	wait_stat(d, "kept_chunks", 8);
+	assert_int_equal(kvt_test_stat(d, "keep_pending"), 0);
+
+	kvt_id_t more[N];
+	keys_of(ns, more, N, 9);
+	kvt_test_put_chain(c, ns, more, N, sp.cb, 9 * 10000);
+	wait_stat(d, "demoted", 2 * N);
+	long long kept_up = get_promotes(d, c, ns, keys, 0, 8, sp.cb, 8);
+	long long prefetched_up = get_promotes(d, c, ns, keys, 8, 8, sp.cb, 8);
+	fprintf(stderr, "after the flood: kept ones promoted %lld times, prefetched ones %lld\n",
+	        kept_up, prefetched_up);
+	assert_int_equal(kept_up, 0);
+	assert_int_equal(prefetched_up, 8);
+
+	/* the cap counts chunks on their way up; ending those keeps leaves the 8 */
+	int r = kvt_keep(c, ns, keys + 32, 32, 60000);
+	assert_true(r > 0 && r < 32);
+	assert_int_equal(kvt_test_stat(d, "keep_refused"), 1);
+	assert_int_equal(kvt_test_stat(d, "kept_chunks") + kvt_test_stat(d, "keep_pending"), 8 + r);
+	assert_int_equal(kvt_keep(c, ns, keys + 32, (size_t)r, 0), 0);
+	assert_int_equal(kvt_test_stat(d, "kept_chunks"), 8);
+	assert_int_equal(kvt_test_stat(d, "keep_pending"), 0);
+	wait_stat(d, "promoted", 24 + r);
+	assert_int_equal(kvt_test_stat(d, "kept_chunks"), 8); /* they landed in the policy */
+	assert_int_equal(kvt_test_stat(d, "corruptions"), 0);
+	unspill(&sp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -798,6 +864,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
 	    cmocka_unit_test(test_tiers_second_touch),
+	    cmocka_unit_test(test_tiers_keep_brings_up),
 	    cmocka_unit_test(test_tiers_kill9_under_load),
 	    cmocka_unit_test(test_tiers_kill9_while_cascading),
 	    cmocka_unit_test(test_tiers_sigterm_while_cascading),
