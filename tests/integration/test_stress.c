@@ -195,6 +195,11 @@ static void test_stress_consistency(void **state)
 	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
 	assert_true(kvt_test_stat(&d, "evictions") > 0);
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
+	/* every keep (at most 49 ms, some of chunks only in nvme) has ended, its bytes returned */
+	assert_true(kvt_test_stat(&d, "keeps") > 0);
+	assert_int_equal(kvt_test_stat_wait(&d, "kept_chunks", 0, 0), 0);
+	assert_int_equal(kvt_test_stat(&d, "kept_bytes"), 0);
+	assert_int_equal(kvt_test_stat(&d, "keep_pending"), 0);
 	char out[256];
 	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1\n");
