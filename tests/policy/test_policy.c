@@ -501,13 +501,11 @@ static void test_policy_conv_relinks_reinserted_parent(void **state)
 	o->destroy(p);
 }
 
-/* conv learns: chains whose inner chunks come back a few hundred events later, and whose tips
- * (no child) never do. Once trained it evicts a fresh tip before an older inner chunk. */
-static void test_policy_conv_learns_tips_die(void **state)
+/* Trains a conv of 64 entries: conversations of 3 chained chunks and a tip, each one coming
+ * back (its inner chunks read) 8 conversations later. res[id] says which ids are resident.
+ * @return : the ids used, 0 to the return value. */
+static uint32_t conv_train(const struct kvt_policy_ops *o, struct kvt_policy *p, uint8_t *res)
 {
-	const struct kvt_policy_ops *o = &kvt_policy_conv;
-	struct kvt_policy *p = make("conv", 64);
-	uint8_t res[N_IDS] = {0};
 	size_t used = 0;
 	uint32_t next_id = 0;
 	for (int round = 0; round < 600; round++) {
@@ -535,6 +533,17 @@ static void test_policy_conv_learns_tips_die(void **state)
 					o->on_access(p, old + k);
 		}
 	}
+	return next_id;
+}
+
+/* conv learns: chains whose inner chunks come back a few hundred events later, and whose tips
+ * (no child) never do. Once trained it evicts a fresh tip before an older inner chunk. */
+static void test_policy_conv_learns_tips_die(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	struct kvt_policy *p = make("conv", 64);
+	uint8_t res[N_IDS] = {0};
+	uint32_t next_id = conv_train(o, p, res);
 	/* the freshest tip has no child and lives in a class that never returned */
 	uint32_t tip = next_id - 1, v[4];
 	size_t n = o->pick_victims(p, v, 4, NULL, NULL);
@@ -546,6 +555,61 @@ static void test_policy_conv_learns_tips_die(void **state)
 		fail_msg("conv proposed %u %u %u %u, no tip (e.g. %u)", v[0], v[1], v[2], v[3],
 		         tip);
 	o->destroy(p);
+}
+
+/* Rank of id in export_order (0 = coldest), or SIZE_MAX when absent. */
+static size_t export_rank(const struct kvt_policy_ops *o, struct kvt_policy *p, uint32_t id)
+{
+	static uint32_t ids[N_IDS];
+	size_t n = o->export_order(p, ids, N_IDS);
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return i;
+	return SIZE_MAX;
+}
+
+/*
+ * conv ranks orphans first with orphan = 0 (the default, 0.5, ranks them lower as well). Two
+ * trained convs get two fresh
+ * conversations x and y of the trained shape and lose x's second chunk: x's third has no
+ * parent now. With orphan = 0 it ranks before x's first chunk and y's first three, all fresh
+ * and of classes that come back; with orphan = 1 it ranks among them. (Victims are offered
+ * from the ends of the class lists, so an orphan goes first once it reaches an end.)
+ */
+static void test_policy_conv_orphans_first(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	size_t at[2], others[2];
+	for (int k = 0; k < 2; k++) {
+		struct kvt_policy *p = make("conv", 64);
+		uint8_t res[N_IDS] = {0};
+		uint32_t x = conv_train(o, p, res), y = x + 4;
+		for (uint32_t i = 0; i < 4; i++)
+			ins(o, p, x + i, i ? x + i - 1 : KVT_POLICY_NONE, i);
+		for (uint32_t i = 0; i < 4; i++)
+			ins(o, p, y + i, i ? y + i - 1 : KVT_POLICY_NONE, i);
+		struct kvt_policy_param pp;
+		assert_int_equal(o->get_param(p, 3, &pp), 0);
+		assert_string_equal(pp.name, "orphan");
+		assert_true(pp.value == 0.5);
+		assert_int_equal(o->set_param(p, "orphan", "1.5"), -EINVAL);
+		assert_int_equal(o->set_param(p, "orphan", k ? "1" : "0"), 0);
+		o->on_remove(p, x + 1);
+		at[k] = export_rank(o, p, x + 2);
+		others[k] = export_rank(o, p, x);
+		for (uint32_t i = 0; i < 3; i++) {
+			size_t r = export_rank(o, p, y + i);
+			others[k] = r < others[k] ? r : others[k];
+		}
+		assert_true(at[k] != SIZE_MAX && others[k] != SIZE_MAX);
+		o->destroy(p);
+	}
+	fprintf(stderr,
+	        "the orphan ranks %zu with orphan=0, %zu with orphan=1; the first fresh "
+	        "chunk %zu and %zu\n",
+	        at[0], at[1], others[0], others[1]);
+	assert_true(at[0] < others[0]);
+	assert_true(at[1] > others[1]);
 }
 
 /* lru takes an engine's done hint (kvt_done) as it comes: the entry goes before every other;
@@ -699,17 +763,6 @@ static void test_policy_conv_done_hint(void **state)
 	o->on_remove(p, 2);
 	expect_victims("conv", (uint32_t[]){1, 3, 4, 0}, 4, p);
 	o->destroy(p);
-}
-
-/* Rank of id in export_order (0 = coldest), or SIZE_MAX when absent. */
-static size_t export_rank(const struct kvt_policy_ops *o, struct kvt_policy *p, uint32_t id)
-{
-	static uint32_t ids[N_IDS];
-	size_t n = o->export_order(p, ids, N_IDS);
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] == id)
-			return i;
-	return SIZE_MAX;
 }
 
 /* conv: a chunk just inserted has no child yet, but is no tip while its request may still
@@ -1331,6 +1384,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_conv_untrained_order),
 	    cmocka_unit_test(test_policy_conv_relinks_reinserted_parent),
 	    cmocka_unit_test(test_policy_conv_learns_tips_die),
+	    cmocka_unit_test(test_policy_conv_orphans_first),
 	    cmocka_unit_test(test_policy_conv_tip_waits_for_request_end),
 	    cmocka_unit_test(test_policy_lru_done_hint),
 	    cmocka_unit_test(test_policy_log_done_hint),
