@@ -228,7 +228,7 @@ static void test_operator_scrape_matches_stats(void **state)
 	                 kvt_test_stat(&d, "hits"));
 	assert_true(sample(body, "kvtier_tier_hits_total{tier=\"host\"}") >= 8);
 	assert_int_equal(sample(body, "kvtier_leases_granted_total"), 8);
-	assert_int_equal(sample(body, "kvtier_kept_chunks"), 3); /* a gauge: no _total */
+	assert_int_equal(sample(body, "kvtier_kept_chunks"), 3);  /* a gauge: no _total */
 	assert_int_equal(sample(body, "kvtier_keep_pending"), 0); /* a gauge too */
 	assert_int_equal(sample(body, "kvtier_keeps_total"), 3);
 	assert_int_equal(sample(body, "kvtier_demoted_total"), kvt_test_stat(&d, "demoted"));

@@ -575,9 +575,8 @@ static void test_policyctl_auto(void **state)
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(
-	    out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5"); /* rocksdb.policy = auto
-	                                                                  follows */
+	/* rocksdb.policy = auto follows */
+	assert_string_equal(out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
 	size_t cb = kvt_chunk_bytes(&big);
 	assert_int_equal(cb, 64 << 10);
 	assert_int_equal(put_fresh(c, &pd, nb, 5000, 8, cb), 0);

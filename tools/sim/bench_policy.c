@@ -60,7 +60,8 @@ static double run(const struct kvt_policy_ops *o, const uint32_t *keys, size_t n
 		/* key k is chunk k % 16 of chain k / 16; its parent is known while resident */
 		struct kvt_policy_meta m = {.key_hash = k * 0x9e3779b97f4a7c15ULL,
 		                            .bytes = 1,
-		                            .parent = k % 16 && res[k - 1] ? k - 1 : KVT_POLICY_NONE,
+		                            .parent =
+		                                k % 16 && res[k - 1] ? k - 1 : KVT_POLICY_NONE,
 		                            .depth = k % 16};
 		o->on_insert(p, k, &m);
 		res[k] = 1;
