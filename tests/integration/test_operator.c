@@ -209,6 +209,10 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_int_equal(kvt_release(c, l, 8), 8); /* all 8 were valid */
 	assert_true(kvt_test_stat_wait(&d, "demoted", 8, 1) >= 8);
 	assert_int_equal(kvt_keep(c, ns, keys, 3, 600000), 3);
+	char text[4096];
+	assert_int_equal(kvt_test_cli(&d, "stats", text, sizeof(text)), 0);
+	assert_non_null(strstr(text, "engine hints: kept 3 chunks ("));
+	assert_non_null(strstr(text, "bytes), 0 on their way up; keeps 3, refused 0; done 0\n"));
 
 	static char resp[1 << 18];
 	const char get[] = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";

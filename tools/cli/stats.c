@@ -77,6 +77,10 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	       "protocol errors %lld\n",
 	       num(json, "leases"), num(json, "leases_revoked"), num(json, "clients"),
 	       num(json, "tenants"), num(json, "corruptions"), num(json, "protocol_errors"));
+	printf("engine hints: kept %lld chunks (%lld bytes), %lld on their way up; keeps %lld, "
+	       "refused %lld; done %lld\n",
+	       num(json, "kept_chunks"), num(json, "kept_bytes"), num(json, "keep_pending"),
+	       num(json, "keeps"), num(json, "keep_refused"), num(json, "done_hints"));
 	/* requests' latency since the start (bucket bounds: an upper estimate) */
 	printf("latency p50 / p99 / max (us):");
 	const char *ops[] = {"acquire", "put", "lookup", "delete"};
