@@ -274,23 +274,37 @@ static void test_policy_sim_cli_json(void **state)
 	snprintf(out, sizeof(out), "%s/out.json", tmp);
 	/* argv strings must be writable, as a real main()'s are: the parser splits lists */
 	char a0[] = "sim", a1[] = "--trace", a3[] = "--capacity", a4[] = "1024", a5[] = "--policy",
-	     a6[] = "lru,s3fifo", a7[] = "--json";
+	     a6[] = "lru,s3fifo", a7[] = "--json", a8[] = "--param", a9[] = "small_ratio=0.2",
+	     a10[] = "s3fifo";
 	char *argv[] = {a0, a1, (char *)trace, a3, a4, a5, a6, a7, NULL};
 	assert_int_equal(sim_to_file(out, 8, argv), 0);
 	FILE *f = fopen(out, "r");
 	assert_non_null(f);
 	char line[1024];
 	int lines = 0;
+	/* each line names the parameters the policy ran with (lru has none) */
+	static const char *const params[] = {"\"params\":\"\"}",
+	                                     "\"params\":\"small_ratio=0.1 move_threshold=1\"}"};
 	while (fgets(line, sizeof(line), f)) {
-		lines++;
+		assert_true(lines < 2);
 		assert_non_null(strstr(line, "\"policy\":"));
 		assert_non_null(strstr(line, "\"capacity_blocks\":1024"));
 		assert_non_null(strstr(line, "\"hit_ratio\":"));
 		assert_non_null(strstr(line, "\"prefix_hit_ratio\":"));
 		assert_non_null(strstr(line, "\"opt_hit_ratio\":0.19"));
+		assert_non_null(strstr(line, params[lines]));
+		lines++;
 	}
 	fclose(f);
 	assert_int_equal(lines, 2);
+	/* a parameter given is the one reported */
+	char *one[] = {a0, a1, (char *)trace, a3, a4, a5, a10, a7, a8, a9, NULL};
+	assert_int_equal(sim_to_file(out, 10, one), 0);
+	f = fopen(out, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(strstr(line, "\"params\":\"small_ratio=0.2 move_threshold=1\"}"));
+	fclose(f);
 	kvt_test_rmtree(tmp);
 }
 

@@ -434,13 +434,13 @@ static int single(struct opts *o, const struct kvt_trace *t, const char *pol, si
 		       "\"accesses\":%llu,\"hits\":%llu,\"hit_ratio\":%.6f,"
 		       "\"prefix_hit_ratio\":%.6f,\"opt_hit_ratio\":%.6f,"
 		       "\"opt_prefix_hit_ratio\":%.6f,\"evictions\":%llu,\"rejected\":%llu,"
-		       "\"quota_rejected\":%llu,\"replay_s\":%.4f",
+		       "\"quota_rejected\":%llu,\"replay_s\":%.4f,\"params\":\"%s\"",
 		       pol, o->admission ? o->admission : "none", cap,
 		       (unsigned long long)r.accesses, (unsigned long long)r.hits, *hr,
 		       ratio(r.prefix_hits, r.accesses), *opt_hr,
 		       ratio(opt.prefix_hits, opt.accesses), (unsigned long long)x->evictions,
 		       (unsigned long long)x->rejected, (unsigned long long)x->quota_rejected,
-		       r.elapsed_s);
+		       r.elapsed_s, r.params[0]);
 	else
 		printf("%-12s %10zu %9.4f %9.4f %9.4f %9.3f\n", pol, cap, *hr,
 		       ratio(r.prefix_hits, r.accesses), *opt_hr, r.elapsed_s);
@@ -473,13 +473,14 @@ static int multi(struct opts *o, const struct kvt_trace *t)
 			    "{\"tier\":\"%s\",\"policy\":\"%s\",\"admission\":\"%s\","
 			    "\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,\"prefix_hit_ratio\":%.6f,"
 			    "\"bytes_promoted\":%llu,\"bytes_demoted\":%llu,\"rejected\":%llu,"
-			    "\"quota_rejected\":%llu}\n",
+			    "\"quota_rejected\":%llu,\"params\":\"%s\"}\n",
 			    ti->name, ti->policy, ti->admission ? ti->admission : "none",
 			    ti->capacity_blocks, ratio(x->hits, r.accesses),
 			    ratio(x->prefix_hits, r.accesses),
 			    (unsigned long long)x->promoted_blocks * bb,
 			    (unsigned long long)x->demoted_blocks * bb,
-			    (unsigned long long)x->rejected, (unsigned long long)x->quota_rejected);
+			    (unsigned long long)x->rejected, (unsigned long long)x->quota_rejected,
+			    r.params[i]);
 		else
 			printf("tier %-8s %-10s %10zu blocks  hit %.4f  prefix hit %.4f  promoted "
 			       "%llu B  "

@@ -373,6 +373,11 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	r->accesses = tr->n_acc - tr->req_off[tr->warmup_req];
 	r->elapsed_s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
+	for (size_t k = 0; k < n; k++) { /* without the leading space policy get puts before each */
+		char line[KVT_POLICY_LINE_MAX];
+		kvt_policy_params_str(u.t[k].ops, u.t[k].p, line, sizeof(line));
+		snprintf(r->params[k], sizeof(r->params[k]), "%s", line[0] ? line + 1 : line);
+	}
 out:
 	teardown(&u);
 	return rc;

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "policy/policy.h"
+
 /* A trace in memory: requests, each a run of dense block ids (0..n_blocks-1). */
 struct kvt_trace {
 	size_t n_req, n_acc, n_blocks;
@@ -103,6 +105,9 @@ struct kvt_sim_result {
 	struct kvt_sim_tier_result tier[KVT_SIM_MAX_TIERS];
 	struct kvt_sim_tenant_result tenants[KVT_SIM_TENANT_SLOTS];
 	size_t n_tenants; /* tenants seen, up to KVT_SIM_TENANT_SLOTS; more are not itemised */
+	/* each tier's policy parameters as they ran, "k=v k=v" ("" for none), as `kvtier policy
+	 * get` prints them */
+	char params[KVT_SIM_MAX_TIERS][KVT_POLICY_LINE_MAX];
 };
 
 /* Replays t through tiers[0..n) (tier 0 on top, inclusive; lower tiers written through, or
