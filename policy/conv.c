@@ -513,11 +513,17 @@ static double plain_score(const struct kvt_policy *p, uint32_t id)
 	return p->nchild[id] && p->leaf_first ? d * 2 : d;
 }
 
-/* An orphan's score is its plain one times `orphan`. */
-static double score(const struct kvt_policy *p, uint32_t id)
+/* id's score, an orphan's being its plain one times `orphan`. The parent is looked up only when
+ * being an orphan could bring the score to bound or under (a victim walk's best so far). */
+static double score_within(const struct kvt_policy *p, uint32_t id, double bound)
 {
 	double s = plain_score(p, id);
-	return p->orphan != 1 && orphaned(p, id) ? s * p->orphan : s;
+	return p->orphan != 1 && s * p->orphan <= bound && orphaned(p, id) ? s * p->orphan : s;
+}
+
+static double score(const struct kvt_policy *p, uint32_t id)
+{
+	return score_within(p, id, INFINITY);
 }
 
 /*
@@ -547,12 +553,7 @@ static uint32_t best_within(struct kvt_policy *p, unsigned w, const uint32_t *ou
 		for (int end = 0; end < 2; end++) {
 			uint32_t id = end ? p->cl[k].head : p->cl[k].tail;
 			for (unsigned i = 0; id != KVT__NIL && i < w; i++) {
-				/* the parent is looked up only when being an orphan could make
-				 * id the best so far */
-				double s = plain_score(p, id);
-				if (p->orphan != 1 && (best == KVT__NIL || s * p->orphan <= bs) &&
-				    orphaned(p, id))
-					s *= p->orphan;
+				double s = score_within(p, id, best == KVT__NIL ? INFINITY : bs);
 				if (better(p, id, s, best, bs) && !kvt__proposed(out, n, id) &&
 				    (!ok || ok(arg, id))) {
 					best = id;

@@ -234,7 +234,7 @@ int kvd_keep(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, 
 	uint64_t until = kvt_now_ns() + ms * 1000000ull;
 	int kept = 0;
 	bool full = false;
-	bool up = false; /* some are on their way up */
+	uint32_t up[KVT_BATCH_MAX], n_up = 0; /* the keys whose chunks are to come up */
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
 		if (id == KVD_NIL)
@@ -263,16 +263,14 @@ int kvd_keep(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, 
 			set_pending(k, id, true);
 			k->pending_chunks++;
 			k->pending_bytes += rb;
-			up = true;
+			if (!e->jobs && n_up < KVT_BATCH_MAX) /* no promotion on its way yet */
+				up[n_up++] = i;
 		}
 		k->until[id] = until; /* a longer or shorter keep replaces the earlier one */
 		kept++;
 	}
-	for (uint32_t i = 0; up && i < n; i++) { /* after the loop: promoting may evict */
-		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
-		if (id != KVD_NIL && kvd_keep_pending(d, id) && !d->idx.e[id].jobs)
-			kvd_tiers_promote(d, tenant, ns, &keys[i], 1, NULL);
-	}
+	for (uint32_t j = 0; j < n_up; j++) /* after the loop: promoting may evict */
+		kvd_tiers_promote(d, tenant, ns, &keys[up[j]], 1, NULL);
 	d->st.keeps += (uint64_t)kept;
 	if (full)
 		d->st.keep_refused++;

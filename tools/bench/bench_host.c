@@ -324,6 +324,17 @@ static long put_flood(const kvt_model_t *m, long n, uint32_t salt, double *secs)
 	return stored;
 }
 
+/* The flood of a run: n fresh chunks of m put as fast as they go. @return : chunks per second;
+ * dies naming what when the puts fail. */
+static double flood_rate(const kvt_model_t *m, long n, const char *what)
+{
+	double secs;
+	long got = put_flood(m, n, 1u << 24, &secs);
+	if (got < 0)
+		die(what, -EIO);
+	return (double)got / secs;
+}
+
 /* A flood's puts while another tenant keeps its guarantee of cold chunks, against no quota. */
 static void bench_quota(void)
 {
@@ -353,11 +364,7 @@ static void bench_quota(void)
 		int st;
 		if (waitpid(o, &st, 0) != o || !WIFEXITED(st) || WEXITSTATUS(st))
 			die("quota: the other tenant's puts", -EIO);
-		double secs;
-		long n = put_flood(&m, FLOOD, 1u << 24, &secs);
-		if (n < 0)
-			die("quota: the flood", -EIO);
-		double rate = (double)n / secs;
+		double rate = flood_rate(&m, FLOOD, "quota: the flood");
 		base = q ? base : rate;
 		printf("%-34s %12.0f %12.1f %9.2fx\n",
 		       q ? "65534 guaranteed 256 MiB" : "no quota (baseline)", rate,
@@ -431,11 +438,7 @@ static void bench_keep(void)
 		const char *sets[] = {"host.policy=lru", "host.keep_pct=50", NULL};
 		start_daemon_with("512MiB", sets);
 		double keeps = put_and_keep(&m, KEPT, 5, k);
-		double secs;
-		long n = put_flood(&m, FLOOD, 1u << 24, &secs);
-		if (n < 0)
-			die("keep: the flood", -EIO);
-		double rate = (double)n / secs;
+		double rate = flood_rate(&m, FLOOD, "keep: the flood");
 		base = k ? base : rate;
 		long left = left_at_host(&m, KEPT, 5);
 		printf("%-22s %12.0f %8.2fx %8ld/%d %10.0f\n",
