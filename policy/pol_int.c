@@ -90,6 +90,8 @@ void kvt__res_del(struct kvt__res *r, uint32_t *slot, uint32_t id)
 size_t kvt__res_export(const struct kvt__res *r, const uint64_t *key, uint32_t *out, size_t max)
 {
 	size_t n = r->n < max ? r->n : max;
+	if (!n) /* ids is NULL until the first entry */
+		return 0;
 	uint32_t *tmp = malloc((r->n + 1) * sizeof(*tmp));
 	if (!tmp)
 		return 0;

@@ -8,6 +8,9 @@
  *
  * pick_victims performs those moves (policy state) and proposes entries without removing them;
  * a proposed entry that the caller keeps goes back to the tail of its queue on the next call.
+ * An entry the caller's filter rejects (leased) is set aside for the rest of the walk and then
+ * goes back to the head of its queue, as if just used: so the walk meets every other entry
+ * before giving up, whichever queue small_ratio points it at.
  *
  * An entry the engine is done with (on_done, kvt_done) leaves its queue for D, proposed before
  * any step, first told first out; a hit takes it to M (it was read again), and its eviction
@@ -20,14 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { NONE, IN_S, IN_M, PROPOSED, IN_D };
+enum { NONE, IN_S, IN_M, PROPOSED, IN_D, LEASED };
 
 struct kvt_policy {
 	struct kvt__link *lk;
 	uint64_t *hash;
-	uint8_t *where, *freq, *from; /* from: the queue a proposed entry came from */
+	uint8_t *where, *freq, *from; /* from: the queue a proposed or leased entry came from */
 	size_t cap;
 	struct kvt__list s, m, prop, d;
+	struct kvt__list leased; /* met by this walk, set aside until its end */
 	struct kvt__ghost g;
 	double small_ratio;
 	unsigned move_threshold;
@@ -66,6 +70,7 @@ static int s3_create(size_t hint, struct kvt_policy **out)
 	kvt__list_init(&p->m);
 	kvt__list_init(&p->prop);
 	kvt__list_init(&p->d);
+	kvt__list_init(&p->leased);
 	p->small_ratio = 0.1;
 	p->move_threshold = 1;
 	if (kvt__ghost_init(&p->g, hint) || (hint && ensure(p, (uint32_t)(hint - 1)))) {
@@ -78,7 +83,11 @@ static int s3_create(size_t hint, struct kvt_policy **out)
 
 static struct kvt__list *queue(struct kvt_policy *p, uint8_t w)
 {
-	return w == IN_S ? &p->s : w == IN_M ? &p->m : w == IN_D ? &p->d : &p->prop;
+	return w == IN_S     ? &p->s
+	       : w == IN_M   ? &p->m
+	       : w == IN_D   ? &p->d
+	       : w == LEASED ? &p->leased
+	                     : &p->prop;
 }
 
 static void put(struct kvt_policy *p, uint32_t id, uint8_t w)
@@ -177,8 +186,9 @@ static uint32_t step(struct kvt_policy *p, kvt_policy_evictable_fn ok, void *arg
 		put(p, id, IN_M);
 		return KVT__NIL;
 	}
-	if (ok && !ok(arg, id)) {
-		put(p, id, from_s ? IN_S : IN_M); /* leased: treat as just used */
+	if (ok && !ok(arg, id)) { /* set aside: the walk goes on to the queues' other entries */
+		p->from[id] = from_s ? IN_S : IN_M;
+		put(p, id, LEASED);
 		return KVT__NIL;
 	}
 	p->from[id] = from_s ? IN_S : IN_M;
@@ -196,6 +206,11 @@ static size_t s3_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 		uint32_t v = step(p, ok, arg);
 		if (v != KVT__NIL)
 			out[n++] = v;
+	}
+	while (p->leased.tail != KVT__NIL) { /* leased: back as just used, in the order met */
+		uint32_t id = p->leased.tail;
+		take(p, id);
+		put(p, id, p->from[id]);
 	}
 	return n;
 }

@@ -19,14 +19,15 @@
  *
  * pick_victims performs those moves (policy state) and proposes entries without removing them,
  * like s3fifo.c; a proposal the caller keeps goes back to the oldest end of its list on the next
- * call. An entry the engine is done with (on_done, kvt_done) leaves its list for D, proposed
- * before any duel, first told first out; a hit takes it to Q (it was read again). The room
- * such an entry leaves when it is removed goes to the oldest candidate without a duel, as
- * while the cache filled (else candidates pile up in F, kept without ever winning a duel); on
- * removal, not on proposal, since a caller may take fewer victims than proposed. An entry that
- * evictable() rejects counts as just used. Cost: O(1) per operation plus the sketch (4
- * counters and a doorkeeper bit); memory: 13 bytes per id and ~5 bytes per capacity entry for
- * the sketch.
+ * call. An entry that evictable() rejects (leased) is set aside for the rest of the walk and
+ * then goes back to the newest end of its list (a candidate's: P's), as if just used: so a main
+ * cache of leased entries does not hide the window's. An entry the engine is done with (on_done,
+ * kvt_done) leaves its list for D, proposed before any duel, first told first out; a hit takes
+ * it to Q (it was read again). The room such an entry leaves when it is removed goes to the
+ * oldest candidate without a duel, as while the cache filled (else candidates pile up in F,
+ * kept without ever winning a duel); on removal, not on proposal, since a caller may take fewer
+ * victims than proposed. Cost: O(1) per operation plus the sketch (4 counters and a doorkeeper
+ * bit); memory: 13 bytes per id and ~5 bytes per capacity entry for the sketch.
  */
 #include "pol_int.h"
 #include "admit.h"
@@ -35,15 +36,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { NONE, IN_W, IN_F, IN_P, IN_Q, PROPOSED, IN_D, NLIST };
+enum { NONE, IN_W, IN_F, IN_P, IN_Q, PROPOSED, IN_D, LEASED, NLIST };
 
 struct kvt_policy {
 	struct kvt__link *lk;
 	uint64_t *hash;
-	uint8_t *where, *from; /* from: the list a proposed entry came from */
+	uint8_t *where, *from; /* from: the list a proposed or leased entry came from */
 	size_t cap;
 	struct kvt__list l[NLIST]; /* indexed by where: [IN_W] window, [IN_F] candidates, [IN_P]
-	                            * probation, [IN_Q] protected, [PROPOSED], [IN_D] told done */
+	                            * probation, [IN_Q] protected, [PROPOSED], [IN_D] told done,
+	                            * [LEASED] met by this walk, set aside until its end */
 	struct kvt_admit *sketch;
 	double window_ratio, protected_ratio;
 	bool doorkeeper;
@@ -219,8 +221,9 @@ static uint32_t step(struct kvt_policy *p, kvt_policy_evictable_fn ok, void *arg
 	}
 	uint8_t w = p->where[id];
 	take(p, id);
-	if (ok && !ok(arg, id)) {
-		put(p, id, w == IN_F ? IN_P : w); /* leased: treat as just used */
+	if (ok && !ok(arg, id)) { /* set aside: the walk goes on to the lists' other entries */
+		p->from[id] = w == IN_F ? IN_P : w; /* a candidate joins main */
+		put(p, id, LEASED);
 		return KVT__NIL;
 	}
 	p->from[id] = w;
@@ -248,6 +251,11 @@ static size_t wt_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 		uint32_t v = step(p, ok, arg);
 		if (v != KVT__NIL)
 			out[n++] = v;
+	}
+	while (p->l[LEASED].tail != KVT__NIL) { /* leased: back as just used, in the order met */
+		uint32_t id = p->l[LEASED].tail;
+		take(p, id);
+		put(p, id, p->from[id]);
 	}
 	return n;
 }

@@ -333,6 +333,72 @@ static void test_ipc_enospc_when_all_leased(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/*
+ * A full host tier of which every chunk but one is leased: a put evicts that one, whatever the
+ * policy, and no leased chunk; once with the oldest chunk free, once with the newest. The
+ * chunks were read once and then pushed on by three more puts, so the policies' queues are all
+ * in use. With s3fifo and wtinylfu the second put failed with -ENOSPC: the newest chunk sits
+ * in s3fifo's S (too small for the walk to turn to) or wtinylfu's window (walked once main is
+ * empty), and a queue of leased chunks was turned round and round, never emptied
+ * (test_policy_model, docs/policies.md).
+ */
+static void test_ipc_one_unleased_chunk_is_found(void **state)
+{
+	const char *policies[] = {"lru",  "arc", "s3fifo", "sieve",    "lfu",      "prefix",
+	                          "gdsf", "lhd", "conv",   "wtinylfu", "hindsight"};
+	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks: 28 fit in 1 MiB */
+	enum { N = 48 };
+	for (size_t pi = 0; pi < sizeof(policies) / sizeof(policies[0]); pi++) {
+		char pol[64];
+		snprintf(pol, sizeof(pol), "host.policy=%s", policies[pi]);
+		const char *sets[] = {"host.bytes=1MiB", pol, NULL};
+		struct kvt_test_daemon d;
+		assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+		kvt_client_t *c;
+		assert_int_equal(kvt_connect(d.sock, &c), 0);
+		kvt_id_t ns, keys[N + 2];
+		assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+		size_t cb = kvt_chunk_bytes(&m);
+		uint8_t *buf = calloc(1, cb);
+		const void *chunks[1] = {buf};
+		for (int i = 0; i < N + 2; i++) /* roots: no chain holds one back */
+			assert_int_equal(prefix_keys(ns, 64, keys + i, 1, 100 + (uint32_t)i), 1);
+		for (int i = 0; i < N - 3; i++)
+			assert_int_equal(kvt_put(c, ns, NULL, keys + i, 1, chunks, cb), 1);
+		for (int i = 0; i < N - 3; i++) /* read once: s3fifo moves them to M */
+			if (kvt_lookup(c, ns, keys + i, 1) == 1)
+				assert_int_equal(
+				    kvt_get(c, ns, keys + i, 1, (void *const *)&buf, cb), 1);
+		for (int i = N - 3; i < N; i++)
+			assert_int_equal(kvt_put(c, ns, NULL, keys + i, 1, chunks, cb), 1);
+		for (int round = 0; round < 2; round++) { /* the oldest, then the newest goes */
+			int held[N + 2], n_held = 0;
+			for (int i = 0; i < N + round; i++)
+				if (kvt_lookup(c, ns, keys + i, 1) == 1)
+					held[n_held++] = i;
+			assert_true(n_held > 10 && n_held < N);
+			int free_one = held[round ? n_held - 1 : 0], n_l = 0;
+			kvt_lease_t l[N + 2];
+			for (int k = 0; k < n_held; k++)
+				if (held[k] != free_one)
+					assert_int_equal(
+					    kvt_acquire(c, ns, keys + held[k], 1, &l[n_l++]), 1);
+			int rc = kvt_put(c, ns, NULL, keys + N + round, 1, chunks, cb);
+			if (rc != 1)
+				fail_msg("%s: a put failed (%d) with %d chunks leased and one free",
+				         policies[pi], rc, n_l);
+			assert_int_equal(kvt_lookup(c, ns, keys + free_one, 1), 0);
+			for (int k = 0; k < n_held; k++)
+				if (held[k] != free_one)
+					assert_int_equal(kvt_lookup(c, ns, keys + held[k], 1), 1);
+			assert_int_equal(kvt_release(c, l, (size_t)n_l), n_l);
+		}
+		free(buf);
+		kvt_close(c);
+		kvt_test_daemon_destroy(&d);
+	}
+}
+
 /* How many of keys[0..n) host holds now. */
 static int at_host(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, int n)
 {
@@ -1347,6 +1413,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_kill9_releases_leases),
 	    cmocka_unit_test(test_ipc_reserve_then_die),
 	    cmocka_unit_test(test_ipc_enospc_when_all_leased),
+	    cmocka_unit_test(test_ipc_one_unleased_chunk_is_found),
 	    cmocka_unit_test(test_ipc_done_hint),
 	    cmocka_unit_test(test_ipc_keep),
 	    cmocka_unit_test(test_ipc_lease_timeout_revokes),

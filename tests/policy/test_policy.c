@@ -857,6 +857,41 @@ static void test_policy_evictable_respected(void **state)
 	}
 }
 
+static bool reject_below_5(void *arg, uint32_t id)
+{
+	(void)arg;
+	return id >= 5;
+}
+
+/* A queue whose entries are all leased does not hide another queue's evictable entry: s3fifo
+ * with small_ratio=0 walks S while it holds anything, and W-TinyLFU walks main before its
+ * window. Both used to turn the leased entries round and round and propose nothing. */
+static void test_policy_leased_queue_hides_nothing(void **state)
+{
+	(void)state;
+	uint32_t v[4];
+	struct kvt_policy *s3 = make("s3fifo", 8);
+	assert_int_equal(kvt_policy_s3fifo.set_param(s3, "small_ratio", "0"), 0);
+	ins(&kvt_policy_s3fifo, s3, 9, KVT_POLICY_NONE, 0);
+	assert_int_equal(kvt_policy_s3fifo.pick_victims(s3, v, 1, NULL, NULL), 1);
+	kvt_policy_s3fifo.on_remove(s3, 9); /* a ghost now: back, it enters M */
+	for (uint32_t i = 1; i <= 3; i++)
+		ins(&kvt_policy_s3fifo, s3, i, KVT_POLICY_NONE, 0);
+	ins(&kvt_policy_s3fifo, s3, 9, KVT_POLICY_NONE, 0);
+	assert_int_equal(kvt_policy_s3fifo.pick_victims(s3, v, 4, reject_below_5, NULL), 1);
+	assert_int_equal(v[0], 9);
+	expect_victims("s3fifo", (uint32_t[]){1, 2, 3}, 3, s3); /* in their order, kept */
+	kvt_policy_s3fifo.destroy(s3);
+
+	struct kvt_policy *wt = make("wtinylfu", 8);
+	for (uint32_t i = 1; i <= 5; i++) /* 1-4 reach main, 5 stays in the window */
+		ins(&kvt_policy_wtinylfu, wt, i, KVT_POLICY_NONE, 0);
+	assert_int_equal(kvt_policy_wtinylfu.pick_victims(wt, v, 4, reject_below_5, NULL), 1);
+	assert_int_equal(v[0], 5);
+	expect_victims("wtinylfu", (uint32_t[]){1, 2, 3, 4}, 4, wt);
+	kvt_policy_wtinylfu.destroy(wt);
+}
+
 static void fill_meta(void *arg, uint32_t id, struct kvt_policy_meta *out)
 {
 	(void)arg;
@@ -1393,6 +1428,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sampled_done_hint),
 	    cmocka_unit_test(test_policy_conv_done_hint),
 	    cmocka_unit_test(test_policy_evictable_respected),
+	    cmocka_unit_test(test_policy_leased_queue_hides_nothing),
 	    cmocka_unit_test(test_policy_switch_keeps_entries),
 	    cmocka_unit_test(test_policy_params_listed),
 	    cmocka_unit_test(test_policy_ignores_ids_it_does_not_hold),
