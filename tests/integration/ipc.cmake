@@ -13,3 +13,5 @@ kvt_add_test(NAME test_operator SOURCES integration/test_operator.c LIBS kvtier_
 # the metrics flattener on its own (a daemon file, compiled into the test)
 kvt_add_test(NAME test_prom SOURCES unit/test_prom.c ${CMAKE_SOURCE_DIR}/ipc/daemon/prom.c
   LABELS unit)
+kvt_add_test(NAME test_daemon_model SOURCES integration/test_daemon_model.c LIBS kvtier_static
+  LABELS integration TIMEOUT 180)

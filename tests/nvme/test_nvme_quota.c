@@ -279,17 +279,28 @@ static void test_nvme_quota_kill9(void **state)
 	nvt_close(&n);
 	srand((unsigned)time(NULL));
 	for (int round = 0; round < 3; round++) {
+		int ready[2]; /* the child says when A is in and the flood has begun */
+		assert_int_equal(pipe(ready), 0);
 		pid_t pid = fork();
 		assert_true(pid >= 0);
 		if (!pid) {
+			close(ready[0]);
 			if (nvt_open(&n))
 				_exit(3);
 			if (round == 0 && put_range(&n, 0, N_A, NULL) != N_A)
 				_exit(4);
-			for (uint64_t s = FLOOD + (uint64_t)round * 100000;; s++)
+			for (uint64_t s = FLOOD + (uint64_t)round * 100000;; s++) {
 				put_range(&n, s, s + 1, NULL);
+				if (s == FLOOD + (uint64_t)round * 100000 &&
+				    write(ready[1], "r", 1) != 1)
+					_exit(5);
+			}
 		}
-		usleep(100000 + (useconds_t)((unsigned)rand() % 300000));
+		close(ready[1]);
+		char c;
+		assert_int_equal(read(ready[0], &c, 1), 1); /* not timed: a loaded machine waits */
+		close(ready[0]);
+		usleep(50000 + (useconds_t)((unsigned)rand() % 300000));
 		kill(pid, SIGKILL);
 		int status;
 		assert_int_equal(waitpid(pid, &status, 0), pid);

@@ -1,0 +1,382 @@
+/*
+ * test_daemon_model.c -- kvtierd against a model of what one client stored. A real daemon
+ * with three tiers (1 MiB host, nvme and rocksdb of 64 MiB: every chunk fits below host, so
+ * nothing may be lost) takes long random sequences of every client call, each through one of
+ * two clients of the same user (what one stores or deletes, the other sees at once): puts of
+ * prefixes, lookups, gets, acquires held across other calls, releases, deletes, done hints, keeps,
+ * prefetches, policy switches of host and rocksdb at run time, and SIGTERM restarts. The model
+ * is the set of keys put and not deleted since; a chunk's bytes are a function of its key.
+ * After every call the daemon must agree with it exactly:
+ *  - a put stores all it was given; a lookup, get or acquire finds exactly the leading run of
+ *    the model's keys, and every byte read is right;
+ *  - a delete answers how many of its keys the model holds, and a deleted chunk never comes
+ *    back: not from a lower tier, a demotion in flight, a promotion or a restart;
+ *  - a leased chunk's bytes stay right until its release, which finds every lease valid;
+ *  - after a restart, and at the end, every key of the model is found, and no other; after
+ *    kill -9 (which may lose what was only at host, or a delete not yet below) every key found
+ *    was put, with the right bytes.
+ * Odd seeds run the cascade placement, even ones write-through with nvme.policy=clock.
+ */
+#include "testlib.h"
+#include "kvtier.h"
+#include "ipc/proto.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
+
+#define PREFIXES 24
+#define DEPTH    8
+#define STEPS    1500
+#define HOLDS    2 /* of at most ACQ_MAX chunks: a quarter of host stays leased at most */
+#define ACQ_MAX  2
+
+struct hold {
+	kvt_client_t *c; /* the client that took the leases */
+	kvt_lease_t l[DEPTH];
+	kvt_id_t keys[DEPTH];
+	int n;
+};
+
+struct run {
+	struct kvt_test_daemon d;
+	kvt_client_t *c, *cl[2]; /* c: the one this call goes through, of two of the same user */
+	kvt_id_t ns, keys[PREFIXES][DEPTH];
+	uint8_t present[PREFIXES][DEPTH], ever[PREFIXES][DEPTH]; /* ever: put at least once */
+	const char *const *sets;
+	long long demoted, promoted, evictions; /* summed over the daemon's lives */
+	size_t cb;
+	uint8_t *buf[DEPTH], *want;
+	struct hold holds[HOLDS];
+	int n_holds;
+	uint64_t rng;
+};
+
+/* Odd seeds hand chunks down on eviction (cascade), even ones write each through to nvme. */
+static const char *const cascade[] = {"host.bytes=1MiB",         "nvme.bytes=64MiB",
+                                      "rocksdb.bytes=64MiB",     "tiers.order=host,nvme,rocksdb",
+                                      "tiers.placement=cascade", NULL};
+static const char *const through[] = {"host.bytes=1MiB",
+                                      "nvme.bytes=64MiB",
+                                      "rocksdb.bytes=64MiB",
+                                      "tiers.order=host,nvme,rocksdb",
+                                      "nvme.policy=clock",
+                                      "tiers.placement=write-through",
+                                      NULL};
+
+static uint32_t rnd(struct run *r, uint32_t n)
+{
+	r->rng ^= r->rng << 13;
+	r->rng ^= r->rng >> 7;
+	r->rng ^= r->rng << 17;
+	return (uint32_t)(r->rng % n);
+}
+
+static uint64_t seed_of(kvt_id_t k)
+{
+	return k.w[0] ^ (k.w[1] << 1);
+}
+
+static kvt_model_t model(void)
+{
+	kvt_model_t m = {.name = "daemon-model",
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = 1,
+	                 .n_kv_heads = 8,
+	                 .head_dim = 128,
+	                 .tokens_per_chunk = 16};
+	return m; /* 64 KiB chunks: 16 fill host */
+}
+
+static void connect_ns(struct run *r)
+{
+	kvt_model_t m = model();
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(kvt_connect(r->d.sock, &r->cl[k]), 0);
+		assert_int_equal(kvt_namespace(r->cl[k], &m, &r->ns), 0);
+	}
+	r->c = r->cl[0];
+	r->cb = kvt_chunk_bytes(&m);
+	for (int p = 0; p < PREFIXES; p++) {
+		uint32_t toks[DEPTH * 16];
+		for (int i = 0; i < DEPTH * 16; i++)
+			toks[i] = (uint32_t)(p * 7919 + i);
+		assert_int_equal(kvt_chunk_keys(r->ns, toks, DEPTH * 16, 16, r->keys[p], DEPTH),
+		                 DEPTH);
+	}
+}
+
+/* Fails with the message, after the daemon's stats (what each tier did) for the log. */
+#define FAIL(r, ...)                                                                               \
+	do {                                                                                       \
+		static char js_[1 << 15];                                                          \
+		if (kvt_test_stats_json(&(r)->d, js_, sizeof(js_)) > 0)                            \
+			fprintf(stderr, "stats: %s\n", js_);                                       \
+		fail_msg(__VA_ARGS__);                                                             \
+	} while (0)
+
+/* The model's leading run of prefix p's first n keys. */
+static int lead(const struct run *r, int p, int n)
+{
+	int k = 0;
+	while (k < n && r->present[p][k])
+		k++;
+	return k;
+}
+
+static bool right_bytes(struct run *r, kvt_id_t key, const void *got)
+{
+	kvt_test_fill(r->want, r->cb, seed_of(key));
+	return !memcmp(r->want, got, r->cb);
+}
+
+/* A call the daemon may push back while host waits for demotions (-EAGAIN, -EINPROGRESS) is
+ * tried again, as an engine would. */
+static bool pushed_back(int rc)
+{
+	if (rc != -EAGAIN && rc != -EINPROGRESS)
+		return false;
+	usleep(2000);
+	return true;
+}
+
+static void do_put(struct run *r, int p, int n)
+{
+	const void *ch[DEPTH];
+	for (int i = 0; i < n; i++) {
+		kvt_test_fill(r->buf[i], r->cb, seed_of(r->keys[p][i]));
+		ch[i] = r->buf[i];
+	}
+	int rc, tries = 0;
+	while (pushed_back(rc = kvt_put(r->c, r->ns, NULL, r->keys[p], (size_t)n, ch, r->cb)) &&
+	       ++tries < 1000)
+		;
+	if (rc != n)
+		FAIL(r, "put of %d chunks of prefix %d: %d", n, p, rc);
+	memset(r->present[p], 1, (size_t)n);
+	memset(r->ever[p], 1, (size_t)n);
+}
+
+static void do_get(struct run *r, int p, int n)
+{
+	void *dst[DEPTH];
+	for (int i = 0; i < n; i++)
+		dst[i] = r->buf[i];
+	int rc, tries = 0;
+	while (pushed_back(rc = kvt_get(r->c, r->ns, r->keys[p], (size_t)n, dst, r->cb)) &&
+	       ++tries < 1000)
+		;
+	if (rc != lead(r, p, n))
+		FAIL(r, "get of %d chunks of prefix %d: %d, the model holds %d", n, p, rc,
+		     lead(r, p, n));
+	for (int i = 0; i < rc; i++)
+		if (!right_bytes(r, r->keys[p][i], r->buf[i]))
+			FAIL(r, "get: wrong bytes in chunk %d of prefix %d", i, p);
+}
+
+static void do_acquire(struct run *r, int p, int n)
+{
+	struct hold *h = &r->holds[r->n_holds];
+	int rc, tries = 0;
+	while (pushed_back(rc = kvt_acquire(r->c, r->ns, r->keys[p], (size_t)n, h->l)) &&
+	       ++tries < 1000)
+		;
+	if (rc != lead(r, p, n))
+		FAIL(r, "acquire of %d chunks of prefix %d: %d, the model holds %d", n, p, rc,
+		     lead(r, p, n));
+	for (int i = 0; i < rc; i++) {
+		if (!right_bytes(r, r->keys[p][i], h->l[i].data))
+			FAIL(r, "acquire: wrong bytes in chunk %d of prefix %d", i, p);
+		h->keys[i] = r->keys[p][i];
+	}
+	h->n = rc;
+	h->c = r->c;
+	if (rc > 0)
+		r->n_holds++;
+}
+
+/* Releases the oldest hold: its bytes are still right, and every lease stayed valid. */
+static void do_release(struct run *r)
+{
+	struct hold *h = &r->holds[0];
+	for (int i = 0; i < h->n; i++)
+		if (!right_bytes(r, h->keys[i], h->l[i].data))
+			FAIL(r, "a leased chunk changed under its lease");
+	int rc = kvt_release(h->c, h->l, (size_t)h->n);
+	if (rc != h->n)
+		FAIL(r, "release of %d leases: %d valid", h->n, rc);
+	memmove(&r->holds[0], &r->holds[1], sizeof(r->holds[0]) * (size_t)(r->n_holds - 1));
+	r->n_holds--;
+}
+
+static void do_delete(struct run *r, int p, int i)
+{
+	int rc = kvt_delete(r->c, r->ns, &r->keys[p][i], 1);
+	if (rc != r->present[p][i])
+		FAIL(r, "delete of chunk %d of prefix %d: %d, the model holds %d", i, p, rc,
+		     r->present[p][i]);
+	r->present[p][i] = 0;
+}
+
+static void do_policy(struct run *r)
+{
+	static const char *const host[] = {"lru",  "arc",      "s3fifo",   "sieve",
+	                                   "lfu",  "prefix",   "gdsf",     "lhd",
+	                                   "conv", "wtinylfu", "hindsight"};
+	static const char *const lower[] = {"lru", "arc", "s3fifo", "lfu", "conv", "wtinylfu"};
+	char cmd[64], out[512];
+	if (rnd(r, 2))
+		snprintf(cmd, sizeof(cmd), "set host %s", host[rnd(r, 11)]);
+	else
+		snprintf(cmd, sizeof(cmd), "set rocksdb %s", lower[rnd(r, 6)]);
+	int rc = kvt__client_simple(r->c, KVT_MSG_POLICY, cmd, out, sizeof(out));
+	if (rc)
+		FAIL(r, "policy %s: %d (%s)", cmd, rc, out);
+}
+
+/* Every key: found exactly when the model holds it, and its bytes right. */
+static void sweep(struct run *r, const char *when)
+{
+	for (int p = 0; p < PREFIXES; p++)
+		for (int i = 0; i < DEPTH; i++) {
+			r->c = r->cl[(p + i) % 2];
+			int rc = kvt_lookup(r->c, r->ns, &r->keys[p][i], 1);
+			if (rc != r->present[p][i])
+				FAIL(r, "%s: chunk %d of prefix %d: lookup %d, the model holds %d",
+				     when, i, p, rc, r->present[p][i]);
+			if (!rc)
+				continue;
+			void *dst[1] = {r->buf[0]};
+			int tries = 0;
+			while (
+			    pushed_back(rc = kvt_get(r->c, r->ns, &r->keys[p][i], 1, dst, r->cb)) &&
+			    ++tries < 1000)
+				;
+			if (rc != 1 || !right_bytes(r, r->keys[p][i], r->buf[0]))
+				FAIL(r, "%s: chunk %d of prefix %d: get %d, or wrong bytes", when,
+				     i, p, rc);
+		}
+}
+
+/* Adds what the tiers did in this life of the daemon (its counters start again at a restart). */
+static void count_tiers(struct run *r)
+{
+	r->demoted += kvt_test_stat(&r->d, "demoted");
+	r->promoted += kvt_test_stat(&r->d, "promoted");
+	r->evictions += kvt_test_stat(&r->d, "evictions");
+}
+
+/* After kill -9 the chunks only at host are gone, and a delete may not have reached a lower
+ * tier: what is found must have been put, with the right bytes; the model takes what is found. */
+static void resync(struct run *r)
+{
+	for (int p = 0; p < PREFIXES; p++)
+		for (int i = 0; i < DEPTH; i++) {
+			int rc = kvt_lookup(r->c, r->ns, &r->keys[p][i], 1);
+			if (rc < 0 || rc > r->ever[p][i])
+				FAIL(r, "after kill -9: chunk %d of prefix %d: lookup %d, put %d",
+				     i, p, rc, r->ever[p][i]);
+			r->present[p][i] = (uint8_t)rc;
+		}
+	sweep(r, "after kill -9");
+}
+
+static void restart(struct run *r, bool kill9)
+{
+	while (r->n_holds)
+		do_release(r);
+	count_tiers(r);
+	kvt_close(r->cl[0]);
+	kvt_close(r->cl[1]);
+	kvt_test_daemon_stop(&r->d, kill9 ? SIGKILL : SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(&r->d, r->sets), 0);
+	connect_ns(r);
+	if (kill9)
+		resync(r);
+	else
+		sweep(r, "after a restart");
+}
+
+static void run_seed(uint64_t seed)
+{
+	static struct run r;
+	memset(&r, 0, sizeof(r));
+	r.rng = seed * 0x9e3779b97f4a7c15ULL | 1;
+	r.sets = seed % 2 ? cascade : through;
+	assert_int_equal(kvt_test_daemon_start(&r.d, r.sets), 0);
+	connect_ns(&r);
+	for (int i = 0; i < DEPTH; i++)
+		r.buf[i] = malloc(r.cb);
+	r.want = malloc(r.cb);
+	int steps = getenv("KVT_MODEL_STEPS") ? atoi(getenv("KVT_MODEL_STEPS")) : STEPS;
+	for (int step = 0; step < steps; step++) {
+		int p = (int)rnd(&r, PREFIXES), n = 1 + (int)rnd(&r, DEPTH);
+		uint32_t k = rnd(&r, 1000);
+		r.c = r.cl[rnd(&r, 2)];
+		if (k < 250) {
+			do_put(&r, p, n);
+		} else if (k < 450) {
+			int rc = kvt_lookup(r.c, r.ns, r.keys[p], (size_t)n);
+			if (rc != lead(&r, p, n))
+				FAIL(&r, "lookup of %d chunks of prefix %d: %d, the model holds %d",
+				     n, p, rc, lead(&r, p, n));
+		} else if (k < 600) {
+			do_get(&r, p, n);
+		} else if (k < 700 && r.n_holds < HOLDS) {
+			do_acquire(&r, p, n < ACQ_MAX ? n : ACQ_MAX);
+		} else if (k < 760 && r.n_holds) {
+			do_release(&r);
+		} else if (k < 840) {
+			do_delete(&r, p, (int)rnd(&r, DEPTH));
+		} else if (k < 880) {
+			assert_int_equal(kvt_done(r.c, r.ns, r.keys[p], (size_t)n), 0);
+		} else if (k < 910) {
+			int rc = kvt_keep(r.c, r.ns, r.keys[p], (size_t)n, rnd(&r, 100));
+			if (rc != -ENOSPC && (rc < 0 || rc > n))
+				FAIL(&r, "keep of %d chunks: %d", n, rc);
+		} else if (k < 940) {
+			assert_int_equal(kvt_prefetch(r.c, r.ns, r.keys[p], (size_t)n), 0);
+		} else if (k < 960) {
+			do_policy(&r);
+		} else if (k < 962) {
+			restart(&r, false);
+		} else if (k < 963) {
+			restart(&r, true);
+		}
+	}
+	while (r.n_holds)
+		do_release(&r);
+	sweep(&r, "at the end");
+	count_tiers(&r); /* the lower tiers were used */
+	assert_true(r.evictions > 0 && r.demoted > 0 && r.promoted > 0);
+	assert_int_equal(kvt_test_stat(&r.d, "corruptions"), 0);
+	for (int i = 0; i < DEPTH; i++)
+		free(r.buf[i]);
+	free(r.want);
+	kvt_close(r.cl[0]);
+	kvt_close(r.cl[1]);
+	kvt_test_daemon_destroy(&r.d);
+}
+
+static void test_daemon_model_random_calls(void **state)
+{
+	(void)state;
+	uint64_t seeds =
+	    getenv("KVT_MODEL_SEEDS") ? strtoull(getenv("KVT_MODEL_SEEDS"), NULL, 10) : 2;
+	for (uint64_t s = 1; s <= seeds; s++)
+		run_seed(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_daemon_model_random_calls),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
