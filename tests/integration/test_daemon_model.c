@@ -15,7 +15,11 @@
  *  - after a restart, and at the end, every key of the model is found, and no other; after
  *    kill -9 (which may lose what was only at host, or a delete not yet below) every key found
  *    was put, with the right bytes.
- * Odd seeds run the cascade placement, even ones write-through with nvme.policy=clock.
+ * As root, a quarter of the calls go to another tenant (uid 65534, a process of its own) that
+ * stores the same keys with other bytes, checked against a model of its own: neither tenant
+ * ever sees the other's chunks, nor loses one to the other's deletes; seeds 3 and 4 of every
+ * four give both host quotas. Odd seeds run the cascade placement, even ones write-through with
+ * nvme.policy=clock.
  */
 #include "testlib.h"
 #include "kvtier.h"
@@ -24,6 +28,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +55,11 @@ struct run {
 	kvt_client_t *c, *cl[2]; /* c: the one this call goes through, of two of the same user */
 	kvt_id_t ns, keys[PREFIXES][DEPTH];
 	uint8_t present[PREFIXES][DEPTH], ever[PREFIXES][DEPTH]; /* ever: put at least once */
-	const char *const *sets;
+	const char *sets[8];
+	/* the other tenant (root only): its process, the pipes to it, and its own model */
+	pid_t other;
+	int to_other, from_other;
+	uint8_t other_present[PREFIXES][DEPTH], other_ever[PREFIXES][DEPTH];
 	long long demoted, promoted, evictions; /* summed over the daemon's lives */
 	size_t cb;
 	uint8_t *buf[DEPTH], *want;
@@ -58,17 +68,22 @@ struct run {
 	uint64_t rng;
 };
 
-/* Odd seeds hand chunks down on eviction (cascade), even ones write each through to nvme. */
-static const char *const cascade[] = {"host.bytes=1MiB",         "nvme.bytes=64MiB",
-                                      "rocksdb.bytes=64MiB",     "tiers.order=host,nvme,rocksdb",
-                                      "tiers.placement=cascade", NULL};
-static const char *const through[] = {"host.bytes=1MiB",
-                                      "nvme.bytes=64MiB",
-                                      "rocksdb.bytes=64MiB",
-                                      "tiers.order=host,nvme,rocksdb",
-                                      "nvme.policy=clock",
-                                      "tiers.placement=write-through",
-                                      NULL};
+/* Odd seeds hand chunks down on eviction (cascade), even ones write each through to nvme with
+ * nvme.policy=clock; as root, seeds 3 and 4 of every four give both tenants host quotas. */
+static void make_sets(struct run *r, uint64_t seed)
+{
+	const char **v = r->sets;
+	*v++ = "host.bytes=1MiB";
+	*v++ = "nvme.bytes=64MiB";
+	*v++ = "rocksdb.bytes=64MiB";
+	*v++ = "tiers.order=host,nvme,rocksdb";
+	*v++ = seed % 2 ? "tiers.placement=cascade" : "tiers.placement=write-through";
+	if (seed % 2 == 0)
+		*v++ = "nvme.policy=clock";
+	if (geteuid() == 0 && seed % 4 >= 2)
+		*v++ = "tenant.quota=0=256KiB/768KiB,65534=256KiB/768KiB";
+	*v = NULL;
+}
 
 static uint32_t rnd(struct run *r, uint32_t n)
 {
@@ -121,13 +136,18 @@ static void connect_ns(struct run *r)
 		fail_msg(__VA_ARGS__);                                                             \
 	} while (0)
 
-/* The model's leading run of prefix p's first n keys. */
-static int lead(const struct run *r, int p, int n)
+/* The leading run of row's first n keys (a prefix in a model). */
+static int lead_of(const uint8_t *row, int n)
 {
 	int k = 0;
-	while (k < n && r->present[p][k])
+	while (k < n && row[k])
 		k++;
 	return k;
+}
+
+static int lead(const struct run *r, int p, int n)
+{
+	return lead_of(r->present[p], n);
 }
 
 static bool right_bytes(struct run *r, kvt_id_t key, const void *got)
@@ -264,6 +284,174 @@ static void sweep(struct run *r, const char *when)
 		}
 }
 
+/*
+ * The other tenant: a process of uid 65534 (root only) that makes the calls the parent sends it
+ * over a pipe, through its own client. Its chunks have the same keys as this user's and other
+ * bytes (OTHER_SALT), so a chunk served across tenants shows up as wrong bytes, and a delete
+ * or a quota of one tenant that touched the other's chunks shows up in its model.
+ */
+enum { O_PUT, O_LOOKUP, O_GET, O_DELETE, O_RECONNECT, O_QUIT };
+#define OTHER_SALT  0xb0b0b0b0b0ULL
+#define WRONG_BYTES (-1000)
+
+struct ocall {
+	int op, p, i, n; /* keys[p][i .. i + n) */
+};
+
+static int other_do(struct run *r, const struct ocall *o)
+{
+	kvt_id_t *k = &r->keys[o->p][o->i];
+	void *dst[DEPTH];
+	const void *ch[DEPTH];
+	int rc, tries = 0;
+	switch (o->op) {
+	case O_PUT:
+		for (int i = 0; i < o->n; i++) {
+			kvt_test_fill(r->buf[i], r->cb, seed_of(k[i]) ^ OTHER_SALT);
+			ch[i] = r->buf[i];
+		}
+		while (pushed_back(rc = kvt_put(r->c, r->ns, NULL, k, (size_t)o->n, ch, r->cb)) &&
+		       ++tries < 1000)
+			;
+		return rc;
+	case O_LOOKUP:
+		return kvt_lookup(r->c, r->ns, k, (size_t)o->n);
+	case O_GET:
+		for (int i = 0; i < o->n; i++)
+			dst[i] = r->buf[i];
+		while (pushed_back(rc = kvt_get(r->c, r->ns, k, (size_t)o->n, dst, r->cb)) &&
+		       ++tries < 1000)
+			;
+		for (int i = 0; i < rc; i++) {
+			kvt_test_fill(r->want, r->cb, seed_of(k[i]) ^ OTHER_SALT);
+			if (memcmp(r->want, r->buf[i], r->cb))
+				return WRONG_BYTES;
+		}
+		return rc;
+	case O_DELETE:
+		return kvt_delete(r->c, r->ns, k, (size_t)o->n);
+	case O_RECONNECT:
+		kvt_close(r->cl[0]);
+		kvt_close(r->cl[1]);
+		connect_ns(r);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void other_main(struct run *r, int in, int out)
+{
+	connect_ns(r); /* r is the child's copy: its own clients and buffers */
+	struct ocall o;
+	while (read(in, &o, sizeof(o)) == (ssize_t)sizeof(o) && o.op != O_QUIT) {
+		int rc = other_do(r, &o);
+		if (write(out, &rc, sizeof(rc)) != (ssize_t)sizeof(rc))
+			break;
+	}
+	_exit(0);
+}
+
+/* The other tenant connects as nobody: it may enter the directory, and open the socket. */
+static void open_to_other(const struct run *r)
+{
+	chmod(r->d.dir, 0755);
+	chmod(r->d.sock, 0666);
+}
+
+static void other_start(struct run *r)
+{
+	int to[2], from[2];
+	open_to_other(r);
+	assert_int_equal(pipe(to), 0);
+	assert_int_equal(pipe(from), 0);
+	r->other = fork();
+	assert_true(r->other >= 0);
+	if (!r->other) {
+		close(to[1]);
+		close(from[0]);
+		if (setgid(65534) || setuid(65534))
+			_exit(30);
+		other_main(r, to[0], from[1]);
+	}
+	close(to[0]);
+	close(from[1]);
+	r->to_other = to[1];
+	r->from_other = from[0];
+}
+
+static int other(struct run *r, int op, int p, int i, int n)
+{
+	struct ocall o = {op, p, i, n};
+	int rc;
+	if (write(r->to_other, &o, sizeof(o)) != (ssize_t)sizeof(o) ||
+	    read(r->from_other, &rc, sizeof(rc)) != (ssize_t)sizeof(rc))
+		FAIL(r, "the other tenant's process is gone");
+	return rc;
+}
+
+static void other_stop(struct run *r)
+{
+	struct ocall o = {.op = O_QUIT};
+	int st;
+	assert_int_equal(write(r->to_other, &o, sizeof(o)), sizeof(o));
+	assert_int_equal(waitpid(r->other, &st, 0), r->other);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(r->to_other);
+	close(r->from_other);
+	r->other = 0;
+}
+
+/* One call of the other tenant, checked against its own model. */
+static void other_step(struct run *r, int p, int n)
+{
+	int i = (int)rnd(r, DEPTH), want, rc;
+	switch (rnd(r, 4)) {
+	case 0:
+		if ((rc = other(r, O_PUT, p, 0, n)) != n)
+			FAIL(r, "other tenant: put of %d chunks of prefix %d: %d", n, p, rc);
+		memset(r->other_present[p], 1, (size_t)n);
+		memset(r->other_ever[p], 1, (size_t)n);
+		break;
+	case 1:
+		if ((rc = other(r, O_LOOKUP, p, 0, n)) != (want = lead_of(r->other_present[p], n)))
+			FAIL(r, "other tenant: lookup of %d of prefix %d: %d, its model holds %d",
+			     n, p, rc, want);
+		break;
+	case 2:
+		if ((rc = other(r, O_GET, p, 0, n)) != (want = lead_of(r->other_present[p], n)))
+			FAIL(r,
+			     "other tenant: get of %d of prefix %d: %d (%d: wrong bytes), its "
+			     "model holds %d",
+			     n, p, rc, WRONG_BYTES, want);
+		break;
+	default:
+		if ((rc = other(r, O_DELETE, p, i, 1)) != r->other_present[p][i])
+			FAIL(r, "other tenant: delete of chunk %d of prefix %d: %d, its model %d",
+			     i, p, rc, r->other_present[p][i]);
+		r->other_present[p][i] = 0;
+	}
+}
+
+/* The other tenant's every key: found exactly when its model holds it (after kill -9: only if
+ * it was put, and the model takes what is found), with its own bytes. */
+static void other_sweep(struct run *r, const char *when, bool kill9)
+{
+	for (int p = 0; p < PREFIXES; p++)
+		for (int i = 0; i < DEPTH; i++) {
+			int rc = other(r, O_LOOKUP, p, i, 1);
+			if (kill9 && rc >= 0 && rc <= r->other_ever[p][i])
+				r->other_present[p][i] = (uint8_t)rc;
+			if (rc != r->other_present[p][i])
+				FAIL(r,
+				     "%s: the other tenant's chunk %d of prefix %d: lookup %d, "
+				     "its model holds %d",
+				     when, i, p, rc, r->other_present[p][i]);
+			if (rc && (rc = other(r, O_GET, p, i, 1)) != 1)
+				FAIL(r, "%s: the other tenant's chunk %d of prefix %d: get %d",
+				     when, i, p, rc);
+		}
+}
+
 /* Adds what the tiers did in this life of the daemon (its counters start again at a restart). */
 static void count_tiers(struct run *r)
 {
@@ -295,12 +483,18 @@ static void restart(struct run *r, bool kill9)
 	kvt_close(r->cl[0]);
 	kvt_close(r->cl[1]);
 	kvt_test_daemon_stop(&r->d, kill9 ? SIGKILL : SIGTERM);
+	chmod(r->d.dir, 0750); /* the daemon starts only in a directory others cannot enter */
 	assert_int_equal(kvt_test_daemon_restart(&r->d, r->sets), 0);
 	connect_ns(r);
 	if (kill9)
 		resync(r);
 	else
 		sweep(r, "after a restart");
+	if (r->other) {
+		open_to_other(r);
+		assert_int_equal(other(r, O_RECONNECT, 0, 0, 0), 0);
+		other_sweep(r, kill9 ? "after kill -9" : "after a restart", kill9);
+	}
 }
 
 static void run_seed(uint64_t seed)
@@ -308,18 +502,22 @@ static void run_seed(uint64_t seed)
 	static struct run r;
 	memset(&r, 0, sizeof(r));
 	r.rng = seed * 0x9e3779b97f4a7c15ULL | 1;
-	r.sets = seed % 2 ? cascade : through;
+	make_sets(&r, seed);
 	assert_int_equal(kvt_test_daemon_start(&r.d, r.sets), 0);
 	connect_ns(&r);
 	for (int i = 0; i < DEPTH; i++)
 		r.buf[i] = malloc(r.cb);
 	r.want = malloc(r.cb);
+	if (geteuid() == 0)
+		other_start(&r);
 	int steps = getenv("KVT_MODEL_STEPS") ? atoi(getenv("KVT_MODEL_STEPS")) : STEPS;
 	for (int step = 0; step < steps; step++) {
 		int p = (int)rnd(&r, PREFIXES), n = 1 + (int)rnd(&r, DEPTH);
 		uint32_t k = rnd(&r, 1000);
 		r.c = r.cl[rnd(&r, 2)];
-		if (k < 250) {
+		if (r.other && rnd(&r, 4) == 0) {
+			other_step(&r, p, n);
+		} else if (k < 250) {
 			do_put(&r, p, n);
 		} else if (k < 450) {
 			int rc = kvt_lookup(r.c, r.ns, r.keys[p], (size_t)n);
@@ -353,6 +551,15 @@ static void run_seed(uint64_t seed)
 	while (r.n_holds)
 		do_release(&r);
 	sweep(&r, "at the end");
+	if (r.other) {
+		other_sweep(&r, "at the end", false);
+		other_stop(&r);
+		int both = 0; /* keys both tenants stored: isolation was put to the test */
+		for (int p = 0; p < PREFIXES; p++)
+			for (int i = 0; i < DEPTH; i++)
+				both += r.ever[p][i] && r.other_ever[p][i];
+		assert_true(both > PREFIXES);
+	}
 	count_tiers(&r); /* the lower tiers were used */
 	assert_true(r.evictions > 0 && r.demoted > 0 && r.promoted > 0);
 	assert_int_equal(kvt_test_stat(&r.d, "corruptions"), 0);
