@@ -364,7 +364,10 @@ static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	const struct kvt_minisim *own;
 	uint64_t size = curves_of(d, (int)k, &m, &own);
 	if (!m || !size || !kvt_mrc_samples(m)) {
-		snprintf(out, out_len, "%s: no reads sampled yet", l->ops->name);
+		snprintf(out, out_len,
+		         "%s: no reads sampled yet (the curve fills as chunks are read "
+		         "back from it)",
+		         l->ops->name);
 		return -EAGAIN;
 	}
 	const char *pol = kvd_tiers_policy_opt(d, k, "");
@@ -466,7 +469,9 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	const struct kvt_minisim *own;
 	uint64_t size = curves_of(d, -1, &m, &own);
 	if (!m || !size || !kvt_mrc_samples(m)) {
-		snprintf(out, out_len, "no accesses sampled yet");
+		snprintf(out, out_len,
+		         "host: no accesses sampled yet (the curve fills as chunks are "
+		         "read and stored)");
 		return -EAGAIN;
 	}
 	print_mrc(out, out_len, "host", d->pol_ops->name, m, size);

@@ -200,6 +200,15 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
 	int port = (int)kvt_test_stat(&d, "metrics_port");
 	assert_true(port > 0);
+	/* nothing read yet: kvtier mrc says so in one line, and exits 1 */
+	char none[512];
+	assert_int_equal(kvt_test_cli(&d, "mrc host", none, sizeof(none)), 1);
+	assert_string_equal(none, "host: no accesses sampled yet (the curve fills as chunks are "
+	                          "read and stored)\n");
+	assert_int_equal(kvt_test_cli(&d, "mrc nvme", none, sizeof(none)), 1);
+	assert_non_null(strstr(none, "nvme: no reads sampled yet"));
+	const char *nl = strchr(none, '\n');
+	assert_true(nl && !nl[1]); /* one line: no errno line after the daemon's words */
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_id_t keys[8], ns = put_ns(c, model.name, 8, keys);
