@@ -173,7 +173,8 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	if (verb && !strcmp(verb, "get") && !value)
 		return get(d, name, out, out_len);
 	if (!verb || strcmp(verb, "set") || !name || !value) {
-		snprintf(out, out_len, "usage: get [NAME] | set NAME VALUE");
+		snprintf(out, out_len,
+		         "usage: kvtier config get [NAME] | kvtier config set NAME VALUE");
 		return -EINVAL;
 	}
 	int id = kvt_opt_find(name);

@@ -198,7 +198,7 @@ static int flush(struct kvd *d, char *save, struct kvd_out *o)
 		char *end;
 		unsigned long uid = u ? strtoul(u, &end, 10) : 0;
 		if (!u || *end || uid > UINT32_MAX) {
-			kvd_out(o, "usage: flush all | flush NAMESPACE | flush tenant UID\n");
+			kvd_out(o, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
 			return -EINVAL;
 		}
 		for (uint32_t t = 0; t < d->n_tenants; t++)
@@ -209,7 +209,7 @@ static int flush(struct kvd *d, char *save, struct kvd_out *o)
 			return -ENOENT;
 		}
 	} else if (!all && parse_id(what, &ns)) {
-		kvd_out(o, "usage: flush all | flush NAMESPACE | flush tenant UID\n");
+		kvd_out(o, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
 		return -EINVAL;
 	}
 	uint64_t n = 0, leased = 0;
@@ -245,7 +245,7 @@ int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, si
 		return 0;
 	}
 	if (parse_id(a, &ns) || (b && parse_id(b, &key)) || strtok_r(NULL, " ", &save)) {
-		kvd_out(&o, "usage: inspect [NAMESPACE [KEY]] (ids: 32 hex digits)\n");
+		kvd_out(&o, "usage: kvtier inspect [NAMESPACE [KEY]] (ids: 32 hex digits)\n");
 		return -EINVAL;
 	}
 	return b ? show_chunk(d, tenant, ns, key, &o) : list_chunks(d, tenant, ns, &o);

@@ -209,6 +209,21 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_non_null(strstr(none, "nvme: no reads sampled yet"));
 	const char *nl = strchr(none, '\n');
 	assert_true(nl && !nl[1]); /* one line: no errno line after the daemon's words */
+	/* a wrong command line: its usage, one line, exit 1; the same from the daemon's side */
+	static const char *const wrong[][2] = {
+	    {"stats --bogus", "usage: kvtier stats [--json]\n"},
+	    {"mrc", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n"},
+	    {"config set host.policy", "usage: kvtier config get [NAME] | kvtier config set NAME "
+	                               "VALUE\n"},
+	    {"policy set host", "usage: kvtier policy set TIER NAME [k=v ...]\n"},
+	    {"flush", "usage: kvtier flush all | NAMESPACE | tenant UID\n"},
+	    {"tier enable nosuch",
+	     "kvtier: no tier named 'nosuch' here (kvtier stats lists them)\n"}};
+	for (size_t k = 0; k < sizeof(wrong) / sizeof(wrong[0]); k++) {
+		assert_int_equal(kvt_test_cli(&d, wrong[k][0], none, sizeof(none)), 1);
+		if (strcmp(none, wrong[k][1]))
+			fail_msg("kvtier %s: '%s', want '%s'", wrong[k][0], none, wrong[k][1]);
+	}
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_id_t keys[8], ns = put_ns(c, model.name, 8, keys);
@@ -561,7 +576,7 @@ static void test_operator_inspect_and_flush(void **state)
 	assert_int_not_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "no such chunk"));
 	assert_int_not_equal(kvt_test_cli(&d, "inspect 12345", out, sizeof(out)), 0);
-	assert_non_null(strstr(out, "usage: inspect"));
+	assert_non_null(strstr(out, "usage: kvtier inspect"));
 
 	/* flush a namespace while one of its chunks is leased: the lease stays good */
 	kvt_lease_t lease;

@@ -3,6 +3,10 @@
 #define KVT_CLI_H
 #include "kvtier.h"
 #include <stdint.h>
+/* A subcommand's answer when it has already said on stderr what went wrong (a usage line):
+ * kvtier exits 1 without an errno line after it. */
+#define KVT_CLI_SAID (-100000)
+
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 int cli_stats(kvt_client_t *c, int argc, char **argv);
 int cli_top(kvt_client_t *c, int argc, char **argv);

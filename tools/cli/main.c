@@ -106,7 +106,18 @@ int main(int argc, char **argv)
 		rc = cli_top(c, argc - i, argv + i);
 	} else if (!strcmp(cmd, "flush") && i + 1 >= argc) {
 		fprintf(stderr, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
-		rc = -EINVAL;
+		rc = KVT_CLI_SAID;
+	} else if (!strcmp(cmd, "mrc") && i + 1 >= argc) {
+		fprintf(stderr, "usage: kvtier mrc TIER (host, nvme or rocksdb)\n");
+		rc = KVT_CLI_SAID;
+	} else if ((!strcmp(cmd, "policy") || !strcmp(cmd, "config")) &&
+	           (i + 1 >= argc || (strcmp(argv[i + 1], "get") && strcmp(argv[i + 1], "set")))) {
+		fprintf(
+		    stderr, "%s\n",
+		    cmd[0] == 'p'
+		        ? "usage: kvtier policy get TIER | kvtier policy set TIER NAME [k=v ...]"
+		        : "usage: kvtier config get [NAME] | kvtier config set NAME VALUE");
+		rc = KVT_CLI_SAID;
 	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config") ||
 	           !strcmp(cmd, "inspect") || !strcmp(cmd, "flush")) {
 		char body[1024] = "", out[8192] = "";
@@ -131,13 +142,19 @@ int main(int argc, char **argv)
 		rc = kvt__client_simple(c, KVT_MSG_TIER_ENABLE, argv[i + 2], NULL, 0);
 		if (!rc)
 			printf("tier %s enabled\n", argv[i + 2]);
+		if (rc == -ENOENT) {
+			fprintf(stderr,
+			        "kvtier: no tier named '%s' here (kvtier stats lists them)\n",
+			        argv[i + 2]);
+			rc = KVT_CLI_SAID;
+		}
 	} else {
 		fprintf(stderr, "kvtier: unknown command '%s'\n", cmd);
 		usage(stderr);
-		rc = -EINVAL;
+		rc = KVT_CLI_SAID;
 	}
 	kvt_close(c);
-	if (rc < 0 && !explained)
+	if (rc < 0 && rc != KVT_CLI_SAID && !explained)
 		fprintf(stderr, "kvtier: %s: %s\n", cmd, kvt_strerror(rc));
 	return rc < 0 ? 1 : 0;
 }

@@ -47,10 +47,15 @@ static void lower_tenants(const char *tiers, const char *tiers_end)
 int cli_stats(kvt_client_t *c, int argc, char **argv)
 {
 	static char json[KVT_MSG_MAX];
+	bool as_json = argc == 2 && !strcmp(argv[1], "--json");
+	if (argc > 1 && !as_json) {
+		fprintf(stderr, "usage: kvtier stats [--json]\n");
+		return KVT_CLI_SAID;
+	}
 	int rc = kvt__client_simple(c, KVT_MSG_STATS, NULL, json, sizeof(json));
 	if (rc < 0)
 		return rc;
-	if (argc > 1 && !strcmp(argv[1], "--json")) {
+	if (as_json) {
 		printf("%s\n", json);
 		return 0;
 	}

@@ -211,7 +211,7 @@ int cli_top(kvt_client_t *c, int argc, char **argv)
 		if (!end || *end || every < 0.1 || every > 3600 || count == 0 || count < -1) {
 			fprintf(stderr,
 			        "usage: kvtier top [--interval SECONDS >= 0.1] [--count N]\n");
-			return -EINVAL;
+			return KVT_CLI_SAID;
 		}
 	}
 	bool tty = isatty(1);
