@@ -224,6 +224,16 @@ static void test_operator_scrape_matches_stats(void **state)
 		if (strcmp(none, wrong[k][1]))
 			fail_msg("kvtier %s: '%s', want '%s'", wrong[k][0], none, wrong[k][1]);
 	}
+	/* and the benchmarks: a name or a word they do not know is refused before anything runs */
+	assert_int_equal(kvt_test_cli(&d, "bench nosuch", none, sizeof(none)), 2);
+	assert_non_null(strstr(none, "no benchmark named 'nosuch' (host, tiers,"));
+	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 0", none, sizeof(none)), 2);
+	assert_non_null(strstr(none, "usage: kvtier bench policy [OPS"));
+	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 64 lru --bogus", none, sizeof(none)),
+	                 2);
+	assert_non_null(strstr(none, "'--bogus' is not a policy, mrc, switch or minisim"));
+	assert_int_equal(kvt_test_cli(&d, "bench policy 20000 64 lru", none, sizeof(none)), 0);
+	assert_non_null(strstr(none, "\nlru "));
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_id_t keys[8], ns = put_ns(c, model.name, 8, keys);

@@ -19,6 +19,7 @@
 #include "policy/mrc.h"
 #include "policy/policy.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,13 +151,40 @@ static double run_minisim(const struct kvt_policy_ops *o, const uint32_t *keys, 
 	return (double)ops / dt;
 }
 
+/* @return : s as a count from 1 to 2^32, or 0 when it is not one. */
+static size_t count_arg(const char *s)
+{
+	char *end = NULL;
+	unsigned long long v = strtoull(s, &end, 10);
+	return s[0] >= '0' && s[0] <= '9' && end && !*end && v <= (1ull << 32) ? (size_t)v : 0;
+}
+
+/* Whether every word after the two counts names a row: a policy, mrc, switch or minisim. */
+static bool rows_known(int argc, char **argv)
+{
+	for (int a = 3; a < argc; a++)
+		if (!kvt_policy_find(argv[a]) && strcmp(argv[a], "mrc") &&
+		    strcmp(argv[a], "switch") && strcmp(argv[a], "minisim")) {
+			fprintf(stderr,
+			        "bench policy: '%s' is not a policy, mrc, switch or minisim\n",
+			        argv[a]);
+			return false;
+		}
+	return true;
+}
+
 int main(int argc, char **argv)
 {
-	size_t ops = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000;
-	size_t cap = argc > 2 ? strtoull(argv[2], NULL, 10) : 65536;
+	size_t ops = argc > 1 ? count_arg(argv[1]) : 20000000;
+	size_t cap = argc > 2 ? count_arg(argv[2]) : 65536;
+	if (!ops || !cap || !rows_known(argc, argv)) {
+		fprintf(stderr, "usage: kvtier bench policy [OPS (20000000)] [CAPACITY (65536)] "
+		                "[POLICY|mrc|switch|minisim ...]\n");
+		return 2;
+	}
 	size_t universe = 4 * cap, n_keys = 1 << 22;
 	uint32_t *keys = malloc(n_keys * sizeof(*keys));
-	if (!keys || !cap)
+	if (!keys)
 		return 1;
 	uint64_t x = 88172645463325252ULL;
 	for (size_t i = 0; i < n_keys; i++) {

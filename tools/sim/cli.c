@@ -559,7 +559,9 @@ int kvt_sim_main(int argc, char **argv)
 	rc = o.trace ? kvt_trace_load(o.trace, &t) : kvt_sim_synth(o.synth, o.seed, &t);
 	if (rc) {
 		fprintf(stderr, "sim: %s: %s\n", o.trace ? o.trace : o.synth,
-		        rc == -ENOENT && o.synth ? "no such synthetic trace" : strerror(-rc));
+		        rc == -ENOENT && o.synth
+		            ? "no such synthetic trace (zipf, scan, docqa, agent, chat, tenants)"
+		            : strerror(-rc));
 		return 1;
 	}
 	if (o.warmup && (rc = set_warmup(&o, &t)))
