@@ -478,6 +478,15 @@ static size_t parse_list(const char *s, uint64_t *out, size_t max)
 	return n;
 }
 
+static int usage(void)
+{
+	fprintf(stderr, "usage: kvtier bench nvme [--dir DIR] [--sizes 256K,2M,32M] [--qd 1,8,32] "
+	                "[--mib-per-case 512] [--backend uring|pio] [--fio]\n"
+	                "       kvtier bench nvme --quota [--dir DIR] [--sizes 2M] "
+	                "[--mib-per-case 512]\n");
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
@@ -514,10 +523,11 @@ int main(int argc, char **argv)
 			quota = true;
 			break;
 		default:
-			fprintf(stderr, "see the comment at the top of bench_nvme.c\n");
-			return 2;
+			return usage();
 		}
 	}
+	if (optind < argc)
+		return usage();
 #ifndef KVT_HAVE_URING
 	fprintf(stderr, "kvtier-bench-nvme: built without liburing: no raw baseline\n");
 	return 77;

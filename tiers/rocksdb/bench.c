@@ -319,6 +319,10 @@ int main(int argc, char **argv)
 			return opt == 'h' ? 0 : 2;
 		}
 	}
+	if (optind < argc) { /* a word that is no option */
+		usage();
+		return 2;
+	}
 	if (kvt__rdb_conf_from_opts(&c.conf, &c.opts, dir))
 		return 2;
 	if (universal)

@@ -19,6 +19,8 @@
  */
 #include "bench_util.h"
 
+#include <stdbool.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -430,8 +432,25 @@ static int both_placements(char **argv, size_t chunk_kib, const char *layout, co
 	return 0;
 }
 
+/* Whether the command line is one of the usage lines at the top. */
+static bool args_ok(int argc, char **argv)
+{
+	static const char *const first[] = {"nvme", "rocksdb", "cascade", "busy"};
+	bool known = argc < 2;
+	for (size_t k = 0; k < 4 && !known; k++)
+		known = !strcmp(argv[1], first[k]);
+	char *end = NULL;
+	return known && argc <= 3 &&
+	       (argc < 3 || (strtoull(argv[2], &end, 0) > 0 && end && !*end && argv[2][0] != '-'));
+}
+
 int main(int argc, char **argv)
 {
+	if (!args_ok(argc, argv)) {
+		fprintf(stderr, "usage: kvtier bench tiers [nvme|rocksdb [CHUNK_KIB]]\n"
+		                "       kvtier bench tiers cascade|busy [CHUNK_KIB]\n");
+		return 2;
+	}
 	if (argc > 1 && !strcmp(argv[1], "busy"))
 		return both_placements(
 		    argv, 2048, "host 256 MiB, nvme 512 MiB, rocksdb 1 GiB",

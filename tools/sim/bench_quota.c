@@ -98,11 +98,18 @@ static double run(const struct kvt_policy_ops *o, size_t cap, size_t victims, si
 
 int main(int argc, char **argv)
 {
-	size_t cap = argc > 1 ? strtoull(argv[1], NULL, 10) : 65536;
-	size_t victims = argc > 2 ? strtoull(argv[2], NULL, 10) : 2000000;
+	char *e1 = NULL, *e2 = NULL;
+	size_t cap = argc > 1 ? strtoull(argv[1], &e1, 10) : 65536;
+	size_t victims = argc > 2 ? strtoull(argv[2], &e2, 10) : 2000000;
 	const struct kvt_policy_ops *o = kvt_policy_find(argc > 3 ? argv[3] : "lru");
-	owner = calloc(cap ? cap : 1, sizeof(*owner));
-	if (!owner || cap < 64 || !o)
+	if (cap < 64 || cap > (1u << 30) || !victims || !o || argc > 4 || (e1 && *e1) ||
+	    (e2 && *e2)) {
+		fprintf(stderr, "usage: kvtier bench quota [CAPACITY >= 64 (65536)] [VICTIMS "
+		                "(2000000)] [POLICY (lru)]\n");
+		return 2;
+	}
+	owner = calloc(cap, sizeof(*owner));
+	if (!owner)
 		return 1;
 	printf("%s of %zu entries, the coldest %zu a tenant's at its guarantee\n", o->name, cap,
 	       cap / 2);
