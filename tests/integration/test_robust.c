@@ -1,8 +1,10 @@
 /*
  * test_robust.c -- hostile clients: the seals on the pool and the staging area hold, and garbage
  * on the socket (random bytes, truncated or oversized frames, wrong versions, absurd counts,
- * fds sent to the daemon, forged lease handles) gets an error or a closed connection, while
- * the daemon keeps serving others and its fd count returns to its baseline.
+ * fds sent to the daemon, one or 253 of every kind, forged lease handles) gets an error or a
+ * closed connection, while the daemon keeps serving others and its fd count returns to its
+ * baseline; another uid cannot reach the socket at all (RELIABILITY S1), and no connection
+ * can release a lease another one holds (B8).
  */
 #include "testlib.h"
 #include "kvtier.h"
@@ -12,12 +14,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct kvt_test_daemon d;
@@ -132,6 +137,7 @@ static void test_robust_seals_hold(void **state)
 	                 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL);
 	/* the pool fd: no writable mapping, no write, no resize -- also not by reopening it */
 	assert_ptr_equal(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, pool, 0), MAP_FAILED);
+	assert_int_equal(errno, EACCES);
 	assert_int_not_equal(ftruncate(pool, 0), 0);
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", pool);
@@ -147,11 +153,15 @@ static void test_robust_seals_hold(void **state)
 	void *ro = mmap(NULL, 4096, PROT_READ, MAP_SHARED, pool, 0);
 	assert_ptr_not_equal(ro, MAP_FAILED);
 	assert_int_not_equal(mprotect(ro, 4096, PROT_READ | PROT_WRITE), 0);
+	assert_int_equal(errno, EACCES);
 	munmap(ro, 4096);
 	/* the staging area: writable, but it cannot shrink or grow (the daemon never faults) */
 	assert_int_not_equal(ftruncate(stg, 0), 0);
+	assert_int_equal(errno, EPERM); /* the seals, not the fd's access mode, say no */
 	assert_int_not_equal(ftruncate(stg, 1 << 30), 0);
+	assert_int_equal(errno, EPERM);
 	assert_int_not_equal(fcntl(stg, F_ADD_SEALS, F_SEAL_WRITE), 0); /* F_SEAL_SEAL */
+	assert_int_equal(errno, EPERM);
 	assert_true((fcntl(stg, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) ==
 	            (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
 	close(pool);
@@ -403,6 +413,235 @@ static void test_robust_minor_versions(void **state)
 	}
 }
 
+/* Sends one frame carrying n fds (up to the kernel's SCM_MAX_FD, 253), as a hostile client
+ * would. @return : 0, or -errno. */
+static int send_fds(int sock, const void *msg, size_t len, const int *fds, int n)
+{
+	struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
+	static char ctl[CMSG_SPACE(sizeof(int) * 253)];
+	struct msghdr mh = {.msg_iov = &iov,
+	                    .msg_iovlen = 1,
+	                    .msg_control = ctl,
+	                    .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n)};
+	memset(ctl, 0, sizeof(ctl));
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -errno;
+}
+
+/* Whether the daemon closed sock (rather than answering). */
+static bool closed_by_daemon(int sock)
+{
+	uint8_t rx[KVT_MSG_MAX];
+	ssize_t n = kvt_proto_recv(sock, rx, sizeof(rx), NULL, NULL);
+	return n == 0 || n == -ECONNRESET;
+}
+
+/* B3: fds where none belong -- with HELLO, with a request, one or 253 of them, of every kind
+ * (a file, a directory, an O_PATH fd, a socket, an unsealed memfd, a pipe) -- close the
+ * connection, and after each case the daemon holds exactly the fds it held before: it keeps
+ * and maps none of them. */
+static void test_robust_fds_where_none_belong(void **state)
+{
+	(void)state;
+	assert_int_equal(healthy_roundtrip(11), 0);
+	usleep(20000);
+	int base = kvt_test_fd_count(d.pid);
+	int pipefd[2], sp[2];
+	assert_int_equal(pipe(pipefd), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	int kinds[] = {open("/dev/null", O_RDWR),
+	               open("/", O_RDONLY | O_DIRECTORY),
+	               open("/", O_PATH),
+	               sp[0],
+	               memfd_create("unsealed", MFD_CLOEXEC),
+	               pipefd[1]};
+	const int n_kinds = (int)(sizeof(kinds) / sizeof(kinds[0]));
+	static int many[253];
+	for (int i = 0; i < 253; i++)
+		many[i] = kinds[i % n_kinds];
+	uint8_t buf[64];
+	struct kvt_msg_hdr *h = (void *)buf;
+	struct kvt_msg_hello *hi = (void *)(h + 1);
+	for (int c = 0; c < 2 * (n_kinds + 1); c++) {
+		bool at_hello = c % 2 == 0;
+		int k = c / 2, sock = raw_connect();
+		if (!at_hello)
+			assert_int_equal(hello(sock, KVT_PROTO_MAJOR), 0);
+		*h = (struct kvt_msg_hdr){.type = at_hello ? KVT_MSG_HELLO : KVT_MSG_PING,
+		                          .len = sizeof(*h) + (at_hello ? sizeof(*hi) : 0),
+		                          .seq = 1};
+		if (at_hello)
+			*hi = (struct kvt_msg_hello){.major = KVT_PROTO_MAJOR};
+		int rc = k < n_kinds ? send_fds(sock, buf, h->len, &kinds[k], 1)
+		                     : send_fds(sock, buf, h->len, many, 253);
+		assert_int_equal(rc, 0);
+		if (!closed_by_daemon(sock))
+			fail_msg("case %d (%s, %s): the daemon answered a frame with fds", c,
+			         at_hello ? "hello" : "ping", k < n_kinds ? "one fd" : "253 fds");
+		close(sock);
+		int now = -1;
+		for (int i = 0; i < 100 && now != base; i++) {
+			usleep(5000);
+			now = kvt_test_fd_count(d.pid);
+		}
+		if (now != base)
+			fail_msg("case %d: the daemon holds %d fds, %d before", c, now, base);
+	}
+	for (int k = 0; k < n_kinds; k++)
+		if (kinds[k] != sp[0] && kinds[k] != pipefd[1])
+			close(kinds[k]);
+	close(sp[0]);
+	close(sp[1]);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	assert_int_equal(healthy_roundtrip(12), 0);
+}
+
+/* B8: a lease handle replayed from another connection is not honoured. Client A holds a lease;
+ * a raw connection sends a RELEASE of A's handle (and of handles near it): the daemon still
+ * counts A's lease, a flood cannot evict the chunk under it, and A's own release finds it
+ * valid throughout. */
+static void test_robust_other_connections_handle(void **state)
+{
+	(void)state;
+	kvt_client_t *a;
+	kvt_model_t m = model();
+	kvt_id_t ns, key;
+	uint32_t toks[16];
+	for (int i = 0; i < 16; i++)
+		toks[i] = 900 + (uint32_t)i;
+	assert_int_equal(kvt_connect(d.sock, &a), 0);
+	assert_int_equal(kvt_namespace(a, &m, &ns), 0);
+	kvt_chunk_keys(ns, toks, 16, 16, &key, 1);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *want = malloc(cb);
+	kvt_test_fill(want, cb, 900);
+	const void *ch[1] = {want};
+	assert_int_equal(kvt_put(a, ns, NULL, &key, 1, ch, cb), 1);
+	kvt_lease_t l;
+	assert_int_equal(kvt_acquire(a, ns, &key, 1, &l), 1);
+	long long before = kvt_test_stat(&d, "leases");
+	assert_true(before >= 1);
+
+	uint8_t buf[256];
+	struct kvt_msg_hdr *h = (void *)buf;
+	struct kvt_msg_release *r = (void *)(h + 1);
+	uint64_t replay[3] = {l.handle, l.handle + 1, l.handle - 1};
+	int fd = raw_connect();
+	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_RELEASE, .len = sizeof(*h) + sizeof(*r) + 24};
+	*r = (struct kvt_msg_release){.n = 3};
+	memcpy(r + 1, replay, sizeof(replay));
+	for (int k = 0; k < 3; k++) /* again and again: a count taken once per send would show */
+		assert_int_equal(kvt_proto_send(fd, buf, h->len, NULL, 0), 0);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_PING, .len = sizeof(*h)};
+	assert_int_equal(send_frame(fd, buf, sizeof(*h), NULL, 0), 0); /* served, in order */
+	close(fd);
+	assert_int_equal(kvt_test_stat(&d, "leases"), before);
+
+	/* a flood of other chunks through the 64 MiB host cannot take the leased one */
+	kvt_id_t other[64];
+	uint32_t ftoks[64 * 16];
+	uint8_t *junk = malloc(cb);
+	kvt_test_fill(junk, cb, 901);
+	const void *jch[64];
+	for (int i = 0; i < 64; i++)
+		jch[i] = junk;
+	for (int round = 0; round < 320; round++) { /* 80 MiB of 4 KiB chunks */
+		for (int i = 0; i < 64 * 16; i++)
+			ftoks[i] = 100000u * (uint32_t)(round + 1) + (uint32_t)i;
+		kvt_chunk_keys(ns, ftoks, 64 * 16, 16, other, 64);
+		assert_true(kvt_put(a, ns, NULL, other, 64, jch, cb) > 0);
+	}
+	assert_true(kvt_test_stat(&d, "evictions") > 0);
+	assert_memory_equal(l.data, want, cb);
+	assert_int_equal(kvt_release(a, &l, 1), 1);
+	assert_int_equal(l.status, 0);
+	assert_int_equal(kvt_test_stat_wait(&d, "leases", before - 1, 0), before - 1);
+	free(junk);
+	free(want);
+	kvt_close(a);
+}
+
+/* A raw connection attempt to path as uid 65534 in a child. @return : 0 when it connected,
+ * else the errno connect() failed with. */
+static int connect_as_nobody(const char *path)
+{
+	int pipefd[2];
+	assert_int_equal(pipe(pipefd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		int rc = setgid(65534) || setuid(65534) ? -1 : 0;
+		if (!rc) {
+			int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+			struct sockaddr_un a = {.sun_family = AF_UNIX};
+			memcpy(a.sun_path, path, strlen(path) + 1);
+			rc = connect(fd, (struct sockaddr *)&a, sizeof(a)) ? errno : 0;
+		}
+		_exit(write(pipefd[1], &rc, sizeof(rc)) == (ssize_t)sizeof(rc) ? 0 : 1);
+	}
+	int rc = -1, st;
+	assert_int_equal(read(pipefd[0], &rc, sizeof(rc)), sizeof(rc));
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return rc;
+}
+
+/* S1: the socket is a pathname socket of mode 0660 in a directory that grants others nothing
+ * (the daemon refuses to listen in one that does, or that another uid owns); another uid cannot
+ * connect through the directory, nor, when the directory lets it pass, through the socket. */
+static void test_robust_socket_access(void **state)
+{
+	(void)state;
+	struct stat st;
+	assert_int_equal(stat(d.sock, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0660);
+	assert_int_equal(stat(d.dir, &st), 0);
+	assert_int_equal(st.st_mode & 027, 0);
+
+	/* a directory others may enter is refused at start */
+	struct kvt_test_daemon open_dir;
+	memset(&open_dir, 0, sizeof(open_dir));
+	assert_non_null(kvt_test_tmpdir(open_dir.dir, sizeof(open_dir.dir)));
+	chmod(open_dir.dir, 0755);
+	char cmd[1200], bin[512], log[sizeof(open_dir.dir) + 16];
+	snprintf(log, sizeof(log), "%s/log", open_dir.dir);
+	snprintf(cmd, sizeof(cmd), "%s --socket %s/s.sock --data-dir %s/data 2> %s",
+	         kvt_test_bin("kvtierd", bin, sizeof(bin)), open_dir.dir, open_dir.dir, log);
+	int rc = system(cmd);
+	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) != 0);
+	char text[1024] = "";
+	FILE *f = fopen(log, "r");
+	assert_non_null(f);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = 0;
+	fclose(f);
+	assert_non_null(strstr(text, "has mode 755; it must not exceed 0750"));
+	kvt_test_rmtree(open_dir.dir);
+
+	if (geteuid() != 0) {
+		print_message("(another uid's refusal not checked: needs root to act as one)\n");
+		return;
+	}
+	/* as root the test directory may still let others pass: make it the daemon's 0750 */
+	assert_int_equal(chmod(d.dir, 0750), 0);
+	assert_int_equal(connect_as_nobody(d.sock), EACCES); /* the directory stops it */
+	assert_int_equal(chmod(d.dir, 0755), 0);
+	assert_int_equal(connect_as_nobody(d.sock), EACCES); /* then the socket's 0660 does */
+	assert_int_equal(chmod(d.sock, 0666), 0);
+	assert_int_equal(connect_as_nobody(d.sock), 0); /* the control: only the modes stopped it */
+	assert_int_equal(chmod(d.sock, 0660), 0);
+	assert_int_equal(chmod(d.dir, 0750), 0);
+	assert_int_equal(healthy_roundtrip(7), 0);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -414,6 +653,9 @@ int main(void)
 	    cmocka_unit_test(test_robust_per_uid_limit),
 	    cmocka_unit_test(test_robust_client_never_reads),
 	    cmocka_unit_test(test_robust_minor_versions),
+	    cmocka_unit_test(test_robust_socket_access),
+	    cmocka_unit_test(test_robust_other_connections_handle),
+	    cmocka_unit_test(test_robust_fds_where_none_belong),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -192,12 +192,25 @@ int kvt_test_daemon_stop(struct kvt_test_daemon *d, int sig)
 	return -1;
 }
 
+/* Stops d with SIGTERM (if it still runs) and removes its directory. A daemon that does not
+ * then exit 0 within 10 s fails the test: a hang at shutdown, a crash, or, under ASan, the leak
+ * report LeakSanitizer makes at exit (exit status 23), which would otherwise go unnoticed. */
 void kvt_test_daemon_destroy(struct kvt_test_daemon *d)
 {
-	if (d->pid > 0)
-		kvt_test_daemon_stop(d, SIGTERM);
+	int st = 0;
+	pid_t pid = d->pid;
+	if (pid > 0)
+		st = kvt_test_daemon_stop(d, SIGTERM);
 	if (d->dir[0])
 		kvt_test_rmtree(d->dir);
+	if (pid > 0 && (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)))
+		fail_msg("kvtierd %d did not stop cleanly on SIGTERM: %s %d", (int)pid,
+		         st == -1        ? "still running after 10 s, status"
+		         : WIFEXITED(st) ? "exit status"
+		                         : "killed by signal",
+		         st == -1        ? -1
+		         : WIFEXITED(st) ? WEXITSTATUS(st)
+		                         : WTERMSIG(st));
 }
 
 int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len)
