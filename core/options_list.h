@@ -32,6 +32,8 @@
 	X(CLIENT_MAX, "client.max", U64, "1024", 1, 65536, 0, "most connected clients")            \
 	X(CLIENT_MAX_PER_UID, "client.max_per_uid", U64, "256", 1, 65536, 0,                       \
 	  "most connected clients of one uid")                                                     \
+	X(CLIENT_HELLO_MS, "client.hello_ms", U64, "5000", 100, 600000, 1,                         \
+	  "a connection that has not said hello by then is closed")                                \
 	X(INDEX_MAX_CHUNKS, "index.max_chunks", U64, "16777216", 1024, 1ull << 32, 0,              \
 	  "most chunks the index holds")                                                           \
 	X(INDEX_SHM_SLOTS, "index.shm_slots", U64, "1048576", 0, 1ull << 30, 0,                    \

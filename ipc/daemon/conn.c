@@ -78,7 +78,8 @@ void kvd_conn_accept(struct kvd *d)
 		                       .gid = cr.gid,
 		                       .pid = cr.pid,
 		                       .tenant = KVD_NIL,
-		                       .lease_head = KVD_NIL};
+		                       .lease_head = KVD_NIL,
+		                       .accepted_ns = kvt_now_ns()};
 		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
 		                         .data.u64 = (uint64_t)slot + 16};
 		if (epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &ev)) {
@@ -105,6 +106,24 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 	close(c->fd);
 	*c = (struct kvd_conn){.fd = -1, .tenant = KVD_NIL, .lease_head = KVD_NIL};
 	d->n_conns--;
+}
+
+/* Closes the connections that have not said hello within client.hello_ms: one that connects
+ * and stays silent would hold a client slot (client.max, client.max_per_uid) for ever. */
+void kvd_conns_expire_hello(struct kvd *d, uint64_t now_ns)
+{
+	uint64_t limit = kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_HELLO_MS) * 1000000ull;
+	for (uint32_t i = 0; i < d->cap_conns; i++) {
+		struct kvd_conn *c = &d->conns[i];
+		if (c->fd < 0 || c->tenant != KVD_NIL || now_ns - c->accepted_ns <= limit)
+			continue;
+		kvt_log_rl(KVT_LOG_WARN,
+		           "closing a client (pid %d, uid %u) that said no hello in %llu ms",
+		           (int)c->pid, (unsigned)c->uid,
+		           (unsigned long long)kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_HELLO_MS));
+		d->st.protocol_errors++;
+		kvd_conn_close(d, i);
+	}
 }
 
 static int reply(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *req, int32_t status,

@@ -98,7 +98,8 @@ struct kvd_conn {
 	uint64_t staging_bytes;
 	uint32_t lease_head;
 	uint32_t n_leases;
-	uint64_t req_ns; /* when the request being served was read (kept while it is parked) */
+	uint64_t req_ns;      /* when the request being served was read (kept while it is parked) */
+	uint64_t accepted_ns; /* when it connected: client.hello_ms counts from here */
 };
 
 /* keep.c: chunks kvt_keep holds at host, out of the policy until their keep ends */
@@ -439,6 +440,7 @@ size_t kvd_latency_prom(const struct kvd *d, char *buf, size_t len);
 int kvd_prom_render(const char *json, size_t json_len, char *out, size_t len);
 void kvd_conn_readable(struct kvd *d, uint32_t conn);
 void kvd_conn_close(struct kvd *d, uint32_t conn);
+void kvd_conns_expire_hello(struct kvd *d, uint64_t now_ns);
 /* Parks the request in d->rx until the tier jobs it needs finish or the deadline passes. */
 int kvd_conn_park(struct kvd *d, uint32_t conn, size_t len, uint64_t wait_ms);
 /* Re-dispatches parked requests whose jobs finished or whose deadline passed. */

@@ -4,7 +4,8 @@
  * Start-up: defaults < --config FILE < KVTIER_* environment < --set name=value. The socket's
  * directory must be owned by us with no permissions beyond 0750 (created if missing); a stale
  * socket (nobody accepting) is replaced, a live one is an error. The loop multiplexes the
- * listening socket, clients, a signalfd and a 100 ms timerfd (lease timeouts, drain deadline).
+ * listening socket, clients, a signalfd and a 100 ms timerfd (lease timeouts, drain deadline,
+ * connections that said no hello).
  */
 #include "daemon.h"
 #include "core/log.h"
@@ -368,6 +369,7 @@ static void run(struct kvd *d)
 				if (read(d->timerfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 					kvt_log_rl(KVT_LOG_WARN, "timerfd: %s", strerror(errno));
 				kvd_leases_expire(d, kvt_now_ns());
+				kvd_conns_expire_hello(d, kvt_now_ns());
 				kvd_conn_resume_ready(d, kvt_now_ns());
 				kvd_metrics_tick(d, kvt_now_ns());
 			} else if (tag == KVD_EV_METRICS) {

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct kvt_test_daemon d;
@@ -501,6 +502,34 @@ static void test_robust_fds_where_none_belong(void **state)
 	assert_int_equal(healthy_roundtrip(12), 0);
 }
 
+/* B5: a client that connects and says nothing is closed once client.hello_ms has passed (it
+ * would hold a client slot for ever); one that said hello may stay silent as long as it likes.
+ * The deadline is a runtime option: set here to 300 ms, and back. */
+static void test_robust_silent_client_closed(void **state)
+{
+	(void)state;
+	char out[256];
+	assert_int_equal(kvt_test_cli(&d, "config set client.hello_ms 300", out, sizeof(out)), 0);
+	long long errors = kvt_test_stat(&d, "protocol_errors");
+	int silent = raw_connect(), greeted = raw_connect();
+	assert_int_equal(hello(greeted, KVT_PROTO_MAJOR), 0);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_true(closed_by_daemon(silent)); /* recv waits up to its 2 s timeout */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	assert_true(ms >= 250 && ms < 1900);
+	usleep(400000); /* past the deadline: the greeted one is still served */
+	uint8_t buf[64];
+	struct kvt_msg_hdr *h = (void *)buf;
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_PING, .len = sizeof(*h), .seq = 2};
+	assert_int_equal(send_frame(greeted, buf, sizeof(*h), NULL, 0), 0);
+	assert_true(kvt_test_stat(&d, "protocol_errors") > errors);
+	close(silent);
+	close(greeted);
+	assert_int_equal(kvt_test_cli(&d, "config set client.hello_ms 5000", out, sizeof(out)), 0);
+}
+
 /* B8: a lease handle replayed from another connection is not honoured. Client A holds a lease;
  * a raw connection sends a RELEASE of A's handle (and of handles near it): the daemon still
  * counts A's lease, a flood cannot evict the chunk under it, and A's own release finds it
@@ -656,6 +685,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_socket_access),
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),
+	    cmocka_unit_test(test_robust_silent_client_closed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
