@@ -186,6 +186,27 @@ static void nvme_close(struct kvt_tier *tier)
 	free(t);
 }
 
+/* KVTIER_NVME_FAULT_PPM=N (tests only, like KVTIER_NVME_BACKEND): a daemon's tier injects
+ * EIO, EAGAIN, short transfers and busy submits at N per million I/Os each (io_fault.c), so a
+ * test can run a whole kvtierd on a failing device. Nothing else sets it. */
+static void env_faults(struct kvt_nvme *t)
+{
+	const char *v = getenv("KVTIER_NVME_FAULT_PPM");
+	char *end = NULL;
+	unsigned long ppm = v && *v ? strtoul(v, &end, 10) : 0;
+	if (t->hooks.fault || !ppm || *end || ppm > 1000000)
+		return;
+	t->env_fault = (struct kvt__nvme_fault){.ppm_eio = (uint32_t)ppm,
+	                                        .ppm_again = (uint32_t)ppm,
+	                                        .ppm_short = (uint32_t)ppm,
+	                                        .ppm_busy = (uint32_t)ppm,
+	                                        .seed = kvt_now_ns() | 1,
+	                                        .armed = true};
+	t->hooks.fault = &t->env_fault;
+	kvt_log(KVT_LOG_WARN, "nvme: KVTIER_NVME_FAULT_PPM=%lu: injecting I/O faults (tests only)",
+	        ppm);
+}
+
 int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme_hooks *hooks,
                           struct kvt_tier **out)
 {
@@ -198,6 +219,7 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 		t->hooks = *hooks;
 	if (!t->hooks.full_retry_set)
 		t->hooks.full_retry_ms = 1000;
+	env_faults(t);
 	const char *p = kvt_opt_str(env->opts, KVT_OPT_NVME_PATH);
 	int rc = -ENAMETOOLONG;
 	int n = *p ? snprintf(t->path, sizeof(t->path), "%s", p)

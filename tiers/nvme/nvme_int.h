@@ -272,6 +272,7 @@ struct kvt_nvme {
 	uint8_t *blk; /* KVT_NVME_BLOCK * 2 aligned scratch: zero terminator + header blocks */
 	uint8_t *scan_buf;
 	struct kvt__nvme_engine eng;
+	struct kvt__nvme_fault env_fault; /* KVTIER_NVME_FAULT_PPM's injector (tests of a daemon) */
 	/* batch scratch, KVT_NVME_BATCH_MAX records: 3 jobs and one state word each */
 	struct kvt__nvme_job *bjobs;
 	struct kvt__nvme_bstate *bstate;
