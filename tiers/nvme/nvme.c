@@ -188,7 +188,8 @@ static void nvme_close(struct kvt_tier *tier)
 
 /* KVTIER_NVME_FAULT_PPM=N (tests only, like KVTIER_NVME_BACKEND): a daemon's tier injects
  * EIO, EAGAIN, short transfers and busy submits at N per million I/Os each (io_fault.c), so a
- * test can run a whole kvtierd on a failing device. Nothing else sets it. */
+ * test can run a whole kvtierd on a failing device; armed once the tier is open (a failed open
+ * stops the daemon's start, which is not what such a test is after). Nothing else sets it. */
 static void env_faults(struct kvt_nvme *t)
 {
 	const char *v = getenv("KVTIER_NVME_FAULT_PPM");
@@ -200,8 +201,7 @@ static void env_faults(struct kvt_nvme *t)
 	                                        .ppm_again = (uint32_t)ppm,
 	                                        .ppm_short = (uint32_t)ppm,
 	                                        .ppm_busy = (uint32_t)ppm,
-	                                        .seed = kvt_now_ns() | 1,
-	                                        .armed = true};
+	                                        .seed = kvt_now_ns() | 1};
 	t->hooks.fault = &t->env_fault;
 	kvt_log(KVT_LOG_WARN, "nvme: KVTIER_NVME_FAULT_PPM=%lu: injecting I/O faults (tests only)",
 	        ppm);
@@ -263,6 +263,7 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	}
 	if ((rc = kvt__nvme_quota_open(t)) || (rc = kvt__nvme_log_open(t)))
 		goto err;
+	t->env_fault.armed = t->hooks.fault == &t->env_fault; /* from now on, not at the open */
 	*out = (struct kvt_tier *)t;
 	return 0;
 err:
