@@ -417,26 +417,17 @@ static void other_main(struct run *r, int in, int out)
 	_exit(0);
 }
 
-/* The other tenant connects as nobody: it may enter the directory, and open the socket. */
-static void open_to_other(const struct run *r)
-{
-	chmod(r->d.dir, 0755);
-	chmod(r->d.sock, 0666);
-}
-
 static void other_start(struct run *r)
 {
 	int to[2], from[2];
-	open_to_other(r);
+	kvt_test_open_to_others(&r->d);
 	assert_int_equal(pipe(to), 0);
 	assert_int_equal(pipe(from), 0);
-	r->other = fork();
+	r->other = kvt_test_fork_as_nobody();
 	assert_true(r->other >= 0);
 	if (!r->other) {
 		close(to[1]);
 		close(from[0]);
-		if (setgid(65534) || setuid(65534))
-			_exit(30);
 		other_main(r, to[0], from[1]);
 	}
 	close(to[0]);
@@ -564,7 +555,7 @@ static void restart(struct run *r, bool kill9)
 	else
 		sweep(r, "after a restart");
 	if (r->other) {
-		open_to_other(r);
+		kvt_test_open_to_others(&r->d);
 		assert_int_equal(other(r, O_RECONNECT, 0, 0, 0), 0);
 		other_sweep(r, kill9 ? "after kill -9" : "after a restart", kill9);
 	}

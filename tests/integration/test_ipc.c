@@ -50,23 +50,6 @@ static int child_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Lets another uid reach d's socket (its directory is 0750 and the socket 0660 by default). */
-static void open_to_others(const struct kvt_test_daemon *d)
-{
-	chmod(d->dir, 0755);
-	chmod(d->sock, 0666);
-}
-
-/* fork(), the child running as uid and gid 65534 (it exits 30 when it cannot switch).
- * @return : as fork(). Needs root. */
-static pid_t fork_as_nobody(void)
-{
-	pid_t p = fork();
-	if (!p && (setgid(65534) || setuid(65534)))
-		_exit(30);
-	return p;
-}
-
 /* Child A: put a 64-chunk prefix. */
 static int put_prefix(const char *sock, uint32_t salt)
 {
@@ -151,8 +134,8 @@ static void test_ipc_share_across_processes(void **state)
 
 	/* another tenant (uid) gets misses for the very same keys */
 	if (geteuid() == 0) {
-		open_to_others(&d);
-		pid_t o = fork_as_nobody();
+		kvt_test_open_to_others(&d);
+		pid_t o = kvt_test_fork_as_nobody();
 		if (!o)
 			_exit(get_prefix(d.sock, 1, 0));
 		assert_int_equal(child_wait(o), 0);
@@ -433,8 +416,8 @@ static int done_hint_keeps_older(bool hint, uint64_t *hints)
 	assert_int_equal(kvt_put(c, ns, NULL, b, 8, chunks, cb), 8);
 	assert_int_equal(kvt_done(c, ns, NULL, 1), -EINVAL);
 	if (hint && geteuid() == 0) { /* another tenant names the same keys: none are its own */
-		open_to_others(&d);
-		pid_t o = fork_as_nobody();
+		kvt_test_open_to_others(&d);
+		pid_t o = kvt_test_fork_as_nobody();
 		if (!o) {
 			kvt_client_t *oc;
 			kvt_id_t ons;
@@ -520,8 +503,8 @@ static void test_ipc_keep(void **state)
 	assert_int_equal(kvt_keep(c, ns, a, 8, 60000), 8); /* again: a new end, nothing more */
 	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), 8);
 	if (geteuid() == 0) { /* another tenant names our keys: none are its own */
-		open_to_others(&d);
-		pid_t o = fork_as_nobody();
+		kvt_test_open_to_others(&d);
+		pid_t o = kvt_test_fork_as_nobody();
 		if (!o) {
 			kvt_client_t *oc;
 			kvt_id_t ons;
@@ -757,7 +740,7 @@ static kvt_client_t *start_for_two(struct kvt_test_daemon *d, const char *const 
                                    const kvt_model_t *m, kvt_id_t *ns)
 {
 	assert_int_equal(kvt_test_daemon_start(d, sets), 0);
-	open_to_others(d);
+	kvt_test_open_to_others(d);
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d->sock, &c), 0);
 	assert_int_equal(kvt_namespace(c, m, ns), 0);
@@ -770,7 +753,7 @@ static kvt_client_t *start_for_two(struct kvt_test_daemon *d, const char *const 
  * stored at least three quarters of them. */
 static pid_t flood_as_nobody(const char *sock, const kvt_model_t *m, int rounds)
 {
-	pid_t o = fork_as_nobody();
+	pid_t o = kvt_test_fork_as_nobody();
 	if (o)
 		return o;
 	kvt_client_t *oc;
@@ -957,7 +940,7 @@ static void test_ipc_tenant_quota(void **state)
 	for (int i = 0; i < N_CHUNKS; i++)
 		ch[i] = buf;
 	assert_int_equal(kvt_put(c, ns, NULL, keys, 48, ch, cb), 48);
-	pid_t o = fork_as_nobody();
+	pid_t o = kvt_test_fork_as_nobody();
 	if (!o) { /* the other tenant floods 4x the tier */
 		kvt_client_t *oc;
 		kvt_id_t ons, okeys[N_CHUNKS];
@@ -1030,7 +1013,7 @@ static double fairness(const char *quota, const char *at_run_time, double *befor
 	int go[2], done[2];
 	assert_int_equal(pipe(go), 0);
 	assert_int_equal(pipe(done), 0);
-	pid_t b = fork_as_nobody();
+	pid_t b = kvt_test_fork_as_nobody();
 	if (!b) { /* B: put, then read every prefix each round; its hits go back as text */
 		kvt_client_t *bc;
 		kvt_id_t bns, keys[FAIR_PREFIXES][4];
@@ -1187,12 +1170,12 @@ static void test_ipc_tenant_map(void **state)
 	const char *sets[] = {"tenant.map=0=team,65534=team", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	open_to_others(&d);
+	kvt_test_open_to_others(&d);
 	pid_t a = fork();
 	if (!a)
 		_exit(put_prefix(d.sock, 12));
 	assert_int_equal(child_wait(a), 0);
-	pid_t o = fork_as_nobody();
+	pid_t o = kvt_test_fork_as_nobody();
 	if (!o)
 		_exit(get_prefix(d.sock, 12, N_CHUNKS));
 	assert_int_equal(child_wait(o), 0);
@@ -1280,11 +1263,11 @@ static void test_ipc_tenant_canary(void **state)
 	const char *sets[] = {"host.bytes=4MiB", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	open_to_others(&d);
+	kvt_test_open_to_others(&d);
 	kvt_model_t m = model(16, KVT_DTYPE_F16);
 	size_t cb = kvt_chunk_bytes(&m);
 	static const uint8_t canary[16] = "B-secret-canary!";
-	pid_t b = fork_as_nobody();
+	pid_t b = kvt_test_fork_as_nobody();
 	if (!b) {
 		kvt_client_t *c;
 		kvt_id_t ns, keys[8];
@@ -1348,13 +1331,13 @@ static void test_ipc_admin_needs_owner(void **state)
 	}
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
-	open_to_others(&d);
+	kvt_test_open_to_others(&d);
 	kvt_client_t *rc;
 	kvt_id_t rns;
 	char hr[33], hrkey[33], cmd[128];
 	assert_int_equal(kvt_connect(d.sock, &rc), 0);
 	assert_int_equal(put_named(rc, 16, 3, &rns, hr, hrkey), 0);
-	pid_t o = fork_as_nobody();
+	pid_t o = kvt_test_fork_as_nobody();
 	if (!o) {
 		kvt_client_t *c;
 		char out[8192];

@@ -602,16 +602,13 @@ static int connect_as_nobody(const char *path)
 {
 	int pipefd[2];
 	assert_int_equal(pipe(pipefd), 0);
-	pid_t pid = fork();
+	pid_t pid = kvt_test_fork_as_nobody();
 	assert_true(pid >= 0);
 	if (!pid) {
-		int rc = setgid(65534) || setuid(65534) ? -1 : 0;
-		if (!rc) {
-			int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-			struct sockaddr_un a = {.sun_family = AF_UNIX};
-			memcpy(a.sun_path, path, strlen(path) + 1);
-			rc = connect(fd, (struct sockaddr *)&a, sizeof(a)) ? errno : 0;
-		}
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		memcpy(a.sun_path, path, strlen(path) + 1);
+		int rc = connect(fd, (struct sockaddr *)&a, sizeof(a)) ? errno : 0;
 		_exit(write(pipefd[1], &rc, sizeof(rc)) == (ssize_t)sizeof(rc) ? 0 : 1);
 	}
 	int rc = -1, st;
@@ -646,12 +643,8 @@ static void test_robust_socket_access(void **state)
 	         kvt_test_bin("kvtierd", bin, sizeof(bin)), open_dir.dir, open_dir.dir, log);
 	int rc = system(cmd);
 	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) != 0);
-	char text[1024] = "";
-	FILE *f = fopen(log, "r");
-	assert_non_null(f);
-	size_t n = fread(text, 1, sizeof(text) - 1, f);
-	text[n] = 0;
-	fclose(f);
+	char text[1024];
+	assert_true(kvt_test_read_file(log, text, sizeof(text)) > 0);
 	assert_non_null(strstr(text, "has mode 755; it must not exceed 0750"));
 	kvt_test_rmtree(open_dir.dir);
 

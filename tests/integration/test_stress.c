@@ -295,8 +295,7 @@ static void test_stress_policy_switches(void **state)
 	                                    "nvme fifo",   "rocksdb arc", "rocksdb s3fifo"};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	chmod(d.dir, 0755); /* the other tenant's workers connect as nobody */
-	chmod(d.sock, 0666);
+	kvt_test_open_to_others(&d); /* the other tenant's workers connect as nobody */
 	pid_t pids[WORKERS];
 	for (int w = 0; w < WORKERS; w++) {
 		pids[w] = fork();

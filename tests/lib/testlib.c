@@ -213,6 +213,31 @@ void kvt_test_daemon_destroy(struct kvt_test_daemon *d)
 		                         : WTERMSIG(st));
 }
 
+void kvt_test_open_to_others(const struct kvt_test_daemon *d)
+{
+	chmod(d->dir, 0755);
+	chmod(d->sock, 0666);
+}
+
+pid_t kvt_test_fork_as_nobody(void)
+{
+	pid_t p = fork();
+	if (!p && (setgid(65534) || setuid(65534)))
+		_exit(30);
+	return p;
+}
+
+long kvt_test_read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return (long)n;
+}
+
 int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len)
 {
 	char bin[512], cmd[1200];

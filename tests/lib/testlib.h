@@ -49,6 +49,14 @@ long long kvt_test_stats_json(struct kvt_test_daemon *d, char *out, size_t len);
  * @return : the last value read. */
 long long kvt_test_stat_wait(struct kvt_test_daemon *d, const char *key, long long want,
                              int at_least);
+/* Lets another uid reach d's socket (its directory is 0750 and the socket 0660 by default).
+ * A restart needs the directory back at 0750 first: the daemon refuses a more open one. */
+void kvt_test_open_to_others(const struct kvt_test_daemon *d);
+/* fork(), the child running as uid and gid 65534 (it exits 30 when it cannot switch).
+ * @return : as fork(). Needs root. */
+pid_t kvt_test_fork_as_nobody(void);
+/* Reads up to len - 1 bytes of path into buf, NUL-terminated. @return : the bytes read, or -1. */
+long kvt_test_read_file(const char *path, char *buf, size_t len);
 /* Fills buf with bytes derived from seed (deterministic). */
 void kvt_test_fill(void *buf, size_t len, uint64_t seed);
 /* Counts open fds of pid. */

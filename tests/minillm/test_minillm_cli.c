@@ -53,11 +53,7 @@ static void test_minillm_cli_refusals(void **state)
 	         mp, dir, bin, dir, tp, dir, dir);
 	assert_int_equal(system(cmd), 0);
 	snprintf(cmd, sizeof(cmd), "%s/err", dir);
-	FILE *f = fopen(cmd, "r");
-	assert_non_null(f);
-	size_t n = fread(err, 1, sizeof(err) - 1, f);
-	err[n] = 0;
-	fclose(f);
+	assert_true(kvt_test_read_file(cmd, err, sizeof(err)) >= 0);
 	assert_non_null(strstr(err, "truncated model file: 500000 bytes"));
 	assert_non_null(strstr(err, "\n1\n"));
 	kvt_test_rmtree(dir);

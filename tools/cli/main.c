@@ -86,7 +86,6 @@ int main(int argc, char **argv)
 		return cli_bench(sock, argc - i, argv + i);
 	kvt_client_t *c;
 	int rc = kvt_connect(sock, &c);
-	bool explained = false; /* the daemon answered a refusal in words of its own */
 	if (rc) {
 		char path[KVT_SOCK_PATH_MAX] = "";
 		if (sock)
@@ -137,7 +136,8 @@ int main(int argc, char **argv)
 		if (len)
 			fprintf(rc < 0 ? stderr : stdout, "%s%s", out,
 			        out[len - 1] == '\n' ? "" : "\n");
-		explained = len > 0; /* the daemon's own words say why: no errno line after them */
+		if (rc < 0 && len) /* the daemon's own words said why: no errno line after them */
+			rc = KVT_CLI_SAID;
 	} else if (!strcmp(cmd, "tier") && i + 2 < argc && !strcmp(argv[i + 1], "enable")) {
 		rc = kvt__client_simple(c, KVT_MSG_TIER_ENABLE, argv[i + 2], NULL, 0);
 		if (!rc)
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
 		rc = KVT_CLI_SAID;
 	}
 	kvt_close(c);
-	if (rc < 0 && rc != KVT_CLI_SAID && !explained)
+	if (rc < 0 && rc != KVT_CLI_SAID)
 		fprintf(stderr, "kvtier: %s: %s\n", cmd, kvt_strerror(rc));
 	return rc < 0 ? 1 : 0;
 }
