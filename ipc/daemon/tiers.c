@@ -489,13 +489,41 @@ static bool held_back(struct kvd_worker *w)
 	       w->other_head->kind == JOB_DEMOTE && below_due(w);
 }
 
+static struct kvd_entry *job_entry(struct kvd *d, const struct kvd_job *j);
+static struct kvd_entry *handover_entry(struct kvd *d, const struct kvd_job *j, uint32_t *id);
+
+static void remove_now(struct kvd_lower *l, struct kvd_job *j)
+{
+	pthread_mutex_lock(&l->lock);
+	l->ops->remove(l->t, &j->id, j->loc);
+	pthread_mutex_unlock(&l->lock);
+	j->result = -ECANCELED; /* nothing left for the loop, were it to see it */
+}
+
+/* Whether j (done, the loop stopped) wrote a copy that nobody owns: its chunk was deleted (or
+ * replaced) meanwhile. The loop would take it back out (complete_demote, complete_cascaded);
+ * stopped, it cannot, and the next start would find the copy. The loop runs no more while the
+ * workers stop (kvd_tiers_close), so the index may be read here. */
+static bool owes_removal(struct kvd *d, const struct kvd_job *j)
+{
+	uint32_t id;
+	const struct kvd_entry *e;
+	if (j->kind == JOB_DEMOTE && j->result == 0)
+		return !(e = job_entry(d, j)) || e->state != KVD_PUBLISHED;
+	if (j->kind == JOB_CASCADED && !j->buf && j->result == 0)
+		return !handover_entry(d, j, &id);
+	return false;
+}
+
 /*
  * Stopping, the loop no longer reads w->done, so the worker does there what the loop would: the
  * hand-overs it made as copies (evicting ahead, before the stop) are written into the tier below
  * now, since their records' places in this tier wait for them; and a demotion this tier pushed
  * back (-EAGAIN: a place still waiting, a RocksDB write stall) goes round again, for
  * DEMOTE_STALL_NS as complete_demote allows. Without this a demotion the stop owed could fail
- * on a place that only the stop itself would have freed. @return : whether one went round.
+ * on a place that only the stop itself would have freed. A copy whose chunk was deleted
+ * meanwhile is not written, or is taken back out (owes_removal), so that the next start does
+ * not find it. @return : whether one went round.
  */
 static bool stop_again(struct kvd_worker *w)
 {
@@ -507,10 +535,16 @@ static bool stop_again(struct kvd_worker *w)
 	uint64_t now = kvt_now_ns();
 	for (; j; j = next) {
 		next = j->next;
+		uint32_t id;
 		if (j->kind == JOB_CASCADED && j->buf) {
+			/* a deleted chunk's copy is not written: its old place is let go */
 			j->result =
-			    write_handover(&w->d->lower[j->tier], j->buf, j->rec_len, &j->loc);
+			    handover_entry(w->d, j, &id)
+			        ? write_handover(&w->d->lower[j->tier], j->buf, j->rec_len, &j->loc)
+			        : -ECANCELED;
 			handover_free(&w->d->workers[j->tier], j);
+		} else if (owes_removal(w->d, j)) {
+			remove_now(&w->d->lower[j->tier], j);
 		} else if (j->kind == JOB_DEMOTE && j->result == -EAGAIN &&
 		           (!j->again_since || now - j->again_since < DEMOTE_STALL_NS)) {
 			if (!j->again_since)

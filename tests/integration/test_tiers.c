@@ -632,6 +632,93 @@ static void test_tiers_delete_reaches_lower_tier(void **state)
 	unspill(&sp);
 }
 
+/* DESIGN.md invariant 4 in a running daemon: its nvme tier fails 1 % of its I/Os, and the
+ * injector fails a write after the real I/O, so a record reported failed may lie whole on disk.
+ * Every chunk is deleted; none may come back after a restart, although the daemon never indexed
+ * the failed copies (the tier hides each under a zero block: tiers/nvme/log.c). */
+static void test_tiers_failed_stores_stay_invisible(void **state)
+{
+	enum { ROUNDS = 8 };
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=96MiB",
+	                      "tiers.placement=write-through", NULL};
+	kvt_model_t m = model(1);
+	struct kvt_test_daemon d;
+	kvt_id_t ns;
+	static kvt_id_t keys[ROUNDS * N];
+	setenv("KVTIER_NVME_FAULT_PPM", "10000", 1);
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
+	keys_of(ns, keys, ROUNDS * N, 21);
+	size_t cb = kvt_chunk_bytes(&m);
+	long long tried = 0;
+	for (int r = 0; r < ROUNDS; r++) { /* in rounds: host holds 32 chunks */
+		kvt_test_put_chain(c, ns, keys + r * N, N, cb, 210000 + (uint64_t)r * N);
+		tried += N;
+		for (int k = 0;
+		     k < 500 &&
+		     kvt_test_stat(&d, "demoted") + kvt_test_stat(&d, "demote_failed") < tried;
+		     k++)
+			usleep(10000);
+	}
+	long long failed = kvt_test_stat(&d, "demote_failed");
+	print_message("%lld demotions, %lld failed\n", kvt_test_stat(&d, "demoted"), failed);
+	assert_true(failed > 0); /* the faults came */
+	for (int r = 0; r < ROUNDS; r++) {
+		int rc = kvt_delete(c, ns, keys + r * N, N);
+		assert_true(rc >= 0 && rc <= N);
+	}
+	for (int k = 0; k < ROUNDS * N; k++)
+		assert_int_equal(kvt_lookup(c, ns, &keys[k], 1), 0);
+	kvt_close(c);
+	kvt_test_daemon_stop(&d, SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
+	unsetenv("KVTIER_NVME_FAULT_PPM");
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	int back = 0;
+	for (int k = 0; k < ROUNDS * N; k++)
+		back += kvt_lookup(c, ns, &keys[k], 1);
+	if (back)
+		fail_msg("%d deleted chunks came back after the restart (%lld recovered)", back,
+		         kvt_test_stat(&d, "recovered"));
+	assert_int_equal(kvt_test_stat(&d, "recovered"), 0);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
+/* Deleted chunks stay deleted across a restart when nvme handed them down: records evicted
+ * ahead of the log's head stay on disk until the head takes their region back, and the delete
+ * reaches only the copy in rocksdb, so the tier must bury them itself (tiers/nvme/reclaim.c). */
+static void test_tiers_cascaded_stay_deleted(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB",         "tiers.order=host,nvme,rocksdb",
+	                      "nvme.bytes=16MiB",        "rocksdb.bytes=64MiB",
+	                      "tiers.placement=cascade", NULL};
+	struct kvt_test_daemon d;
+	static kvt_id_t keys[NC];
+	kvt_model_t m = model(1);
+	kvt_id_t ns;
+	kvt_client_t *c = put_nc(&d, sets, &ns, keys, 700);
+	kvt_test_stat_wait(&d, "cascaded", 101, 1);
+	assert_true(kvt_test_tier_stat(&d, "nvme", "chunks") > 0);
+	assert_int_equal(kvt_delete(c, ns, keys, NC), NC);
+	kvt_close(c);
+	kvt_test_daemon_stop(&d, SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	int back = 0;
+	for (size_t i = 0; i < NC; i++)
+		back += kvt_lookup(c, ns, &keys[i], 1);
+	if (back)
+		fail_msg("%d deleted chunks came back after the restart (%lld recovered; nvme "
+		         "holds %lld, rocksdb %lld)",
+		         back, kvt_test_stat(&d, "recovered"),
+		         kvt_test_tier_stat(&d, "nvme", "chunks"),
+		         kvt_test_tier_stat(&d, "rocksdb", "chunks"));
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 /* nvme.admit=second_touch: a chunk reaches nvme only once it is used again (SSD wear). */
 static void test_tiers_second_touch(void **state)
 {
@@ -863,6 +950,8 @@ int main(void)
 	    cmocka_unit_test(test_tiers_acquire_outlives_eviction),
 	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
+	    cmocka_unit_test(test_tiers_failed_stores_stay_invisible),
+	    cmocka_unit_test(test_tiers_cascaded_stay_deleted),
 	    cmocka_unit_test(test_tiers_second_touch),
 	    cmocka_unit_test(test_tiers_keep_brings_up),
 	    cmocka_unit_test(test_tiers_kill9_under_load),

@@ -32,7 +32,11 @@
  * so records left over from a region's previous use are never resurrected. The records of the
  * head region (the only place a write can be torn by a crash) are read whole and verified.
  * remove() persists by overwriting the record's first block with a tombstone that the walk
- * skips. Usage after recovery is the sum of the recovered records' padded lengths: exact.
+ * skips. A write reported failed after its header block was issued may have landed whole: the
+ * zero block is written over that header (a fence, nvme.c finish_ready), so the walk stops
+ * there and the failed record never becomes visible (DESIGN.md invariant 4). Fences and
+ * tombstones are tried KVT_NVME_FENCE_TRIES times; one that never lands is counted and logged.
+ * Usage after recovery is the sum of the recovered records' padded lengths: exact.
  */
 #include "nvme_int.h"
 #include "core/log.h"
@@ -271,6 +275,124 @@ void kvt__nvme_log_unlink(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_
 	kvt__nvme_quota_account(t, rec, -1);
 }
 
+int kvt__nvme_log_fence(struct kvt_nvme *t, uint64_t off, void *blk, const char *what)
+{
+	int rc = -EIO;
+	for (unsigned i = 0; i < KVT_NVME_FENCE_TRIES && rc; i++) {
+		rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, off, blk, KVT_NVME_BLOCK);
+		kvt__nvme_health(t, rc);
+	}
+	if (rc) {
+		KVT_NVME_ADD(t, xs.unfenced, 1);
+		kvt_log_rl(
+		    KVT_LOG_ERROR,
+		    "nvme: %s at %s+%llu not written (%s): that record may come back after a "
+		    "restart",
+		    what, t->path, (unsigned long long)off, strerror(-rc));
+	}
+	return rc;
+}
+
+static void tombstone_fill(const struct kvt_nvme *t, uint8_t *b, uint32_t rec_len)
+{
+	memset(b, 0, KVT_NVME_BLOCK);
+	kvt_store_le64(b, TB_MAGIC);
+	kvt_store_le64(b + 8, t->instance);
+	kvt_store_le32(b + 16, rec_len);
+	block_seal(b);
+}
+
+/* ---- graves: records dropped while their region stays on disk ---- */
+
+void kvt__nvme_bury_later(struct kvt_nvme *t, uint64_t loc)
+{
+	pthread_mutex_lock(&t->bury_lock);
+	if (t->n_bury == t->cap_bury) {
+		uint32_t cap = t->cap_bury ? 2 * t->cap_bury : 64;
+		uint64_t *v = realloc(t->bury, cap * sizeof(*v));
+		if (!v) {
+			pthread_mutex_unlock(&t->bury_lock);
+			KVT_NVME_ADD(t, xs.unfenced, 1);
+			kvt_log_rl(KVT_LOG_ERROR,
+			           "nvme: %s: no memory to remember a dropped record's tombstone: "
+			           "it may come back after a restart",
+			           t->path);
+			return;
+		}
+		t->bury = v, t->cap_bury = cap;
+	}
+	t->bury[t->n_bury++] = loc;
+	pthread_mutex_unlock(&t->bury_lock);
+}
+
+/* The dead record at loc, while its region has not been reused since. @return : it or NULL. */
+static const struct kvt__nvme_rec *grave_of(const struct kvt_nvme *t, uint64_t loc, uint64_t *off)
+{
+	*off = (loc & ((1ull << 40) - 1)) << 12;
+	if (*off < t->data_off || (*off - t->data_off) / t->region_bytes >= t->n_regions)
+		return NULL;
+	uint64_t r = (*off - t->data_off) / t->region_bytes;
+	const struct kvt__nvme_region *R = &t->regions[r];
+	if (!R->seq || (R->seq & 0xffffff) != loc >> 40)
+		return NULL;
+	uint32_t want = (uint32_t)((*off - kvt__nvme_region_start(t, r)) / KVT_NVME_BLOCK);
+	uint32_t lo = 0, hi = R->n_recs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (R->recs[mid].off_blocks < want)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == R->n_recs || R->recs[lo].off_blocks != want || R->recs[lo].alive)
+		return NULL;
+	return &R->recs[lo];
+}
+
+void kvt__nvme_bury_due(struct kvt_nvme *t)
+{
+	if (KVT_NVME_GET(t, st.disabled))
+		return; /* no I/O: they wait for enable() */
+	pthread_mutex_lock(&t->bury_lock);
+	uint64_t *locs = t->bury;
+	uint32_t n = t->n_bury;
+	t->bury = NULL, t->n_bury = 0, t->cap_bury = 0;
+	pthread_mutex_unlock(&t->bury_lock);
+	struct kvt__nvme_seg segs[KVT_NVME_RW_MAX];
+	uint32_t lens[KVT_NVME_RW_MAX];
+	uint8_t *buf =
+	    n ? aligned_alloc(KVT_TIER_ALIGN, (size_t)KVT_MIN(n, KVT_NVME_RW_MAX) * KVT_NVME_BLOCK)
+	      : NULL;
+	for (uint32_t i = 0; i < n;) {
+		unsigned m = 0;
+		for (; i < n && m < KVT_NVME_RW_MAX; i++) {
+			uint64_t off;
+			const struct kvt__nvme_rec *rec = grave_of(t, locs[i], &off);
+			if (!rec) /* its region was taken back: nothing left to hide */
+				continue;
+			lens[m] = rec->rec_len;
+			segs[m] = (struct kvt__nvme_seg){off, NULL, KVT_NVME_BLOCK};
+			if (buf) {
+				segs[m].buf = buf + (size_t)m * KVT_NVME_BLOCK;
+				tombstone_fill(t, segs[m].buf, rec->rec_len);
+			}
+			m++;
+		}
+		if (!m)
+			continue;
+		int rc = buf ? kvt__nvme_rw(t, KVT_NVME_WRITE, segs, m) : -ENOMEM;
+		kvt__nvme_health(t, rc);
+		for (unsigned k = 0; rc && k < m; k++) { /* one at a time, each with its retries */
+			tombstone_fill(t, t->blk, lens[k]);
+			kvt__nvme_log_fence(t, segs[k].off, t->blk,
+			                    "the tombstone of a dropped record");
+		}
+		KVT_NVME_ADD(t, xs.buried, m);
+	}
+	free(buf);
+	free(locs);
+}
+
 void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
                         bool tombstone)
 {
@@ -279,14 +401,8 @@ void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_re
 	kvt__nvme_log_unlink(t, region, rec);
 	uint64_t off = kvt__nvme_rec_off(t, region, rec);
 	if (tombstone) {
-		uint8_t *b = t->blk;
-		memset(b, 0, KVT_NVME_BLOCK);
-		kvt_store_le64(b, TB_MAGIC);
-		kvt_store_le64(b + 8, t->instance);
-		kvt_store_le32(b + 16, rec->rec_len);
-		block_seal(b);
-		kvt__nvme_rw1(t, KVT_NVME_WRITE, off, b,
-		              KVT_NVME_BLOCK); /* best effort: counted if it fails */
+		tombstone_fill(t, t->blk, rec->rec_len);
+		kvt__nvme_log_fence(t, off, t->blk, "the tombstone of a dropped record");
 	}
 	if (t->env.dropped && !t->recovering) {
 		struct kvt_tier_id id = {
@@ -492,5 +608,7 @@ void kvt__nvme_log_close(struct kvt_nvme *t)
 	free(t->regions);
 	free(t->blk);
 	free(t->scan_buf);
-	t->regions = NULL, t->blk = NULL, t->scan_buf = NULL;
+	free(t->bury);
+	t->regions = NULL, t->blk = NULL, t->scan_buf = NULL, t->bury = NULL;
+	t->n_bury = t->cap_bury = 0;
 }

@@ -175,10 +175,13 @@ static void nvme_close(struct kvt_tier *tier)
 	struct kvt_nvme *t = NV(tier);
 	if (!t)
 		return;
-	if (t->eng.ctx && t->regions && !KVT_NVME_GET(t, st.disabled))
+	if (t->eng.ctx && t->regions && !KVT_NVME_GET(t, st.disabled)) {
+		kvt__nvme_bury_due(t);
 		kvt__nvme_log_sb_write(t, true);
+	}
 	kvt__nvme_engine_close(&t->eng);
 	kvt__nvme_log_close(t);
+	pthread_mutex_destroy(&t->bury_lock);
 	kvt__nvme_quota_close(t);
 	free(t->bjobs), free(t->bstate), free(t->bsum);
 	if (t->fd >= 0)
@@ -213,6 +216,7 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	struct kvt_nvme *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	pthread_mutex_init(&t->bury_lock, NULL);
 	t->fd = -1;
 	t->env = *env;
 	if (hooks)
@@ -332,10 +336,12 @@ static void write_failed(struct kvt_nvme *t, int rc)
  * what a region's earlier use left behind, while every record's body is in flight at once.
  * A record that fails breaks its region's chain there: the records after it in the same region
  * are not kept (-EAGAIN when they had no error of their own), and the region's write pointer
- * goes back to the failed record, so the log has no hole -- unless the failed record's header
- * block was issued (it may have landed whole): then the rest of the region stays unused. Such a
- * record, whole on disk, may be recovered after a restart although its write was reported
- * failed; it is intact.
+ * goes back to the failed record, so the log has no hole. When the failed record's header block
+ * was issued it may have landed whole (a device can fail a write it made), and the records after
+ * it in the region may have landed too: once the run's I/O is over, the zero block is written
+ * over that header (a fence, log.c), so recovery's walk stops there and none of them comes back.
+ * The write pointer goes back to the failed record once the fence has landed; while it has not,
+ * the rest of the region stays unused, so that no later record's body lies under that header.
  */
 static void head_maybe_ready(struct kvt_nvme *t, unsigned i)
 {
@@ -361,6 +367,10 @@ struct wrun {
 	unsigned fin;                /* records before this one are reported */
 	bool broken;                 /* a record failed: its region's chain is cut there */
 	size_t ok;                   /* records written, over all runs */
+	struct {
+		uint64_t off, region;
+	} fence[2]; /* failed records whose header block was issued: one per region of the run */
+	unsigned n_fence;
 };
 
 static void finish_ready(struct wrun *w, const struct kvt__nvme_batch *b);
@@ -487,6 +497,21 @@ static bool write_more(void *arg, struct kvt__nvme_batch *b)
 	return true;
 }
 
+/* Hides the run's failed records whose header may have landed (see above): the zero block over
+ * each header; the region's write pointer goes back there once it has landed. */
+static void fence_failed(struct wrun *w)
+{
+	struct kvt_nvme *t = w->t;
+	for (unsigned i = 0; i < w->n_fence; i++) {
+		uint64_t off = w->fence[i].off, r = w->fence[i].region;
+		KVT_NVME_ADD(t, xs.fenced, 1);
+		if (!kvt__nvme_log_fence(t, off, t->blk + KVT_NVME_BLOCK,
+		                         "the zero block over a failed write"))
+			t->regions[r].wp = off - kvt__nvme_region_start(t, r);
+	}
+	w->n_fence = 0;
+}
+
 /* One run: records from the source (at most one region change), written, kept when they
  * landed, each reported to the source. @return : whether the run took any record. */
 static bool write_run(struct wrun *w)
@@ -509,6 +534,7 @@ static bool write_run(struct wrun *w)
 	w->running = false;
 	if (KVT_NEVER(w->fin < w->m)) /* every job ended inside the run, each reported there */
 		finish_ready(w, &b);
+	fence_failed(w);
 	return true;
 }
 
@@ -555,6 +581,9 @@ static void finish_ready(struct wrun *w, const struct kvt__nvme_batch *b)
 			    jb[J_HEAD].issued
 			        ? t->region_bytes
 			        : s->off - (t->data_off + s->region * t->region_bytes);
+			if (jb[J_HEAD].issued && !KVT_NEVER(w->n_fence == KVT_ARRAY_SIZE(w->fence)))
+				w->fence[w->n_fence].off = s->off,
+				w->fence[w->n_fence++].region = s->region;
 		}
 		q->res = s->err && s->err != -ECANCELED ? s->err : -EAGAIN;
 		write_failed(t, q->res);
@@ -567,6 +596,7 @@ static size_t nvme_write_stream(struct kvt_tier *tier, const struct kvt_tier_wso
 	struct wrun w = {.t = NV(tier), .src = src};
 	while (write_run(&w))
 		;
+	kvt__nvme_bury_due(w.t); /* graves of this write's quota trims, and any waiting */
 	return w.ok;
 }
 
@@ -693,8 +723,10 @@ static void read_finish(struct kvt_nvme *t, struct kvt_tier_rreq *q, struct kvt_
 	kvt__nvme_health(t, s->err);
 	if (s->err) {
 		if (s->err != -EAGAIN && rec->alive) {
+			/* tombstoned, so that a delete the daemon can no longer send here is not
+			 * undone by a restart that finds the record whole */
 			KVT_NVME_ADD(t, xs.dropped_io, 1);
-			kvt__nvme_log_kill(t, s->region, rec, false);
+			kvt__nvme_log_kill(t, s->region, rec, true);
 		}
 		q->res = s->err;
 		return;
@@ -880,6 +912,7 @@ void kvt_tier_nvme_handover_landed(struct kvt_tier *tier, uint64_t loc)
 	uint64_t r = (off - t->data_off) / t->region_bytes;
 	if (KVT_NEVER(r >= t->n_regions))
 		return;
+	kvt__nvme_bury_later(t, loc); /* before the region may be taken back */
 	uint32_t *q = &t->regions[r].handovers_queued;
 	if (!KVT_NEVER(!__atomic_load_n(q, __ATOMIC_RELAXED)))
 		__atomic_fetch_sub(q, 1, __ATOMIC_RELEASE);

@@ -34,6 +34,7 @@ struct kvt_quota;
 #define KVT_NVME_AGAIN_RETRIES 16u /* -EAGAIN on one I/O: resubmits before giving up */
 #define KVT_NVME_SHORT_RETRIES 64u /* zero-progress short I/Os before -EIO */
 #define KVT_NVME_DISABLE_AFTER 16u /* consecutive failed requests that disable the tier */
+#define KVT_NVME_FENCE_TRIES   3u  /* attempts at a block that hides a record (log.c fence) */
 
 /* ---- I/O backends ---------------------------------------------------------------------- */
 
@@ -176,6 +177,9 @@ struct kvt__nvme_xstats {
 	uint64_t handed_over, handed_bytes; /* evicted records given to env->evicted */
 	uint64_t evicted_ahead;             /* of handed_over: ahead of the head (reclaim.c) */
 	uint64_t handover_waits; /* writes told -EAGAIN: the next region's hand-overs not landed */
+	uint64_t fenced;         /* failed writes whose header may have landed, hidden after */
+	uint64_t unfenced;       /* records a fence could not hide (may come back at recovery) */
+	uint64_t buried;         /* tombstones written for graves (bury_due) */
 };
 
 struct kvt__nvme_engine {
@@ -288,6 +292,10 @@ struct kvt_nvme {
 	uint64_t guaranteed;             /* the guarantees' sum */
 	struct kvt__nvme_cursor *cursor; /* per tenant index: where its oldest record may be */
 	uint32_t n_cursor;
+	/* graves waiting for their tombstones (log.c): locs, filled from any thread */
+	pthread_mutex_t bury_lock;
+	uint64_t *bury;
+	uint32_t n_bury, cap_bury;
 	/* health */
 	unsigned consecutive_err;
 	uint64_t full_since_ns;
@@ -338,9 +346,20 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 /* Appends the record just written at file_off. @return : 0 or -ENOMEM. */
 int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint64_t file_off,
                          uint32_t rec_len);
-/* Marks rec dead; tombstone writes a zero block over its header (persisted drop). */
+/* Marks rec dead; tombstone writes a tombstone over its header (persisted drop, fenced). */
 void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
                         bool tombstone);
+/* Writes blk (one of the tier's own blocks) at off, up to KVT_NVME_FENCE_TRIES times: what
+ * keeps a removed record, or one whose write was reported failed, from being recovered. On
+ * failure it counts xs.unfenced and logs what may come back. @return : 0 or -errno. */
+int kvt__nvme_log_fence(struct kvt_nvme *t, uint64_t off, void *blk, const char *what);
+/* Graves: a record dropped while its region stays on disk (evicted ahead once its copy has
+ * landed below, trimmed at a tenant's maximum, dropped ahead as done) would be found again by
+ * a restart's walk, where a delete sent since cannot reach it. bury_later (any thread) notes
+ * its loc; bury_due (the tier's thread: after writes, evicting ahead, at close) writes their
+ * tombstones together, skipping any whose region has been taken back since. */
+void kvt__nvme_bury_later(struct kvt_nvme *t, uint64_t loc);
+void kvt__nvme_bury_due(struct kvt_nvme *t);
 /* Marks rec dead and takes it off the counts, telling no one (a record being moved). */
 void kvt__nvme_log_unlink(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec);
 /* Opens region r for writing: a fresh header, and a zero block after it. @return : 0, -errno. */

@@ -12,8 +12,10 @@
  *              That space goes to the others: with a maximum below the tier, reclaim keeps
  *              any record while the live bytes leave two regions free (reclaim.c), so a
  *              capped tenant's flood advances the log over its own records, not theirs.
- *              A record larger than the maximum is refused with -EDQUOT. Trimmed records carry
- *              no tombstone: a crash brings them back, and the walk at open trims again.
+ *              A record larger than the maximum is refused with -EDQUOT. Trimmed records get
+ *              tombstones once the write's I/O is over (graves, nvme_int.h): a restart must
+ *              not find them, since a delete sent since cannot reach them. Before that a
+ *              crash brings them back, and the walk at open trims again.
  *
  * The accounts are the padded bytes of live records, rebuilt by the recovery walk. Guarantees
  * may add up to half the tier: above that a region would hold more guaranteed bytes than free
@@ -202,7 +204,9 @@ void kvt__nvme_quota_trim(struct kvt_nvme *t, uint32_t tenant_key)
 	kvt_quota_limits(t->quota, tix, &g, &m);
 	struct kvt__nvme_rec *rec;
 	while (kvt_quota_used(t->quota, tix) > m && (rec = oldest(t, tix, &r))) {
+		uint64_t loc = kvt__nvme_loc(kvt__nvme_rec_off(t, r, rec), t->regions[r].seq);
 		kvt__nvme_log_kill(t, r, rec, false);
+		kvt__nvme_bury_later(t, loc); /* tombstoned after the write (nvme.c) */
 		KVT_NVME_ADD(t, st.evictions, 1);
 		KVT_NVME_ADD(t, xs.quota_trims, 1);
 	}

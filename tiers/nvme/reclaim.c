@@ -40,6 +40,11 @@
  * in steps of its own between other jobs (kvt_tier_nvme_evict_ahead), and the reclaim that
  * reaches it finds nothing left to read. Only where reclaim drops every record anyway (fifo, no
  * nvme.quota) and the log has 4 regions or more: the records go at most half a region early.
+ * A record evicted ahead gets a tombstone (4 KiB) once its copy has landed in the next tier
+ * (kvt_tier_nvme_handover_landed), or at once when it was not copied: its region stays on disk
+ * until the head takes it back, and a restart meanwhile must not find it again, since a delete
+ * sent since reaches only the copy below (graves, nvme_int.h). Before the copy lands, a crash
+ * finds the record here, so it is in one tier or the other.
  */
 #include "nvme_int.h"
 #include "core/log.h"
@@ -265,6 +270,8 @@ static void hand_over_and_drop(struct kvt_nvme *t, uint64_t r, const uint32_t *i
 		all += kvt__nvme_padded(R->recs[idx[i]].rec_len);
 	struct kvt__nvme_job *jobs = calloc(n, sizeof(*jobs));
 	uint8_t *buf = aligned_alloc(KVT_TIER_ALIGN, KVT_MIN(all, (uint64_t)HAND_BYTES));
+	/* later: which copies the caller queued (buried when they land), the rest now */
+	uint8_t *queued = later && n ? calloc(n, 1) : NULL;
 	if (!jobs || !buf) {
 		kvt_log_rl(KVT_LOG_WARN, "nvme: %s: no memory to hand %u evicted records over",
 		           t->path, n);
@@ -318,9 +325,13 @@ static void hand_over_and_drop(struct kvt_nvme *t, uint64_t r, const uint32_t *i
 			if (later)
 				__atomic_fetch_add(&R->handovers_queued, 1, __ATOMIC_RELAXED);
 			if (t->env.evicted(t->env.arg, &id, kvt__nvme_loc(jb->off, R->seq), jb->buf,
-			                   rec->rec_len, rec->hit, later) != 1 &&
-			    later)
-				__atomic_fetch_sub(&R->handovers_queued, 1, __ATOMIC_RELAXED);
+			                   rec->rec_len, rec->hit, later) != 1) {
+				if (later)
+					__atomic_fetch_sub(&R->handovers_queued, 1,
+					                   __ATOMIC_RELAXED);
+			} else if (queued) {
+				queued[q] = 1;
+			}
 			KVT_NVME_ADD(t, xs.handed_over, 1);
 			KVT_NVME_ADD(t, xs.handed_bytes, rec->rec_len);
 			KVT_NVME_ADD(t, st.reads, 1); /* device reads, as a promotion's */
@@ -330,8 +341,13 @@ static void hand_over_and_drop(struct kvt_nvme *t, uint64_t r, const uint32_t *i
 	}
 	free(buf);
 	free(jobs);
-	for (uint32_t i = 0; i < all_n; i++)
+	for (uint32_t i = 0; i < all_n; i++) {
 		kvt__nvme_log_kill(t, r, &R->recs[idx[i]], false);
+		if (later && !(queued && queued[i])) /* a queued one, when its copy lands */
+			kvt__nvme_bury_later(
+			    t, kvt__nvme_loc(kvt__nvme_rec_off(t, r, &R->recs[idx[i]]), R->seq));
+	}
+	free(queued);
 }
 
 int kvt__nvme_ahead_due(const struct kvt_nvme *t)
@@ -362,6 +378,8 @@ size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes)
 			KVT_NVME_ADD(t, st.told_evictions, 1);
 			KVT_NVME_ADD(t, st.evictions, 1);
 			kvt__nvme_log_kill(t, r, &R->recs[i], false);
+			kvt__nvme_bury_later(
+			    t, kvt__nvme_loc(kvt__nvme_rec_off(t, r, &R->recs[i]), R->seq));
 			continue;
 		}
 		idx[n++] = i;
@@ -370,6 +388,7 @@ size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes)
 	hand_over_and_drop(t, r, idx, n, true);
 	KVT_NVME_ADD(t, st.evictions, n);
 	KVT_NVME_ADD(t, xs.evicted_ahead, n);
+	kvt__nvme_bury_due(t); /* those not queued below (bury_later in hand_over_and_drop) */
 	free(idx);
 	return bytes;
 }
