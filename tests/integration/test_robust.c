@@ -344,6 +344,55 @@ static void test_robust_connection_churn(void **state)
 	assert_true(now_maps <= maps + 5);
 }
 
+/* Least privilege (RELIABILITY S7): every fd the daemon holds beyond stdio is close-on-exec,
+ * with every tier open, a metrics listener and a client attached (its socket and staging
+ * memory), so that nothing the daemon might ever start inherits a tier's file, RocksDB's, the
+ * ring, the pool or a client's connection. */
+static void test_robust_fds_close_on_exec(void **state)
+{
+	const char *sets[] = {
+	    "host.bytes=4MiB",     "tiers.order=host,nvme,rocksdb", "nvme.bytes=16MiB",
+	    "rocksdb.bytes=16MiB", "metrics.listen=127.0.0.1:0",    NULL};
+	struct kvt_test_daemon e;
+	assert_int_equal(kvt_test_daemon_start(&e, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(e.sock, &c), 0);
+	kvt_model_t m = model();
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	char dir[64], path[128], buf[1024], target[256];
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)e.pid);
+	DIR *fds = opendir(dir);
+	assert_non_null(fds);
+	int checked = 0, open_across_exec = 0;
+	struct dirent *de;
+	while ((de = readdir(fds))) {
+		int fd = atoi(de->d_name);
+		if (de->d_name[0] == '.' || fd <= 2)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)e.pid, fd);
+		if (kvt_test_read_file(path, buf, sizeof(buf)) <= 0)
+			continue; /* closed meanwhile */
+		const char *f = strstr(buf, "flags:");
+		assert_non_null(f);
+		unsigned long flags = strtoul(f + strlen("flags:"), NULL, 8);
+		checked++;
+		if (flags & O_CLOEXEC)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)e.pid, fd);
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = 0;
+		print_error("fd %d (%s) is not close-on-exec (flags 0%lo)\n", fd, target, flags);
+		open_across_exec++;
+	}
+	closedir(fds);
+	print_message("%d fds checked\n", checked);
+	assert_true(checked >= 6); /* socket, nvme file, RocksDB's, pool, a client, metrics */
+	assert_int_equal(open_across_exec, 0);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&e);
+}
+
 /* Per-uid connection limit (RELIABILITY B5): the limit+1st connection of a uid is refused,
  * and a slot frees when a client leaves. */
 static void test_robust_per_uid_limit(void **state)
@@ -679,6 +728,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),
 	    cmocka_unit_test(test_robust_silent_client_closed),
+	    cmocka_unit_test(test_robust_fds_close_on_exec),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

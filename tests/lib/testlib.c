@@ -144,6 +144,9 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 			int null = open("/dev/null", O_WRONLY);
 			dup2(null, 1);
 		}
+		/* the daemon starts with stdio alone, as a service manager starts it: every other
+		 * fd it holds is its own (test_robust checks they are close-on-exec) */
+		close_range(3, ~0u, 0);
 		if (argv[0] == bin)
 			execv(bin, (char *const *)argv);
 		else
