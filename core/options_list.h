@@ -46,6 +46,9 @@
 	  "that tier evicts; write-through: a put is written to every tier below host")            \
 	X(DEMOTE_WAIT_MS, "demote.wait_ms", U64, "100", 0, 60000, 1,                               \
 	  "how long a put waits for demotion to free host space before -EAGAIN")                   \
+	X(PROMOTE_WAIT_MS, "promote.wait_ms", U64, "5000", 0, 60000, 1,                            \
+	  "how long a get or acquire waits for chunks coming up from a lower tier; past it, what " \
+	  "is at host is served and the rest is a miss (a slow device costs no more than this)")   \
 	X(HOST_DIRTY_PCT, "host.dirty_pct", U64, "50", 1, 100, 1,                                  \
 	  "most of host, in percent, that chunks still waiting for demotion may fill; a put past " \
 	  "it waits as on a full host, so promotions and hits keep the rest")                      \

@@ -248,7 +248,8 @@ static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const
 	if (promote) {
 		uint32_t jobs = kvd_tiers_promote(d, t, k->ns, keys, n, &d->conns[i]);
 		if (jobs)
-			return kvd_conn_park(d, i, h->len, 5000);
+			return kvd_conn_park(d, i, h->len,
+			                     kvt_opt_u64(&d->opts, KVT_OPT_PROMOTE_WAIT_MS));
 		kvd_conn_unhold(d, &d->conns[i]);
 		d->resume_final = true; /* nothing could start: serve what is at host */
 		got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
@@ -400,6 +401,8 @@ int kvd_conn_park(struct kvd *d, uint32_t i, size_t len, uint64_t wait_ms)
 	c->parked_len = (uint32_t)len;
 	if (!d->resuming) /* a retry keeps the first deadline */
 		c->park_deadline_ns = kvt_now_ns() + wait_ms * 1000000ull;
+	if (!d->park_next_ns || c->park_deadline_ns < d->park_next_ns)
+		d->park_next_ns = c->park_deadline_ns;
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL); /* one request at a time per client */
 	return 0;
 }
@@ -454,6 +457,7 @@ static int acquire_ready(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h)
 
 void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns)
 {
+	d->park_next_ns = 0; /* made again from what stays parked (kvd_conn_park, below) */
 	for (uint32_t i = 0; i < d->cap_conns; i++) {
 		struct kvd_conn *c = &d->conns[i];
 		if (c->fd < 0 || !c->parked_len)
@@ -466,6 +470,8 @@ void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns)
 		int ready = late ? SERVE : h->type == KVT_MSG_PUT ? RETRY : acquire_ready(d, i, h);
 		if (ready != WAIT) /* a put is retried whenever anything finished */
 			resume(d, i, ready == SERVE); /* SERVE: what is at host, no more waiting */
+		else if (!d->park_next_ns || c->park_deadline_ns < d->park_next_ns)
+			d->park_next_ns = c->park_deadline_ns;
 	}
 }
 

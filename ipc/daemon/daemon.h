@@ -212,9 +212,11 @@ struct kvd {
 	struct kvd_worker *workers; /* tiers.c: one per lower tier */
 	int evfd;                   /* the workers' completions wake the loop */
 	uint32_t demotes_inflight, promotes_inflight;
-	uint64_t dirty_bytes; /* host records of chunks with a demotion pending (host.dirty_pct) */
-	bool resuming;        /* dispatching a parked request */
-	bool resume_final;    /* ... for the last time: no more waiting */
+	uint64_t dirty_bytes;  /* host records of chunks with a demotion pending (host.dirty_pct) */
+	bool resuming;         /* dispatching a parked request */
+	bool resume_final;     /* ... for the last time: no more waiting */
+	uint64_t park_next_ns; /* the earliest parked request's deadline (0: none); the loop
+	                        * wakes for it (run) */
 
 	uint64_t host_cap, host_used; /* granule-rounded, across tenants */
 	uint64_t gen_counter, seq_counter;

@@ -351,7 +351,16 @@ static void run(struct kvd *d)
 	for (;;) {
 		if (d->draining && (d->n_leases == 0 || kvt_now_ns() >= d->drain_deadline_ns))
 			break;
-		int n = epoll_wait(d->ep, evs, 64, -1);
+		/* a parked request's deadline is kept to the millisecond, not the timer's 100 */
+		int timeout = -1;
+		if (d->park_next_ns) {
+			uint64_t now = kvt_now_ns();
+			timeout =
+			    d->park_next_ns <= now
+			        ? 0
+			        : (int)KVT_MIN((d->park_next_ns - now + 999999) / 1000000, 100u);
+		}
+		int n = epoll_wait(d->ep, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			kvt_log(KVT_LOG_ERROR, "epoll_wait: %s", strerror(errno));
 			break;
@@ -384,6 +393,8 @@ static void run(struct kvd *d)
 					kvd_conn_readable(d, i);
 			}
 		}
+		if (d->park_next_ns && kvt_now_ns() >= d->park_next_ns)
+			kvd_conn_resume_ready(d, kvt_now_ns());
 	}
 }
 

@@ -7,6 +7,7 @@
 #include "testlib.h"
 #include "kvtier.h"
 #include "put_chain.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -719,6 +720,47 @@ static void test_tiers_cascaded_stay_deleted(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+static double ms_since(uint64_t t0)
+{
+	return (double)(kvt_now_ns() - t0) / 1e6;
+}
+
+/* A slow device (RELIABILITY L7): every nvme read takes 1.5 s longer. A get of a chunk only in
+ * nvme waits promote.wait_ms (100) and is a miss, not a 1.5 s stall; meanwhile another client's
+ * host hit is served; and the promotion the first get started still lands, byte for byte. */
+static void test_tiers_slow_device_bounded_wait(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB",
+	                      "promote.wait_ms=100", NULL};
+	setenv("KVTIER_NVME_READ_DELAY_MS", "1500", 1);
+	struct spilled sp;
+	spill(&sp, sets, 9);
+	unsetenv("KVTIER_NVME_READ_DELAY_MS");
+	kvt_client_t *other;
+	assert_int_equal(kvt_connect(sp.d.sock, &other), 0);
+	kvt_model_t m = model(1);
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(other, &m, &ns), 0);
+	assert_int_equal(kvt_lookup(sp.c, sp.ns, sp.keys, 1), 1);
+	uint64_t t0 = kvt_now_ns();
+	int rc = get_checked(sp.c, sp.ns, &sp.keys[0], sp.cb, 90000); /* only in nvme */
+	double waited = ms_since(t0);
+	t0 = kvt_now_ns();
+	int hit = get_checked(other, ns, &sp.keys[N - 1], sp.cb, 90000 + N - 1); /* at host */
+	double host_ms = ms_since(t0);
+	print_message("nvme chunk: %d after %.1f ms; host chunk meanwhile: %d after %.2f ms\n", rc,
+	              waited, hit, host_ms);
+	assert_int_equal(rc, 0);       /* served before the device answered: a miss */
+	assert_true(waited >= 99.0);   /* after waiting its promote.wait_ms */
+	assert_int_equal(hit, 1);      /* the loop never waits on the device */
+	assert_true(host_ms < 1000.0); /* the device is still busy for 1.4 s */
+	/* the promotion went on, and lands */
+	assert_true(kvt_test_stat_wait(&sp.d, "promoted", 1, 1) >= 1);
+	assert_int_equal(get_checked(sp.c, sp.ns, &sp.keys[0], sp.cb, 90000), 1);
+	kvt_close(other);
+	unspill(&sp);
+}
+
 /* nvme.admit=second_touch: a chunk reaches nvme only once it is used again (SSD wear). */
 static void test_tiers_second_touch(void **state)
 {
@@ -952,6 +994,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
 	    cmocka_unit_test(test_tiers_failed_stores_stay_invisible),
 	    cmocka_unit_test(test_tiers_cascaded_stay_deleted),
+	    cmocka_unit_test(test_tiers_slow_device_bounded_wait),
 	    cmocka_unit_test(test_tiers_second_touch),
 	    cmocka_unit_test(test_tiers_keep_brings_up),
 	    cmocka_unit_test(test_tiers_kill9_under_load),

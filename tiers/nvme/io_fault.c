@@ -7,12 +7,15 @@
  * submitting anything (backpressure from io_uring_enter). Every injection is counted in the
  * caller's struct kvt__nvme_fault, so tests can require the tier's counters to equal them.
  * It also counts every I/O that reaches it misaligned (it sits just above the kernel).
+ * A slow device (RELIABILITY L7): with read_delay_us, a reap that returns reads takes that much
+ * longer, so the tier's thread waits as it would on a device in gray failure.
  * The knobs are read on every call: a test may arm, disarm or change rates at any time.
  */
 #include "nvme_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static uint32_t fault_rand(struct kvt__nvme_fault *f)
 {
@@ -126,8 +129,13 @@ static int fault_reap(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsign
 {
 	struct kvt__nvme_fault *f = ctx;
 	int n = f->inner->reap(f->inner_ctx, out, max, min);
-	for (int i = 0; i < n; i++)
+	bool reads = false;
+	for (int i = 0; i < n; i++) {
+		reads |= out[i].cookie < f->depth && f->op_of[out[i].cookie] == KVT_NVME_READ;
 		inject(f, &out[i]);
+	}
+	if (f->armed && f->read_delay_us && reads) /* the tier's thread waits, as on the device */
+		usleep(f->read_delay_us);
 	return n;
 }
 

@@ -191,23 +191,34 @@ static void nvme_close(struct kvt_tier *tier)
 
 /* KVTIER_NVME_FAULT_PPM=N (tests only, like KVTIER_NVME_BACKEND): a daemon's tier injects
  * EIO, EAGAIN, short transfers and busy submits at N per million I/Os each (io_fault.c), so a
- * test can run a whole kvtierd on a failing device; armed once the tier is open (a failed open
+ * test can run a whole kvtierd on a failing device; KVTIER_NVME_READ_DELAY_MS=N makes every
+ * batch of reads take N ms longer (a slow device); armed once the tier is open (a failed open
  * stops the daemon's start, which is not what such a test is after). Nothing else sets it. */
+static unsigned long env_ul(const char *name, unsigned long max)
+{
+	const char *v = getenv(name);
+	char *end = NULL;
+	unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
+	return n && !*end && n <= max ? n : 0;
+}
+
 static void env_faults(struct kvt_nvme *t)
 {
-	const char *v = getenv("KVTIER_NVME_FAULT_PPM");
-	char *end = NULL;
-	unsigned long ppm = v && *v ? strtoul(v, &end, 10) : 0;
-	if (t->hooks.fault || !ppm || *end || ppm > 1000000)
+	unsigned long ppm = env_ul("KVTIER_NVME_FAULT_PPM", 1000000);
+	unsigned long delay_ms = env_ul("KVTIER_NVME_READ_DELAY_MS", 10000); /* L7: slow device */
+	if (t->hooks.fault || (!ppm && !delay_ms))
 		return;
 	t->env_fault = (struct kvt__nvme_fault){.ppm_eio = (uint32_t)ppm,
 	                                        .ppm_again = (uint32_t)ppm,
 	                                        .ppm_short = (uint32_t)ppm,
 	                                        .ppm_busy = (uint32_t)ppm,
+	                                        .read_delay_us = (uint32_t)delay_ms * 1000,
 	                                        .seed = kvt_now_ns() | 1};
 	t->hooks.fault = &t->env_fault;
-	kvt_log(KVT_LOG_WARN, "nvme: KVTIER_NVME_FAULT_PPM=%lu: injecting I/O faults (tests only)",
-	        ppm);
+	kvt_log(KVT_LOG_WARN,
+	        "nvme: KVTIER_NVME_FAULT_PPM=%lu, KVTIER_NVME_READ_DELAY_MS=%lu: injecting I/O "
+	        "faults (tests only)",
+	        ppm, delay_ms);
 }
 
 int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme_hooks *hooks,

@@ -89,6 +89,7 @@ bool kvt__nvme_uring_available(void);
 /* The fault injector's knobs and its own count of what it injected (tests compare). */
 struct kvt__nvme_fault {
 	uint32_t ppm_eio, ppm_again, ppm_nospc, ppm_short, ppm_busy; /* per million I/Os */
+	uint32_t read_delay_us; /* a slow device: a reap that returns reads takes this long */
 	uint64_t seed;
 	bool armed; /* inject only while set */
 	/* results (written by the driving thread) */
