@@ -761,6 +761,56 @@ static void test_tiers_slow_device_bounded_wait(void **state)
 	unspill(&sp);
 }
 
+/* Whether tier's entry in `kvtier stats --json` says "disabled":true. */
+static bool tier_disabled(struct kvt_test_daemon *d, const char *tier)
+{
+	static char out[1 << 16];
+	char pat[64];
+	assert_true(kvt_test_stats_json(d, out, sizeof(out)) > 0);
+	snprintf(pat, sizeof(pat), "\"name\":\"%s\"", tier);
+	const char *p = strstr(out, pat);
+	assert_non_null(p);
+	p = strstr(p, "\"disabled\":");
+	assert_non_null(p);
+	return !strncmp(p + strlen("\"disabled\":"), "true", 4);
+}
+
+/* A device that fails every I/O in a running daemon (RELIABILITY F8): the nvme tier disables
+ * itself, the daemon goes on serving and storing at host, `kvtier tier enable nvme` is refused
+ * while the device still fails, and the daemon stops cleanly. */
+static void test_tiers_failing_device_disables(void **state)
+{
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
+	static kvt_id_t keys[N];
+	kvt_model_t m = model(1);
+	struct kvt_test_daemon d;
+	kvt_id_t ns;
+	/* every I/O completes with EIO or EAGAIN, half the submits are refused (after the open) */
+	setenv("KVTIER_NVME_FAULT_PPM", "500000", 1);
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
+	unsetenv("KVTIER_NVME_FAULT_PPM");
+	assert_false(tier_disabled(&d, "nvme"));
+	keys_of(ns, keys, N, 11);
+	size_t cb = kvt_chunk_bytes(&m);
+	kvt_test_put_chain(c, ns, keys, N, cb, 110000); /* every put is taken */
+	for (int k = 0; k < 500 && !tier_disabled(&d, "nvme"); k++)
+		usleep(10000);
+	assert_true(tier_disabled(&d, "nvme"));
+	assert_true(kvt_test_stat(&d, "demote_failed") > 0);
+	assert_int_equal(kvt_test_stat(&d, "demoted"), 0);
+	/* host goes on: the newest chunks are there, byte for byte, and new puts are taken */
+	assert_int_equal(get_checked(c, ns, &keys[N - 1], cb, 110000 + N - 1), 1);
+	kvt_test_put_chain(c, ns, keys, 8, cb, 110000);
+	assert_int_equal(get_checked(c, ns, &keys[7], cb, 110007), 1);
+	char out[512];
+	int rc = kvt_test_cli(&d, "tier enable nvme", out, sizeof(out));
+	print_message("tier enable nvme: exit %d: %s", rc, out);
+	assert_true(rc != 0);
+	assert_true(tier_disabled(&d, "nvme"));
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d); /* and it stops cleanly */
+}
+
 /* nvme.admit=second_touch: a chunk reaches nvme only once it is used again (SSD wear). */
 static void test_tiers_second_touch(void **state)
 {
@@ -995,6 +1045,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_failed_stores_stay_invisible),
 	    cmocka_unit_test(test_tiers_cascaded_stay_deleted),
 	    cmocka_unit_test(test_tiers_slow_device_bounded_wait),
+	    cmocka_unit_test(test_tiers_failing_device_disables),
 	    cmocka_unit_test(test_tiers_second_touch),
 	    cmocka_unit_test(test_tiers_keep_brings_up),
 	    cmocka_unit_test(test_tiers_kill9_under_load),
