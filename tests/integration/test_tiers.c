@@ -806,6 +806,7 @@ static void test_tiers_failing_device_disables(void **state)
 	int rc = kvt_test_cli(&d, "tier enable nvme", out, sizeof(out));
 	print_message("tier enable nvme: exit %d: %s", rc, out);
 	assert_true(rc != 0);
+	assert_non_null(strstr(out, "tier nvme stays disabled: its device still fails"));
 	assert_true(tier_disabled(&d, "nvme"));
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d); /* and it stops cleanly */

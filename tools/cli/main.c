@@ -147,6 +147,12 @@ int main(int argc, char **argv)
 			        "kvtier: no tier named '%s' here (kvtier stats lists them)\n",
 			        argv[i + 2]);
 			rc = KVT_CLI_SAID;
+		} else if (rc == -EIO || rc == -EAGAIN) {
+			fprintf(stderr,
+			        "kvtier: tier %s stays disabled: its device still fails (%s; the "
+			        "daemon's log has the details)\n",
+			        argv[i + 2], kvt_strerror(rc));
+			rc = KVT_CLI_SAID;
 		}
 	} else {
 		fprintf(stderr, "kvtier: unknown command '%s'\n", cmd);
