@@ -302,6 +302,61 @@ static void tombstone_fill(const struct kvt_nvme *t, uint8_t *b, uint32_t rec_le
 	block_seal(b);
 }
 
+void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
+                        bool tombstone)
+{
+	if (!rec->alive)
+		return;
+	kvt__nvme_log_unlink(t, region, rec);
+	uint64_t off = kvt__nvme_rec_off(t, region, rec);
+	if (tombstone) {
+		tombstone_fill(t, t->blk, rec->rec_len);
+		kvt__nvme_log_fence(t, off, t->blk, "the tombstone of a dropped record");
+	}
+	if (t->env.dropped && !t->recovering) {
+		struct kvt_tier_id id = {
+		    .tenant = rec->h.tenant, .ns = rec->h.ns, .key = rec->h.key};
+		t->env.dropped(t->env.arg, &id, kvt__nvme_loc(off, t->regions[region].seq));
+	}
+}
+
+/* The record at loc, live or dead, while its region has not been reused since. */
+static struct kvt__nvme_rec *rec_at(struct kvt_nvme *t, uint64_t loc, uint64_t *region)
+{
+	uint64_t off = (loc & ((1ull << 40) - 1)) << 12;
+	if (off < t->data_off)
+		return NULL;
+	uint64_t r = (off - t->data_off) / t->region_bytes;
+	if (r >= t->n_regions)
+		return NULL;
+	struct kvt__nvme_region *R = &t->regions[r];
+	if (!R->seq || (R->seq & 0xffffff) != loc >> 40)
+		return NULL;
+	uint32_t want = (uint32_t)((off - kvt__nvme_region_start(t, r)) / KVT_NVME_BLOCK);
+	uint32_t lo = 0, hi = R->n_recs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (R->recs[mid].off_blocks < want)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == R->n_recs || R->recs[lo].off_blocks != want)
+		return NULL;
+	*region = r;
+	return &R->recs[lo];
+}
+
+struct kvt__nvme_rec *kvt__nvme_log_find(struct kvt_nvme *t, uint64_t loc, uint64_t *region)
+{
+	uint64_t r;
+	struct kvt__nvme_rec *rec = rec_at(t, loc, &r);
+	if (!rec || !rec->alive)
+		return NULL;
+	*region = r;
+	return rec;
+}
+
 /* ---- graves: records dropped while their region stays on disk ---- */
 
 void kvt__nvme_bury_later(struct kvt_nvme *t, uint64_t loc)
@@ -325,30 +380,6 @@ void kvt__nvme_bury_later(struct kvt_nvme *t, uint64_t loc)
 	pthread_mutex_unlock(&t->bury_lock);
 }
 
-/* The dead record at loc, while its region has not been reused since. @return : it or NULL. */
-static const struct kvt__nvme_rec *grave_of(const struct kvt_nvme *t, uint64_t loc, uint64_t *off)
-{
-	*off = (loc & ((1ull << 40) - 1)) << 12;
-	if (*off < t->data_off || (*off - t->data_off) / t->region_bytes >= t->n_regions)
-		return NULL;
-	uint64_t r = (*off - t->data_off) / t->region_bytes;
-	const struct kvt__nvme_region *R = &t->regions[r];
-	if (!R->seq || (R->seq & 0xffffff) != loc >> 40)
-		return NULL;
-	uint32_t want = (uint32_t)((*off - kvt__nvme_region_start(t, r)) / KVT_NVME_BLOCK);
-	uint32_t lo = 0, hi = R->n_recs;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (R->recs[mid].off_blocks < want)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == R->n_recs || R->recs[lo].off_blocks != want || R->recs[lo].alive)
-		return NULL;
-	return &R->recs[lo];
-}
-
 void kvt__nvme_bury_due(struct kvt_nvme *t)
 {
 	if (KVT_NVME_GET(t, st.disabled))
@@ -366,10 +397,11 @@ void kvt__nvme_bury_due(struct kvt_nvme *t)
 	for (uint32_t i = 0; i < n;) {
 		unsigned m = 0;
 		for (; i < n && m < KVT_NVME_RW_MAX; i++) {
-			uint64_t off;
-			const struct kvt__nvme_rec *rec = grave_of(t, locs[i], &off);
-			if (!rec) /* its region was taken back: nothing left to hide */
+			uint64_t r;
+			const struct kvt__nvme_rec *rec = rec_at(t, locs[i], &r);
+			if (!rec || rec->alive) /* its region was taken back: nothing to hide */
 				continue;
+			uint64_t off = kvt__nvme_rec_off(t, r, rec);
 			lens[m] = rec->rec_len;
 			segs[m] = (struct kvt__nvme_seg){off, NULL, KVT_NVME_BLOCK};
 			if (buf) {
@@ -391,50 +423,6 @@ void kvt__nvme_bury_due(struct kvt_nvme *t)
 	}
 	free(buf);
 	free(locs);
-}
-
-void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
-                        bool tombstone)
-{
-	if (!rec->alive)
-		return;
-	kvt__nvme_log_unlink(t, region, rec);
-	uint64_t off = kvt__nvme_rec_off(t, region, rec);
-	if (tombstone) {
-		tombstone_fill(t, t->blk, rec->rec_len);
-		kvt__nvme_log_fence(t, off, t->blk, "the tombstone of a dropped record");
-	}
-	if (t->env.dropped && !t->recovering) {
-		struct kvt_tier_id id = {
-		    .tenant = rec->h.tenant, .ns = rec->h.ns, .key = rec->h.key};
-		t->env.dropped(t->env.arg, &id, kvt__nvme_loc(off, t->regions[region].seq));
-	}
-}
-
-struct kvt__nvme_rec *kvt__nvme_log_find(struct kvt_nvme *t, uint64_t loc, uint64_t *region)
-{
-	uint64_t off = (loc & ((1ull << 40) - 1)) << 12;
-	if (off < t->data_off)
-		return NULL;
-	uint64_t r = (off - t->data_off) / t->region_bytes;
-	if (r >= t->n_regions)
-		return NULL;
-	struct kvt__nvme_region *R = &t->regions[r];
-	if (!R->seq || (R->seq & 0xffffff) != loc >> 40)
-		return NULL;
-	uint32_t want = (uint32_t)((off - kvt__nvme_region_start(t, r)) / KVT_NVME_BLOCK);
-	uint32_t lo = 0, hi = R->n_recs;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (R->recs[mid].off_blocks < want)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == R->n_recs || R->recs[lo].off_blocks != want || !R->recs[lo].alive)
-		return NULL;
-	*region = r;
-	return &R->recs[lo];
 }
 
 /* ---- recovery ---- */
