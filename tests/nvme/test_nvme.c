@@ -353,6 +353,22 @@ static void test_nvme_evicts_ahead(void **state)
  * region's records; once every copy has landed, the write goes there. Reclaim at the head offers
  * without later (the caller writes at once).
  */
+/* Puts records (seeds from seed) until evicting ahead is due, then evicts ahead all it may.
+ * @return : where h's offers of this step begin (at least 4 of them). */
+static size_t put_and_evict_ahead(struct nvt *n, struct handed *h, uint64_t seed)
+{
+	uint64_t lp;
+	for (uint64_t k = 0; kvt_tier_nvme_ahead_due(n->t) < 2; k++) {
+		assert_int_equal(nvt_put(n, seed + k, h->payload, &lp), 0);
+		assert_true(k < 20);
+	}
+	size_t from = h->count;
+	while (kvt_tier_nvme_evict_ahead(n->t, 1 << 20))
+		;
+	assert_true(h->count - from >= 4);
+	return from;
+}
+
 static void test_nvme_keeps_queued_handovers(void **state)
 {
 	struct nvt n;
@@ -385,14 +401,7 @@ static void test_nvme_keeps_queued_handovers(void **state)
 	assert_int_equal(region_of(&n, lp), r);
 	/* again, and a crash while the copies wait: the reopened log still has every record (they
 	 * left the index, not the log) */
-	for (uint64_t k = 0; kvt_tier_nvme_ahead_due(n.t) < 2; k++) {
-		assert_int_equal(nvt_put(&n, 8000 + k, h.payload, &lp), 0);
-		assert_true(k < 20);
-	}
-	size_t again = h.count;
-	while (kvt_tier_nvme_evict_ahead(n.t, 1 << 20))
-		;
-	assert_true(h.count - again >= 4);
+	size_t again = put_and_evict_ahead(&n, &h, 8000);
 	nvt_close(&n);
 	assert_int_equal(nvt_open(&n), 0);
 	for (size_t k = again; k < h.count; k++)
@@ -400,14 +409,7 @@ static void test_nvme_keeps_queued_handovers(void **state)
 	/* once their copies have landed, a restart finds them no more (their tombstones: a delete
 	 * sent since reaches only the copy below), although their region is still on disk */
 	n.n_dropped = 0; /* what the last life dropped, this one found again */
-	for (uint64_t k = 0; kvt_tier_nvme_ahead_due(n.t) < 2; k++) {
-		assert_int_equal(nvt_put(&n, 9000 + k, h.payload, &lp), 0);
-		assert_true(k < 20);
-	}
-	size_t third = h.count;
-	while (kvt_tier_nvme_evict_ahead(n.t, 1 << 20))
-		;
-	assert_true(h.count - third >= 4);
+	size_t third = put_and_evict_ahead(&n, &h, 9000);
 	for (size_t k = third; k < h.count; k++)
 		kvt_tier_nvme_handover_landed(n.t, h.loc[k]);
 	nvt_close(&n);
