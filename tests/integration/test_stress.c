@@ -240,6 +240,15 @@ static void load_round(const char *sock, unsigned seed)
  * 64-byte leak planted in every reply grew it by about 180 KiB). With RocksDB below (its
  * memtables swing between about 75 and 100 MiB as they fill and flush) only the bound is held.
  */
+/* Under ASan the daemon's shadow memory and quarantine are anonymous memory that grows by
+ * design: the rounds run (every byte still checked, the daemon's memory errors caught), and
+ * the RSS is printed but not held to anything. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_MEANS_SOMETHING false
+#else
+#define RSS_MEANS_SOMETHING true
+#endif
+
 static void memory_rounds(const char *const *sets, int rounds, long max_growth_kib)
 {
 	struct kvt_test_daemon d;
@@ -249,13 +258,13 @@ static void memory_rounds(const char *const *sets, int rounds, long max_growth_k
 		load_round(d.sock, 5000u + 10u * (unsigned)r);
 		long rss = rss_anon_kib(d.pid);
 		print_message("%s, round %d: RssAnon %ld KiB\n", sets[1], r, rss);
-		assert_true(rss < 256 * 1024);
+		assert_true(rss < 256 * 1024 || !RSS_MEANS_SOMETHING);
 		if (r == 1)
 			warm = rss;
 		if (r > 1 && rss > peak)
 			peak = rss;
 	}
-	if (max_growth_kib >= 0 && peak - warm > max_growth_kib)
+	if (RSS_MEANS_SOMETHING && max_growth_kib >= 0 && peak - warm > max_growth_kib)
 		fail_msg("%s: RssAnon grew by %ld KiB after round 1 (%ld KiB then)", sets[1],
 		         peak - warm, warm);
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
@@ -265,18 +274,13 @@ static void memory_rounds(const char *const *sets, int rounds, long max_growth_k
 
 static void test_stress_memory_steady(void **state)
 {
-#if defined(__SANITIZE_ADDRESS__)
-	/* ASan's shadow and quarantine are anonymous memory that grows by design */
-	print_message("SKIP: RSS means nothing under AddressSanitizer (make test measures it)\n");
-	skip();
-#endif
 	const char *two[] = {"host.bytes=16MiB", "tiers.order=host,nvme", "nvme.bytes=16MiB",
 	                     "demote.wait_ms=20", NULL};
 	const char *three[] = {"host.bytes=16MiB",  "tiers.order=host,nvme,rocksdb",
 	                       "nvme.bytes=16MiB",  "rocksdb.bytes=64MiB",
 	                       "demote.wait_ms=20", NULL};
-	memory_rounds(two, 10, 96);
-	memory_rounds(three, 4, -1);
+	memory_rounds(two, RSS_MEANS_SOMETHING ? 10 : 3, 96); /* under ASan: the load alone */
+	memory_rounds(three, RSS_MEANS_SOMETHING ? 4 : 2, -1);
 }
 
 /* One more worker, on its own: every byte it reads is right, and no API call fails. */
