@@ -119,8 +119,7 @@ void kvd_conns_expire_hello(struct kvd *d, uint64_t now_ns)
 			continue;
 		kvt_log_rl(KVT_LOG_WARN,
 		           "closing a client (pid %d, uid %u) that said no hello in %llu ms",
-		           (int)c->pid, (unsigned)c->uid,
-		           (unsigned long long)kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_HELLO_MS));
+		           (int)c->pid, (unsigned)c->uid, (unsigned long long)(limit / 1000000));
 		d->st.protocol_errors++;
 		kvd_conn_close(d, i);
 	}
@@ -391,6 +390,13 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 	}
 }
 
+/* The loop wakes by deadline_ns at the latest (d->park_next_ns: the earliest one parked). */
+static void wake_by(struct kvd *d, uint64_t deadline_ns)
+{
+	if (!d->park_next_ns || deadline_ns < d->park_next_ns)
+		d->park_next_ns = deadline_ns;
+}
+
 int kvd_conn_park(struct kvd *d, uint32_t i, size_t len, uint64_t wait_ms)
 {
 	struct kvd_conn *c = &d->conns[i];
@@ -401,8 +407,7 @@ int kvd_conn_park(struct kvd *d, uint32_t i, size_t len, uint64_t wait_ms)
 	c->parked_len = (uint32_t)len;
 	if (!d->resuming) /* a retry keeps the first deadline */
 		c->park_deadline_ns = kvt_now_ns() + wait_ms * 1000000ull;
-	if (!d->park_next_ns || c->park_deadline_ns < d->park_next_ns)
-		d->park_next_ns = c->park_deadline_ns;
+	wake_by(d, c->park_deadline_ns);
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL); /* one request at a time per client */
 	return 0;
 }
@@ -470,8 +475,8 @@ void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns)
 		int ready = late ? SERVE : h->type == KVT_MSG_PUT ? RETRY : acquire_ready(d, i, h);
 		if (ready != WAIT) /* a put is retried whenever anything finished */
 			resume(d, i, ready == SERVE); /* SERVE: what is at host, no more waiting */
-		else if (!d->park_next_ns || c->park_deadline_ns < d->park_next_ns)
-			d->park_next_ns = c->park_deadline_ns;
+		else
+			wake_by(d, c->park_deadline_ns);
 	}
 }
 

@@ -351,14 +351,14 @@ static void run(struct kvd *d)
 	for (;;) {
 		if (d->draining && (d->n_leases == 0 || kvt_now_ns() >= d->drain_deadline_ns))
 			break;
-		/* a parked request's deadline is kept to the millisecond, not the timer's 100 */
+		/* a parked request's deadline is kept to the millisecond, not the timer's 100; it
+		 * is at most 60 s away (promote.wait_ms, demote.wait_ms) */
 		int timeout = -1;
 		if (d->park_next_ns) {
 			uint64_t now = kvt_now_ns();
-			timeout =
-			    d->park_next_ns <= now
-			        ? 0
-			        : (int)KVT_MIN((d->park_next_ns - now + 999999) / 1000000, 100u);
+			timeout = d->park_next_ns <= now
+			              ? 0
+			              : (int)((d->park_next_ns - now + 999999) / 1000000);
 		}
 		int n = epoll_wait(d->ep, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {

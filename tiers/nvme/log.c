@@ -303,20 +303,23 @@ static void tombstone_fill(const struct kvt_nvme *t, uint8_t *b, uint32_t rec_le
 }
 
 void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
-                        bool tombstone)
+                        enum kvt__nvme_grave grave)
 {
 	if (!rec->alive)
 		return;
 	kvt__nvme_log_unlink(t, region, rec);
 	uint64_t off = kvt__nvme_rec_off(t, region, rec);
-	if (tombstone) {
+	uint64_t loc = kvt__nvme_loc(off, t->regions[region].seq);
+	if (grave == KVT_NVME_GRAVE_NOW) {
 		tombstone_fill(t, t->blk, rec->rec_len);
 		kvt__nvme_log_fence(t, off, t->blk, "the tombstone of a dropped record");
+	} else if (grave == KVT_NVME_GRAVE_LATER) {
+		kvt__nvme_bury_later(t, loc);
 	}
 	if (t->env.dropped && !t->recovering) {
 		struct kvt_tier_id id = {
 		    .tenant = rec->h.tenant, .ns = rec->h.ns, .key = rec->h.key};
-		t->env.dropped(t->env.arg, &id, kvt__nvme_loc(off, t->regions[region].seq));
+		t->env.dropped(t->env.arg, &id, loc);
 	}
 }
 
@@ -532,7 +535,7 @@ static int verify_head(struct kvt_nvme *t)
 			continue;
 		KVT_NVME_ADD(t, st.corruptions, 1);
 		bool last = i + 1 == R->n_recs;
-		kvt__nvme_log_kill(t, t->head, rec, false);
+		kvt__nvme_log_kill(t, t->head, rec, KVT_NVME_NO_GRAVE);
 		if (last) { /* a torn tail: the next write goes where it was */
 			R->wp = (uint64_t)rec->off_blocks * KVT_NVME_BLOCK;
 			R->n_recs--;

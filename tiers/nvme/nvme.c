@@ -726,7 +726,7 @@ static void read_finish(struct kvt_nvme *t, struct kvt_tier_rreq *q, struct kvt_
 			KVT_NVME_ADD(t, st.corruptions, 1);
 			kvt_log_rl(KVT_LOG_WARN, "nvme: %s: corrupt record at %llu dropped",
 			           t->path, (unsigned long long)s->off);
-			kvt__nvme_log_kill(t, s->region, rec, true);
+			kvt__nvme_log_kill(t, s->region, rec, KVT_NVME_GRAVE_NOW);
 		}
 		q->res = -EBADMSG;
 		return;
@@ -737,7 +737,7 @@ static void read_finish(struct kvt_nvme *t, struct kvt_tier_rreq *q, struct kvt_
 			/* tombstoned, so that a delete the daemon can no longer send here is not
 			 * undone by a restart that finds the record whole */
 			KVT_NVME_ADD(t, xs.dropped_io, 1);
-			kvt__nvme_log_kill(t, s->region, rec, true);
+			kvt__nvme_log_kill(t, s->region, rec, KVT_NVME_GRAVE_NOW);
 		}
 		q->res = s->err;
 		return;
@@ -817,7 +817,8 @@ static int nvme_remove(struct kvt_tier *tier, const struct kvt_tier_id *id, uint
 		return -ENOENT;
 	void (*cb)(void *, const struct kvt_tier_id *, uint64_t) = t->env.dropped;
 	t->env.dropped = NULL; /* the daemon asked: no callback */
-	kvt__nvme_log_kill(t, r, rec, !KVT_NVME_GET(t, st.disabled));
+	kvt__nvme_log_kill(t, r, rec,
+	                   KVT_NVME_GET(t, st.disabled) ? KVT_NVME_NO_GRAVE : KVT_NVME_GRAVE_NOW);
 	t->env.dropped = cb;
 	return 0;
 }

@@ -347,9 +347,13 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 /* Appends the record just written at file_off. @return : 0 or -ENOMEM. */
 int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint64_t file_off,
                          uint32_t rec_len);
-/* Marks rec dead; tombstone writes a tombstone over its header (persisted drop, fenced). */
+/* What keeps a dropped record from a restart's walk (log_kill): nothing (its region is taken
+ * back next, or reopened), a tombstone now (fenced), or one written with the next graves
+ * (bury_due). */
+enum kvt__nvme_grave { KVT_NVME_NO_GRAVE, KVT_NVME_GRAVE_NOW, KVT_NVME_GRAVE_LATER };
+/* Marks rec dead, tells env->dropped, and leaves the grave asked for over its header. */
 void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
-                        bool tombstone);
+                        enum kvt__nvme_grave grave);
 /* Writes blk (one of the tier's own blocks) at off, up to KVT_NVME_FENCE_TRIES times: what
  * keeps a removed record, or one whose write was reported failed, from being recovered. On
  * failure it counts xs.unfenced and logs what may come back. @return : 0 or -errno. */

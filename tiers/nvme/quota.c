@@ -204,9 +204,7 @@ void kvt__nvme_quota_trim(struct kvt_nvme *t, uint32_t tenant_key)
 	kvt_quota_limits(t->quota, tix, &g, &m);
 	struct kvt__nvme_rec *rec;
 	while (kvt_quota_used(t->quota, tix) > m && (rec = oldest(t, tix, &r))) {
-		uint64_t loc = kvt__nvme_loc(kvt__nvme_rec_off(t, r, rec), t->regions[r].seq);
-		kvt__nvme_log_kill(t, r, rec, false);
-		kvt__nvme_bury_later(t, loc); /* tombstoned after the write (nvme.c) */
+		kvt__nvme_log_kill(t, r, rec, KVT_NVME_GRAVE_LATER); /* after the write (nvme.c) */
 		KVT_NVME_ADD(t, st.evictions, 1);
 		KVT_NVME_ADD(t, xs.quota_trims, 1);
 	}

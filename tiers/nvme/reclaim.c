@@ -341,12 +341,10 @@ static void hand_over_and_drop(struct kvt_nvme *t, uint64_t r, const uint32_t *i
 	}
 	free(buf);
 	free(jobs);
-	for (uint32_t i = 0; i < all_n; i++) {
-		kvt__nvme_log_kill(t, r, &R->recs[idx[i]], false);
-		if (later && !(queued && queued[i])) /* a queued one, when its copy lands */
-			kvt__nvme_bury_later(
-			    t, kvt__nvme_loc(kvt__nvme_rec_off(t, r, &R->recs[idx[i]]), R->seq));
-	}
+	for (uint32_t i = 0; i < all_n; i++) /* a queued one is buried when its copy lands */
+		kvt__nvme_log_kill(t, r, &R->recs[idx[i]],
+		                   later && !(queued && queued[i]) ? KVT_NVME_GRAVE_LATER
+		                                                   : KVT_NVME_NO_GRAVE);
 	free(queued);
 }
 
@@ -377,9 +375,7 @@ size_t kvt__nvme_evict_ahead(struct kvt_nvme *t, size_t max_bytes)
 		if (R->recs[i].done) { /* nobody wants it: not read back, not handed over */
 			KVT_NVME_ADD(t, st.told_evictions, 1);
 			KVT_NVME_ADD(t, st.evictions, 1);
-			kvt__nvme_log_kill(t, r, &R->recs[i], false);
-			kvt__nvme_bury_later(
-			    t, kvt__nvme_loc(kvt__nvme_rec_off(t, r, &R->recs[i]), R->seq));
+			kvt__nvme_log_kill(t, r, &R->recs[i], KVT_NVME_GRAVE_LATER);
 			continue;
 		}
 		idx[n++] = i;
@@ -431,7 +427,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 		if (out && !rec->done)
 			out[n_out++] = i;
 		else
-			kvt__nvme_log_kill(t, r, rec, false);
+			kvt__nvme_log_kill(t, r, rec, KVT_NVME_NO_GRAVE);
 	}
 	if (n_out)
 		hand_over_and_drop(t, r, out, n_out, false);
