@@ -138,7 +138,9 @@ struct kvt_tier_ops {
 	int (*write)(struct kvt_tier *t, const void *buf, size_t rec_len, size_t buf_len,
 	             uint64_t *loc);
 	/* Reads and verifies the record of id at loc into buf. @return : record length, -ENOENT,
-	 * -EBADMSG (corrupt: dropped and counted), -EIO, -ENOBUFS (buf_len too small). */
+	 * -EBADMSG (corrupt: dropped and counted), -EIO (unreadable: dropped too, so it is not
+	 * found again once the daemon forgets it), -ENOBUFS (buf_len too small). Dropped records
+	 * are reported through env->dropped. */
 	ssize_t (*read)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc, void *buf,
 	                size_t buf_len);
 	/* Forgets the record. @return : 0 or -ENOENT. */

@@ -23,9 +23,11 @@
  * nvme.policy=clock. Every third seed is lossy: nvme and rocksdb are too small for every chunk
  * (as root with quotas of their own), so they drop chunks, and the model knows only what may be
  * there: a chunk found must have been put and not deleted since, with the right bytes. Every
- * fourth seed runs on a failing device: the nvme tier fails 1 % of its I/Os each way (EIO,
- * EAGAIN, short transfers, busy submits), with the lossy model. Its restarts check that a
- * store reported failed (which the injector lets land whole) never comes back (DESIGN.md 4).
+ * fourth seed runs on failing devices: the nvme tier fails 1 % of its I/Os each way (EIO,
+ * EAGAIN, short transfers, busy submits) and rocksdb 1 % of its calls each way (a write
+ * refused, a write applied and reported failed, a read that fails), with the lossy model. Its
+ * restarts check that a store reported failed (which the injectors let land whole) never comes
+ * back (DESIGN.md 4), nor a chunk deleted while a delete below failed.
  */
 #include "testlib.h"
 #include "kvtier.h"
@@ -69,13 +71,25 @@ struct run {
 	long long demoted, promoted, evictions; /* summed over the daemon's lives */
 	bool admission; /* host admission on: a put may store only a leading part */
 	bool lossy;     /* lower tiers too small to hold everything: present[] is "may be" */
-	bool faults;    /* the nvme tier fails 1 % of its I/Os (KVTIER_NVME_FAULT_PPM) */
+	bool faults;    /* nvme and rocksdb fail 1 % of their calls (faults_env) */
 	size_t cb;
 	uint8_t *buf[DEPTH], *want;
 	struct hold holds[HOLDS];
 	int n_holds;
 	uint64_t rng;
 };
+
+/* The tiers read these at open: the daemon's nvme and rocksdb tiers fail 1 % of their calls. */
+static void faults_env(bool on)
+{
+	if (on) {
+		setenv("KVTIER_NVME_FAULT_PPM", "10000", 1);
+		setenv("KVTIER_ROCKSDB_FAULT_PPM", "10000", 1);
+	} else {
+		unsetenv("KVTIER_NVME_FAULT_PPM");
+		unsetenv("KVTIER_ROCKSDB_FAULT_PPM");
+	}
+}
 
 /* Odd seeds hand chunks down on eviction (cascade), even ones write each through to nvme with
  * nvme.policy=clock; as root, seeds 3 and 4 of every four give both tenants host quotas. Every
@@ -548,10 +562,9 @@ static void restart(struct run *r, bool kill9)
 	kvt_test_daemon_stop(&r->d, kill9 ? SIGKILL : SIGTERM);
 	chmod(r->d.dir, 0750); /* the daemon starts only in a directory others cannot enter */
 	r->admission = false;  /* policy set does not outlive the daemon */
-	if (r->faults)
-		setenv("KVTIER_NVME_FAULT_PPM", "10000", 1);
+	faults_env(r->faults);
 	assert_int_equal(kvt_test_daemon_restart(&r->d, r->sets), 0);
-	unsetenv("KVTIER_NVME_FAULT_PPM");
+	faults_env(false);
 	connect_ns(r);
 	if (kill9)
 		resync(r);
@@ -570,10 +583,9 @@ static void run_seed(uint64_t seed)
 	memset(&r, 0, sizeof(r));
 	r.rng = seed * 0x9e3779b97f4a7c15ULL | 1;
 	make_sets(&r, seed);
-	if (r.faults) /* the daemon's nvme tier reads it at open */
-		setenv("KVTIER_NVME_FAULT_PPM", "10000", 1);
+	faults_env(r.faults);
 	assert_int_equal(kvt_test_daemon_start(&r.d, r.sets), 0);
-	unsetenv("KVTIER_NVME_FAULT_PPM");
+	faults_env(false);
 	connect_ns(&r);
 	for (int i = 0; i < DEPTH; i++)
 		r.buf[i] = malloc(r.cb);

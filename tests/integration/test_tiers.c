@@ -686,6 +686,64 @@ static void test_tiers_failed_stores_stay_invisible(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* The same with rocksdb below host (tiers/rocksdb/db.c's injector, 2 % of calls each kind): a
+ * write refused, a write applied and then reported failed, a read that fails. Every chunk read
+ * back is right or a miss; all are deleted (some deletes do not land and are retried as graves);
+ * none may come back after a restart. */
+static void test_tiers_rocksdb_faults_stay_invisible(void **state)
+{
+	enum { ROUNDS = 8 };
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,rocksdb", "rocksdb.bytes=96MiB",
+	                      "tiers.placement=write-through", NULL};
+	kvt_model_t m = model(1);
+	struct kvt_test_daemon d;
+	kvt_id_t ns;
+	static kvt_id_t keys[ROUNDS * N];
+	setenv("KVTIER_ROCKSDB_FAULT_PPM", "20000", 1);
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
+	keys_of(ns, keys, ROUNDS * N, 23);
+	size_t cb = kvt_chunk_bytes(&m);
+	long long tried = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		kvt_test_put_chain(c, ns, keys + r * N, N, cb, 230000 + (uint64_t)r * N);
+		tried += N;
+		for (int k = 0;
+		     k < 500 &&
+		     kvt_test_stat(&d, "demoted") + kvt_test_stat(&d, "demote_failed") < tried;
+		     k++)
+			usleep(10000);
+	}
+	long long failed = kvt_test_stat(&d, "demote_failed");
+	int found = 0;
+	for (int k = 0; k < ROUNDS * N; k++)
+		found += get_checked(c, ns, &keys[k], cb, 230000 + (uint64_t)k);
+	print_message("%lld demotions, %lld failed; %d of %d read back\n",
+	              kvt_test_stat(&d, "demoted"), failed, found, ROUNDS * N);
+	assert_true(failed > 0); /* the faults came */
+	assert_true(found > ROUNDS * N / 2);
+	for (int r = 0; r < ROUNDS; r++) {
+		int rc = kvt_delete(c, ns, keys + r * N, N);
+		assert_true(rc >= 0 && rc <= N);
+	}
+	for (int k = 0; k < ROUNDS * N; k++)
+		assert_int_equal(kvt_lookup(c, ns, &keys[k], 1), 0);
+	kvt_close(c);
+	kvt_test_daemon_stop(&d, SIGTERM);
+	unsetenv("KVTIER_ROCKSDB_FAULT_PPM");
+	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	int back = 0;
+	for (int k = 0; k < ROUNDS * N; k++)
+		back += kvt_lookup(c, ns, &keys[k], 1);
+	if (back)
+		fail_msg("%d deleted chunks came back after the restart (%lld recovered)", back,
+		         kvt_test_stat(&d, "recovered"));
+	assert_int_equal(kvt_test_stat(&d, "recovered"), 0);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 /* Deleted chunks stay deleted across a restart when nvme handed them down: records evicted
  * ahead of the log's head stay on disk until the head takes their region back, and the delete
  * reaches only the copy in rocksdb, so the tier must bury them itself (tiers/nvme/reclaim.c). */
@@ -1044,6 +1102,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
 	    cmocka_unit_test(test_tiers_delete_reaches_lower_tier),
 	    cmocka_unit_test(test_tiers_failed_stores_stay_invisible),
+	    cmocka_unit_test(test_tiers_rocksdb_faults_stay_invisible),
 	    cmocka_unit_test(test_tiers_cascaded_stay_deleted),
 	    cmocka_unit_test(test_tiers_slow_device_bounded_wait),
 	    cmocka_unit_test(test_tiers_failing_device_disables),

@@ -2,7 +2,10 @@
  * test_rocksdb_tier.c -- the rocksdb tier against a real database in a temporary directory:
  * byte-identical round trips, the size cap under churn (with matching dropped callbacks),
  * reopen after close, corruption behind the tier's back, TTL, the eviction policy chosen in the
- * options and switched at run time without dropping a record, per-tenant quotas.
+ * options and switched at run time without dropping a record, per-tenant quotas, and injected
+ * faults (writes refused or failed after they were applied, failed reads): every read is right
+ * or an error, and after a reopen exactly the records whose writes were reported done and that
+ * were not deleted are found.
  */
 #include "rdb_fixture.h"
 
@@ -570,6 +573,86 @@ static void test_rocksdb_quota_runtime(void **state)
 	free(buf);
 }
 
+/* DESIGN.md invariants 1 and 4 under RocksDB faults (db.c's injector, 3 % of calls each kind):
+ * a write refused, a write applied and then reported failed, a failed read. Every read is right
+ * or an error, and a record that failed a read is dropped; half the records are deleted (some
+ * deletes fail and become graves); after a reopen without faults exactly the records written,
+ * read and not deleted are found. */
+static void test_rocksdb_faults(void **state)
+{
+	enum { N = 1500, PAYLOAD = 4096 };
+	struct kvt_options o;
+	struct rdb_drops d = {0};
+	struct kvt__rdb_conf c;
+	struct kvt_tier *t = NULL;
+	uint64_t loc;
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	static uint8_t stored[N], deleted[N];
+	rdb_opts(&o, dir, 64 << 20, NULL);
+	struct kvt_tier_env env = rdb_env(&o, &d);
+	assert_int_equal(kvt__rdb_conf_from_opts(&c, &o, NULL), 0);
+	c.fault_ppm = 30000;
+	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+	int refused = 0, failed = 0, read_err = 0, del_failed = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		size_t len = rdb_record(buf, i, PAYLOAD);
+		int rc = kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc);
+		assert_true(rc == 0 || rc == -EAGAIN || rc == -EIO);
+		stored[i] = rc == 0;
+		refused += rc == -EAGAIN;
+		failed += rc == -EIO;
+	}
+	for (uint64_t i = 0; i < N; i++) {
+		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp); /* never a wrong byte */
+		assert_true(n > 0 || n == -ENOENT || n == -EIO);
+		if (stored[i] && n == -ENOENT)
+			fail_msg("record %llu was written but reads as a miss",
+			         (unsigned long long)i);
+		if (!stored[i] && n > 0)
+			fail_msg("record %llu: its write failed, yet it is found",
+			         (unsigned long long)i);
+		read_err += n == -EIO;
+		if (n == -EIO) { /* unreadable: dropped, and a miss from now on */
+			assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp), -ENOENT);
+			stored[i] = 0;
+		}
+	}
+	uint64_t faults = t->db.faults; /* a delete is one write: each fault fails one */
+	for (uint64_t i = 0; i < N; i += 2) {
+		struct kvt_tier_id id = rdb_id(i);
+		int rc = kvt_tier_rocksdb.remove(t, &id, 0);
+		assert_true(rc == 0 || rc == -ENOENT); /* one that did not land is a grave */
+		deleted[i] = 1;
+	}
+	del_failed = (int)(t->db.faults - faults);
+	print_message("%d writes refused, %d failed after applying, %d reads failed, %d deletes "
+	              "failed; %u graves pending, %llu buried, %llu injected\n",
+	              refused, failed, read_err, del_failed, t->n_graves,
+	              (unsigned long long)t->buried, (unsigned long long)t->db.faults);
+	assert_true(refused > 0 && failed > 0 && read_err > 0 && del_failed > 0);
+	kvt_tier_rocksdb.close(t);
+	t = open_tier(&o, &d);
+	size_t found = 0, want = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp);
+		bool live = stored[i] && !deleted[i];
+		want += live;
+		found += n > 0;
+		if (n > 0 && !live)
+			fail_msg("record %llu found after the reopen, but its %s",
+			         (unsigned long long)i,
+			         stored[i] ? "delete was made" : "write was reported failed");
+		if (live && n <= 0)
+			fail_msg("record %llu lost at the reopen (%zd)", (unsigned long long)i, n);
+	}
+	assert_int_equal(found, want);
+	assert_int_equal(rdb_stats(t).chunks, want);
+	kvt_tier_rocksdb.close(t);
+	free(buf);
+	free(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -581,6 +664,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_policy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_quota, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_quota_runtime, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_faults, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,13 @@
  * Pitfalls of the C API handled here: every errptr is freed by kvt__rdb_err(); every options
  * object is destroyed in kvt__rdb_db_close(); rocksdb_open copies the options, so they are kept
  * only for reopen.
+ *
+ * Faults (tests only): the tier's writes and point reads go through kvt__rdb_write and
+ * kvt__rdb_get, where conf.fault_ppm (KVTIER_ROCKSDB_FAULT_PPM for a daemon) injects, at that
+ * many per million calls each, a write refused before it is applied (-EAGAIN, as no_slowdown
+ * answers in a write stall), a write applied and then reported failed (-EIO: with the WAL on a
+ * failed sync leaves the batch in the log), and a read that fails (-EIO). RocksDB produces
+ * these on a sick disk, but not on demand.
  */
 #include "rocksdb_int.h"
 #include "core/log.h"
@@ -25,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define WRITE_BUFFER_BYTES (64ull << 20)
 #define BLOB_FILE_BYTES    (256ull << 20)
@@ -125,6 +133,8 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 {
 	memset(d, 0, sizeof(*d));
 	snprintf(d->path, sizeof(d->path), "%s", c->path);
+	d->fault_ppm = c->fault_ppm;
+	d->fault_rng = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull | 1;
 	if (mkdir(d->path, 0750) && errno != EEXIST)
 		return -errno;
 	d->opts = rocksdb_options_create();
@@ -176,4 +186,67 @@ int kvt__rdb_db_reopen(struct kvt__rdb_db *d)
 		rocksdb_close(d->db);
 	d->db = NULL;
 	return open_db(d);
+}
+
+/* ---- the tier's calls, with the test-only fault injector ---- */
+
+enum fault { NO_FAULT, FAULT_REFUSED, FAULT_AFTER };
+
+/* One draw per call: each kind of fault at fault_ppm per million (xorshift64). */
+static enum fault draw(struct kvt__rdb_db *d, bool write)
+{
+	if (!d->fault_ppm)
+		return NO_FAULT;
+	d->fault_rng ^= d->fault_rng << 13;
+	d->fault_rng ^= d->fault_rng >> 7;
+	d->fault_rng ^= d->fault_rng << 17;
+	uint32_t r = (uint32_t)(d->fault_rng % 1000000u);
+	if (r < d->fault_ppm)
+		return FAULT_AFTER;
+	if (write && r < 2 * (uint64_t)d->fault_ppm)
+		return FAULT_REFUSED;
+	return NO_FAULT;
+}
+
+int kvt__rdb_write(struct kvt__rdb_db *d, rocksdb_writebatch_t *b)
+{
+	char *err = NULL;
+	if (!d->db)
+		return -EIO;
+	enum fault f = draw(d, true);
+	if (f == FAULT_REFUSED) {
+		d->faults++;
+		kvt_log_rl(KVT_LOG_WARN, "rocksdb: injected fault: write refused");
+		return -EAGAIN;
+	}
+	rocksdb_write(d->db, d->wo, b, &err);
+	int rc = kvt__rdb_err(err);
+	if (!rc && f == FAULT_AFTER) {
+		d->faults++;
+		kvt_log_rl(KVT_LOG_WARN, "rocksdb: injected fault: write applied, reported failed");
+		return -EIO;
+	}
+	return rc;
+}
+
+rocksdb_pinnableslice_t *kvt__rdb_get(struct kvt__rdb_db *d, const void *k, size_t klen, int *rc)
+{
+	char *err = NULL;
+	if (!d->db) {
+		*rc = -EIO;
+		return NULL;
+	}
+	if (draw(d, false) == FAULT_AFTER) {
+		d->faults++;
+		kvt_log_rl(KVT_LOG_WARN, "rocksdb: injected fault: read failed");
+		*rc = -EIO;
+		return NULL;
+	}
+	rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(d->db, d->ro, k, klen, &err);
+	*rc = kvt__rdb_err(err);
+	if (*rc && ps) {
+		rocksdb_pinnableslice_destroy(ps);
+		ps = NULL;
+	}
+	return ps;
 }

@@ -64,7 +64,8 @@ struct kvt__rdb_conf {
 	uint64_t blob_min_bytes;
 	uint64_t block_cache_bytes;
 	uint64_t write_buffer_bytes;
-	int compaction; /* KVT__RDB_LEVEL or KVT__RDB_UNIVERSAL */
+	int compaction;     /* KVT__RDB_LEVEL or KVT__RDB_UNIVERSAL */
+	uint32_t fault_ppm; /* tests only: injected faults per million calls, each kind (db.c) */
 };
 
 struct kvt__rdb_db {
@@ -77,6 +78,9 @@ struct kvt__rdb_db {
 	rocksdb_readoptions_t *scan; /* recovery scans: no block-cache fill */
 	rocksdb_flushoptions_t *fo;  /* wait = false */
 	char path[PATH_MAX];
+	uint32_t fault_ppm; /* conf.fault_ppm */
+	uint64_t fault_rng; /* the injector's xorshift state */
+	uint64_t faults;    /* injected so far */
 };
 
 /* Fills c from the options table; path defaults to data_dir/rocksdb. @return : 0 or -EINVAL. */
@@ -90,6 +94,12 @@ void kvt__rdb_db_close(struct kvt__rdb_db *d);
 int kvt__rdb_db_reopen(struct kvt__rdb_db *d);
 /* Maps a RocksDB error string to -errno and frees it (NULL -> 0). */
 int kvt__rdb_err(char *err);
+/* Applies batch b (not cleared). @return : 0 or -errno; -EAGAIN: refused, nothing applied;
+ * any other error: the batch may have been applied. */
+int kvt__rdb_write(struct kvt__rdb_db *d, rocksdb_writebatch_t *b);
+/* Point read of key k. @return : the value (destroy it), or NULL with *rc 0 (absent) or
+ * -errno. */
+rocksdb_pinnableslice_t *kvt__rdb_get(struct kvt__rdb_db *d, const void *k, size_t klen, int *rc);
 
 /* ---- tier.c ---- */
 
@@ -115,7 +125,11 @@ struct kvt_tier {
 	uint32_t cap_victims;
 	rocksdb_writebatch_t *batch; /* owned; reused for every write */
 	struct XXH3_state_s *xxh;    /* owned; read verification */
-	struct kvt_tier_stats st;    /* counters: written by the worker, read atomically */
+	/* owned; ids whose delete is still owed to the database (tier.c), cap_graves long */
+	struct kvt_tier_id *graves;
+	uint32_t n_graves, cap_graves;
+	uint64_t buried, unburied; /* graves that landed; graves given up (logged) */
+	struct kvt_tier_stats st;  /* counters: written by the worker, read atomically */
 };
 
 /* Testing and operations: flushes the memtable; wait blocks until it is on disk. */

@@ -29,6 +29,16 @@
  * database is closed and reopened (RocksDB 7.8's C API has no resume) and a reconcile scan drops
  * whatever the failed flushes lost. Reads keep using the open database meanwhile.
  *
+ * Deletes that fail: a value whose delete did not land (RocksDB refused it, or failed) would be
+ * found by the next open's scan, and a deleted chunk would come back after a restart. Its id
+ * becomes a *grave*: graves go into the batch of every later write or delete (GRAVE_STEP at a
+ * time) and all of them at close, until one lands. A write that fails with anything but
+ * -EAGAIN may have been applied, so its id is a grave too when the tier did not hold it before
+ * (a failed put must not be found at the next open). A write of an id cancels its grave. Graves
+ * live in memory: after a crash the deletes they stood for may be undone (as the WAL-off
+ * memtable's are); past GRAVES_MAX, or at a close whose deletes fail 3 times, they are counted
+ * (unburied) and logged.
+ *
  * Blocking: write() copies into the memtable (plus a WAL append when rocksdb.wal is on) and never
  * waits for RocksDB (no_slowdown); read() may pread from SST or blob files; open() scans the whole
  * database; close() flushes the memtable; the disk-full probe reopens (tens of milliseconds).
@@ -51,6 +61,9 @@
 #define RESUME_FREE_BYTES (8ull << 20)
 #define VICTIM_STEP       64u
 #define COPY_STEP         (64u << 10) /* fused copy + checksum: a step stays in L2 */
+#define GRAVE_STEP        256u        /* graves retried with each write or delete */
+#define GRAVES_MAX        (1u << 16)  /* beyond: unburied, logged */
+#define CLOSE_TRIES       3
 
 enum scan_mode { SCAN_OPEN, SCAN_RECONCILE, SCAN_ITERATE };
 
@@ -196,15 +209,102 @@ static void forget(struct kvt_tier *t, uint32_t s, bool report)
 		t->env.dropped(t->env.arg, &id, 0);
 }
 
+/* ---- graves: deletes still owed to the database ---- */
+
+static bool same_id(const struct kvt_tier_id *a, const struct kvt_tier_id *b)
+{
+	return a->tenant == b->tenant && !memcmp(&a->ns, &b->ns, sizeof(a->ns)) &&
+	       !memcmp(&a->key, &b->key, sizeof(a->key));
+}
+
+static void lost_graves(struct kvt_tier *t, uint64_t n, const char *why)
+{
+	t->unburied += n;
+	kvt_log_rl(KVT_LOG_WARN,
+	           "rocksdb: %llu deleted records may come back at the next open (%llu in all): "
+	           "their deletes %s",
+	           (unsigned long long)n, (unsigned long long)t->unburied, why);
+}
+
+/* id's value must go: its delete did not land, or a failed write may have stored it. */
+static void grave_add(struct kvt_tier *t, const struct kvt_tier_id *id)
+{
+	for (uint32_t i = 0; i < t->n_graves; i++)
+		if (same_id(&t->graves[i], id))
+			return;
+	if (t->n_graves == t->cap_graves) {
+		uint32_t cap = t->cap_graves ? 2 * t->cap_graves : 64;
+		struct kvt_tier_id *g =
+		    cap <= GRAVES_MAX ? realloc(t->graves, cap * sizeof(*g)) : NULL;
+		if (!g) {
+			lost_graves(t, 1, "failed, and no more can be kept for retrying");
+			return;
+		}
+		t->graves = g;
+		t->cap_graves = cap;
+	}
+	t->graves[t->n_graves++] = *id;
+}
+
+/* A write of id supersedes its grave. */
+static void grave_cancel(struct kvt_tier *t, const struct kvt_tier_id *id)
+{
+	for (uint32_t i = 0; i < t->n_graves; i++)
+		if (same_id(&t->graves[i], id)) {
+			t->graves[i] = t->graves[--t->n_graves];
+			return;
+		}
+}
+
+/* Adds the deletes of the newest max graves to b. @return : how many. */
+static uint32_t graves_to_batch(struct kvt_tier *t, rocksdb_writebatch_t *b, uint32_t max)
+{
+	uint32_t n = KVT_MIN(t->n_graves, max);
+	for (uint32_t i = t->n_graves - n; i < t->n_graves; i++) {
+		uint8_t k[KVT__RDB_KEY_BYTES];
+		kvt__rdb_key_encode(k, &t->graves[i]);
+		rocksdb_writebatch_delete(b, (const char *)k, sizeof(k));
+	}
+	return n;
+}
+
+/* The newest n graves landed. */
+static void graves_landed(struct kvt_tier *t, uint32_t n)
+{
+	t->n_graves -= n;
+	t->buried += n;
+}
+
+/* At close: every grave, CLOSE_TRIES times at most. */
+static void graves_close(struct kvt_tier *t)
+{
+	for (int tries = 0; t->n_graves && t->db.db && tries < CLOSE_TRIES;) {
+		rocksdb_writebatch_clear(t->batch);
+		uint32_t n = graves_to_batch(t, t->batch, 4096);
+		if (kvt__rdb_write(&t->db, t->batch))
+			tries++;
+		else
+			graves_landed(t, n);
+	}
+	if (t->n_graves)
+		lost_graves(t, t->n_graves, "failed at close");
+}
+
+/* Deletes id's value (graves ride along); a delete that does not land becomes a grave. */
 static int delete_key(struct kvt_tier *t, const struct kvt_tier_id *id)
 {
 	uint8_t k[KVT__RDB_KEY_BYTES];
-	char *err = NULL;
-	if (!t->db.db)
-		return -EIO;
+	rocksdb_writebatch_clear(t->batch);
+	uint32_t n_gr = graves_to_batch(t, t->batch, GRAVE_STEP);
 	kvt__rdb_key_encode(k, id);
-	rocksdb_delete(t->db.db, t->db.wo, (const char *)k, sizeof(k), &err);
-	return kvt__rdb_err(err);
+	rocksdb_writebatch_delete(t->batch, (const char *)k, sizeof(k));
+	int rc = kvt__rdb_write(&t->db, t->batch);
+	if (rc) {
+		grave_add(t, id);
+		return rc;
+	}
+	graves_landed(t, n_gr);
+	return 0;
 }
 
 static void count_err(struct kvt_tier *t, int rc)
@@ -285,10 +385,8 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 				forget(t, s, true);
 	for (uint32_t s = 0; s < t->ix.n_slots; s++)
 		t->ix.slots[s].mark = 0; /* mark is the victim flag outside scans */
-	if (rocksdb_writebatch_count(dels)) {
-		rocksdb_write(t->db.db, t->db.wo, dels, &err);
-		kvt__rdb_err(err); /* best effort: the next scan deletes them again */
-	}
+	if (rocksdb_writebatch_count(dels))
+		kvt__rdb_write(&t->db, dels); /* best effort: the next scan deletes them again */
 	rocksdb_writebatch_destroy(dels);
 	publish_usage(t);
 	return rc;
@@ -438,7 +536,6 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 {
 	struct kvt_chunk_hdr h;
 	uint32_t n_vic = 0, s;
-	char *err = NULL;
 	int rc;
 	if (rec_len < KVT_CHUNK_HDR_BYTES || rec_len > buf_len || kvt_chunk_hdr_decode(buf, &h) ||
 	    h.payload_bytes != rec_len - KVT_CHUNK_HDR_BYTES)
@@ -457,6 +554,7 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 	uint64_t old = s == KVT__RDB_NIL ? 0 : t->ix.slots[s].bytes;
 	t->exclude = s;
 	rocksdb_writebatch_clear(t->batch);
+	uint32_t n_gr = graves_to_batch(t, t->batch, GRAVE_STEP); /* before the put: it wins */
 	rc = choose_victims(t, id.tenant, old, rec_len, &n_vic);
 	if (rc) { /* no room the policy and the quota allow: a refusal, not a full disk */
 		t->exclude = KVT__RDB_NIL;
@@ -466,10 +564,14 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 	uint8_t k[KVT__RDB_KEY_BYTES];
 	kvt__rdb_key_encode(k, &id);
 	rocksdb_writebatch_put(t->batch, (const char *)k, sizeof(k), buf, rec_len);
-	rocksdb_write(t->db.db, t->db.wo, t->batch, &err);
-	rc = kvt__rdb_err(err);
-	if (rc)
+	rc = kvt__rdb_write(&t->db, t->batch);
+	if (rc) {
+		if (rc != -EAGAIN && s == KVT__RDB_NIL)
+			grave_add(t, &id); /* it may have been stored */
 		goto err_unmark;
+	}
+	graves_landed(t, n_gr);
+	grave_cancel(t, &id);
 	commit_victims(t, n_vic, true);
 	if (s == KVT__RDB_NIL) {
 		rc = kvt__rdb_index_add(&t->ix, &id, rec_len, now_s(t), &s);
@@ -537,7 +639,6 @@ static ssize_t rdb_read(struct kvt_tier *t, const struct kvt_tier_id *id, uint64
 	uint32_t s = kvt__rdb_index_find(&t->ix, id);
 	uint8_t k[KVT__RDB_KEY_BYTES];
 	struct kvt_chunk_hdr h;
-	char *err = NULL;
 	size_t len;
 	if (s == KVT__RDB_NIL)
 		goto miss;
@@ -548,15 +649,15 @@ static ssize_t rdb_read(struct kvt_tier *t, const struct kvt_tier_id *id, uint64
 		publish_usage(t);
 		goto miss;
 	}
-	if (!t->db.db)
-		return -EIO;
 	kvt__rdb_key_encode(k, id);
-	rocksdb_pinnableslice_t *ps =
-	    rocksdb_get_pinned(t->db.db, t->db.ro, (const char *)k, sizeof(k), &err);
-	int rc = kvt__rdb_err(err);
-	if (rc) {
-		count_err(t, rc == -ENOSPC ? -EIO : rc);
-		return rc == -ENOSPC ? -EIO : rc;
+	int rc;
+	rocksdb_pinnableslice_t *ps = kvt__rdb_get(&t->db, k, sizeof(k), &rc);
+	if (rc) { /* unreadable: dropped, as the daemon takes it (tiers/tier.h) */
+		count_err(t, -EIO);
+		delete_key(t, id);
+		forget(t, s, true);
+		publish_usage(t);
+		return -EIO;
 	}
 	if (!ps) { /* lost behind the index's back (a crash between scans): a miss */
 		forget(t, s, true);
@@ -594,8 +695,7 @@ static int rdb_remove(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t
 	uint32_t s = kvt__rdb_index_find(&t->ix, id);
 	if (s == KVT__RDB_NIL)
 		return -ENOENT;
-	/* A failed delete leaves a stale value that the next scan removes (it is not indexed). */
-	delete_key(t, id);
+	delete_key(t, id); /* one that fails is a grave, retried */
 	forget(t, s, false);
 	publish_usage(t);
 	return 0;
@@ -703,9 +803,7 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	uint32_t n_vic = 0;
 	rocksdb_writebatch_clear(t->batch);
 	if (!choose_victims(t, KVT__RDB_NIL, 0, 0, &n_vic) && n_vic) {
-		char *err = NULL;
-		rocksdb_write(t->db.db, t->db.wo, t->batch, &err);
-		kvt__rdb_err(err);
+		kvt__rdb_write(&t->db, t->batch);
 		commit_victims(t, n_vic, false);
 	}
 	publish_usage(t);
@@ -727,12 +825,27 @@ err_free:
 	return rc;
 }
 
+/* KVTIER_ROCKSDB_FAULT_PPM=N (tests only, like KVTIER_NVME_FAULT_PPM): a daemon's tier injects
+ * each kind of fault db.c knows at N per million calls. Nothing else sets it. */
+static uint32_t env_fault_ppm(void)
+{
+	const char *v = getenv("KVTIER_ROCKSDB_FAULT_PPM");
+	char *end = NULL;
+	unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
+	if (!n || *end || n > 500000)
+		return 0;
+	kvt_log(KVT_LOG_WARN,
+	        "rocksdb: KVTIER_ROCKSDB_FAULT_PPM=%lu: injecting faults (tests only)", n);
+	return (uint32_t)n;
+}
+
 static int rdb_open(const struct kvt_tier_env *env, struct kvt_tier **out)
 {
 	struct kvt__rdb_conf c;
 	int rc = kvt__rdb_conf_from_opts(&c, env->opts, env->data_dir);
 	if (rc)
 		return rc;
+	c.fault_ppm = env_fault_ppm();
 	return kvt__rdb_open_conf(env, &c, out);
 }
 
@@ -740,8 +853,10 @@ static void rdb_close(struct kvt_tier *t)
 {
 	if (!t)
 		return;
+	graves_close(t);
 	kvt__rdb_db_close(&t->db);
 	rocksdb_writebatch_destroy(t->batch);
+	free(t->graves);
 	t->pol_ops->destroy(t->pol);
 	kvt_quota_destroy(t->quota);
 	kvt__rdb_index_fini(&t->ix);
