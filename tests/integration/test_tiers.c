@@ -2,7 +2,9 @@
  * test_tiers.c -- kvtierd with persistent tiers below host (real files, real io_uring, a real
  * RocksDB): 4x the host capacity stays findable and byte-identical, served back from the lower
  * tier; SIGTERM and kill -9 of the daemon keep every chunk acknowledged as demoted; a chunk
- * larger than the nvme tier's largest slot stays at host.
+ * larger than the nvme tier's largest slot stays at host; failing, slow and full devices below
+ * (injected nvme and rocksdb faults, a real full tmpfs under rocksdb) lose no deleted chunk's
+ * delete and serve no wrong byte.
  */
 #include "testlib.h"
 #include "kvtier.h"
@@ -15,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -819,8 +824,8 @@ static void test_tiers_slow_device_bounded_wait(void **state)
 	unspill(&sp);
 }
 
-/* Whether tier's entry in `kvtier stats --json` says "disabled":true. */
-static bool tier_disabled(struct kvt_test_daemon *d, const char *tier)
+/* Whether tier's entry in `kvtier stats --json` says "flag":true (disabled, full). */
+static bool tier_flag(struct kvt_test_daemon *d, const char *tier, const char *flag)
 {
 	static char out[1 << 16];
 	char pat[64];
@@ -828,9 +833,15 @@ static bool tier_disabled(struct kvt_test_daemon *d, const char *tier)
 	snprintf(pat, sizeof(pat), "\"name\":\"%s\"", tier);
 	const char *p = strstr(out, pat);
 	assert_non_null(p);
-	p = strstr(p, "\"disabled\":");
+	snprintf(pat, sizeof(pat), "\"%s\":", flag);
+	p = strstr(p, pat);
 	assert_non_null(p);
-	return !strncmp(p + strlen("\"disabled\":"), "true", 4);
+	return !strncmp(p + strlen(pat), "true", 4);
+}
+
+static bool tier_disabled(struct kvt_test_daemon *d, const char *tier)
+{
+	return tier_flag(d, tier, "disabled");
 }
 
 /* A device that fails every I/O in a running daemon (RELIABILITY F8): the nvme tier disables
@@ -868,6 +879,92 @@ static void test_tiers_failing_device_disables(void **state)
 	assert_true(tier_disabled(&d, "nvme"));
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d); /* and it stops cleanly */
+}
+
+/* Fills f with bytes of 0xa5 (a ballast file). */
+static void ballast(const char *f, size_t bytes)
+{
+	static char blk[1 << 20];
+	int fd = open(f, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	memset(blk, 0xa5, sizeof(blk));
+	for (size_t off = 0; off < bytes; off += sizeof(blk))
+		assert_int_equal(write(fd, blk, sizeof(blk)), sizeof(blk));
+	close(fd);
+}
+
+/* RELIABILITY F7 in a running daemon: rocksdb's filesystem (a 64 MiB tmpfs, 40 MiB of it
+ * ballast; root only) fills while chunks are written through to nvme and rocksdb. rocksdb says
+ * full and its copies fail; puts are still taken, and every chunk reads back byte for byte
+ * from host and nvme. Once the ballast is gone rocksdb takes writes again, without a restart,
+ * and the daemon stops cleanly. */
+static void test_tiers_rocksdb_disk_full(void **state)
+{
+	enum { ROUNDS_MAX = 12 };
+	char dir[256], mnt[300], bal[320], path[340];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=64m")) {
+		print_message("skip: cannot mount a tmpfs (%s)\n", strerror(errno));
+		kvt_test_rmtree(dir);
+		skip();
+	}
+	snprintf(bal, sizeof(bal), "%s/ballast", mnt);
+	ballast(bal, 40 << 20);
+	snprintf(path, sizeof(path), "rocksdb.path=%s/db", mnt);
+	const char *sets[] = {"host.bytes=2MiB",
+	                      "tiers.order=host,nvme,rocksdb",
+	                      "nvme.bytes=128MiB",
+	                      "rocksdb.bytes=256MiB",
+	                      path,
+	                      "rocksdb.wal=true",
+	                      "tiers.placement=write-through",
+	                      NULL};
+	static kvt_id_t keys[ROUNDS_MAX * N];
+	kvt_model_t m = model(1);
+	struct kvt_test_daemon d;
+	kvt_id_t ns;
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
+	keys_of(ns, keys, ROUNDS_MAX * N, 41);
+	size_t cb = kvt_chunk_bytes(&m);
+	int r = 0;
+	for (; r < ROUNDS_MAX / 2 && !tier_flag(&d, "rocksdb", "full"); r++) {
+		kvt_test_put_chain(c, ns, keys + r * N, N, cb, 410000 + (uint64_t)r * N);
+		kvt_test_stat_wait(&d, "demoted",
+		                   2ll * (r + 1) * N - kvt_test_stat(&d, "demote_failed"), 1);
+	}
+	long long rdb_full_at = kvt_test_tier_stat(&d, "rocksdb", "chunks");
+	print_message("rocksdb full after %d rounds: %lld chunks, %lld demotions failed\n", r,
+	              rdb_full_at, kvt_test_stat(&d, "demote_failed"));
+	assert_true(tier_flag(&d, "rocksdb", "full"));
+	assert_true(kvt_test_stat(&d, "demote_failed") > 0);
+	/* full: puts are taken, nvme takes every copy, and every chunk reads back right */
+	kvt_test_put_chain(c, ns, keys + r * N, N, cb, 410000 + (uint64_t)r * N);
+	r++;
+	kvt_test_stat_wait(&d, "demoted", kvt_test_stat(&d, "demoted") + 1, 1);
+	for (int k = 0; k < 500 && kvt_test_tier_stat(&d, "nvme", "chunks") < (long long)r * N; k++)
+		usleep(10000);
+	assert_int_equal(kvt_test_tier_stat(&d, "nvme", "chunks"), (long long)r * N);
+	for (int k = 0; k < r * N; k++)
+		if (!get_checked(c, ns, &keys[k], cb, 410000 + (uint64_t)k))
+			fail_msg("chunk %d of %d missed while rocksdb was full", k, r * N);
+	/* space again: the next writes find it (a probe every 500 ms) and rocksdb resumes */
+	assert_int_equal(unlink(bal), 0);
+	uint64_t t0 = kvt_now_ns();
+	long long writes = kvt_test_tier_stat(&d, "rocksdb", "writes");
+	for (; r < ROUNDS_MAX && kvt_test_tier_stat(&d, "rocksdb", "writes") <= writes; r++) {
+		kvt_test_put_chain(c, ns, keys + r * N, 16, cb, 410000 + (uint64_t)r * N);
+		usleep(200000);
+	}
+	print_message("rocksdb took writes again %.0f ms after the space came back (%d rounds)\n",
+	              (double)(kvt_now_ns() - t0) / 1e6, r);
+	assert_true(kvt_test_tier_stat(&d, "rocksdb", "writes") > writes);
+	assert_false(tier_flag(&d, "rocksdb", "full"));
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d); /* and it stops cleanly */
+	umount2(mnt, MNT_DETACH);
+	kvt_test_rmtree(dir);
 }
 
 /* nvme.admit=second_touch: a chunk reaches nvme only once it is used again (SSD wear). */
@@ -1106,6 +1203,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_cascaded_stay_deleted),
 	    cmocka_unit_test(test_tiers_slow_device_bounded_wait),
 	    cmocka_unit_test(test_tiers_failing_device_disables),
+	    cmocka_unit_test(test_tiers_rocksdb_disk_full),
 	    cmocka_unit_test(test_tiers_second_touch),
 	    cmocka_unit_test(test_tiers_keep_brings_up),
 	    cmocka_unit_test(test_tiers_kill9_under_load),
