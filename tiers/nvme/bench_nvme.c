@@ -24,9 +24,18 @@
  * same shares with no guarantee and tenant 2 held to a maximum of a quarter of the tier instead:
  * what keeping the room its trims leave for tenant 1 costs.
  *
+ * --recover: what a restart costs (RELIABILITY D1). A tier of --mib-per-case is filled to 90 %
+ * with records of each size (write_batch, 8 a call) and closed; the open that follows rebuilds
+ * the index from the device (region headers, then one 4 KiB header read per record, queue-depth
+ * regions walked at once). Baseline in the same run: raw io_uring reads of one 4 KiB block per
+ * record at the same offsets pattern (a record's stride apart), queue depth in flight, on a
+ * written file of the same size -- the least I/O any walk must do. Reported: records found,
+ * open seconds, raw seconds, their ratio, and the open time scaled to 1 TB of such records.
+ *
  * usage: kvtier-bench-nvme [--dir DIR] [--sizes 256K,2M,32M] [--qd 1,8,32] [--mib-per-case 512]
  *                          [--backend uring|pio] [--fio]
  *        kvtier-bench-nvme --quota [--dir DIR] [--sizes 2M] [--mib-per-case 512 (the tier)]
+ *        kvtier-bench-nvme --recover [--dir DIR] [--sizes 64K,512K,2M] [--mib-per-case 2048]
  */
 #include "nvme.h"
 #include "nvme_int.h"
@@ -126,6 +135,30 @@ static double raw_read_once(struct raw *r, uint64_t off, size_t bytes, size_t pi
 		if (io_uring_wait_cqe(&r->ring, &cqe))
 			return -1;
 		io_uring_cqe_seen(&r->ring, cqe);
+	}
+	return now_s() - t0;
+}
+
+/* n 4 KiB reads stride bytes apart, depth in flight. @return : seconds, or -1. */
+static double raw_strided(struct raw *r, uint64_t stride, uint64_t n, unsigned depth)
+{
+	uint64_t issued = 0, done = 0;
+	unsigned inflight = 0;
+	double t0 = now_s();
+	while (done < n) {
+		while (inflight < depth && issued < n) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+			io_uring_prep_read_fixed(sqe, 0, r->buf + (size_t)(issued % depth) * 4096,
+			                         4096, (issued * stride) % r->file_bytes, 0);
+			sqe->flags |= IOSQE_FIXED_FILE;
+			issued++, inflight++;
+		}
+		io_uring_submit(&r->ring);
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(&r->ring, &cqe) || cqe->res != 4096)
+			return -1;
+		io_uring_cqe_seen(&r->ring, cqe);
+		inflight--, done++;
 	}
 	return now_s() - t0;
 }
@@ -466,6 +499,105 @@ static void run_fio(const char *dir)
 	unlink(cmd);
 }
 
+/* ---- --recover ---- */
+
+struct recover_res {
+	uint64_t written, found;
+	double open_s;
+};
+
+static int count_all(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	(void)h, (void)loc;
+	++*(uint64_t *)arg;
+	return 0;
+}
+
+/* Fills a tier of file_bytes to 90 % with rec-byte records, closes it, and times the open. */
+static int recover_case(const char *dir, const char *backend, size_t rec, uint64_t file_bytes,
+                        struct recover_res *res)
+{
+	struct kvt_options o;
+	tier_opts(&o, file_bytes, 32);
+	struct kvt_tier_env env = {.opts = &o, .data_dir = dir};
+	struct kvt__nvme_hooks hooks = {.backend = backend};
+	struct kvt_tier *t;
+	struct kvt_tier_stats st;
+	int rc = kvt__nvme_open_hooked(&env, &hooks, &t);
+	if (rc)
+		return rc;
+	size_t buf_len = KVT_ALIGN_UP(rec, (size_t)4096);
+	uint8_t *bufs = aligned_alloc(4096, buf_len * 8);
+	if (!bufs) {
+		kvt_tier_nvme.close(t);
+		return -ENOMEM;
+	}
+	kvt_tier_nvme_register(t, bufs, buf_len * 8);
+	memset(bufs, 0x66, buf_len * 8);
+	kvt_tier_nvme.stats(t, &st);
+	double worst = 0;
+	res->written = st.capacity_bytes / 10 * 9 / (buf_len + 4096);
+	rc = write_tenant(t, bufs, rec, 1, 0, res->written, &worst);
+	kvt_tier_nvme.close(t);
+	free(bufs);
+	if (rc)
+		return rc;
+	double t0 = now_s();
+	if ((rc = kvt__nvme_open_hooked(&env, &hooks, &t)))
+		return rc;
+	res->open_s = now_s() - t0;
+	res->found = 0;
+	kvt_tier_nvme.iterate(t, count_all, &res->found);
+	kvt_tier_nvme.close(t);
+	return 0;
+}
+
+static int run_recover(const char *dir, const char *backend, const uint64_t *sizes, size_t n_sizes,
+                       uint64_t file_bytes)
+{
+#ifndef KVT_HAVE_URING
+	(void)dir, (void)backend, (void)sizes, (void)n_sizes, (void)file_bytes;
+	return 77;
+#else
+	char path[600], raw_path[600];
+	snprintf(path, sizeof(path), "%s/nvme.dat", dir);
+	snprintf(raw_path, sizeof(raw_path), "%s/raw.dat", dir);
+	printf("# kvtier-bench-nvme --recover: dir %s, backend %s, tier %llu MiB, queue depth 32\n",
+	       dir, backend, (unsigned long long)(file_bytes >> 20));
+	printf("| rec | records written | found at open | open s | raw 4 KiB reads s | open/raw | "
+	       "open s per TB of records |\n|---|---|---|---|---|---|---|\n");
+	for (size_t i = 0; i < n_sizes; i++) {
+		size_t rec = (size_t)sizes[i];
+		struct recover_res res = {0};
+		int rc = recover_case(dir, backend, rec, file_bytes, &res);
+		unlink(path);
+		if (rc) {
+			fprintf(stderr, "tier: %s\n", strerror(-rc));
+			return 1;
+		}
+		struct raw r = {0};
+		uint64_t stride = KVT_ALIGN_UP(rec, (size_t)4096) + 4096;
+		uint64_t raw_bytes = file_bytes / (1 << 20) * (1 << 20);
+		if ((rc = raw_open(&r, raw_path, raw_bytes, 1 << 20, 64)) ||
+		    raw_stream(&r, true, false, 1 << 20, 1, raw_bytes) < 0) {
+			fprintf(stderr, "raw: %s\n", strerror(rc ? -rc : EIO));
+			return 1;
+		}
+		double raw_s = raw_strided(&r, stride, res.written, 32);
+		raw_close(&r);
+		unlink(raw_path);
+		char bs[32];
+		double per_tb = res.open_s * 1e12 / ((double)res.written * (double)rec);
+		printf("| %s | %llu | %llu | %.3f | %.3f | %.2f | %.0f |\n",
+		       kvt_fmt_bytes(rec, bs, sizeof(bs)), (unsigned long long)res.written,
+		       (unsigned long long)res.found, res.open_s, raw_s, res.open_s / raw_s,
+		       per_tb);
+		fflush(stdout);
+	}
+	return 0;
+#endif
+}
+
 static size_t parse_list(const char *s, uint64_t *out, size_t max)
 {
 	size_t n = 0;
@@ -483,7 +615,9 @@ static int usage(void)
 	fprintf(stderr, "usage: kvtier bench nvme [--dir DIR] [--sizes 256K,2M,32M] [--qd 1,8,32] "
 	                "[--mib-per-case 512] [--backend uring|pio] [--fio]\n"
 	                "       kvtier bench nvme --quota [--dir DIR] [--sizes 2M] "
-	                "[--mib-per-case 512]\n");
+	                "[--mib-per-case 512]\n"
+	                "       kvtier bench nvme --recover [--dir DIR] [--sizes 64K,512K,2M] "
+	                "[--mib-per-case 2048]\n");
 	return 2;
 }
 
@@ -494,11 +628,11 @@ int main(int argc, char **argv)
 	uint64_t sizes[8] = {256 << 10, 2 << 20, 32 << 20}, qds[8] = {1, 8, 32};
 	size_t n_sizes = 3, n_qds = 3;
 	uint64_t per_case = 512ull << 20;
-	bool fio = false, quota = false;
-	static const struct option lo[] = {{"dir", 1, 0, 'd'},     {"sizes", 1, 0, 's'},
-	                                   {"qd", 1, 0, 'q'},      {"mib-per-case", 1, 0, 'm'},
-	                                   {"backend", 1, 0, 'b'}, {"fio", 0, 0, 'f'},
-	                                   {"quota", 0, 0, 'Q'},   {0, 0, 0, 0}};
+	bool fio = false, quota = false, recover = false, sized = false, sized_mib = false;
+	static const struct option lo[] = {
+	    {"dir", 1, 0, 'd'},          {"sizes", 1, 0, 's'},   {"qd", 1, 0, 'q'},
+	    {"mib-per-case", 1, 0, 'm'}, {"backend", 1, 0, 'b'}, {"fio", 0, 0, 'f'},
+	    {"quota", 0, 0, 'Q'},        {"recover", 0, 0, 'R'}, {0, 0, 0, 0}};
 	for (int c; (c = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
 		switch (c) {
 		case 'd':
@@ -506,12 +640,14 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			n_sizes = parse_list(optarg, sizes, 8);
+			sized = true;
 			break;
 		case 'q':
 			n_qds = parse_list(optarg, qds, 8);
 			break;
 		case 'm':
 			per_case = strtoull(optarg, NULL, 0) << 20;
+			sized_mib = true;
 			break;
 		case 'b':
 			backend = optarg;
@@ -521,6 +657,9 @@ int main(int argc, char **argv)
 			break;
 		case 'Q':
 			quota = true;
+			break;
+		case 'R':
+			recover = true;
 			break;
 		default:
 			return usage();
@@ -539,6 +678,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(raw_path, sizeof(raw_path), "%s/raw.dat", tdir);
+	if (recover) {
+		static const uint64_t rec_sizes[] = {64 << 10, 512 << 10, 2 << 20};
+		int rrc = run_recover(tdir, backend, sized ? sizes : rec_sizes, sized ? n_sizes : 3,
+		                      sized_mib ? per_case : 2048ull << 20);
+		rmdir(tdir);
+		return rrc;
+	}
 	if (quota) {
 		int qrc =
 		    run_quota(tdir, backend, n_sizes == 3 ? 2u << 20 : (size_t)sizes[0], per_case);
