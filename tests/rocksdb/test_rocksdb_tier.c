@@ -9,6 +9,9 @@
  */
 #include "rdb_fixture.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -653,6 +656,137 @@ static void test_rocksdb_faults(void **state)
 	free(exp);
 }
 
+/* Flips one random bit per 64 KiB of every SST and blob file of dir/db (RocksDB's own files:
+ * data blocks, index, footers), or with footers, every bit of each SST's last 64 bytes (its
+ * footer and magic number). @return : how many files were hit. */
+static int damage_tables(uint64_t seed, bool footers)
+{
+	char db[300], path[600];
+	snprintf(db, sizeof(db), "%s/db", dir);
+	DIR *dp = opendir(db);
+	assert_non_null(dp);
+	int files = 0;
+	uint64_t x = seed;
+	for (struct dirent *e; (e = readdir(dp));) {
+		size_t l = strlen(e->d_name);
+		if (l < 5 ||
+		    (strcmp(e->d_name + l - 4, ".sst") && strcmp(e->d_name + l - 5, ".blob")))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", db, e->d_name);
+		int fd = open(path, O_RDWR);
+		assert_true(fd >= 0);
+		struct stat st;
+		assert_int_equal(fstat(fd, &st), 0);
+		for (off_t k = 0; footers && k < 64 && st.st_size > 64 && e->d_name[l - 1] == 't';
+		     k++) {
+			uint8_t b;
+			assert_int_equal(pread(fd, &b, 1, st.st_size - 64 + k), 1);
+			b = (uint8_t)~b;
+			assert_int_equal(pwrite(fd, &b, 1, st.st_size - 64 + k), 1);
+		}
+		for (off_t k = 0; !footers && k < st.st_size / 65536 + 1; k++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			off_t off = (off_t)((x >> 16) % (uint64_t)st.st_size);
+			uint8_t b;
+			assert_int_equal(pread(fd, &b, 1, off), 1);
+			b ^= (uint8_t)(1u << (x % 8));
+			assert_int_equal(pwrite(fd, &b, 1, off), 1);
+		}
+		close(fd);
+		files++;
+	}
+	closedir(dp);
+	return files;
+}
+
+/* RELIABILITY B7 for RocksDB's own files: bits flipped in the SST (and blob) files after a
+ * clean close. The tier still opens; every read is the right bytes, -EBADMSG or a miss; it
+ * still takes writes. */
+static void test_rocksdb_sst_bit_flips(void **state)
+{
+	enum { N = 300, PAYLOAD = 60000 };
+	const char *blob[] = {"rocksdb.blob_min_bytes=32768", NULL};
+	for (int trial = 0; trial < 4; trial++) {
+		struct kvt_options o;
+		struct rdb_drops d = {0};
+		uint64_t loc;
+		uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+		        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+		rdb_opts(&o, dir, 256 << 20, trial % 2 ? blob : NULL);
+		struct kvt_tier *t = open_tier(&o, &d);
+		for (uint64_t i = 0; i < N; i++) {
+			size_t len = rdb_record(buf, i, PAYLOAD);
+			assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc),
+			                 0);
+		}
+		kvt_tier_rocksdb.close(t);
+		assert_true(damage_tables(900 + (uint64_t)trial, false) > 0);
+		t = open_tier(&o, &d);
+		int right = 0, bad = 0, missing = 0, other = 0;
+		for (uint64_t i = 0; i < N; i++) {
+			ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp); /* never a wrong byte */
+			right += n > 0, bad += n == -EBADMSG, missing += n == -ENOENT;
+			other += n <= 0 && n != -EBADMSG && n != -ENOENT;
+		}
+		print_message("trial %d (%s): %d right, %d -EBADMSG, %d -ENOENT, %d other; %llu "
+		              "corruptions counted\n",
+		              trial, trial % 2 ? "blob files" : "values in SST", right, bad,
+		              missing, other, (unsigned long long)rdb_stats(t).corruptions);
+		assert_int_equal(other, 0);
+		assert_true(right > 0 && bad + missing > 0);
+		/* a compaction reads every table, damaged blocks included; writes must go on */
+		kvt__rdb_compact(t);
+		int tries = 0, rc;
+		size_t len = rdb_record(buf, N + 1, PAYLOAD);
+		while ((rc = kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc)) && tries < 3)
+			tries++;
+		print_message("  after a compaction: write %d after %d failed tries, %u records "
+		              "left\n",
+		              rc, tries, (unsigned)rdb_stats(t).chunks);
+		assert_int_equal(rc, 0);
+		assert_true(rdb_check(t, N + 1, PAYLOAD, buf, exp) > 0);
+		for (uint64_t i = 0; i < N; i++) {
+			ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp);
+			assert_true(n > 0 || n == -EBADMSG || n == -ENOENT);
+		}
+		kvt_tier_rocksdb.close(t);
+		kvt_test_rmtree(dir);
+		kvt_test_tmpdir(dir, sizeof(dir));
+		free(buf);
+		free(exp);
+	}
+}
+
+/* Tables RocksDB cannot open at all (every SST's footer inverted): the tier opens empty (the
+ * database is wiped, and says so), answers misses, and takes writes. */
+static void test_rocksdb_damaged_footers(void **state)
+{
+	enum { N = 100, PAYLOAD = 60000 };
+	struct kvt_options o;
+	struct rdb_drops d = {0};
+	uint64_t loc;
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	rdb_opts(&o, dir, 256 << 20, NULL);
+	struct kvt_tier *t = open_tier(&o, &d);
+	for (uint64_t i = 0; i < N; i++) {
+		size_t len = rdb_record(buf, i, PAYLOAD);
+		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	}
+	kvt_tier_rocksdb.close(t);
+	assert_true(damage_tables(0, true) > 0);
+	t = open_tier(&o, &d);
+	assert_int_equal(rdb_stats(t).chunks, 0);
+	for (uint64_t i = 0; i < N; i++)
+		assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp), -ENOENT);
+	size_t len = rdb_record(buf, N, PAYLOAD);
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	assert_true(rdb_check(t, N, PAYLOAD, buf, exp) > 0);
+	kvt_tier_rocksdb.close(t);
+	free(buf);
+	free(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +799,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_quota, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_quota_runtime, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_faults, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_sst_bit_flips, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_damaged_footers, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

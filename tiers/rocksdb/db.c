@@ -119,6 +119,10 @@ static void build_options(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	rocksdb_writeoptions_set_no_slowdown(d->wo, 1);
 	rocksdb_writeoptions_disable_WAL(d->wo, !c->wal);
 	rocksdb_readoptions_set_fill_cache(d->scan, 0);
+	/* Scans read past blocks whose checksum fails (a flipped bit in a value): the tier checks
+	 * every record it finds itself, and point reads still verify, so such a record is dropped
+	 * when read instead of failing the whole scan (tier.c, "Damage"). */
+	rocksdb_readoptions_set_verify_checksums(d->scan, 0);
 	rocksdb_flushoptions_set_wait(d->fo, 0);
 }
 
@@ -152,9 +156,26 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	}
 	build_options(d, c);
 	int rc = open_db(d);
+	if (rc ==
+	    -EBADMSG) { /* a damaged manifest or table RocksDB cannot open: a cache, made anew */
+		kvt_log(KVT_LOG_ERROR, "rocksdb: %s is corrupt: destroying it and starting empty",
+		        d->path);
+		rc = kvt__rdb_db_wipe(d);
+	}
 	if (rc)
 		kvt__rdb_db_close(d);
 	return rc;
+}
+
+int kvt__rdb_db_wipe(struct kvt__rdb_db *d)
+{
+	char *err = NULL;
+	if (d->db)
+		rocksdb_close(d->db);
+	d->db = NULL;
+	rocksdb_destroy_db(d->opts, d->path, &err);
+	int rc = kvt__rdb_err(err);
+	return rc ? rc : open_db(d);
 }
 
 void kvt__rdb_db_close(struct kvt__rdb_db *d)

@@ -86,12 +86,15 @@ struct kvt__rdb_db {
 /* Fills c from the options table; path defaults to data_dir/rocksdb. @return : 0 or -EINVAL. */
 int kvt__rdb_conf_from_opts(struct kvt__rdb_conf *c, const struct kvt_options *o,
                             const char *data_dir);
-/* Builds the options objects and opens (creating) the database. @return : 0 or -errno. */
+/* Builds the options objects and opens (creating) the database; one too damaged to open is
+ * wiped (logged) and opened empty. @return : 0 or -errno. */
 int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c);
 /* Closes the database and destroys every options object. Accepts a never-opened d. */
 void kvt__rdb_db_close(struct kvt__rdb_db *d);
 /* Closes and reopens the database with the same options (disk-full recovery). */
 int kvt__rdb_db_reopen(struct kvt__rdb_db *d);
+/* Closes the database, destroys its files and opens it again, empty (damage past reading). */
+int kvt__rdb_db_wipe(struct kvt__rdb_db *d);
 /* Maps a RocksDB error string to -errno and frees it (NULL -> 0). */
 int kvt__rdb_err(char *err);
 /* Applies batch b (not cleared). @return : 0 or -errno; -EAGAIN: refused, nothing applied;
@@ -134,6 +137,8 @@ struct kvt_tier {
 
 /* Testing and operations: flushes the memtable; wait blocks until it is on disk. */
 int kvt__rdb_flush(struct kvt_tier *t, bool wait);
+/* Testing: compacts the whole key range (reads every table: damage surfaces here). */
+int kvt__rdb_compact(struct kvt_tier *t);
 /* Opens with an explicit configuration (the bench compares option sets). */
 int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_conf *c,
                        struct kvt_tier **out);

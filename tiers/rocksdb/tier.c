@@ -29,6 +29,16 @@
  * database is closed and reopened (RocksDB 7.8's C API has no resume) and a reconcile scan drops
  * whatever the failed flushes lost. Reads keep using the open database meanwhile.
  *
+ * Damage: a record whose bytes changed fails the tier's own checks (header, identity, length,
+ * payload checksum) or RocksDB's block checksum on a point read: it is deleted, counted as a
+ * corruption, reported, and the read answers -EBADMSG. Scans do not verify RocksDB's checksums
+ * (db.c), so a damaged value does not stop an open. Damage a scan cannot read past (an index
+ * block, a footer), a database RocksDB cannot open, or a background error from a compaction
+ * that met a damaged block (writes then fail with Corruption for good) is not repairable in
+ * place: the database is destroyed and made again, empty, every record it held reported
+ * dropped and the loss logged (rebuild). It is a cache; the alternative is a tier that never
+ * takes a write again, or a daemon that does not start.
+ *
  * Deletes that fail: a value whose delete did not land (RocksDB refused it, or failed) would be
  * found by the next open's scan, and a deleted chunk would come back after a restart. Its id
  * becomes a *grave*: graves go into the batch of every later write or delete (GRAVE_STEP at a
@@ -392,6 +402,27 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 	return rc;
 }
 
+/*
+ * Destroys the database and opens it again, empty: every record is dropped (reported when
+ * report: the daemon knows them), and nothing is owed to the old files. @return : 0 or -errno.
+ */
+static int rebuild(struct kvt_tier *t, bool report, const char *why)
+{
+	uint32_t lost = t->ix.n_live;
+	for (uint32_t s = 0; s < t->ix.n_slots; s++)
+		if (t->ix.slots[s].live)
+			forget(t, s, report);
+	t->n_graves = 0;
+	t->full = false;
+	ST_ADD(t, corruptions, 1);
+	kvt_log(KVT_LOG_ERROR,
+	        "rocksdb: %s: %s; destroying it and starting empty (%u records lost)", t->db.path,
+	        why, lost);
+	int rc = kvt__rdb_db_wipe(&t->db);
+	publish_usage(t);
+	return rc;
+}
+
 /* ---- eviction ---- */
 
 static bool evictable(void *arg, uint32_t id)
@@ -521,6 +552,8 @@ static int probe_full(struct kvt_tier *t)
 		return -ENOSPC; /* reads answer -EIO until a later probe reopens */
 	}
 	rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+	if (rc == -EBADMSG)
+		rc = rebuild(t, true, "a scan after disk full met damage it cannot read past");
 	if (rc)
 		return rc;
 	t->full = false;
@@ -565,6 +598,14 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 	kvt__rdb_key_encode(k, &id);
 	rocksdb_writebatch_put(t->batch, (const char *)k, sizeof(k), buf, rec_len);
 	rc = kvt__rdb_write(&t->db, t->batch);
+	if (rc == -EBADMSG) { /* a background error from damage: writes fail until made anew */
+		for (uint32_t i = 0; i < n_vic; i++)
+			t->ix.slots[t->victims[i]].mark = 0;
+		t->exclude = KVT__RDB_NIL;
+		rc = rebuild(t, true, "a write met a corruption error");
+		count_err(t, -EIO);
+		return rc ? rc : -EIO;
+	}
 	if (rc) {
 		if (rc != -EAGAIN && s == KVT__RDB_NIL)
 			grave_add(t, &id); /* it may have been stored */
@@ -652,6 +693,10 @@ static ssize_t rdb_read(struct kvt_tier *t, const struct kvt_tier_id *id, uint64
 	kvt__rdb_key_encode(k, id);
 	int rc;
 	rocksdb_pinnableslice_t *ps = kvt__rdb_get(&t->db, k, sizeof(k), &rc);
+	if (rc == -EBADMSG) { /* RocksDB's block checksum failed */
+		drop_corrupt(t, s);
+		return -EBADMSG;
+	}
 	if (rc) { /* unreadable: dropped, as the daemon takes it (tiers/tier.h) */
 		count_err(t, -EIO);
 		delete_key(t, id);
@@ -713,7 +758,10 @@ static int rdb_iterate(struct kvt_tier *t, kvt_tier_visit_fn visit, void *arg)
 {
 	if (!t->db.db)
 		return -EIO;
-	return scan(t, SCAN_ITERATE, visit, arg);
+	int rc = scan(t, SCAN_ITERATE, visit, arg);
+	if (rc == -EBADMSG) /* what was visited is reported dropped */
+		rc = rebuild(t, true, "a walk of every record met damage it cannot read past");
+	return rc;
 }
 
 static void rdb_stats(struct kvt_tier *t, struct kvt_tier_stats *out)
@@ -797,7 +845,10 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	if ((rc = open_quota(t, kvt_opt_str(env->opts, KVT_OPT_ROCKSDB_QUOTA))))
 		goto err_db;
 	ST_SET(t, capacity_bytes, t->cap_bytes);
-	if ((rc = scan(t, SCAN_OPEN, NULL, NULL)))
+	rc = scan(t, SCAN_OPEN, NULL, NULL);
+	if (rc == -EBADMSG)
+		rc = rebuild(t, false, "a scan at open met damage it cannot read past");
+	if (rc)
 		goto err_db;
 	/* Deletes are not durable with the WAL off: evict back under the cap before serving. */
 	uint32_t n_vic = 0;
@@ -863,6 +914,14 @@ static void rdb_close(struct kvt_tier *t)
 	XXH3_freeState(t->xxh);
 	free(t->victims);
 	free(t);
+}
+
+int kvt__rdb_compact(struct kvt_tier *t)
+{
+	if (!t->db.db)
+		return -EIO;
+	rocksdb_compact_range(t->db.db, NULL, 0, NULL, 0);
+	return 0;
 }
 
 int kvt__rdb_flush(struct kvt_tier *t, bool wait)
