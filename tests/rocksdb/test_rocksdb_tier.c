@@ -787,6 +787,73 @@ static void test_rocksdb_damaged_footers(void **state)
 	free(exp);
 }
 
+/* Bytes dir/db takes on disk (allocated blocks of every file in it). */
+static uint64_t db_disk_bytes(void)
+{
+	char db[300], path[600];
+	snprintf(db, sizeof(db), "%s/db", dir);
+	DIR *dp = opendir(db);
+	assert_non_null(dp);
+	uint64_t sum = 0;
+	for (struct dirent *e; (e = readdir(dp));) {
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", db, e->d_name);
+		if (!stat(path, &st) && S_ISREG(st.st_mode))
+			sum += (uint64_t)st.st_blocks * 512;
+	}
+	closedir(dp);
+	return sum;
+}
+
+/* RELIABILITY D5: the cap holds on disk too. 8x rocksdb.bytes of 256 KiB records are written
+ * through a 64 MiB tier (evicting all along), values in tables and then in blob files; the
+ * database's files must stay within the cap plus what RocksDB lets level 0 hold before it
+ * stops writes (36 memtables, 16 MiB each at this cap: tier.c) at any point, so at most
+ * 2x the cap + 576 MiB, and after a flush and a full compaction at most 2x the cap. With
+ * 64 MiB memtables at every cap the peak was 301-456 MiB; with 16 MiB, 185-296 MiB. */
+static void test_rocksdb_disk_bounded(void **state)
+{
+	enum { PAYLOAD = 256 << 10 };
+	const uint64_t cap = 64ull << 20, total = 8 * cap;
+	const char *blob[] = {"rocksdb.blob_min_bytes=65536", NULL};
+	for (int with_blobs = 0; with_blobs < 2; with_blobs++) {
+		struct kvt_options o;
+		struct rdb_drops d = {0};
+		uint64_t loc, peak = 0;
+		uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+		rdb_opts(&o, dir, cap, with_blobs ? blob : NULL);
+		struct kvt_tier *t = open_tier(&o, &d);
+		uint64_t n = total / PAYLOAD;
+		for (uint64_t i = 0; i < n; i++) {
+			size_t len = rdb_record(buf, i, PAYLOAD);
+			int rc;
+			while ((rc = kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc)) ==
+			       -EAGAIN)
+				usleep(1000); /* a write stall: RocksDB's flushes are behind */
+			assert_int_equal(rc, 0);
+			if (i % 64 == 0)
+				peak = KVT_MAX(peak, db_disk_bytes());
+		}
+		assert_int_equal(kvt__rdb_flush(t, true), 0);
+		assert_int_equal(kvt__rdb_compact(t), 0);
+		uint64_t settled = db_disk_bytes();
+		print_message(
+		    "%s: %llu MiB written through a %llu MiB tier: peak %llu MiB on disk, "
+		    "%llu MiB after a flush and a compaction (%u records held)\n",
+		    with_blobs ? "blob files" : "values in tables",
+		    (unsigned long long)(total >> 20), (unsigned long long)(cap >> 20),
+		    (unsigned long long)(peak >> 20), (unsigned long long)(settled >> 20),
+		    (unsigned)rdb_stats(t).chunks);
+		assert_true(rdb_stats(t).used_bytes <= cap);
+		assert_true(peak <= 2 * cap + 36 * (16ull << 20));
+		assert_true(settled <= 2 * cap); /* dead blobs wait for garbage collection */
+		kvt_tier_rocksdb.close(t);
+		kvt_test_rmtree(dir);
+		kvt_test_tmpdir(dir, sizeof(dir));
+		free(buf);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -801,6 +868,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_faults, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_sst_bit_flips, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_damaged_footers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_disk_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
