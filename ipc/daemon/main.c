@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -398,6 +399,23 @@ static void run(struct kvd *d)
 	}
 }
 
+/* Clients, tier files and RocksDB's tables all take fds: the soft limit (often 1,024) goes up
+ * to the hard one. RocksDB bounds its open tables by the limit it finds (tiers/rocksdb/db.c). */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rlim_t was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		kvt_log(KVT_LOG_DEBUG, "fd limit stays %llu: %s", (unsigned long long)was,
+		        strerror(errno));
+	else
+		kvt_log(KVT_LOG_DEBUG, "fd limit raised from %llu to %llu", (unsigned long long)was,
+		        (unsigned long long)rl.rlim_cur);
+}
+
 int main(int argc, char **argv)
 {
 	static struct kvd d;
@@ -420,6 +438,7 @@ int main(int argc, char **argv)
 		kvt_opts_print(&d.opts, stdout);
 		return 0;
 	}
+	raise_fd_limit();
 	if (setup(&d))
 		return 1;
 	print_banner(&d);

@@ -11,7 +11,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -805,6 +807,20 @@ static uint64_t db_disk_bytes(void)
 	return sum;
 }
 
+/* Writes record i (payload bytes), waiting out write stalls for up to 10 s. @return : write()'s
+ * result. */
+static int write_waiting(struct kvt_tier *t, uint8_t *buf, uint64_t i, size_t payload)
+{
+	size_t len = rdb_record(buf, i, payload);
+	uint64_t loc;
+	int rc;
+	for (int k = 0;
+	     (rc = kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc)) == -EAGAIN && k < 10000;
+	     k++)
+		usleep(1000); /* a write stall: RocksDB's flushes are behind */
+	return rc;
+}
+
 /* RELIABILITY D5: the cap holds on disk too. 8x rocksdb.bytes of 256 KiB records are written
  * through a 64 MiB tier (evicting all along), values in tables and then in blob files; the
  * database's files must stay within the cap plus what RocksDB lets level 0 hold before it
@@ -819,18 +835,13 @@ static void test_rocksdb_disk_bounded(void **state)
 	for (int with_blobs = 0; with_blobs < 2; with_blobs++) {
 		struct kvt_options o;
 		struct rdb_drops d = {0};
-		uint64_t loc, peak = 0;
+		uint64_t peak = 0;
 		uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
 		rdb_opts(&o, dir, cap, with_blobs ? blob : NULL);
 		struct kvt_tier *t = open_tier(&o, &d);
 		uint64_t n = total / PAYLOAD;
 		for (uint64_t i = 0; i < n; i++) {
-			size_t len = rdb_record(buf, i, PAYLOAD);
-			int rc;
-			while ((rc = kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc)) ==
-			       -EAGAIN)
-				usleep(1000); /* a write stall: RocksDB's flushes are behind */
-			assert_int_equal(rc, 0);
+			assert_int_equal(write_waiting(t, buf, i, PAYLOAD), 0);
 			if (i % 64 == 0)
 				peak = KVT_MAX(peak, db_disk_bytes());
 		}
@@ -854,6 +865,60 @@ static void test_rocksdb_disk_bounded(void **state)
 	}
 }
 
+/* More table files than the process may open fds (RocksDB keeps every table open by default):
+ * under RLIMIT_NOFILE = 128 the tier writes ~600 small tables, reads every record back,
+ * reopens and reads them back again. (In this process: RocksDB's thread pool does not survive
+ * a fork.) */
+static void test_rocksdb_few_fds(void **state)
+{
+	enum { N = 600, PAYLOAD = 60000 };
+	struct rlimit was, rl;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	rl = was;
+	rl.rlim_cur = 128;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	struct kvt_options o;
+	struct rdb_drops d = {0};
+	struct kvt__rdb_conf c;
+	struct kvt_tier *t = NULL;
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	rdb_opts(&o, dir, 1ull << 30, NULL);
+	struct kvt_tier_env env = rdb_env(&o, &d);
+	assert_int_equal(kvt__rdb_conf_from_opts(&c, &o, NULL), 0);
+	c.write_buffer_bytes = 1 << 20; /* a level-0 table per MiB */
+	c.target_file_bytes = 64 << 10; /* and level-1 tables of about one record */
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+		for (uint64_t i = 0; round == 0 && i < N; i++)
+			assert_int_equal(write_waiting(t, buf, i, PAYLOAD), 0);
+		if (round == 0) {
+			assert_int_equal(kvt__rdb_flush(t, true), 0);
+			assert_int_equal(kvt__rdb_compact(t), 0);
+			for (uint64_t i = N; i < N + 100; i++) /* writes go on after it */
+				assert_int_equal(write_waiting(t, buf, i, PAYLOAD), 0);
+			assert_int_equal(kvt__rdb_flush(t, true), 0);
+		}
+		for (uint64_t i = 0; i < N + 100; i++)
+			assert_true(rdb_check(t, i, PAYLOAD, buf, exp) > 0);
+		kvt_tier_rocksdb.close(t);
+	}
+	char db[300];
+	snprintf(db, sizeof(db), "%s/db", dir);
+	DIR *dp = opendir(db);
+	assert_non_null(dp);
+	int tables = 0;
+	for (struct dirent *e; (e = readdir(dp));)
+		tables +=
+		    strlen(e->d_name) > 4 && !strcmp(e->d_name + strlen(e->d_name) - 4, ".sst");
+	closedir(dp);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	print_message("%d tables under a limit of 128 fds\n", tables);
+	assert_true(tables > 128); /* more tables than fds: the bound was needed */
+	free(buf);
+	free(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -869,6 +934,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_sst_bit_flips, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_damaged_footers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_disk_bounded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_few_fds, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

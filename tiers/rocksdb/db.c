@@ -13,6 +13,9 @@
  * - The block cache is one LRU cache of rocksdb.block_cache_bytes (0: none).
  * - Size is capped by the tier's own eviction (tier.c), not by FIFO compaction, so the tier's
  *   index always knows what is stored.
+ * - Open table files are bounded by the process's fd limit: RocksDB keeps every table open by
+ *   default, and a large tier has thousands (64 MiB each), so the open failed with EMFILE under
+ *   a 1,024-fd limit. Half the soft limit goes to tables (at least 64); past 2^20, all of them.
  *
  * Pitfalls of the C API handled here: every errptr is freed by kvt__rdb_err(); every options
  * object is destroyed in kvt__rdb_db_close(); rocksdb_open copies the options, so they are kept
@@ -31,6 +34,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -87,6 +91,16 @@ int kvt__rdb_conf_from_opts(struct kvt__rdb_conf *c, const struct kvt_options *o
 	return parse_compression(kvt_opt_str(o, KVT_OPT_ROCKSDB_COMPRESSION), &c->compression);
 }
 
+/* How many table files RocksDB may keep open: -1 (all) when fds are plentiful. */
+static int max_open_files(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= (1u << 20))
+		return -1;
+	return (int)KVT_MAX(rl.rlim_cur / 2, (rlim_t)64);
+}
+
 static void build_options(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 {
 	rocksdb_options_t *o = d->opts;
@@ -95,6 +109,9 @@ static void build_options(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	rocksdb_options_set_write_buffer_size(o, c->write_buffer_bytes);
 	rocksdb_options_set_max_write_buffer_number(o, 4);
 	rocksdb_options_set_max_background_jobs(o, 2);
+	rocksdb_options_set_max_open_files(o, max_open_files());
+	if (c->target_file_bytes)
+		rocksdb_options_set_target_file_size_base(o, c->target_file_bytes);
 	rocksdb_options_set_info_log_level(o, 2 /* WARN: the LOG file stays small */);
 	rocksdb_options_set_keep_log_file_num(o, 2);
 	rocksdb_options_set_max_log_file_size(o, 1 << 20);
