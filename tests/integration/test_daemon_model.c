@@ -69,9 +69,10 @@ struct run {
 	int to_other, from_other;
 	uint8_t other_present[PREFIXES][DEPTH], other_ever[PREFIXES][DEPTH];
 	long long demoted, promoted, evictions; /* summed over the daemon's lives */
-	bool admission; /* host admission on: a put may store only a leading part */
-	bool lossy;     /* lower tiers too small to hold everything: present[] is "may be" */
-	bool faults;    /* nvme and rocksdb fail 1 % of their calls (faults_env) */
+	bool admission;        /* host admission on: a put may store only a leading part */
+	bool lossy;            /* lower tiers too small to hold everything: present[] is "may be" */
+	bool faults;           /* nvme and rocksdb fail 1 % of their calls (faults_env) */
+	long long eagain_seen; /* the daemon's "eagain" count when last looked at (this life) */
 	size_t cb;
 	uint8_t *buf[DEPTH], *want;
 	struct hold holds[HOLDS];
@@ -205,6 +206,17 @@ static bool pushed_back(int rc)
 	return true;
 }
 
+/* Whether the daemon gave up waiting for demotions (demote.wait_ms) since last asked: a put
+ * that did stores only the leading part it had room for, as documented (a slow machine, or a
+ * tool like valgrind, makes demotions outlast the default 100 ms). */
+static bool waited_out(struct run *r)
+{
+	long long now = kvt_test_stat(&r->d, "eagain");
+	bool grew = now > r->eagain_seen;
+	r->eagain_seen = now;
+	return grew;
+}
+
 /* The zero-copy put: chunks written straight into the client's staging area, then committed.
  * @return : as kvt_put; *n becomes the number of buffers the reserve handed out. */
 static int put_reserved(struct run *r, int p, int *n)
@@ -235,7 +247,7 @@ static void do_put(struct run *r, int p, int n)
 	                         : kvt_put(r->c, r->ns, NULL, r->keys[p], (size_t)n, ch, r->cb)) &&
 	       ++tries < 1000)
 		;
-	if (rc != n && !(r->admission && rc >= 0 && rc < n))
+	if (rc != n && !(rc >= 0 && rc < n && (r->admission || waited_out(r))))
 		FAIL(r, "put of %d chunks of prefix %d%s: %d", n, p, reserved ? " (reserved)" : "",
 		     rc);
 	memset(r->present[p], 1, (size_t)rc);
@@ -479,7 +491,7 @@ static void other_step(struct run *r, int p, int n)
 	switch (rnd(r, 4)) {
 	case 0:
 		rc = other(r, O_PUT, p, 0, n);
-		if (rc != n && !(r->admission && rc >= 0 && rc < n))
+		if (rc != n && !(rc >= 0 && rc < n && (r->admission || waited_out(r))))
 			FAIL(r, "other tenant: put of %d chunks of prefix %d: %d", n, p, rc);
 		memset(r->other_present[p], 1, (size_t)rc);
 		memset(r->other_ever[p], 1, (size_t)rc);
@@ -565,6 +577,7 @@ static void restart(struct run *r, bool kill9)
 	faults_env(r->faults);
 	assert_int_equal(kvt_test_daemon_restart(&r->d, r->sets), 0);
 	faults_env(false);
+	r->eagain_seen = 0; /* a new life counts from 0 */
 	connect_ns(r);
 	if (kill9)
 		resync(r);
