@@ -241,6 +241,17 @@ long kvt_test_read_file(const char *path, char *buf, size_t len)
 	return (long)n;
 }
 
+void kvt_test_ballast(const char *path, size_t bytes)
+{
+	static char blk[1 << 20];
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	memset(blk, 0xa5, sizeof(blk));
+	for (size_t off = 0; off < bytes; off += sizeof(blk))
+		assert_int_equal(write(fd, blk, sizeof(blk)), sizeof(blk));
+	close(fd);
+}
+
 int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len)
 {
 	char bin[512], cmd[1200];

@@ -57,6 +57,8 @@ void kvt_test_open_to_others(const struct kvt_test_daemon *d);
 pid_t kvt_test_fork_as_nobody(void);
 /* Reads up to len - 1 bytes of path into buf, NUL-terminated. @return : the bytes read, or -1. */
 long kvt_test_read_file(const char *path, char *buf, size_t len);
+/* Writes bytes (rounded up to MiB) of 0xa5 to path: ballast that fills a file system. */
+void kvt_test_ballast(const char *path, size_t bytes);
 /* Fills buf with bytes derived from seed (deterministic). */
 void kvt_test_fill(void *buf, size_t len, uint64_t seed);
 /* Counts open fds of pid. */

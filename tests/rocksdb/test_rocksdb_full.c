@@ -9,7 +9,6 @@
  */
 #include "rdb_fixture.h"
 
-#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,17 +37,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void ballast(const char *path, size_t bytes)
-{
-	static char blk[1 << 20];
-	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	memset(blk, 0xa5, sizeof(blk));
-	for (size_t off = 0; off < bytes; off += sizeof(blk))
-		assert_int_equal(write(fd, blk, sizeof(blk)), sizeof(blk));
-	close(fd);
-}
-
 static void test_rocksdb_disk_full(void **state)
 {
 	struct kvt_options o;
@@ -59,7 +47,7 @@ static void test_rocksdb_disk_full(void **state)
 	uint32_t acked = 0;
 	int rc = 0;
 	snprintf(bal, sizeof(bal), "%s/ballast", mnt);
-	ballast(bal, 12 << 20);
+	kvt_test_ballast(bal, 12 << 20);
 	rdb_opts(&o, mnt, 1ull << 30, NULL);
 	assert_int_equal(kvt__rdb_conf_from_opts(&c, &o, NULL), 0);
 	c.write_buffer_bytes = 2 << 20; /* flush often so ENOSPC comes from a flush soon */

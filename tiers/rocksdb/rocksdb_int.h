@@ -64,7 +64,7 @@ struct kvt__rdb_conf {
 	uint64_t blob_min_bytes;
 	uint64_t block_cache_bytes;
 	uint64_t write_buffer_bytes;
-	int compaction;     /* KVT__RDB_LEVEL or KVT__RDB_UNIVERSAL */
+	int compaction;             /* KVT__RDB_LEVEL or KVT__RDB_UNIVERSAL */
 	uint64_t target_file_bytes; /* tests only: table file size (0: RocksDB's 64 MiB) */
 	uint32_t fault_ppm; /* tests only: injected faults per million calls, each kind (db.c) */
 };
