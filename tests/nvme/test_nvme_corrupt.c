@@ -119,12 +119,17 @@ static void move_blocks(const char *path, uint64_t seed, size_t moves, size_t ze
 
 /* iterate() visitor: every record offered reads back as its own seed's bytes or is found
  * corrupt (a misplaced header over another record's payload); never a wrong byte. */
+struct moved_walk {
+	size_t n;
+	struct nvt *nv;
+};
+
 static int visit_moved(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
 {
-	size_t *n = arg;
-	int rc = nvt_check(*(struct nvt **)(n + 1), h->key.w[0], h->payload_bytes, loc);
+	struct moved_walk *w = arg;
+	int rc = nvt_check(w->nv, h->key.w[0], h->payload_bytes, loc);
 	assert_true(rc == 0 || rc == -EBADMSG || rc == -ENOENT);
-	n[0]++;
+	w->n++;
 	return 0;
 }
 
@@ -156,10 +161,7 @@ static void test_nvme_corrupt_moved_blocks(void **state)
 			assert_true(rc == 0 || rc == -EBADMSG || rc == -ENOENT);
 			right += rc == 0, bad += rc == -EBADMSG, missing += rc == -ENOENT;
 		}
-		struct {
-			size_t n;
-			struct nvt *nv;
-		} w = {0, &n};
+		struct moved_walk w = {0, &n};
 		assert_int_equal(kvt_tier_nvme.iterate(n.t, visit_moved, &w), 0);
 		print_message("trial %llu: %zu right, %zu -EBADMSG, %zu -ENOENT; %zu offered by "
 		              "iterate\n",
