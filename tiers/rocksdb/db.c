@@ -14,8 +14,9 @@
  * - Size is capped by the tier's own eviction (tier.c), not by FIFO compaction, so the tier's
  *   index always knows what is stored.
  * - Open table files are bounded by the process's fd limit: RocksDB keeps every table open by
- *   default, and a large tier has thousands (64 MiB each), so the open failed with EMFILE under
- *   a 1,024-fd limit. Half the soft limit goes to tables (at least 64); past 2^20, all of them.
+ *   default, a large tier has thousands (64 MiB each), and once a compaction could not open its
+ *   tables every later write failed (test_rocksdb_tier few_fds, 128 fds). Half the soft limit
+ *   goes to tables (at least 64); past 2^20, all of them.
  *
  * Pitfalls of the C API handled here: every errptr is freed by kvt__rdb_err(); every options
  * object is destroyed in kvt__rdb_db_close(); rocksdb_open copies the options, so they are kept
@@ -173,8 +174,8 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	}
 	build_options(d, c);
 	int rc = open_db(d);
-	if (rc ==
-	    -EBADMSG) { /* a damaged manifest or table RocksDB cannot open: a cache, made anew */
+	/* a damaged manifest or table RocksDB cannot open: it is a cache, made anew */
+	if (rc == -EBADMSG) {
 		kvt_log(KVT_LOG_ERROR, "rocksdb: %s is corrupt: destroying it and starting empty",
 		        d->path);
 		rc = kvt__rdb_db_wipe(d);

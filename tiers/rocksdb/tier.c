@@ -898,8 +898,9 @@ static int rdb_open(const struct kvt_tier_env *env, struct kvt_tier **out)
 		return rc;
 	c.fault_ppm = env_fault_ppm();
 	/* A memtable is flushed whole into a level-0 table, and what it held stays on disk until
-	 * compaction merges the deletes in: with 64 MiB memtables a 64 MiB tier took 500 MiB of
-	 * disk under churn (test_rocksdb_tier disk_bounded). An eighth of the cap, 16 to 64 MiB. */
+	 * compaction merges the deletes in: with 64 MiB memtables a 64 MiB tier took up to 500 MiB
+	 * of disk under churn (test_rocksdb_tier disk_bounded). An eighth of the cap, 16 to 64 MiB.
+	 */
 	uint64_t cap = kvt_opt_u64(env->opts, KVT_OPT_ROCKSDB_BYTES);
 	if (!cap)
 		cap = auto_capacity(c.path);
