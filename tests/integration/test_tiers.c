@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -934,14 +933,8 @@ static void test_tiers_rocksdb_disk_full(void **state)
 {
 	enum { ROUNDS_MAX = 12 };
 	char dir[256], mnt[300], bal[320], path[340];
-	kvt_test_tmpdir(dir, sizeof(dir));
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	assert_int_equal(mkdir(mnt, 0700), 0);
-	if (mount("tmpfs", mnt, "tmpfs", 0, "size=64m")) {
-		print_message("skip: cannot mount a tmpfs (%s)\n", strerror(errno));
-		kvt_test_rmtree(dir);
-		skip();
-	}
+	if (kvt_test_mount_tmpfs(dir, sizeof(dir), mnt, sizeof(mnt), "64m"))
+		skip(); /* not root */
 	snprintf(bal, sizeof(bal), "%s/ballast", mnt);
 	kvt_test_ballast(bal, 40 << 20);
 	snprintf(path, sizeof(path), "rocksdb.path=%s/db", mnt);
@@ -995,8 +988,7 @@ static void test_tiers_rocksdb_disk_full(void **state)
 	assert_false(tier_flag(&d, "rocksdb", "full"));
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d); /* and it stops cleanly */
-	umount2(mnt, MNT_DETACH);
-	kvt_test_rmtree(dir);
+	kvt_test_umount_tmpfs(dir, mnt);
 }
 
 /* nvme.admit=second_touch: a chunk reaches nvme only once it is used again (SSD wear). */

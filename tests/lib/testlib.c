@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -239,6 +240,28 @@ long kvt_test_read_file(const char *path, char *buf, size_t len)
 	buf[n] = 0;
 	fclose(f);
 	return (long)n;
+}
+
+int kvt_test_mount_tmpfs(char *dir, size_t dir_len, char *mnt, size_t mnt_len, const char *size)
+{
+	char opts[64];
+	kvt_test_tmpdir(dir, dir_len);
+	snprintf(mnt, mnt_len, "%s/mnt", dir);
+	snprintf(opts, sizeof(opts), "size=%s", size);
+	if (mkdir(mnt, 0700) || mount("tmpfs", mnt, "tmpfs", 0, opts)) {
+		int rc = -errno;
+		print_message("skip: mounting a tmpfs needs root (CAP_SYS_ADMIN): %s\n",
+		              strerror(-rc));
+		kvt_test_rmtree(dir);
+		return rc;
+	}
+	return 0;
+}
+
+void kvt_test_umount_tmpfs(const char *dir, const char *mnt)
+{
+	umount2(mnt, MNT_DETACH);
+	kvt_test_rmtree(dir);
 }
 
 void kvt_test_ballast(const char *path, size_t bytes)

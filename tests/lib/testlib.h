@@ -59,6 +59,12 @@ pid_t kvt_test_fork_as_nobody(void);
 long kvt_test_read_file(const char *path, char *buf, size_t len);
 /* Writes bytes (rounded up to MiB) of 0xa5 to path: ballast that fills a file system. */
 void kvt_test_ballast(const char *path, size_t bytes);
+/* Makes a temporary directory (dir) and mounts a tmpfs of size ("32m") at dir/mnt (mnt).
+ * Mounting needs root (CAP_SYS_ADMIN): elsewhere it says why, removes dir and returns -errno,
+ * and the caller skips. @return : 0 or -errno. */
+int kvt_test_mount_tmpfs(char *dir, size_t dir_len, char *mnt, size_t mnt_len, const char *size);
+/* Unmounts mnt and removes dir. */
+void kvt_test_umount_tmpfs(const char *dir, const char *mnt);
 /* Fills buf with bytes derived from seed (deterministic). */
 void kvt_test_fill(void *buf, size_t len, uint64_t seed);
 /* Counts open fds of pid. */

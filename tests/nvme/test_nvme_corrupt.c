@@ -39,6 +39,22 @@ static void flip_bits(const char *path, uint64_t seed, size_t per_mib, bool head
 	close(fd);
 }
 
+/* Record i's payload length; with small, every fourth fits one block with its header. */
+static size_t rec_len(uint64_t i, bool small)
+{
+	return small && i % 4 == 0 ? 500 + i : len_of(i + 1);
+}
+
+/* A fresh 64 MiB tier holding N records (record i has seed i + 1), its path and their locs. */
+static void open_filled(struct nvt *n, char *path, size_t path_len, uint64_t *loc, bool small)
+{
+	nvt_init(n, "64MiB", "8");
+	nvt_path(n, path, path_len);
+	assert_int_equal(nvt_open(n), 0);
+	for (uint64_t i = 0; i < N; i++)
+		assert_int_equal(nvt_put(n, i + 1, rec_len(i, small), &loc[i]), 0);
+}
+
 /* Reads all N records. @return : how many were -EBADMSG; fails on a wrong byte. */
 static size_t read_all(struct nvt *n, const uint64_t *loc, size_t *missing)
 {
@@ -58,12 +74,8 @@ static void test_nvme_corrupt_flip_truncate(void **state)
 	for (uint64_t trial = 0; trial < 3; trial++) {
 		struct nvt n;
 		char path[512];
-		nvt_init(&n, "64MiB", "8");
-		nvt_path(&n, path, sizeof(path));
-		assert_int_equal(nvt_open(&n), 0);
 		uint64_t loc[N];
-		for (uint64_t i = 0; i < N; i++)
-			assert_int_equal(nvt_put(&n, i + 1, len_of(i + 1), &loc[i]), 0);
+		open_filled(&n, path, sizeof(path), loc, false);
 		nvt_close(&n);
 
 		flip_bits(path, 1000 + trial, 1, false);
@@ -138,16 +150,9 @@ static void test_nvme_corrupt_moved_blocks(void **state)
 	for (uint64_t trial = 0; trial < 4; trial++) {
 		struct nvt n;
 		char path[512];
-		nvt_init(&n, "64MiB", "8");
-		nvt_path(&n, path, sizeof(path));
-		assert_int_equal(nvt_open(&n), 0);
 		uint64_t loc[N];
-		for (uint64_t i = 0; i < N; i++) {
-			/* small records too: one block holds a whole one */
-			size_t len = i % 4 ? len_of(i + 1) : 500 + i;
-			assert_int_equal(nvt_put(&n, i + 1, len, &loc[i]), 0);
-		}
-		for (uint64_t i = 0; i < N; i += 5) { /* tombstones to misplace */
+		open_filled(&n, path, sizeof(path), loc, true); /* small records too */
+		for (uint64_t i = 0; i < N; i += 5) {           /* tombstones to misplace */
 			struct kvt_tier_id id = nvt_id(i + 1);
 			assert_int_equal(kvt_tier_nvme.remove(n.t, &id, loc[i]), 0);
 		}
@@ -156,8 +161,7 @@ static void test_nvme_corrupt_moved_blocks(void **state)
 		assert_int_equal(nvt_open(&n), 0);
 		size_t right = 0, bad = 0, missing = 0;
 		for (uint64_t i = 0; i < N; i++) {
-			size_t len = i % 4 ? len_of(i + 1) : 500 + i;
-			int rc = nvt_check(&n, i + 1, len, loc[i]);
+			int rc = nvt_check(&n, i + 1, rec_len(i, true), loc[i]);
 			assert_true(rc == 0 || rc == -EBADMSG || rc == -ENOENT);
 			right += rc == 0, bad += rc == -EBADMSG, missing += rc == -ENOENT;
 		}

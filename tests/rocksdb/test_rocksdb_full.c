@@ -9,7 +9,6 @@
  */
 #include "rdb_fixture.h"
 
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,21 +18,14 @@ static char dir[256], mnt[300];
 
 static int setup(void **state)
 {
-	kvt_test_tmpdir(dir, sizeof(dir));
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	assert_int_equal(mkdir(mnt, 0700), 0);
-	if (mount("tmpfs", mnt, "tmpfs", 0, "size=32m")) {
-		print_message("skip: cannot mount a tmpfs (%s)\n", strerror(errno));
-		kvt_test_rmtree(dir);
+	if (kvt_test_mount_tmpfs(dir, sizeof(dir), mnt, sizeof(mnt), "32m"))
 		exit(KVT_TEST_SKIP);
-	}
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	umount2(mnt, MNT_DETACH);
-	kvt_test_rmtree(dir);
+	kvt_test_umount_tmpfs(dir, mnt);
 	return 0;
 }
 
