@@ -110,7 +110,7 @@ int kvt__nvme_log_sb_write(struct kvt_nvme *t, bool clean)
 }
 
 struct sb {
-	bool valid;
+	bool valid, clean;
 	uint32_t format;
 	uint64_t gen, region_bytes, n_regions, data_off, instance;
 };
@@ -127,6 +127,7 @@ static struct sb sb_decode(const uint8_t *b)
 	s.n_regions = kvt_load_le64(b + 32);
 	s.data_off = kvt_load_le64(b + 40);
 	s.instance = kvt_load_le64(b + 56);
+	s.clean = kvt_load_le32(b + 64) == 1;
 	return s;
 }
 
@@ -152,6 +153,7 @@ static int sb_read(struct kvt_nvme *t)
 		return 0;
 	}
 	t->instance = best->instance;
+	t->sb_clean = best->clean;
 	return 1;
 }
 
@@ -576,18 +578,27 @@ int kvt__nvme_log_open(struct kvt_nvme *t)
 			t->instance = kvt_now_ns() ^ (uint64_t)getpid() << 32;
 	} else {
 		t->recovering = true;
-		rc = read_region_headers(t);
-		if (!rc)
-			rc = scan_regions(t);
-		find_head(t);
-		if (!rc)
-			rc = verify_head(t);
+		/* after a clean close the index saved then replaces the walk (index.c) */
+		rc = t->sb_clean ? kvt__nvme_index_load(t) : 0;
+		if (rc == 0) {
+			rc = read_region_headers(t);
+			if (!rc)
+				rc = scan_regions(t);
+			find_head(t);
+			if (!rc)
+				rc = verify_head(t);
+		} else if (rc == 1) {
+			find_head(t);
+			rc = 0;
+		}
 		if (!rc)
 			kvt__nvme_quota_trim_all(t);
 		t->recovering = false;
 		if (rc)
 			return rc;
 	}
+	if (t->index_path[0])
+		unlink(t->index_path); /* one the open did not read is stale from here on */
 	return kvt__nvme_log_sb_write(t, false);
 }
 

@@ -175,8 +175,9 @@ static void nvme_close(struct kvt_tier *tier)
 	struct kvt_nvme *t = NV(tier);
 	if (!t)
 		return;
-	if (t->eng.ctx && t->regions && !KVT_NVME_GET(t, st.disabled)) {
+	if (t->opened && !KVT_NVME_GET(t, st.disabled)) {
 		kvt__nvme_bury_due(t);
+		kvt__nvme_index_save(t, t->sb_gen + 1); /* for the superblock written next */
 		kvt__nvme_log_sb_write(t, true);
 	}
 	kvt__nvme_engine_close(&t->eng);
@@ -247,6 +248,7 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 		want = 64ull << 20;
 	if ((rc = open_file(t)))
 		goto err;
+	kvt__nvme_index_path(t);
 	if ((rc = size_file(t, want & ~(uint64_t)(KVT_NVME_BLOCK - 1))))
 		goto err;
 	rc = -ENOSPC;
@@ -279,6 +281,7 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	if ((rc = kvt__nvme_quota_open(t)) || (rc = kvt__nvme_log_open(t)))
 		goto err;
 	t->env_fault.armed = t->hooks.fault == &t->env_fault; /* from now on, not at the open */
+	t->opened = true;
 	*out = (struct kvt_tier *)t;
 	return 0;
 err:

@@ -181,6 +181,9 @@ struct kvt__nvme_xstats {
 	uint64_t fenced;         /* failed writes whose header may have landed, hidden after */
 	uint64_t unfenced;       /* records a fence could not hide (may come back at recovery) */
 	uint64_t buried;         /* tombstones written for graves (bury_due) */
+	uint64_t index_saves;    /* indexes written at a clean close (index.c) */
+	uint64_t index_loads;    /* opens that read the index instead of walking the log */
+	uint64_t index_refused;  /* index files found and not trusted (the open walked) */
 };
 
 struct kvt__nvme_engine {
@@ -247,6 +250,7 @@ struct kvt__nvme_hooks {
 	uint32_t full_retry_ms;        /* while full, how often a write probes (default 1000) */
 	uint64_t region_bytes;         /* 0: chosen from the capacity */
 	bool full_retry_set;
+	bool no_index; /* never save or load the index (index.c): every open walks the log */
 };
 
 /* Per-record state of a batch being written or read (nvme.c). */
@@ -267,8 +271,11 @@ struct kvt__nvme_bstate {
 struct kvt_nvme {
 	struct kvt_tier_env env;
 	char path[4096];
+	char index_path[4096 + 16]; /* index.c; empty: none */
 	int fd;
 	bool is_blk, direct, recovering;
+	bool sb_clean; /* the superblock found at open says the tier was closed cleanly */
+	bool opened;   /* open succeeded: close writes graves, the index and a clean superblock */
 	unsigned align;
 	uint64_t file_bytes, data_off, region_bytes, n_regions, max_rec;
 	uint64_t instance, sb_gen, next_seq;
@@ -337,6 +344,14 @@ struct kvt__nvme_cursor {
 };
 
 int kvt__nvme_log_open(struct kvt_nvme *t);
+/* The index saved at a clean close (index.c). index_path() picks its file (after open_file);
+ * save() writes it for the clean superblock of generation gen, to be written right after
+ * (@return : 0 or -errno, logged; -EBUSY: hand-overs not landed); load() applies it at open
+ * when the superblock is clean and the index matches (@return : 1 applied, 0 not usable: walk
+ * the log, or -ENOMEM). */
+void kvt__nvme_index_path(struct kvt_nvme *t);
+int kvt__nvme_index_save(struct kvt_nvme *t, uint64_t gen);
+int kvt__nvme_index_load(struct kvt_nvme *t);
 void kvt__nvme_log_close(struct kvt_nvme *t);
 /* Finds the live record at loc. @return : the record and its region index, or NULL. */
 struct kvt__nvme_rec *kvt__nvme_log_find(struct kvt_nvme *t, uint64_t loc, uint64_t *region);
