@@ -25,12 +25,16 @@
  * what keeping the room its trims leave for tenant 1 costs.
  *
  * --recover: what a restart costs (RELIABILITY D1). A tier of --mib-per-case is filled to 90 %
- * with records of each size (write_batch, 8 a call) and closed; the open that follows rebuilds
- * the index from the device (region headers, then one 4 KiB header read per record, queue-depth
- * regions walked at once). Baseline in the same run: raw io_uring reads of one 4 KiB block per
- * record at the same offsets pattern (a record's stride apart), queue depth in flight, on a
- * written file of the same size -- the least I/O any walk must do. Reported: records found,
- * open seconds, raw seconds, their ratio, and the open time scaled to 1 TB of such records.
+ * with records of each size (write_batch, 8 a call) and closed (timed: the close saves the
+ * index, index.c); the open that follows reads that index; the tier is closed again and opened
+ * with the index turned off, which rebuilds it from the device (region headers, then one 4 KiB
+ * header read per record, queue-depth regions walked at once). Baselines in the same run: one
+ * sequential read of the index file out of the page cache (the least an open from it must
+ * read), and raw io_uring reads of one 4 KiB block per record at the same offsets pattern (a
+ * record's stride apart), queue depth in flight, on a written file of the same size -- the least
+ * I/O any walk must do. Reported: records found each way, the index's size, the close, both
+ * opens and both baselines in seconds, each open's ratio to its baseline, and both opens scaled
+ * to 1 TB of such records.
  *
  * usage: kvtier-bench-nvme [--dir DIR] [--sizes 256K,2M,32M] [--qd 1,8,32] [--mib-per-case 512]
  *                          [--backend uring|pio] [--fio]
@@ -502,8 +506,8 @@ static void run_fio(const char *dir)
 /* ---- --recover ---- */
 
 struct recover_res {
-	uint64_t written, found;
-	double open_s;
+	uint64_t written, found_index, found_walk, index_bytes;
+	double close_s, index_open_s, index_raw_s, walk_open_s;
 };
 
 static int count_all(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
@@ -513,7 +517,38 @@ static int count_all(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
 	return 0;
 }
 
-/* Fills a tier of file_bytes to 90 % with rec-byte records, closes it, and times the open. */
+/* Drops the file's pages from the page cache (it was just written and synced). */
+static void uncache(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		close(fd);
+	}
+}
+
+/* The baseline of an open from the index: one buffered sequential read of the file, uncached. */
+static double read_seq(const char *path, uint64_t *bytes)
+{
+	uncache(path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char *buf = malloc(1 << 20);
+	double t0 = now_s();
+	ssize_t r;
+	*bytes = 0;
+	while (buf && (r = read(fd, buf, 1 << 20)) > 0)
+		*bytes += (uint64_t)r;
+	double s = now_s() - t0;
+	free(buf);
+	close(fd);
+	uncache(path);
+	return s;
+}
+
+/* Fills a tier of file_bytes to 90 % with rec-byte records and closes it (timed: it saves the
+ * index); times the open that reads the index, then (closed again) an open that walks the log. */
 static int recover_case(const char *dir, const char *backend, size_t rec, uint64_t file_bytes,
                         struct recover_res *res)
 {
@@ -538,17 +573,35 @@ static int recover_case(const char *dir, const char *backend, size_t rec, uint64
 	double worst = 0;
 	res->written = st.capacity_bytes / 10 * 9 / (buf_len + 4096);
 	rc = write_tenant(t, bufs, rec, 1, 0, res->written, &worst);
+	double t0 = now_s();
 	kvt_tier_nvme.close(t);
+	res->close_s = now_s() - t0;
 	free(bufs);
 	if (rc)
 		return rc;
-	double t0 = now_s();
+	char ip[600];
+	snprintf(ip, sizeof(ip), "%s/nvme.dat.index", dir);
+	res->index_raw_s = read_seq(ip, &res->index_bytes);
+	t0 = now_s();
 	if ((rc = kvt__nvme_open_hooked(&env, &hooks, &t)))
 		return rc;
-	res->open_s = now_s() - t0;
-	res->found = 0;
-	kvt_tier_nvme.iterate(t, count_all, &res->found);
+	res->index_open_s = now_s() - t0;
+	struct kvt__nvme_xstats x;
+	kvt__nvme_xstats(t, &x);
+	res->found_index = 0;
+	kvt_tier_nvme.iterate(t, count_all, &res->found_index);
 	kvt_tier_nvme.close(t);
+	if (x.index_loads != 1)
+		return -ENOENT; /* the index was not used: nothing to report */
+	hooks.no_index = true;
+	t0 = now_s();
+	if ((rc = kvt__nvme_open_hooked(&env, &hooks, &t)))
+		return rc;
+	res->walk_open_s = now_s() - t0;
+	res->found_walk = 0;
+	kvt_tier_nvme.iterate(t, count_all, &res->found_walk);
+	kvt_tier_nvme.close(t);
+	unlink(ip);
 	return 0;
 }
 
@@ -564,8 +617,9 @@ static int run_recover(const char *dir, const char *backend, const uint64_t *siz
 	snprintf(raw_path, sizeof(raw_path), "%s/raw.dat", dir);
 	printf("# kvtier-bench-nvme --recover: dir %s, backend %s, tier %llu MiB, queue depth 32\n",
 	       dir, backend, (unsigned long long)(file_bytes >> 20));
-	printf("| rec | records written | found at open | open s | raw 4 KiB reads s | open/raw | "
-	       "open s per TB of records |\n|---|---|---|---|---|---|---|\n");
+	printf("| rec | records | found: index / walk | index MiB | close s | open from index s | "
+	       "raw read of index s | walk s | raw 4 KiB reads s | index/raw | walk/raw | index, "
+	       "walk s per TB |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (size_t i = 0; i < n_sizes; i++) {
 		size_t rec = (size_t)sizes[i];
 		struct recover_res res = {0};
@@ -587,11 +641,15 @@ static int run_recover(const char *dir, const char *backend, const uint64_t *siz
 		raw_close(&r);
 		unlink(raw_path);
 		char bs[32];
-		double per_tb = res.open_s * 1e12 / ((double)res.written * (double)rec);
-		printf("| %s | %llu | %llu | %.3f | %.3f | %.2f | %.0f |\n",
-		       kvt_fmt_bytes(rec, bs, sizeof(bs)), (unsigned long long)res.written,
-		       (unsigned long long)res.found, res.open_s, raw_s, res.open_s / raw_s,
-		       per_tb);
+		double tb = 1e12 / ((double)res.written * (double)rec);
+		printf(
+		    "| %s | %llu | %llu / %llu | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | "
+		    "%.2f | %.1f, %.0f |\n",
+		    kvt_fmt_bytes(rec, bs, sizeof(bs)), (unsigned long long)res.written,
+		    (unsigned long long)res.found_index, (unsigned long long)res.found_walk,
+		    (double)res.index_bytes / (1 << 20), res.close_s, res.index_open_s,
+		    res.index_raw_s, res.walk_open_s, raw_s, res.index_open_s / res.index_raw_s,
+		    res.walk_open_s / raw_s, res.index_open_s * tb, res.walk_open_s * tb);
 		fflush(stdout);
 	}
 	return 0;

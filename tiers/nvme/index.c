@@ -348,6 +348,10 @@ int kvt__nvme_index_load(struct kvt_nvme *t)
 		rc = apply(t, m + IX_HDR);
 		if (!rc) {
 			KVT_NVME_ADD(t, xs.index_loads, 1);
+			kvt_log(KVT_LOG_INFO,
+			        "nvme: %s: %llu records from the index saved at the "
+			        "last clean close (no walk)",
+			        t->path, (unsigned long long)kvt_load_le64(m + 56));
 			rc = 1;
 		}
 	} else {

@@ -866,6 +866,7 @@ static void nvme_stats(struct kvt_tier *tier, struct kvt_tier_stats *o)
 	for (size_t i = 0; i < n; i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	o->plain_ios = __atomic_load_n(&t->xs.plain_ios, __ATOMIC_RELAXED);
+	o->opened_from_index = __atomic_load_n(&t->xs.index_loads, __ATOMIC_RELAXED);
 	o->disabled = KVT_NVME_GET(t, st.disabled);
 	o->full = KVT_NVME_GET(t, st.full);
 }

@@ -7,9 +7,10 @@
  * - write() and read() block until their I/O is done (one record is one request of up to
  *   nvme.queue_depth I/Os in flight); write_batch() and read_batch() (tier.h) keep a whole
  *   batch in flight at that depth and are what a demotion/promotion worker should call; remove()
- * blocks for one 4 KiB write (a tombstone); open() blocks for the recovery scan (header reads,
- * depth regions at a time), then the daemon should call iterate() once to rebuild its index from
- * the recovered records.
+ * blocks for one 4 KiB write (a tombstone); open() blocks for the recovery: after a clean close
+ * it reads the index that close saved (index.c), else it walks the log (header reads, depth
+ * regions at a time); then the daemon should call iterate() once to rebuild its index from the
+ * recovered records.
  * - Buffers: 4096-aligned, padded to 4096 (tier.h). Registering the memory they come from
  *   (the host pool) once after open makes the I/O use io_uring fixed buffers.
  * - Errors: -EFBIG (record larger than a region: keep it in the upper tier), -ENOSPC (device
