@@ -3,7 +3,9 @@
  * the open that reads it finds exactly what a walk of the log finds, byte for byte, and the
  * tier goes on writing where it left off; an index that is stale, damaged, cut short or from
  * before a crash is refused and the open walks; none is written while hand-overs to the next
- * tier are pending; a record whose tombstone never landed stays deleted across a warm roll.
+ * tier are pending; a record whose tombstone never landed stays deleted across a warm roll, and
+ * so does one removed while the tier was disabled (its tombstone written at enable(), or the
+ * index saved by a close on the failing device).
  */
 #include "nvme_fixture.h"
 
@@ -283,6 +285,7 @@ static void test_nvme_index_crash_after_open(void **state)
 	assert_int_equal(nvt_open(&n), 0);
 	struct kvt__nvme_xstats x = nvt_xstats(&n);
 	assert_int_equal(x.index_loads, 0);
+	assert_int_equal(x.index_refused, 1); /* its generation is not the device's */
 	assert_false(index_exists(&n));
 	static struct snap s;
 	take(&n, &s);
@@ -359,6 +362,78 @@ static void test_nvme_index_keeps_failed_removes(void **state)
 	nvt_fini(&n);
 }
 
+/* A tier on f with 40 records of 9,000 bytes (loc[i] is seed i + 1's), then disabled: the
+ * device fails every I/O until the tier stops issuing any. */
+static void fill_and_disable(struct nvt *n, struct kvt__nvme_fault *f, uint64_t *loc)
+{
+	nvt_init(n, "64MiB", "8");
+	n->hooks.fault = f;
+	assert_int_equal(nvt_open(n), 0);
+	for (uint64_t i = 0; i < 40; i++)
+		assert_int_equal(nvt_put(n, i + 1, 9000, &loc[i]), 0);
+	f->ppm_eio = 1000000, f->armed = true;
+	uint64_t l;
+	for (uint64_t i = 0; i < 100 && !nvt_stats(n).disabled; i++)
+		assert_int_equal(nvt_put(n, 100 + i, 9000, &l), -EIO);
+	assert_true(nvt_stats(n).disabled);
+}
+
+/* Removed while the tier is disabled, then closed still disabled: no tombstone or superblock
+ * can be written, so a walk brings the record back; the index saved for the device's
+ * generation does not. */
+static void test_nvme_index_disabled_close_keeps_removes(void **state)
+{
+	(void)state;
+	struct kvt__nvme_fault f = {.seed = 9};
+	struct nvt n;
+	uint64_t loc[40];
+	fill_and_disable(&n, &f, loc);
+	uint64_t ios = f.ios;
+	struct kvt_tier_id id = nvt_id(8);
+	assert_int_equal(kvt_tier_nvme.remove(n.t, &id, loc[7]), 0);
+	assert_int_equal(f.ios, ios); /* no I/O while disabled */
+	f.armed = false;
+	nvt_close(&n);
+	n.hooks.fault = NULL;
+	assert_true(index_exists(&n));
+
+	assert_int_equal(nvt_open(&n), 0);
+	assert_int_equal(nvt_xstats(&n).index_loads, 1);
+	assert_int_equal(nvt_check(&n, 8, 9000, loc[7]), -ENOENT);
+	assert_int_equal(verify(&n), 39); /* and none of the writes that failed */
+	nvt_close(&n);
+
+	n.hooks.no_index = true; /* what the walk alone would do */
+	assert_int_equal(nvt_open(&n), 0);
+	assert_int_equal(nvt_check(&n, 8, 9000, loc[7]), 0);
+	nvt_fini(&n);
+}
+
+/* Removed while the tier is disabled: the tombstone is written once enable() finds the device
+ * back, so even a walk does not bring the record back. */
+static void test_nvme_index_disabled_removes_buried_at_enable(void **state)
+{
+	(void)state;
+	struct kvt__nvme_fault f = {.seed = 10};
+	struct nvt n;
+	uint64_t loc[40];
+	fill_and_disable(&n, &f, loc);
+	n.hooks.no_index = true; /* the next open walks */
+	struct kvt_tier_id id = nvt_id(8);
+	assert_int_equal(kvt_tier_nvme.remove(n.t, &id, loc[7]), 0);
+	assert_int_equal(nvt_xstats(&n).buried, 0);
+	f.armed = false;
+	assert_int_equal(kvt_tier_nvme.enable(n.t), 0);
+	assert_int_equal(nvt_xstats(&n).buried, 1);
+	nvt_close(&n);
+	n.hooks.fault = NULL;
+	assert_int_equal(nvt_open(&n), 0);
+	assert_int_equal(nvt_xstats(&n).index_loads, 0);
+	assert_int_equal(nvt_check(&n, 8, 9000, loc[7]), -ENOENT);
+	assert_int_equal(verify(&n), 39);
+	nvt_fini(&n);
+}
+
 int main(int argc, char **argv)
 {
 	nvt_pick_backend(argc, argv);
@@ -369,6 +444,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_nvme_index_crash_after_open),
 	    cmocka_unit_test(test_nvme_index_not_with_handovers_pending),
 	    cmocka_unit_test(test_nvme_index_keeps_failed_removes),
+	    cmocka_unit_test(test_nvme_index_disabled_close_keeps_removes),
+	    cmocka_unit_test(test_nvme_index_disabled_removes_buried_at_enable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,14 +12,17 @@
  * index without a data directory). It is written to "<name>.tmp", synced, renamed over the old
  * one, and the directory synced, before the clean superblock is written.
  *
- * When it is trusted: only when the superblock says the tier was closed cleanly and the index
- * names the same instance, geometry and superblock generation (the generation the clean
- * superblock got), and both of its checksums hold. Every open writes a new superblock (not
- * clean, the next generation) before its first write, so an index is good for one open only:
- * a crash after that open leaves a superblock that is not clean, and the open after it walks.
- * The file is removed once an open has read it (or refused it). Anything odd -- a short file, a
- * checksum, a record out of place, a header that does not decode -- makes the open walk the log,
- * with a warning; nothing is applied before the whole file has been checked.
+ * When it is trusted: only when it names the same instance and geometry as the superblock found
+ * at the open, and that superblock's generation, and both of its checksums hold. A clean close
+ * writes the index for the generation of the clean superblock it writes right after; a close on
+ * a device that fails (the tier disabled: no superblock, grave or tombstone can be written)
+ * writes it for the generation already on the device, so that what was removed meanwhile is not
+ * brought back by a walk. Every open writes a new superblock (the next generation) before its
+ * first write, so an index is good for one open only: a crash after that open leaves a
+ * generation no index names, and the open after it walks. The file is removed once an open has
+ * read it (or refused it). Anything odd -- a short file, a checksum, a record out of place, a
+ * header that does not decode -- makes the open walk the log, with a warning; nothing is applied
+ * before the whole file has been checked.
  *
  * What it holds: per region its seq, write pointer and live records (the encoded 128-byte chunk
  * header, its place, its length, and the clock and kvt_done bits, which a walk cannot know). A

@@ -37,7 +37,7 @@
  * there and the failed record never becomes visible (DESIGN.md invariant 4). Fences and
  * tombstones are tried KVT_NVME_FENCE_TRIES times; one that never lands is counted and logged.
  * Usage after recovery is the sum of the recovered records' padded lengths: exact. After a
- * clean close none of this runs: the open reads the index that close saved (index.c).
+ * close none of this runs: the open reads the index that close saved (index.c).
  */
 #include "nvme_int.h"
 #include "core/log.h"
@@ -111,7 +111,7 @@ int kvt__nvme_log_sb_write(struct kvt_nvme *t, bool clean)
 }
 
 struct sb {
-	bool valid, clean;
+	bool valid;
 	uint32_t format;
 	uint64_t gen, region_bytes, n_regions, data_off, instance;
 };
@@ -128,7 +128,6 @@ static struct sb sb_decode(const uint8_t *b)
 	s.n_regions = kvt_load_le64(b + 32);
 	s.data_off = kvt_load_le64(b + 40);
 	s.instance = kvt_load_le64(b + 56);
-	s.clean = kvt_load_le32(b + 64) == 1;
 	return s;
 }
 
@@ -154,7 +153,6 @@ static int sb_read(struct kvt_nvme *t)
 		return 0;
 	}
 	t->instance = best->instance;
-	t->sb_clean = best->clean;
 	return 1;
 }
 
@@ -579,8 +577,8 @@ int kvt__nvme_log_open(struct kvt_nvme *t)
 			t->instance = kvt_now_ns() ^ (uint64_t)getpid() << 32;
 	} else {
 		t->recovering = true;
-		/* after a clean close the index saved then replaces the walk (index.c) */
-		rc = t->sb_clean ? kvt__nvme_index_load(t) : 0;
+		/* the index the last close saved, when it matches, replaces the walk (index.c) */
+		rc = kvt__nvme_index_load(t);
 		if (rc == 0) {
 			rc = read_region_headers(t);
 			if (!rc)

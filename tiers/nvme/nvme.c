@@ -179,6 +179,11 @@ static void nvme_close(struct kvt_tier *tier)
 		kvt__nvme_bury_due(t);
 		kvt__nvme_index_save(t, t->sb_gen + 1); /* for the superblock written next */
 		kvt__nvme_log_sb_write(t, true);
+	} else if (t->opened) {
+		/* the device fails: no grave or superblock can be written, and a walk would bring
+		 * back what was removed since; the index, for the superblock on the device, does
+		 * not (index.c) */
+		kvt__nvme_index_save(t, t->sb_gen);
 	}
 	kvt__nvme_engine_close(&t->eng);
 	kvt__nvme_log_close(t);
@@ -820,8 +825,9 @@ static int nvme_remove(struct kvt_tier *tier, const struct kvt_tier_id *id, uint
 		return -ENOENT;
 	void (*cb)(void *, const struct kvt_tier_id *, uint64_t) = t->env.dropped;
 	t->env.dropped = NULL; /* the daemon asked: no callback */
+	/* while the tier is disabled its tombstone waits with the graves for enable() */
 	kvt__nvme_log_kill(t, r, rec,
-	                   KVT_NVME_GET(t, st.disabled) ? KVT_NVME_NO_GRAVE : KVT_NVME_GRAVE_NOW);
+	                   KVT_NVME_GET(t, st.disabled) ? KVT_NVME_GRAVE_LATER : KVT_NVME_GRAVE_NOW);
 	t->env.dropped = cb;
 	return 0;
 }
@@ -880,6 +886,7 @@ static int nvme_enable(struct kvt_tier *tier)
 	t->consecutive_err = 0;
 	KVT_NVME_SET(t, st.full, false);
 	KVT_NVME_SET(t, st.disabled, false);
+	kvt__nvme_bury_due(t); /* the removes made while disabled */
 	return 0;
 }
 

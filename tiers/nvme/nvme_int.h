@@ -274,7 +274,6 @@ struct kvt_nvme {
 	char index_path[4096 + 16]; /* index.c; empty: none */
 	int fd;
 	bool is_blk, direct, recovering;
-	bool sb_clean; /* the superblock found at open says the tier was closed cleanly */
 	bool opened;   /* open succeeded: close writes graves, the index and a clean superblock */
 	unsigned align;
 	uint64_t file_bytes, data_off, region_bytes, n_regions, max_rec;
@@ -344,11 +343,11 @@ struct kvt__nvme_cursor {
 };
 
 int kvt__nvme_log_open(struct kvt_nvme *t);
-/* The index saved at a clean close (index.c). index_path() picks its file (after open_file);
- * save() writes it for the clean superblock of generation gen, to be written right after
- * (@return : 0 or -errno, logged; -EBUSY: hand-overs not landed); load() applies it at open
- * when the superblock is clean and the index matches (@return : 1 applied, 0 not usable: walk
- * the log, or -ENOMEM). */
+/* The index saved at a close (index.c). index_path() picks its file (after open_file); save()
+ * writes it for the superblock of generation gen: the clean one written right after, or the one
+ * on a device that fails (@return : 0 or -errno, logged; -EBUSY: hand-overs not landed); load()
+ * applies it at open when it matches the superblock found (@return : 1 applied, 0 not usable:
+ * walk the log, or -ENOMEM). */
 void kvt__nvme_index_path(struct kvt_nvme *t);
 int kvt__nvme_index_save(struct kvt_nvme *t, uint64_t gen);
 int kvt__nvme_index_load(struct kvt_nvme *t);
