@@ -316,6 +316,15 @@ uint64_t kvt_opts_tier_share(const struct kvt_options *o, const char *data_dir)
 	char p[4096 + 16];
 	tier_path(o, KVT_OPT_NVME_PATH, data_dir, "nvme.dat", p, sizeof(p));
 	room += allocated_on(p, dev);
+	/* the index a clean stop saved (tiers/nvme/index.c): there until the tier opens, so a
+	 * start after a clean stop would see less room than one after a crash */
+	char ix[sizeof(p) + 8];
+	snprintf(ix, sizeof(ix), "%s.index", p);
+	room += allocated_on(ix, dev);
+	if (*o->str[KVT_OPT_NVME_PATH]) { /* a block device's index lives in the data directory */
+		snprintf(ix, sizeof(ix), "%s/nvme.index", data_dir ? data_dir : ".");
+		room += allocated_on(ix, dev);
+	}
 	tier_path(o, KVT_OPT_ROCKSDB_PATH, data_dir, "rocksdb", p, sizeof(p));
 	room += allocated_on(p, dev);
 	return KVT_MAX(room / 8, 64ull << 20) & ~((1ull << 20) - 1);

@@ -160,6 +160,16 @@ static void test_options_tier_share_is_stable(void **state)
 	uint64_t own = (uint64_t)st.st_blocks * 512u;
 	assert_true(own >= (512ull << 20));
 	assert_share(&o, dir, dir, own);
+	/* and the 64 MiB index a clean stop left beside it (the next open removes it) */
+	snprintf(f, sizeof(f), "%s/nvme.dat.index", dir);
+	fd = open(f, O_RDWR | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fallocate(fd, 0, 0, 64ll << 20), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	own += (uint64_t)st.st_blocks * 512u;
+	assert_share(&o, dir, dir, own);
+	snprintf(f, sizeof(f), "%s/nvme.dat", dir);
 	/* the same file as nvme.path, and a rocksdb directory of files */
 	assert_int_equal(kvt_opts_set(&o, "nvme.path", f), 0);
 	snprintf(sub, sizeof(sub), "%s/elsewhere", dir);
