@@ -443,6 +443,11 @@ int main(int argc, char **argv)
 		return 1;
 	print_banner(&d);
 	run(&d);
+	if (d.n_leases)
+		kvt_log(KVT_LOG_WARN,
+		        "draining: shutdown.timeout_ms passed with %u leases outstanding: their "
+		        "clients are disconnected",
+		        d.n_leases);
 	for (uint32_t i = 0; i < d.cap_conns; i++)
 		kvd_conn_close(&d, i);
 	kvd_metrics_close(&d);

@@ -687,6 +687,43 @@ static void test_ipc_sigterm_drains(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* A lease never released: SIGTERM waits shutdown.timeout_ms for it, then stops anyway (exit 0),
+ * and the holder's connection is closed. */
+static void test_ipc_sigterm_forced_after_timeout(void **state)
+{
+	const char *sets[] = {"shutdown.timeout_ms=400", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(16, KVT_DTYPE_F16);
+	kvt_id_t ns, keys[1];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	prefix_keys(ns, 16, keys, 1, 9);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = calloc(1, cb);
+	const void *chunks[1] = {buf};
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 1, chunks, cb), 1);
+	kvt_lease_t l;
+	assert_int_equal(kvt_acquire(c, ns, keys, 1, &l), 1);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	kill(d.pid, SIGTERM);
+	int st = kvt_test_daemon_stop(&d, 0); /* waits up to 10 s, sends nothing more */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	print_message("stopped %.0f ms after SIGTERM with the lease held\n", ms);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_true(ms >= 380);                             /* it waited for the lease */
+	assert_true(ms < 5000);                             /* and then stopped without it */
+	int rc = kvt_put(c, ns, NULL, keys, 1, chunks, cb); /* the connection is gone */
+	print_message("a put after the stop: %s\n", kvt_strerror(rc));
+	assert_true(rc == -ENOTCONN || rc == -ECONNRESET || rc == -EPIPE);
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 /* kvt_lookup answers from the shared table without a round trip, and stays exact when the
  * table is too small (rebuilds, overflow: the daemon answers) or disabled. */
 static void test_ipc_shared_lookup(void **state)
@@ -1402,6 +1439,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_lease_timeout_revokes),
 	    cmocka_unit_test(test_ipc_daemon_restart_reconnects),
 	    cmocka_unit_test(test_ipc_sigterm_drains),
+	    cmocka_unit_test(test_ipc_sigterm_forced_after_timeout),
 	    cmocka_unit_test(test_ipc_shared_lookup),
 	    cmocka_unit_test(test_ipc_tenant_quota),
 	    cmocka_unit_test(test_ipc_quota_fairness),
