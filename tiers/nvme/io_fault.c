@@ -9,6 +9,9 @@
  * It also counts every I/O that reaches it misaligned (it sits just above the kernel).
  * A slow device (RELIABILITY L7): with read_delay_us, a reap that returns reads takes that much
  * longer, so the tier's thread waits as it would on a device in gray failure.
+ * A torn write (RELIABILITY D4): with tear_at, the tear_at-th write lands as a random subset of
+ * its 4 KiB blocks and the process exits at once, as when the power goes out mid-write (only
+ * in a forked child of a test).
  * The knobs are read on every call: a test may arm, disarm or change rates at any time.
  */
 #include "nvme_int.h"
@@ -36,6 +39,7 @@ static int fault_open(const struct kvt__nvme_io_cfg *cfg, void **out)
 		return -EINVAL;
 	f->inner = cfg->inner;
 	f->depth = cfg->depth;
+	f->fd = cfg->fd;
 	f->rng = f->seed ? f->seed : 0x9e3779b97f4a7c15ull;
 	f->op_of = calloc(cfg->depth, 1);
 	f->len_of = calloc(cfg->depth, sizeof(*f->len_of));
@@ -72,6 +76,17 @@ static int fault_register(void *ctx, const struct iovec *iov, unsigned n)
 	                                  : -EOPNOTSUPP;
 }
 
+/* The power goes out while io is being written: some of its 4 KiB blocks land, in no order. */
+static _Noreturn void tear(struct kvt__nvme_fault *f, const struct kvt__nvme_io *io)
+{
+	for (uint32_t b = 0; b < io->len / 4096u; b++)
+		if (fault_rand(f) & 1 &&
+		    pwrite(f->fd, (const uint8_t *)io->buf + (size_t)b * 4096u, 4096,
+		           (off_t)(io->off + (uint64_t)b * 4096u)) != 4096)
+			break;
+	_exit(KVT_NVME_TORN_EXIT);
+}
+
 static int fault_queue(void *ctx, const struct kvt__nvme_io *io)
 {
 	struct kvt__nvme_fault *f = ctx;
@@ -82,6 +97,12 @@ static int fault_queue(void *ctx, const struct kvt__nvme_io *io)
 		f->op_of[io->cookie] = io->op;
 		f->len_of[io->cookie] = io->len;
 	}
+	if (f->armed && io->op == KVT_NVME_WRITE && f->tear_at &&
+	    (!f->tear_len || io->len == f->tear_len) &&
+	    (!f->tear_period ||
+	     (io->off >= f->tear_base && (io->off - f->tear_base) % f->tear_period == 0)) &&
+	    ++f->writes_queued == f->tear_at)
+		tear(f, io);
 	return f->inner->queue(f->inner_ctx, io);
 }
 

@@ -90,11 +90,21 @@ bool kvt__nvme_uring_available(void);
 struct kvt__nvme_fault {
 	uint32_t ppm_eio, ppm_again, ppm_nospc, ppm_short, ppm_busy; /* per million I/Os */
 	uint32_t read_delay_us; /* a slow device: a reap that returns reads takes this long */
+	/* power lost in the middle of a write: the tear_at-th write queued while armed lands as a
+	 * random subset of its 4 KiB blocks (each with probability 1/2), then the process exits
+	 * with KVT_NVME_TORN_EXIT at once (what is in flight lands or not); 0: off. With
+	 * tear_len, only writes of that many bytes count; with tear_period, only writes that
+	 * start a tear_period-long stretch from tear_base (a region's header) */
+	uint64_t tear_at;
+	uint32_t tear_len;
+	uint64_t tear_base, tear_period;
 	uint64_t seed;
 	bool armed; /* inject only while set */
 	/* results (written by the driving thread) */
 	uint64_t ios, eio_r, eio_w, again, nospc, short_r, short_w, busy, misaligned;
+	uint64_t writes_queued; /* while armed */
 	unsigned align;
+	int fd;
 	/* private */
 	void *inner_ctx;
 	const struct kvt__nvme_io_ops *inner;
@@ -103,6 +113,8 @@ struct kvt__nvme_fault {
 	uint32_t *len_of;
 	unsigned depth;
 };
+
+#define KVT_NVME_TORN_EXIT 75 /* the exit status of a process the injector tore a write in */
 
 /* ---- the engine ----------------------------------------------------------------------- */
 
