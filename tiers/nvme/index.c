@@ -280,6 +280,12 @@ static int apply(struct kvt_nvme *t, const uint8_t *body)
 		if (R->seq >= t->next_seq)
 			t->next_seq = R->seq + 1;
 		uint32_t live = kvt_load_le32(e + 16);
+		if (live > R->cap_recs) { /* room for them all at once (append would double) */
+			void *p = realloc(R->recs, live * sizeof(*R->recs));
+			if (!p)
+				return -ENOMEM;
+			R->recs = p, R->cap_recs = live;
+		}
 		for (uint32_t i = 0; i < live; i++, rec += IX_REC) {
 			struct kvt_chunk_hdr h;
 			kvt_chunk_hdr_decode(rec, &h); /* checked */
