@@ -261,6 +261,10 @@ static void test_nvme_index_refused(void **state)
 	flip_byte(ip, 20);
 	assert_refused(&n, held, "a damaged header");
 
+	/* larger than any index of this tier could be: refused before it is read */
+	assert_int_equal(truncate(ip, 1ll << 30), 0);
+	assert_refused(&n, held, "a file of 1 GiB");
+
 	/* and an intact one is still taken */
 	assert_int_equal(nvt_open(&n), 0);
 	assert_int_equal(nvt_xstats(&n).index_loads, 1);

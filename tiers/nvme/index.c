@@ -344,6 +344,10 @@ int kvt__nvme_index_load(struct kvt_nvme *t)
 		why = strerror(errno);
 	else if ((uint64_t)st.st_size < IX_HDR)
 		why = "shorter than its header";
+	else if ((uint64_t)st.st_size >
+	         IX_HDR + t->n_regions * IX_REGION +
+	             t->n_regions * (t->region_bytes / KVT_NVME_BLOCK) * IX_REC)
+		why = "larger than any index of this tier"; /* not read: it could be anything */
 	else if ((m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
 	                   0)) == MAP_FAILED)
 		why = strerror(errno);
