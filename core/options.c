@@ -327,6 +327,8 @@ uint64_t kvt_opts_tier_share(const struct kvt_options *o, const char *data_dir)
 	}
 	tier_path(o, KVT_OPT_ROCKSDB_PATH, data_dir, "rocksdb", p, sizeof(p));
 	room += allocated_on(p, dev);
+	snprintf(ix, sizeof(ix), "%s.index", p); /* rocksdb's, as nvme's (tiers/rocksdb/saved.c) */
+	room += allocated_on(ix, dev);
 	return KVT_MAX(room / 8, 64ull << 20) & ~((1ull << 20) - 1);
 }
 

@@ -920,6 +920,150 @@ static void test_rocksdb_few_fds(void **state)
 	free(exp);
 }
 
+/* ---- the index a clean close saves (saved.c) ---- */
+
+static size_t saved_len(uint64_t i)
+{
+	return (i % 3) ? 2048 * i : 100000;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	static uint8_t b[1 << 20];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(in >= 0 && out >= 0);
+	ssize_t n;
+	while ((n = read(in, b, sizeof(b))) > 0)
+		assert_int_equal(write(out, b, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+static void flip(const char *path, off_t off)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t c;
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, off), 1);
+	c ^= 4;
+	assert_int_equal(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+/* Opens the tier and checks what it holds: records 0..n-1 but every fifth, byte for byte, and
+ * the usage theirs; @return : whether the open read the saved index. */
+static bool open_and_check(struct kvt_options *o, struct rdb_drops *d, uint64_t n,
+                           struct kvt_tier **out)
+{
+	struct kvt_tier *t = open_tier(o, d);
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + 200000),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + 200000);
+	uint64_t used = 0, chunks = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		ssize_t rc = rdb_check(t, i, saved_len(i), buf, exp);
+		if (i % 5 == 0) {
+			assert_int_equal(rc, -ENOENT);
+			continue;
+		}
+		assert_true(rc > 0);
+		used += (uint64_t)rc, chunks++;
+	}
+	struct kvt_tier_stats s = rdb_stats(t);
+	assert_int_equal(s.chunks, chunks);
+	assert_int_equal(s.used_bytes, used);
+	free(buf);
+	free(exp);
+	*out = t;
+	return s.opened_from_index == 1;
+}
+
+static void write_saved(struct kvt_tier *t, uint64_t lo, uint64_t hi)
+{
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + 200000);
+	uint64_t loc;
+	for (uint64_t i = lo; i < hi; i++) {
+		size_t len = rdb_record(buf, i, saved_len(i));
+		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	}
+	for (uint64_t i = lo; i < hi; i++) {
+		struct kvt_tier_id id = rdb_id(i);
+		if (i % 5 == 0)
+			assert_int_equal(kvt_tier_rocksdb.remove(t, &id, 0), 0);
+	}
+	free(buf);
+}
+
+/*
+ * A clean close saves the tier's index beside the database, and the next open reads it instead
+ * of scanning: the same records, byte for byte, the same usage. An index from before writes made
+ * since (a stale one put back), a damaged one, or one for another database is refused, and the
+ * open scans. Records keep their age across the restart (TTL), which a scan resets.
+ */
+static void test_rocksdb_saved_index(void **state)
+{
+	struct kvt_options o;
+	struct rdb_drops d = {0};
+	char ix[600], old[600];
+	rdb_opts(&o, dir, 256 << 20, NULL);
+	snprintf(ix, sizeof(ix), "%s/db.index", dir);
+	snprintf(old, sizeof(old), "%s.old-index", dir); /* outside dir: it outlives the database */
+	struct kvt_tier *t = open_tier(&o, &d);
+	assert_int_equal(rdb_stats(t).opened_from_index, 0);
+	write_saved(t, 0, 60);
+	kvt_tier_rocksdb.close(t);
+	assert_int_equal(access(ix, F_OK), 0);
+	copy_file(ix, old);
+
+	assert_true(open_and_check(&o, &d, 60, &t));
+	assert_int_equal(access(ix, F_OK), -1); /* good for one open */
+	write_saved(t, 60, 70);
+	kvt_tier_rocksdb.close(t);
+
+	/* the index of the first close, after 10 more writes: refused, the scan finds them */
+	copy_file(old, ix);
+	assert_false(open_and_check(&o, &d, 70, &t));
+	assert_int_equal(access(ix, F_OK), -1);
+	kvt_tier_rocksdb.close(t);
+
+	flip(ix, 4096 + 100); /* one byte of the body */
+	assert_false(open_and_check(&o, &d, 70, &t));
+	kvt_tier_rocksdb.close(t);
+	flip(ix, 20); /* one byte of the header (the sequence number) */
+	assert_false(open_and_check(&o, &d, 70, &t));
+	kvt_tier_rocksdb.close(t);
+	assert_true(open_and_check(&o, &d, 70, &t)); /* an intact one is taken */
+	kvt_tier_rocksdb.close(t);
+
+	/* another database at the same path: its identity differs */
+	kvt_test_rmtree(dir);
+	mkdir(dir, 0700);
+	copy_file(old, ix);
+	t = open_tier(&o, &d);
+	assert_int_equal(rdb_stats(t).opened_from_index, 0);
+	assert_int_equal(rdb_stats(t).chunks, 0);
+	kvt_tier_rocksdb.close(t);
+	assert_int_equal(d.n, 0);
+	unlink(old);
+
+	/* ages: written 2 s before a close, expired 1.2 s after the open (TTL 3 s) */
+	const char *ttl[] = {"rocksdb.ttl_s=3", NULL};
+	rdb_opts(&o, dir, 256 << 20, ttl);
+	t = open_tier(&o, &d);
+	write_saved(t, 1, 2);
+	usleep(2000 * 1000);
+	kvt_tier_rocksdb.close(t);
+	t = open_tier(&o, &d);
+	assert_int_equal(rdb_stats(t).opened_from_index, 1);
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096);
+	assert_true(rdb_check(t, 1, saved_len(1), buf, exp) > 0);
+	usleep(1200 * 1000);
+	assert_int_equal(rdb_check(t, 1, saved_len(1), buf, exp), -ENOENT);
+	kvt_tier_rocksdb.close(t);
+	free(buf);
+	free(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -936,6 +1080,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_damaged_footers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_disk_bounded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_few_fds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_saved_index, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

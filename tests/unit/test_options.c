@@ -182,6 +182,15 @@ static void test_options_tier_share_is_stable(void **state)
 	assert_int_equal(fallocate(fd, 0, 0, 256ll << 20), 0);
 	assert_int_equal(fstat(fd, &st), 0);
 	close(fd);
+	own += (uint64_t)st.st_blocks * 512u;
+	assert_share(&o, dir, dir, own);
+	/* and the index a clean stop saved beside the rocksdb directory */
+	snprintf(f, sizeof(f), "%s/rocksdb.index", dir);
+	fd = open(f, O_RDWR | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fallocate(fd, 0, 0, 64ll << 20), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
 	assert_share(&o, dir, dir, own + (uint64_t)st.st_blocks * 512u);
 	kvt_test_rmtree(dir);
 }

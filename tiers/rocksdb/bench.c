@@ -15,7 +15,9 @@
 #include "core/chunk.h"
 #include "core/util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +268,112 @@ out:
 	return rc;
 }
 
+/* ---- --recover: what a restart costs ---- */
+
+/* Drops the page cache of every file in dir (written and synced, or closed). */
+static void uncache_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	char f[PATH_MAX + 256];
+	for (struct dirent *e; d && (e = readdir(d));) {
+		snprintf(f, sizeof(f), "%s/%s", dir, e->d_name);
+		int fd = e->d_name[0] == '.' ? -1 : open(f, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			fdatasync(fd);
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+			close(fd);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The least an open that checks every record can do: one raw iterator over every value. */
+static int raw_scan(const struct kvt__rdb_conf *conf, uint64_t *n, double *s)
+{
+	struct kvt__rdb_db raw = {0};
+	uint64_t t0 = kvt_now_ns();
+	int rc = kvt__rdb_db_open(&raw, conf);
+	if (rc)
+		return rc;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(raw.db, raw.scan);
+	uint64_t sum = 0;
+	*n = 0;
+	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t vl;
+		const char *v = rocksdb_iter_value(it, &vl);
+		sum += vl ? (uint8_t)v[0] : 0; /* touch it */
+		++*n;
+	}
+	rocksdb_iter_destroy(it);
+	*s = secs(kvt_now_ns() - t0);
+	kvt__rdb_db_close(&raw);
+	return sum == UINT64_MAX ? -EIO : 0;
+}
+
+/* Fills a tier with total_bytes of payload-byte records, closes it (saving its index), and times
+ * its open from that index, then (the index removed) its open scanning the database; then one
+ * raw iterator over the same database, the least a scan can do. */
+static int recover_size(const struct cfg *c, size_t payload)
+{
+	struct kvt__rdb_conf conf = c->conf;
+	struct kvt_tier_env env = {.opts = &c->opts};
+	struct kvt_tier *t;
+	size_t len = KVT_CHUNK_HDR_BYTES + payload;
+	uint64_t n = KVT_MAX(c->total_bytes / payload, 1), found_raw;
+	uint8_t *rec = aligned_alloc(KVT_TIER_ALIGN, KVT_ALIGN_UP(len, KVT_TIER_ALIGN));
+	struct result r = {0};
+	if (!rec)
+		return -ENOMEM;
+	for (size_t i = 0; i < payload; i++)
+		rec[KVT_CHUNK_HDR_BYTES + i] = (uint8_t)(i * 131 + 7);
+	uint64_t sum = kvt_chunk_sum(rec + KVT_CHUNK_HDR_BYTES, payload);
+	snprintf(conf.path, sizeof(conf.path), "%s/tier", c->dir);
+	mkdir(c->dir, 0700);
+	int rc = kvt__rdb_open_conf(&env, &conf, &t);
+	struct side sd = {.tier = t};
+	for (uint64_t i = 0; !rc && i < n; i++)
+		rc = tier_put(&sd, i, rec, payload, sum, &r);
+	if (!rc)
+		kvt_tier_rocksdb.close(t);
+	free(rec);
+	if (rc)
+		return rc;
+	char ix[PATH_MAX + 16];
+	snprintf(ix, sizeof(ix), "%s.index", conf.path);
+	double open_s[2];
+	uint64_t found[2];
+	for (int k = 0; k < 2; k++) { /* from the index the close saved, then scanning */
+		if (k)
+			unlink(ix);
+		uncache_dir(conf.path);
+		uint64_t t0 = kvt_now_ns();
+		if ((rc = kvt__rdb_open_conf(&env, &conf, &t)))
+			return rc;
+		open_s[k] = secs(kvt_now_ns() - t0);
+		struct kvt_tier_stats st;
+		kvt_tier_rocksdb.stats(t, &st);
+		found[k] = st.chunks;
+		kvt_tier_rocksdb.close(t);
+		if (st.opened_from_index != (k == 0))
+			return -ENOENT;
+	}
+	uncache_dir(conf.path);
+	double raw_s;
+	if ((rc = raw_scan(&conf, &found_raw, &raw_s)))
+		return rc;
+	char bs[32];
+	double tb = 1e12 / ((double)n * (double)len);
+	printf("| %s | %llu | %llu / %llu / %llu | %.3f | %.3f | %.3f | %.2f | %.1f, %.0f |\n",
+	       kvt_fmt_bytes(payload, bs, sizeof(bs)), (unsigned long long)n,
+	       (unsigned long long)found[0], (unsigned long long)found[1],
+	       (unsigned long long)found_raw, open_s[0], open_s[1], raw_s, open_s[1] / raw_s,
+	       open_s[0] * tb, open_s[1] * tb);
+	fflush(stdout);
+	rmtree(c->dir);
+	return 0;
+}
+
 static void usage(void)
 {
 	puts("kvtier-bench-rocksdb: the rocksdb tier against raw RocksDB, same options, same run\n"
@@ -274,18 +382,22 @@ static void usage(void)
 	     "  --reps N            repetitions, the median is printed (default 3)\n"
 	     "  --sizes A,B         payload sizes (default 256KiB,2MiB)\n"
 	     "  --set NAME=VALUE    a rocksdb.* option (rocksdb.wal, rocksdb.blob_min_bytes, ...)\n"
-	     "  --universal         universal compaction instead of level");
+	     "  --universal         universal compaction instead of level\n"
+	     "  --recover           time the open of a tier of --mib from the index its close "
+	     "saved,\n"
+	     "                      and scanning, against one raw iterator over every value");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"dir", 1, 0, 'd'}, {"mib", 1, 0, 'm'},       {"reps", 1, 0, 'r'}, {"sizes", 1, 0, 's'},
-	    {"set", 1, 0, 'o'}, {"universal", 0, 0, 'u'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+	    {"dir", 1, 0, 'd'},   {"mib", 1, 0, 'm'},     {"reps", 1, 0, 'r'},
+	    {"sizes", 1, 0, 's'}, {"set", 1, 0, 'o'},     {"universal", 0, 0, 'u'},
+	    {"help", 0, 0, 'h'},  {"recover", 0, 0, 'R'}, {0, 0, 0, 0},
 	};
 	struct cfg c = {.total_bytes = 256ull << 20, .reps = 3};
 	char dir[PATH_MAX], sizes[256] = "256KiB,2MiB";
-	bool universal = false;
+	bool universal = false, recover = false;
 	int opt;
 	snprintf(dir, sizeof(dir), "/tmp/kvtier-bench-rocksdb.%d", (int)getpid());
 	c.dir = dir;
@@ -314,6 +426,9 @@ int main(int argc, char **argv)
 		case 'u':
 			universal = true;
 			break;
+		case 'R':
+			recover = true;
+			break;
 		default:
 			usage();
 			return opt == 'h' ? 0 : 2;
@@ -333,6 +448,10 @@ int main(int argc, char **argv)
 	       (unsigned long long)c.conf.blob_min_bytes,
 	       (unsigned long long)c.conf.block_cache_bytes, universal ? "universal" : "level",
 	       c.reps);
+	if (recover)
+		printf("| payload | records | found: index / scan / raw | open from index s | open "
+		       "scanning s | raw scan s | scanning/raw | s per TB: index, scanning |\n"
+		       "|---|---|---|---|---|---|---|---|\n");
 	for (char *save = NULL, *s = strtok_r(sizes, ",", &save); s;
 	     s = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
@@ -340,8 +459,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench: bad size %s\n", s);
 			return 2;
 		}
-		if (bench_size(&c, (size_t)v))
+		int rc = recover ? recover_size(&c, (size_t)v) : bench_size(&c, (size_t)v);
+		if (rc) {
+			fprintf(stderr, "bench: %s\n", strerror(rc < 0 ? -rc : EIO));
 			return 1;
+		}
 	}
 	return 0;
 }

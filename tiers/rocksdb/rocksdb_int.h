@@ -136,6 +136,17 @@ struct kvt_tier {
 	struct kvt_tier_stats st;  /* counters: written by the worker, read atomically */
 };
 
+/* The index saved at a clean close (saved.c), "<db path>.index". write() saves ix for the
+ * database as it is now (flushed; now_s: the tier's clock, for the records' ages); @return : 0
+ * or -errno (logged). read() calls each per record when the file matches the database it was
+ * saved for, then removes the file; @return : 1 (applied), 0 (none, or not trusted: scan), or
+ * what each returned (not 0: stopped there). */
+typedef int (*kvt__rdb_saved_fn)(void *arg, const struct kvt_tier_id *id, uint64_t bytes,
+                                 uint32_t age_s);
+int kvt__rdb_saved_write(const struct kvt__rdb_db *db, const struct kvt__rdb_index *ix,
+                         uint32_t now_s);
+int kvt__rdb_saved_read(const struct kvt__rdb_db *db, kvt__rdb_saved_fn each, void *arg);
+
 /* Testing and operations: flushes the memtable; wait blocks until it is on disk. */
 int kvt__rdb_flush(struct kvt_tier *t, bool wait);
 /* Testing: compacts the whole key range (reads every table: damage surfaces here). */

@@ -798,6 +798,22 @@ static int rdb_policy_set(struct kvt_tier *t, const char *name, char *params, ch
 	                      err, err_len);
 }
 
+/* One record of the index a clean close saved: as a scan at open would add it, with its age. */
+static int saved_one(void *arg, const struct kvt_tier_id *id, uint64_t bytes, uint32_t age_s)
+{
+	struct kvt_tier *t = arg;
+	uint32_t s;
+	if (kvt__rdb_index_find(&t->ix, id) != KVT__RDB_NIL)
+		return 0; /* once (a file we wrote has no twins) */
+	int rc = kvt__rdb_index_add(&t->ix, id, bytes, now_s(t) - age_s, &s);
+	if (rc)
+		return rc;
+	t->ix.slots[s].tix = t->quota ? tenant_ix(t, id->tenant) : 0;
+	policy_insert(t, s);
+	account(t, s, (int64_t)bytes);
+	return 0;
+}
+
 int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_conf *c,
                        struct kvt_tier **out)
 {
@@ -845,9 +861,16 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	if ((rc = open_quota(t, kvt_opt_str(env->opts, KVT_OPT_ROCKSDB_QUOTA))))
 		goto err_db;
 	ST_SET(t, capacity_bytes, t->cap_bytes);
-	rc = scan(t, SCAN_OPEN, NULL, NULL);
-	if (rc == -EBADMSG)
-		rc = rebuild(t, false, "a scan at open met damage it cannot read past");
+	/* after a clean close the index saved then replaces the scan (saved.c) */
+	rc = kvt__rdb_saved_read(&t->db, saved_one, t);
+	if (rc == 1) {
+		ST_SET(t, opened_from_index, 1);
+		rc = 0;
+	} else if (rc == 0) {
+		rc = scan(t, SCAN_OPEN, NULL, NULL);
+		if (rc == -EBADMSG)
+			rc = rebuild(t, false, "a scan at open met damage it cannot read past");
+	}
 	if (rc)
 		goto err_db;
 	/* Deletes are not durable with the WAL off: evict back under the cap before serving. */
@@ -913,6 +936,9 @@ static void rdb_close(struct kvt_tier *t)
 	if (!t)
 		return;
 	graves_close(t);
+	/* the memtable on disk first: the index names the sequence number it leaves (saved.c) */
+	if (t->db.db && !kvt__rdb_flush(t, true))
+		kvt__rdb_saved_write(&t->db, &t->ix, now_s(t));
 	kvt__rdb_db_close(&t->db);
 	rocksdb_writebatch_destroy(t->batch);
 	free(t->graves);
