@@ -3,7 +3,8 @@
  *
  * RocksDB is addressed by key, so the tier needs no location map; it keeps this index only for
  * eviction (slot numbers are the policy's dense ids), usage accounting and TTL. The index is
- * rebuilt at open by scanning the database, so nothing here is persisted.
+ * rebuilt at open by scanning the database, or read from the file a clean close saved
+ * (saved.c).
  *
  * Layout: slots[] is dense and reuses dead slots through a free stack (so policy arrays stay
  * small); table[] is open addressing with linear probing and backward-shift deletion (no
