@@ -50,8 +50,10 @@
  * (unburied) and logged.
  *
  * Blocking: write() copies into the memtable (plus a WAL append when rocksdb.wal is on) and never
- * waits for RocksDB (no_slowdown); read() may pread from SST or blob files; open() scans the whole
- * database; close() flushes the memtable; the disk-full probe reopens (tens of milliseconds).
+ * waits for RocksDB (no_slowdown); read() may pread from SST or blob files; open() reads the
+ * index the last clean close saved (saved.c) or, without one it can trust, scans the whole
+ * database; close() flushes the memtable and saves the index; the disk-full probe reopens (tens
+ * of milliseconds).
  */
 #include "rocksdb_int.h"
 #include "core/log.h"
