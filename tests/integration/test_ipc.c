@@ -657,71 +657,78 @@ static void test_ipc_daemon_restart_reconnects(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* A daemon with one chunk put and leased by one client (the shutdown tests). */
+struct leased {
+	struct kvt_test_daemon d;
+	kvt_client_t *c;
+	kvt_id_t ns, keys[1];
+	size_t cb;
+	uint8_t *buf;
+	kvt_lease_t l;
+};
+
+static int leased_put(struct leased *x)
+{
+	const void *chunks[1] = {x->buf};
+	return kvt_put(x->c, x->ns, NULL, x->keys, 1, chunks, x->cb);
+}
+
+static void leased_start(struct leased *x, const char *shutdown_timeout)
+{
+	const char *sets[] = {shutdown_timeout, NULL};
+	assert_int_equal(kvt_test_daemon_start(&x->d, sets), 0);
+	assert_int_equal(kvt_connect(x->d.sock, &x->c), 0);
+	kvt_model_t m = model(16, KVT_DTYPE_F16);
+	assert_int_equal(kvt_namespace(x->c, &m, &x->ns), 0);
+	prefix_keys(x->ns, 16, x->keys, 1, 9);
+	x->cb = kvt_chunk_bytes(&m);
+	x->buf = calloc(1, x->cb);
+	assert_int_equal(leased_put(x), 1);
+	assert_int_equal(kvt_acquire(x->c, x->ns, x->keys, 1, &x->l), 1);
+}
+
+static void leased_fini(struct leased *x)
+{
+	free(x->buf);
+	kvt_close(x->c);
+	kvt_test_daemon_destroy(&x->d);
+}
+
 static void test_ipc_sigterm_drains(void **state)
 {
-	const char *sets[] = {"shutdown.timeout_ms=300", NULL};
-	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_model_t m = model(16, KVT_DTYPE_F16);
-	kvt_id_t ns, keys[1];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	prefix_keys(ns, 16, keys, 1, 9);
-	size_t cb = kvt_chunk_bytes(&m);
-	uint8_t *buf = calloc(1, cb);
-	const void *chunks[1] = {buf};
-	assert_int_equal(kvt_put(c, ns, NULL, keys, 1, chunks, cb), 1);
-	kvt_lease_t l;
-	assert_int_equal(kvt_acquire(c, ns, keys, 1, &l), 1);
-	kill(d.pid, SIGTERM);
+	struct leased x;
+	leased_start(&x, "shutdown.timeout_ms=300");
+	kill(x.d.pid, SIGTERM);
 	usleep(100000);
 	/* draining: still alive for the lease holder, new requests refused */
-	assert_int_equal(kill(d.pid, 0), 0);
-	assert_int_equal(kvt_put(c, ns, NULL, keys, 1, chunks, cb), -ESHUTDOWN);
-	assert_int_equal(kvt_release(c, &l, 1), 1);
-	int st = kvt_test_daemon_stop(&d, 0);
+	assert_int_equal(kill(x.d.pid, 0), 0);
+	assert_int_equal(leased_put(&x), -ESHUTDOWN);
+	assert_int_equal(kvt_release(x.c, &x.l, 1), 1);
+	int st = kvt_test_daemon_stop(&x.d, 0);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	free(buf);
-	kvt_close(c);
-	kvt_test_daemon_destroy(&d);
+	leased_fini(&x);
 }
 
 /* A lease never released: SIGTERM waits shutdown.timeout_ms for it, then stops anyway (exit 0),
  * and the holder's connection is closed. */
 static void test_ipc_sigterm_forced_after_timeout(void **state)
 {
-	const char *sets[] = {"shutdown.timeout_ms=400", NULL};
-	struct kvt_test_daemon d;
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
-	kvt_model_t m = model(16, KVT_DTYPE_F16);
-	kvt_id_t ns, keys[1];
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	prefix_keys(ns, 16, keys, 1, 9);
-	size_t cb = kvt_chunk_bytes(&m);
-	uint8_t *buf = calloc(1, cb);
-	const void *chunks[1] = {buf};
-	assert_int_equal(kvt_put(c, ns, NULL, keys, 1, chunks, cb), 1);
-	kvt_lease_t l;
-	assert_int_equal(kvt_acquire(c, ns, keys, 1, &l), 1);
+	struct leased x;
+	leased_start(&x, "shutdown.timeout_ms=400");
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	kill(d.pid, SIGTERM);
-	int st = kvt_test_daemon_stop(&d, 0); /* waits up to 10 s, sends nothing more */
+	kill(x.d.pid, SIGTERM);
+	int st = kvt_test_daemon_stop(&x.d, 0); /* waits up to 10 s, sends nothing more */
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	print_message("stopped %.0f ms after SIGTERM with the lease held\n", ms);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_true(ms >= 380);                             /* it waited for the lease */
-	assert_true(ms < 5000);                             /* and then stopped without it */
-	int rc = kvt_put(c, ns, NULL, keys, 1, chunks, cb); /* the connection is gone */
+	assert_true(ms >= 380);  /* it waited for the lease */
+	assert_true(ms < 5000);  /* and then stopped without it */
+	int rc = leased_put(&x); /* the connection is gone */
 	print_message("a put after the stop: %s\n", kvt_strerror(rc));
 	assert_true(rc == -ENOTCONN || rc == -ECONNRESET || rc == -EPIPE);
-	free(buf);
-	kvt_close(c);
-	kvt_test_daemon_destroy(&d);
+	leased_fini(&x);
 }
 
 /* kvt_lookup answers from the shared table without a round trip, and stays exact when the

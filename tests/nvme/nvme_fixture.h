@@ -236,6 +236,22 @@ static inline int nvt_verify_visit(void *arg, const struct kvt_chunk_hdr *h, uin
 	return 0;
 }
 
+/* iterate() visitor for a damaged device: each record offered reads back as its own seed's
+ * bytes, or is found bad (-EBADMSG, -ENOENT) -- never a wrong byte. Counts them. */
+struct nvt_offered {
+	size_t n;
+	struct nvt *nv;
+};
+
+static inline int nvt_visit_right_or_bad(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	struct nvt_offered *w = arg;
+	int rc = nvt_check(w->nv, h->key.w[0], h->payload_bytes, loc);
+	assert_true(rc == 0 || rc == -EBADMSG || rc == -ENOENT);
+	w->n++;
+	return 0;
+}
+
 /* The fault injector at 1% for every kind of fault it has (armed by the test). */
 static inline struct kvt__nvme_fault nvt_fault_1pct(uint64_t seed)
 {

@@ -134,22 +134,6 @@ static void move_blocks(const char *path, uint64_t seed, size_t moves, size_t ze
 	close(fd);
 }
 
-/* iterate() visitor: every record offered reads back as its own seed's bytes or is found
- * corrupt (a misplaced header over another record's payload); never a wrong byte. */
-struct moved_walk {
-	size_t n;
-	struct nvt *nv;
-};
-
-static int visit_moved(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
-{
-	struct moved_walk *w = arg;
-	int rc = nvt_check(w->nv, h->key.w[0], h->payload_bytes, loc);
-	assert_true(rc == 0 || rc == -EBADMSG || rc == -ENOENT);
-	w->n++;
-	return 0;
-}
-
 static void test_nvme_corrupt_moved_blocks(void **state)
 {
 	for (uint64_t trial = 0; trial < 4; trial++) {
@@ -172,8 +156,8 @@ static void test_nvme_corrupt_moved_blocks(void **state)
 			assert_true(rc == 0 || rc == -EBADMSG || rc == -ENOENT);
 			right += rc == 0, bad += rc == -EBADMSG, missing += rc == -ENOENT;
 		}
-		struct moved_walk w = {0, &n};
-		assert_int_equal(kvt_tier_nvme.iterate(n.t, visit_moved, &w), 0);
+		struct nvt_offered w = {0, &n};
+		assert_int_equal(kvt_tier_nvme.iterate(n.t, nvt_visit_right_or_bad, &w), 0);
 		print_message(
 		    "trial %llu (%s): %zu right, %zu -EBADMSG, %zu -ENOENT; %zu offered by "
 		    "iterate\n",

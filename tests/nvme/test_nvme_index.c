@@ -165,21 +165,6 @@ static void test_nvme_index_writes_after_load(void **state)
 	nvt_fini(&n);
 }
 
-/* iterate() visitor: each record offered reads back as its own seed's bytes, or is found bad. */
-struct moved_walk {
-	size_t n;
-	struct nvt *nv;
-};
-
-static int visit_any(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
-{
-	struct moved_walk *w = arg;
-	int rc = nvt_check(w->nv, h->key.w[0], h->payload_bytes, loc);
-	assert_true(rc == 0 || rc == -EBADMSG || rc == -ENOENT);
-	w->n++;
-	return 0;
-}
-
 static void flip_byte(const char *path, off_t off)
 {
 	int fd = open(path, O_RDWR);
@@ -336,6 +321,27 @@ static void test_nvme_index_not_with_handovers_pending(void **state)
 	nvt_fini(&n);
 }
 
+/* A tier on f (not armed) with 40 records of 9,000 bytes; loc[i] is seed i + 1's. */
+static void fill40(struct nvt *n, struct kvt__nvme_fault *f, uint64_t *loc)
+{
+	nvt_init(n, "64MiB", "8");
+	n->hooks.fault = f;
+	assert_int_equal(nvt_open(n), 0);
+	for (uint64_t i = 0; i < 40; i++)
+		assert_int_equal(nvt_put(n, i + 1, 9000, &loc[i]), 0);
+}
+
+/* fill40, then disabled: the device fails every I/O until the tier stops issuing any. */
+static void fill_and_disable(struct nvt *n, struct kvt__nvme_fault *f, uint64_t *loc)
+{
+	fill40(n, f, loc);
+	f->ppm_eio = 1000000, f->armed = true;
+	uint64_t l;
+	for (uint64_t i = 0; i < 100 && !nvt_stats(n).disabled; i++)
+		assert_int_equal(nvt_put(n, 100 + i, 9000, &l), -EIO);
+	assert_true(nvt_stats(n).disabled);
+}
+
 /* A removed record whose tombstone failed three times: a walk brings it back, the index does
  * not. */
 static void test_nvme_index_keeps_failed_removes(void **state)
@@ -344,11 +350,7 @@ static void test_nvme_index_keeps_failed_removes(void **state)
 	struct nvt n;
 	uint64_t loc[40];
 	struct kvt__nvme_fault f = {.ppm_eio = 1000000, .seed = 5};
-	nvt_init(&n, "64MiB", "8");
-	n.hooks.fault = &f;
-	assert_int_equal(nvt_open(&n), 0);
-	for (uint64_t i = 0; i < 40; i++)
-		assert_int_equal(nvt_put(&n, i + 1, 9000, &loc[i]), 0);
+	fill40(&n, &f, loc);
 	/* The injector fails an I/O after making it, so the tombstone lands; putting the header
 	 * block back afterwards is the tombstone that never did. */
 	char path[512];
@@ -380,22 +382,6 @@ static void test_nvme_index_keeps_failed_removes(void **state)
 	assert_int_equal(nvt_check(&n, 8, 9000, loc[7]), 0);
 	assert_int_equal(verify(&n), 40);
 	nvt_fini(&n);
-}
-
-/* A tier on f with 40 records of 9,000 bytes (loc[i] is seed i + 1's), then disabled: the
- * device fails every I/O until the tier stops issuing any. */
-static void fill_and_disable(struct nvt *n, struct kvt__nvme_fault *f, uint64_t *loc)
-{
-	nvt_init(n, "64MiB", "8");
-	n->hooks.fault = f;
-	assert_int_equal(nvt_open(n), 0);
-	for (uint64_t i = 0; i < 40; i++)
-		assert_int_equal(nvt_put(n, i + 1, 9000, &loc[i]), 0);
-	f->ppm_eio = 1000000, f->armed = true;
-	uint64_t l;
-	for (uint64_t i = 0; i < 100 && !nvt_stats(n).disabled; i++)
-		assert_int_equal(nvt_put(n, 100 + i, 9000, &l), -EIO);
-	assert_true(nvt_stats(n).disabled);
 }
 
 /* Removed while the tier is disabled, then closed still disabled: no tombstone or superblock
@@ -510,8 +496,8 @@ static void test_nvme_index_mutated_never_wrong(void **state)
 		struct kvt__nvme_xstats xs = nvt_xstats(&n);
 		taken += (unsigned)xs.index_loads, refused += (unsigned)xs.index_refused;
 		assert_int_equal(xs.index_loads + xs.index_refused, 1);
-		struct moved_walk w = {0, &n};
-		assert_int_equal(kvt_tier_nvme.iterate(n.t, visit_any, &w), 0);
+		struct nvt_offered w = {0, &n};
+		assert_int_equal(kvt_tier_nvme.iterate(n.t, nvt_visit_right_or_bad, &w), 0);
 		assert_int_equal(nvt_put(&n, 9999, 5000, &l), 0); /* and it still works */
 		assert_int_equal(nvt_check(&n, 9999, 5000, l), 0);
 		nvt_close(&n);

@@ -125,6 +125,23 @@ static void assert_share(const struct kvt_options *o, const char *dir, const cha
 	assert_true(share <= hi / 8 + slack);
 }
 
+/* Makes dir/name a file of bytes, allocated. @return : the bytes the filesystem gave it, 0 when
+ * it cannot allocate (no fallocate). */
+static uint64_t own_file(const char *dir, const char *name, long long bytes)
+{
+	char f[300];
+	struct stat st;
+	snprintf(f, sizeof(f), "%s/%s", dir, name);
+	int fd = open(f, O_RDWR | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	int rc = fallocate(fd, 0, 0, bytes);
+	if (rc)
+		print_message("(own files not checked: fallocate: %s)\n", strerror(errno));
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	return rc ? 0 : (uint64_t)st.st_blocks * 512u;
+}
+
 /* The auto size of the tiers stays the same as their files fill the disk, and a data directory
  * not made yet is sized by its parent's filesystem (it was 64 MiB on a first start). */
 static void test_options_tier_share_is_stable(void **state)
@@ -145,53 +162,28 @@ static void test_options_tier_share_is_stable(void **state)
 	assert_true(kvt_opts_tier_share(&o, sub) > (64ull << 20));
 
 	/* 512 MiB in DATA_DIR/nvme.dat: the share does not move (it would by 64 MiB) */
-	snprintf(f, sizeof(f), "%s/nvme.dat", dir);
-	int fd = open(f, O_RDWR | O_CREAT, 0600);
-	assert_true(fd >= 0);
-	if (fallocate(fd, 0, 0, 512ll << 20)) {
-		print_message("(own files not checked: fallocate: %s)\n", strerror(errno));
-		close(fd);
+	uint64_t own = own_file(dir, "nvme.dat", 512ll << 20);
+	if (!own) {
 		kvt_test_rmtree(dir);
 		return;
 	}
-	struct stat st;
-	assert_int_equal(fstat(fd, &st), 0);
-	close(fd);
-	uint64_t own = (uint64_t)st.st_blocks * 512u;
 	assert_true(own >= (512ull << 20));
 	assert_share(&o, dir, dir, own);
 	/* and the 64 MiB index a clean stop left beside it (the next open removes it) */
-	snprintf(f, sizeof(f), "%s/nvme.dat.index", dir);
-	fd = open(f, O_RDWR | O_CREAT, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(fallocate(fd, 0, 0, 64ll << 20), 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	close(fd);
-	own += (uint64_t)st.st_blocks * 512u;
+	own += own_file(dir, "nvme.dat.index", 64ll << 20);
 	assert_share(&o, dir, dir, own);
-	snprintf(f, sizeof(f), "%s/nvme.dat", dir);
 	/* the same file as nvme.path, and a rocksdb directory of files */
+	snprintf(f, sizeof(f), "%s/nvme.dat", dir);
 	assert_int_equal(kvt_opts_set(&o, "nvme.path", f), 0);
 	snprintf(sub, sizeof(sub), "%s/elsewhere", dir);
 	assert_share(&o, sub, dir, own);
 	snprintf(sub, sizeof(sub), "%s/rocksdb", dir);
 	assert_int_equal(mkdir(sub, 0700), 0);
-	snprintf(f, sizeof(f), "%s/rocksdb/000001.sst", dir);
-	fd = open(f, O_RDWR | O_CREAT, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(fallocate(fd, 0, 0, 256ll << 20), 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	close(fd);
-	own += (uint64_t)st.st_blocks * 512u;
+	own += own_file(dir, "rocksdb/000001.sst", 256ll << 20);
 	assert_share(&o, dir, dir, own);
 	/* and the index a clean stop saved beside the rocksdb directory */
-	snprintf(f, sizeof(f), "%s/rocksdb.index", dir);
-	fd = open(f, O_RDWR | O_CREAT, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(fallocate(fd, 0, 0, 64ll << 20), 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	close(fd);
-	assert_share(&o, dir, dir, own + (uint64_t)st.st_blocks * 512u);
+	own += own_file(dir, "rocksdb.index", 64ll << 20);
+	assert_share(&o, dir, dir, own);
 	kvt_test_rmtree(dir);
 }
 

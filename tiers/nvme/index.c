@@ -42,6 +42,7 @@
  * at the open; the walk would have left such records out. No wrong byte is served either way.
  */
 #include "nvme_int.h"
+#include "core/file.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -49,8 +50,6 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -93,16 +92,8 @@ struct ix_out {
 
 static void out_flush(struct ix_out *o)
 {
-	size_t done = 0;
-	while (!o->err && done < o->n) {
-		ssize_t w = write(o->fd, o->buf + done, o->n - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			o->err = w < 0 ? -errno : -EIO;
-		else
-			done += (size_t)w;
-	}
+	if (!o->err)
+		o->err = kvt_file_write_all(o->fd, o->buf, o->n);
 	o->n = 0;
 }
 
@@ -330,40 +321,29 @@ int kvt__nvme_index_load(struct kvt_nvme *t)
 {
 	if (!t->index_path[0])
 		return 0;
-	int fd = open(t->index_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno != ENOENT)
-			kvt_log(KVT_LOG_WARN, "nvme: index %s: %s: walking the log", t->index_path,
-			        strerror(errno));
+	/* a larger file is no index of this tier: not read, it could be anything */
+	size_t max = IX_HDR + t->n_regions * IX_REGION +
+	             t->n_regions * (t->region_bytes / KVT_NVME_BLOCK) * IX_REC;
+	const uint8_t *m = NULL;
+	size_t size = 0;
+	int rc = kvt_file_map(t->index_path, max, &m, &size);
+	if (rc == -ENOENT)
 		return 0;
-	}
-	struct stat st;
-	const char *why = NULL;
-	uint8_t *m = MAP_FAILED;
-	if (fstat(fd, &st))
-		why = strerror(errno);
-	else if ((uint64_t)st.st_size < IX_HDR)
-		why = "shorter than its header";
-	else if ((uint64_t)st.st_size >
-	         IX_HDR + t->n_regions * IX_REGION +
-	             t->n_regions * (t->region_bytes / KVT_NVME_BLOCK) * IX_REC)
-		why = "larger than any index of this tier"; /* not read: it could be anything */
-	else if ((m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
-	                   0)) == MAP_FAILED)
-		why = strerror(errno);
-	close(fd);
+	const char *why = rc == -EFBIG ? "larger than any index of this tier" : NULL;
+	if (rc && !why)
+		why = strerror(-rc);
 	if (!why)
-		why = check_header(t, m, (uint64_t)st.st_size);
+		why = check_header(t, m, size);
 	if (!why)
 		why = check_body(t, m + IX_HDR, kvt_load_le64(m + 56));
-	int rc = 0;
+	rc = 0;
 	if (!why) {
 		rc = apply(t, m + IX_HDR);
 		if (!rc) {
 			KVT_NVME_ADD(t, xs.index_loads, 1);
 			kvt_log(KVT_LOG_INFO,
-			        "nvme: %s: %llu records from the index saved at the "
-			        "last clean close (no walk)",
+			        "nvme: %s: %llu records from the index saved at the last clean "
+			        "close (no walk)",
 			        t->path, (unsigned long long)kvt_load_le64(m + 56));
 			rc = 1;
 		}
@@ -372,8 +352,7 @@ int kvt__nvme_index_load(struct kvt_nvme *t)
 		kvt_log(KVT_LOG_WARN, "nvme: index %s not used (%s): walking the log",
 		        t->index_path, why);
 	}
-	if (m != MAP_FAILED)
-		munmap(m, (size_t)st.st_size);
+	kvt_file_unmap(m, size);
 	unlink(t->index_path); /* good for this open only (the superblock moves on) */
 	return rc;
 }

@@ -26,6 +26,7 @@
  * record {key[36] (kvt__rdb_key_encode), bytes u64, age in seconds u32}. XXH3-64.
  */
 #include "rocksdb_int.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/util.h"
 
@@ -34,8 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -106,16 +105,7 @@ int kvt__rdb_saved_write(const struct kvt__rdb_db *db, const struct kvt__rdb_ind
 	kvt_store_le64(buf + SV_SUM_OFF, XXH3_64bits(buf, SV_SUM_OFF));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	rc = fd < 0 ? -errno : 0;
-	for (size_t done = 0; !rc && done < SV_HDR + body;) {
-		ssize_t w = write(fd, buf + done, SV_HDR + body - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			rc = w < 0 ? -errno : -EIO;
-		else
-			done += (size_t)w;
-	}
+	rc = fd < 0 ? -errno : kvt_file_write_all(fd, buf, SV_HDR + body);
 	if (!rc && fsync(fd))
 		rc = -errno;
 	if (fd >= 0 && close(fd) && !rc)
@@ -163,27 +153,13 @@ int kvt__rdb_saved_read(const struct kvt__rdb_db *db, kvt__rdb_saved_fn each, vo
 	char path[PATH_MAX + 16];
 	if (path_of(db->path, path, sizeof(path)) || !db->db)
 		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno != ENOENT)
-			kvt_log(KVT_LOG_WARN, "rocksdb: index %s: %s: scanning", path,
-			        strerror(errno));
+	const uint8_t *m = NULL;
+	size_t size = 0;
+	int rc = kvt_file_map(path, SIZE_MAX, &m, &size);
+	if (rc == -ENOENT)
 		return 0;
-	}
-	struct stat st;
-	const char *why = NULL;
-	uint8_t *m = MAP_FAILED;
-	if (fstat(fd, &st))
-		why = strerror(errno);
-	else if ((uint64_t)st.st_size < SV_HDR)
-		why = "shorter than its header";
-	else if ((m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
-	                   0)) == MAP_FAILED)
-		why = strerror(errno);
-	close(fd);
-	if (!why)
-		why = check(db, m, (uint64_t)st.st_size);
-	int rc = 0;
+	const char *why = rc ? strerror(-rc) : check(db, m, size);
+	rc = 0;
 	if (!why) {
 		uint64_t n = kvt_load_le64(m + 24);
 		for (uint64_t i = 0; !rc && i < n; i++) {
@@ -203,8 +179,7 @@ int kvt__rdb_saved_read(const struct kvt__rdb_db *db, kvt__rdb_saved_fn each, vo
 	} else {
 		kvt_log(KVT_LOG_WARN, "rocksdb: index %s not used (%s): scanning", path, why);
 	}
-	if (m != MAP_FAILED)
-		munmap(m, (size_t)st.st_size);
+	kvt_file_unmap(m, size);
 	unlink(path); /* good for this open only */
 	return rc;
 }
