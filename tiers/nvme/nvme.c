@@ -826,8 +826,8 @@ static int nvme_remove(struct kvt_tier *tier, const struct kvt_tier_id *id, uint
 	void (*cb)(void *, const struct kvt_tier_id *, uint64_t) = t->env.dropped;
 	t->env.dropped = NULL; /* the daemon asked: no callback */
 	/* while the tier is disabled its tombstone waits with the graves for enable() */
-	kvt__nvme_log_kill(t, r, rec,
-	                   KVT_NVME_GET(t, st.disabled) ? KVT_NVME_GRAVE_LATER : KVT_NVME_GRAVE_NOW);
+	kvt__nvme_log_kill(
+	    t, r, rec, KVT_NVME_GET(t, st.disabled) ? KVT_NVME_GRAVE_LATER : KVT_NVME_GRAVE_NOW);
 	t->env.dropped = cb;
 	return 0;
 }

@@ -286,7 +286,7 @@ struct kvt_nvme {
 	char index_path[4096 + 16]; /* index.c; empty: none */
 	int fd;
 	bool is_blk, direct, recovering;
-	bool opened;   /* open succeeded: close writes graves, the index and a clean superblock */
+	bool opened; /* open succeeded: close writes graves, the index and a clean superblock */
 	unsigned align;
 	uint64_t file_bytes, data_off, region_bytes, n_regions, max_rec;
 	uint64_t instance, sb_gen, next_seq;
