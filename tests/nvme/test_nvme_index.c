@@ -389,6 +389,17 @@ static void test_nvme_index_keeps_failed_removes(void **state)
 	index_hides_walk_finds(&n, loc[7]);
 }
 
+/* fill_and_disable, then record 8 removed while disabled (no I/O), and the device back. */
+static void disable_and_remove8(struct nvt *n, struct kvt__nvme_fault *f, uint64_t *loc)
+{
+	fill_and_disable(n, f, loc);
+	uint64_t ios = f->ios;
+	struct kvt_tier_id id = nvt_id(8);
+	assert_int_equal(kvt_tier_nvme.remove(n->t, &id, loc[7]), 0);
+	assert_int_equal(f->ios, ios); /* no I/O while disabled */
+	f->armed = false;
+}
+
 /* Removed while the tier is disabled, then closed still disabled: no tombstone or superblock
  * can be written, so a walk brings the record back; the index saved for the device's
  * generation does not. */
@@ -398,12 +409,7 @@ static void test_nvme_index_disabled_close_keeps_removes(void **state)
 	struct kvt__nvme_fault f = {.seed = 9};
 	struct nvt n;
 	uint64_t loc[40];
-	fill_and_disable(&n, &f, loc);
-	uint64_t ios = f.ios;
-	struct kvt_tier_id id = nvt_id(8);
-	assert_int_equal(kvt_tier_nvme.remove(n.t, &id, loc[7]), 0);
-	assert_int_equal(f.ios, ios); /* no I/O while disabled */
-	f.armed = false;
+	disable_and_remove8(&n, &f, loc);
 	nvt_close(&n);
 	n.hooks.fault = NULL;
 	assert_true(index_exists(&n));
@@ -418,12 +424,9 @@ static void test_nvme_index_disabled_removes_buried_at_enable(void **state)
 	struct kvt__nvme_fault f = {.seed = 10};
 	struct nvt n;
 	uint64_t loc[40];
-	fill_and_disable(&n, &f, loc);
+	disable_and_remove8(&n, &f, loc);
 	n.hooks.no_index = true; /* the next open walks */
-	struct kvt_tier_id id = nvt_id(8);
-	assert_int_equal(kvt_tier_nvme.remove(n.t, &id, loc[7]), 0);
 	assert_int_equal(nvt_xstats(&n).buried, 0);
-	f.armed = false;
 	assert_int_equal(kvt_tier_nvme.enable(n.t), 0);
 	assert_int_equal(nvt_xstats(&n).buried, 1);
 	nvt_close(&n);

@@ -587,17 +587,14 @@ int kvt__nvme_log_open(struct kvt_nvme *t)
 		t->recovering = true;
 		/* the index the last close saved, when it matches, replaces the walk (index.c) */
 		rc = kvt__nvme_index_load(t);
-		if (rc == 0) {
-			rc = read_region_headers(t);
-			if (!rc)
-				rc = scan_regions(t);
-			find_head(t);
-			if (!rc)
-				rc = verify_head(t);
-		} else if (rc == 1) {
-			find_head(t);
+		bool loaded = rc == 1;
+		if (loaded)
 			rc = 0;
-		}
+		else if (!rc && !(rc = read_region_headers(t)))
+			rc = scan_regions(t);
+		find_head(t);
+		if (!rc && !loaded)
+			rc = verify_head(t);
 		if (!rc)
 			kvt__nvme_quota_trim_all(t);
 		t->recovering = false;
