@@ -41,7 +41,10 @@ struct kvt_tier_stats {
 	uint64_t queue_depth; /* I/Os in flight now */
 	uint64_t plain_ios; /* I/Os from buffers not registered with the kernel (pinned per I/O) */
 	uint64_t told_evictions;    /* of evictions: records the engine was done with (kvt_done) */
-	uint64_t opened_from_index; /* nvme: 1 when the open read the index a clean close saved */
+	uint64_t opened_from_index; /* 1 when the open read the index a clean close saved */
+	/* rocksdb: records whose whole value the open read (a database without complete metadata:
+	 * made by an older kvtier); 0 when it read the saved index or the metadata only */
+	uint64_t open_values_read;
 	bool disabled, full;
 };
 

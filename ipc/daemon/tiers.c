@@ -1560,7 +1560,7 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		    "\"writes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,"
 		    "\"corruptions\":%llu,\"err_io\":%llu,\"err_again\":%llu,\"err_nospc\":%llu,"
 		    "\"err_other\":%llu,\"queue_depth\":%llu,\"plain_ios\":%llu,\"busy_us\":%llu,"
-		    "\"opened_from_index\":%llu,\"disabled\":%s,"
+		    "\"opened_from_index\":%llu,\"open_values_read\":%llu,\"disabled\":%s,"
 		    "\"full\":%s",
 		    d->lower[k].ops->name, backend,
 		    !pol                   ? "write-order"
@@ -1578,8 +1578,8 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		    (unsigned long long)(atomic_load_explicit(&d->lower[k].busy_ns,
 		                                              memory_order_relaxed) /
 		                         1000),
-		    (unsigned long long)s.opened_from_index, s.disabled ? "true" : "false",
-		    s.full ? "true" : "false");
+		    (unsigned long long)s.opened_from_index, (unsigned long long)s.open_values_read,
+		    s.disabled ? "true" : "false", s.full ? "true" : "false");
 		*pos += n > 0 ? (size_t)n : 0;
 		struct kvd_out o = {buf, len, *pos};
 		kvd_mrc_json(d, (int)k, &o);

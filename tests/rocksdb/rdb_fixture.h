@@ -118,6 +118,43 @@ static inline ssize_t rdb_check(struct kvt_tier *t, uint64_t i, size_t payload_l
 	return n;
 }
 
+/* The tier's database opened with the raw C API (the tier is closed): for tests that change it
+ * behind the tier's back. */
+struct rdb_raw {
+	rocksdb_t *db;
+	rocksdb_options_t *opts;
+	rocksdb_writeoptions_t *wo;
+};
+
+static inline void rdb_raw_open(struct rdb_raw *r, const char *path)
+{
+	char *err = NULL;
+	r->opts = rocksdb_options_create();
+	rocksdb_options_set_create_if_missing(r->opts, 1);
+	r->db = rocksdb_open(r->opts, path, &err);
+	assert_null(err);
+	r->wo = rocksdb_writeoptions_create();
+}
+
+/* Puts (val) or deletes (val NULL) key k. */
+static inline void rdb_raw_set(struct rdb_raw *r, const void *k, size_t klen, const void *val,
+                               size_t len)
+{
+	char *err = NULL;
+	if (val)
+		rocksdb_put(r->db, r->wo, k, klen, val, len, &err);
+	else
+		rocksdb_delete(r->db, r->wo, k, klen, &err);
+	assert_null(err);
+}
+
+static inline void rdb_raw_close(struct rdb_raw *r)
+{
+	rocksdb_close(r->db);
+	rocksdb_writeoptions_destroy(r->wo);
+	rocksdb_options_destroy(r->opts);
+}
+
 static inline struct kvt_tier_stats rdb_stats(struct kvt_tier *t)
 {
 	struct kvt_tier_stats s;

@@ -8,6 +8,7 @@
  * were not deleted are found.
  */
 #include "rdb_fixture.h"
+#include "core/file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -197,22 +198,26 @@ static void test_rocksdb_reopen(void **state)
 	free(exp);
 }
 
-/* Writes value under record i's key with the raw C API (the tier is closed). */
+/* Writes val under record i's key, or its metadata's (meta), with the raw C API (the tier is
+ * closed); val NULL deletes it. */
+static void raw_set(const char *path, bool meta, uint64_t i, const void *val, size_t len)
+{
+	struct rdb_raw r;
+	uint8_t k[KVT__RDB_KEY_BYTES], mk[KVT__RDB_META_KEY_BYTES];
+	struct kvt_tier_id id = rdb_id(i);
+	kvt__rdb_key_encode(k, &id);
+	kvt__rdb_meta_key(mk, k);
+	rdb_raw_open(&r, path);
+	if (meta)
+		rdb_raw_set(&r, mk, sizeof(mk), val, len);
+	else
+		rdb_raw_set(&r, k, sizeof(k), val, len);
+	rdb_raw_close(&r);
+}
+
 static void raw_put(const char *path, uint64_t i, const void *val, size_t len)
 {
-	char *err = NULL;
-	uint8_t k[KVT__RDB_KEY_BYTES];
-	struct kvt_tier_id id = rdb_id(i);
-	rocksdb_options_t *opts = rocksdb_options_create();
-	rocksdb_t *db = rocksdb_open(opts, path, &err);
-	assert_null(err);
-	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-	kvt__rdb_key_encode(k, &id);
-	rocksdb_put(db, wo, (const char *)k, sizeof(k), val, len, &err);
-	assert_null(err);
-	rocksdb_writeoptions_destroy(wo);
-	rocksdb_close(db);
-	rocksdb_options_destroy(opts);
+	raw_set(path, false, i, val, len);
 }
 
 static void test_rocksdb_corruption(void **state)
@@ -236,7 +241,7 @@ static void test_rocksdb_corruption(void **state)
 	buf[KVT_CHUNK_HDR_BYTES + 777] ^= 0x10; /* payload bit flip: caught on read */
 	raw_put(path, 1, buf, len);
 	len = rdb_record(buf, 2, 65536);
-	buf[40] ^= 1; /* header bit flip: caught by the open scan */
+	buf[40] ^= 1; /* header bit flip */
 	raw_put(path, 2, buf, len);
 	len = rdb_record(buf, 4, 65536); /* record 4's bytes under key 3: identity mismatch */
 	raw_put(path, 3, buf, len);
@@ -245,15 +250,22 @@ static void test_rocksdb_corruption(void **state)
 	buf[KVT_CHUNK_HDR_BYTES + 5] ^= 0x80; /* payload flip: caught by iterate */
 	raw_put(path, 4, buf, len);
 
+	/* The open walks the records' metadata (the raw writes moved the sequence number on, so
+	 * the saved index is refused), which the damage did not touch: each damaged record is
+	 * found when it is read. */
 	t = open_tier(&o, &d);
 	struct kvt_tier_stats s = rdb_stats(t);
-	assert_int_equal(s.corruptions, 3); /* 2, 3, 5 at open: never announced, so not dropped */
-	assert_int_equal(s.chunks, 3);
-	assert_int_equal(d.n, 0);
-	assert_int_equal(rdb_check(t, 1, 65536, buf, exp), -EBADMSG);
+	assert_int_equal(s.corruptions, 0);
+	assert_int_equal(s.chunks, 6);
+	assert_int_equal(s.opened_from_index, 0);
+	assert_int_equal(s.open_values_read, 0);
+	assert_int_equal(rdb_check(t, 1, 65536, buf, exp), -EBADMSG); /* payload */
+	assert_int_equal(rdb_check(t, 2, 65536, buf, exp), -EBADMSG); /* header */
+	assert_int_equal(rdb_check(t, 3, 65536, buf, exp), -EBADMSG); /* identity */
+	assert_int_equal(rdb_check(t, 5, 65536, buf, exp), -EBADMSG); /* length */
 	assert_int_equal(rdb_stats(t).corruptions, 4);
-	assert_int_equal(d.n, 1);
-	assert_true(d.seen[1]);
+	assert_int_equal(d.n, 4);
+	assert_true(d.seen[1] && d.seen[2] && d.seen[3] && d.seen[5]);
 	assert_int_equal(rdb_check(t, 1, 65536, buf, exp), -ENOENT);
 
 	uint8_t seen[64] = {0};
@@ -262,7 +274,7 @@ static void test_rocksdb_corruption(void **state)
 	assert_int_equal(v.n, 1); /* only record 0: 4's payload fails the full check */
 	assert_true(seen[0] && !seen[4]);
 	assert_int_equal(rdb_stats(t).corruptions, 5);
-	assert_int_equal(d.n, 2);
+	assert_int_equal(d.n, 5);
 	assert_true(d.seen[4]);
 	assert_int_equal(rdb_check(t, 4, 65536, buf, exp), -ENOENT);
 	assert_int_equal(rdb_check(t, 0, 65536, buf, exp), KVT_CHUNK_HDR_BYTES + 65536);
@@ -995,9 +1007,10 @@ static void write_saved(struct kvt_tier *t, uint64_t lo, uint64_t hi)
 
 /*
  * A clean close saves the tier's index beside the database, and the next open reads it instead
- * of scanning: the same records, byte for byte, the same usage. An index from before writes made
- * since (a stale one put back), a damaged one, or one for another database is refused, and the
- * open scans. Records keep their age across the restart (TTL), which a scan resets.
+ * of walking the records' metadata: the same records, byte for byte, the same usage. An index
+ * from before writes made since (a stale one put back), a damaged one, one too long for the tier,
+ * or one for another database is refused, and the open walks the metadata. Records keep their age
+ * across the restart (TTL), which a scan resets.
  */
 static void test_rocksdb_saved_index(void **state)
 {
@@ -1019,7 +1032,7 @@ static void test_rocksdb_saved_index(void **state)
 	write_saved(t, 60, 70);
 	kvt_tier_rocksdb.close(t);
 
-	/* the index of the first close, after 10 more writes: refused, the scan finds them */
+	/* the index of the first close, after 10 more writes: refused, the walk finds them */
 	copy_file(old, ix);
 	assert_false(open_and_check(&o, &d, 70, &t));
 	assert_int_equal(access(ix, F_OK), -1);
@@ -1032,6 +1045,11 @@ static void test_rocksdb_saved_index(void **state)
 	assert_false(open_and_check(&o, &d, 70, &t));
 	kvt_tier_rocksdb.close(t);
 	assert_true(open_and_check(&o, &d, 70, &t)); /* an intact one is taken */
+	kvt_tier_rocksdb.close(t);
+	/* one longer than a tier of this size could need (sparse, 1 GiB): refused unread */
+	assert_int_equal(truncate(ix, 1ll << 30), 0);
+	assert_false(open_and_check(&o, &d, 70, &t));
+	assert_int_equal(access(ix, F_OK), -1);
 	kvt_tier_rocksdb.close(t);
 
 	/* another database at the same path: its identity differs */
@@ -1064,6 +1082,214 @@ static void test_rocksdb_saved_index(void **state)
 	free(exp);
 }
 
+/* Flips a bit inside the first record's metadata key (0xff x 36, 0, tenant, ...) of the first
+ * table of the database at path that holds one (tables are not compressed: the key is there
+ * as written). @return : whether one was found. */
+static bool flip_first_meta_key(const char *path)
+{
+	uint8_t lo[KVT__RDB_META_LO_BYTES];
+	kvt__rdb_meta_lo(lo);
+	DIR *dp = opendir(path);
+	assert_non_null(dp);
+	bool found = false;
+	for (struct dirent *e; !found && (e = readdir(dp));) {
+		size_t l = strlen(e->d_name);
+		if (l < 5 || strcmp(e->d_name + l - 4, ".sst"))
+			continue;
+		char f[1200];
+		snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
+		const uint8_t *m;
+		size_t size;
+		assert_int_equal(kvt_file_map(f, SIZE_MAX, &m, &size), 0);
+		const uint8_t *at = memmem(m, size, lo, sizeof(lo));
+		while (at && at[sizeof(lo)] != RDB_TENANT) /* the marker's, or a shared prefix */
+			at = memmem(at + 1, size - (size_t)(at + 1 - m), lo, sizeof(lo));
+		off_t off = at ? (off_t)(at - m) + (off_t)sizeof(lo) + 8 : -1;
+		kvt_file_unmap(m, size);
+		if (at) {
+			flip(f, off);
+			found = true;
+		}
+	}
+	closedir(dp);
+	return found;
+}
+
+/* Opens the tier at o after a "crash": the index a clean close saved is removed first. */
+static struct kvt_tier *open_unsaved(struct kvt_options *o, struct rdb_drops *d)
+{
+	char ix[600];
+	snprintf(ix, sizeof(ix), "%s/db.index", dir);
+	unlink(ix);
+	return open_tier(o, d);
+}
+
+/*
+ * Without a saved index (a crash) the open walks the records' metadata, not their values: the
+ * same records, lengths and ages. A database made before the metadata had its own column family
+ * (only records) is read whole once, which fills the metadata; damaged metadata costs the
+ * records it names, and a missing marker sends the open back to the records.
+ */
+static void test_rocksdb_metadata(void **state)
+{
+	enum { N = 40, PAYLOAD = 20000 };
+	struct kvt_options o;
+	struct rdb_drops d = {.seen = calloc(N + 8, 1), .max_id = N + 8};
+	char path[512];
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	const uint64_t rec = KVT_CHUNK_HDR_BYTES + PAYLOAD;
+	rdb_opts(&o, dir, 256 << 20, NULL);
+	snprintf(path, sizeof(path), "%s/db", dir);
+
+	/* an old database: records in the default family only, two of them damaged */
+	char *err = NULL;
+	rocksdb_options_t *ro = rocksdb_options_create();
+	rocksdb_options_set_create_if_missing(ro, 1);
+	rocksdb_t *db = rocksdb_open(ro, path, &err);
+	assert_null(err);
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	for (uint64_t i = 0; i < N + 2; i++) {
+		uint8_t k[KVT__RDB_KEY_BYTES];
+		struct kvt_tier_id id = rdb_id(i);
+		size_t len = rdb_record(buf, i, PAYLOAD);
+		if (i == N)
+			buf[40] ^= 1; /* a header bit */
+		kvt__rdb_key_encode(k, &id);
+		rocksdb_put(db, wo, (const char *)k, sizeof(k), (const char *)buf,
+		            i == N + 1 ? 100 : len, &err);
+		assert_null(err);
+	}
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_close(db);
+	rocksdb_options_destroy(ro);
+
+	struct kvt_tier *t = open_tier(&o, &d);
+	struct kvt_tier_stats s = rdb_stats(t);
+	assert_int_equal(s.open_values_read, N + 2);
+	assert_int_equal(s.corruptions, 2);
+	assert_int_equal(s.chunks, N);
+	kvt_tier_rocksdb.close(t);
+	t = open_unsaved(&o, &d); /* the metadata is complete now */
+	s = rdb_stats(t);
+	assert_int_equal(s.open_values_read, 0);
+	assert_int_equal(s.opened_from_index, 0);
+	assert_int_equal(s.chunks, N);
+	assert_int_equal(s.used_bytes, N * rec);
+	for (uint64_t i = 0; i < N; i++)
+		assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp), (ssize_t)rec);
+	assert_int_equal(rdb_check(t, N, PAYLOAD, buf, exp), -ENOENT);
+	/* removes, and a record written again at another length, are what the next walk finds */
+	for (uint64_t i = 0; i < 4; i++) {
+		struct kvt_tier_id id = rdb_id(i);
+		assert_int_equal(kvt_tier_rocksdb.remove(t, &id, 0), 0);
+	}
+	uint64_t loc;
+	size_t len = rdb_record(buf, 4, 3000);
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	kvt_tier_rocksdb.close(t);
+	t = open_unsaved(&o, &d);
+	s = rdb_stats(t);
+	assert_int_equal(s.open_values_read, 0);
+	assert_int_equal(s.chunks, N - 4);
+	assert_int_equal(s.used_bytes, (N - 5) * rec + len);
+	assert_int_equal(rdb_check(t, 0, PAYLOAD, buf, exp), -ENOENT);
+	assert_int_equal(rdb_check(t, 4, 3000, buf, exp), (ssize_t)len);
+	kvt_tier_rocksdb.close(t);
+	assert_int_equal(d.n, 0);
+
+	/* damaged metadata: a value of the wrong size (record 5 goes, and its value with it), and
+	 * metadata naming a record that is not there (a miss, reported, and gone after) */
+	uint8_t m[KVT__RDB_META_BYTES];
+	kvt_store_le64(m, rec);
+	kvt_store_le64(m + 8, (uint64_t)time(NULL));
+	raw_set(path, true, 5, "bad", 3);
+	raw_set(path, true, N + 5, m, sizeof(m));
+	t = open_unsaved(&o, &d);
+	s = rdb_stats(t);
+	assert_int_equal(s.corruptions, 1);
+	assert_int_equal(s.chunks, N - 4);
+	assert_int_equal(rdb_check(t, 5, PAYLOAD, buf, exp), -ENOENT);
+	assert_int_equal(rdb_check(t, N + 5, PAYLOAD, buf, exp), -ENOENT);
+	assert_int_equal(d.n, 1);
+	assert_true(d.seen[N + 5]);
+	assert_int_equal(rdb_stats(t).chunks, N - 5);
+	kvt_tier_rocksdb.close(t);
+
+	/* the marker gone: the next open reads every record again, and finds the same */
+	struct rdb_raw r;
+	rdb_raw_open(&r, path);
+	rocksdb_readoptions_t *rdo = rocksdb_readoptions_create();
+	rocksdb_iterator_t *it = rocksdb_create_iterator(r.db, rdo);
+	int markers = 0;
+	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t klen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		if (kvt__rdb_is_marker(k, klen)) {
+			rdb_raw_set(&r, k, klen, NULL, 0);
+			markers++;
+		}
+	}
+	rocksdb_iter_destroy(it);
+	rocksdb_readoptions_destroy(rdo);
+	rdb_raw_close(&r);
+	assert_int_equal(markers, 1);
+	t = open_unsaved(&o, &d);
+	s = rdb_stats(t);
+	assert_int_equal(s.open_values_read, N - 5);
+	assert_int_equal(s.chunks, N - 5);
+	assert_int_equal(s.corruptions, 0);
+	for (uint64_t i = 6; i < N; i++)
+		assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp), (ssize_t)rec);
+	kvt_tier_rocksdb.close(t);
+
+	/* a damaged block of metadata (a bit of its first key): the walk fails RocksDB's checksum,
+	 * and the open clears the meta range and reads the records instead */
+	kvt_test_rmtree(dir);
+	kvt_test_tmpdir(dir, sizeof(dir));
+	rdb_opts(&o, dir, 256 << 20, NULL);
+	snprintf(path, sizeof(path), "%s/db", dir);
+	t = open_tier(&o, &d);
+	for (uint64_t i = 0; i < 5 * N; i++) {
+		len = rdb_record(buf, i, PAYLOAD);
+		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	}
+	assert_int_equal(kvt__rdb_flush(t, true), 0);
+	assert_int_equal(kvt__rdb_compact(t), 0);
+	kvt_tier_rocksdb.close(t);
+	assert_true(flip_first_meta_key(path));
+	t = open_unsaved(&o, &d);
+	s = rdb_stats(t);
+	assert_int_equal(s.open_values_read, 5 * N);
+	assert_int_equal(s.chunks, 5 * N);
+	assert_int_equal(s.corruptions, 1);
+	for (uint64_t i = 0; i < 5 * N; i++)
+		assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp), (ssize_t)rec);
+	kvt_tier_rocksdb.close(t);
+	t = open_unsaved(&o, &d); /* and the range is whole again */
+	assert_int_equal(rdb_stats(t).open_values_read, 0);
+	assert_int_equal(rdb_stats(t).chunks, 5 * N);
+	kvt_tier_rocksdb.close(t);
+
+	/* ages: written 2 s before a crash, expired 1.2 s after the open (TTL 3 s) */
+	const char *ttl[] = {"rocksdb.ttl_s=3", NULL};
+	rdb_opts(&o, dir, 256 << 20, ttl);
+	t = open_tier(&o, &d);
+	len = rdb_record(buf, N + 6, PAYLOAD);
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	usleep(2000 * 1000);
+	kvt_tier_rocksdb.close(t);
+	t = open_unsaved(&o, &d);
+	assert_int_equal(rdb_stats(t).opened_from_index, 0);
+	assert_int_equal(rdb_check(t, N + 6, PAYLOAD, buf, exp), (ssize_t)len);
+	usleep(1200 * 1000);
+	assert_int_equal(rdb_check(t, N + 6, PAYLOAD, buf, exp), -ENOENT);
+	kvt_tier_rocksdb.close(t);
+	free(d.seen);
+	free(buf);
+	free(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1081,6 +1307,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_disk_bounded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_few_fds, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_saved_index, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_metadata, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -288,14 +288,21 @@ static void uncache_dir(const char *dir)
 		closedir(d);
 }
 
-/* The least an open that checks every record can do: one raw iterator over every value. */
-static int raw_scan(const struct kvt__rdb_conf *conf, uint64_t *n, double *s)
+/* The least an open that reads every record can do: one raw iterator over every value; or (meta)
+ * over every record's metadata, the least a walk of the meta range can do. */
+static int raw_scan(const struct kvt__rdb_conf *conf, bool meta, uint64_t *n, double *s)
 {
 	struct kvt__rdb_db raw = {0};
+	uint8_t lo[KVT__RDB_META_LO_BYTES];
+	kvt__rdb_meta_lo(lo);
 	uint64_t t0 = kvt_now_ns();
 	int rc = kvt__rdb_db_open(&raw, conf);
 	if (rc)
 		return rc;
+	if (meta)
+		rocksdb_readoptions_set_iterate_lower_bound(raw.scan, (const char *)lo, sizeof(lo));
+	else
+		rocksdb_readoptions_set_iterate_upper_bound(raw.scan, (const char *)lo, sizeof(lo));
 	rocksdb_iterator_t *it = rocksdb_create_iterator(raw.db, raw.scan);
 	uint64_t sum = 0;
 	*n = 0;
@@ -308,19 +315,37 @@ static int raw_scan(const struct kvt__rdb_conf *conf, uint64_t *n, double *s)
 	rocksdb_iter_destroy(it);
 	*s = secs(kvt_now_ns() - t0);
 	kvt__rdb_db_close(&raw);
+	*n -= meta && *n; /* the marker */
 	return sum == UINT64_MAX ? -EIO : 0;
 }
 
+/* Makes the database at conf look as one from before the metadata: the meta range deleted. */
+static int drop_meta(const struct kvt__rdb_conf *conf)
+{
+	struct kvt__rdb_db raw = {0};
+	int rc = kvt__rdb_db_open(&raw, conf);
+	if (rc)
+		return rc;
+	rocksdb_writebatch_t *b = rocksdb_writebatch_create();
+	kvt__rdb_meta_clear(b);
+	rc = kvt__rdb_write(&raw, b);
+	rocksdb_writebatch_destroy(b);
+	kvt__rdb_db_close(&raw);
+	return rc;
+}
+
 /* Fills a tier with total_bytes of payload-byte records, closes it (saving its index), and times
- * its open from that index, then (the index removed) its open scanning the database; then one
- * raw iterator over the same database, the least a scan can do. */
+ * its open from that index, then (the index removed, as after a crash) its open walking the
+ * records' metadata; then raw iterators over the metadata and over the values, the least each
+ * walk can do; then, the metadata deleted (a database from an older kvtier), its open reading
+ * every value. */
 static int recover_size(const struct cfg *c, size_t payload)
 {
 	struct kvt__rdb_conf conf = c->conf;
 	struct kvt_tier_env env = {.opts = &c->opts};
 	struct kvt_tier *t;
 	size_t len = KVT_CHUNK_HDR_BYTES + payload;
-	uint64_t n = KVT_MAX(c->total_bytes / payload, 1), found_raw;
+	uint64_t n = KVT_MAX(c->total_bytes / payload, 1);
 	uint8_t *rec = aligned_alloc(KVT_TIER_ALIGN, KVT_ALIGN_UP(len, KVT_TIER_ALIGN));
 	struct result r = {0};
 	if (!rec)
@@ -341,11 +366,20 @@ static int recover_size(const struct cfg *c, size_t payload)
 		return rc;
 	char ix[PATH_MAX + 16];
 	snprintf(ix, sizeof(ix), "%s.index", conf.path);
-	double open_s[2];
-	uint64_t found[2];
-	for (int k = 0; k < 2; k++) { /* from the index the close saved, then scanning */
+	double open_s[3], raw_s[2];
+	uint64_t found[3], found_raw[2];
+	for (int k = 0; k < 3; k++) { /* from the index, walking the metadata, reading values */
 		if (k)
 			unlink(ix);
+		if (k == 2) {
+			for (int m = 0; m < 2; m++) {
+				uncache_dir(conf.path);
+				if ((rc = raw_scan(&conf, m == 0, &found_raw[m], &raw_s[m])))
+					return rc;
+			}
+			if ((rc = drop_meta(&conf)))
+				return rc;
+		}
 		uncache_dir(conf.path);
 		uint64_t t0 = kvt_now_ns();
 		if ((rc = kvt__rdb_open_conf(&env, &conf, &t)))
@@ -355,20 +389,20 @@ static int recover_size(const struct cfg *c, size_t payload)
 		kvt_tier_rocksdb.stats(t, &st);
 		found[k] = st.chunks;
 		kvt_tier_rocksdb.close(t);
-		if (st.opened_from_index != (k == 0))
+		if (st.opened_from_index != (k == 0) || (st.open_values_read != 0) != (k == 2))
 			return -ENOENT;
 	}
-	uncache_dir(conf.path);
-	double raw_s;
-	if ((rc = raw_scan(&conf, &found_raw, &raw_s)))
-		return rc;
 	char bs[32];
 	double tb = 1e12 / ((double)n * (double)len);
-	printf("| %s | %llu | %llu / %llu / %llu | %.3f | %.3f | %.3f | %.2f | %.1f, %.0f |\n",
+	printf("| %s | %llu | %llu / %llu / %llu | %.3f | %.3f | %.3f | %.2f | %.3f | %.3f | "
+	       "%.2f | %.1f, %.1f, %.0f |\n",
 	       kvt_fmt_bytes(payload, bs, sizeof(bs)), (unsigned long long)n,
 	       (unsigned long long)found[0], (unsigned long long)found[1],
-	       (unsigned long long)found_raw, open_s[0], open_s[1], raw_s, open_s[1] / raw_s,
-	       open_s[0] * tb, open_s[1] * tb);
+	       (unsigned long long)found[2], open_s[0], open_s[1], raw_s[0], open_s[1] / raw_s[0],
+	       open_s[2], raw_s[1], open_s[2] / raw_s[1], open_s[0] * tb, open_s[1] * tb,
+	       open_s[2] * tb);
+	if (found_raw[0] != n || found_raw[1] != n)
+		return -ENOENT;
 	fflush(stdout);
 	rmtree(c->dir);
 	return 0;
@@ -385,7 +419,10 @@ static void usage(void)
 	     "  --universal         universal compaction instead of level\n"
 	     "  --recover           time the open of a tier of --mib from the index its close "
 	     "saved,\n"
-	     "                      and scanning, against one raw iterator over every value");
+	     "                      walking the records' metadata (after a crash) and reading "
+	     "every\n"
+	     "                      value (a database from before the metadata), against raw\n"
+	     "                      iterators over the metadata and over the values");
 }
 
 int main(int argc, char **argv)
@@ -449,9 +486,12 @@ int main(int argc, char **argv)
 	       (unsigned long long)c.conf.block_cache_bytes, universal ? "universal" : "level",
 	       c.reps);
 	if (recover)
-		printf("| payload | records | found: index / scan / raw | open from index s | open "
-		       "scanning s | raw scan s | scanning/raw | s per TB: index, scanning |\n"
-		       "|---|---|---|---|---|---|---|---|\n");
+		printf(
+		    "| payload | records | found: index / metadata / values | open from index s | "
+		    "open walking metadata s | raw metadata iterator s | walk/raw | open reading "
+		    "values s | raw value iterator s | values/raw | s per TB: index, metadata, "
+		    "values |\n"
+		    "|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (char *save = NULL, *s = strtok_r(sizes, ",", &save); s;
 	     s = strtok_r(NULL, ",", &save)) {
 		uint64_t v;

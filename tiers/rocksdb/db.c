@@ -13,6 +13,14 @@
  * - The block cache is one LRU cache of rocksdb.block_cache_bytes (0: none).
  * - Size is capped by the tier's own eviction (tier.c), not by FIFO compaction, so the tier's
  *   index always knows what is stored.
+ * - Each record's metadata (its length and when it was written, 16 bytes) is stored beside it
+ *   under a key past every record's: 36 bytes of 0xff, a zero byte, then the record's key (the
+ *   meta range, kvt__rdb_meta_key). Every write batch changes both, and one column family has
+ *   one memtable, so a flush or a crash keeps or loses them together; the open after a crash
+ *   walks the meta range, 89 bytes a record, instead of every value (tier.c, "Recovery"). A
+ *   marker key in the range says it is complete. (A second column family would have needed
+ *   atomic_flush, which in RocksDB 7.8 aborts on an assertion when flushes of one family and
+ *   of both overlap: seen in test_rocksdb_tier.)
  * - Open table files are bounded by the process's fd limit: RocksDB keeps every table open by
  *   default, a large tier has thousands (64 MiB each), and once a compaction could not open its
  *   tables every later write failed (test_rocksdb_tier few_fds, 128 fds). Half the soft limit
@@ -41,6 +49,14 @@
 
 #define WRITE_BUFFER_BYTES (64ull << 20)
 #define BLOB_FILE_BYTES    (256ull << 20)
+
+/* In the meta range, and not a record's metadata (not KVT__RDB_META_KEY_BYTES long). Present
+ * once the range holds every record's metadata: written at the first open of a database, new
+ * or made before the metadata, after the walk of its records that filled it. */
+static const char meta_marker[] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+                                  "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+                                  "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+                                  "\0kvtier.meta.complete.v1";
 
 int kvt__rdb_err(char *err)
 {
@@ -128,6 +144,11 @@ static void build_options(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 		rocksdb_options_set_blob_compression_type(o, c->compression);
 		rocksdb_options_set_enable_blob_gc(o, 1);
 	}
+	/* Every table's key range reaches the meta range at the end of the key space, so the
+	 * level-0 tables all overlap and a point read would read a data block of each; a bloom
+	 * filter (10 bits a key, owned by bbto) skips the tables that do not hold the key. */
+	rocksdb_block_based_options_set_filter_policy(d->bbto,
+	                                              rocksdb_filterpolicy_create_bloom_full(10));
 	if (d->cache)
 		rocksdb_block_based_options_set_block_cache(d->bbto, d->cache);
 	else
@@ -147,8 +168,49 @@ static void build_options(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 static int open_db(struct kvt__rdb_db *d)
 {
 	char *err = NULL;
+	d->meta_whole = false;
 	d->db = rocksdb_open(d->opts, d->path, &err);
-	return kvt__rdb_err(err);
+	int rc = kvt__rdb_err(err);
+	if (rc)
+		return rc;
+	rocksdb_pinnableslice_t *ps =
+	    rocksdb_get_pinned(d->db, d->ro, meta_marker, sizeof(meta_marker) - 1, &err);
+	d->meta_whole = ps != NULL && !err;
+	if (ps)
+		rocksdb_pinnableslice_destroy(ps);
+	kvt__rdb_err(err); /* damage: logged; the open reads the records */
+	return 0;
+}
+
+void kvt__rdb_meta_lo(uint8_t out[KVT__RDB_META_LO_BYTES])
+{
+	memset(out, 0xff, KVT__RDB_KEY_BYTES);
+	out[KVT__RDB_KEY_BYTES] = 0;
+}
+
+void kvt__rdb_meta_key(uint8_t out[KVT__RDB_META_KEY_BYTES], const uint8_t *key)
+{
+	kvt__rdb_meta_lo(out);
+	memcpy(out + KVT__RDB_META_LO_BYTES, key, KVT__RDB_KEY_BYTES);
+}
+
+bool kvt__rdb_is_marker(const void *k, size_t len)
+{
+	return len == sizeof(meta_marker) - 1 && !memcmp(k, meta_marker, len);
+}
+
+void kvt__rdb_marker_put(rocksdb_writebatch_t *b)
+{
+	rocksdb_writebatch_put(b, meta_marker, sizeof(meta_marker) - 1, "", 0);
+}
+
+void kvt__rdb_meta_clear(rocksdb_writebatch_t *b)
+{
+	uint8_t lo[KVT__RDB_META_LO_BYTES], hi[KVT__RDB_META_LO_BYTES];
+	kvt__rdb_meta_lo(lo);
+	memset(hi, 0xff, sizeof(hi)); /* past every key of the range */
+	rocksdb_writebatch_delete_range(b, (const char *)lo, sizeof(lo), (const char *)hi,
+	                                sizeof(hi));
 }
 
 int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
@@ -193,7 +255,15 @@ int kvt__rdb_db_wipe(struct kvt__rdb_db *d)
 	d->db = NULL;
 	rocksdb_destroy_db(d->opts, d->path, &err);
 	int rc = kvt__rdb_err(err);
-	return rc ? rc : open_db(d);
+	if (!rc)
+		rc = open_db(d);
+	if (!rc) { /* empty: complete; a seal that fails costs a scan of nothing */
+		rocksdb_writebatch_t *b = rocksdb_writebatch_create();
+		kvt__rdb_marker_put(b);
+		d->meta_whole = b && kvt__rdb_write(d, b) == 0;
+		rocksdb_writebatch_destroy(b);
+	}
+	return rc;
 }
 
 void kvt__rdb_db_close(struct kvt__rdb_db *d)

@@ -18,6 +18,10 @@
 
 #define KVT__RDB_KEY_BYTES 36u /* tenant (le32) | ns (2 x le64) | key (2 x le64) */
 #define KVT__RDB_NIL       UINT32_MAX
+/* A record's metadata (db.c): its length (le64) and when it was written (Unix seconds, le64),
+ * under 0xff x 36 | 0 | the record's key. */
+#define KVT__RDB_META_BYTES     16u
+#define KVT__RDB_META_KEY_BYTES (2 * KVT__RDB_KEY_BYTES + 1)
 
 /* ---- index.c: identity -> slot, an open-addressing table over a dense slot array ---- */
 
@@ -70,7 +74,8 @@ struct kvt__rdb_conf {
 };
 
 struct kvt__rdb_db {
-	rocksdb_t *db; /* NULL while closed (a failed reopen) */
+	rocksdb_t *db;   /* NULL while closed (a failed reopen) */
+	bool meta_whole; /* the meta range holds every record's metadata (its marker was found) */
 	rocksdb_options_t *opts;
 	rocksdb_block_based_table_options_t *bbto;
 	rocksdb_cache_t *cache;      /* NULL when block_cache_bytes is 0 */
@@ -96,6 +101,18 @@ void kvt__rdb_db_close(struct kvt__rdb_db *d);
 int kvt__rdb_db_reopen(struct kvt__rdb_db *d);
 /* Closes the database, destroys its files and opens it again, empty (damage past reading). */
 int kvt__rdb_db_wipe(struct kvt__rdb_db *d);
+/* The key of the metadata of the record under key (KVT__RDB_KEY_BYTES long). */
+void kvt__rdb_meta_key(uint8_t out[KVT__RDB_META_KEY_BYTES], const uint8_t *key);
+/* Where the meta range starts (0xff x 36 | 0): every record's key sorts before it, every
+ * metadata key and the marker at or after it. */
+#define KVT__RDB_META_LO_BYTES (KVT__RDB_KEY_BYTES + 1)
+void kvt__rdb_meta_lo(uint8_t out[KVT__RDB_META_LO_BYTES]);
+/* Adds the marker's put to b (a batch that completes the meta range). */
+void kvt__rdb_marker_put(rocksdb_writebatch_t *b);
+/* Whether a key of the meta range is the marker. */
+bool kvt__rdb_is_marker(const void *k, size_t len);
+/* Adds the delete of the whole meta range, marker included, to b. */
+void kvt__rdb_meta_clear(rocksdb_writebatch_t *b);
 /* Maps a RocksDB error string to -errno and frees it (NULL -> 0). */
 int kvt__rdb_err(char *err);
 /* Applies batch b (not cleared). @return : 0 or -errno; -EAGAIN: refused, nothing applied;
@@ -137,15 +154,18 @@ struct kvt_tier {
 };
 
 /* The index saved at a clean close (saved.c), "<db path>.index". write() saves ix for the
- * database as it is now (flushed; now_s: the tier's clock, for the records' ages); @return : 0
- * or -errno (logged). read() calls each per record when the file matches the database it was
- * saved for, then removes the file; @return : 1 (applied), 0 (none, or not trusted: scan), or
- * what each returned (not 0: stopped there). */
+ * database just closed (its close flushed it; now_s: the tier's clock, for the records' ages);
+ * @return : 0 or -errno (logged). read() calls each per record when the file matches the database
+ * it was saved for, then removes the file; @return : 1 (applied), 0 (none, or not trusted: scan),
+ * or what each returned (not 0: stopped there). */
 typedef int (*kvt__rdb_saved_fn)(void *arg, const struct kvt_tier_id *id, uint64_t bytes,
                                  uint32_t age_s);
-int kvt__rdb_saved_write(const struct kvt__rdb_db *db, const struct kvt__rdb_index *ix,
+/* db_path: the database's folder, closed; seq: its latest sequence number before the close. */
+int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rdb_index *ix,
                          uint32_t now_s);
-int kvt__rdb_saved_read(const struct kvt__rdb_db *db, kvt__rdb_saved_fn each, void *arg);
+/* max_records: the most records the tier can hold (a bigger file is refused unread). */
+int kvt__rdb_saved_read(const struct kvt__rdb_db *db, uint64_t max_records, kvt__rdb_saved_fn each,
+                        void *arg);
 
 /* Testing and operations: flushes the memtable; wait blocks until it is on disk. */
 int kvt__rdb_flush(struct kvt_tier *t, bool wait);

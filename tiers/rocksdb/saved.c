@@ -2,18 +2,20 @@
  * saved.c -- the rocksdb tier's index, saved at a clean close so that the next open need not
  * scan the database (RELIABILITY.md D1, a warm roll).
  *
- * Why: the tier's index (identity, length, age per record) is rebuilt at open by iterating over
- * every value in the database: a full read of it, ~1,800-2,200 s per TB on the disk this was
- * measured on (`kvtier bench rocksdb --recover`). At a clean close the tier knows its index, so
- * it writes it out, 48 bytes a record, and the next open reads that instead.
+ * Why: without it the open rebuilds the tier's index (identity, length, age per record) by
+ * walking the records' metadata (tier.c, "Recovery"), which costs about as much (17-23 s per TB
+ * of 64 KiB records, `kvtier bench rocksdb --recover`), or, for a database from before the
+ * metadata, by reading every value (~700-2,200 s per TB). At a clean close the tier knows its
+ * index, so it writes it out, 48 bytes a record, and the next open reads that instead.
  *
  * When it is trusted: the file names the database's identity (RocksDB's IDENTITY file) and its
- * latest sequence number at the close, after the memtable was flushed; the open compares both
- * with the database it opened, and both checksums must hold. Any write to the database since --
- * by this tier after an open that read the file, or by anything else -- moves the sequence
- * number on, so a stale file is refused; the open removes the file either way. A crash leaves no
- * file (it is written at close only), and the open scans. Anything odd makes the open scan,
- * with a warning.
+ * latest sequence number at the close, whose flush put the memtable on disk (a flush that
+ * failed leaves the next open a lower number: the file is refused). The open compares both with
+ * the database it opened, and both checksums must hold. Any write to the database since -- by
+ * this tier after an open that read the file, or by anything else -- moves the sequence number
+ * on, so a stale file is refused; the open removes the file either way. A crash leaves no file
+ * (it is written after the close only), and the open walks the metadata. Anything odd makes the
+ * open walk, with a warning.
  *
  * What it holds: the live records only. A delete that never landed (a grave given up at close)
  * is not in it, so the record does not come back as a scan would bring it back; its value stays
@@ -68,19 +70,16 @@ static int path_of(const char *db_path, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-int kvt__rdb_saved_write(const struct kvt__rdb_db *db, const struct kvt__rdb_index *ix,
+int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rdb_index *ix,
                          uint32_t now_s)
 {
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 32], id[SV_ID_MAX];
-	int rc = path_of(db->path, path, sizeof(path));
+	int rc = path_of(db_path, path, sizeof(path));
 	if (rc)
 		return rc;
 	unlink(path); /* whatever happens below, an older one is of no use */
-	if (!db->db)
-		return -EIO;
-	if ((rc = identity(db->path, id)))
+	if ((rc = identity(db_path, id)))
 		return rc;
-	uint64_t seq = rocksdb_get_latest_sequence_number(db->db);
 	size_t body = (size_t)ix->n_live * SV_ENTRY;
 	uint8_t *buf = calloc(1, SV_HDR + body);
 	if (!buf)
@@ -148,14 +147,16 @@ static const char *check(const struct kvt__rdb_db *db, const uint8_t *m, uint64_
 	return NULL;
 }
 
-int kvt__rdb_saved_read(const struct kvt__rdb_db *db, kvt__rdb_saved_fn each, void *arg)
+int kvt__rdb_saved_read(const struct kvt__rdb_db *db, uint64_t max_records, kvt__rdb_saved_fn each,
+                        void *arg)
 {
 	char path[PATH_MAX + 16];
 	if (path_of(db->path, path, sizeof(path)) || !db->db)
 		return 0;
 	const uint8_t *m = NULL;
 	size_t size = 0;
-	int rc = kvt_file_map(path, SIZE_MAX, &m, &size);
+	uint64_t max = KVT_MIN(max_records, (uint64_t)(SIZE_MAX - SV_HDR) / SV_ENTRY);
+	int rc = kvt_file_map(path, SV_HDR + max * SV_ENTRY, &m, &size);
 	if (rc == -ENOENT)
 		return 0;
 	const char *why = rc ? strerror(-rc) : check(db, m, size);

@@ -21,8 +21,15 @@
  * the limits change; `none` turns the limits off.
  * Records have no parent here: the prefix tree lives in the daemon. Victims and the new record go
  * into one write batch, so a failed write evicts nothing. TTL (rocksdb.ttl_s) counts from the
- * write, or from the open for records found on disk (a restart extends a record's life by its age
- * then).
+ * write, across restarts too (the saved index and the metadata carry the age); only records
+ * found by reading values (below) count from the open.
+ *
+ * Recovery: each record's metadata (length, when written) is stored beside it in the meta range
+ * (db.c), put and deleted in the same batch as the record. An open without a saved index (a
+ * crash) walks the meta range, 89 bytes a record with RocksDB's checksums verified, instead of
+ * every value. A database whose meta range is not complete (made by an older kvtier: no marker)
+ * has its values read once; that walk puts every record's metadata and then the marker. Damage
+ * in the meta range sends the open to the values, after clearing the range (open_scan).
  *
  * Disk full: a write that meets ENOSPC marks the tier full and fails; later writes fail at once
  * (-ENOSPC, no RocksDB call) until a probe (every PROBE_NS) sees RESUME_FREE_BYTES free, then the
@@ -31,13 +38,14 @@
  *
  * Damage: a record whose bytes changed fails the tier's own checks (header, identity, length,
  * payload checksum) or RocksDB's block checksum on a point read: it is deleted, counted as a
- * corruption, reported, and the read answers -EBADMSG. Scans do not verify RocksDB's checksums
- * (db.c), so a damaged value does not stop an open. Damage a scan cannot read past (an index
- * block, a footer), a database RocksDB cannot open, or a background error from a compaction
- * that met a damaged block (writes then fail with Corruption for good) is not repairable in
- * place: the database is destroyed and made again, empty, every record it held reported
- * dropped and the loss logged (rebuild). It is a cache; the alternative is a tier that never
- * takes a write again, or a daemon that does not start.
+ * corruption, reported, and the read answers -EBADMSG. Walks of the values do not verify
+ * RocksDB's checksums (db.c), so a damaged value does not stop an open; damaged metadata is found
+ * by the next read of its record (a length that does not match, or no value: a miss). Damage a scan
+ * cannot read past (an index block, a footer), a database RocksDB cannot open, or a background
+ * error from a compaction that met a damaged block (writes then fail with Corruption for good) is
+ * not repairable in place: the database is destroyed and made again, empty, every record it held
+ * reported dropped and the loss logged (rebuild). It is a cache; the alternative is a tier that
+ * never takes a write again, or a daemon that does not start.
  *
  * Deletes that fail: a value whose delete did not land (RocksDB refused it, or failed) would be
  * found by the next open's scan, and a deleted chunk would come back after a restart. Its id
@@ -51,9 +59,9 @@
  *
  * Blocking: write() copies into the memtable (plus a WAL append when rocksdb.wal is on) and never
  * waits for RocksDB (no_slowdown); read() may pread from SST or blob files; open() reads the
- * index the last clean close saved (saved.c) or, without one it can trust, scans the whole
- * database; close() flushes the memtable and saves the index; the disk-full probe reopens (tens
- * of milliseconds).
+ * index the last clean close saved (saved.c) or, without one it can trust, walks the metadata
+ * (or, once, every value); close() flushes the memtable and saves the index; the disk-full probe
+ * reopens (tens of milliseconds).
  */
 #include "rocksdb_int.h"
 #include "core/log.h"
@@ -66,6 +74,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <xxhash.h>
 
 #define PROBE_NS          (500ull * 1000 * 1000)
@@ -76,6 +85,7 @@
 #define GRAVE_STEP        256u        /* graves retried with each write or delete */
 #define GRAVES_MAX        (1u << 16)  /* beyond: unburied, logged */
 #define CLOSE_TRIES       3
+#define FIX_STEP          8192u /* a scan's metadata puts and deletes per batch */
 
 enum scan_mode { SCAN_OPEN, SCAN_RECONCILE, SCAN_ITERATE };
 
@@ -107,6 +117,47 @@ static int check_record(const struct kvt_tier_id *id, const void *val, size_t le
 	if (payload)
 		return kvt_chunk_verify(h, (const uint8_t *)val + KVT_CHUNK_HDR_BYTES,
 		                        len - KVT_CHUNK_HDR_BYTES);
+	return 0;
+}
+
+/* ---- the records' metadata (db.c: the meta range) ---- */
+
+/* Adds the put of the metadata of the record under key k (len bytes, written now) to b. */
+static void batch_put_meta(rocksdb_writebatch_t *b, const uint8_t *k, uint64_t len)
+{
+	uint8_t mk[KVT__RDB_META_KEY_BYTES], m[KVT__RDB_META_BYTES];
+	kvt__rdb_meta_key(mk, k);
+	kvt_store_le64(m, len);
+	kvt_store_le64(m + 8, (uint64_t)time(NULL));
+	rocksdb_writebatch_put(b, (const char *)mk, sizeof(mk), (const char *)m, sizeof(m));
+}
+
+/* Adds the puts of record k (value v, len bytes) and its metadata to b. */
+static void batch_put(rocksdb_writebatch_t *b, const uint8_t *k, const void *v, size_t len)
+{
+	rocksdb_writebatch_put(b, (const char *)k, KVT__RDB_KEY_BYTES, v, len);
+	batch_put_meta(b, k, len);
+}
+
+/* Adds the deletes of the record under key k and of its metadata to b. */
+static void batch_delete(rocksdb_writebatch_t *b, const uint8_t *k)
+{
+	uint8_t mk[KVT__RDB_META_KEY_BYTES];
+	kvt__rdb_meta_key(mk, k);
+	rocksdb_writebatch_delete(b, (const char *)k, KVT__RDB_KEY_BYTES);
+	rocksdb_writebatch_delete(b, (const char *)mk, sizeof(mk));
+}
+
+/* The length and age a metadata value records. @return : 0, or -EBADMSG. */
+static int meta_decode(const char *v, size_t len, uint64_t *bytes, uint32_t *age_s)
+{
+	if (len != KVT__RDB_META_BYTES)
+		return -EBADMSG;
+	*bytes = kvt_load_le64(v);
+	if (*bytes < KVT_CHUNK_HDR_BYTES || *bytes > 1ull << 40)
+		return -EBADMSG;
+	uint64_t at = kvt_load_le64(v + 8), now = (uint64_t)time(NULL);
+	*age_s = at < now ? (uint32_t)KVT_MIN(now - at, (uint64_t)INT32_MAX) : 0;
 	return 0;
 }
 
@@ -275,7 +326,7 @@ static uint32_t graves_to_batch(struct kvt_tier *t, rocksdb_writebatch_t *b, uin
 	for (uint32_t i = t->n_graves - n; i < t->n_graves; i++) {
 		uint8_t k[KVT__RDB_KEY_BYTES];
 		kvt__rdb_key_encode(k, &t->graves[i]);
-		rocksdb_writebatch_delete(b, (const char *)k, sizeof(k));
+		batch_delete(b, k);
 	}
 	return n;
 }
@@ -309,7 +360,7 @@ static int delete_key(struct kvt_tier *t, const struct kvt_tier_id *id)
 	rocksdb_writebatch_clear(t->batch);
 	uint32_t n_gr = graves_to_batch(t, t->batch, GRAVE_STEP);
 	kvt__rdb_key_encode(k, id);
-	rocksdb_writebatch_delete(t->batch, (const char *)k, sizeof(k));
+	batch_delete(t->batch, k);
 	int rc = kvt__rdb_write(&t->db, t->batch);
 	if (rc) {
 		grave_add(t, id);
@@ -336,70 +387,146 @@ static void count_err(struct kvt_tier *t, int rc)
 
 /* ---- recovery scans ---- */
 
-static void scan_one(struct kvt_tier *t, enum scan_mode mode, const char *k, size_t klen,
-                     const char *v, size_t vlen, rocksdb_writebatch_t *dels, int *stop,
-                     kvt_tier_visit_fn visit, void *arg)
+/* What a scan walks and what it fixes as it goes. */
+struct scan_ctx {
+	enum scan_mode mode;
+	bool meta;                 /* walks the meta range, not the records */
+	bool fill;                 /* puts the metadata of every record it adds (a records walk) */
+	rocksdb_writebatch_t *fix; /* metadata puts and deletes, written FIX_STEP at a time */
+	int stop;
+	kvt_tier_visit_fn visit;
+	void *arg;
+};
+
+static void scan_one(struct kvt_tier *t, struct scan_ctx *c, const char *k, size_t klen,
+                     const char *v, size_t vlen)
 {
 	struct kvt_tier_id id;
 	struct kvt_chunk_hdr h;
+	uint64_t bytes = vlen;
+	uint32_t age_s = 0;
 	bool bad = kvt__rdb_key_decode(k, klen, &id) != 0 ||
-	           check_record(&id, v, vlen, mode == SCAN_ITERATE, &h) != 0;
+	           (c->meta ? meta_decode(v, vlen, &bytes, &age_s)
+	                    : check_record(&id, v, vlen, c->mode == SCAN_ITERATE, &h)) != 0;
 	uint32_t s = bad ? KVT__RDB_NIL : kvt__rdb_index_find(&t->ix, &id);
-	if (s != KVT__RDB_NIL && t->ix.slots[s].bytes != vlen)
+	if (s != KVT__RDB_NIL && t->ix.slots[s].bytes != bytes)
 		bad = true; /* records are immutable: another length is a corrupt value */
-	if (!bad && mode == SCAN_OPEN && s == KVT__RDB_NIL) {
-		if (kvt__rdb_index_add(&t->ix, &id, vlen, now_s(t), &s) == 0) {
+	if (!bad && c->mode == SCAN_OPEN && s == KVT__RDB_NIL) {
+		if (kvt__rdb_index_add(&t->ix, &id, bytes, now_s(t) - age_s, &s) == 0) {
 			t->ix.slots[s].tix = t->quota ? tenant_ix(t, id.tenant) : 0;
 			policy_insert(t, s);
-			account(t, s, (int64_t)vlen);
+			account(t, s, (int64_t)bytes);
+			if (c->fill)
+				batch_put_meta(c->fix, (const uint8_t *)k, bytes);
 		}
 		return;
 	}
 	if (!bad && s != KVT__RDB_NIL) {
 		t->ix.slots[s].mark = 1;
-		if (mode == SCAN_ITERATE)
-			*stop = visit(arg, &h, 0);
+		if (c->mode == SCAN_ITERATE)
+			c->stop = c->visit(c->arg, &h, 0);
 		return;
 	}
 	/* Corrupt, or not in the index (a delete lost with the memtable): remove it. */
-	rocksdb_writebatch_delete(dels, k, klen);
+	if (klen == KVT__RDB_KEY_BYTES)
+		batch_delete(c->fix, (const uint8_t *)k);
+	else
+		rocksdb_writebatch_delete(c->fix, k, klen);
 	if (bad)
 		ST_ADD(t, corruptions, 1);
 	if (s != KVT__RDB_NIL)
-		forget(t, s, mode != SCAN_OPEN);
+		forget(t, s, c->mode != SCAN_OPEN);
+}
+
+/* Writes c->fix (best effort: a scan deletes again what it finds). @return : 0 or -errno. */
+static int scan_fix(struct kvt_tier *t, struct scan_ctx *c)
+{
+	int rc = rocksdb_writebatch_count(c->fix) ? kvt__rdb_write(&t->db, c->fix) : 0;
+	rocksdb_writebatch_clear(c->fix);
+	return rc;
 }
 
 /*
- * Walks the database. OPEN fills the index; RECONCILE and ITERATE mark what they find and then
- * drop (and report) every slot that has no valid value any more.
+ * Walks the database: the metadata when it is complete, except for ITERATE, which wants the
+ * records; the records otherwise. OPEN fills the index (a walk of the records also fills the
+ * metadata, and marks it complete); RECONCILE and ITERATE mark what they find and then drop
+ * (and report) every slot that has no valid record or metadata any more.
  */
 static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg)
 {
-	rocksdb_writebatch_t *dels = rocksdb_writebatch_create();
-	rocksdb_iterator_t *it = rocksdb_create_iterator(t->db.db, t->db.scan);
+	struct scan_ctx c = {.mode = mode,
+	                     .meta = mode != SCAN_ITERATE && t->db.meta_whole,
+	                     .visit = visit,
+	                     .arg = arg};
+	c.fill = mode == SCAN_OPEN && !c.meta;
+	/* records' keys sort before lo, the meta range's at or after it (db.c) */
+	uint8_t lo[KVT__RDB_META_LO_BYTES];
+	kvt__rdb_meta_lo(lo);
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	c.fix = rocksdb_writebatch_create();
+	if (!ro || !c.fix) {
+		rocksdb_readoptions_destroy(ro);
+		rocksdb_writebatch_destroy(c.fix);
+		return -ENOMEM;
+	}
+	rocksdb_readoptions_set_fill_cache(ro, 0);
+	/* A record is checked when read, so a walk of the records reads past RocksDB's checksums
+	 * (db.c); the metadata is believed as found, so its walk verifies them, and damage there
+	 * sends the open to the records (open_scan). */
+	rocksdb_readoptions_set_verify_checksums(ro, c.meta);
+	if (c.meta)
+		rocksdb_readoptions_set_iterate_lower_bound(ro, (const char *)lo, sizeof(lo));
+	else
+		rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)lo, sizeof(lo));
+	rocksdb_iterator_t *it = rocksdb_create_iterator(t->db.db, ro);
 	char *err = NULL;
-	int stop = 0, rc;
+	int rc, fix_rc = 0;
 	for (uint32_t s = 0; s < t->ix.n_slots; s++)
 		t->ix.slots[s].mark = 0;
-	for (rocksdb_iter_seek_to_first(it); !stop && rocksdb_iter_valid(it);
+	for (rocksdb_iter_seek_to_first(it); !c.stop && rocksdb_iter_valid(it);
 	     rocksdb_iter_next(it)) {
 		size_t klen, vlen;
 		const char *k = rocksdb_iter_key(it, &klen);
+		if (c.meta && kvt__rdb_is_marker(k, klen))
+			continue;
+		if (c.meta) { /* the record's key: what follows the range's start */
+			if (klen != KVT__RDB_META_KEY_BYTES) {
+				rocksdb_writebatch_delete(c.fix, k, klen);
+				ST_ADD(t, corruptions, 1);
+				continue;
+			}
+			k += KVT__RDB_META_LO_BYTES, klen -= KVT__RDB_META_LO_BYTES;
+		}
 		const char *v = rocksdb_iter_value(it, &vlen);
-		scan_one(t, mode, k, klen, v, vlen, dels, &stop, visit, arg);
+		if (c.fill)
+			ST_ADD(t, open_values_read, 1);
+		scan_one(t, &c, k, klen, v, vlen);
+		if ((uint32_t)rocksdb_writebatch_count(c.fix) >= FIX_STEP && (rc = scan_fix(t, &c)))
+			fix_rc = rc;
 	}
 	rocksdb_iter_get_error(it, &err);
 	rc = kvt__rdb_err(err);
 	rocksdb_iter_destroy(it);
-	if (!rc && !stop && mode != SCAN_OPEN)
+	rocksdb_readoptions_destroy(ro);
+	if (!rc && !c.stop && mode != SCAN_OPEN)
 		for (uint32_t s = 0; s < t->ix.n_slots; s++)
 			if (t->ix.slots[s].live && !t->ix.slots[s].mark)
 				forget(t, s, true);
 	for (uint32_t s = 0; s < t->ix.n_slots; s++)
 		t->ix.slots[s].mark = 0; /* mark is the victim flag outside scans */
-	if (rocksdb_writebatch_count(dels))
-		kvt__rdb_write(&t->db, dels); /* best effort: the next scan deletes them again */
-	rocksdb_writebatch_destroy(dels);
+	if (c.fill && !rc && !fix_rc)
+		kvt__rdb_marker_put(c.fix); /* after every put of the walk, or with them */
+	int last_rc = scan_fix(t, &c);
+	/* On disk at once when it walked any record: a crash before the next flush would cost the
+	 * walk again. (A new database's marker goes with its first records.) */
+	if (c.fill && !rc && !fix_rc && !last_rc && (!t->ix.n_live || !kvt__rdb_flush(t, true)))
+		t->db.meta_whole = true;
+	else if (c.fill && !rc)
+		kvt_log(KVT_LOG_WARN,
+		        "rocksdb: %s: the records' metadata could not be written: the next open "
+		        "reads every record again",
+		        t->db.path);
+	rocksdb_writebatch_destroy(c.fix);
 	publish_usage(t);
 	return rc;
 }
@@ -492,7 +619,7 @@ static int choose_victims(struct kvt_tier *t, uint32_t requester, uint64_t old, 
 				kvt_quota_charge(t->quota, t->ix.slots[s].tix,
 				                 -(int64_t)t->ix.slots[s].bytes);
 			kvt__rdb_key_encode(k, &t->ix.slots[s].id);
-			rocksdb_writebatch_delete(t->batch, (const char *)k, sizeof(k));
+			batch_delete(t->batch, k);
 		}
 	}
 	rc = 0;
@@ -598,7 +725,7 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 	}
 	uint8_t k[KVT__RDB_KEY_BYTES];
 	kvt__rdb_key_encode(k, &id);
-	rocksdb_writebatch_put(t->batch, (const char *)k, sizeof(k), buf, rec_len);
+	batch_put(t->batch, k, buf, rec_len);
 	rc = kvt__rdb_write(&t->db, t->batch);
 	if (rc == -EBADMSG) { /* a background error from damage: writes fail until made anew */
 		for (uint32_t i = 0; i < n_vic; i++)
@@ -706,7 +833,8 @@ static ssize_t rdb_read(struct kvt_tier *t, const struct kvt_tier_id *id, uint64
 		publish_usage(t);
 		return -EIO;
 	}
-	if (!ps) { /* lost behind the index's back (a crash between scans): a miss */
+	if (!ps) { /* lost behind the index's back (damage, a manual flush cut short): a miss */
+		delete_key(t, id); /* its metadata */
 		forget(t, s, true);
 		publish_usage(t);
 		goto miss;
@@ -800,6 +928,33 @@ static int rdb_policy_set(struct kvt_tier *t, const char *name, char *params, ch
 	                      err, err_len);
 }
 
+/* The open's walk of the metadata, or of the records; damage in the metadata sends it to the
+ * records, and damage there makes the database anew. @return : 0 or -errno. */
+static int open_scan(struct kvt_tier *t)
+{
+	bool meta = t->db.meta_whole;
+	int rc = scan(t, SCAN_OPEN, NULL, NULL);
+	if (rc == -EBADMSG && meta) {
+		kvt_log(KVT_LOG_WARN,
+		        "rocksdb: %s: the records' metadata is damaged: dropping it and reading "
+		        "every record",
+		        t->db.path);
+		ST_ADD(t, corruptions, 1);
+		for (uint32_t s = 0; s < t->ix.n_slots; s++)
+			if (t->ix.slots[s].live)
+				forget(t, s, false);
+		rocksdb_writebatch_clear(t->batch);
+		kvt__rdb_meta_clear(t->batch);
+		t->db.meta_whole = false;
+		rc = kvt__rdb_write(&t->db, t->batch);
+		if (!rc) /* the records, filling the range again */
+			rc = scan(t, SCAN_OPEN, NULL, NULL);
+	}
+	if (rc == -EBADMSG)
+		rc = rebuild(t, false, "a scan at open met damage it cannot read past");
+	return rc;
+}
+
 /* One record of the index a clean close saved: as a scan at open would add it, with its age. */
 static int saved_one(void *arg, const struct kvt_tier_id *id, uint64_t bytes, uint32_t age_s)
 {
@@ -863,15 +1018,21 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	if ((rc = open_quota(t, kvt_opt_str(env->opts, KVT_OPT_ROCKSDB_QUOTA))))
 		goto err_db;
 	ST_SET(t, capacity_bytes, t->cap_bytes);
-	/* after a clean close the index saved then replaces the scan (saved.c) */
-	rc = kvt__rdb_saved_read(&t->db, saved_one, t);
+	/* After a clean close the index saved then replaces any walk (saved.c). Without one, the
+	 * open walks the records' metadata; a database whose metadata is not complete (made by an
+	 * older kvtier, or a crash while a walk filled it) has its records read instead, which
+	 * completes it. */
+	rc = kvt__rdb_saved_read(&t->db, t->cap_bytes / KVT_CHUNK_HDR_BYTES + 1, saved_one, t);
+	if (rc == 0 && !t->db.meta_whole)
+		kvt_log(KVT_LOG_INFO,
+		        "rocksdb: %s: no complete metadata (a database from an older kvtier, or "
+		        "damage): reading every record",
+		        t->db.path);
 	if (rc == 1) {
 		ST_SET(t, opened_from_index, 1);
 		rc = 0;
 	} else if (rc == 0) {
-		rc = scan(t, SCAN_OPEN, NULL, NULL);
-		if (rc == -EBADMSG)
-			rc = rebuild(t, false, "a scan at open met damage it cannot read past");
+		rc = open_scan(t);
 	}
 	if (rc)
 		goto err_db;
@@ -938,10 +1099,14 @@ static void rdb_close(struct kvt_tier *t)
 	if (!t)
 		return;
 	graves_close(t);
-	/* the memtable on disk first: the index names the sequence number it leaves (saved.c) */
-	if (t->db.db && !kvt__rdb_flush(t, true))
-		kvt__rdb_saved_write(&t->db, &t->ix, now_s(t));
+	/* The close flushes the memtable (records and metadata together); the index names the
+	 * sequence number that leaves on disk (saved.c: a flush that failed leaves the next open
+	 * a lower one, and it refuses the index). */
+	bool was_open = t->db.db != NULL;
+	uint64_t seq = was_open ? rocksdb_get_latest_sequence_number(t->db.db) : 0;
 	kvt__rdb_db_close(&t->db);
+	if (was_open)
+		kvt__rdb_saved_write(t->db.path, seq, &t->ix, now_s(t));
 	rocksdb_writebatch_destroy(t->batch);
 	free(t->graves);
 	t->pol_ops->destroy(t->pol);
