@@ -306,6 +306,8 @@ static enum fault draw(struct kvt__rdb_db *d, bool write)
 {
 	if (!d->fault_ppm)
 		return NO_FAULT;
+	if (d->fault_ppm == KVT__RDB_REFUSE_ALL)
+		return write ? FAULT_REFUSED : NO_FAULT;
 	d->fault_rng ^= d->fault_rng << 13;
 	d->fault_rng ^= d->fault_rng >> 7;
 	d->fault_rng ^= d->fault_rng << 17;

@@ -59,6 +59,7 @@ int kvt__rdb_key_decode(const void *k, size_t len, struct kvt_tier_id *id);
 /* ---- db.c: the RocksDB handle and every RocksDB options object ---- */
 
 enum { KVT__RDB_LEVEL = 0, KVT__RDB_UNIVERSAL = 1 };
+#define KVT__RDB_REFUSE_ALL 2000000u
 
 /* Everything that shapes the database, resolved from the options table (or set by the bench). */
 struct kvt__rdb_conf {
@@ -70,7 +71,8 @@ struct kvt__rdb_conf {
 	uint64_t write_buffer_bytes;
 	int compaction;             /* KVT__RDB_LEVEL or KVT__RDB_UNIVERSAL */
 	uint64_t target_file_bytes; /* tests only: table file size (0: RocksDB's 64 MiB) */
-	uint32_t fault_ppm; /* tests only: injected faults per million calls, each kind (db.c) */
+	uint32_t fault_ppm; /* tests only: injected faults per million calls, each kind (db.c);
+	                     * KVT__RDB_REFUSE_ALL: every write refused, reads untouched */
 };
 
 struct kvt__rdb_db {
@@ -160,10 +162,11 @@ struct kvt_tier {
  * or what each returned (not 0: stopped there). */
 typedef int (*kvt__rdb_saved_fn)(void *arg, const struct kvt_tier_id *id, uint64_t bytes,
                                  uint32_t age_s);
-/* db_path: the database's folder, closed; seq: its latest sequence number before the close. */
+/* db_path: the database's folder, closed; seq: its latest sequence number before the close;
+ * graves: deletes still owed, which read() hands back with bytes 0. */
 int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rdb_index *ix,
-                         uint32_t now_s);
-/* max_records: the most records the tier can hold (a bigger file is refused unread). */
+                         uint32_t now_s, const struct kvt_tier_id *graves, uint32_t n_graves);
+/* max_records: the most entries the tier can have saved (a bigger file is refused unread). */
 int kvt__rdb_saved_read(const struct kvt__rdb_db *db, uint64_t max_records, kvt__rdb_saved_fn each,
                         void *arg);
 

@@ -17,15 +17,16 @@
  * (it is written after the close only), and the open walks the metadata. Anything odd makes the
  * open walk, with a warning.
  *
- * What it holds: the live records only. A delete that never landed (a grave given up at close)
- * is not in it, so the record does not come back as a scan would bring it back; its value stays
- * in the database, unaccounted, until a scan that reconciles (after a disk full) deletes it.
+ * What it holds: the live records, and the deletes still owed (graves the close gave up on, with
+ * length 0): the next open leaves those records out and tries their deletes again, with its
+ * first write or delete, so that a later crash does not bring them back.
  * Damage done while down is found on a record's read (RocksDB's block checksum and the tier's
  * own checks: -EBADMSG, dropped), not at the open.
  *
  * Layout (little-endian): a 4 KiB header (magic, version, entry size, sequence number, records,
  * body checksum, the identity as text; the header's checksum in its last 8 bytes), then per
- * record {key[36] (kvt__rdb_key_encode), bytes u64, age in seconds u32}. XXH3-64.
+ * record {key[36] (kvt__rdb_key_encode), bytes u64, age in seconds u32}, then per grave {key[36],
+ * 0, 0}. XXH3-64.
  */
 #include "rocksdb_int.h"
 #include "core/file.h"
@@ -41,7 +42,7 @@
 #include <xxhash.h>
 
 #define SV_MAGIC   0x58494244524b564bull /* "KVKRDBIX" */
-#define SV_VERSION 1u
+#define SV_VERSION 2u                    /* 2: graves (length 0) after the records */
 #define SV_HDR     4096u
 #define SV_ENTRY   48u
 #define SV_ID_OFF  64u
@@ -71,7 +72,7 @@ static int path_of(const char *db_path, char *out, size_t len)
 }
 
 int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rdb_index *ix,
-                         uint32_t now_s)
+                         uint32_t now_s, const struct kvt_tier_id *graves, uint32_t n_graves)
 {
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 32], id[SV_ID_MAX];
 	int rc = path_of(db_path, path, sizeof(path));
@@ -80,7 +81,8 @@ int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rd
 	unlink(path); /* whatever happens below, an older one is of no use */
 	if ((rc = identity(db_path, id)))
 		return rc;
-	size_t body = (size_t)ix->n_live * SV_ENTRY;
+	uint64_t n = (uint64_t)ix->n_live + n_graves;
+	size_t body = (size_t)n * SV_ENTRY;
 	uint8_t *buf = calloc(1, SV_HDR + body);
 	if (!buf)
 		return -ENOMEM;
@@ -94,11 +96,13 @@ int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rd
 		kvt_store_le32(e + KVT__RDB_KEY_BYTES + 8, now_s - sl->born_s);
 		e += SV_ENTRY;
 	}
+	for (uint32_t i = 0; i < n_graves; i++, e += SV_ENTRY) /* length 0: a delete still owed */
+		kvt__rdb_key_encode(e, &graves[i]);
 	kvt_store_le64(buf, SV_MAGIC);
 	kvt_store_le32(buf + 8, SV_VERSION);
 	kvt_store_le32(buf + 12, SV_ENTRY);
 	kvt_store_le64(buf + 16, seq);
-	kvt_store_le64(buf + 24, ix->n_live);
+	kvt_store_le64(buf + 24, n);
 	kvt_store_le64(buf + 32, XXH3_64bits(buf + SV_HDR, body));
 	memcpy(buf + SV_ID_OFF, id, strlen(id));
 	kvt_store_le64(buf + SV_SUM_OFF, XXH3_64bits(buf, SV_SUM_OFF));
@@ -141,7 +145,7 @@ static const char *check(const struct kvt__rdb_db *db, const uint8_t *m, uint64_
 		return "its body is damaged";
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t bytes = kvt_load_le64(m + SV_HDR + i * SV_ENTRY + KVT__RDB_KEY_BYTES);
-		if (bytes < KVT_CHUNK_HDR_BYTES || bytes > 1ull << 40)
+		if ((bytes && bytes < KVT_CHUNK_HDR_BYTES) || bytes > 1ull << 40)
 			return "a record's length is out of range";
 	}
 	return NULL;

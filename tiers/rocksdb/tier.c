@@ -54,8 +54,9 @@
  * -EAGAIN may have been applied, so its id is a grave too when the tier did not hold it before
  * (a failed put must not be found at the next open). A write of an id cancels its grave. Graves
  * live in memory: after a crash the deletes they stood for may be undone (as the WAL-off
- * memtable's are); past GRAVES_MAX, or at a close whose deletes fail 3 times, they are counted
- * (unburied) and logged.
+ * memtable's are); past GRAVES_MAX they are counted (unburied) and logged. Those a close could
+ * not land in 3 tries are counted and logged too, and go into the index it saves (saved.c):
+ * the next open owes them again.
  *
  * Blocking: write() copies into the memtable (plus a WAL append when rocksdb.wal is on) and never
  * waits for RocksDB (no_slowdown); read() may pread from SST or blob files; open() reads the
@@ -350,7 +351,7 @@ static void graves_close(struct kvt_tier *t)
 			graves_landed(t, n);
 	}
 	if (t->n_graves)
-		lost_graves(t, t->n_graves, "failed at close");
+		lost_graves(t, t->n_graves, "failed at close (kept in the index the close saves)");
 }
 
 /* Deletes id's value (graves ride along); a delete that does not land becomes a grave. */
@@ -955,10 +956,15 @@ static int open_scan(struct kvt_tier *t)
 	return rc;
 }
 
-/* One record of the index a clean close saved: as a scan at open would add it, with its age. */
+/* One record of the index a clean close saved: as a walk at open would add it, with its age; or
+ * (bytes 0) a delete it still owed. */
 static int saved_one(void *arg, const struct kvt_tier_id *id, uint64_t bytes, uint32_t age_s)
 {
 	struct kvt_tier *t = arg;
+	if (!bytes) { /* a delete the last close owed: owed again */
+		grave_add(t, id);
+		return 0;
+	}
 	uint32_t s;
 	if (kvt__rdb_index_find(&t->ix, id) != KVT__RDB_NIL)
 		return 0; /* once (a file we wrote has no twins) */
@@ -1022,7 +1028,8 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	 * open walks the records' metadata; a database whose metadata is not complete (made by an
 	 * older kvtier, or a crash while a walk filled it) has its records read instead, which
 	 * completes it. */
-	rc = kvt__rdb_saved_read(&t->db, t->cap_bytes / KVT_CHUNK_HDR_BYTES + 1, saved_one, t);
+	rc = kvt__rdb_saved_read(&t->db, t->cap_bytes / KVT_CHUNK_HDR_BYTES + 1 + GRAVES_MAX,
+	                         saved_one, t);
 	if (rc == 0 && !t->db.meta_whole)
 		kvt_log(KVT_LOG_INFO,
 		        "rocksdb: %s: no complete metadata (a database from an older kvtier, or "
@@ -1106,7 +1113,7 @@ static void rdb_close(struct kvt_tier *t)
 	uint64_t seq = was_open ? rocksdb_get_latest_sequence_number(t->db.db) : 0;
 	kvt__rdb_db_close(&t->db);
 	if (was_open)
-		kvt__rdb_saved_write(t->db.path, seq, &t->ix, now_s(t));
+		kvt__rdb_saved_write(t->db.path, seq, &t->ix, now_s(t), t->graves, t->n_graves);
 	rocksdb_writebatch_destroy(t->batch);
 	free(t->graves);
 	t->pol_ops->destroy(t->pol);
