@@ -1343,6 +1343,125 @@ static void test_rocksdb_graves_given_up(void **state)
 	free(exp);
 }
 
+/*
+ * One table RocksDB cannot open (its footer damaged) among many: the tier drops that table and
+ * keeps the others' records, where it used to destroy the whole database. Every read is the
+ * right bytes or a miss, and the tier takes writes and compacts afterwards.
+ */
+static void test_rocksdb_one_bad_table(void **state)
+{
+	enum { N = 300, PAYLOAD = 20000 };
+	struct kvt_options o;
+	struct rdb_drops d = {0};
+	struct kvt__rdb_conf c;
+	struct kvt_tier *t = NULL;
+	char path[512];
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	rdb_opts(&o, dir, 1ull << 30, NULL);
+	snprintf(path, sizeof(path), "%s/db", dir);
+	struct kvt_tier_env env = rdb_env(&o, &d);
+	assert_int_equal(kvt__rdb_conf_from_opts(&c, &o, NULL), 0);
+	c.write_buffer_bytes = 1 << 20;  /* a level-0 table per MiB */
+	c.target_file_bytes = 256 << 10; /* and, compacted, tables of about 12 records */
+	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+	for (uint64_t i = 0; i < N; i++)
+		assert_int_equal(write_waiting(t, buf, i, PAYLOAD), 0);
+	assert_int_equal(kvt__rdb_flush(t, true), 0);
+	assert_int_equal(kvt__rdb_compact(t), 0);
+	kvt_tier_rocksdb.close(t);
+
+	/* a table of records only (its keys all before the meta range), from the middle */
+	struct rdb_raw r;
+	uint8_t lo[KVT__RDB_META_LO_BYTES];
+	kvt__rdb_meta_lo(lo);
+	char victim[64] = "";
+	int tables = 0;
+	rdb_raw_open(&r, path);
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(r.db);
+	for (int i = 0; i < rocksdb_livefiles_count(lf); i++) {
+		size_t hl;
+		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hl);
+		tables++;
+		if (hl == KVT__RDB_KEY_BYTES && memcmp(hi, lo, KVT__RDB_KEY_BYTES) < 0 &&
+		    tables == 5)
+			snprintf(victim, sizeof(victim), "%s", rocksdb_livefiles_name(lf, i));
+	}
+	rocksdb_livefiles_destroy(lf);
+	rdb_raw_close(&r);
+	assert_true(tables >= 8 && victim[0]);
+	char f[1200];
+	snprintf(f, sizeof(f), "%s%s", path, victim);
+	struct stat st;
+	assert_int_equal(stat(f, &st), 0);
+	for (off_t k = 1; k <= 64; k++)
+		flip(f, st.st_size - k);
+
+	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+	assert_int_equal(t->db.tables_dropped, 1);
+	assert_int_equal(rdb_stats(t).corruptions, 1);
+	assert_int_equal(rdb_stats(t).opened_from_index, 0); /* it named the dropped records */
+	int right = 0, missing = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp); /* never a wrong byte */
+		assert_true(n > 0 || n == -ENOENT);
+		right += n > 0, missing += n == -ENOENT;
+	}
+	print_message("one damaged table of %d: %d records kept, %d lost with it\n", tables, right,
+	              missing);
+	assert_true(missing > 0 && right >= N - N / 4);
+	assert_int_equal(rdb_stats(t).chunks, right);
+	for (uint64_t i = N; i < N + 50; i++) /* writes and a compaction go on */
+		assert_int_equal(write_waiting(t, buf, i, PAYLOAD), 0);
+	assert_int_equal(kvt__rdb_flush(t, true), 0);
+	assert_int_equal(kvt__rdb_compact(t), 0);
+	for (uint64_t i = N; i < N + 50; i++)
+		assert_true(rdb_check(t, i, PAYLOAD, buf, exp) > 0);
+	uint64_t held = rdb_stats(t).chunks;
+	kvt_tier_rocksdb.close(t);
+
+	/* a bit of a record in another table (it opens): a compaction that reads it leaves a
+	 * background error; the write that meets it drops that table, not the database */
+	victim[0] = 0;
+	rdb_raw_open(&r, path);
+	lf = rocksdb_livefiles(r.db);
+	for (int i = 0, k = 0; i < rocksdb_livefiles_count(lf) && !victim[0]; i++) {
+		size_t hl;
+		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hl);
+		if (hl == KVT__RDB_KEY_BYTES && memcmp(hi, lo, KVT__RDB_KEY_BYTES) < 0 && ++k == 3)
+			snprintf(victim, sizeof(victim), "%s", rocksdb_livefiles_name(lf, i));
+	}
+	rocksdb_livefiles_destroy(lf);
+	rdb_raw_close(&r);
+	assert_true(victim[0] != 0);
+	snprintf(f, sizeof(f), "%s%s", path, victim);
+	assert_int_equal(stat(f, &st), 0);
+	flip(f, st.st_size / 3);
+	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+	assert_int_equal(rdb_stats(t).chunks, held);
+	assert_int_equal(kvt__rdb_compact(t), 0);
+	size_t len = rdb_record(buf, N + 50, PAYLOAD);
+	int rc, tries = 0;
+	uint64_t loc;
+	while ((rc = kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc)) && tries < 3)
+		tries++;
+	assert_int_equal(rc, 0);
+	right = 0;
+	for (uint64_t i = 0; i < N + 51; i++) {
+		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp);
+		assert_true(n > 0 || n == -ENOENT || n == -EBADMSG);
+		right += n > 0;
+	}
+	print_message("a damaged block, met by a compaction: %d failed writes, %u tables dropped, "
+	              "%d of %llu records kept\n",
+	              tries, (unsigned)t->db.tables_dropped, right, (unsigned long long)held + 1);
+	assert_int_equal(t->db.tables_dropped, 1); /* a rebuild would keep only the last write */
+	assert_true(right >= (int)held - N / 4);
+	kvt_tier_rocksdb.close(t);
+	free(buf);
+	free(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1362,6 +1481,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_saved_index, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_metadata, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_graves_given_up, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_one_bad_table, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -204,6 +204,11 @@ void kvt__rdb_marker_put(rocksdb_writebatch_t *b)
 	rocksdb_writebatch_put(b, meta_marker, sizeof(meta_marker) - 1, "", 0);
 }
 
+void kvt__rdb_marker_del(rocksdb_writebatch_t *b)
+{
+	rocksdb_writebatch_delete(b, meta_marker, sizeof(meta_marker) - 1);
+}
+
 void kvt__rdb_meta_clear(rocksdb_writebatch_t *b)
 {
 	uint8_t lo[KVT__RDB_META_LO_BYTES], hi[KVT__RDB_META_LO_BYTES];
@@ -236,7 +241,9 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	}
 	build_options(d, c);
 	int rc = open_db(d);
-	/* a damaged manifest or table RocksDB cannot open: it is a cache, made anew */
+	if (rc == -EBADMSG) /* a table RocksDB cannot open: dropped (salvage.c) */
+		rc = kvt__rdb_salvage_open(d);
+	/* a damaged manifest, or tables that cannot be dropped: it is a cache, made anew */
 	if (rc == -EBADMSG) {
 		kvt_log(KVT_LOG_ERROR, "rocksdb: %s is corrupt: destroying it and starting empty",
 		        d->path);
@@ -289,6 +296,24 @@ void kvt__rdb_db_close(struct kvt__rdb_db *d)
 	d->opts = NULL, d->bbto = NULL, d->cache = NULL;
 }
 
+int kvt__rdb_db_reopen_lax(struct kvt__rdb_db *d)
+{
+	if (d->db)
+		rocksdb_close(d->db);
+	d->db = NULL;
+	rocksdb_options_set_paranoid_checks(d->opts, 0);
+	int rc = open_db(d);
+	rocksdb_options_set_paranoid_checks(d->opts, 1);
+	return rc;
+}
+
+int kvt__rdb_err_db(struct kvt__rdb_db *d, char *err)
+{
+	if (err && !strncmp(err, "Corruption", 10))
+		d->bad_table = kvt__rdb_table_named(err);
+	return kvt__rdb_err(err);
+}
+
 int kvt__rdb_db_reopen(struct kvt__rdb_db *d)
 {
 	if (d->db)
@@ -331,7 +356,7 @@ int kvt__rdb_write(struct kvt__rdb_db *d, rocksdb_writebatch_t *b)
 		return -EAGAIN;
 	}
 	rocksdb_write(d->db, d->wo, b, &err);
-	int rc = kvt__rdb_err(err);
+	int rc = kvt__rdb_err_db(d, err);
 	if (!rc && f == FAULT_AFTER) {
 		d->faults++;
 		kvt_log_rl(KVT_LOG_WARN, "rocksdb: injected fault: write applied, reported failed");
@@ -354,7 +379,7 @@ rocksdb_pinnableslice_t *kvt__rdb_get(struct kvt__rdb_db *d, const void *k, size
 		return NULL;
 	}
 	rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(d->db, d->ro, k, klen, &err);
-	*rc = kvt__rdb_err(err);
+	*rc = kvt__rdb_err_db(d, err);
 	if (*rc && ps) {
 		rocksdb_pinnableslice_destroy(ps);
 		ps = NULL;

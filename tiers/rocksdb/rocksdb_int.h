@@ -78,6 +78,8 @@ struct kvt__rdb_conf {
 struct kvt__rdb_db {
 	rocksdb_t *db;   /* NULL while closed (a failed reopen) */
 	bool meta_whole; /* the meta range holds every record's metadata (its marker was found) */
+	uint64_t bad_table;      /* the table the last Corruption error named (0: none) */
+	uint64_t tables_dropped; /* damaged tables deleted (salvage.c) */
 	rocksdb_options_t *opts;
 	rocksdb_block_based_table_options_t *bbto;
 	rocksdb_cache_t *cache;      /* NULL when block_cache_bytes is 0 */
@@ -109,14 +111,29 @@ void kvt__rdb_meta_key(uint8_t out[KVT__RDB_META_KEY_BYTES], const uint8_t *key)
  * metadata key and the marker at or after it. */
 #define KVT__RDB_META_LO_BYTES (KVT__RDB_KEY_BYTES + 1)
 void kvt__rdb_meta_lo(uint8_t out[KVT__RDB_META_LO_BYTES]);
-/* Adds the marker's put to b (a batch that completes the meta range). */
+/* Adds the marker's put to b (a batch that completes the meta range), or its delete. */
 void kvt__rdb_marker_put(rocksdb_writebatch_t *b);
+void kvt__rdb_marker_del(rocksdb_writebatch_t *b);
 /* Whether a key of the meta range is the marker. */
 bool kvt__rdb_is_marker(const void *k, size_t len);
 /* Adds the delete of the whole meta range, marker included, to b. */
 void kvt__rdb_meta_clear(rocksdb_writebatch_t *b);
 /* Maps a RocksDB error string to -errno and frees it (NULL -> 0). */
 int kvt__rdb_err(char *err);
+/* The same, noting in d->bad_table the table a Corruption error names. */
+int kvt__rdb_err_db(struct kvt__rdb_db *d, char *err);
+/* Closes and reopens without paranoid checks: tables that fail to load do not stop it. */
+int kvt__rdb_db_reopen_lax(struct kvt__rdb_db *d);
+
+/* ---- salvage.c: dropping damaged tables ---- */
+
+/* The table number a RocksDB error message or file name names ("000123.sst"), or 0. */
+uint64_t kvt__rdb_table_named(const char *msg);
+/* After an open that failed with Corruption: drops every table a seek cannot read and opens
+ * again. @return : 0, -EBADMSG (none found, or still failing: make it anew), or -errno. */
+int kvt__rdb_salvage_open(struct kvt__rdb_db *d);
+/* Drops table file_no (named by an error) and reopens. @return : as kvt__rdb_salvage_open. */
+int kvt__rdb_drop_table(struct kvt__rdb_db *d, uint64_t file_no);
 /* Applies batch b (not cleared). @return : 0 or -errno; -EAGAIN: refused, nothing applied;
  * any other error: the batch may have been applied. */
 int kvt__rdb_write(struct kvt__rdb_db *d, rocksdb_writebatch_t *b);
@@ -169,6 +186,8 @@ int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rd
 /* max_records: the most entries the tier can have saved (a bigger file is refused unread). */
 int kvt__rdb_saved_read(const struct kvt__rdb_db *db, uint64_t max_records, kvt__rdb_saved_fn each,
                         void *arg);
+/* Removes the file unread (the database lost tables since it was written: salvage.c). */
+void kvt__rdb_saved_drop(const struct kvt__rdb_db *db);
 
 /* Testing and operations: flushes the memtable; wait blocks until it is on disk. */
 int kvt__rdb_flush(struct kvt_tier *t, bool wait);

@@ -188,3 +188,10 @@ int kvt__rdb_saved_read(const struct kvt__rdb_db *db, uint64_t max_records, kvt_
 	unlink(path); /* good for this open only */
 	return rc;
 }
+
+void kvt__rdb_saved_drop(const struct kvt__rdb_db *db)
+{
+	char path[PATH_MAX + 16];
+	if (!path_of(db->path, path, sizeof(path)))
+		unlink(path);
+}

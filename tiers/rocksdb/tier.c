@@ -40,12 +40,15 @@
  * payload checksum) or RocksDB's block checksum on a point read: it is deleted, counted as a
  * corruption, reported, and the read answers -EBADMSG. Walks of the values do not verify
  * RocksDB's checksums (db.c), so a damaged value does not stop an open; damaged metadata is found
- * by the next read of its record (a length that does not match, or no value: a miss). Damage a scan
- * cannot read past (an index block, a footer), a database RocksDB cannot open, or a background
- * error from a compaction that met a damaged block (writes then fail with Corruption for good) is
- * not repairable in place: the database is destroyed and made again, empty, every record it held
- * reported dropped and the loss logged (rebuild). It is a cache; the alternative is a tier that
- * never takes a write again, or a daemon that does not start.
+ * by the next read of its record (a length that does not match, or no value: a miss). A table
+ * RocksDB cannot read (a damaged footer or index stops its open; a damaged block stops a walk,
+ * or, met by a compaction, fails every later write) is dropped with its records (salvage.c),
+ * and the index reconciled with what is left. Only damage no table is named for, a damaged
+ * manifest, or more than SALVAGE_TRIES tables in a row is not repairable in place: the database
+ * is destroyed and made again, empty, every record it held reported dropped and the loss
+ * logged (rebuild). It is a cache; the alternative is a tier that never takes a write again, or
+ * a daemon that does not start. A walk of every record at iterate() that meets such damage
+ * still rebuilds: part of it was visited.
  *
  * Deletes that fail: a value whose delete did not land (RocksDB refused it, or failed) would be
  * found by the next open's scan, and a deleted chunk would come back after a restart. Its id
@@ -87,6 +90,7 @@
 #define GRAVES_MAX        (1u << 16)  /* beyond: unburied, logged */
 #define CLOSE_TRIES       3
 #define FIX_STEP          8192u /* a scan's metadata puts and deletes per batch */
+#define SALVAGE_TRIES     8u    /* damaged tables dropped in a row before a rebuild */
 
 enum scan_mode { SCAN_OPEN, SCAN_RECONCILE, SCAN_ITERATE };
 
@@ -506,7 +510,7 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 			fix_rc = rc;
 	}
 	rocksdb_iter_get_error(it, &err);
-	rc = kvt__rdb_err(err);
+	rc = kvt__rdb_err_db(&t->db, err);
 	rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);
 	if (!rc && !c.stop && mode != SCAN_OPEN)
@@ -551,6 +555,26 @@ static int rebuild(struct kvt_tier *t, bool report, const char *why)
 	int rc = kvt__rdb_db_wipe(&t->db);
 	publish_usage(t);
 	return rc;
+}
+
+/*
+ * Damage a write or a walk met after the open: drops the table the error named (salvage.c) and
+ * reconciles the index with what is left, reporting what went; or, when no table is named or
+ * the damage goes on, makes the database anew (rebuild). @return : 0 or -errno.
+ */
+static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
+{
+	for (unsigned tries = 0; tries < SALVAGE_TRIES; tries++) {
+		uint64_t no = t->db.bad_table;
+		t->db.bad_table = 0;
+		if (!no || kvt__rdb_drop_table(&t->db, no))
+			break;
+		ST_ADD(t, corruptions, 1);
+		int rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+		if (rc != -EBADMSG)
+			return rc;
+	}
+	return rebuild(t, true, why);
 }
 
 /* ---- eviction ---- */
@@ -683,7 +707,7 @@ static int probe_full(struct kvt_tier *t)
 	}
 	rc = scan(t, SCAN_RECONCILE, NULL, NULL);
 	if (rc == -EBADMSG)
-		rc = rebuild(t, true, "a scan after disk full met damage it cannot read past");
+		rc = salvage_or_rebuild(t, "a walk after disk full met damage it cannot read past");
 	if (rc)
 		return rc;
 	t->full = false;
@@ -732,7 +756,7 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 		for (uint32_t i = 0; i < n_vic; i++)
 			t->ix.slots[t->victims[i]].mark = 0;
 		t->exclude = KVT__RDB_NIL;
-		rc = rebuild(t, true, "a write met a corruption error");
+		rc = salvage_or_rebuild(t, "a write met a corruption error");
 		count_err(t, -EIO);
 		return rc ? rc : -EIO;
 	}
@@ -933,26 +957,35 @@ static int rdb_policy_set(struct kvt_tier *t, const char *name, char *params, ch
  * records, and damage there makes the database anew. @return : 0 or -errno. */
 static int open_scan(struct kvt_tier *t)
 {
-	bool meta = t->db.meta_whole;
 	int rc = scan(t, SCAN_OPEN, NULL, NULL);
-	if (rc == -EBADMSG && meta) {
-		kvt_log(KVT_LOG_WARN,
-		        "rocksdb: %s: the records' metadata is damaged: dropping it and reading "
-		        "every record",
-		        t->db.path);
+	for (unsigned tries = 0; rc == -EBADMSG && tries < SALVAGE_TRIES; tries++) {
+		bool meta = t->db.meta_whole; /* the walk that failed was of the metadata */
+		uint64_t no = t->db.bad_table;
+		t->db.bad_table = 0;
 		ST_ADD(t, corruptions, 1);
 		for (uint32_t s = 0; s < t->ix.n_slots; s++)
 			if (t->ix.slots[s].live)
 				forget(t, s, false);
-		rocksdb_writebatch_clear(t->batch);
-		kvt__rdb_meta_clear(t->batch);
-		t->db.meta_whole = false;
-		rc = kvt__rdb_write(&t->db, t->batch);
-		if (!rc) /* the records, filling the range again */
+		if (meta) { /* the values are read past their checksums: the records lose nothing */
+			kvt_log(KVT_LOG_WARN,
+			        "rocksdb: %s: the records' metadata is damaged: dropping it and "
+			        "reading every record",
+			        t->db.path);
+			rocksdb_writebatch_clear(t->batch);
+			kvt__rdb_meta_clear(t->batch);
+			t->db.meta_whole = false;
+			rc = kvt__rdb_write(&t->db, t->batch);
+		} else if (no) { /* the table the error named goes (salvage.c), and the walk again
+			          */
+			rc = kvt__rdb_drop_table(&t->db, no);
+		} else {
+			break;
+		}
+		if (!rc) /* the metadata if still whole, else the records (filling the range) */
 			rc = scan(t, SCAN_OPEN, NULL, NULL);
 	}
 	if (rc == -EBADMSG)
-		rc = rebuild(t, false, "a scan at open met damage it cannot read past");
+		rc = rebuild(t, false, "a walk at open met damage it cannot read past");
 	return rc;
 }
 
@@ -1028,8 +1061,12 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	 * open walks the records' metadata; a database whose metadata is not complete (made by an
 	 * older kvtier, or a crash while a walk filled it) has its records read instead, which
 	 * completes it. */
-	rc = kvt__rdb_saved_read(&t->db, t->cap_bytes / KVT_CHUNK_HDR_BYTES + 1 + GRAVES_MAX,
-	                         saved_one, t);
+	ST_ADD(t, corruptions, t->db.tables_dropped); /* damaged tables the open dropped */
+	if (t->db.tables_dropped)
+		kvt__rdb_saved_drop(&t->db); /* it names records those tables held */
+	else
+		rc = kvt__rdb_saved_read(
+		    &t->db, t->cap_bytes / KVT_CHUNK_HDR_BYTES + 1 + GRAVES_MAX, saved_one, t);
 	if (rc == 0 && !t->db.meta_whole)
 		kvt_log(KVT_LOG_INFO,
 		        "rocksdb: %s: no complete metadata (a database from an older kvtier, or "
@@ -1128,7 +1165,13 @@ int kvt__rdb_compact(struct kvt_tier *t)
 {
 	if (!t->db.db)
 		return -EIO;
-	rocksdb_compact_range(t->db.db, NULL, 0, NULL, 0);
+	rocksdb_compactoptions_t *co = rocksdb_compactoptions_create();
+	if (!co)
+		return -ENOMEM;
+	/* kForce: the last level's tables are rewritten too, so every table is read */
+	rocksdb_compactoptions_set_bottommost_level_compaction(co, 2);
+	rocksdb_compact_range_opt(t->db.db, co, NULL, 0, NULL, 0);
+	rocksdb_compactoptions_destroy(co);
 	return 0;
 }
 
