@@ -13,11 +13,11 @@
  * - The block cache is one LRU cache of rocksdb.block_cache_bytes (0: none).
  * - Size is capped by the tier's own eviction (tier.c), not by FIFO compaction, so the tier's
  *   index always knows what is stored.
- * - Each record's metadata (its length and when it was written, 16 bytes) is stored beside it
+ * - Each record's metadata (its header and when it was written, 136 bytes) is stored beside it
  *   under a key past every record's: 36 bytes of 0xff, a zero byte, then the record's key (the
  *   meta range, kvt__rdb_meta_key). Every write batch changes both, and one column family has
  *   one memtable, so a flush or a crash keeps or loses them together; the open after a crash
- *   walks the meta range, 89 bytes a record, instead of every value (tier.c, "Recovery"). A
+ *   and iterate() walk the meta range, 209 bytes a record, instead of every value (tier.c). A
  *   marker key in the range says it is complete. (A second column family would have needed
  *   atomic_flush, which in RocksDB 7.8 aborts on an assertion when flushes of one family and
  *   of both overlap: seen in test_rocksdb_tier.)
@@ -56,7 +56,7 @@
 static const char meta_marker[] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
                                   "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
                                   "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
-                                  "\0kvtier.meta.complete.v1";
+                                  "\0kvtier.meta.complete.v2"; /* v1: 16-byte metadata, no header */
 
 int kvt__rdb_err(char *err)
 {

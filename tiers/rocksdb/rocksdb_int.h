@@ -18,9 +18,9 @@
 
 #define KVT__RDB_KEY_BYTES 36u /* tenant (le32) | ns (2 x le64) | key (2 x le64) */
 #define KVT__RDB_NIL       UINT32_MAX
-/* A record's metadata (db.c): its length (le64) and when it was written (Unix seconds, le64),
- * under 0xff x 36 | 0 | the record's key. */
-#define KVT__RDB_META_BYTES     16u
+/* A record's metadata (db.c): its 128-byte header and when it was written (Unix seconds,
+ * le64), under 0xff x 36 | 0 | the record's key. */
+#define KVT__RDB_META_BYTES     (KVT_CHUNK_HDR_BYTES + 8u)
 #define KVT__RDB_META_KEY_BYTES (2 * KVT__RDB_KEY_BYTES + 1)
 
 /* ---- index.c: identity -> slot, an open-addressing table over a dense slot array ---- */

@@ -3,10 +3,11 @@
  * scan the database (RELIABILITY.md D1, a warm roll).
  *
  * Why: without it the open rebuilds the tier's index (identity, length, age per record) by
- * walking the records' metadata (tier.c, "Recovery"), which costs about as much (17-23 s per TB
- * of 64 KiB records, `kvtier bench rocksdb --recover`), or, for a database from before the
- * metadata, by reading every value (~700-2,200 s per TB). At a clean close the tier knows its
- * index, so it writes it out, 48 bytes a record, and the next open reads that instead.
+ * walking the records' metadata (tier.c, "Recovery"), which costs about as much (`kvtier bench
+ * rocksdb --recover`), or, for a database from before the metadata, by reading every value
+ * (~700-2,200 s per TB). iterate() walks the metadata either way: the index holds no headers. At a
+ * clean close the tier knows its index, so it writes it out, 48 bytes a record, and the next open
+ * reads that instead.
  *
  * When it is trusted: the file names the database's identity (RocksDB's IDENTITY file) and its
  * latest sequence number at the close, whose flush put the memtable on disk (a flush that

@@ -24,12 +24,13 @@
  * write, across restarts too (the saved index and the metadata carry the age); only records
  * found by reading values (below) count from the open.
  *
- * Recovery: each record's metadata (length, when written) is stored beside it in the meta range
- * (db.c), put and deleted in the same batch as the record. An open without a saved index (a
- * crash) walks the meta range, 89 bytes a record with RocksDB's checksums verified, instead of
- * every value. A database whose meta range is not complete (made by an older kvtier: no marker)
- * has its values read once; that walk puts every record's metadata and then the marker. Damage
- * in the meta range sends the open to the values, after clearing the range (open_scan).
+ * Recovery: each record's metadata (its header, when written) is stored beside it in the meta
+ * range (db.c), put and deleted in the same batch as the record. An open without a saved index
+ * (a crash), and iterate() (the daemon's walk at every start), walk the meta range, 209 bytes a
+ * record with RocksDB's checksums verified, instead of every value; payloads are checked when
+ * read. A database whose meta range is not complete (made by an older kvtier: no marker) has
+ * its values read once; that walk puts every record's metadata and then the marker. Damage in
+ * the meta range sends the open to the values, after clearing the range (open_scan).
  *
  * Disk full: a write that meets ENOSPC marks the tier full and fails; later writes fail at once
  * (-ENOSPC, no RocksDB call) until a probe (every PROBE_NS) sees RESUME_FREE_BYTES free, then the
@@ -127,21 +128,21 @@ static int check_record(const struct kvt_tier_id *id, const void *val, size_t le
 
 /* ---- the records' metadata (db.c: the meta range) ---- */
 
-/* Adds the put of the metadata of the record under key k (len bytes, written now) to b. */
-static void batch_put_meta(rocksdb_writebatch_t *b, const uint8_t *k, uint64_t len)
+/* Adds the put of the metadata of the record under key k (its header hdr, written now) to b. */
+static void batch_put_meta(rocksdb_writebatch_t *b, const uint8_t *k, const void *hdr)
 {
 	uint8_t mk[KVT__RDB_META_KEY_BYTES], m[KVT__RDB_META_BYTES];
 	kvt__rdb_meta_key(mk, k);
-	kvt_store_le64(m, len);
-	kvt_store_le64(m + 8, (uint64_t)time(NULL));
+	memcpy(m, hdr, KVT_CHUNK_HDR_BYTES);
+	kvt_store_le64(m + KVT_CHUNK_HDR_BYTES, (uint64_t)time(NULL));
 	rocksdb_writebatch_put(b, (const char *)mk, sizeof(mk), (const char *)m, sizeof(m));
 }
 
-/* Adds the puts of record k (value v, len bytes) and its metadata to b. */
+/* Adds the puts of record k (value v, len bytes: header and payload) and its metadata to b. */
 static void batch_put(rocksdb_writebatch_t *b, const uint8_t *k, const void *v, size_t len)
 {
 	rocksdb_writebatch_put(b, (const char *)k, KVT__RDB_KEY_BYTES, v, len);
-	batch_put_meta(b, k, len);
+	batch_put_meta(b, k, v);
 }
 
 /* Adds the deletes of the record under key k and of its metadata to b. */
@@ -153,15 +154,17 @@ static void batch_delete(rocksdb_writebatch_t *b, const uint8_t *k)
 	rocksdb_writebatch_delete(b, (const char *)mk, sizeof(mk));
 }
 
-/* The length and age a metadata value records. @return : 0, or -EBADMSG. */
-static int meta_decode(const char *v, size_t len, uint64_t *bytes, uint32_t *age_s)
+/* The header, length and age a metadata value records, for the record under id. @return : 0,
+ * or -EBADMSG (the header fails its checksum, names another record, or the size is wrong). */
+static int meta_decode(const struct kvt_tier_id *id, const char *v, size_t len,
+                       struct kvt_chunk_hdr *h, uint64_t *bytes, uint32_t *age_s)
 {
-	if (len != KVT__RDB_META_BYTES)
+	if (len != KVT__RDB_META_BYTES || kvt_chunk_hdr_decode(v, h) || h->tenant != id->tenant ||
+	    memcmp(&h->ns, &id->ns, sizeof(h->ns)) || memcmp(&h->key, &id->key, sizeof(h->key)) ||
+	    h->payload_bytes > 1ull << 40)
 		return -EBADMSG;
-	*bytes = kvt_load_le64(v);
-	if (*bytes < KVT_CHUNK_HDR_BYTES || *bytes > 1ull << 40)
-		return -EBADMSG;
-	uint64_t at = kvt_load_le64(v + 8), now = (uint64_t)time(NULL);
+	*bytes = KVT_CHUNK_HDR_BYTES + h->payload_bytes;
+	uint64_t at = kvt_load_le64(v + KVT_CHUNK_HDR_BYTES), now = (uint64_t)time(NULL);
 	*age_s = at < now ? (uint32_t)KVT_MIN(now - at, (uint64_t)INT32_MAX) : 0;
 	return 0;
 }
@@ -411,7 +414,7 @@ static void scan_one(struct kvt_tier *t, struct scan_ctx *c, const char *k, size
 	uint64_t bytes = vlen;
 	uint32_t age_s = 0;
 	bool bad = kvt__rdb_key_decode(k, klen, &id) != 0 ||
-	           (c->meta ? meta_decode(v, vlen, &bytes, &age_s)
+	           (c->meta ? meta_decode(&id, v, vlen, &h, &bytes, &age_s)
 	                    : check_record(&id, v, vlen, c->mode == SCAN_ITERATE, &h)) != 0;
 	uint32_t s = bad ? KVT__RDB_NIL : kvt__rdb_index_find(&t->ix, &id);
 	if (s != KVT__RDB_NIL && t->ix.slots[s].bytes != bytes)
@@ -422,7 +425,7 @@ static void scan_one(struct kvt_tier *t, struct scan_ctx *c, const char *k, size
 			policy_insert(t, s);
 			account(t, s, (int64_t)bytes);
 			if (c->fill)
-				batch_put_meta(c->fix, (const uint8_t *)k, bytes);
+				batch_put_meta(c->fix, (const uint8_t *)k, v);
 		}
 		return;
 	}
@@ -459,10 +462,7 @@ static int scan_fix(struct kvt_tier *t, struct scan_ctx *c)
  */
 static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg)
 {
-	struct scan_ctx c = {.mode = mode,
-	                     .meta = mode != SCAN_ITERATE && t->db.meta_whole,
-	                     .visit = visit,
-	                     .arg = arg};
+	struct scan_ctx c = {.mode = mode, .meta = t->db.meta_whole, .visit = visit, .arg = arg};
 	c.fill = mode == SCAN_OPEN && !c.meta;
 	/* records' keys sort before lo, the meta range's at or after it (db.c) */
 	uint8_t lo[KVT__RDB_META_LO_BYTES];
