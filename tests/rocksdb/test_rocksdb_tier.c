@@ -1348,6 +1348,30 @@ static void test_rocksdb_graves_given_up(void **state)
 	free(exp);
 }
 
+/* The path of the nth table (1..) of the database at path that holds records only (its keys all
+ * before the meta range), into out. @return : how many tables the database has. */
+static int records_table(const char *path, int nth, char *out, size_t len)
+{
+	uint8_t lo[KVT__RDB_META_LO_BYTES];
+	kvt__rdb_meta_lo(lo);
+	struct rdb_raw r;
+	rdb_raw_open(&r, path);
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(r.db);
+	int tables = rocksdb_livefiles_count(lf), k = 0;
+	out[0] = 0;
+	for (int i = 0; i < tables && !out[0]; i++) {
+		size_t hl;
+		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hl);
+		if (hl == KVT__RDB_KEY_BYTES && memcmp(hi, lo, KVT__RDB_KEY_BYTES) < 0 &&
+		    ++k == nth)
+			snprintf(out, len, "%s%s", path, rocksdb_livefiles_name(lf, i));
+	}
+	rocksdb_livefiles_destroy(lf);
+	rdb_raw_close(&r);
+	assert_true(out[0] != 0);
+	return tables;
+}
+
 /*
  * One table RocksDB cannot open (its footer damaged) among many: the tier drops that table and
  * keeps the others' records, where it used to destroy the whole database. Every read is the
@@ -1376,27 +1400,10 @@ static void test_rocksdb_one_bad_table(void **state)
 	assert_int_equal(kvt__rdb_compact(t), 0);
 	kvt_tier_rocksdb.close(t);
 
-	/* a table of records only (its keys all before the meta range), from the middle */
-	struct rdb_raw r;
-	uint8_t lo[KVT__RDB_META_LO_BYTES];
-	kvt__rdb_meta_lo(lo);
-	char victim[64] = "";
-	int tables = 0;
-	rdb_raw_open(&r, path);
-	const rocksdb_livefiles_t *lf = rocksdb_livefiles(r.db);
-	for (int i = 0; i < rocksdb_livefiles_count(lf); i++) {
-		size_t hl;
-		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hl);
-		tables++;
-		if (hl == KVT__RDB_KEY_BYTES && memcmp(hi, lo, KVT__RDB_KEY_BYTES) < 0 &&
-		    tables == 5)
-			snprintf(victim, sizeof(victim), "%s", rocksdb_livefiles_name(lf, i));
-	}
-	rocksdb_livefiles_destroy(lf);
-	rdb_raw_close(&r);
-	assert_true(tables >= 8 && victim[0]);
+	/* a table of records only, from the middle */
 	char f[1200];
-	snprintf(f, sizeof(f), "%s%s", path, victim);
+	int tables = records_table(path, 5, f, sizeof(f));
+	assert_true(tables >= 8);
 	struct stat st;
 	assert_int_equal(stat(f, &st), 0);
 	for (off_t k = 1; k <= 64; k++)
@@ -1427,19 +1434,7 @@ static void test_rocksdb_one_bad_table(void **state)
 
 	/* a bit of a record in another table (it opens): a compaction that reads it leaves a
 	 * background error; the write that meets it drops that table, not the database */
-	victim[0] = 0;
-	rdb_raw_open(&r, path);
-	lf = rocksdb_livefiles(r.db);
-	for (int i = 0, k = 0; i < rocksdb_livefiles_count(lf) && !victim[0]; i++) {
-		size_t hl;
-		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hl);
-		if (hl == KVT__RDB_KEY_BYTES && memcmp(hi, lo, KVT__RDB_KEY_BYTES) < 0 && ++k == 3)
-			snprintf(victim, sizeof(victim), "%s", rocksdb_livefiles_name(lf, i));
-	}
-	rocksdb_livefiles_destroy(lf);
-	rdb_raw_close(&r);
-	assert_true(victim[0] != 0);
-	snprintf(f, sizeof(f), "%s%s", path, victim);
+	records_table(path, 3, f, sizeof(f));
 	assert_int_equal(stat(f, &st), 0);
 	flip(f, st.st_size / 3);
 	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
