@@ -104,6 +104,17 @@ static inline struct kvt_tier_env rdb_env(const struct kvt_options *o, struct rd
 	return env;
 }
 
+/* Writes records lo..hi-1 of payload_len bytes each through the tier; each must land. */
+static inline void rdb_put_range(struct kvt_tier *t, void *buf, uint64_t lo, uint64_t hi,
+                                 size_t payload_len)
+{
+	uint64_t loc;
+	for (uint64_t i = lo; i < hi; i++) {
+		size_t len = rdb_record(buf, i, payload_len);
+		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
+	}
+}
+
 /* Reads record i and checks it byte for byte. @return : read()'s result. */
 static inline ssize_t rdb_check(struct kvt_tier *t, uint64_t i, size_t payload_len, void *scratch,
                                 void *expect)

@@ -733,11 +733,7 @@ static void test_rocksdb_sst_bit_flips(void **state)
 		        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
 		rdb_opts(&o, dir, 256 << 20, trial % 2 ? blob : NULL);
 		struct kvt_tier *t = open_tier(&o, &d);
-		for (uint64_t i = 0; i < N; i++) {
-			size_t len = rdb_record(buf, i, PAYLOAD);
-			assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc),
-			                 0);
-		}
+		rdb_put_range(t, buf, 0, N, PAYLOAD);
 		kvt_tier_rocksdb.close(t);
 		assert_true(damage_tables(900 + (uint64_t)trial, false) > 0);
 		t = open_tier(&o, &d);
@@ -776,8 +772,8 @@ static void test_rocksdb_sst_bit_flips(void **state)
 	}
 }
 
-/* Tables RocksDB cannot open at all (every SST's footer inverted): the tier opens empty (the
- * database is wiped, and says so), answers misses, and takes writes. */
+/* Tables RocksDB cannot open at all (every SST's footer inverted): the tier drops them all and
+ * opens empty (and says so), answers misses, and takes writes. */
 static void test_rocksdb_damaged_footers(void **state)
 {
 	enum { N = 100, PAYLOAD = 60000 };
@@ -788,10 +784,7 @@ static void test_rocksdb_damaged_footers(void **state)
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
 	rdb_opts(&o, dir, 256 << 20, NULL);
 	struct kvt_tier *t = open_tier(&o, &d);
-	for (uint64_t i = 0; i < N; i++) {
-		size_t len = rdb_record(buf, i, PAYLOAD);
-		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
-	}
+	rdb_put_range(t, buf, 0, N, PAYLOAD);
 	kvt_tier_rocksdb.close(t);
 	assert_true(damage_tables(0, true) > 0);
 	t = open_tier(&o, &d);
@@ -1255,10 +1248,7 @@ static void test_rocksdb_metadata(void **state)
 	rdb_opts(&o, dir, 256 << 20, NULL);
 	snprintf(path, sizeof(path), "%s/db", dir);
 	t = open_tier(&o, &d);
-	for (uint64_t i = 0; i < 5 * N; i++) {
-		len = rdb_record(buf, i, PAYLOAD);
-		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
-	}
+	rdb_put_range(t, buf, 0, 5 * N, PAYLOAD);
 	assert_int_equal(kvt__rdb_flush(t, true), 0);
 	assert_int_equal(kvt__rdb_compact(t), 0);
 	kvt_tier_rocksdb.close(t);
@@ -1307,15 +1297,11 @@ static void test_rocksdb_graves_given_up(void **state)
 	enum { N = 40, GONE = 10, PAYLOAD = 4096 };
 	struct kvt_options o;
 	struct rdb_drops d = {0};
-	uint64_t loc;
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
 	rdb_opts(&o, dir, 64 << 20, NULL);
 	struct kvt_tier *t = open_tier(&o, &d);
-	for (uint64_t i = 0; i < N; i++) {
-		size_t len = rdb_record(buf, i, PAYLOAD);
-		assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
-	}
+	rdb_put_range(t, buf, 0, N, PAYLOAD);
 	t->db.fault_ppm = KVT__RDB_REFUSE_ALL;
 	for (uint64_t i = 0; i < GONE; i++) {
 		struct kvt_tier_id id = rdb_id(i);

@@ -293,17 +293,11 @@ static void uncache_dir(const char *dir)
 static int raw_scan(const struct kvt__rdb_conf *conf, bool meta, uint64_t *n, double *s)
 {
 	struct kvt__rdb_db raw = {0};
-	uint8_t lo[KVT__RDB_META_LO_BYTES];
-	kvt__rdb_meta_lo(lo);
 	uint64_t t0 = kvt_now_ns();
 	int rc = kvt__rdb_db_open(&raw, conf);
 	if (rc)
 		return rc;
-	if (meta)
-		rocksdb_readoptions_set_iterate_lower_bound(raw.scan, (const char *)lo, sizeof(lo));
-	else
-		rocksdb_readoptions_set_iterate_upper_bound(raw.scan, (const char *)lo, sizeof(lo));
-	rocksdb_iterator_t *it = rocksdb_create_iterator(raw.db, raw.scan);
+	rocksdb_iterator_t *it = rocksdb_create_iterator(raw.db, raw.walk[meta]);
 	uint64_t sum = 0;
 	*n = 0;
 	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {

@@ -157,11 +157,19 @@ static void build_options(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 
 	rocksdb_writeoptions_set_no_slowdown(d->wo, 1);
 	rocksdb_writeoptions_disable_WAL(d->wo, !c->wal);
-	rocksdb_readoptions_set_fill_cache(d->scan, 0);
-	/* Scans read past blocks whose checksum fails (a flipped bit in a value): the tier checks
-	 * every record it finds itself, and point reads still verify, so such a record is dropped
-	 * when read instead of failing the whole scan (tier.c, "Damage"). */
-	rocksdb_readoptions_set_verify_checksums(d->scan, 0);
+	/* A walk of the records reads past blocks whose checksum fails (a flipped bit in a value):
+	 * the tier checks every record it finds itself, and point reads still verify, so such a
+	 * record is dropped when read instead of failing the whole walk (tier.c, "Damage"). The
+	 * metadata is believed as found, so its walk verifies them. */
+	kvt__rdb_meta_lo(d->meta_lo);
+	for (int m = 0; m < 2; m++) {
+		rocksdb_readoptions_set_fill_cache(d->walk[m], 0);
+		rocksdb_readoptions_set_verify_checksums(d->walk[m], (unsigned char)m);
+	}
+	rocksdb_readoptions_set_iterate_upper_bound(d->walk[0], (const char *)d->meta_lo,
+	                                            sizeof(d->meta_lo));
+	rocksdb_readoptions_set_iterate_lower_bound(d->walk[1], (const char *)d->meta_lo,
+	                                            sizeof(d->meta_lo));
 	rocksdb_flushoptions_set_wait(d->fo, 0);
 }
 
@@ -230,11 +238,12 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	d->bbto = rocksdb_block_based_options_create();
 	d->wo = rocksdb_writeoptions_create();
 	d->ro = rocksdb_readoptions_create();
-	d->scan = rocksdb_readoptions_create();
+	d->walk[0] = rocksdb_readoptions_create();
+	d->walk[1] = rocksdb_readoptions_create();
 	d->fo = rocksdb_flushoptions_create();
 	if (c->block_cache_bytes)
 		d->cache = rocksdb_cache_create_lru(c->block_cache_bytes);
-	if (!d->opts || !d->bbto || !d->wo || !d->ro || !d->scan || !d->fo ||
+	if (!d->opts || !d->bbto || !d->wo || !d->ro || !d->walk[0] || !d->walk[1] || !d->fo ||
 	    (c->block_cache_bytes && !d->cache)) {
 		kvt__rdb_db_close(d);
 		return -ENOMEM;
@@ -280,8 +289,9 @@ void kvt__rdb_db_close(struct kvt__rdb_db *d)
 	d->db = NULL;
 	if (d->fo)
 		rocksdb_flushoptions_destroy(d->fo);
-	if (d->scan)
-		rocksdb_readoptions_destroy(d->scan);
+	for (int m = 0; m < 2; m++)
+		if (d->walk[m])
+			rocksdb_readoptions_destroy(d->walk[m]);
 	if (d->ro)
 		rocksdb_readoptions_destroy(d->ro);
 	if (d->wo)
@@ -292,7 +302,7 @@ void kvt__rdb_db_close(struct kvt__rdb_db *d)
 		rocksdb_block_based_options_destroy(d->bbto);
 	if (d->cache)
 		rocksdb_cache_destroy(d->cache);
-	d->fo = NULL, d->scan = d->ro = NULL, d->wo = NULL;
+	d->fo = NULL, d->walk[0] = d->walk[1] = d->ro = NULL, d->wo = NULL;
 	d->opts = NULL, d->bbto = NULL, d->cache = NULL;
 }
 

@@ -22,6 +22,7 @@
  * le64), under 0xff x 36 | 0 | the record's key. */
 #define KVT__RDB_META_BYTES     (KVT_CHUNK_HDR_BYTES + 8u)
 #define KVT__RDB_META_KEY_BYTES (2 * KVT__RDB_KEY_BYTES + 1)
+#define KVT__RDB_META_LO_BYTES  (KVT__RDB_KEY_BYTES + 1) /* 0xff x 36 | 0: the range's start */
 
 /* ---- index.c: identity -> slot, an open-addressing table over a dense slot array ---- */
 
@@ -82,11 +83,14 @@ struct kvt__rdb_db {
 	uint64_t tables_dropped; /* damaged tables deleted (salvage.c) */
 	rocksdb_options_t *opts;
 	rocksdb_block_based_table_options_t *bbto;
-	rocksdb_cache_t *cache;      /* NULL when block_cache_bytes is 0 */
-	rocksdb_writeoptions_t *wo;  /* no_slowdown; WAL per conf */
-	rocksdb_readoptions_t *ro;   /* point reads */
-	rocksdb_readoptions_t *scan; /* recovery scans: no block-cache fill */
-	rocksdb_flushoptions_t *fo;  /* wait = false */
+	rocksdb_cache_t *cache;     /* NULL when block_cache_bytes is 0 */
+	rocksdb_writeoptions_t *wo; /* no_slowdown; WAL per conf */
+	rocksdb_readoptions_t *ro;  /* point reads */
+	/* walks, no block-cache fill: [0] of the records, up to the meta range, checksums not
+	 * verified; [1] of the meta range, verified (db.c) */
+	rocksdb_readoptions_t *walk[2];
+	uint8_t meta_lo[KVT__RDB_META_LO_BYTES]; /* both walks' bound (kvt__rdb_meta_lo) */
+	rocksdb_flushoptions_t *fo;              /* wait = false */
 	char path[PATH_MAX];
 	uint32_t fault_ppm; /* conf.fault_ppm */
 	uint64_t fault_rng; /* the injector's xorshift state */
@@ -109,7 +113,6 @@ int kvt__rdb_db_wipe(struct kvt__rdb_db *d);
 void kvt__rdb_meta_key(uint8_t out[KVT__RDB_META_KEY_BYTES], const uint8_t *key);
 /* Where the meta range starts (0xff x 36 | 0): every record's key sorts before it, every
  * metadata key and the marker at or after it. */
-#define KVT__RDB_META_LO_BYTES (KVT__RDB_KEY_BYTES + 1)
 void kvt__rdb_meta_lo(uint8_t out[KVT__RDB_META_LO_BYTES]);
 /* Adds the marker's put to b (a batch that completes the meta range), or its delete. */
 void kvt__rdb_marker_put(rocksdb_writebatch_t *b);

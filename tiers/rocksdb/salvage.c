@@ -90,13 +90,17 @@ static bool delete_table(struct kvt__rdb_db *d, uint64_t no, const char *name, c
 	return !table_live(d, no);
 }
 
-/* Deletes the tables numbered files[0..n) and, with probe, those a seek cannot read; *meta:
- * one of them held metadata. @return : how many went, or -EBADMSG when one could not. */
-static int delete_tables(struct kvt__rdb_db *d, const uint64_t *files, size_t n, bool probe,
-                         bool *meta)
+/* Whether key k sorts at or after the start of the meta range. */
+static bool in_meta_range(const struct kvt__rdb_db *d, const char *k, size_t len)
 {
-	uint8_t meta_lo[KVT__RDB_META_LO_BYTES];
-	kvt__rdb_meta_lo(meta_lo);
+	int c = memcmp(k, d->meta_lo, KVT_MIN(len, sizeof(d->meta_lo)));
+	return c > 0 || (c == 0 && len >= sizeof(d->meta_lo));
+}
+
+/* Deletes table file_no (0: none) and, with probe, those a seek cannot read; *meta: one of them
+ * held metadata. @return : how many went, or -EBADMSG when one could not. */
+static int delete_tables(struct kvt__rdb_db *d, uint64_t file_no, bool probe, bool *meta)
+{
 	const rocksdb_livefiles_t *lf = rocksdb_livefiles(d->db);
 	if (!lf)
 		return -ENOMEM;
@@ -107,9 +111,7 @@ static int delete_tables(struct kvt__rdb_db *d, const uint64_t *files, size_t n,
 		size_t lo_len, hi_len;
 		const char *lo = rocksdb_livefiles_smallestkey(lf, i, &lo_len);
 		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hi_len);
-		bool want = false;
-		for (size_t k = 0; k < n; k++)
-			want |= files[k] == no;
+		bool want = no == file_no;
 		if (probe && !want)
 			want = table_unreadable(d, lo, lo_len, hi, hi_len);
 		if (!want)
@@ -123,8 +125,7 @@ static int delete_tables(struct kvt__rdb_db *d, const uint64_t *files, size_t n,
 			break;
 		}
 		dropped++;
-		*meta |= memcmp(hi, meta_lo, KVT_MIN(hi_len, sizeof(meta_lo))) > 0 ||
-		         (hi_len >= sizeof(meta_lo) && !memcmp(hi, meta_lo, sizeof(meta_lo)));
+		*meta |= in_meta_range(d, hi, hi_len);
 		kvt_log(
 		    KVT_LOG_ERROR,
 		    "rocksdb: %s: table %s (level %d) is damaged: dropped, with its %llu entries",
@@ -135,15 +136,15 @@ static int delete_tables(struct kvt__rdb_db *d, const uint64_t *files, size_t n,
 	return rc ? rc : dropped;
 }
 
-/* Opens without paranoid checks, deletes the tables asked for (or found), and opens again as
- * usual. @return : 0, -EBADMSG (nothing to drop, or the database still fails), or -errno. */
-static int salvage(struct kvt__rdb_db *d, const uint64_t *files, size_t n, bool probe)
+/* Opens without paranoid checks, deletes the table asked for (or those found), and opens again
+ * as usual. @return : 0, -EBADMSG (nothing to drop, or the database still fails), or -errno. */
+static int salvage(struct kvt__rdb_db *d, uint64_t file_no, bool probe)
 {
 	int rc = kvt__rdb_db_reopen_lax(d);
 	if (rc)
 		return rc;
 	bool meta = false;
-	int dropped = delete_tables(d, files, n, probe, &meta);
+	int dropped = delete_tables(d, file_no, probe, &meta);
 	if (dropped <= 0)
 		return dropped ? dropped : -EBADMSG;
 	d->tables_dropped += (uint64_t)dropped;
@@ -162,10 +163,10 @@ static int salvage(struct kvt__rdb_db *d, const uint64_t *files, size_t n, bool 
 
 int kvt__rdb_salvage_open(struct kvt__rdb_db *d)
 {
-	return salvage(d, NULL, 0, true);
+	return salvage(d, 0, true);
 }
 
 int kvt__rdb_drop_table(struct kvt__rdb_db *d, uint64_t file_no)
 {
-	return file_no ? salvage(d, &file_no, 1, false) : -EBADMSG;
+	return file_no ? salvage(d, file_no, false) : -EBADMSG;
 }

@@ -110,14 +110,27 @@ static void publish_usage(struct kvt_tier *t)
 	ST_SET(t, full, t->full);
 }
 
+static bool same_id(const struct kvt_tier_id *a, const struct kvt_tier_id *b)
+{
+	return a->tenant == b->tenant && !memcmp(&a->ns, &b->ns, sizeof(a->ns)) &&
+	       !memcmp(&a->key, &b->key, sizeof(a->key));
+}
+
+/* Decodes the 128-byte header at p into h and checks that it names id. @return : 0 or
+ * -EBADMSG. */
+static int check_hdr(const struct kvt_tier_id *id, const void *p, struct kvt_chunk_hdr *h)
+{
+	if (kvt_chunk_hdr_decode(p, h))
+		return -EBADMSG;
+	struct kvt_tier_id named = {.tenant = h->tenant, .ns = h->ns, .key = h->key};
+	return same_id(&named, id) ? 0 : -EBADMSG;
+}
+
 /* Checks a stored value against the identity it is stored under. */
 static int check_record(const struct kvt_tier_id *id, const void *val, size_t len, bool payload,
                         struct kvt_chunk_hdr *h)
 {
-	if (len < KVT_CHUNK_HDR_BYTES || kvt_chunk_hdr_decode(val, h))
-		return -EBADMSG;
-	if (h->tenant != id->tenant || memcmp(&h->ns, &id->ns, sizeof(h->ns)) ||
-	    memcmp(&h->key, &id->key, sizeof(h->key)) ||
+	if (len < KVT_CHUNK_HDR_BYTES || check_hdr(id, val, h) ||
 	    h->payload_bytes != len - KVT_CHUNK_HDR_BYTES)
 		return -EBADMSG;
 	if (payload)
@@ -159,9 +172,7 @@ static void batch_delete(rocksdb_writebatch_t *b, const uint8_t *k)
 static int meta_decode(const struct kvt_tier_id *id, const char *v, size_t len,
                        struct kvt_chunk_hdr *h, uint64_t *bytes, uint32_t *age_s)
 {
-	if (len != KVT__RDB_META_BYTES || kvt_chunk_hdr_decode(v, h) || h->tenant != id->tenant ||
-	    memcmp(&h->ns, &id->ns, sizeof(h->ns)) || memcmp(&h->key, &id->key, sizeof(h->key)) ||
-	    h->payload_bytes > 1ull << 40)
+	if (len != KVT__RDB_META_BYTES || check_hdr(id, v, h) || h->payload_bytes > 1ull << 40)
 		return -EBADMSG;
 	*bytes = KVT_CHUNK_HDR_BYTES + h->payload_bytes;
 	uint64_t at = kvt_load_le64(v + KVT_CHUNK_HDR_BYTES), now = (uint64_t)time(NULL);
@@ -281,12 +292,6 @@ static void forget(struct kvt_tier *t, uint32_t s, bool report)
 }
 
 /* ---- graves: deletes still owed to the database ---- */
-
-static bool same_id(const struct kvt_tier_id *a, const struct kvt_tier_id *b)
-{
-	return a->tenant == b->tenant && !memcmp(&a->ns, &b->ns, sizeof(a->ns)) &&
-	       !memcmp(&a->key, &b->key, sizeof(a->key));
-}
 
 static void lost_graves(struct kvt_tier *t, uint64_t n, const char *why)
 {
@@ -464,26 +469,11 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 {
 	struct scan_ctx c = {.mode = mode, .meta = t->db.meta_whole, .visit = visit, .arg = arg};
 	c.fill = mode == SCAN_OPEN && !c.meta;
-	/* records' keys sort before lo, the meta range's at or after it (db.c) */
-	uint8_t lo[KVT__RDB_META_LO_BYTES];
-	kvt__rdb_meta_lo(lo);
-	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-	c.fix = rocksdb_writebatch_create();
-	if (!ro || !c.fix) {
-		rocksdb_readoptions_destroy(ro);
-		rocksdb_writebatch_destroy(c.fix);
+	if (!(c.fix = rocksdb_writebatch_create()))
 		return -ENOMEM;
-	}
-	rocksdb_readoptions_set_fill_cache(ro, 0);
-	/* A record is checked when read, so a walk of the records reads past RocksDB's checksums
-	 * (db.c); the metadata is believed as found, so its walk verifies them, and damage there
-	 * sends the open to the records (open_scan). */
-	rocksdb_readoptions_set_verify_checksums(ro, c.meta);
-	if (c.meta)
-		rocksdb_readoptions_set_iterate_lower_bound(ro, (const char *)lo, sizeof(lo));
-	else
-		rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)lo, sizeof(lo));
-	rocksdb_iterator_t *it = rocksdb_create_iterator(t->db.db, ro);
+	/* damage met in the metadata's walk (it verifies checksums) sends the open to the records
+	 * (open_scan) */
+	rocksdb_iterator_t *it = rocksdb_create_iterator(t->db.db, t->db.walk[c.meta]);
 	char *err = NULL;
 	int rc, fix_rc = 0;
 	for (uint32_t s = 0; s < t->ix.n_slots; s++)
@@ -512,7 +502,6 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 	rocksdb_iter_get_error(it, &err);
 	rc = kvt__rdb_err_db(&t->db, err);
 	rocksdb_iter_destroy(it);
-	rocksdb_readoptions_destroy(ro);
 	if (!rc && !c.stop && mode != SCAN_OPEN)
 		for (uint32_t s = 0; s < t->ix.n_slots; s++)
 			if (t->ix.slots[s].live && !t->ix.slots[s].mark)
