@@ -1060,8 +1060,9 @@ static void test_rocksdb_saved_index(void **state)
 	assert_int_equal(d.n, 0);
 	unlink(old);
 
-	/* ages: written 2 s before a close, expired 1.2 s after the open (TTL 3 s) */
-	const char *ttl[] = {"rocksdb.ttl_s=3", NULL};
+	/* ages: written 2 s before a close, expired 3.2 s after the open (TTL 5 s; ages count in
+	 * whole seconds, and a slow close and open may add one: 2 to 4 at the open) */
+	const char *ttl[] = {"rocksdb.ttl_s=5", NULL};
 	rdb_opts(&o, dir, 256 << 20, ttl);
 	t = open_tier(&o, &d);
 	write_saved(t, 1, 2);
@@ -1072,7 +1073,7 @@ static void test_rocksdb_saved_index(void **state)
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096);
 	assert_true(rdb_check(t, 1, saved_len(1), buf, exp) > 0);
-	usleep(1200 * 1000);
+	usleep(3200 * 1000);
 	assert_int_equal(rdb_check(t, 1, saved_len(1), buf, exp), -ENOENT);
 	kvt_tier_rocksdb.close(t);
 	free(buf);
@@ -1266,8 +1267,9 @@ static void test_rocksdb_metadata(void **state)
 	assert_int_equal(rdb_stats(t).chunks, 5 * N);
 	kvt_tier_rocksdb.close(t);
 
-	/* ages: written 2 s before a crash, expired 1.2 s after the open (TTL 3 s) */
-	const char *ttl[] = {"rocksdb.ttl_s=3", NULL};
+	/* ages: written 2 s before a crash, expired 3.2 s after the open (TTL 5 s; ages count in
+	 * whole seconds, and a slow close and open may add one: 2 to 4 at the open) */
+	const char *ttl[] = {"rocksdb.ttl_s=5", NULL};
 	rdb_opts(&o, dir, 256 << 20, ttl);
 	t = open_tier(&o, &d);
 	len = rdb_record(buf, N + 6, PAYLOAD);
@@ -1277,7 +1279,7 @@ static void test_rocksdb_metadata(void **state)
 	t = open_unsaved(&o, &d);
 	assert_int_equal(rdb_stats(t).opened_from_index, 0);
 	assert_int_equal(rdb_check(t, N + 6, PAYLOAD, buf, exp), (ssize_t)len);
-	usleep(1200 * 1000);
+	usleep(3200 * 1000);
 	assert_int_equal(rdb_check(t, N + 6, PAYLOAD, buf, exp), -ENOENT);
 	kvt_tier_rocksdb.close(t);
 	free(d.seen);
