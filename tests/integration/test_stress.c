@@ -9,7 +9,9 @@
  * the daemon's default host policy (auto, so conv at these chunk sizes); the kill run uses lru, as
  * the other tests do. The switch run does the same work through host, nvme and rocksdb while the
  * test switches every tier's policy and host's admission at run time, with two tenants under quotas
- * when it runs as root. The memory run (F9) repeats the load and holds the daemon's anonymous RSS
+ * when it runs as root. The threaded run shares each client among 8 threads, and each thread
+ * also replaces keys only it writes, so it can tell a stale version from the right one. The
+ * memory run (F9) repeats the load and holds the daemon's anonymous RSS
  * under 256 MiB, and flat once warm.
  */
 #include "testlib.h"
@@ -17,6 +19,7 @@
 #include "ipc/proto.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,85 +60,128 @@ static uint64_t seed_of(kvt_id_t k)
 	return k.w[0] ^ (k.w[1] << 1);
 }
 
+/* One client's view of the load: its namespaces, buffers and random state (rand_r, so each
+ * thread of a process has its own). */
+struct load {
+	kvt_client_t *c;
+	kvt_id_t ns[2];
+	size_t cb[2];
+	unsigned seed;
+	uint8_t *want, *bufs[DEPTH];
+};
+
+static int load_open(struct load *L, kvt_client_t *c, unsigned seed)
+{
+	memset(L, 0, sizeof(*L));
+	L->c = c;
+	L->seed = seed;
+	for (int b = 0; b < 2; b++) {
+		kvt_model_t m = model(b);
+		if (kvt_namespace(c, &m, &L->ns[b]))
+			return -1;
+		L->cb[b] = kvt_chunk_bytes(&m);
+	}
+	L->want = malloc(L->cb[1]);
+	for (int i = 0; i < DEPTH; i++)
+		L->bufs[i] = malloc(L->cb[1]);
+	return 0;
+}
+
+static void load_close(struct load *L)
+{
+	for (int i = 0; i < DEPTH; i++)
+		free(L->bufs[i]);
+	free(L->want);
+}
+
+static int rnd(struct load *L, int n)
+{
+	return rand_r(&L->seed) % n;
+}
+
+/* One random operation on the shared key space.
+ * @return : how many wrong bytes it saw (0), or 100+ on an API failure. */
+static int load_op(struct load *L)
+{
+	kvt_client_t *c = L->c;
+	int b = rnd(L, 2), p = rnd(L, PREFIXES), r = rnd(L, 100);
+	size_t cb = L->cb[b];
+	kvt_id_t ns = L->ns[b], keys[DEPTH];
+	prefix_keys(ns, p, keys);
+	size_t n = 1 + (size_t)rnd(L, DEPTH);
+	int wrong = 0;
+	if (r < 30) { /* put a prefix */
+		const void *ch[DEPTH];
+		for (size_t i = 0; i < n; i++) {
+			kvt_test_fill(L->bufs[i], cb, seed_of(keys[i]));
+			ch[i] = L->bufs[i];
+		}
+		int rc = kvt_put(c, ns, NULL, keys, n, ch, cb);
+		if (rc < 0 && rc != -EAGAIN && rc != -ENOSPC)
+			return 102;
+	} else if (r < 70) { /* get and check every byte */
+		void *dst[DEPTH];
+		for (size_t i = 0; i < n; i++)
+			dst[i] = L->bufs[i];
+		int got = kvt_get(c, ns, keys, n, dst, cb);
+		if (got < 0)
+			return 103;
+		for (int i = 0; i < got; i++) {
+			kvt_test_fill(L->want, cb, seed_of(keys[i]));
+			wrong += memcmp(L->want, L->bufs[i], cb) != 0;
+		}
+	} else if (r < 90) { /* acquire, hold a moment, copy, release, check */
+		kvt_lease_t l[DEPTH];
+		int got = kvt_acquire(c, ns, keys, n, l);
+		if (got < 0)
+			return 104;
+		usleep((useconds_t)rnd(L, 2000));
+		for (int i = 0; i < got; i++)
+			memcpy(L->bufs[i], l[i].data, cb);
+		if (kvt_release(c, l, (size_t)got) < 0)
+			return 105;
+		for (int i = 0; i < got; i++) {
+			if (l[i].status)
+				continue; /* revoked: the copy is discarded, as the rule says */
+			kvt_test_fill(L->want, cb, seed_of(keys[i]));
+			wrong += memcmp(L->want, L->bufs[i], cb) != 0;
+		}
+	} else if (r < 93) {
+		if (kvt_prefetch(c, ns, keys, n))
+			return 106;
+	} else if (r < 95) { /* done with it: offered first, never wrong bytes */
+		if (kvt_done(c, ns, keys, n))
+			return 108;
+	} else if (r < 96) { /* kept a moment: out of the policy, back when it ends */
+		int rc = kvt_keep(c, ns, keys, n, (uint32_t)rnd(L, 50));
+		if (rc < 0 && rc != -ENOSPC)
+			return 109;
+	} else {
+		if (kvt_delete(c, ns, keys + rnd(L, DEPTH), 1) < 0)
+			return 107;
+	}
+	return wrong;
+}
+
 /* @return : how many wrong bytes the worker saw (0), or 100+ on an API failure. */
 static int worker(const char *sock, unsigned seed)
 {
-	srand(seed);
 	kvt_client_t *c;
 	if (kvt_connect(sock, &c))
 		return 100;
-	kvt_id_t ns[2];
-	size_t cb[2];
-	for (int b = 0; b < 2; b++) {
-		kvt_model_t m = model(b);
-		if (kvt_namespace(c, &m, &ns[b]))
-			return 101;
-		cb[b] = kvt_chunk_bytes(&m);
-	}
-	uint8_t *want = malloc(cb[1]), *bufs[DEPTH];
-	for (int i = 0; i < DEPTH; i++)
-		bufs[i] = malloc(cb[1]);
+	struct load L;
+	if (load_open(&L, c, seed))
+		return 101;
 	int wrong = 0;
 	for (int op = 0; op < OPS; op++) {
-		int b = rand() % 2, p = rand() % PREFIXES, r = rand() % 100;
-		kvt_id_t keys[DEPTH];
-		prefix_keys(ns[b], p, keys);
-		size_t n = 1 + (size_t)(rand() % DEPTH);
-		if (r < 30) { /* put a prefix */
-			const void *ch[DEPTH];
-			for (size_t i = 0; i < n; i++) {
-				kvt_test_fill(bufs[i], cb[b], seed_of(keys[i]));
-				ch[i] = bufs[i];
-			}
-			int rc = kvt_put(c, ns[b], NULL, keys, n, ch, cb[b]);
-			if (rc < 0 && rc != -EAGAIN && rc != -ENOSPC)
-				return 102;
-		} else if (r < 70) { /* get and check every byte */
-			void *dst[DEPTH];
-			for (size_t i = 0; i < n; i++)
-				dst[i] = bufs[i];
-			int got = kvt_get(c, ns[b], keys, n, dst, cb[b]);
-			if (got < 0)
-				return 103;
-			for (int i = 0; i < got; i++) {
-				kvt_test_fill(want, cb[b], seed_of(keys[i]));
-				wrong += memcmp(want, bufs[i], cb[b]) != 0;
-			}
-		} else if (r < 90) { /* acquire, hold a moment, copy, release, check */
-			kvt_lease_t l[DEPTH];
-			int got = kvt_acquire(c, ns[b], keys, n, l);
-			if (got < 0)
-				return 104;
-			usleep((useconds_t)(rand() % 2000));
-			for (int i = 0; i < got; i++)
-				memcpy(bufs[i], l[i].data, cb[b]);
-			if (kvt_release(c, l, (size_t)got) < 0)
-				return 105;
-			for (int i = 0; i < got; i++) {
-				if (l[i].status)
-					continue; /* revoked: the copy is discarded, as the rule
-					             says */
-				kvt_test_fill(want, cb[b], seed_of(keys[i]));
-				wrong += memcmp(want, bufs[i], cb[b]) != 0;
-			}
-		} else if (r < 93) {
-			if (kvt_prefetch(c, ns[b], keys, n))
-				return 106;
-		} else if (r < 95) { /* done with it: offered first, never wrong bytes */
-			if (kvt_done(c, ns[b], keys, n))
-				return 108;
-		} else if (r < 96) { /* kept a moment: out of the policy, back when it ends */
-			int rc = kvt_keep(c, ns[b], keys, n, (uint32_t)(rand() % 50));
-			if (rc < 0 && rc != -ENOSPC)
-				return 109;
-		} else {
-			if (kvt_delete(c, ns[b], keys + rand() % DEPTH, 1) < 0)
-				return 107;
+		int rc = load_op(&L);
+		if (rc >= 100) {
+			wrong = rc;
+			break;
 		}
+		wrong = wrong + rc > 99 ? 99 : wrong + rc;
 	}
-	for (int i = 0; i < DEPTH; i++)
-		free(bufs[i]);
-	free(want);
+	load_close(&L);
 	kvt_close(c);
 	return wrong;
 }
@@ -204,6 +250,184 @@ static void test_stress_consistency(void **state)
 	char out[256];
 	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5\n");
+	kvt_test_daemon_destroy(&d);
+}
+
+/*
+ * The threaded run (L1's "8 threads a client"): THREADS threads share one client. Besides the
+ * shared load, each thread owns PRIVATE keys no one else touches and replaces them over and
+ * over: delete, then put the next version, whose bytes differ. Since only the owner writes a
+ * private key, the oracle is exact under any concurrency: a hit must carry the version last
+ * put; an older version is a deleted chunk come back (a stale read), anything else a wrong byte.
+ */
+static void reads_back(const char *sock);
+
+#define THREADS  8
+#define T_OPS    300
+#define PRIVATE  4
+#define PRIV_KEY 100000 /* private prefixes start here, far from the shared ones */
+
+struct tload {
+	struct load L;
+	int id;
+	uint32_t version[PRIVATE];
+	int rc, stale, priv_hits, found_deleted, replaces;
+};
+
+static uint64_t version_seed(kvt_id_t k, uint32_t v)
+{
+	return seed_of(k) + (uint64_t)v * 0x9e3779b97f4a7c15ull;
+}
+
+/* @return : 0 if a hit's bytes are version v of key k; else 1 (stale: an older version) or 2. */
+static int check_version(struct tload *t, kvt_id_t k, uint32_t v, const void *got)
+{
+	size_t cb = t->L.cb[0];
+	kvt_test_fill(t->L.want, cb, version_seed(k, v));
+	if (!memcmp(t->L.want, got, cb))
+		return 0;
+	for (uint32_t old = 0; old < v; old++) {
+		kvt_test_fill(t->L.want, cb, version_seed(k, old));
+		if (!memcmp(t->L.want, got, cb))
+			return 1;
+	}
+	return 2;
+}
+
+/* One operation on one of the thread's own keys. @return : 0, or 100+ on an API failure. */
+static int private_op(struct tload *t)
+{
+	struct load *L = &t->L;
+	int s = rnd(L, PRIVATE), r = rnd(L, 100);
+	kvt_id_t keys[DEPTH], k;
+	prefix_keys(L->ns[0], PRIV_KEY + t->id * PRIVATE + s, keys);
+	k = keys[0];
+	uint32_t v = t->version[s];
+	int bad = 0, got;
+	if (r < 40) { /* replace: delete, then put the next version; at times with the key's
+		       * promotion from a lower tier under way */
+		if (r < 15 && kvt_prefetch(L->c, L->ns[0], &k, 1))
+			return 115;
+		if (kvt_delete(L->c, L->ns[0], &k, 1) < 0)
+			return 110;
+		int found = kvt_lookup(L->c, L->ns[0], &k, 1); /* no one else puts it */
+		if (found < 0)
+			return 117;
+		t->found_deleted += found;
+		t->version[s] = ++v;
+		t->replaces++;
+		kvt_test_fill(L->bufs[0], L->cb[0], version_seed(k, v));
+		const void *ch = L->bufs[0];
+		int rc = kvt_put(L->c, L->ns[0], NULL, &k, 1, &ch, L->cb[0]);
+		if (rc < 0 && rc != -EAGAIN && rc != -ENOSPC)
+			return 111;
+		return 0;
+	}
+	if (r < 70) {
+		void *dst = L->bufs[0];
+		got = kvt_get(L->c, L->ns[0], &k, 1, &dst, L->cb[0]);
+		if (got < 0)
+			return 112;
+		if (got)
+			bad = check_version(t, k, v, L->bufs[0]);
+	} else {
+		kvt_lease_t l;
+		got = kvt_acquire(L->c, L->ns[0], &k, 1, &l);
+		if (got < 0)
+			return 113;
+		if (got) {
+			memcpy(L->bufs[0], l.data, L->cb[0]);
+			if (kvt_release(L->c, &l, 1) < 0)
+				return 114;
+			if (!l.status)
+				bad = check_version(t, k, v, L->bufs[0]);
+		}
+	}
+	t->priv_hits += got > 0;
+	t->stale += bad == 1;
+	return bad == 2;
+}
+
+static void *thread_main(void *arg)
+{
+	struct tload *t = arg;
+	for (int op = 0; op < T_OPS && t->rc < 100; op++) {
+		int rc = rnd(&t->L, 3) ? load_op(&t->L) : private_op(t);
+		t->rc = rc >= 100 ? rc : t->rc + rc;
+	}
+	return NULL;
+}
+
+/* @return : as worker(); 98 when a stale version was read, 97 when no private key ever hit,
+ * 96 when a deleted key was still found. */
+static int threaded_worker(const char *sock, int proc)
+{
+	kvt_client_t *c;
+	if (kvt_connect(sock, &c))
+		return 100;
+	struct tload t[THREADS];
+	pthread_t tid[THREADS];
+	int rc = 0, stale = 0, hits = 0, found_deleted = 0, replaces = 0;
+	for (int i = 0; i < THREADS; i++) {
+		if (load_open(&t[i].L, c, 7000u + (unsigned)(proc * THREADS + i)))
+			return 101;
+		t[i].id = proc * THREADS + i;
+		memset(t[i].version, 0, sizeof(t[i].version));
+		t[i].rc = t[i].stale = t[i].priv_hits = t[i].found_deleted = t[i].replaces = 0;
+	}
+	for (int i = 0; i < THREADS; i++)
+		if (pthread_create(&tid[i], NULL, thread_main, &t[i]))
+			return 116;
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(tid[i], NULL);
+		rc = t[i].rc > rc ? t[i].rc : rc; /* 100+ (an API failure) wins */
+		stale += t[i].stale;
+		hits += t[i].priv_hits;
+		found_deleted += t[i].found_deleted;
+		replaces += t[i].replaces;
+		load_close(&t[i].L);
+	}
+	kvt_close(c);
+	printf("process %d: %d threads, %d replaces and %d hits of private keys\n", proc, THREADS,
+	       replaces, hits);
+	fflush(stdout); /* the process ends with _exit */
+	if (rc)
+		return rc > 255 ? 99 : rc;
+	if (stale)
+		return 98;
+	if (found_deleted)
+		return 96;
+	return hits ? 0 : 97;
+}
+
+static void test_stress_threads(void **state)
+{
+	const char *sets[] = {"host.bytes=6MiB",   "tiers.order=host,nvme,rocksdb",
+	                      "nvme.bytes=16MiB",  "rocksdb.bytes=64MiB",
+	                      "demote.wait_ms=20", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	pid_t pids[WORKERS];
+	for (int w = 0; w < WORKERS; w++) {
+		pids[w] = fork();
+		if (!pids[w])
+			_exit(threaded_worker(d.sock, w));
+	}
+	for (int w = 0; w < WORKERS; w++) {
+		int st;
+		assert_int_equal(waitpid(pids[w], &st, 0), pids[w]);
+		assert_true(WIFEXITED(st));
+		if (WEXITSTATUS(st))
+			fail_msg("process %d: %d (wrong bytes; 98 a stale version; 97 no private "
+			         "hit; 96 a deleted key found; 100+ an API failure)",
+			         w, WEXITSTATUS(st));
+	}
+	assert_int_equal(kill(d.pid, 0), 0);
+	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
+	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
+	assert_true(kvt_test_stat(&d, "evictions") > 0);
+	assert_true(kvt_test_stat(&d, "demoted") > 0);
+	reads_back(d.sock);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -441,6 +665,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stress_consistency),
+	    cmocka_unit_test(test_stress_threads),
 	    cmocka_unit_test(test_stress_random_kills),
 	    cmocka_unit_test(test_stress_policy_switches),
 	    cmocka_unit_test(test_stress_memory_steady),
