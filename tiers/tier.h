@@ -143,8 +143,10 @@ struct kvt_tier_ops {
 	             uint64_t *loc);
 	/* Reads and verifies the record of id at loc into buf. @return : record length, -ENOENT,
 	 * -EBADMSG (corrupt: dropped and counted), -EIO (unreadable: dropped too, so it is not
-	 * found again once the daemon forgets it), -ENOBUFS (buf_len too small). Dropped records
-	 * are reported through env->dropped. */
+	 * found again once the daemon forgets it), -EAGAIN (cannot read now: the tier is disabled
+	 * or its database closed, or the device pushed back; the record is kept, and so is the
+	 * daemon's copy, which a delete must still reach), -ENOBUFS (buf_len too small). Dropped
+	 * records are reported through env->dropped. */
 	ssize_t (*read)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc, void *buf,
 	                size_t buf_len);
 	/* Forgets the record. @return : 0 or -ENOENT. */

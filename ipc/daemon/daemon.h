@@ -157,6 +157,8 @@ struct kvd_lower {
 	_Atomic unsigned waiters; /* loop-thread callers waiting for lock: a write stream yields */
 	struct kvt_mrc *mrc;      /* owned, loop thread: its reads' miss-ratio curve, or NULL */
 	struct kvt_minisim *minisim; /* owned, loop thread: its policy's own curve, or NULL */
+	uint64_t reads_again_ns;     /* loop thread: it answered a read -EAGAIN (disabled, closed);
+	                              * no promotion from it before this time or its enable */
 };
 
 struct kvd_job; /* tiers.c */

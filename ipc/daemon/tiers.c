@@ -313,6 +313,10 @@ static void run_job(struct kvd *d, struct kvd_job *j)
 }
 
 #define BATCH_MAX 32
+/* After a tier answers a read -EAGAIN (disabled, its database closed: the record is kept), how
+ * long promotions skip it (its enable ends the wait): without it a parked get would ask again at
+ * once, and again, until its deadline. */
+#define READS_AGAIN_NS (1000ull * 1000 * 1000)
 
 /* Runs jobs of one kind for one tier through the tier's batched op: the whole batch stays in
  * flight at the tier's queue depth (tier.h). */
@@ -994,17 +998,20 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kv
 			queued++;
 			continue;
 		}
+		uint8_t k = 0;
+		while (k < d->n_lower &&
+		       (!(e->where & (2u << k)) || d->lower[k].reads_again_ns > kvt_now_ns()))
+			k++; /* the first tier below that holds it and can read now */
+		if (k == d->n_lower)
+			break;
 		int64_t off = kvd_make_room(d, tenant, e->payload_bytes);
 		if (off < 0) { /* host is full of chunks on their way: try again when one lands */
 			queued += off == -EINPROGRESS;
 			break;
 		}
-		uint8_t k = 0;
-		while (k < d->n_lower && !(e->where & (2u << k)))
-			k++;
 		struct kvd_job *j = job_for(d, id, JOB_PROMOTE, k);
-		if (!j || k == d->n_lower) {
-			free(j);
+		if (!j) {
+			kvd_host_release(d, tenant, (uint64_t)off, kvd_rec_bytes(e->payload_bytes));
 			break;
 		}
 		j->off = (uint64_t)off;
@@ -1137,7 +1144,10 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 		kvd_host_release(d, e->tenant, j->off, kvd_rec_bytes(e->payload_bytes));
 		if (j->result < 0) {
 			d->st.promote_failed++;
-			e->where &= (uint8_t)~bit; /* the tier dropped it */
+			if (j->result != -EAGAIN) /* the tier dropped it */
+				e->where &= (uint8_t)~bit;
+			else /* it kept it, and cannot read now: gets are misses for a while */
+				d->lower[j->tier].reads_again_ns = kvt_now_ns() + READS_AGAIN_NS;
 		}
 	} else {
 		e->off = j->off;
@@ -1335,6 +1345,8 @@ int kvd_tiers_enable(struct kvd *d, const char *name)
 		lower_lock(l);
 		int rc = l->ops->enable(l->t);
 		pthread_mutex_unlock(&l->lock);
+		if (!rc)
+			l->reads_again_ns = 0;
 		return rc;
 	}
 	return -ENOENT;

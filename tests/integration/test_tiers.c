@@ -12,6 +12,7 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
@@ -895,6 +896,70 @@ static bool tier_disabled(struct kvt_test_daemon *d, const char *tier)
 	return tier_flag(d, tier, "disabled");
 }
 
+/* F8 with D6: the device under a running daemon's nvme tier fails (KVTIER_NVME_FAULT_FILE arms
+ * the injector while its file exists) until the tier disables itself. A get of a chunk only nvme
+ * holds is a miss meanwhile, but the daemon keeps the chunk (a disabled tier reads nothing, and
+ * its records are whole), and a delete made meanwhile reaches the tier at its enable. Once the
+ * device recovers and the tier is enabled, every chunk but the deleted ones reads back byte for
+ * byte, also after a restart, and the deleted ones stay deleted. Before, each failed read made
+ * the daemon forget its chunk: lost until a restart found it, and a delete of it never reached
+ * the tier, so the restart brought the deleted chunk back. */
+static void test_tiers_disabled_tier_keeps_copies(void **state)
+{
+	enum { GONE = 4 };
+	char arm[64];
+	snprintf(arm, sizeof(arm), "/tmp/kvt-nvme-fails-%d", (int)getpid());
+	unlink(arm);
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
+	setenv("KVTIER_NVME_FAULT_PPM", "500000", 1);
+	setenv("KVTIER_NVME_FAULT_FILE", arm, 1);
+	struct spilled sp;
+	spill(&sp, sets, 5); /* the device works: all N demoted */
+	unsetenv("KVTIER_NVME_FAULT_PPM");
+	unsetenv("KVTIER_NVME_FAULT_FILE");
+	struct kvt_test_daemon *d = &sp.d;
+	kvt_id_t *keys = sp.keys;
+	static kvt_id_t other[N];
+	keys_of(sp.ns, other, N, 6);
+
+	int fd = open(arm, O_CREAT | O_WRONLY, 0600); /* the device fails from now on */
+	assert_true(fd >= 0);
+	close(fd);
+	kvt_test_put_chain(sp.c, sp.ns, other, N, sp.cb, 60000); /* their demotions fail */
+	for (int k = 0; k < 500 && !tier_disabled(d, "nvme"); k++)
+		usleep(10000);
+	assert_true(tier_disabled(d, "nvme"));
+	int misses = 0;
+	for (int i = 0; i < N; i++)
+		misses += !get_checked(sp.c, sp.ns, &keys[i], sp.cb, 50000 + (uint64_t)i);
+	print_message("%d of %d chunks only in the disabled tier: misses\n", misses, N);
+	assert_true(misses >= GONE);
+	assert_int_equal(kvt_lookup(sp.c, sp.ns, keys, N), N); /* and still known */
+	assert_int_equal(kvt_delete(sp.c, sp.ns, keys, GONE), GONE);
+
+	assert_int_equal(unlink(arm), 0); /* the device recovers; the operator enables the tier */
+	char out[512];
+	assert_int_equal(kvt_test_cli(d, "tier enable nvme", out, sizeof(out)), 0);
+	assert_false(tier_disabled(d, "nvme"));
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < GONE; i++)
+			assert_int_equal(kvt_lookup(sp.c, sp.ns, &keys[i], 1), 0);
+		for (int i = GONE; i < N; i++) {
+			int g = get_checked(sp.c, sp.ns, &keys[i], sp.cb, 50000 + (uint64_t)i);
+			assert_int_equal(g, 1);
+		}
+		if (pass)
+			break;
+		kvt_test_daemon_stop(d, SIGTERM);
+		assert_int_equal(kvt_test_daemon_restart(d, sets), 0);
+		kvt_close(sp.c);
+		kvt_model_t m = model(1);
+		assert_int_equal(kvt_connect(d->sock, &sp.c), 0);
+		assert_int_equal(kvt_namespace(sp.c, &m, &sp.ns), 0);
+	}
+	unspill(&sp);
+}
+
 /* A device that fails every I/O in a running daemon (RELIABILITY F8): the nvme tier disables
  * itself, the daemon goes on serving and storing at host, `kvtier tier enable nvme` is refused
  * while the device still fails, and the daemon stops cleanly. */
@@ -1236,6 +1301,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_slow_device_bounded_wait),
 	    cmocka_unit_test(test_tiers_kill9_frees_waiting_client),
 	    cmocka_unit_test(test_tiers_failing_device_disables),
+	    cmocka_unit_test(test_tiers_disabled_tier_keeps_copies),
 	    cmocka_unit_test(test_tiers_rocksdb_disk_full),
 	    cmocka_unit_test(test_tiers_second_touch),
 	    cmocka_unit_test(test_tiers_keep_brings_up),

@@ -1336,6 +1336,54 @@ static void test_rocksdb_graves_given_up(void **state)
 	free(exp);
 }
 
+/* A reopen after a disk full that fails leaves the database closed until a later probe opens
+ * it. Meanwhile reads answer -EAGAIN and keep their records (before, each read dropped its
+ * record as unreadable, and the daemon forgot it); a remove is owed as a grave. Once the probe
+ * reopens, every record is read back but the removed one, which stays gone after a reopen. */
+static void test_rocksdb_closed_db_keeps_records(void **state)
+{
+	enum { N = 20, GONE = 3, PAYLOAD = 4096 };
+	struct kvt_options o;
+	struct rdb_drops d = {0};
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	rdb_opts(&o, dir, 64 << 20, NULL);
+	struct kvt_tier *t = open_tier(&o, &d);
+	rdb_put_range(t, buf, 0, N, PAYLOAD);
+	rocksdb_close(t->db.db); /* what probe_full leaves when its reopen fails */
+	t->db.db = NULL;
+	t->full = true;
+	t->last_probe_ns = kvt_now_ns();
+	for (uint64_t i = 0; i < N; i++)
+		assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp), -EAGAIN);
+	assert_int_equal(rdb_stats(t).chunks, N);
+	struct kvt_tier_id id = rdb_id(GONE);
+	assert_int_equal(kvt_tier_rocksdb.remove(t, &id, 0), 0);
+	assert_int_equal(t->n_graves, 1);
+	assert_int_equal(rdb_stats(t).chunks, N - 1);
+
+	uint64_t loc, t0 = kvt_now_ns();
+	size_t len = rdb_record(buf, N, PAYLOAD);
+	int rc;
+	while ((rc = kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc)) &&
+	       kvt_now_ns() - t0 < 5ull * 1000 * 1000 * 1000)
+		usleep(50 * 1000); /* -ENOSPC until the probe's interval has passed */
+	assert_int_equal(rc, 0);
+	assert_false(rdb_stats(t).full);
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint64_t i = 0; i <= N; i++)
+			assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp),
+			                 i == GONE ? -ENOENT
+			                           : (ssize_t)(KVT_CHUNK_HDR_BYTES + PAYLOAD));
+		assert_int_equal(rdb_stats(t).chunks, N);
+		kvt_tier_rocksdb.close(t);
+		t = pass ? NULL : open_unsaved(&o, &d);
+	}
+	assert_int_equal(d.n, 0);
+	free(buf);
+	free(exp);
+}
+
 /* The path of the nth table (1..) of the database at path that holds records only (its keys all
  * before the meta range), into out. @return : how many tables the database has. */
 static int records_table(const char *path, int nth, char *out, size_t len)
@@ -1469,6 +1517,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_saved_index, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_metadata, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_graves_given_up, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_closed_db_keeps_records, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_one_bad_table, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,9 @@
  * A torn write (RELIABILITY D4): with tear_at, the tear_at-th write lands as a random subset of
  * its 4 KiB blocks and the process exits at once, as when the power goes out mid-write (only
  * in a forked child of a test).
- * The knobs are read on every call: a test may arm, disarm or change rates at any time.
+ * The knobs are read on every call: a test may arm, disarm or change rates at any time; with
+ * arm_file, a test in another process arms it by creating that file and disarms it by removing
+ * it (the daemon's KVTIER_NVME_FAULT_FILE).
  */
 #include "nvme_int.h"
 
@@ -91,6 +93,8 @@ static int fault_queue(void *ctx, const struct kvt__nvme_io *io)
 {
 	struct kvt__nvme_fault *f = ctx;
 	unsigned a = f->align ? f->align : 4096;
+	if (f->arm_file)
+		f->armed = !access(f->arm_file, F_OK);
 	if (io->off % a || io->len % a || (uintptr_t)io->buf % 4096)
 		f->misaligned++;
 	if (io->cookie < f->depth) {

@@ -199,7 +199,9 @@ static void nvme_close(struct kvt_tier *tier)
  * EIO, EAGAIN, short transfers and busy submits at N per million I/Os each (io_fault.c), so a
  * test can run a whole kvtierd on a failing device; KVTIER_NVME_READ_DELAY_MS=N makes every
  * batch of reads take N ms longer (a slow device); armed once the tier is open (a failed open
- * stops the daemon's start, which is not what such a test is after). Nothing else sets it. */
+ * stops the daemon's start, which is not what such a test is after), and with
+ * KVTIER_NVME_FAULT_FILE=PATH only while PATH exists, so a test can make the device fail and
+ * recover under a running daemon. Nothing else sets it. */
 static unsigned long env_ul(const char *name, unsigned long max)
 {
 	const char *v = getenv(name);
@@ -286,6 +288,8 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	if ((rc = kvt__nvme_quota_open(t)) || (rc = kvt__nvme_log_open(t)))
 		goto err;
 	t->env_fault.armed = t->hooks.fault == &t->env_fault; /* from now on, not at the open */
+	if (t->env_fault.armed)
+		t->env_fault.arm_file = getenv("KVTIER_NVME_FAULT_FILE");
 	t->opened = true;
 	*out = (struct kvt_tier *)t;
 	return 0;
@@ -713,7 +717,7 @@ static int read_check(struct kvt_nvme *t, const struct kvt_tier_rreq *q, struct 
                       uint64_t *r)
 {
 	if (KVT_NVME_GET(t, st.disabled))
-		return -EIO;
+		return -EAGAIN; /* kept for enable() (tier.h) */
 	*rec = kvt__nvme_log_find(t, q->loc, r);
 	if (!*rec || !same_id(&(*rec)->h, &q->id)) {
 		KVT_NVME_ADD(t, st.misses, 1);

@@ -99,7 +99,8 @@ struct kvt__nvme_fault {
 	uint32_t tear_len;
 	uint64_t tear_base, tear_period;
 	uint64_t seed;
-	bool armed; /* inject only while set */
+	bool armed;           /* inject only while set */
+	const char *arm_file; /* when set: armed while this file exists (looked at per I/O) */
 	/* results (written by the driving thread) */
 	uint64_t ios, eio_r, eio_w, again, nospc, short_r, short_w, busy, misaligned;
 	uint64_t writes_queued; /* while armed */

@@ -378,8 +378,8 @@ int kvt__rdb_write(struct kvt__rdb_db *d, rocksdb_writebatch_t *b)
 rocksdb_pinnableslice_t *kvt__rdb_get(struct kvt__rdb_db *d, const void *k, size_t klen, int *rc)
 {
 	char *err = NULL;
-	if (!d->db) {
-		*rc = -EIO;
+	if (!d->db) { /* closed by a reopen that failed (disk full): kept for the next one */
+		*rc = -EAGAIN;
 		return NULL;
 	}
 	if (draw(d, false) == FAULT_AFTER) {

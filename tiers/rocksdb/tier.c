@@ -692,7 +692,7 @@ static int probe_full(struct kvt_tier *t)
 	int rc = kvt__rdb_db_reopen(&t->db);
 	if (rc) {
 		kvt_log_rl(KVT_LOG_WARN, "rocksdb: reopen after disk full: %d", rc);
-		return -ENOSPC; /* reads answer -EIO until a later probe reopens */
+		return -ENOSPC; /* reads answer -EAGAIN (kept) until a later probe reopens */
 	}
 	rc = scan(t, SCAN_RECONCILE, NULL, NULL);
 	if (rc == -EBADMSG)
@@ -840,6 +840,8 @@ static ssize_t rdb_read(struct kvt_tier *t, const struct kvt_tier_id *id, uint64
 		drop_corrupt(t, s);
 		return -EBADMSG;
 	}
+	if (rc == -EAGAIN) /* the database is closed: kept, read after the next reopen */
+		return -EAGAIN;
 	if (rc) { /* unreadable: dropped, as the daemon takes it (tiers/tier.h) */
 		count_err(t, -EIO);
 		delete_key(t, id);
