@@ -1,8 +1,12 @@
-# ASan + UBSan on every kvtier target when KVT_SANITIZE is on.
+# ASan + UBSan on every kvtier target when KVT_SANITIZE is on; TSan when KVT_TSAN is on (they
+# cannot be combined).
 function(kvt_target_sanitize tgt)
   if(KVT_SANITIZE)
     target_compile_options(${tgt} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
       -fno-sanitize-recover=undefined)
     target_link_options(${tgt} PRIVATE -fsanitize=address,undefined)
+  elseif(KVT_TSAN)
+    target_compile_options(${tgt} PRIVATE -fsanitize=thread -fno-omit-frame-pointer)
+    target_link_options(${tgt} PRIVATE -fsanitize=thread)
   endif()
 endfunction()

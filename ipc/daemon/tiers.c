@@ -982,6 +982,7 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kv
 	uint32_t *held = mine;
 	if (hold && (hold->held || (hold->held = malloc(KVT_BATCH_MAX * sizeof(uint32_t)))))
 		held = hold->held, n_held = hold->n_held;
+	uint64_t now = kvt_now_ns();
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = kvd_index_find(&d->idx, tenant, ns, keys[i]);
 		if (id == KVD_NIL)
@@ -1000,7 +1001,7 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kv
 		}
 		uint8_t k = 0;
 		while (k < d->n_lower &&
-		       (!(e->where & (2u << k)) || d->lower[k].reads_again_ns > kvt_now_ns()))
+		       (!(e->where & (2u << k)) || d->lower[k].reads_again_ns > now))
 			k++; /* the first tier below that holds it and can read now */
 		if (k == d->n_lower)
 			break;
