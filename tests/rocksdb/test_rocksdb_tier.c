@@ -1339,7 +1339,8 @@ static void test_rocksdb_graves_given_up(void **state)
 /* A reopen after a disk full that fails leaves the database closed until a later probe opens
  * it. Meanwhile reads answer -EAGAIN and keep their records (before, each read dropped its
  * record as unreadable, and the daemon forgot it); a remove is owed as a grave. Once the probe
- * reopens, every record is read back but the removed one, which stays gone after a reopen. */
+ * reopens, every record is read back but the removed one, which stays gone after a reopen. A
+ * tier closed while its database is still closed reopens it to land such a remove. */
 static void test_rocksdb_closed_db_keeps_records(void **state)
 {
 	enum { N = 20, GONE = 3, PAYLOAD = 4096 };
@@ -1379,6 +1380,23 @@ static void test_rocksdb_closed_db_keeps_records(void **state)
 		kvt_tier_rocksdb.close(t);
 		t = pass ? NULL : open_unsaved(&o, &d);
 	}
+
+	/* closed while the database is still closed: the close reopens it, so the remove lands */
+	t = open_tier(&o, &d);
+	rocksdb_close(t->db.db);
+	t->db.db = NULL;
+	t->full = true;
+	t->last_probe_ns = kvt_now_ns();
+	id = rdb_id(GONE + 1);
+	assert_int_equal(kvt_tier_rocksdb.remove(t, &id, 0), 0);
+	kvt_tier_rocksdb.close(t);
+	t = open_unsaved(&o, &d);
+	for (uint64_t i = 0; i <= N; i++)
+		assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp),
+		                 i == GONE || i == GONE + 1
+		                     ? -ENOENT
+		                     : (ssize_t)(KVT_CHUNK_HDR_BYTES + PAYLOAD));
+	kvt_tier_rocksdb.close(t);
 	assert_int_equal(d.n, 0);
 	free(buf);
 	free(exp);

@@ -1133,6 +1133,19 @@ static void rdb_close(struct kvt_tier *t)
 {
 	if (!t)
 		return;
+	/* A reopen after a disk full that failed left no database: one more try, so that the
+	 * removes owed as graves land and the index is saved; without either, the next open walks
+	 * the records and finds those again. */
+	if (!t->db.db) {
+		int rc = kvt__rdb_db_reopen(&t->db);
+		if (!rc)
+			rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+		if (rc)
+			kvt_log(KVT_LOG_WARN,
+			        "rocksdb: %s: closing without a database (%s): %u removes may come "
+			        "back at the next open",
+			        t->db.path, strerror(-rc), t->n_graves);
+	}
 	graves_close(t);
 	/* The close flushes the memtable (records and metadata together); the index names the
 	 * sequence number that leaves on disk (saved.c: a flush that failed leaves the next open
