@@ -136,7 +136,7 @@ static void test_nvme_fault_persistent_disables(void **state)
 	assert_int_equal(i, KVT_NVME_DISABLE_AFTER);
 	assert_true(nvt_stats(&n).disabled);
 	uint64_t ios = f.ios;
-	assert_int_equal(nvt_put(&n, 99, 50000, &loc), -EIO); /* fails fast, no I/O */
+	assert_int_equal(nvt_put(&n, 99, 50000, &loc), -EIO);     /* fails fast, no I/O */
 	assert_int_equal(nvt_check(&n, 1, 50000, keep), -EAGAIN); /* kept for enable() */
 	assert_int_equal(f.ios, ios);
 	assert_int_equal(kvt_tier_nvme.enable(n.t), -EIO); /* the probe still fails */

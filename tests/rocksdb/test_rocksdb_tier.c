@@ -1336,6 +1336,16 @@ static void test_rocksdb_graves_given_up(void **state)
 	free(exp);
 }
 
+/* Leaves t as probe_full leaves it when its reopen after a disk full fails: no database, full,
+ * the next probe PROBE_NS away. */
+static void lose_db(struct kvt_tier *t)
+{
+	rocksdb_close(t->db.db);
+	t->db.db = NULL;
+	t->full = true;
+	t->last_probe_ns = kvt_now_ns();
+}
+
 /* A reopen after a disk full that fails leaves the database closed until a later probe opens
  * it. Meanwhile reads answer -EAGAIN and keep their records (before, each read dropped its
  * record as unreadable, and the daemon forgot it); a remove is owed as a grave. Once the probe
@@ -1351,10 +1361,7 @@ static void test_rocksdb_closed_db_keeps_records(void **state)
 	rdb_opts(&o, dir, 64 << 20, NULL);
 	struct kvt_tier *t = open_tier(&o, &d);
 	rdb_put_range(t, buf, 0, N, PAYLOAD);
-	rocksdb_close(t->db.db); /* what probe_full leaves when its reopen fails */
-	t->db.db = NULL;
-	t->full = true;
-	t->last_probe_ns = kvt_now_ns();
+	lose_db(t);
 	for (uint64_t i = 0; i < N; i++)
 		assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp), -EAGAIN);
 	assert_int_equal(rdb_stats(t).chunks, N);
@@ -1383,10 +1390,7 @@ static void test_rocksdb_closed_db_keeps_records(void **state)
 
 	/* closed while the database is still closed: the close reopens it, so the remove lands */
 	t = open_tier(&o, &d);
-	rocksdb_close(t->db.db);
-	t->db.db = NULL;
-	t->full = true;
-	t->last_probe_ns = kvt_now_ns();
+	lose_db(t);
 	id = rdb_id(GONE + 1);
 	assert_int_equal(kvt_tier_rocksdb.remove(t, &id, 0), 0);
 	kvt_tier_rocksdb.close(t);
