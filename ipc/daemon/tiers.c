@@ -848,7 +848,7 @@ int kvd_tiers_open(struct kvd *d)
 static void stop_worker(struct kvd *d, struct kvd_worker *w)
 {
 	pthread_mutex_lock(&w->lock);
-	w->stop = true;
+	__atomic_store_n(&w->stop, true, __ATOMIC_RELAXED); /* read unlocked after a job */
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
