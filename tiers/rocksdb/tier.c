@@ -679,6 +679,16 @@ static void sweep_ttl(struct kvt_tier *t)
 
 /* ---- disk full ---- */
 
+/* After a reopen following a disk full: drops from the index what the failed flushes lost
+ * (and a table the walk cannot read). @return : 0 or -errno. */
+static int reconcile(struct kvt_tier *t)
+{
+	int rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+	if (rc == -EBADMSG)
+		rc = salvage_or_rebuild(t, "a walk after disk full met damage it cannot read past");
+	return rc;
+}
+
 /* @return : 0 when the tier may write, -ENOSPC while the disk stays full. */
 static int probe_full(struct kvt_tier *t)
 {
@@ -694,10 +704,7 @@ static int probe_full(struct kvt_tier *t)
 		kvt_log_rl(KVT_LOG_WARN, "rocksdb: reopen after disk full: %d", rc);
 		return -ENOSPC; /* reads answer -EAGAIN (kept) until a later probe reopens */
 	}
-	rc = scan(t, SCAN_RECONCILE, NULL, NULL);
-	if (rc == -EBADMSG)
-		rc = salvage_or_rebuild(t, "a walk after disk full met damage it cannot read past");
-	if (rc)
+	if ((rc = reconcile(t)))
 		return rc;
 	t->full = false;
 	publish_usage(t);
@@ -1139,7 +1146,7 @@ static void rdb_close(struct kvt_tier *t)
 	if (!t->db.db) {
 		int rc = kvt__rdb_db_reopen(&t->db);
 		if (!rc)
-			rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+			rc = reconcile(t);
 		if (rc)
 			kvt_log(KVT_LOG_WARN,
 			        "rocksdb: %s: closing without a database (%s): %u removes may come "
