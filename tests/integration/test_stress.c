@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -259,6 +260,10 @@ static void test_stress_consistency(void **state)
  * over: delete, then put the next version, whose bytes differ. Since only the owner writes a
  * private key, the oracle is exact under any concurrency: a hit must carry the version last
  * put; an older version is a deleted chunk come back (a stale read), anything else a wrong byte.
+ * Threads of other processes read those keys too: the owner publishes, in memory every process
+ * shares, how many versions it has deleted (after kvt_delete returns) and the last version it
+ * began to put (before kvt_put), so a reader from another client knows which versions a hit
+ * may carry: from the first not yet deleted when its read began to the last begun when it ended.
  */
 static void reads_back(const char *sock);
 
@@ -267,11 +272,21 @@ static void reads_back(const char *sock);
 #define PRIVATE  4
 #define PRIV_KEY 100000 /* private prefixes start here, far from the shared ones */
 
+#define SLOTS (WORKERS * THREADS * PRIVATE)
+
+/* What an owner tells every process about one private key (MAP_SHARED, made before the fork). */
+struct published {
+	uint32_t gone;  /* versions below this one are deleted (stored after kvt_delete returns) */
+	uint32_t begun; /* the last version whose kvt_put has begun (stored before it) */
+};
+static struct published *published;
+
 struct tload {
 	struct load L;
 	int id;
 	uint32_t version[PRIVATE];
 	int rc, stale, priv_hits, found_deleted, replaces;
+	int foreign_hits, foreign_stale;
 };
 
 static uint64_t version_seed(kvt_id_t k, uint32_t v)
@@ -279,14 +294,17 @@ static uint64_t version_seed(kvt_id_t k, uint32_t v)
 	return seed_of(k) + (uint64_t)v * 0x9e3779b97f4a7c15ull;
 }
 
-/* @return : 0 if a hit's bytes are version v of key k; else 1 (stale: an older version) or 2. */
-static int check_version(struct tload *t, kvt_id_t k, uint32_t v, const void *got)
+/* @return : 0 if a hit's bytes are a version of key k in [lo, hi]; else 1 (stale: an older
+ * version) or 2. */
+static int check_version(struct tload *t, kvt_id_t k, uint32_t lo, uint32_t hi, const void *got)
 {
 	size_t cb = t->L.cb[0];
-	kvt_test_fill(t->L.want, cb, version_seed(k, v));
-	if (!memcmp(t->L.want, got, cb))
-		return 0;
-	for (uint32_t old = 0; old < v; old++) {
+	for (uint32_t v = lo; v <= hi; v++) {
+		kvt_test_fill(t->L.want, cb, version_seed(k, v));
+		if (!memcmp(t->L.want, got, cb))
+			return 0;
+	}
+	for (uint32_t old = 0; old < lo; old++) {
 		kvt_test_fill(t->L.want, cb, version_seed(k, old));
 		if (!memcmp(t->L.want, got, cb))
 			return 1;
@@ -294,12 +312,40 @@ static int check_version(struct tload *t, kvt_id_t k, uint32_t v, const void *go
 	return 2;
 }
 
+/* Reads a private key of a thread in another process. @return : as private_op(). */
+static int foreign_read(struct tload *t)
+{
+	struct load *L = &t->L;
+	int slot;
+	do
+		slot = rnd(L, SLOTS);
+	while (slot / (THREADS * PRIVATE) == t->id / THREADS);
+	kvt_id_t keys[DEPTH];
+	prefix_keys(L->ns[0], PRIV_KEY + slot, keys);
+	struct published *pub = &published[slot];
+	uint32_t lo = __atomic_load_n(&pub->gone, __ATOMIC_SEQ_CST);
+	void *dst = L->bufs[0];
+	int got = kvt_get(L->c, L->ns[0], keys, 1, &dst, L->cb[0]);
+	if (got < 0)
+		return 118;
+	uint32_t hi = __atomic_load_n(&pub->begun, __ATOMIC_SEQ_CST);
+	if (!got)
+		return 0;
+	int bad = check_version(t, keys[0], lo, hi, L->bufs[0]);
+	t->foreign_hits++;
+	t->foreign_stale += bad == 1;
+	return bad == 2;
+}
+
 /* One operation on one of the thread's own keys. @return : 0, or 100+ on an API failure. */
 static int private_op(struct tload *t)
 {
 	struct load *L = &t->L;
 	int s = rnd(L, PRIVATE), r = rnd(L, 100);
+	if (r >= 85)
+		return foreign_read(t);
 	kvt_id_t keys[DEPTH], k;
+	struct published *pub = &published[t->id * PRIVATE + s];
 	prefix_keys(L->ns[0], PRIV_KEY + t->id * PRIVATE + s, keys);
 	k = keys[0];
 	uint32_t v = t->version[s];
@@ -310,6 +356,7 @@ static int private_op(struct tload *t)
 			return 115;
 		if (kvt_delete(L->c, L->ns[0], &k, 1) < 0)
 			return 110;
+		__atomic_store_n(&pub->gone, v + 1, __ATOMIC_SEQ_CST);
 		int found = kvt_lookup(L->c, L->ns[0], &k, 1); /* no one else puts it */
 		if (found < 0)
 			return 117;
@@ -318,6 +365,7 @@ static int private_op(struct tload *t)
 		t->replaces++;
 		kvt_test_fill(L->bufs[0], L->cb[0], version_seed(k, v));
 		const void *ch = L->bufs[0];
+		__atomic_store_n(&pub->begun, v, __ATOMIC_SEQ_CST);
 		int rc = kvt_put(L->c, L->ns[0], NULL, &k, 1, &ch, L->cb[0]);
 		if (rc < 0 && rc != -EAGAIN && rc != -ENOSPC)
 			return 111;
@@ -329,7 +377,7 @@ static int private_op(struct tload *t)
 		if (got < 0)
 			return 112;
 		if (got)
-			bad = check_version(t, k, v, L->bufs[0]);
+			bad = check_version(t, k, v, v, L->bufs[0]);
 	} else {
 		kvt_lease_t l;
 		got = kvt_acquire(L->c, L->ns[0], &k, 1, &l);
@@ -340,7 +388,7 @@ static int private_op(struct tload *t)
 			if (kvt_release(L->c, &l, 1) < 0)
 				return 114;
 			if (!l.status)
-				bad = check_version(t, k, v, L->bufs[0]);
+				bad = check_version(t, k, v, v, L->bufs[0]);
 		}
 	}
 	t->priv_hits += got > 0;
@@ -358,8 +406,9 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-/* @return : as worker(); 98 when a stale version was read, 97 when no private key ever hit,
- * 96 when a deleted key was still found. */
+/* @return : as worker(); 98 when a stale version was read, 95 when one was read by another
+ * client, 97 when no private key ever hit (its owner's or another's), 96 when a deleted key was
+ * still found. */
 static int threaded_worker(const char *sock, int proc)
 {
 	kvt_client_t *c;
@@ -367,13 +416,14 @@ static int threaded_worker(const char *sock, int proc)
 		return 100;
 	struct tload t[THREADS];
 	pthread_t tid[THREADS];
-	int rc = 0, stale = 0, hits = 0, found_deleted = 0, replaces = 0;
+	int rc = 0, stale = 0, hits = 0, found_deleted = 0, replaces = 0, fhits = 0, fstale = 0;
 	for (int i = 0; i < THREADS; i++) {
 		if (load_open(&t[i].L, c, 7000u + (unsigned)(proc * THREADS + i)))
 			return 101;
 		t[i].id = proc * THREADS + i;
 		memset(t[i].version, 0, sizeof(t[i].version));
 		t[i].rc = t[i].stale = t[i].priv_hits = t[i].found_deleted = t[i].replaces = 0;
+		t[i].foreign_hits = t[i].foreign_stale = 0;
 	}
 	for (int i = 0; i < THREADS; i++)
 		if (pthread_create(&tid[i], NULL, thread_main, &t[i]))
@@ -385,19 +435,24 @@ static int threaded_worker(const char *sock, int proc)
 		hits += t[i].priv_hits;
 		found_deleted += t[i].found_deleted;
 		replaces += t[i].replaces;
+		fhits += t[i].foreign_hits;
+		fstale += t[i].foreign_stale;
 		load_close(&t[i].L);
 	}
 	kvt_close(c);
-	printf("process %d: %d threads, %d replaces and %d hits of private keys\n", proc, THREADS,
-	       replaces, hits);
+	printf("process %d: %d threads, %d replaces and %d hits of private keys, %d hits of other "
+	       "processes' keys\n",
+	       proc, THREADS, replaces, hits, fhits);
 	fflush(stdout); /* the process ends with _exit */
 	if (rc)
 		return rc > 255 ? 99 : rc;
 	if (stale)
 		return 98;
+	if (fstale)
+		return 95;
 	if (found_deleted)
 		return 96;
-	return hits ? 0 : 97;
+	return hits && fhits ? 0 : 97;
 }
 
 static void test_stress_threads(void **state)
@@ -407,6 +462,9 @@ static void test_stress_threads(void **state)
 	                      "demote.wait_ms=20", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	published = mmap(NULL, SLOTS * sizeof(*published), PROT_READ | PROT_WRITE,
+	                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(published != MAP_FAILED); /* zero: nothing deleted, version 0 begun */
 	pid_t pids[WORKERS];
 	for (int w = 0; w < WORKERS; w++) {
 		pids[w] = fork();
@@ -418,9 +476,9 @@ static void test_stress_threads(void **state)
 		assert_int_equal(waitpid(pids[w], &st, 0), pids[w]);
 		assert_true(WIFEXITED(st));
 		if (WEXITSTATUS(st))
-			fail_msg("process %d: %d (wrong bytes; 98 a stale version; 97 no private "
-			         "hit; 96 a deleted key found; 66 a ThreadSanitizer report; 100+ "
-			         "an API failure)",
+			fail_msg("process %d: %d (wrong bytes; 98 a stale version, 95 one read by "
+			         "another client; 97 no private hit; 96 a deleted key found; 66 a "
+			         "ThreadSanitizer report; 100+ an API failure)",
 			         w, WEXITSTATUS(st));
 	}
 	assert_int_equal(kill(d.pid, 0), 0);
@@ -429,6 +487,7 @@ static void test_stress_threads(void **state)
 	assert_true(kvt_test_stat(&d, "evictions") > 0);
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
 	reads_back(d.sock);
+	munmap(published, SLOTS * sizeof(*published));
 	kvt_test_daemon_destroy(&d);
 }
 
