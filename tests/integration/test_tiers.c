@@ -960,6 +960,73 @@ static void test_tiers_disabled_tier_keeps_copies(void **state)
 	unspill(&sp);
 }
 
+/* F6 with ENOSPC in a running daemon: the device under nvme fills up (KVTIER_NVME_NOSPC_PPM
+ * answers every write ENOSPC while the file `arm` exists). The tier marks itself full; demotions
+ * fail and host drops what it cannot keep, but no chunk nvme already holds is lost: each reads
+ * back byte for byte while the device is full. Once it has room again, a probe write (one per
+ * second) clears full and demotions go on; deletes made meanwhile hold across a restart. */
+static void test_tiers_full_device_in_running_daemon(void **state)
+{
+	enum { GONE = 4 };
+	char arm[64];
+	snprintf(arm, sizeof(arm), "/tmp/kvt-nvme-full-%d", (int)getpid());
+	unlink(arm);
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
+	setenv("KVTIER_NVME_NOSPC_PPM", "1000000", 1);
+	setenv("KVTIER_NVME_FAULT_FILE", arm, 1);
+	struct spilled sp;
+	spill(&sp, sets, 8); /* room on the device: all N demoted */
+	unsetenv("KVTIER_NVME_NOSPC_PPM");
+	unsetenv("KVTIER_NVME_FAULT_FILE");
+	struct kvt_test_daemon *d = &sp.d;
+	static kvt_id_t other[N], later[8];
+	keys_of(sp.ns, other, N, 9);
+
+	int fd = open(arm, O_CREAT | O_WRONLY, 0600); /* the device is full from now on */
+	assert_true(fd >= 0);
+	close(fd);
+	long long demoted = kvt_test_stat(d, "demoted");
+	kvt_test_put_chain(sp.c, sp.ns, other, N, sp.cb, 90000); /* their demotions fail */
+	for (int k = 0; k < 500 && !tier_flag(d, "nvme", "full"); k++)
+		usleep(10000);
+	assert_true(tier_flag(d, "nvme", "full"));
+	assert_false(tier_disabled(d, "nvme")); /* full is not failing */
+	assert_true(kvt_test_stat(d, "demote_failed") > 0);
+	assert_int_equal(get_checked(sp.c, sp.ns, &other[N - 1], sp.cb, 90000 + N - 1), 1);
+	int kept = 0;
+	for (int i = N - 1; i >= 0; i--) /* what host could not keep is a miss, never wrong */
+		kept += get_checked(sp.c, sp.ns, &other[i], sp.cb, 90000 + (uint64_t)i);
+	assert_true(kept > 0 && kept < N);
+	for (int i = 0; i < N; i++) /* reads go on: nvme's chunks come back whole */
+		assert_int_equal(get_checked(sp.c, sp.ns, &sp.keys[i], sp.cb, 80000 + (uint64_t)i),
+		                 1);
+	print_message("nvme full: %lld demotions failed, %d of %d new chunks kept\n",
+	              kvt_test_stat(d, "demote_failed"), kept, N);
+	assert_int_equal(kvt_delete(sp.c, sp.ns, sp.keys, GONE), GONE);
+
+	assert_int_equal(unlink(arm), 0); /* room again: a probe write clears full */
+	demoted = kvt_test_stat(d, "demoted");
+	for (int k = 0; k < 300 && tier_flag(d, "nvme", "full"); k++) {
+		keys_of(sp.ns, later, 8, 100 + (uint32_t)k); /* new chunks push others down */
+		kvt_test_put_chain(sp.c, sp.ns, later, 8, sp.cb, 100000);
+		usleep(10000);
+	}
+	assert_false(tier_flag(d, "nvme", "full"));
+	wait_stat(d, "demoted", demoted + 1);
+	kvt_test_daemon_stop(d, SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(d, sets), 0);
+	kvt_close(sp.c);
+	kvt_model_t m = model(1);
+	assert_int_equal(kvt_connect(d->sock, &sp.c), 0);
+	assert_int_equal(kvt_namespace(sp.c, &m, &sp.ns), 0);
+	for (int i = 0; i < GONE; i++)
+		assert_int_equal(kvt_lookup(sp.c, sp.ns, &sp.keys[i], 1), 0);
+	for (int i = GONE; i < N; i++)
+		assert_int_equal(get_checked(sp.c, sp.ns, &sp.keys[i], sp.cb, 80000 + (uint64_t)i),
+		                 1);
+	unspill(&sp);
+}
+
 /* A device that fails every I/O in a running daemon (RELIABILITY F8): the nvme tier disables
  * itself, the daemon goes on serving and storing at host, `kvtier tier enable nvme` is refused
  * while the device still fails, and the daemon stops cleanly. */
@@ -1302,6 +1369,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_kill9_frees_waiting_client),
 	    cmocka_unit_test(test_tiers_failing_device_disables),
 	    cmocka_unit_test(test_tiers_disabled_tier_keeps_copies),
+	    cmocka_unit_test(test_tiers_full_device_in_running_daemon),
 	    cmocka_unit_test(test_tiers_rocksdb_disk_full),
 	    cmocka_unit_test(test_tiers_second_touch),
 	    cmocka_unit_test(test_tiers_keep_brings_up),
