@@ -32,6 +32,9 @@
 	X(CLIENT_MAX, "client.max", U64, "1024", 1, 65536, 0, "most connected clients")            \
 	X(CLIENT_MAX_PER_UID, "client.max_per_uid", U64, "256", 1, 65536, 0,                       \
 	  "most connected clients of one uid")                                                     \
+	X(CLIENT_ALLOW, "client.allow", STR, "all", 0, 0, 1,                                       \
+	  "uids and @gids that may attach, e.g. \"1000,@2000\"; all: who can open the socket "     \
+	  "(root and the daemon's uid always may); a change closes who is no longer in it")        \
 	X(CLIENT_HELLO_MS, "client.hello_ms", U64, "5000", 100, 600000, 1,                         \
 	  "a connection that has not said hello by then is closed")                                \
 	X(INDEX_MAX_CHUNKS, "index.max_chunks", U64, "16777216", 1024, 1ull << 32, 0,              \

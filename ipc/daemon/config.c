@@ -115,6 +115,10 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 		if ((rc = kvd_quota_reset(d, v, err, err_len)))
 			return rc;
 		break;
+	case KVT_OPT_CLIENT_ALLOW:
+		if ((rc = kvd_client_allow_check(v, err, err_len)))
+			return rc;
+		break;
 	case KVT_OPT_NVME_QUOTA:
 	case KVT_OPT_ROCKSDB_QUOTA:
 		if ((rc = kvd_tiers_quota_set(d, id == KVT_OPT_NVME_QUOTA ? "nvme" : "rocksdb", v,
@@ -137,6 +141,8 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 	d->opts.num[id] = want->num[id];
 	memcpy(d->opts.str[id], want->str[id], KVT_OPT_STR_MAX);
 	d->opts.set[id] = true;
+	if (id == KVT_OPT_CLIENT_ALLOW)
+		kvd_conns_enforce_allow(d);
 	return 0;
 }
 

@@ -108,6 +108,20 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 	d->n_conns--;
 }
 
+void kvd_conns_enforce_allow(struct kvd *d)
+{
+	for (uint32_t i = 0; i < d->cap_conns; i++) {
+		struct kvd_conn *c = &d->conns[i];
+		if (c->fd < 0 || kvd_client_allowed(d, (uint32_t)c->uid, (uint32_t)c->gid))
+			continue;
+		kvt_log(KVT_LOG_WARN,
+		        "closing a client (pid %d, uid %u): no longer in client.allow", (int)c->pid,
+		        (unsigned)c->uid);
+		d->st.clients_refused++;
+		kvd_conn_close(d, i); /* its leases end with it, as at a crash */
+	}
+}
+
 /* Closes the connections that have not said hello within client.hello_ms: one that connects
  * and stays silent would hold a client slot (client.max, client.max_per_uid) for ever. */
 void kvd_conns_expire_hello(struct kvd *d, uint64_t now_ns)
@@ -179,6 +193,14 @@ static int on_hello(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	if (hi->major != KVT_PROTO_MAJOR) {
 		reply(d, i, h, KVT_E_VERSION, NULL, 0, NULL, 0);
 		return -EPROTO;
+	}
+	if (!kvd_client_allowed(d, (uint32_t)c->uid, (uint32_t)c->gid)) {
+		kvt_log_rl(KVT_LOG_WARN,
+		           "refusing a client (pid %d, uid %u, gid %u): not in client.allow",
+		           (int)c->pid, (unsigned)c->uid, (unsigned)c->gid);
+		d->st.clients_refused++;
+		reply(d, i, h, -EACCES, NULL, 0, NULL, 0);
+		return -ECONNRESET; /* closed, not counted as a protocol error */
 	}
 	uint32_t t;
 	int rc = kvd_tenant_get(d, kvd_tenant_key(d, (uint32_t)c->uid, (uint32_t)c->gid), &t);

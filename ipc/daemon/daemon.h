@@ -123,6 +123,7 @@ struct kvd_keeps {
 struct kvd_stats {
 	uint64_t hits, misses, puts, put_bytes, evictions, lookups;
 	uint64_t leases_granted, leases_revoked, protocol_errors, corruptions;
+	uint64_t clients_refused; /* not in client.allow */
 	uint64_t enospc, deletes, eagain;
 	uint64_t done_hints;     /* kvt_done keys that named a chunk the index has (any tier) */
 	uint64_t keeps;          /* kvt_keep keys kept */
@@ -344,6 +345,10 @@ void kvd_shmidx_close(struct kvd *d, uint32_t tenant);
 
 /* tenant.c */
 uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid);
+/* Whether list is a valid client.allow ("UID,@GID,..."). @return : 0, -EINVAL (err says). */
+int kvd_client_allow_check(const char *list, char *err, size_t err_len);
+/* Whether a peer of uid and primary gid may attach (client.allow). */
+bool kvd_client_allowed(const struct kvd *d, uint32_t uid, uint32_t gid);
 /* Whether list is a valid tenant.map ("UID=NAME,@GID=NAME,..."). @return : 0, -EINVAL. */
 int kvd_tenant_map_check(const char *list, char *err, size_t err_len);
 int kvd_quota_apply(struct kvd *d, uint32_t tenant, uint32_t key);
@@ -445,6 +450,8 @@ int kvd_prom_render(const char *json, size_t json_len, char *out, size_t len);
 void kvd_conn_readable(struct kvd *d, uint32_t conn);
 void kvd_conn_close(struct kvd *d, uint32_t conn);
 void kvd_conns_expire_hello(struct kvd *d, uint64_t now_ns);
+/* Closes the connections whose peer client.allow no longer names. */
+void kvd_conns_enforce_allow(struct kvd *d);
 /* Parks the request in d->rx until the tier jobs it needs finish or the deadline passes. */
 int kvd_conn_park(struct kvd *d, uint32_t conn, size_t len, uint64_t wait_ms);
 /* Re-dispatches parked requests whose jobs finished or whose deadline passed. */

@@ -243,7 +243,8 @@ static int setup(struct kvd *d)
 	const char *quota = kvt_opt_str(&d->opts, KVT_OPT_TENANT_QUOTA);
 	char why[KVT_OPT_STR_MAX + 96];
 	if (kvd_quota_check(quota, why, sizeof(why)) ||
-	    kvd_tenant_map_check(kvt_opt_str(&d->opts, KVT_OPT_TENANT_MAP), why, sizeof(why))) {
+	    kvd_tenant_map_check(kvt_opt_str(&d->opts, KVT_OPT_TENANT_MAP), why, sizeof(why)) ||
+	    kvd_client_allow_check(kvt_opt_str(&d->opts, KVT_OPT_CLIENT_ALLOW), why, sizeof(why))) {
 		kvt_log(KVT_LOG_ERROR, "%s", why); /* read at every attach: refused here, once */
 		return -EINVAL;
 	}

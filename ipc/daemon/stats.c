@@ -100,10 +100,12 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	tenant_stats(d, &o);
 	kvd_latency_json(d, &o);
 	kvd_out(&o,
-	        "\"corruptions\":%llu,\"protocol_errors\":%llu,\"index_bytes\":%llu,"
+	        "\"corruptions\":%llu,\"protocol_errors\":%llu,\"clients_refused\":%llu,"
+	        "\"index_bytes\":%llu,"
 	        "\"index_bytes_per_chunk\":%llu,\"metrics_port\":%u,\"draining\":%s}",
 	        (unsigned long long)d->st.corruptions, (unsigned long long)d->st.protocol_errors,
-	        (unsigned long long)meta, (unsigned long long)(chunks ? meta / chunks : 0),
+	        (unsigned long long)d->st.clients_refused, (unsigned long long)meta,
+	        (unsigned long long)(chunks ? meta / chunks : 0),
 	        d->metrics_fd >= 0 ? d->metrics_port : 0u, d->draining ? "true" : "false");
 	if (o.pos >= len)
 		return -ENOBUFS;

@@ -1,5 +1,10 @@
 /*
- * tenant.c -- who a peer is (tenant.map) and what it may hold in the host tier (tenant.quota).
+ * tenant.c -- who a peer is (tenant.map), whether it may attach (client.allow), and what it may
+ * hold in the host tier (tenant.quota).
+ *
+ * client.allow names the uids and @gids (the peer's primary gid, from SO_PEERCRED, as in
+ * tenant.map) that may attach; "all" (the default) leaves that to the socket's file mode. Root and
+ * the daemon's own uid always may, so an operator cannot lock the CLI out.
  *
  * A tenant is named by a 32-bit key: the peer's uid by default, or, when tenant.map names the
  * uid (or one of `@gid`) a tenant NAME, 0x80000000 | a hash of NAME, so that several uids share
@@ -19,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Finds "WHO=NAME" in a comma list where WHO is a number or @number. */
 static int map_find(const char *list, char kind, uint32_t id, uint32_t *key)
@@ -65,6 +71,48 @@ int kvd_tenant_map_check(const char *list, char *err, size_t err_len)
 		p = end;
 	}
 	return 0;
+}
+
+/* Walks client.allow ("UID" or "@GID" items, comma- or space-separated).
+ * @return : 1 when uid or gid is named (not when checking: then the whole list is read), 0 when
+ *           not, -EINVAL (err says) at a malformed item. */
+static int allow_walk(const char *list, uint32_t uid, uint32_t gid, bool checking, char *err,
+                      size_t err_len)
+{
+	for (const char *p = list; *p;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		size_t n = strcspn(p, " ,");
+		bool is_gid = *p == '@';
+		const char *num = p + is_gid;
+		char *end = NULL;
+		errno = 0;
+		unsigned long v = *num >= '0' && *num <= '9' ? strtoul(num, &end, 10) : 0;
+		if (end != p + n || errno || v > UINT32_MAX) {
+			snprintf(err, err_len, "client.allow: '%.*s' is not UID or @GID", (int)n,
+			         p);
+			return -EINVAL;
+		}
+		if (!checking && v == (is_gid ? gid : uid))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+int kvd_client_allow_check(const char *list, char *err, size_t err_len)
+{
+	return strcmp(list, "all") ? allow_walk(list, 0, 0, true, err, err_len) : 0;
+}
+
+bool kvd_client_allowed(const struct kvd *d, uint32_t uid, uint32_t gid)
+{
+	const char *list = kvt_opt_str(&d->opts, KVT_OPT_CLIENT_ALLOW);
+	char err[KVT_OPT_STR_MAX + 64];
+	return !*list || !strcmp(list, "all") || uid == 0 || uid == (uint32_t)geteuid() ||
+	       allow_walk(list, uid, gid, false, err, sizeof(err)) == 1;
 }
 
 uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid)

@@ -1367,6 +1367,86 @@ static int put_named(kvt_client_t *c, uint32_t tpc, size_t n, kvt_id_t *ns, char
 /* Another uid's engine (another tenant) may read the daemon's settings but not change them:
  * policy set, config set, tier enable and flush answer -EPERM to it, and nothing changes; and
  * `kvtier inspect` shows it its own tenant's chunks only. */
+/* S2: client.allow. A malformed list stops the start. A uid it does not name is refused at the
+ * hello with -EACCES (counted in clients_refused), while root, the daemon's uid, still attaches;
+ * named at run time, it may attach; dropped from the list again, its open connection is closed (its
+ * next call fails). */
+static void test_ipc_client_allow(void **state)
+{
+	static const char *const bad[][2] = {{"client.allow=bob", NULL},
+	                                     {"client.allow=1000,@", NULL},
+	                                     {"client.allow=99999999999", NULL}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) { /* a bad list stops the start */
+		struct kvt_test_daemon bd;
+		assert_true(kvt_test_daemon_start(&bd, bad[i]) != 0);
+		kvt_test_daemon_destroy(&bd);
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP: not root, cannot act as a second uid (setuid needs root)\n");
+		skip();
+	}
+	const char *sets[] = {"client.allow=1000, @4242", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_test_open_to_others(&d);
+	kvt_client_t *rc;
+	char out[256];
+	assert_int_equal(kvt_connect(d.sock, &rc), 0); /* root always may */
+	pid_t o = kvt_test_fork_as_nobody();
+	if (!o) {
+		kvt_client_t *c;
+		_exit(kvt_connect(d.sock, &c) == -EACCES ? 0 : 41);
+	}
+	assert_int_equal(child_wait(o), 0);
+	assert_int_equal(kvt_test_stat(&d, "clients_refused"), 1);
+	assert_int_equal(
+	    kvt__client_simple(rc, KVT_MSG_CONFIG, "set client.allow 1000,bob", out, sizeof(out)),
+	    -EINVAL);
+	assert_non_null(strstr(out, "'bob' is not UID or @GID"));
+	assert_int_equal(
+	    kvt__client_simple(rc, KVT_MSG_CONFIG, "set client.allow @65534", out, sizeof(out)), 0);
+
+	int go[2], ready[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
+	o = kvt_test_fork_as_nobody();
+	if (!o) {
+		kvt_client_t *c;
+		kvt_model_t m = model(16, KVT_DTYPE_F16);
+		kvt_id_t ns, key = {{1, 2}};
+		char b = 0;
+		close(go[1]); /* so that a failed parent ends this child too */
+		close(ready[0]);
+		if (kvt_connect(d.sock, &c) || kvt_namespace(c, &m, &ns) ||
+		    kvt_lookup(c, ns, &key, 1) != 0)
+			_exit(42); /* its gid is named now */
+		if (write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) != 1)
+			_exit(43);
+		_exit(kvt_lookup(c, ns, &key, 1) < 0 ? 0 : 44); /* closed by the daemon */
+	}
+	char b = 0;
+	close(go[0]);
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	assert_int_equal(kvt_test_stat(&d, "clients"), 3); /* ours, the child's, the stat's */
+	assert_int_equal(
+	    kvt__client_simple(rc, KVT_MSG_CONFIG, "set client.allow 1000", out, sizeof(out)), 0);
+	assert_int_equal(kvt_test_stat(&d, "clients_refused"), 2);
+	assert_int_equal(write(go[1], &b, 1), 1);
+	assert_int_equal(child_wait(o), 0);
+	kvt_model_t m = model(16, KVT_DTYPE_F16);
+	kvt_id_t ns, key = {{1, 2}};
+	assert_int_equal(kvt_namespace(rc, &m, &ns), 0); /* root's connection stays */
+	assert_int_equal(kvt_lookup(rc, ns, &key, 1), 0);
+	assert_int_equal(
+	    kvt__client_simple(rc, KVT_MSG_CONFIG, "get client.allow", out, sizeof(out)), 0);
+	assert_string_equal(out, "client.allow = 1000");
+	close(go[1]);
+	close(ready[0]);
+	kvt_close(rc);
+	kvt_test_daemon_destroy(&d);
+}
+
 static void test_ipc_admin_needs_owner(void **state)
 {
 	if (geteuid() != 0) {
@@ -1455,6 +1535,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_pin_saturation),
 	    cmocka_unit_test(test_ipc_tenant_canary),
 	    cmocka_unit_test(test_ipc_admin_needs_owner),
+	    cmocka_unit_test(test_ipc_client_allow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
