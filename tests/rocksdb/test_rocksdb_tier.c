@@ -305,7 +305,7 @@ static void test_rocksdb_ttl(void **state)
 	struct kvt_options o;
 	struct rdb_drops d = {.seen = calloc(4, 1), .max_id = 4};
 	uint64_t loc;
-	const char *extra[] = {"rocksdb.ttl_s=1", NULL};
+	const char *extra[] = {"rocksdb.ttl_s=2", NULL};
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096);
 	rdb_opts(&o, dir, 64 << 20, extra);
@@ -313,7 +313,8 @@ static void test_rocksdb_ttl(void **state)
 	size_t len = rdb_record(buf, 0, 4096);
 	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), 0);
 	assert_true(rdb_check(t, 0, 4096, buf, exp) > 0);
-	usleep(1200 * 1000); /* TTL has 1 s granularity: born 0, now 1 */
+	usleep(2200 * 1000); /* ages count whole seconds: 0 or 1 at the check above (a second may
+	                      * turn between the write and the check), at least 2 now */
 	assert_int_equal(rdb_check(t, 0, 4096, buf, exp), -ENOENT);
 	assert_true(d.seen[0]);
 	assert_int_equal(rdb_stats(t).used_bytes, 0);
@@ -1060,9 +1061,9 @@ static void test_rocksdb_saved_index(void **state)
 	assert_int_equal(d.n, 0);
 	unlink(old);
 
-	/* ages: written 2 s before a close, expired 3.2 s after the open (TTL 5 s; ages count in
-	 * whole seconds, and a slow close and open may add one: 2 to 4 at the open) */
-	const char *ttl[] = {"rocksdb.ttl_s=5", NULL};
+	/* ages: written 2 s before a close, expired 4.2 s after the open (TTL 6 s; ages count in
+	 * whole seconds, and a slow close and open may add two: 2 to 5 at the open) */
+	const char *ttl[] = {"rocksdb.ttl_s=6", NULL};
 	rdb_opts(&o, dir, 256 << 20, ttl);
 	t = open_tier(&o, &d);
 	write_saved(t, 1, 2);
@@ -1073,7 +1074,7 @@ static void test_rocksdb_saved_index(void **state)
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + 4096);
 	assert_true(rdb_check(t, 1, saved_len(1), buf, exp) > 0);
-	usleep(3200 * 1000);
+	usleep(4200 * 1000);
 	assert_int_equal(rdb_check(t, 1, saved_len(1), buf, exp), -ENOENT);
 	kvt_tier_rocksdb.close(t);
 	free(buf);
@@ -1267,9 +1268,9 @@ static void test_rocksdb_metadata(void **state)
 	assert_int_equal(rdb_stats(t).chunks, 5 * N);
 	kvt_tier_rocksdb.close(t);
 
-	/* ages: written 2 s before a crash, expired 3.2 s after the open (TTL 5 s; ages count in
-	 * whole seconds, and a slow close and open may add one: 2 to 4 at the open) */
-	const char *ttl[] = {"rocksdb.ttl_s=5", NULL};
+	/* ages: written 2 s before a crash, expired 4.2 s after the open (TTL 6 s; ages count in
+	 * whole seconds, and a slow close and open may add two: 2 to 5 at the open) */
+	const char *ttl[] = {"rocksdb.ttl_s=6", NULL};
 	rdb_opts(&o, dir, 256 << 20, ttl);
 	t = open_tier(&o, &d);
 	len = rdb_record(buf, N + 6, PAYLOAD);
@@ -1279,7 +1280,7 @@ static void test_rocksdb_metadata(void **state)
 	t = open_unsaved(&o, &d);
 	assert_int_equal(rdb_stats(t).opened_from_index, 0);
 	assert_int_equal(rdb_check(t, N + 6, PAYLOAD, buf, exp), (ssize_t)len);
-	usleep(3200 * 1000);
+	usleep(4200 * 1000);
 	assert_int_equal(rdb_check(t, N + 6, PAYLOAD, buf, exp), -ENOENT);
 	kvt_tier_rocksdb.close(t);
 	free(d.seen);
