@@ -498,17 +498,27 @@ static void test_robust_minor_versions(void **state)
 }
 
 /* Sends one frame carrying n fds (up to the kernel's SCM_MAX_FD, 253), as a hostile client
- * would. @return : 0, or -errno. */
-static int send_fds(int sock, const void *msg, size_t len, const int *fds, int n)
+ * would; with creds, after a control message of another type (SCM_CREDENTIALS, the sender's
+ * own, which needs no privilege). @return : 0, or -errno. */
+static int send_fds(int sock, const void *msg, size_t len, const int *fds, int n, bool creds)
 {
 	struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
-	static char ctl[CMSG_SPACE(sizeof(int) * 253)];
+	static char ctl[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * 253)];
+	size_t cred_space = creds ? CMSG_SPACE(sizeof(struct ucred)) : 0;
 	struct msghdr mh = {.msg_iov = &iov,
 	                    .msg_iovlen = 1,
 	                    .msg_control = ctl,
-	                    .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n)};
+	                    .msg_controllen = cred_space + CMSG_SPACE(sizeof(int) * (size_t)n)};
 	memset(ctl, 0, sizeof(ctl));
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (creds) {
+		struct ucred me = {.pid = getpid(), .uid = getuid(), .gid = getgid()};
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_CREDENTIALS;
+		c->cmsg_len = CMSG_LEN(sizeof(me));
+		memcpy(CMSG_DATA(c), &me, sizeof(me));
+		c = CMSG_NXTHDR(&mh, c);
+	}
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
@@ -525,7 +535,8 @@ static bool closed_by_daemon(int sock)
 }
 
 /* B3: fds where none belong -- with HELLO, with a request, one or 253 of them, of every kind
- * (a file, a directory, an O_PATH fd, a socket, an unsealed memfd, a pipe) -- close the
+ * (a file, a directory, an O_PATH fd, a socket, an unsealed memfd, a pipe), or one after a
+ * control message of another type (credentials) -- close the
  * connection, and after each case the daemon holds exactly the fds it held before: it keeps
  * and maps none of them. */
 static void test_robust_fds_where_none_belong(void **state)
@@ -550,7 +561,7 @@ static void test_robust_fds_where_none_belong(void **state)
 	uint8_t buf[64];
 	struct kvt_msg_hdr *h = (void *)buf;
 	struct kvt_msg_hello *hi = (void *)(h + 1);
-	for (int c = 0; c < 2 * (n_kinds + 1); c++) {
+	for (int c = 0; c < 2 * (n_kinds + 2); c++) {
 		bool at_hello = c % 2 == 0;
 		int k = c / 2, sock = raw_connect();
 		if (!at_hello)
@@ -560,12 +571,16 @@ static void test_robust_fds_where_none_belong(void **state)
 		                          .seq = 1};
 		if (at_hello)
 			*hi = (struct kvt_msg_hello){.major = KVT_PROTO_MAJOR};
-		int rc = k < n_kinds ? send_fds(sock, buf, h->len, &kinds[k], 1)
-		                     : send_fds(sock, buf, h->len, many, 253);
+		int rc = k < n_kinds    ? send_fds(sock, buf, h->len, &kinds[k], 1, false)
+		         : k == n_kinds ? send_fds(sock, buf, h->len, many, 253, false)
+		                        : send_fds(sock, buf, h->len, kinds, 1, true);
 		assert_int_equal(rc, 0);
 		if (!closed_by_daemon(sock))
 			fail_msg("case %d (%s, %s): the daemon answered a frame with fds", c,
-			         at_hello ? "hello" : "ping", k < n_kinds ? "one fd" : "253 fds");
+			         at_hello ? "hello" : "ping",
+			         k < n_kinds    ? "one fd"
+			         : k == n_kinds ? "253 fds"
+			                        : "creds and an fd");
 		close(sock);
 		int now = -1;
 		for (int i = 0; i < 100 && now != base; i++) {
