@@ -417,6 +417,8 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
                 struct kvt_msg_lease *out, bool *promote);
 void kvd_release(struct kvd *d, uint32_t conn, const uint64_t *handles, uint32_t n);
 void kvd_release_all(struct kvd *d, uint32_t conn);
+/* When the oldest lease expires (0: none), so that the loop wakes for it. */
+uint64_t kvd_leases_next_ns(const struct kvd *d);
 void kvd_leases_expire(struct kvd *d, uint64_t now_ns);
 
 /* conn.c */

@@ -353,14 +353,16 @@ static void run(struct kvd *d)
 	for (;;) {
 		if (d->draining && (d->n_leases == 0 || kvt_now_ns() >= d->drain_deadline_ns))
 			break;
-		/* a parked request's deadline is kept to the millisecond, not the timer's 100; it
-		 * is at most 60 s away (promote.wait_ms, demote.wait_ms) */
+		/* a parked request's deadline (at most 60 s away: promote.wait_ms, demote.wait_ms)
+		 * and the oldest lease's expiry (at most a day) are kept to the millisecond, not
+		 * the timer's 100 */
 		int timeout = -1;
-		if (d->park_next_ns) {
+		uint64_t lease_next = kvd_leases_next_ns(d), next = d->park_next_ns;
+		if (lease_next && (!next || lease_next < next))
+			next = lease_next; /* and the oldest lease's expiry (lease.c) */
+		if (next) {
 			uint64_t now = kvt_now_ns();
-			timeout = d->park_next_ns <= now
-			              ? 0
-			              : (int)((d->park_next_ns - now + 999999) / 1000000);
+			timeout = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 		}
 		int n = epoll_wait(d->ep, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
@@ -397,6 +399,8 @@ static void run(struct kvd *d)
 		}
 		if (d->park_next_ns && kvt_now_ns() >= d->park_next_ns)
 			kvd_conn_resume_ready(d, kvt_now_ns());
+		if (lease_next && kvt_now_ns() >= lease_next)
+			kvd_leases_expire(d, kvt_now_ns());
 	}
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -619,6 +620,90 @@ static void test_ipc_lease_timeout_revokes(void **state)
 	kill(p, SIGCONT);
 	assert_int_equal(child_wait(p), 0);
 	free(junk);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* leases_revoked, asked over a connection (a round trip, not a run of the CLI). */
+static long long revoked_now(kvt_client_t *c)
+{
+	static char out[1 << 16];
+	if (kvt__client_simple(c, KVT_MSG_STATS, "", out, sizeof(out)))
+		return -1;
+	const char *p = strstr(out, "\"leases_revoked\":");
+	return p ? strtoll(p + strlen("\"leases_revoked\":"), NULL, 10) : -1;
+}
+
+/* F2's bound: a stopped client's leases, taken 150 ms apart, are each revoked no sooner than
+ * lease.timeout_ms (1 s) after it was granted and no later than 10 % past it. The child notes
+ * when each acquire returned (after the daemon granted it) in memory the test shares. */
+static void test_ipc_lease_timeout_bound(void **state)
+{
+	enum { LEASES = 3, TTL_MS = 1000, APART_MS = 150 };
+	const char *sets[] = {"lease.timeout_ms=1000", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	uint64_t *granted =
+	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(granted != MAP_FAILED);
+	kvt_model_t m = model(64, KVT_DTYPE_F16);
+	size_t cb = kvt_chunk_bytes(&m);
+	kvt_id_t ns, keys[LEASES];
+	assert_int_equal(kvt_namespace_id(&m, &ns), 0);
+	prefix_keys(ns, 64, keys, LEASES, 8);
+	pid_t p = fork();
+	if (!p) {
+		kvt_client_t *c;
+		if (kvt_connect(d.sock, &c) || kvt_namespace(c, &m, &ns))
+			_exit(1);
+		uint8_t *buf = malloc(cb);
+		kvt_test_fill(buf, cb, 800);
+		const void *chunks[LEASES] = {buf, buf, buf};
+		if (kvt_put(c, ns, NULL, keys, LEASES, chunks, cb) != LEASES)
+			_exit(2);
+		kvt_lease_t l[LEASES];
+		for (int k = 0; k < LEASES; k++) {
+			if (k)
+				usleep(APART_MS * 1000);
+			if (kvt_acquire(c, ns, &keys[k], 1, &l[k]) != 1)
+				_exit(3);
+			granted[k] = mono_ns();
+		}
+		raise(SIGSTOP); /* the holder hangs past lease.timeout_ms */
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(p, &st, WUNTRACED), p);
+	assert_true(WIFSTOPPED(st));
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	uint64_t revoked[LEASES] = {0}, deadline = mono_ns() + 5000000000ull;
+	long long seen = 0;
+	while (seen < LEASES && mono_ns() < deadline) {
+		long long r = revoked_now(c);
+		assert_true(r >= 0);
+		for (; seen < r && seen < LEASES; seen++)
+			revoked[seen] = mono_ns();
+		usleep(1000);
+	}
+	assert_int_equal(seen, LEASES);
+	for (int k = 0; k < LEASES; k++) {
+		double after_ms = (double)(revoked[k] - granted[k]) / 1e6;
+		print_message("lease %d: revoked %.1f ms after it was granted (timeout %d ms)\n", k,
+		              after_ms, TTL_MS);
+		assert_true(after_ms >= TTL_MS - 2);       /* never early (less a round trip) */
+		assert_true(after_ms <= TTL_MS * 1.1 + 2); /* within 10 % (and a poll) */
+	}
+	kill(p, SIGCONT);
+	assert_int_equal(child_wait(p), 0);
+	munmap(granted, 4096);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);
 }
@@ -1524,6 +1609,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_done_hint),
 	    cmocka_unit_test(test_ipc_keep),
 	    cmocka_unit_test(test_ipc_lease_timeout_revokes),
+	    cmocka_unit_test(test_ipc_lease_timeout_bound),
 	    cmocka_unit_test(test_ipc_daemon_restart_reconnects),
 	    cmocka_unit_test(test_ipc_sigterm_drains),
 	    cmocka_unit_test(test_ipc_sigterm_forced_after_timeout),
