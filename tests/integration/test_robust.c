@@ -173,6 +173,58 @@ static void test_robust_seals_hold(void **state)
 	assert_int_equal(healthy_roundtrip(2), 0);
 }
 
+/* S3 under load: 10^5 rounds of trying to resize the pool and the staging area, to seal the
+ * staging area for writing, and to resize or punch holes in the pool through an fd reopened
+ * read-write, while another process of the same tenant puts and reads back chunks from that
+ * pool without pause. Every try fails, and the loader never reads a wrong byte. */
+static void test_robust_seals_hold_under_load(void **state)
+{
+	enum { ROUNDS = 100000, TRIES = 5 };
+	pid_t loader = fork();
+	if (!loader)
+		for (uint32_t s = 0;; s++)
+			if (healthy_roundtrip(1000 + s % 64))
+				_exit(1);
+	int sock = raw_connect(), fds[4], nfds = 4;
+	assert_int_equal(hello_fds(sock, KVT_PROTO_MAJOR, fds, &nfds), 0);
+	assert_int_equal(nfds, 2);
+	int pool = fds[0], stg = fds[1];
+	struct stat st, sst;
+	assert_int_equal(fstat(pool, &st), 0);
+	assert_int_equal(fstat(stg, &sst), 0);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pool);
+	int rw = open(path, O_RDWR);
+	unsigned seed = 7;
+	long held = 0;
+	for (int i = 0; i < ROUNDS; i++) {
+		off_t at = (off_t)(rand_r(&seed) % (unsigned)(st.st_size / 4096)) * 4096;
+		held += ftruncate(pool, at) != 0;
+		held +=
+		    ftruncate(stg, at == sst.st_size ? at + 4096 : at) != 0; /* its size: a no-op */
+		held += fcntl(stg, F_ADD_SEALS, F_SEAL_WRITE) != 0;
+		if (rw < 0) {
+			held += 2;
+			continue;
+		}
+		held += ftruncate(rw, at) != 0;
+		held += fallocate(rw, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, 4096) != 0;
+	}
+	int ls;
+	assert_int_equal(waitpid(loader, &ls, WNOHANG), 0); /* still loading: no wrong byte */
+	kill(loader, SIGKILL);
+	assert_int_equal(waitpid(loader, &ls, 0), loader);
+	print_message("%d rounds: %ld of %d tries refused (pool reopened read-write: %s)\n", ROUNDS,
+	              held, ROUNDS * TRIES, rw >= 0 ? "yes" : "no");
+	assert_int_equal(held, (long)ROUNDS * TRIES);
+	if (rw >= 0)
+		close(rw);
+	close(pool);
+	close(stg);
+	close(sock);
+	assert_int_equal(healthy_roundtrip(3000), 0);
+}
+
 static void test_robust_garbage_on_the_socket(void **state)
 {
 	assert_int_equal(healthy_roundtrip(3), 0);
@@ -767,6 +819,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_robust_seals_hold),
+	    cmocka_unit_test(test_robust_seals_hold_under_load),
 	    cmocka_unit_test(test_robust_garbage_on_the_socket),
 	    cmocka_unit_test(test_robust_put_offsets_checked),
 	    cmocka_unit_test(test_robust_connection_churn),
