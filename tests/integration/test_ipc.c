@@ -278,9 +278,10 @@ static void test_ipc_reserve_then_die(void **state)
 
 /* F1 with writes in progress: a client that puts 64-chunk prefixes (2 MiB a call, through
  * kvt_put and kvt_put_reserve/commit by turns) without pause is killed with SIGKILL at a random
- * moment, 16 times. Each time the daemon lives on, the client's connection and staging area go
- * (its fd count is back where it was), and no lease is left; at the end every chunk any of them
- * put is a miss or byte for byte right (a chunk's bytes follow from its prefix and place). */
+ * moment (0-40 ms after its first put), 16 times. Each time the daemon lives on, the client's
+ * connection and staging area go (its fd count is back where it was), and no lease is left; at the
+ * end every chunk any of them put is a miss or byte for byte right (a chunk's bytes follow from its
+ * prefix and place). */
 static void test_ipc_killed_mid_put(void **state)
 {
 	enum { KILLS = 16, SALTS = 8 };
@@ -298,9 +299,12 @@ static void test_ipc_killed_mid_put(void **state)
 	int base = kvt_test_fd_count(d.pid);
 	unsigned seed = 4242;
 	for (int k = 0; k < KILLS; k++) {
+		int first[2];
+		assert_int_equal(pipe(first), 0);
 		pid_t p = fork();
 		if (!p) {
 			kvt_client_t *w;
+			close(first[0]);
 			static kvt_id_t keys[N_CHUNKS];
 			if (kvt_connect(d.sock, &w) || kvt_namespace(w, &m, &ns))
 				_exit(1);
@@ -323,11 +327,18 @@ static void test_ipc_killed_mid_put(void **state)
 					              salt * 1000 + (uint64_t)i);
 				}
 				kvt_put(w, ns, NULL, keys, N_CHUNKS, chunks, cb);
-				kvt_delete(w, ns, keys + r % N_CHUNKS,
-				           1); /* so the next put has work */
+				/* so that the next put has work */
+				kvt_delete(w, ns, keys + r % N_CHUNKS, 1);
+				if (!r && write(first[1], "", 1) !=
+				              1) /* one put done: kill from now on */
+					_exit(2);
 			}
 		}
-		usleep(5000 + (useconds_t)(rand_r(&seed) % 40000));
+		close(first[1]);
+		char b;
+		assert_int_equal(read(first[0], &b, 1), 1);
+		close(first[0]);
+		usleep((useconds_t)(rand_r(&seed) % 40000));
 		kill(p, SIGKILL);
 		assert_int_equal(child_wait(p), 128 + SIGKILL);
 		int now = -1;
