@@ -1485,7 +1485,8 @@ static void test_ipc_tenant_map(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
-/* Pins past the counter's width (RELIABILITY L4): a defined miss at the limit, no wrap, and
+/* Pins past the counter's width (RELIABILITY L4), taken by four connections: a defined miss at
+ * the limit, no wrap; a connection that closes gives its pins back (there is room again), and
  * the chunk is evictable again once every lease is released. */
 static void test_ipc_pin_saturation(void **state)
 {
@@ -1504,23 +1505,42 @@ static void test_ipc_pin_saturation(void **state)
 	for (int i = 0; i < N_CHUNKS; i++)
 		ch[i] = buf;
 	assert_int_equal(kvt_put(c, ns, NULL, keys, 1, ch, cb), 1);
-	enum { MAXPIN = 65535 };
+	enum { MAXPIN = 65535, CONNS = 4 };
 	kvt_lease_t *l = calloc(MAXPIN + 1, sizeof(*l));
 	static kvt_id_t same[256];
 	for (int i = 0; i < 256; i++)
 		same[i] = keys[0];
-	int held = 0;
-	while (held < MAXPIN) {
-		size_t k = MAXPIN - held < 256 ? (size_t)(MAXPIN - held) : 256;
-		int got = 0;
-		for (size_t j = 0; j < k; j++) /* one key per request: leading hits of a prefix */
-			got += kvt_acquire(c, ns, same, 1, l + held + (int)j) == 1;
-		assert_int_equal(got, (int)k);
-		held += got;
+	/* the pins come from CONNS connections, a quarter each (the last one the rest) */
+	kvt_client_t *pc[CONNS];
+	int from[CONNS + 1], held = 0;
+	for (int k = 0; k < CONNS; k++) {
+		assert_int_equal(kvt_connect(d.sock, &pc[k]), 0);
+		assert_int_equal(kvt_namespace(pc[k], &m, &ns), 0);
+		from[k] = held;
+		int upto = k == CONNS - 1 ? MAXPIN : held + MAXPIN / CONNS;
+		while (held < upto) {
+			size_t n = upto - held < 256 ? (size_t)(upto - held) : 256;
+			int got = 0;
+			for (size_t j = 0; j < n; j++) /* one key per request: leading hits */
+				got += kvt_acquire(pc[k], ns, same, 1, l + held + (int)j) == 1;
+			assert_int_equal(got, (int)n);
+			held += got;
+		}
 	}
+	from[CONNS] = held;
 	assert_int_equal(kvt_acquire(c, ns, keys, 1, l + held), 0); /* at the limit: a miss */
 	assert_int_equal(kvt_test_stat(&d, "leases"), MAXPIN);
-	assert_int_equal(kvt_release(c, l, (size_t)held), held);
+	kvt_close(pc[0]); /* its pins end with it */
+	assert_int_equal(kvt_test_stat_wait(&d, "leases", MAXPIN - from[1], 0), MAXPIN - from[1]);
+	kvt_lease_t again;
+	assert_int_equal(kvt_acquire(c, ns, keys, 1, &again), 1); /* room for one more */
+	assert_int_equal(kvt_release(c, &again, 1), 1);
+	for (int k = 1; k < CONNS; k++) {
+		assert_int_equal(kvt_release(pc[k], l + from[k], (size_t)(from[k + 1] - from[k])),
+		                 from[k + 1] - from[k]);
+		kvt_close(pc[k]);
+	}
+	assert_int_equal(kvt_test_stat(&d, "leases"), 0);
 	/* nothing wrapped: the chunk is evictable again (the 1 MiB pool turns over) */
 	kvt_id_t more[N_CHUNKS];
 	prefix_keys(ns, 64, more, N_CHUNKS, 14);
