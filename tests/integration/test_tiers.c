@@ -828,8 +828,8 @@ static pid_t get_child(const char *sock, uint32_t salt, size_t i, int ready, int
 	_exit(write(out, &w, sizeof(w)) == sizeof(w) ? 0 : 4);
 }
 
-/* RELIABILITY F4 under load: kvtierd is killed (-9) while a client waits inside a get (a
- * promotion from a device 3 s slow). The call returns -ENOTCONN within 1 s of the kill, not
+/* RELIABILITY F4 under load: kvtierd is killed (-9) while 8 clients wait inside a get each (a
+ * promotion from a device 3 s slow). Every call returns -ENOTCONN within 1 s of the kill, not
  * when the device would have answered. After a restart another client handle, which held its
  * connection through the kill, is served again within 5 s of the daemon being ready, and the
  * chunk the get waited for is found byte for byte. */
@@ -845,17 +845,29 @@ static void test_tiers_kill9_frees_waiting_client(void **state)
 	unsetenv("KVTIER_NVME_READ_DELAY_MS");
 	assert_int_equal(pipe(ready), 0);
 	assert_int_equal(pipe(out), 0);
-	pid_t pid = get_child(sp.d.sock, 5, 0, ready[1], out[1]); /* keys[0]: only in nvme */
-	assert_int_equal(read(ready[0], &b, 1), 1);
-	usleep(300000); /* the get is parked: its promotion waits on the device */
+	enum { WAITERS = 8 };
+	pid_t pid[WAITERS];
+	for (int k = 0; k < WAITERS; k++) /* keys[0..7]: only in nvme */
+		pid[k] = get_child(sp.d.sock, 5, (size_t)k, ready[1], out[1]);
+	for (int k = 0; k < WAITERS; k++)
+		assert_int_equal(read(ready[0], &b, 1), 1);
+	usleep(300000); /* the gets are parked: their promotions wait on the device */
 	uint64_t killed = kvt_now_ns();
 	kvt_test_daemon_stop(&sp.d, SIGKILL);
-	struct waited w;
-	assert_int_equal(read(out[0], &w, sizeof(w)), sizeof(w));
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	double ms = (double)(w.end_ns - killed) / 1e6;
+	struct waited w = {0};
+	double ms = 0; /* the slowest to return */
+	for (int k = 0; k < WAITERS; k++) {
+		struct waited one;
+		assert_int_equal(read(out[0], &one, sizeof(one)), sizeof(one));
+		assert_int_equal(one.rc, -ENOTCONN);
+		if ((double)(one.end_ns - killed) / 1e6 >= ms)
+			w = one, ms = (double)(one.end_ns - killed) / 1e6;
+	}
+	for (int k = 0; k < WAITERS; k++) {
+		int st;
+		assert_int_equal(waitpid(pid[k], &st, 0), pid[k]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
 	assert_int_equal(kvt_test_daemon_restart(&sp.d, sets), 0);
 	uint64_t up = kvt_now_ns();
 	int rc = -ENOTCONN;
@@ -863,9 +875,9 @@ static void test_tiers_kill9_frees_waiting_client(void **state)
 		if ((rc = kvt_lookup(sp.c, sp.ns, sp.keys, 1)) == -ENOTCONN)
 			usleep(10000);
 	double back_ms = ms_since(up);
-	print_message("the waiting get returned %d %.1f ms after the kill; served again %.1f ms "
-	              "after the restart\n",
-	              w.rc, ms, back_ms);
+	print_message("the %d waiting gets returned %d, the last %.1f ms after the kill; served "
+	              "again %.1f ms after the restart\n",
+	              WAITERS, w.rc, ms, back_ms);
 	assert_int_equal(w.rc, -ENOTCONN);
 	assert_true(ms < 1000.0);
 	assert_int_equal(rc, 1); /* demoted before the kill: found */
