@@ -908,6 +908,48 @@ static bool tier_disabled(struct kvt_test_daemon *d, const char *tier)
 	return tier_flag(d, tier, "disabled");
 }
 
+/* Spills N chunks (salt's) to a working nvme whose injector `knob`=`ppm` is armed only while
+ * the file named in arm exists (KVTIER_NVME_FAULT_FILE); arm is made up here, not created. */
+static void spill_armed(struct spilled *sp, const char *const *sets, uint32_t salt,
+                        const char *knob, const char *ppm, char *arm, size_t arm_len)
+{
+	snprintf(arm, arm_len, "/tmp/kvt-nvme-arm-%d-%u", (int)getpid(), salt);
+	unlink(arm);
+	setenv(knob, ppm, 1);
+	setenv("KVTIER_NVME_FAULT_FILE", arm, 1);
+	spill(sp, sets, salt); /* the file is not there: the device works, all N demoted */
+	unsetenv(knob);
+	unsetenv("KVTIER_NVME_FAULT_FILE");
+}
+
+static void arm_faults(const char *arm)
+{
+	int fd = open(arm, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+/* Restarts the spilled daemon (SIGTERM) and reconnects its client. */
+static void respill(struct spilled *sp, const char *const *sets)
+{
+	kvt_test_daemon_stop(&sp->d, SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(&sp->d, sets), 0);
+	kvt_close(sp->c);
+	kvt_model_t m = model(1);
+	assert_int_equal(kvt_connect(sp->d.sock, &sp->c), 0);
+	assert_int_equal(kvt_namespace(sp->c, &m, &sp->ns), 0);
+}
+
+/* The first `gone` of the spilled keys are deleted, every other one reads back right. */
+static void check_spilled_but(struct spilled *sp, int gone, uint64_t seed0)
+{
+	for (int i = 0; i < gone; i++)
+		assert_int_equal(kvt_lookup(sp->c, sp->ns, &sp->keys[i], 1), 0);
+	for (int i = gone; i < N; i++)
+		assert_int_equal(
+		    get_checked(sp->c, sp->ns, &sp->keys[i], sp->cb, seed0 + (uint64_t)i), 1);
+}
+
 /* F8 with D6: the device under a running daemon's nvme tier fails (KVTIER_NVME_FAULT_FILE arms
  * the injector while its file exists) until the tier disables itself. A get of a chunk only nvme
  * holds is a miss meanwhile, but the daemon keeps the chunk (a disabled tier reads nothing, and
@@ -920,23 +962,15 @@ static void test_tiers_disabled_tier_keeps_copies(void **state)
 {
 	enum { GONE = 4 };
 	char arm[64];
-	snprintf(arm, sizeof(arm), "/tmp/kvt-nvme-fails-%d", (int)getpid());
-	unlink(arm);
 	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
-	setenv("KVTIER_NVME_FAULT_PPM", "500000", 1);
-	setenv("KVTIER_NVME_FAULT_FILE", arm, 1);
 	struct spilled sp;
-	spill(&sp, sets, 5); /* the device works: all N demoted */
-	unsetenv("KVTIER_NVME_FAULT_PPM");
-	unsetenv("KVTIER_NVME_FAULT_FILE");
+	spill_armed(&sp, sets, 5, "KVTIER_NVME_FAULT_PPM", "500000", arm, sizeof(arm));
 	struct kvt_test_daemon *d = &sp.d;
 	kvt_id_t *keys = sp.keys;
 	static kvt_id_t other[N];
 	keys_of(sp.ns, other, N, 6);
 
-	int fd = open(arm, O_CREAT | O_WRONLY, 0600); /* the device fails from now on */
-	assert_true(fd >= 0);
-	close(fd);
+	arm_faults(arm);                                         /* the device fails from now on */
 	kvt_test_put_chain(sp.c, sp.ns, other, N, sp.cb, 60000); /* their demotions fail */
 	for (int k = 0; k < 500 && !tier_disabled(d, "nvme"); k++)
 		usleep(10000);
@@ -953,22 +987,9 @@ static void test_tiers_disabled_tier_keeps_copies(void **state)
 	char out[512];
 	assert_int_equal(kvt_test_cli(d, "tier enable nvme", out, sizeof(out)), 0);
 	assert_false(tier_disabled(d, "nvme"));
-	for (int pass = 0; pass < 2; pass++) {
-		for (int i = 0; i < GONE; i++)
-			assert_int_equal(kvt_lookup(sp.c, sp.ns, &keys[i], 1), 0);
-		for (int i = GONE; i < N; i++) {
-			int g = get_checked(sp.c, sp.ns, &keys[i], sp.cb, 50000 + (uint64_t)i);
-			assert_int_equal(g, 1);
-		}
-		if (pass)
-			break;
-		kvt_test_daemon_stop(d, SIGTERM);
-		assert_int_equal(kvt_test_daemon_restart(d, sets), 0);
-		kvt_close(sp.c);
-		kvt_model_t m = model(1);
-		assert_int_equal(kvt_connect(d->sock, &sp.c), 0);
-		assert_int_equal(kvt_namespace(sp.c, &m, &sp.ns), 0);
-	}
+	check_spilled_but(&sp, GONE, 50000);
+	respill(&sp, sets);
+	check_spilled_but(&sp, GONE, 50000);
 	unspill(&sp);
 }
 
@@ -981,22 +1002,14 @@ static void test_tiers_full_device_in_running_daemon(void **state)
 {
 	enum { GONE = 4 };
 	char arm[64];
-	snprintf(arm, sizeof(arm), "/tmp/kvt-nvme-full-%d", (int)getpid());
-	unlink(arm);
 	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
-	setenv("KVTIER_NVME_NOSPC_PPM", "1000000", 1);
-	setenv("KVTIER_NVME_FAULT_FILE", arm, 1);
 	struct spilled sp;
-	spill(&sp, sets, 8); /* room on the device: all N demoted */
-	unsetenv("KVTIER_NVME_NOSPC_PPM");
-	unsetenv("KVTIER_NVME_FAULT_FILE");
+	spill_armed(&sp, sets, 8, "KVTIER_NVME_NOSPC_PPM", "1000000", arm, sizeof(arm));
 	struct kvt_test_daemon *d = &sp.d;
 	static kvt_id_t other[N], later[8];
 	keys_of(sp.ns, other, N, 9);
 
-	int fd = open(arm, O_CREAT | O_WRONLY, 0600); /* the device is full from now on */
-	assert_true(fd >= 0);
-	close(fd);
+	arm_faults(arm); /* the device is full from now on */
 	long long demoted = kvt_test_stat(d, "demoted");
 	kvt_test_put_chain(sp.c, sp.ns, other, N, sp.cb, 90000); /* their demotions fail */
 	for (int k = 0; k < 500 && !tier_flag(d, "nvme", "full"); k++)
@@ -1025,17 +1038,8 @@ static void test_tiers_full_device_in_running_daemon(void **state)
 	}
 	assert_false(tier_flag(d, "nvme", "full"));
 	wait_stat(d, "demoted", demoted + 1);
-	kvt_test_daemon_stop(d, SIGTERM);
-	assert_int_equal(kvt_test_daemon_restart(d, sets), 0);
-	kvt_close(sp.c);
-	kvt_model_t m = model(1);
-	assert_int_equal(kvt_connect(d->sock, &sp.c), 0);
-	assert_int_equal(kvt_namespace(sp.c, &m, &sp.ns), 0);
-	for (int i = 0; i < GONE; i++)
-		assert_int_equal(kvt_lookup(sp.c, sp.ns, &sp.keys[i], 1), 0);
-	for (int i = GONE; i < N; i++)
-		assert_int_equal(get_checked(sp.c, sp.ns, &sp.keys[i], sp.cb, 80000 + (uint64_t)i),
-		                 1);
+	respill(&sp, sets);
+	check_spilled_but(&sp, GONE, 80000);
 	unspill(&sp);
 }
 
