@@ -174,8 +174,7 @@ uint64_t kvd_leases_next_ns(const struct kvd *d)
 
 void kvd_leases_expire(struct kvd *d, uint64_t now_ns)
 {
-	uint64_t limit = kvt_opt_u64(&d->opts, KVT_OPT_LEASE_TIMEOUT_MS) * 1000000ull;
-	while (d->age_head != KVD_NIL && now_ns - d->leases[d->age_head].t_ns > limit) {
+	while (d->age_head != KVD_NIL && now_ns >= kvd_leases_next_ns(d)) {
 		lease_free(d, d->age_head);
 		d->st.leases_revoked++;
 	}

@@ -381,7 +381,6 @@ static void run(struct kvd *d)
 				uint64_t ticks;
 				if (read(d->timerfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 					kvt_log_rl(KVT_LOG_WARN, "timerfd: %s", strerror(errno));
-				kvd_leases_expire(d, kvt_now_ns());
 				kvd_conns_expire_hello(d, kvt_now_ns());
 				kvd_conn_resume_ready(d, kvt_now_ns());
 				kvd_metrics_tick(d, kvt_now_ns());
@@ -399,8 +398,7 @@ static void run(struct kvd *d)
 		}
 		if (d->park_next_ns && kvt_now_ns() >= d->park_next_ns)
 			kvd_conn_resume_ready(d, kvt_now_ns());
-		if (lease_next && kvt_now_ns() >= lease_next)
-			kvd_leases_expire(d, kvt_now_ns());
+		kvd_leases_expire(d, kvt_now_ns()); /* looks at the oldest lease only */
 	}
 }
 

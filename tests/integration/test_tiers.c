@@ -908,6 +908,14 @@ static bool tier_disabled(struct kvt_test_daemon *d, const char *tier)
 	return tier_flag(d, tier, "disabled");
 }
 
+/* Waits up to 5 s for tier's flag to turn true. */
+static void wait_tier_flag(struct kvt_test_daemon *d, const char *tier, const char *flag)
+{
+	for (int k = 0; k < 500 && !tier_flag(d, tier, flag); k++)
+		usleep(10000);
+	assert_true(tier_flag(d, tier, flag));
+}
+
 /* Spills N chunks (salt's) to a working nvme whose injector `knob`=`ppm` is armed only while
  * the file named in arm exists (KVTIER_NVME_FAULT_FILE); arm is made up here, not created. */
 static void spill_armed(struct spilled *sp, const char *const *sets, uint32_t salt,
@@ -972,9 +980,7 @@ static void test_tiers_disabled_tier_keeps_copies(void **state)
 
 	arm_faults(arm);                                         /* the device fails from now on */
 	kvt_test_put_chain(sp.c, sp.ns, other, N, sp.cb, 60000); /* their demotions fail */
-	for (int k = 0; k < 500 && !tier_disabled(d, "nvme"); k++)
-		usleep(10000);
-	assert_true(tier_disabled(d, "nvme"));
+	wait_tier_flag(d, "nvme", "disabled");
 	int misses = 0;
 	for (int i = 0; i < N; i++)
 		misses += !get_checked(sp.c, sp.ns, &keys[i], sp.cb, 50000 + (uint64_t)i);
@@ -1012,9 +1018,7 @@ static void test_tiers_full_device_in_running_daemon(void **state)
 	arm_faults(arm); /* the device is full from now on */
 	long long demoted = kvt_test_stat(d, "demoted");
 	kvt_test_put_chain(sp.c, sp.ns, other, N, sp.cb, 90000); /* their demotions fail */
-	for (int k = 0; k < 500 && !tier_flag(d, "nvme", "full"); k++)
-		usleep(10000);
-	assert_true(tier_flag(d, "nvme", "full"));
+	wait_tier_flag(d, "nvme", "full");
 	assert_false(tier_disabled(d, "nvme")); /* full is not failing */
 	assert_true(kvt_test_stat(d, "demote_failed") > 0);
 	assert_int_equal(get_checked(sp.c, sp.ns, &other[N - 1], sp.cb, 90000 + N - 1), 1);
@@ -1061,9 +1065,7 @@ static void test_tiers_failing_device_disables(void **state)
 	keys_of(ns, keys, N, 11);
 	size_t cb = kvt_chunk_bytes(&m);
 	kvt_test_put_chain(c, ns, keys, N, cb, 110000); /* every put is taken */
-	for (int k = 0; k < 500 && !tier_disabled(&d, "nvme"); k++)
-		usleep(10000);
-	assert_true(tier_disabled(&d, "nvme"));
+	wait_tier_flag(&d, "nvme", "disabled");
 	assert_true(kvt_test_stat(&d, "demote_failed") > 0);
 	assert_int_equal(kvt_test_stat(&d, "demoted"), 0);
 	/* host goes on: the newest chunks are there, byte for byte, and new puts are taken */
