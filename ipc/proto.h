@@ -52,7 +52,7 @@ enum kvt_msg_type {
 	KVT_MSG_POLICY = 11,      /* body: "get TIER", "set TIER NAME [k=v...]", "mrc TIER" */
 	KVT_MSG_PREFETCH = 12,    /* keys (as LOOKUP); no reply: promote them into host */
 	KVT_MSG_CONFIG = 13,      /* body: "get [NAME]", "set NAME VALUE" */
-	KVT_MSG_INSPECT = 14,     /* body: "inspect [NS [KEY]]", "flush all|NS|tenant UID" */
+	KVT_MSG_INSPECT = 14, /* body: "inspect [NS [KEY]]", "flush all|NS|tenant UID", "check" */
 	KVT_MSG_DONE = 15, /* keys (as LOOKUP); no reply: the engine is done with them (kvt_done) */
 	KVT_MSG_KEEP = 16, /* keys, arg = ttl_ms; reply: how many are now kept at host (kvt_keep) */
 	KVT_MSG__MAX

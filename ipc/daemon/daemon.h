@@ -243,6 +243,10 @@ void kvd_index_insert(struct kvd_index *x, uint32_t id);
 void kvd_index_unlink(struct kvd_index *x, uint32_t id);
 void kvd_index_release(struct kvd_index *x, uint32_t id);
 uint64_t kvd_index_bytes(const struct kvd_index *x);
+/* Walks every hash chain and the free list: each chained entry published, in its key's bucket
+ * and the first found by its key; the free list holds cap - used free entries. *chained: how
+ * many are chained. @return : 0, -EUCLEAN. */
+int kvd_index_audit(const struct kvd_index *x, uint32_t *chained);
 
 /* store.c: the host tier's chunk operations */
 int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out);
@@ -461,4 +465,8 @@ void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns);
 
 /* stats.c */
 int kvd_stats_json(struct kvd *d, char *buf, size_t len);
+
+/* check.c: kvtier check, the daemon's books against its index (one line per area into out).
+ * @return : 0, -EUCLEAN (a mismatch: named in out and logged), -ENOMEM. */
+int kvd_check(struct kvd *d, char *out, size_t out_len);
 #endif

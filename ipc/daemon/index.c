@@ -135,3 +135,23 @@ uint64_t kvd_index_bytes(const struct kvd_index *x)
 	return (uint64_t)x->cap * sizeof(struct kvd_entry) +
 	       (uint64_t)x->nbucket * sizeof(uint32_t);
 }
+
+int kvd_index_audit(const struct kvd_index *x, uint32_t *chained)
+{
+	uint32_t n = 0, free_n = 0;
+	for (uint32_t b = 0; b < x->nbucket; b++)
+		for (uint32_t id = x->bucket[b]; id != KVD_NIL; id = x->e[id].hnext) {
+			const struct kvd_entry *e = &x->e[id];
+			if (id >= x->cap || e->state != KVD_PUBLISHED || ++n > x->cap ||
+			    bucket_of(x, e->tenant, e->ns, e->key) != b ||
+			    kvd_index_find(x, e->tenant, e->ns, e->key) != id)
+				return -EUCLEAN; /* a cycle, a stray, or a key found twice */
+		}
+	for (uint32_t id = x->free_head; id != KVD_NIL; id = x->e[id].hnext)
+		if (id >= x->cap || x->e[id].state != KVD_FREE || ++free_n > x->cap)
+			return -EUCLEAN;
+	if (free_n != x->cap - x->used)
+		return -EUCLEAN;
+	*chained = n;
+	return 0;
+}

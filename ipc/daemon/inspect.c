@@ -7,6 +7,7 @@
  *   inspect NS KEY       one chunk: tenant, depth, parent, size, sequence, each tier's copy,
  *                        leases and tier jobs on it
  *   flush all | NS | tenant UID   drops those chunks from every tier, as kvt_delete does
+ *   check                the daemon's books against its index (check.c)
  *
  * Ids are 32 hex digits, high half first (docs/keys.md). A caller that is not root or kvtierd's
  * uid sees its own tenant's chunks only (invariant 6) and may not flush. Both walk the whole
@@ -234,6 +235,8 @@ int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, si
 	char *save = NULL, *verb = strtok_r(cmd, " ", &save);
 	if (verb && !strcmp(verb, "flush"))
 		return flush(d, save, &o);
+	if (verb && !strcmp(verb, "check")) /* counts only: no tenant's keys are shown */
+		return kvd_check(d, out, out_len);
 	if (verb && strcmp(verb, "inspect")) {
 		kvd_out(&o, "unknown command '%s'\n", verb);
 		return -EINVAL;

@@ -550,24 +550,36 @@ static void count_tiers(struct run *r)
 }
 
 /* After kill -9 the chunks only at host are gone, and a delete may not have reached a lower
- * tier: what is found must have been put, with the right bytes; the model takes what is found. */
-static void resync(struct run *r)
+ * tier: what is found must have been put, with the right bytes; the model takes what is found.
+ * With durable (the kill came once every demotion had landed, and the lower tiers hold every
+ * chunk) no chunk of the model may be missing: each was on nvme, which kill -9 cannot undo. */
+static void resync(struct run *r, bool durable)
 {
+	int held = 0;
 	for (int p = 0; p < PREFIXES; p++)
 		for (int i = 0; i < DEPTH; i++) {
 			int rc = kvt_lookup(r->c, r->ns, &r->keys[p][i], 1);
 			if (rc < 0 || rc > r->ever[p][i])
 				FAIL(r, "after kill -9: chunk %d of prefix %d: lookup %d, put %d",
 				     i, p, rc, r->ever[p][i]);
+			if (durable && r->present[p][i] && rc != 1)
+				FAIL(r, "after kill -9: chunk %d of prefix %d was demoted; lost", i,
+				     p);
+			held += durable && r->present[p][i];
 			r->present[p][i] = (uint8_t)rc;
 		}
+	if (durable)
+		print_message(
+		    "kill -9 after the demotions landed: all %d chunks of the model found\n", held);
 	sweep(r, "after kill -9");
 }
 
-static void restart(struct run *r, bool kill9)
+static void restart(struct run *r, bool kill9, bool durable)
 {
 	while (r->n_holds)
 		do_release(r);
+	if (durable) /* every demotion landed: what the model holds is on nvme */
+		assert_int_equal(kvt_test_stat_wait(&r->d, "dirty_bytes", 0, 0), 0);
 	count_tiers(r);
 	kvt_close(r->cl[0]);
 	kvt_close(r->cl[1]);
@@ -580,7 +592,7 @@ static void restart(struct run *r, bool kill9)
 	r->eagain_seen = 0; /* a new life counts from 0 */
 	connect_ns(r);
 	if (kill9)
-		resync(r);
+		resync(r, durable);
 	else
 		sweep(r, "after a restart");
 	if (r->other) {
@@ -590,8 +602,11 @@ static void restart(struct run *r, bool kill9)
 	}
 }
 
-static void run_seed(uint64_t seed)
+/* seed's run; crash_every > 0: a crash loop, kill -9 and a restart every crash_every calls and
+ * no other restart (and no policy switch: second_touch admission would keep a chunk off nvme). */
+static void run_seed(uint64_t seed, int steps, int crash_every)
 {
+	int kills = 0;
 	static struct run r;
 	memset(&r, 0, sizeof(r));
 	r.rng = seed * 0x9e3779b97f4a7c15ULL | 1;
@@ -605,7 +620,6 @@ static void run_seed(uint64_t seed)
 	r.want = malloc(r.cb);
 	if (geteuid() == 0)
 		other_start(&r);
-	int steps = getenv("KVT_MODEL_STEPS") ? atoi(getenv("KVT_MODEL_STEPS")) : STEPS;
 	for (int step = 0; step < steps; step++) {
 		int p = (int)rnd(&r, PREFIXES), n = 1 + (int)rnd(&r, DEPTH);
 		uint32_t k = rnd(&r, 1000);
@@ -635,13 +649,23 @@ static void run_seed(uint64_t seed)
 				FAIL(&r, "keep of %d chunks: %d", n, rc);
 		} else if (k < 940) {
 			assert_int_equal(kvt_prefetch(r.c, r.ns, r.keys[p], (size_t)n), 0);
-		} else if (k < 960) {
+		} else if (k < 960 && !crash_every) {
 			do_policy(&r);
-		} else if (k < 962) {
-			restart(&r, false);
-		} else if (k < 963) {
-			restart(&r, true);
+		} else if (k < 962 && !crash_every) {
+			restart(&r, false, false);
+		} else if (k < 963 && !crash_every) {
+			restart(&r, true, false);
 		}
+		if (crash_every && step % crash_every == crash_every - 1) {
+			/* every other kill once the demotions have landed (then nothing the model
+			 * holds may be lost), the rest at once, with demotions and promotions in
+			 * flight */
+			restart(&r, true, kills % 2 && !r.lossy);
+			kvt_test_check_books(&r.d, 0);
+			kills++;
+		}
+		if (step % 250 == 249) /* the daemon's books, with leases held and jobs running */
+			kvt_test_check_books(&r.d, 0);
 	}
 	while (r.n_holds)
 		do_release(&r);
@@ -658,6 +682,7 @@ static void run_seed(uint64_t seed)
 	count_tiers(&r); /* the lower tiers were used */
 	assert_true(r.evictions > 0 && r.demoted > 0 && r.promoted > 0);
 	assert_int_equal(kvt_test_stat(&r.d, "corruptions"), 0);
+	kvt_test_check_books(&r.d, 1);
 	for (int i = 0; i < DEPTH; i++)
 		free(r.buf[i]);
 	free(r.want);
@@ -671,14 +696,31 @@ static void test_daemon_model_random_calls(void **state)
 	(void)state;
 	uint64_t seeds = getenv("KVT_MODEL_SEEDS") ? strtoull(getenv("KVT_MODEL_SEEDS"), NULL, 10)
 	                                           : 4; /* the third is lossy, the fourth fails */
+	int steps = getenv("KVT_MODEL_STEPS") ? atoi(getenv("KVT_MODEL_STEPS")) : STEPS;
 	for (uint64_t s = 1; s <= seeds; s++)
-		run_seed(s);
+		run_seed(s, steps, 0);
+}
+
+/*
+ * RELIABILITY D3, scaled: a crash loop, 20 rounds in each of two seeds: 50 random calls (puts,
+ * gets, acquires held, deletes, keeps, prefetches), then kill -9 of kvtierd, a restart, and the
+ * whole model checked:
+ * every chunk found was put and has the right bytes, and when the kill came after every
+ * demotion had landed (every other time), every chunk of the model is there. kvtier check
+ * after each restart. Seed 1 (cascade) and seed 2 (write-through, nvme clock).
+ */
+static void test_daemon_model_crash_loop(void **state)
+{
+	(void)state;
+	for (uint64_t s = 1; s <= 2; s++)
+		run_seed(s, 20 * 50, 50);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_daemon_model_random_calls),
+	    cmocka_unit_test(test_daemon_model_crash_loop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -218,14 +218,30 @@ static void test_ipc_kill9_releases_leases(void **state)
 	assert_int_equal(read(pfd[0], &ok, 1), 1);
 	assert_int_equal(ok, 'y');
 	assert_int_equal(kvt_test_stat(&d, "leases"), 100);
+	/* four leased chunks deleted: out of the index, their records kept for the holder */
+	kvt_client_t *c;
+	kvt_model_t m = model(16, KVT_DTYPE_F16);
+	kvt_id_t ns, keys[N_CHUNKS];
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	prefix_keys(ns, 16, keys, N_CHUNKS, 2);
+	assert_int_equal(kvt_delete(c, ns, keys + 60, 4), 4);
+	const char *books = kvt_test_check_books(&d, 1);
+	assert_non_null(strstr(books, "index: 60 chunks, 4 deleted ones waiting"));
+	assert_non_null(strstr(books, "leases: 100 on 64 chunks"));
 	kill(h, SIGKILL);
 	waitpid(h, NULL, 0);
 	uint64_t t0 = (uint64_t)time(NULL);
 	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
 	assert_true((uint64_t)time(NULL) - t0 <= 1);
+	books = kvt_test_check_books(&d, 1); /* the four records freed with the last lease */
+	assert_non_null(strstr(books, "index: 60 chunks, 0 deleted ones waiting"));
+	assert_non_null(strstr(books, "host: 60 copies"));
+	assert_int_equal(kvt_delete(c, ns, keys + 60, 4), 0);
+	kvt_close(c);
 	pid_t b = fork();
 	if (!b)
-		_exit(get_prefix(d.sock, 2, N_CHUNKS)); /* nothing lost */
+		_exit(get_prefix(d.sock, 2, 60)); /* nothing lost but what was deleted */
 	assert_int_equal(child_wait(b), 0);
 	close(pfd[0]);
 	close(pfd[1]);
@@ -444,6 +460,29 @@ static void test_ipc_scribble_during_commit(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Whether kvtierd runs under valgrind (make valgrind) or this build sanitizes. */
+static bool slowed(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return true;
+#else
+	return getenv("KVT_TEST_DAEMON_WRAPPER") != NULL;
+#endif
+}
+
 static void test_ipc_enospc_when_all_leased(void **state)
 {
 	const char *sets[] = {"host.bytes=1MiB", NULL};
@@ -469,17 +508,36 @@ static void test_ipc_enospc_when_all_leased(void **state)
 	kvt_lease_t l[N_CHUNKS];
 	int leased = kvt_acquire(c, ns, keys + N_CHUNKS - present, (size_t)present, l);
 	assert_int_equal(leased, present);
-	kvt_id_t other[4];
-	prefix_keys(ns, 64, other, 4, 5);
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(kvt_put(c, ns, NULL, other, 1, chunks, cb), -ENOSPC);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-	fprintf(stderr, "put on a pool full of leases failed in %.3f ms\n", ms);
-	assert_true(ms < 1000); /* fails fast, never waits for a lease (10 ms in the benchmark) */
+	/* RELIABILITY L2: 10^4 puts into the pool full of leases, each refused at once, none
+	 * evicting a leased chunk; the next put after the release is stored at once */
+	long long evicted = kvt_test_stat(&d, "evictions");
+	kvt_test_check_books(&d, 0); /* every lease on a chunk at host */
+	enum { PUTS = 10000 };
+	static double ms[PUTS];
+	kvt_id_t other[PUTS / 100];
+	prefix_keys(ns, 64, other, PUTS / 100, 5);
+	for (int k = 0; k < PUTS; k++) {
+		double t0 = now_ms();
+		int rc = kvt_put(c, ns, NULL, other + k % (PUTS / 100), 1, chunks, cb);
+		ms[k] = now_ms() - t0;
+		if (rc != -ENOSPC)
+			fail_msg("put %d on a pool full of leases: %d, want -ENOSPC", k, rc);
+	}
+	qsort(ms, PUTS, sizeof(ms[0]), by_value);
+	print_message("%d puts on a pool full of leases: each -ENOSPC, p50 %.3f ms, p99 %.3f ms, "
+	              "max %.3f ms\n",
+	              PUTS, ms[PUTS / 2], ms[PUTS * 99 / 100], ms[PUTS - 1]);
+	/* 10 ms asked; under valgrind or a sanitizer the daemon runs 5-50x slower */
+	assert_true(ms[PUTS * 99 / 100] < (slowed() ? 100 : 10));
+	assert_int_equal(kvt_test_stat(&d, "evictions"), evicted);
+	assert_int_equal(kvt_test_stat(&d, "leases"), leased);
+	kvt_test_check_books(&d, 0);
 	assert_int_equal(kvt_release(c, l, (size_t)leased), leased);
+	double t0 = now_ms();
 	assert_int_equal(kvt_put(c, ns, NULL, other, 1, chunks, cb), 1);
+	double after = now_ms() - t0;
+	print_message("the first put after the release: stored in %.3f ms\n", after);
+	assert_true(after < (slowed() ? 1000 : 100));
 	assert_true(kvt_test_stat(&d, "enospc") >= 1);
 	free(buf);
 	kvt_close(c);
@@ -698,6 +756,8 @@ static void test_ipc_keep(void **state)
 	assert_int_equal(kvt_keep(c, ns, y, 1, 60000), -ENOSPC);
 	assert_int_equal(kvt_test_stat(&d, "keep_refused"), 2);
 	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), 14);
+	assert_non_null(strstr(kvt_test_check_books(&d, 0), "keeps: 14 chunks")); /* and the
+	                                                  policy holds none of them */
 
 	/* a switch leaves them kept, and the new policy cannot take them either */
 	char out[256];
@@ -721,6 +781,7 @@ static void test_ipc_keep(void **state)
 	usleep(250000);
 	assert_int_equal(kvt_test_stat(&d, "kept_chunks"), 0);
 	assert_int_equal(kvt_test_stat(&d, "kept_bytes"), 0);
+	kvt_test_check_books(&d, 0); /* the ended keeps back in the policy */
 	flood(c, ns, chunks, cb, 34);
 	assert_int_equal(at_host(c, ns, y + 8, 8), 0);
 	assert_true(kvt_test_stat(&d, "keeps") >= 8 + 8 + 6 + 4);
@@ -1755,6 +1816,9 @@ static void test_ipc_admin_needs_owner(void **state)
 		if (kvt__client_simple(c, KVT_MSG_INSPECT, cmd, out, sizeof(out)) != -ENOENT ||
 		    kvt__client_simple(c, KVT_MSG_INSPECT, "flush all", out, sizeof(out)) != -EPERM)
 			_exit(35); /* our chunk is not there for it, and it may not flush */
+		if (kvt__client_simple(c, KVT_MSG_INSPECT, "check", out, sizeof(out)) != -EPERM ||
+		    !strstr(out, "pauses kvtierd"))
+			_exit(36); /* nor hold the loop with a check */
 		if (kvt__client_simple(c, KVT_MSG_CONFIG, "get host.policy", out, sizeof(out)) ||
 		    kvt__client_simple(c, KVT_MSG_POLICY, "get host", out, sizeof(out)))
 			_exit(32); /* reading is allowed */

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
@@ -251,6 +253,7 @@ static void test_stress_consistency(void **state)
 	char out[256];
 	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5\n");
+	kvt_test_check_books(&d, 1);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -488,6 +491,7 @@ static void test_stress_threads(void **state)
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
 	reads_back(d.sock);
 	munmap(published, SLOTS * sizeof(*published));
+	kvt_test_check_books(&d, 1);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -553,6 +557,7 @@ static void memory_rounds(const char *const *sets, int rounds, long max_growth_k
 		         peak - warm, warm);
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
+	kvt_test_check_books(&d, 1);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -578,36 +583,113 @@ static void reads_back(const char *sock)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* The watchdog's report, in memory it shares with the test. */
+struct watch {
+	_Atomic int stop;
+	_Atomic long calls, late; /* answered; answered after more than 1 s (or not at all) */
+	_Atomic long max_us;
+};
+
+static long now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000L + t.tv_nsec / 1000;
+}
+
+/* One more client that keeps asking (a lookup, a get of the same chunks, a ping) while the
+ * others are killed, and times every answer: the daemon must never leave it waiting past 1 s
+ * (RELIABILITY F3's watchdog). */
+static int watchdog(const char *sock, struct watch *w)
+{
+	kvt_client_t *c;
+	struct load L;
+	if (kvt_connect(sock, &c) || load_open(&L, c, 4242))
+		return 100;
+	kvt_id_t keys[DEPTH];
+	prefix_keys(L.ns[0], 0, keys);
+	void *dst[DEPTH];
+	for (int i = 0; i < DEPTH; i++)
+		dst[i] = L.bufs[i];
+	while (!atomic_load(&w->stop)) {
+		long t0 = now_us();
+		int k = (int)(atomic_load(&w->calls) % 3);
+		int rc = k == 0   ? kvt_lookup(c, L.ns[0], keys, DEPTH)
+		         : k == 1 ? kvt_get(c, L.ns[0], keys, DEPTH, dst, L.cb[0])
+		                  : kvt__client_simple(c, KVT_MSG_PING, NULL, NULL, 0);
+		long us = now_us() - t0;
+		if (rc < 0 || us > 1000000)
+			atomic_fetch_add(&w->late, 1);
+		if (us > atomic_load(&w->max_us))
+			atomic_store(&w->max_us, us);
+		atomic_fetch_add(&w->calls, 1);
+	}
+	load_close(&L);
+	kvt_close(c);
+	return 0;
+}
+
 /* Clients killed at random instants in the middle of puts, holds and gets (RELIABILITY F3,
- * scaled): the daemon answers throughout, every lease they held is released, and the chunks
- * the survivors read are still exactly right. */
+ * scaled: 1,000 kills, not 10^4): the daemon answers throughout (a watchdog client times every
+ * answer: none past 1 s), every lease they held is released, its books agree with its index
+ * (kvtier check, every 50 rounds while the killing goes on), and the chunks the survivors read
+ * are still exactly right. A kill lands anywhere from before the client's hello (0 ms) to well
+ * into its calls. */
 static void test_stress_random_kills(void **state)
 {
-	const char *sets[] = {"host.bytes=6MiB", "tiers.order=host,nvme", "nvme.bytes=48MiB", NULL};
+	enum { ROUNDS = 200, PER_ROUND = 5 };
+	const char *sets[] = {"host.bytes=6MiB", "tiers.order=host,nvme", "nvme.bytes=48MiB",
+	                      "host.policy=lru", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	struct watch *w =
+	    mmap(NULL, sizeof(*w), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(w != MAP_FAILED);
+	memset(w, 0, sizeof(*w));
+	pid_t dog = fork();
+	if (!dog)
+		_exit(watchdog(d.sock, w));
 	srand(7);
-	for (int round = 0; round < 20; round++) {
-		pid_t v[3];
-		for (int k = 0; k < 3; k++) {
+	int finished = 0;
+	for (int round = 0; round < ROUNDS; round++) {
+		pid_t v[PER_ROUND];
+		for (int k = 0; k < PER_ROUND; k++) {
 			v[k] = fork();
 			if (!v[k])
-				_exit(worker(d.sock, 5000u + (unsigned)(round * 3 + k)));
+				_exit(worker(d.sock, 5000u + (unsigned)(round * PER_ROUND + k)));
 		}
-		usleep((useconds_t)(2000 + rand() % 30000));
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < PER_ROUND; k++) { /* each at its own instant, 0-20 ms in */
+			usleep((useconds_t)(rand() % (20000 / PER_ROUND)));
 			kill(v[k], SIGKILL);
+		}
+		for (int k = 0; k < PER_ROUND; k++) {
 			int st;
 			waitpid(v[k], &st, 0);
 			/* killed, or finished cleanly: never a wrong byte */
 			assert_true(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
+			finished += WIFEXITED(st);
 		}
 		assert_int_equal(kill(d.pid, 0), 0);
+		if (round % 50 == 49)
+			kvt_test_check_books(&d, 0);
 	}
+	atomic_store(&w->stop, 1);
+	int st;
+	assert_int_equal(waitpid(dog, &st, 0), dog);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	print_message("%d kills (%d finished first); the watchdog's %ld calls: %ld late, slowest "
+	              "%.1f ms\n",
+	              ROUNDS * PER_ROUND - finished, finished, atomic_load(&w->calls),
+	              atomic_load(&w->late), (double)atomic_load(&w->max_us) / 1000);
+	assert_int_equal(atomic_load(&w->late), 0);
+	assert_true(atomic_load(&w->calls) > ROUNDS);
+	assert_true(finished < ROUNDS * PER_ROUND / 10);
+	munmap(w, sizeof(*w));
 	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
 	/* only the stats probe itself, once the daemon has read the killed clients' hang-ups (one
 	 * holding no lease may still count for a moment: a CI run read 2) */
 	assert_int_equal(kvt_test_stat_wait(&d, "clients", 1, 0), 1);
+	kvt_test_check_books(&d, 1);
 	reads_back(d.sock);
 	kvt_test_daemon_destroy(&d);
 }
@@ -718,6 +800,7 @@ static void test_stress_policy_switches(void **state)
 	}
 	kvt_close(c);
 	reads_back(d.sock); /* and what is left reads back right */
+	kvt_test_check_books(&d, 1);
 	kvt_test_daemon_destroy(&d);
 }
 

@@ -222,6 +222,7 @@ static void test_tiers_auto_order(void **state)
 	assert_true(kvt_test_stats_json(&d, out, sizeof(out)) > 0);
 	assert_non_null(strstr(out, "\"name\":\"rocksdb\""));
 	assert_null(strstr(out, "\"name\":\"nvme\""));
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 
 	const char *named[] = {"tiers.order=host,nvme,rocksdb", "nvme.path=/", "nvme.bytes=64MiB",
@@ -309,6 +310,7 @@ static size_t cascade_run(const char *placement, long long *cascaded, long long 
 	assert_true(checked >= sampled * 9 / 10 && checked > 0);
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 	return found;
 }
@@ -356,6 +358,7 @@ static size_t cascade_done(bool hint, long long *cascaded, long long *told_dropp
 		found += kvt_lookup(c, ns, &keys[i], 1) == 1;
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 	return found;
 }
@@ -418,6 +421,7 @@ static void test_tiers_cascade_second_touch(void **state)
 	assert_non_null(r);
 	assert_non_null(strstr(r, "\"chunks\":0,"));
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -494,6 +498,7 @@ static void test_tiers_dirty_share(void **state)
 	assert_int_equal(kvt_test_cli(&d, "stats", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "bytes waiting for demotion; demoted "));
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -538,6 +543,7 @@ static void test_tiers_get_prefix_beyond_host(void **state)
 	}
 	free(buf);
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -592,6 +598,7 @@ static void test_tiers_acquire_outlives_eviction(void **state)
 	free(got);
 	free(want);
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -617,6 +624,7 @@ static void test_tiers_too_large_for_nvme_stays_at_host(void **state)
 	free(buf);
 	free(got);
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -701,6 +709,7 @@ static void faults_stay_invisible(const char *const *sets, const char *fault, co
 		         kvt_test_stat(&d, "recovered"));
 	assert_int_equal(kvt_test_stat(&d, "recovered"), 0);
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -754,6 +763,7 @@ static void test_tiers_cascaded_stay_deleted(void **state)
 		         kvt_test_tier_stat(&d, "nvme", "chunks"),
 		         kvt_test_tier_stat(&d, "rocksdb", "chunks"));
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -1079,6 +1089,7 @@ static void test_tiers_failing_device_disables(void **state)
 	assert_non_null(strstr(out, "tier nvme stays disabled: its device still fails"));
 	assert_true(tier_disabled(&d, "nvme"));
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d); /* and it stops cleanly */
 }
 
@@ -1145,6 +1156,7 @@ static void test_tiers_rocksdb_disk_full(void **state)
 	assert_true(kvt_test_tier_stat(&d, "rocksdb", "writes") > writes);
 	assert_false(tier_flag(&d, "rocksdb", "full"));
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d); /* and it stops cleanly */
 	kvt_test_umount_tmpfs(dir, mnt);
 }
@@ -1173,6 +1185,7 @@ static void test_tiers_second_touch(void **state)
 	assert_int_equal(kvt_test_stat(&d, "demoted"), 1);
 	free(buf);
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -1236,6 +1249,7 @@ static void stop_under_load(const char *const *sets, size_t n, const char *stat,
 	free(keys);
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
 	kvt_close(c);
+	kvt_test_check_books(&d, 0);
 	kvt_test_daemon_destroy(&d);
 }
 

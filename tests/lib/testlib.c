@@ -290,6 +290,23 @@ int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, s
 	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+const char *kvt_test_check_books(const struct kvt_test_daemon *d, int verbose)
+{
+	static char out[4096];
+	int rc = 0;
+	for (int tries = 0; tries < 200; tries++) {
+		rc = kvt_test_cli(d, "check", out, sizeof(out));
+		if (rc || !strstr(out, "in flight"))
+			break;
+		usleep(10000);
+	}
+	if (rc)
+		fail_msg("kvtier check: exit %d:\n%s", rc, out);
+	if (verbose)
+		print_message("%s", out);
+	return out;
+}
+
 long long kvt_test_stats_json(struct kvt_test_daemon *d, char *out, size_t len)
 {
 	return kvt_test_cli(d, "stats --json", out, len) ? -1 : (long long)strlen(out);

@@ -43,6 +43,11 @@ long long kvt_test_tier_stat(struct kvt_test_daemon *d, const char *tier, const 
 /* Runs `kvtier --socket d->sock ARGS`, its stdout and stderr into out (NUL-terminated).
  * @return : its exit status, or -1 when it could not run or did not exit. */
 int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len);
+/* `kvtier check` against d: the daemon's books against its index. A mismatch fails the test
+ * with the daemon's words; the check's lines are printed when verbose. Retries while tier jobs
+ * are in flight (the bytes are then compared as at most), 2 s at most. @return : what the check
+ * printed (static: valid until the next call). */
+const char *kvt_test_check_books(const struct kvt_test_daemon *d, int verbose);
 /* `kvtier stats --json` of d into out (NUL-terminated). @return : its length, or -1. */
 long long kvt_test_stats_json(struct kvt_test_daemon *d, char *out, size_t len);
 /* Polls kvt_test_stat (10 ms apart, 20 s at most) until key is >= want (at_least) or == want.

@@ -8,21 +8,7 @@
 
 static void check_invariants(const struct kvt_extent *e)
 {
-	uint32_t g = 0, free_total = 0;
-	int prev_free = 0;
-	while (g < e->n_granules) {
-		uint32_t n = e->len[g];
-		assert_true(n > 0);
-		if (e->is_free[g]) {
-			assert_false(prev_free); /* coalesced */
-			assert_int_equal(e->tail[g + n - 1], g + 1);
-			free_total += n;
-		}
-		prev_free = e->is_free[g];
-		g += n;
-	}
-	assert_int_equal(g, e->n_granules);
-	assert_int_equal(free_total, e->free_granules);
+	assert_int_equal(kvt_extent_audit(e, NULL), 0);
 }
 
 static void test_extent_random_churn(void **state)
@@ -84,11 +70,46 @@ static void test_extent_bad_free_and_full(void **state)
 	kvt_extent_fini(&e);
 }
 
+/* The audit (kvtier check's view of a pool) finds each kind of damage to the books. */
+static void test_extent_audit_finds_damage(void **state)
+{
+	struct kvt_extent e;
+	assert_int_equal(kvt_extent_init(&e, 256), 0);
+	int64_t a = kvt_extent_alloc(&e, 16), b = kvt_extent_alloc(&e, 16);
+	assert_int_equal(kvt_extent_alloc(&e, 8), 32);
+	assert_int_equal(kvt_extent_free(&e, (uint32_t)a), 16);
+	uint32_t used = 0;
+	assert_int_equal(kvt_extent_audit(&e, &used), 0);
+	assert_int_equal(used, 2);
+	assert_true(kvt_extent_is_allocated(&e, (uint32_t)b, 16));
+	assert_false(kvt_extent_is_allocated(&e, (uint32_t)b, 8));     /* another size */
+	assert_false(kvt_extent_is_allocated(&e, (uint32_t)a, 16));    /* freed */
+	assert_false(kvt_extent_is_allocated(&e, (uint32_t)b + 1, 1)); /* not a head */
+
+	e.free_granules++; /* a count off by one */
+	assert_int_equal(kvt_extent_audit(&e, NULL), -EUCLEAN);
+	e.free_granules--;
+	e.is_free[b] = 1; /* an allocation marked free: two free neighbours */
+	assert_int_equal(kvt_extent_audit(&e, NULL), -EUCLEAN);
+	e.is_free[b] = 0;
+	uint32_t len = e.len[b];
+	e.len[b] = 0; /* a lost head */
+	assert_int_equal(kvt_extent_audit(&e, NULL), -EUCLEAN);
+	e.len[b] = len;
+	uint64_t mask = e.bin_mask[0];
+	e.bin_mask[0] = 0; /* free extents no list reaches */
+	assert_int_equal(kvt_extent_audit(&e, NULL), -EUCLEAN);
+	e.bin_mask[0] = mask;
+	assert_int_equal(kvt_extent_audit(&e, NULL), 0);
+	kvt_extent_fini(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_extent_random_churn),
 	    cmocka_unit_test(test_extent_bad_free_and_full),
+	    cmocka_unit_test(test_extent_audit_finds_damage),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * extent.c -- see extent.h. Invariants (checked by tests/unit/test_extent.c):
+ * extent.c -- see extent.h. Invariants (kvt_extent_audit checks them; test_extent, kvtier check):
  *  - every granule belongs to exactly one extent; extents are either free or allocated;
  *  - no two free extents are adjacent (coalescing is eager);
  *  - a free extent of length L at head h sits in bin_of(L), tail[h+L-1] = h+1.
@@ -157,4 +157,48 @@ uint32_t kvt_extent_largest(const struct kvt_extent *e)
 		return best;
 	}
 	return 0;
+}
+
+int kvt_extent_audit(const struct kvt_extent *e, uint32_t *allocated)
+{
+	uint32_t g = 0, free_total = 0, free_extents = 0, used = 0;
+	bool prev_free = false;
+	while (g < e->n_granules) {
+		uint32_t n = e->len[g];
+		if (!n || n > e->n_granules - g)
+			return -EUCLEAN;
+		if (e->is_free[g]) {
+			if (prev_free || e->tail[g + n - 1] != g + 1)
+				return -EUCLEAN; /* not coalesced, or its tail lost */
+			free_total += n;
+			free_extents++;
+		} else {
+			used++;
+		}
+		prev_free = e->is_free[g];
+		g += n;
+	}
+	if (free_total != e->free_granules)
+		return -EUCLEAN;
+	uint32_t listed = 0; /* every free extent on its bin's list, once */
+	for (unsigned b = 0; b < KVT_EXTENT_BINS; b++) {
+		bool marked = e->bin_mask[b >> 6] >> (b & 63) & 1;
+		if (marked != (e->bin_head[b] != NIL))
+			return -EUCLEAN;
+		for (uint32_t h = e->bin_head[b], prev = NIL; h != NIL; prev = h, h = e->next[h]) {
+			if (h >= e->n_granules || !e->is_free[h] || e->prev[h] != prev ||
+			    bin_of(e->len[h]) != b || ++listed > free_extents)
+				return -EUCLEAN;
+		}
+	}
+	if (listed != free_extents)
+		return -EUCLEAN;
+	if (allocated)
+		*allocated = used;
+	return 0;
+}
+
+bool kvt_extent_is_allocated(const struct kvt_extent *e, uint32_t head, uint32_t n)
+{
+	return head < e->n_granules && e->len[head] == n && !e->is_free[head];
 }

@@ -8,8 +8,9 @@
  */
 #ifndef KVT_TIERS_HOST_EXTENT_H
 #define KVT_TIERS_HOST_EXTENT_H
-#include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define KVT_EXTENT_EXACT 64u
 #define KVT_EXTENT_BINS  (KVT_EXTENT_EXACT + 33u)
@@ -33,4 +34,10 @@ int64_t kvt_extent_alloc(struct kvt_extent *e, uint32_t n);
 int64_t kvt_extent_free(struct kvt_extent *e, uint32_t head);
 /* @return : the largest free extent (granules). O(bins + one list). */
 uint32_t kvt_extent_largest(const struct kvt_extent *e);
+/* Walks every extent and free list against extent.c's invariants (kvtier check, tests).
+ * *allocated (may be NULL) is set to the number of allocated extents. O(granules).
+ * @return : 0, or -EUCLEAN when the books disagree. */
+int kvt_extent_audit(const struct kvt_extent *e, uint32_t *allocated);
+/* Whether an allocated extent of exactly n granules starts at granule head. */
+bool kvt_extent_is_allocated(const struct kvt_extent *e, uint32_t head, uint32_t n);
 #endif

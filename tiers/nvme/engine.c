@@ -172,6 +172,18 @@ static void slot_release(struct kvt__nvme_engine *e, struct run *r, unsigned s)
 	e->free_stack[r->n_free++] = s;
 }
 
+/* One completion reaped: counted (released, so that a reader that sees it sees its queueing),
+ * timed, and the books held to what is in flight. Single writer: the driving thread. */
+static void books_reaped(struct kvt_nvme *t, const struct run *r, const struct kvt__nvme_slot *s)
+{
+	__atomic_fetch_add(&t->xs.ios_reaped, 1, __ATOMIC_RELEASE);
+	uint64_t us = (kvt_now_ns() - s->queued_ns) / 1000;
+	if (us > t->xs.io_max_us)
+		KVT_NVME_SET(t, xs.io_max_us, us);
+	if (t->xs.ios_queued - t->xs.ios_reaped != r->inflight)
+		KVT_NVME_ADD(t, xs.io_books_wrong, 1);
+}
+
 /* Handles one completion: the slot is freed or pushed on the redo stack. */
 static void complete(struct kvt_nvme *t, struct run *r, const struct kvt__nvme_cqe *c)
 {
@@ -182,6 +194,7 @@ static void complete(struct kvt_nvme *t, struct run *r, const struct kvt__nvme_c
 	struct kvt__nvme_job *j = &r->b->jobs[s->job];
 	bool again = false;
 	r->inflight--;
+	books_reaped(t, r, s);
 	if (c->res == (int32_t)s->io.len) {
 		/* done */
 	} else if (c->res > 0) {
@@ -229,6 +242,8 @@ static bool queue_slot(struct kvt_nvme *t, struct run *r, unsigned si)
 	if (KVT_NEVER(e->ops->queue(e->ctx, &s->io)))
 		return false; /* cannot happen: the ring holds depth entries */
 	s->busy = true;
+	s->queued_ns = kvt_now_ns();
+	KVT_NVME_ADD(t, xs.ios_queued, 1);
 	r->inflight++, r->queued++;
 	KVT_NVME_ADD(t, xs.fixed_ios, s->io.buf_index >= 0);
 	KVT_NVME_ADD(t, xs.plain_ios, s->io.buf_index < 0);

@@ -877,7 +877,8 @@ static void nvme_stats(struct kvt_tier *tier, struct kvt_tier_stats *o)
 	uint64_t *dst = (uint64_t *)o, *src = (uint64_t *)&t->st;
 	size_t n = offsetof(struct kvt_tier_stats, disabled) / sizeof(uint64_t);
 	for (size_t i = 0; i < n; i++)
-		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		dst[i] =
+		    __atomic_load_n(&src[i], __ATOMIC_ACQUIRE); /* ios_reaped before ios_queued */
 	o->plain_ios = __atomic_load_n(&t->xs.plain_ios, __ATOMIC_RELAXED);
 	o->opened_from_index = __atomic_load_n(&t->xs.index_loads, __ATOMIC_RELAXED);
 	o->disabled = KVT_NVME_GET(t, st.disabled);
@@ -920,7 +921,8 @@ void kvt__nvme_xstats(struct kvt_tier *tier, struct kvt__nvme_xstats *out)
 	struct kvt_nvme *t = NV(tier);
 	uint64_t *dst = (uint64_t *)out, *src = (uint64_t *)&t->xs;
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
-		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		dst[i] =
+		    __atomic_load_n(&src[i], __ATOMIC_ACQUIRE); /* ios_reaped before ios_queued */
 }
 
 int kvt_tier_nvme_ahead_due(struct kvt_tier *tier)

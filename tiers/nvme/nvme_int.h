@@ -130,8 +130,9 @@ struct kvt__nvme_slot {
 	size_t piece_at;    /* where the piece starts in its job (io advances on short I/O) */
 	uint32_t piece_len; /* its length as issued */
 	uint32_t tries, zero_progress;
-	unsigned job; /* index in the running batch */
-	bool busy;    /* owned by the kernel, or waiting on the redo stack */
+	uint64_t queued_ns; /* when handed to the backend (io_max_us) */
+	unsigned job;       /* index in the running batch */
+	bool busy;          /* owned by the kernel, or waiting on the redo stack */
 };
 
 /*
@@ -197,6 +198,14 @@ struct kvt__nvme_xstats {
 	uint64_t index_saves;    /* indexes written at a clean close (index.c) */
 	uint64_t index_loads;    /* opens that read the index instead of walking the log */
 	uint64_t index_refused;  /* index files found and not trusted (the open walked) */
+	/* the engine's books (RELIABILITY L6): every I/O it hands the backend is reaped once, as a
+	 * completion (done, short, or failed); reaped comes before queued so that a snapshot
+	 * (kvt__nvme_xstats, which reads in field order) never shows more reaped than queued */
+	uint64_t ios_reaped;
+	uint64_t ios_queued;
+	uint64_t io_max_us; /* the slowest I/O, queued to reaped */
+	uint64_t
+	    io_books_wrong; /* completions at which queued - reaped was not what is in flight */
 };
 
 struct kvt__nvme_engine {

@@ -20,6 +20,7 @@
  */
 #include "bench_util.h"
 #include "kvtier.h"
+#include "ipc/proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +39,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 /* memcpy of n chunks out of a pre-faulted memfd mapping. @return : GB/s. */
 static double memcpy_gbps(size_t chunk, size_t n, int iters, void *const *dst)
@@ -476,10 +479,22 @@ static void bench_scale(void)
 	}
 	double lat6 = get_latency_us(c, ns, keys, total, buf, cb);
 	long long chunks = stat_of(c, "chunks"), per = stat_of(c, "index_bytes_per_chunk");
+	/* kvtier check walks the index, the pools and the policy; kvtier inspect, the baseline,
+	 * walks the index once (it lists the namespaces) */
+	static char out[8192];
+	double t0 = now_s();
+	int inspected = kvt__client_simple(c, KVT_MSG_INSPECT, "inspect", out, sizeof(out));
+	double t_inspect = now_s() - t0;
+	t0 = now_s();
+	int checked = kvt__client_simple(c, KVT_MSG_INSPECT, "check", out, sizeof(out));
+	double t_check = now_s() - t0;
+	if (inspected || checked)
+		die("inspect or check", inspected ? inspected : checked);
 	printf("\n## scale: 10^6 chunks of 4 KiB, 64 connected clients\n\n"
 	       "chunks indexed %lld, daemon metadata %lld bytes per chunk (target <= 128)\n"
-	       "get latency (1 chunk): %.2f us at 10^3 chunks, %.2f us at 10^6 chunks\n",
-	       chunks, per, lat3, lat6);
+	       "get latency (1 chunk): %.2f us at 10^3 chunks, %.2f us at 10^6 chunks\n"
+	       "kvtier check: %.1f ms (kvtier inspect, one walk of the index: %.1f ms)\n",
+	       chunks, per, lat3, lat6, t_check * 1e3, t_inspect * 1e3);
 	for (int i = 0; i < 63; i++)
 		kvt_close(idle[i]);
 	kvt_close(c);

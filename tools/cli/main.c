@@ -31,6 +31,8 @@ static void usage(FILE *f)
 	       "  config set NAME VALUE     change a runtime option (kvtierd --help marks them)\n"
 	       "  inspect [NS [KEY]]        namespaces; a namespace's chunks; one chunk (hex ids)\n"
 	       "  flush all|NS|tenant UID   drop those chunks from every tier\n"
+	       "  check                     audit kvtierd's books against its index (exit 1: a "
+	       "mismatch)\n"
 	       "  sim ARGS                  replay a trace through the daemon's policies\n"
 	       "  bench [NAME] [ARGS]       benchmarks with their baselines (host, tiers, nvme, "
 	       "rocksdb, policy)\n");
@@ -118,10 +120,11 @@ int main(int argc, char **argv)
 		        : "usage: kvtier config get [NAME] | kvtier config set NAME VALUE");
 		rc = KVT_CLI_SAID;
 	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config") ||
-	           !strcmp(cmd, "inspect") || !strcmp(cmd, "flush")) {
+	           !strcmp(cmd, "inspect") || !strcmp(cmd, "flush") || !strcmp(cmd, "check")) {
 		char body[1024] = "", out[8192] = "";
 		size_t n = 0;
-		bool chunks = !strcmp(cmd, "inspect") || !strcmp(cmd, "flush");
+		bool chunks =
+		    !strcmp(cmd, "inspect") || !strcmp(cmd, "flush") || !strcmp(cmd, "check");
 		if (!strcmp(cmd, "mrc") || chunks)
 			n = (size_t)snprintf(body, sizeof(body), "%s", cmd);
 		for (int k = i + 1; k < argc && n < sizeof(body); k++)
