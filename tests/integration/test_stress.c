@@ -537,10 +537,86 @@ static void load_round(const char *sock, unsigned seed)
 #define RSS_MEANS_SOMETHING true
 #endif
 
+/* A memory cgroup of the daemon's own, under the test's (cgroup v1's memory controller, or v2's
+ * memory.max), with a limit: what F9 runs the daemon in. */
+struct memcg {
+	char dir[600];
+	bool v2;
+};
+
+static long long read_ll(const char *dir, const char *file, const char *key)
+{
+	char path[700], buf[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (kvt_test_read_file(path, buf, sizeof(buf)) < 0)
+		return -1;
+	const char *p = key ? strstr(buf, key) : buf;
+	return p ? strtoll(p + (key ? strlen(key) : 0), NULL, 10) : -1;
+}
+
+static int write_str(const char *dir, const char *file, const char *v)
+{
+	char path[700];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	int rc = fputs(v, f) < 0 ? -EIO : 0;
+	return fclose(f) || rc ? -EIO : 0;
+}
+
+/* Moves pid into a new cgroup under the test's own with a memory limit of limit bytes.
+ * @return : 0, or -errno when there is no memory cgroup this process may write. */
+static int memcg_open(struct memcg *m, pid_t pid, uint64_t limit)
+{
+	char self[4096], *line, *save = NULL;
+	if (kvt_test_read_file("/proc/self/cgroup", self, sizeof(self)) < 0)
+		return -ENOENT;
+	m->dir[0] = 0;
+	for (line = strtok_r(self, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *v1 = strstr(line, ":memory:/");
+		if (v1)
+			snprintf(m->dir, sizeof(m->dir), "/sys/fs/cgroup/memory%s/kvt-test-%d",
+			         v1 + 8, (int)getpid());
+		else if (!strncmp(line, "0::/", 4) && !m->dir[0])
+			snprintf(m->dir, sizeof(m->dir), "/sys/fs/cgroup%s/kvt-test-%d", line + 3,
+			         (int)getpid());
+	}
+	m->v2 = !strstr(m->dir, "/sys/fs/cgroup/memory");
+	if (!m->dir[0] || mkdir(m->dir, 0755))
+		return -errno ? -errno : -ENOENT;
+	char v[32];
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)limit);
+	snprintf(self, sizeof(self), "%d", (int)pid);
+	int rc = write_str(m->dir, m->v2 ? "memory.max" : "memory.limit_in_bytes", v);
+	if (!rc)
+		rc = write_str(m->dir, "cgroup.procs", self);
+	if (rc)
+		rmdir(m->dir);
+	return rc;
+}
+
+/* Times the daemon met its limit (v1's failcnt, v2's max and oom_kill events). */
+static long long memcg_hits(const struct memcg *m)
+{
+	if (!m->v2)
+		return read_ll(m->dir, "memory.failcnt", NULL);
+	long long max = read_ll(m->dir, "memory.events", "max "),
+	          oom = read_ll(m->dir, "memory.events", "oom_kill ");
+	return max < 0 || oom < 0 ? -1 : max + oom;
+}
+
 static void memory_rounds(const char *const *sets, int rounds, long max_growth_kib)
 {
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	/* F9: in a memory cgroup of host.bytes (the shared pool the daemon writes) + 512 MiB */
+	struct memcg cg;
+	int cg_rc =
+	    RSS_MEANS_SOMETHING ? memcg_open(&cg, d.pid, (16ull << 20) + (512ull << 20)) : -ENOTSUP;
+	if (cg_rc && RSS_MEANS_SOMETHING)
+		print_message("no memory cgroup to write (%s): the daemon runs without a limit\n",
+		              strerror(-cg_rc));
 	long warm = 0, peak = 0;
 	for (int r = 0; r < rounds; r++) {
 		load_round(d.sock, 5000u + 10u * (unsigned)r);
@@ -557,8 +633,20 @@ static void memory_rounds(const char *const *sets, int rounds, long max_growth_k
 		         peak - warm, warm);
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
+	if (!cg_rc) { /* never at its limit, so never OOM-killed */
+		long long charged =
+		    read_ll(cg.dir, cg.v2 ? "memory.peak" : "memory.max_usage_in_bytes", NULL);
+		print_message(
+		    "%s: in a cgroup limited to 528 MiB: peak %lld KiB charged, limit met "
+		    "%lld times\n",
+		    sets[1], charged / 1024, memcg_hits(&cg));
+		assert_int_equal(kill(d.pid, 0), 0);
+		assert_int_equal(memcg_hits(&cg), 0);
+	}
 	kvt_test_check_books(&d, 1);
 	kvt_test_daemon_destroy(&d);
+	if (!cg_rc)
+		assert_int_equal(rmdir(cg.dir), 0); /* the daemon gone, the cgroup is empty */
 }
 
 static void test_stress_memory_steady(void **state)
