@@ -360,6 +360,86 @@ static void test_robust_put_offsets_checked(void **state)
 	assert_int_equal(healthy_roundtrip(5), 0);
 }
 
+/* One raw PUT of keys k0.. at the given staging offsets. @return : the reply's status. */
+static int raw_put(int fd, kvt_id_t ns, size_t cb, const uint64_t *offs, int n, uint64_t k0)
+{
+	uint8_t buf[1024];
+	struct kvt_msg_hdr *h = (void *)buf;
+	struct kvt_msg_put *p = (void *)(h + 1);
+	struct kvt_msg_put_item *it = (void *)(p + 1);
+	*p = (struct kvt_msg_put){.ns = ns, .n = (uint32_t)n, .chunk_bytes = cb};
+	for (int i = 0; i < n; i++)
+		it[i] = (struct kvt_msg_put_item){.key = {{k0 + (uint64_t)i, 77}},
+		                                  .staging_off = offs[i]};
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_PUT,
+	                          .len = (uint32_t)(sizeof(*h) + sizeof(*p) + n * sizeof(*it))};
+	return send_frame(fd, buf, h->len, NULL, 0);
+}
+
+/*
+ * Staging offsets of every kind in one put (RELIABILITY B4): 0, unaligned, the same bytes twice,
+ * half over another chunk's, the last chunk that fits. Each is a chunk of the bytes at its
+ * offset, read back through another client. A put whose third offset runs one byte past the
+ * end stores the two before it and answers 2 (a put stores a prefix); one that starts past
+ * the end, or wraps around, stores nothing: -EINVAL. The daemon lives on.
+ */
+static void test_robust_put_offsets_in_one_put(void **state)
+{
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model();
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	size_t cb = kvt_chunk_bytes(&m);
+	int fd = raw_connect(), fds[4], nfds = 4;
+	assert_int_equal(hello_fds(fd, KVT_PROTO_MAJOR, fds, &nfds), 0);
+	assert_int_equal(nfds, 2);
+	struct stat st;
+	assert_int_equal(fstat(fds[1], &st), 0);
+	size_t stg_len = (size_t)st.st_size;
+	uint8_t *stg = mmap(NULL, stg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	assert_true(stg != MAP_FAILED);
+	kvt_test_fill(stg, stg_len, 4242);
+	uint8_t buf[1024];
+	struct kvt_msg_hdr *h = (void *)buf;
+	struct kvt_msg_namespace *w = (void *)(h + 1);
+	*w = (struct kvt_msg_namespace){.dtype = m.dtype,
+	                                .n_layers = 1,
+	                                .n_kv_heads = 1,
+	                                .head_dim = 64,
+	                                .tokens_per_chunk = 16,
+	                                .name_len = 6};
+	memcpy(w + 1, "robust", 6);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_NAMESPACE, .len = sizeof(*h) + sizeof(*w) + 6};
+	assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), 0);
+
+	const uint64_t offs[] = {0, 1, 0, cb / 2, stg_len - cb};
+	assert_int_equal(raw_put(fd, ns, cb, offs, 5, 9000), 5);
+	uint8_t *got = malloc(cb);
+	for (int i = 0; i < 5; i++) {
+		kvt_id_t key = {{9000 + (uint64_t)i, 77}};
+		void *dst[1] = {got};
+		assert_int_equal(kvt_get(c, ns, &key, 1, dst, cb), 1);
+		assert_memory_equal(got, stg + offs[i], cb);
+	}
+	const uint64_t past[] = {cb, 2 * cb, stg_len - cb + 1};
+	assert_int_equal(raw_put(fd, ns, cb, past, 3, 9100), 2);
+	kvt_id_t third = {{9102, 77}};
+	assert_int_equal(kvt_lookup(c, ns, &third, 1), 0);
+	const uint64_t beyond[] = {stg_len, 0}, wrap[] = {~0ull - cb + 2, 0};
+	assert_int_equal(raw_put(fd, ns, cb, beyond, 2, 9200), -EINVAL);
+	assert_int_equal(raw_put(fd, ns, cb, wrap, 2, 9300), -EINVAL);
+	kvt_id_t none[2] = {{{9200, 77}}, {{9300, 77}}};
+	assert_int_equal(kvt_lookup(c, ns, none, 1) + kvt_lookup(c, ns, none + 1, 1), 0);
+	free(got);
+	munmap(stg, stg_len);
+	close(fds[0]);
+	close(fds[1]);
+	close(fd);
+	kvt_close(c);
+	assert_int_equal(healthy_roundtrip(7), 0);
+}
+
 static int map_count(pid_t pid)
 {
 	char path[64], line[512];
@@ -824,6 +904,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_seals_hold_under_load),
 	    cmocka_unit_test(test_robust_garbage_on_the_socket),
 	    cmocka_unit_test(test_robust_put_offsets_checked),
+	    cmocka_unit_test(test_robust_put_offsets_in_one_put),
 	    cmocka_unit_test(test_robust_connection_churn),
 	    cmocka_unit_test(test_robust_per_uid_limit),
 	    cmocka_unit_test(test_robust_client_never_reads),
