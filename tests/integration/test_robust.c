@@ -851,6 +851,80 @@ static int connect_as_nobody(const char *path)
 	return rc;
 }
 
+/* A client of the unprivileged daemon's own uid: 1,024 chunks of 4 KiB through a 2 MiB host,
+ * so most go down to nvme and rocksdb, then the first 64 read back byte for byte (promoted).
+ * @return : 0, or where it failed. */
+static int unprivileged_client(const char *sock)
+{
+	kvt_client_t *c;
+	kvt_model_t m = model();
+	kvt_id_t ns;
+	if (kvt_connect(sock, &c) || kvt_namespace(c, &m, &ns))
+		return 40;
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = malloc(cb), *got = malloc(cb);
+	for (uint64_t i = 0; i < 1024; i++) {
+		kvt_id_t key = {{i + 1, 5150}};
+		const void *src[1] = {buf};
+		kvt_test_fill(buf, cb, i + 1);
+		if (kvt_put(c, ns, NULL, &key, 1, src, cb) != 1)
+			return 41;
+	}
+	int wrong = 0, found = 0;
+	for (uint64_t i = 0; i < 64; i++) {
+		kvt_id_t key = {{i + 1, 5150}};
+		void *dst[1] = {got};
+		int rc = kvt_get(c, ns, &key, 1, dst, cb);
+		kvt_test_fill(buf, cb, i + 1);
+		found += rc == 1;
+		wrong += rc == 1 && memcmp(buf, got, cb);
+	}
+	free(buf);
+	free(got);
+	kvt_close(c);
+	return wrong ? 42 : found < 60 ? 43 : 0;
+}
+
+/* S7, least privilege: kvtierd runs as an unprivileged uid (65534) with every tier, nvme on
+ * io_uring with O_DIRECT and rocksdb included: it holds no capability, and a client of its uid
+ * stores chunks that go down to nvme and rocksdb and come back right. Root may still attach
+ * (client.allow). Needs root to start it as another uid. */
+static void test_robust_runs_unprivileged(void **state)
+{
+	(void)state;
+	if (geteuid() != 0 || getenv("KVT_TEST_DAEMON_WRAPPER")) {
+		print_message(
+		    "skipped: starting kvtierd as another uid needs root (and no wrapper: "
+		    "make valgrind's logs are root's)\n");
+		return;
+	}
+	const char *sets[] = {"tiers.order=host,nvme,rocksdb", "host.bytes=2MiB",
+	                      "nvme.bytes=32MiB", "rocksdb.bytes=32MiB", NULL};
+	struct kvt_test_daemon u;
+	assert_int_equal(kvt_test_daemon_start_as(&u, sets, 65534), 0);
+	char path[64], st[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)u.pid);
+	assert_true(kvt_test_read_file(path, st, sizeof(st)) > 0);
+	assert_non_null(strstr(st, "\nUid:\t65534\t65534\t65534\t65534\n"));
+	assert_non_null(strstr(st, "\nGid:\t65534\t65534\t65534\t65534\n"));
+	assert_non_null(strstr(st, "\nCapEff:\t0000000000000000\n"));
+	assert_non_null(strstr(st, "\nCapPrm:\t0000000000000000\n"));
+	pid_t c = kvt_test_fork_as_nobody();
+	if (!c)
+		_exit(unprivileged_client(u.sock));
+	int status;
+	assert_int_equal(waitpid(c, &status, 0), c);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_true(kvt_test_stat(&u, "demoted") > 0); /* root attaches too */
+	assert_true(kvt_test_stat(&u, "promoted") > 0);
+	assert_int_equal(kvt_test_stat(&u, "corruptions"), 0);
+	char out[512];
+	assert_int_equal(kvt_test_cli(&u, "stats", out, sizeof(out)), 0);
+	kvt_test_check_books(&u, 0);
+	kvt_test_daemon_destroy(&u);
+}
+
 /* S1: the socket is a pathname socket of mode 0660 in a directory that grants others nothing
  * (the daemon refuses to listen in one that does, or that another uid owns); another uid cannot
  * connect through the directory, nor, when the directory lets it pass, through the socket. */
@@ -910,6 +984,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_client_never_reads),
 	    cmocka_unit_test(test_robust_minor_versions),
 	    cmocka_unit_test(test_robust_socket_access),
+	    cmocka_unit_test(test_robust_runs_unprivileged),
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),
 	    cmocka_unit_test(test_robust_silent_client_closed),

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,8 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 		/* the daemon starts with stdio alone, as a service manager starts it: every other
 		 * fd it holds is its own (test_robust checks they are close-on-exec) */
 		close_range(3, ~0u, 0);
+		if (d->as_uid && (setgroups(0, NULL) || setgid(d->as_uid) || setuid(d->as_uid)))
+			_exit(126);
 		if (argv[0] == bin)
 			execv(bin, (char *const *)argv);
 		else
@@ -168,6 +171,19 @@ int kvt_test_daemon_start(struct kvt_test_daemon *d, const char *const *sets)
 	snprintf(d->sock, sizeof(d->sock), "%s/kvtier.sock", d->dir);
 	snprintf(d->data, sizeof(d->data), "%s/data", d->dir);
 	mkdir(d->data, 0750);
+	return spawn(d, sets);
+}
+
+int kvt_test_daemon_start_as(struct kvt_test_daemon *d, const char *const *sets, uid_t uid)
+{
+	memset(d, 0, sizeof(*d));
+	kvt_test_tmpdir(d->dir, sizeof(d->dir));
+	snprintf(d->sock, sizeof(d->sock), "%s/kvtier.sock", d->dir);
+	snprintf(d->data, sizeof(d->data), "%s/data", d->dir);
+	mkdir(d->data, 0750);
+	if (chown(d->dir, uid, uid) || chown(d->data, uid, uid))
+		return -errno;
+	d->as_uid = uid;
 	return spawn(d, sets);
 }
 

@@ -24,12 +24,15 @@ const char *kvt_test_bin(const char *name, char *buf, size_t len);
 /* A kvtierd started on a temporary socket. */
 struct kvt_test_daemon {
 	pid_t pid;
+	uid_t as_uid; /* 0: the test's own uid; else kvtierd runs as this uid (and gid) */
 	char dir[256];
 	char sock[300];
 	char data[300];
 };
 /* Starts kvtierd with extra "--set" arguments (NULL-terminated), waits until it accepts. */
 int kvt_test_daemon_start(struct kvt_test_daemon *d, const char *const *sets);
+/* The same, kvtierd running as uid (and gid uid), its directories its own. Needs root. */
+int kvt_test_daemon_start_as(struct kvt_test_daemon *d, const char *const *sets, uid_t uid);
 /* Restarts the same daemon (same socket and data dir) after a stop. */
 int kvt_test_daemon_restart(struct kvt_test_daemon *d, const char *const *sets);
 /* Sends sig and waits for exit; @return : the wait status. */
