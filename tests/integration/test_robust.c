@@ -324,40 +324,23 @@ static void test_robust_garbage_on_the_socket(void **state)
 	assert_true(kvt_test_stat(&d, "protocol_errors") > 10);
 }
 
-static void test_robust_put_offsets_checked(void **state)
+/* Registers model()'s namespace on a raw connection. @return : the reply's status. */
+static int raw_namespace(int fd)
 {
-	kvt_client_t *c;
-	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model();
-	kvt_id_t ns;
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	kvt_close(c);
-	int fd = raw_connect();
-	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
-	uint8_t buf[1024];
+	uint8_t buf[256];
 	struct kvt_msg_hdr *h = (void *)buf;
 	struct kvt_msg_namespace *w = (void *)(h + 1);
 	*w = (struct kvt_msg_namespace){.dtype = m.dtype,
-	                                .n_layers = 1,
-	                                .n_kv_heads = 1,
-	                                .head_dim = 64,
-	                                .tokens_per_chunk = 16,
-	                                .name_len = 6};
-	memcpy(w + 1, "robust", 6);
-	*h = (struct kvt_msg_hdr){.type = KVT_MSG_NAMESPACE, .len = sizeof(*h) + sizeof(*w) + 6};
-	assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), 0);
-	struct kvt_msg_put *p = (void *)(h + 1);
-	struct kvt_msg_put_item *it = (void *)(p + 1);
-	*p = (struct kvt_msg_put){.ns = ns, .n = 1, .chunk_bytes = kvt_chunk_bytes(&m)};
-	*it = (struct kvt_msg_put_item){.key = {{1, 1}}, .staging_off = ~0ull - 10};
-	*h =
-	    (struct kvt_msg_hdr){.type = KVT_MSG_PUT, .len = sizeof(*h) + sizeof(*p) + sizeof(*it)};
-	assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), -EINVAL);
-	p->chunk_bytes = 1; /* wrong size for the namespace */
-	it->staging_off = 0;
-	assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), -EINVAL);
-	close(fd);
-	assert_int_equal(healthy_roundtrip(5), 0);
+	                                .n_layers = m.n_layers,
+	                                .n_kv_heads = m.n_kv_heads,
+	                                .head_dim = m.head_dim,
+	                                .tokens_per_chunk = m.tokens_per_chunk,
+	                                .name_len = (uint16_t)strlen(m.name)};
+	memcpy(w + 1, m.name, w->name_len);
+	*h = (struct kvt_msg_hdr){.type = KVT_MSG_NAMESPACE,
+	                          .len = (uint32_t)(sizeof(*h) + sizeof(*w) + w->name_len)};
+	return send_frame(fd, buf, h->len, NULL, 0);
 }
 
 /* One raw PUT of keys k0.. at the given staging offsets. @return : the reply's status. */
@@ -374,6 +357,24 @@ static int raw_put(int fd, kvt_id_t ns, size_t cb, const uint64_t *offs, int n, 
 	*h = (struct kvt_msg_hdr){.type = KVT_MSG_PUT,
 	                          .len = (uint32_t)(sizeof(*h) + sizeof(*p) + n * sizeof(*it))};
 	return send_frame(fd, buf, h->len, NULL, 0);
+}
+
+static void test_robust_put_offsets_checked(void **state)
+{
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model();
+	kvt_id_t ns;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	kvt_close(c);
+	int fd = raw_connect();
+	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+	assert_int_equal(raw_namespace(fd), 0);
+	const uint64_t huge[] = {~0ull - 10}, zero[] = {0};
+	assert_int_equal(raw_put(fd, ns, kvt_chunk_bytes(&m), huge, 1, 1), -EINVAL);
+	assert_int_equal(raw_put(fd, ns, 1, zero, 1, 1), -EINVAL); /* wrong size for the ns */
+	close(fd);
+	assert_int_equal(healthy_roundtrip(5), 0);
 }
 
 /*
@@ -400,18 +401,7 @@ static void test_robust_put_offsets_in_one_put(void **state)
 	uint8_t *stg = mmap(NULL, stg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	assert_true(stg != MAP_FAILED);
 	kvt_test_fill(stg, stg_len, 4242);
-	uint8_t buf[1024];
-	struct kvt_msg_hdr *h = (void *)buf;
-	struct kvt_msg_namespace *w = (void *)(h + 1);
-	*w = (struct kvt_msg_namespace){.dtype = m.dtype,
-	                                .n_layers = 1,
-	                                .n_kv_heads = 1,
-	                                .head_dim = 64,
-	                                .tokens_per_chunk = 16,
-	                                .name_len = 6};
-	memcpy(w + 1, "robust", 6);
-	*h = (struct kvt_msg_hdr){.type = KVT_MSG_NAMESPACE, .len = sizeof(*h) + sizeof(*w) + 6};
-	assert_int_equal(send_frame(fd, buf, h->len, NULL, 0), 0);
+	assert_int_equal(raw_namespace(fd), 0);
 
 	const uint64_t offs[] = {0, 1, 0, cb / 2, stg_len - cb};
 	assert_int_equal(raw_put(fd, ns, cb, offs, 5, 9000), 5);
