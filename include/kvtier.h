@@ -85,7 +85,7 @@ typedef struct kvt_lease {
  * (/run/kvtier/kvtier.sock, $XDG_RUNTIME_DIR/kvtier/kvtier.sock, /tmp/kvtier-$UID/kvtier.sock,
  * the first whose socket exists).
  * @return : 0 and *out set, or -errno (-ENOENT/-ECONNREFUSED no daemon, KVT_E_VERSION,
- *           -EACCES the daemon's client.allow does not name this uid or gid).
+ *           -EACCES the daemon's client.allow names neither this uid nor one of its groups).
  * Ownership: *out is owned by the caller until kvt_close().
  */
 KVT_API int kvt_connect(const char *socket_path, kvt_client_t **out);

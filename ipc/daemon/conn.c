@@ -41,6 +41,25 @@ static int conn_slot(struct kvd *d)
 	return slot;
 }
 
+/* The peer's supplementary groups, for client.allow (none kept when it has more than fit). */
+static void peer_groups(struct kvd_conn *c)
+{
+	gid_t g[KVD_PEER_GROUPS];
+	socklen_t len = sizeof(g);
+	c->n_groups = 0;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+		if (errno == ERANGE)
+			kvt_log_rl(KVT_LOG_WARN,
+			           "pid %d: %u groups, more than %d: client.allow sees its primary "
+			           "gid alone",
+			           (int)c->pid, (unsigned)(len / sizeof(gid_t)), KVD_PEER_GROUPS);
+		return;
+	}
+	c->n_groups = (uint32_t)(len / sizeof(gid_t));
+	for (uint32_t i = 0; i < c->n_groups; i++)
+		c->groups[i] = g[i];
+}
+
 void kvd_conn_accept(struct kvd *d)
 {
 	for (;;) {
@@ -87,6 +106,7 @@ void kvd_conn_accept(struct kvd *d)
 			c->fd = -1;
 			continue;
 		}
+		peer_groups(c);
 		d->n_conns++;
 	}
 }
@@ -112,7 +132,7 @@ void kvd_conns_enforce_allow(struct kvd *d)
 {
 	for (uint32_t i = 0; i < d->cap_conns; i++) {
 		struct kvd_conn *c = &d->conns[i];
-		if (c->fd < 0 || kvd_client_allowed(d, (uint32_t)c->uid, (uint32_t)c->gid))
+		if (c->fd < 0 || kvd_client_allowed(d, c))
 			continue;
 		kvt_log(KVT_LOG_WARN,
 		        "closing a client (pid %d, uid %u): no longer in client.allow", (int)c->pid,
@@ -194,7 +214,7 @@ static int on_hello(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 		reply(d, i, h, KVT_E_VERSION, NULL, 0, NULL, 0);
 		return -EPROTO;
 	}
-	if (!kvd_client_allowed(d, (uint32_t)c->uid, (uint32_t)c->gid)) {
+	if (!kvd_client_allowed(d, c)) {
 		kvt_log_rl(KVT_LOG_WARN,
 		           "refusing a client (pid %d, uid %u, gid %u): not in client.allow",
 		           (int)c->pid, (unsigned)c->uid, (unsigned)c->gid);

@@ -82,6 +82,7 @@ struct kvd_lease {
 	uint64_t t_ns;
 };
 
+#define KVD_PEER_GROUPS 32
 struct kvd_conn {
 	int fd;          /* -1 when the slot is free */
 	uint8_t *parked; /* a request waiting for tier jobs (its copy), or NULL */
@@ -93,8 +94,10 @@ struct kvd_conn {
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
-	uint32_t tenant;  /* KVD_NIL before hello */
-	uint8_t *staging; /* read-only view of the client's staging memfd */
+	uint32_t n_groups;                /* the peer's supplementary groups (SO_PEERGROUPS), */
+	uint32_t groups[KVD_PEER_GROUPS]; /* for client.allow's @GID; 0 when it has more */
+	uint32_t tenant;                  /* KVD_NIL before hello */
+	uint8_t *staging;                 /* read-only view of the client's staging memfd */
 	uint64_t staging_bytes;
 	uint32_t lease_head;
 	uint32_t n_leases;
@@ -351,8 +354,9 @@ void kvd_shmidx_close(struct kvd *d, uint32_t tenant);
 uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid);
 /* Whether list is a valid client.allow ("UID,@GID,..."). @return : 0, -EINVAL (err says). */
 int kvd_client_allow_check(const char *list, char *err, size_t err_len);
-/* Whether a peer of uid and primary gid may attach (client.allow). */
-bool kvd_client_allowed(const struct kvd *d, uint32_t uid, uint32_t gid);
+/* Whether connection c's peer may attach (client.allow): its uid, or its primary gid or one of
+ * its supplementary groups as @GID. */
+bool kvd_client_allowed(const struct kvd *d, const struct kvd_conn *c);
 /* Whether list is a valid tenant.map ("UID=NAME,@GID=NAME,..."). @return : 0, -EINVAL. */
 int kvd_tenant_map_check(const char *list, char *err, size_t err_len);
 int kvd_quota_apply(struct kvd *d, uint32_t tenant, uint32_t key);

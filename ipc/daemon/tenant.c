@@ -2,9 +2,11 @@
  * tenant.c -- who a peer is (tenant.map), whether it may attach (client.allow), and what it may
  * hold in the host tier (tenant.quota).
  *
- * client.allow names the uids and @gids (the peer's primary gid, from SO_PEERCRED, as in
- * tenant.map) that may attach; "all" (the default) leaves that to the socket's file mode. Root and
- * the daemon's own uid always may, so an operator cannot lock the CLI out.
+ * client.allow names the uids and @gids that may attach: a peer is named by its uid, its primary
+ * gid (SO_PEERCRED) or one of its supplementary groups (SO_PEERGROUPS, as a file's group mode
+ * would see it); "all" (the default) leaves that to the socket's file mode. Root and the
+ * daemon's own uid always may, so an operator cannot lock the CLI out. tenant.map's @gid is the
+ * primary gid alone: a tenant must not depend on which of its groups is listed first.
  *
  * A tenant is named by a 32-bit key: the peer's uid by default, or, when tenant.map names the
  * uid (or one of `@gid`) a tenant NAME, 0x80000000 | a hash of NAME, so that several uids share
@@ -73,11 +75,20 @@ int kvd_tenant_map_check(const char *list, char *err, size_t err_len)
 	return 0;
 }
 
+static bool in_groups(const struct kvd_conn *c, unsigned long gid)
+{
+	if (gid == c->gid)
+		return true;
+	for (uint32_t i = 0; i < c->n_groups; i++)
+		if (gid == c->groups[i])
+			return true;
+	return false;
+}
+
 /* Walks client.allow ("UID" or "@GID" items, comma- or space-separated).
- * @return : 1 when uid or gid is named (not when checking: then the whole list is read), 0 when
- *           not, -EINVAL (err says) at a malformed item. */
-static int allow_walk(const char *list, uint32_t uid, uint32_t gid, bool checking, char *err,
-                      size_t err_len)
+ * @return : 1 when c's peer is named (c NULL: checking, the whole list is read), 0 when not,
+ *           -EINVAL (err says) at a malformed item. */
+static int allow_walk(const char *list, const struct kvd_conn *c, char *err, size_t err_len)
 {
 	for (const char *p = list; *p;) {
 		while (*p == ' ' || *p == ',')
@@ -95,7 +106,7 @@ static int allow_walk(const char *list, uint32_t uid, uint32_t gid, bool checkin
 			         p);
 			return -EINVAL;
 		}
-		if (!checking && v == (is_gid ? gid : uid))
+		if (c && (is_gid ? in_groups(c, v) : v == c->uid))
 			return 1;
 		p += n;
 	}
@@ -104,15 +115,15 @@ static int allow_walk(const char *list, uint32_t uid, uint32_t gid, bool checkin
 
 int kvd_client_allow_check(const char *list, char *err, size_t err_len)
 {
-	return strcmp(list, "all") ? allow_walk(list, 0, 0, true, err, err_len) : 0;
+	return strcmp(list, "all") ? allow_walk(list, NULL, err, err_len) : 0;
 }
 
-bool kvd_client_allowed(const struct kvd *d, uint32_t uid, uint32_t gid)
+bool kvd_client_allowed(const struct kvd *d, const struct kvd_conn *c)
 {
 	const char *list = kvt_opt_str(&d->opts, KVT_OPT_CLIENT_ALLOW);
 	char err[KVT_OPT_STR_MAX + 64];
-	return !*list || !strcmp(list, "all") || uid == 0 || uid == (uint32_t)geteuid() ||
-	       allow_walk(list, uid, gid, false, err, sizeof(err)) == 1;
+	return !*list || !strcmp(list, "all") || c->uid == 0 || c->uid == geteuid() ||
+	       allow_walk(list, c, err, sizeof(err)) == 1;
 }
 
 uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid)

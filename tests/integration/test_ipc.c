@@ -8,6 +8,7 @@
 #include "ipc/proto.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -1735,6 +1736,15 @@ static void test_ipc_client_allow(void **state)
 	if (!o) {
 		kvt_client_t *c;
 		_exit(kvt_connect(d.sock, &c) == -EACCES ? 0 : 41);
+	}
+	assert_int_equal(child_wait(o), 0);
+	o = fork();
+	if (!o) { /* the same uid and primary gid, in group 4242 besides: named by @4242 */
+		gid_t g = 4242;
+		kvt_client_t *c;
+		if (setgroups(1, &g) || setgid(65534) || setuid(65534))
+			_exit(30);
+		_exit(kvt_connect(d.sock, &c) == 0 ? 0 : 45);
 	}
 	assert_int_equal(child_wait(o), 0);
 	assert_int_equal(kvt_test_stat(&d, "clients_refused"), 1);
