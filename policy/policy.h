@@ -93,6 +93,12 @@ const struct kvt_policy_ops *kvt_policy_at(size_t i);
 /* Fills *out with the metadata of resident entry id (the caller's index). */
 typedef void (*kvt_policy_meta_fn)(void *arg, uint32_t id, struct kvt_policy_meta *out);
 
+/* Writes up to max of p's residents, coldest first: export_order, else pick_victims over
+ * everything with no filter (which may move a clock hand, as an eviction walk does).
+ * @return : how many. */
+size_t kvt_policy_order(const struct kvt_policy_ops *ops, struct kvt_policy *p, uint32_t *out,
+                        size_t max);
+
 /*
  * Run-time switch without dropping entries: creates a policy of to_ops and inserts into it each
  * of the n_resident entries of from (coldest first, so that recency carries over; a parent

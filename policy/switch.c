@@ -42,6 +42,13 @@ static void insert_with_ancestors(const struct kvt_policy_ops *ops, struct kvt_p
 	}
 }
 
+size_t kvt_policy_order(const struct kvt_policy_ops *ops, struct kvt_policy *p, uint32_t *out,
+                        size_t max)
+{
+	return ops->export_order ? ops->export_order(p, out, max)
+	                         : ops->pick_victims(p, out, max, NULL, NULL);
+}
+
 int kvt_policy_switch(const struct kvt_policy_ops *from_ops, struct kvt_policy *from,
                       size_t n_resident, const struct kvt_policy_ops *to_ops, size_t capacity_hint,
                       kvt_policy_meta_fn meta, void *arg, struct kvt_policy **out)
@@ -53,9 +60,7 @@ int kvt_policy_switch(const struct kvt_policy_ops *from_ops, struct kvt_policy *
 	uint32_t *chain = malloc((n_resident + 1) * sizeof(*chain));
 	if (!order || !chain)
 		goto err;
-	size_t n = from_ops->export_order
-	               ? from_ops->export_order(from, order, n_resident)
-	               : from_ops->pick_victims(from, order, n_resident, NULL, NULL);
+	size_t n = kvt_policy_order(from_ops, from, order, n_resident);
 	rc = -EINVAL;
 	if (n != n_resident)
 		goto err;

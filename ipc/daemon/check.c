@@ -271,16 +271,11 @@ static int check_pools(struct audit *a)
 static int check_policy(struct audit *a)
 {
 	struct kvd *d = a->d;
-	size_t held = 0;
-	for (uint32_t i = 0; i < d->idx.cap; i++)
-		held += d->idx.e[i].state == KVD_PUBLISHED && (d->idx.e[i].where & KVD_AT_HOST) &&
-		        !kvd_kept(d, i);
+	size_t held = kvd_host_resident(d);
 	uint32_t *ids = malloc((held + 1) * sizeof(*ids));
 	if (!ids)
 		return -ENOMEM;
-	size_t got = d->pol_ops->export_order
-	                 ? d->pol_ops->export_order(d->pol, ids, held + 1)
-	                 : d->pol_ops->pick_victims(d->pol, ids, held + 1, NULL, NULL);
+	size_t got = kvt_policy_order(d->pol_ops, d->pol, ids, held + 1);
 	if (got != held)
 		bad(a, "policy: %s holds %zu chunks, host has %zu for it", d->pol_ops->name, got,
 		    held);

@@ -286,6 +286,8 @@ void kvd_keep_end(struct kvd *d, uint32_t id);
 /* id's host copy is going: it is no longer kept (the policy does not hold it either). */
 void kvd_keep_forget(struct kvd *d, uint32_t id);
 void kvd_keep_fini(struct kvd *d);
+/* policyctl.c: the entries the host policy holds: published at host, and not kept. */
+size_t kvd_host_resident(const struct kvd *d);
 /* policyctl.c: what the host policy is told about entry id (parent only if at host). */
 void kvd_host_meta(void *d, uint32_t id, struct kvt_policy_meta *m);
 

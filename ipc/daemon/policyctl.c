@@ -38,8 +38,7 @@ void kvd_host_meta(void *arg, uint32_t id, struct kvt_policy_meta *m)
 	                              .tenant = e->tenant};
 }
 
-/* The entries the host policy holds: published at host, and not kept (keep.c). */
-static size_t host_resident(const struct kvd *d)
+size_t kvd_host_resident(const struct kvd *d)
 {
 	size_t n = 0;
 	for (uint32_t i = 0; i < d->idx.cap; i++)
@@ -113,13 +112,11 @@ struct kvt_mrc *kvd_mrc_new(const struct kvd *d)
  * so it does not read cold until the stream has refilled it. */
 static void minisim_warm(struct kvd *d)
 {
-	size_t n = host_resident(d);
+	size_t n = kvd_host_resident(d);
 	uint32_t *ids = n ? malloc(n * sizeof(*ids)) : NULL;
 	if (!ids)
 		return;
-	size_t got = d->pol_ops->export_order
-	                 ? d->pol_ops->export_order(d->pol, ids, n)
-	                 : d->pol_ops->pick_victims(d->pol, ids, n, NULL, NULL);
+	size_t got = kvt_policy_order(d->pol_ops, d->pol, ids, n);
 	for (size_t i = 0; i < got; i++) {
 		const struct kvd_entry *e = &d->idx.e[ids[i]];
 		kvt_minisim_touch(d->minisim, e->key.w[0] ^ e->tenant);
@@ -252,7 +249,7 @@ void kvd_policy_auto(struct kvd *d)
 		return;
 	char none[1] = "", err[256];
 	uint64_t t0 = kvt_now_ns();
-	size_t n = host_resident(d);
+	size_t n = kvd_host_resident(d);
 	int rc = kvt_policy_set(&d->pol_ops, &d->pol, n, want, none, d->idx.cap, kvd_host_meta, d,
 	                        err, sizeof(err));
 	if (rc) {
@@ -287,7 +284,7 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 	if (rc)
 		return rc;
 	uint64_t t0 = kvt_now_ns();
-	size_t n = host_resident(d);
+	size_t n = kvd_host_resident(d);
 	if ((rc = kvt_policy_set(&d->pol_ops, &d->pol, n, name, params, d->idx.cap, kvd_host_meta,
 	                         d, err, err_len)))
 		return rc;

@@ -166,12 +166,7 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 
 int kvt_test_daemon_start(struct kvt_test_daemon *d, const char *const *sets)
 {
-	memset(d, 0, sizeof(*d));
-	kvt_test_tmpdir(d->dir, sizeof(d->dir));
-	snprintf(d->sock, sizeof(d->sock), "%s/kvtier.sock", d->dir);
-	snprintf(d->data, sizeof(d->data), "%s/data", d->dir);
-	mkdir(d->data, 0750);
-	return spawn(d, sets);
+	return kvt_test_daemon_start_as(d, sets, 0);
 }
 
 int kvt_test_daemon_start_as(struct kvt_test_daemon *d, const char *const *sets, uid_t uid)
@@ -181,7 +176,7 @@ int kvt_test_daemon_start_as(struct kvt_test_daemon *d, const char *const *sets,
 	snprintf(d->sock, sizeof(d->sock), "%s/kvtier.sock", d->dir);
 	snprintf(d->data, sizeof(d->data), "%s/data", d->dir);
 	mkdir(d->data, 0750);
-	if (chown(d->dir, uid, uid) || chown(d->data, uid, uid))
+	if (uid && (chown(d->dir, uid, uid) || chown(d->data, uid, uid)))
 		return -errno;
 	d->as_uid = uid;
 	return spawn(d, sets);

@@ -31,7 +31,8 @@ struct kvt_test_daemon {
 };
 /* Starts kvtierd with extra "--set" arguments (NULL-terminated), waits until it accepts. */
 int kvt_test_daemon_start(struct kvt_test_daemon *d, const char *const *sets);
-/* The same, kvtierd running as uid (and gid uid), its directories its own. Needs root. */
+/* The same, kvtierd running as uid (and gid uid), its directories its own (uid 0: as
+ * kvt_test_daemon_start). Another uid needs root. */
 int kvt_test_daemon_start_as(struct kvt_test_daemon *d, const char *const *sets, uid_t uid);
 /* Restarts the same daemon (same socket and data dir) after a stop. */
 int kvt_test_daemon_restart(struct kvt_test_daemon *d, const char *const *sets);
