@@ -297,13 +297,14 @@ static uint64_t allocated_on(const char *path, dev_t dev)
 }
 
 /* A tier's path: its option, else DATA_DIR/name. */
-static void tier_path(const struct kvt_options *o, enum kvt_opt_id id, const char *data_dir,
-                      const char *name, char *out, size_t len)
+void kvt_opts_tier_path(const struct kvt_options *o, enum kvt_opt_id id, const char *data_dir,
+                        char *out, size_t len)
 {
 	if (*o->str[id])
 		snprintf(out, len, "%s", o->str[id]);
 	else
-		snprintf(out, len, "%s/%s", data_dir ? data_dir : ".", name);
+		snprintf(out, len, "%s/%s", data_dir ? data_dir : ".",
+		         id == KVT_OPT_NVME_PATH ? "nvme.dat" : "rocksdb");
 }
 
 uint64_t kvt_opts_tier_share(const struct kvt_options *o, const char *data_dir)
@@ -314,7 +315,7 @@ uint64_t kvt_opts_tier_share(const struct kvt_options *o, const char *data_dir)
 		return 64ull << 20;
 	uint64_t room = (uint64_t)sv.f_bavail * sv.f_frsize;
 	char p[4096 + 16];
-	tier_path(o, KVT_OPT_NVME_PATH, data_dir, "nvme.dat", p, sizeof(p));
+	kvt_opts_tier_path(o, KVT_OPT_NVME_PATH, data_dir, p, sizeof(p));
 	room += allocated_on(p, dev);
 	/* the index a clean stop saved (tiers/nvme/index.c): there until the tier opens, so a
 	 * start after a clean stop would see less room than one after a crash */
@@ -325,7 +326,7 @@ uint64_t kvt_opts_tier_share(const struct kvt_options *o, const char *data_dir)
 		snprintf(ix, sizeof(ix), "%s/nvme.index", data_dir ? data_dir : ".");
 		room += allocated_on(ix, dev);
 	}
-	tier_path(o, KVT_OPT_ROCKSDB_PATH, data_dir, "rocksdb", p, sizeof(p));
+	kvt_opts_tier_path(o, KVT_OPT_ROCKSDB_PATH, data_dir, p, sizeof(p));
 	room += allocated_on(p, dev);
 	snprintf(ix, sizeof(ix), "%s.index", p); /* rocksdb's, as nvme's (tiers/rocksdb/saved.c) */
 	room += allocated_on(ix, dev);

@@ -59,6 +59,10 @@ void kvt_opts_resolve(struct kvt_options *o, const char *data_dir);
  * (of its nearest existing parent's while it is not made), counting the space the two tiers'
  * files there already take as free, so that it stays the same as they fill; at least 64 MiB. */
 uint64_t kvt_opts_tier_share(const struct kvt_options *o, const char *data_dir);
+/* Where the nvme (id KVT_OPT_NVME_PATH) or rocksdb (KVT_OPT_ROCKSDB_PATH) tier keeps its data:
+ * the option, else DATA_DIR/nvme.dat or DATA_DIR/rocksdb. */
+void kvt_opts_tier_path(const struct kvt_options *o, enum kvt_opt_id id, const char *data_dir,
+                        char *out, size_t len);
 /* Prints every option as "name = value" (a valid config file). */
 void kvt_opts_print(const struct kvt_options *o, FILE *f);
 /* Prints the table with help text. */

@@ -96,4 +96,7 @@
 	  "Prometheus metrics over HTTP (GET /metrics): ADDR:PORT (port 0: any free one), or "     \
 	  "off; "                                                                                  \
 	  "the default is skipped with a warning when taken")                                      \
+	X(DAEMON_USER, "daemon.user", STR, "", 0, 0, 0,                                            \
+	  "started as root: the user (NAME, UID, NAME:GROUP) kvtierd becomes before it opens "     \
+	  "anything; it is handed the socket's and the data directory (empty: stay who started)")  \
 	X(LOG_LEVEL, "log.level", STR, "info", 0, 0, 1, "error, warn, info or debug")

@@ -435,6 +435,9 @@ void kvd_leases_expire(struct kvd *d, uint64_t now_ns);
 void kvd_conn_accept(struct kvd *d);
 
 /* metrics.c: Prometheus over HTTP. open: 0 also when the default address is taken (logged). */
+/* user.c: mkdir -p (0750); become daemon.user when started as root (before setup) */
+int kvd_make_dirs(const char *dir);
+int kvd_become_user(struct kvd *d);
 int kvd_metrics_open(struct kvd *d);
 void kvd_metrics_close(struct kvd *d);
 void kvd_metrics_accept(struct kvd *d);

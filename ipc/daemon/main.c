@@ -87,24 +87,6 @@ static int check_dir(const char *dir)
 	return 0;
 }
 
-/* mkdir -p: the data directory's parents may not exist yet (/tmp/kvtier-UID/data). */
-static int make_dirs(const char *dir)
-{
-	char p[sizeof(((struct kvd *)0)->data_dir)];
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1;; s++) {
-		if (*s && *s != '/')
-			continue;
-		char c = *s;
-		*s = 0;
-		if (mkdir(p, 0750) && errno != EEXIST)
-			return -errno;
-		*s = c;
-		if (!c)
-			return 0;
-	}
-}
-
 static int listen_on(const char *path)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -267,7 +249,7 @@ static int setup(struct kvd *d)
 	d->free_lease = KVD_NIL;
 	d->age_head = d->age_tail = KVD_NIL;
 	d->evfd = -1;
-	if ((rc = make_dirs(d->data_dir))) {
+	if ((rc = kvd_make_dirs(d->data_dir))) {
 		kvt_log(KVT_LOG_ERROR, "data dir %s: %s", d->data_dir, strerror(-rc));
 		return rc;
 	}
@@ -442,7 +424,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	raise_fd_limit();
-	if (setup(&d))
+	if (kvd_become_user(&d) || setup(&d))
 		return 1;
 	print_banner(&d);
 	run(&d);

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -844,7 +845,9 @@ static int connect_as_nobody(const char *path)
 /* A client of the unprivileged daemon's own uid: 1,024 chunks of 4 KiB through a 2 MiB host,
  * so most go down to nvme and rocksdb, then the first 64 read back byte for byte (promoted).
  * @return : 0, or where it failed. */
-static int unprivileged_client(const char *sock)
+/* Puts 1,024 chunks of keys {i, tag} (unless !puts) and reads the first 64 back: 60 or more
+ * found, none wrong. */
+static int chunk_client(const char *sock, bool puts, uint64_t tag)
 {
 	kvt_client_t *c;
 	kvt_model_t m = model();
@@ -853,8 +856,8 @@ static int unprivileged_client(const char *sock)
 		return 40;
 	size_t cb = kvt_chunk_bytes(&m);
 	uint8_t *buf = malloc(cb), *got = malloc(cb);
-	for (uint64_t i = 0; i < 1024; i++) {
-		kvt_id_t key = {{i + 1, 5150}};
+	for (uint64_t i = 0; puts && i < 1024; i++) {
+		kvt_id_t key = {{i + 1, tag}};
 		const void *src[1] = {buf};
 		kvt_test_fill(buf, cb, i + 1);
 		if (kvt_put(c, ns, NULL, &key, 1, src, cb) != 1)
@@ -862,7 +865,7 @@ static int unprivileged_client(const char *sock)
 	}
 	int wrong = 0, found = 0;
 	for (uint64_t i = 0; i < 64; i++) {
-		kvt_id_t key = {{i + 1, 5150}};
+		kvt_id_t key = {{i + 1, tag}};
 		void *dst[1] = {got};
 		int rc = kvt_get(c, ns, &key, 1, dst, cb);
 		kvt_test_fill(buf, cb, i + 1);
@@ -901,7 +904,7 @@ static void test_robust_runs_unprivileged(void **state)
 	assert_non_null(strstr(st, "\nCapPrm:\t0000000000000000\n"));
 	pid_t c = kvt_test_fork_as_nobody();
 	if (!c)
-		_exit(unprivileged_client(u.sock));
+		_exit(chunk_client(u.sock, true, 5150));
 	int status;
 	assert_int_equal(waitpid(c, &status, 0), c);
 	assert_true(WIFEXITED(status));
@@ -913,6 +916,123 @@ static void test_robust_runs_unprivileged(void **state)
 	assert_int_equal(kvt_test_cli(&u, "stats", out, sizeof(out)), 0);
 	kvt_test_check_books(&u, 0);
 	kvt_test_daemon_destroy(&u);
+}
+
+/* Runs kvtierd ARGS as uid (0: as root) and expects it to refuse to start, saying want. */
+static void refused_start(uid_t uid, const char *args, const char *want)
+{
+	char dir[256], cmd[2048], bin[512], log[300], text[4096];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	assert_int_equal(chown(dir, uid, uid), 0);
+	snprintf(log, sizeof(log), "%s/log", dir);
+	snprintf(cmd, sizeof(cmd),
+	         "%s --socket %s/s.sock --data-dir %s/data --set tiers.order=host %s 2> %s",
+	         kvt_test_bin("kvtierd", bin, sizeof(bin)), dir, dir, args, log);
+	pid_t p = fork();
+	if (!p) {
+		if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+			_exit(126);
+		int rc = system(cmd);
+		_exit(WIFEXITED(rc) ? WEXITSTATUS(rc) : 127);
+	}
+	int st;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) < 126);
+	assert_true(kvt_test_read_file(log, text, sizeof(text)) > 0);
+	if (!strstr(text, want))
+		fail_msg("kvtierd %s said:\n%s\nnot: %s", args, text, want);
+	kvt_test_rmtree(dir);
+}
+
+/* Whether root here may raise RLIMIT_MEMLOCK (CAP_SYS_RESOURCE; a container may lack it). */
+static bool can_raise_memlock(void)
+{
+	pid_t p = fork();
+	if (!p) {
+		struct rlimit r = {RLIM_INFINITY, RLIM_INFINITY};
+		_exit(setrlimit(RLIMIT_MEMLOCK, &r) ? 1 : 0);
+	}
+	int st;
+	return waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static uid_t owner(const char *dir, const char *name)
+{
+	char p[512];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return stat(p, &st) ? (uid_t)-1 : st.st_uid;
+}
+
+/* S7, least privilege when started as root: with daemon.user kvtierd becomes that user before
+ * it opens anything. A data directory a run as root left (nvme file, RocksDB) is handed over
+ * and its chunks are served; the daemon holds no capability and cannot regain one
+ * (no_new_privs); it removes its socket at exit; what it cannot or must not do is refused at
+ * start with a reason. */
+static void test_robust_becomes_daemon_user(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("skipped: becoming another user needs kvtierd started as root\n");
+		return;
+	}
+	const char *as_root[] = {"tiers.order=host,nvme,rocksdb", "host.bytes=2MiB",
+	                         "nvme.bytes=32MiB", "rocksdb.bytes=32MiB", NULL};
+	const char *as_nobody[] = {
+	    "tiers.order=host,nvme,rocksdb", "host.bytes=2MiB",    "nvme.bytes=32MiB",
+	    "rocksdb.bytes=32MiB",           "daemon.user=nobody", NULL};
+	struct kvt_test_daemon u;
+	assert_int_equal(kvt_test_daemon_start(&u, as_root), 0);
+	assert_int_equal(chunk_client(u.sock, true, 5150), 0);
+	int st = kvt_test_daemon_stop(&u, SIGTERM);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(owner(u.data, "nvme.dat"), 0); /* root's, before */
+	assert_int_equal(owner(u.data, "rocksdb/CURRENT"), 0);
+
+	assert_int_equal(kvt_test_daemon_restart(&u, as_nobody), 0);
+	char path[64], text[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)u.pid);
+	assert_true(kvt_test_read_file(path, text, sizeof(text)) > 0);
+	assert_non_null(strstr(text, "\nUid:\t65534\t65534\t65534\t65534\n"));
+	assert_non_null(strstr(text, "\nGid:\t65534\t65534\t65534\t65534\n"));
+	assert_non_null(strstr(text, "\nCapEff:\t0000000000000000\n"));
+	assert_non_null(strstr(text, "\nCapPrm:\t0000000000000000\n"));
+	assert_non_null(strstr(text, "\nNoNewPrivs:\t1\n"));
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)u.pid);
+	assert_true(kvt_test_read_file(path, text, sizeof(text)) > 0);
+	bool memlock = strstr(text, "Max locked memory         unlimited            unlimited");
+	if (!memlock && can_raise_memlock())
+		fail_msg("root could raise RLIMIT_MEMLOCK, kvtierd did not:\n%s", text);
+	assert_int_equal(owner(u.dir, "."), 65534);
+	assert_int_equal(owner(u.data, "."), 65534);
+	assert_int_equal(owner(u.data, "nvme.dat"), 65534);
+	assert_int_equal(owner(u.data, "rocksdb/CURRENT"), 65534);
+	assert_int_equal(chunk_client(u.sock, false, 5150), 0); /* root's chunks, from below */
+	assert_true(kvt_test_stat(&u, "promoted") > 0);
+	assert_int_equal(kvt_test_stat(&u, "corruptions"), 0);
+	kvt_test_check_books(&u, 0);
+	assert_int_equal(chunk_client(u.sock, true, 5151), 0); /* new ones go down as nobody */
+	assert_true(kvt_test_stat(&u, "demoted") > 0);
+	char json[1 << 14];
+	assert_true(kvt_test_stats_json(&u, json, sizeof(json)) > 0);
+	if (memlock && strstr(json, "\"backend\":\"uring\"")) /* registered buffers, kept */
+		assert_int_equal(kvt_test_stat(&u, "plain_ios"), 0);
+	else
+		print_message("(registered buffers not checked: no io_uring, or root here may not "
+		              "raise RLIMIT_MEMLOCK)\n");
+	st = kvt_test_daemon_stop(&u, SIGTERM);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct stat sb;
+	assert_true(lstat(u.sock, &sb) && errno == ENOENT); /* its directory is its own */
+	kvt_test_daemon_destroy(&u);
+
+	refused_start(0, "--set daemon.user=no-such-user-kvt", "no user named 'no-such-user-kvt'");
+	refused_start(0, "--set daemon.user=nobody:no-such-group-kvt",
+	              "no group named 'no-such-group-kvt'");
+	refused_start(65534, "--set daemon.user=root", "only root can become uid 0");
+	/* a directory kvtierd did not make (others may enter it) is not handed over */
+	refused_start(0, "--set daemon.user=nobody --data-dir /tmp",
+	              "/tmp (uid 0, mode 777) is not one kvtierd made");
 }
 
 /* S1: the socket is a pathname socket of mode 0660 in a directory that grants others nothing
@@ -975,6 +1095,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_minor_versions),
 	    cmocka_unit_test(test_robust_socket_access),
 	    cmocka_unit_test(test_robust_runs_unprivileged),
+	    cmocka_unit_test(test_robust_becomes_daemon_user),
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),
 	    cmocka_unit_test(test_robust_silent_client_closed),
