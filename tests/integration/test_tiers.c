@@ -137,6 +137,29 @@ static void check_registered(struct kvt_test_daemon *d)
 	assert_int_equal(kvt_test_stat(d, "plain_ios"), 0);
 }
 
+/* The nvme engine's books as `kvtier stats` shows them: completions never outnumber I/Os, none
+ * is left unreaped once the tier is idle, and the per-completion check never failed. */
+static void check_engine_books(struct kvt_test_daemon *d)
+{
+	long long q = 0, r = -1;
+	for (int i = 0; i < 500 && q != r; i++) {
+		r = kvt_test_tier_stat(d, "nvme", "ios_reaped"); /* first: q read later is >= it */
+		q = kvt_test_tier_stat(d, "nvme", "ios_queued");
+		assert_true(q >= r);
+		if (q != r)
+			usleep(10000);
+	}
+	assert_true(r > 0);
+	assert_int_equal(q, r);
+	assert_int_equal(kvt_test_tier_stat(d, "nvme", "io_books_wrong"), 0);
+	assert_true(kvt_test_tier_stat(d, "nvme", "io_max_us") > 0);
+	char out[4096], want[96];
+	assert_int_equal(kvt_test_cli(d, "stats", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "nvme engine: %lld I/Os queued, %lld reaped", q, r);
+	if (!strstr(out, want) || !strstr(out, "books wrong 0\n"))
+		fail_msg("kvtier stats:\n%s\nlacks: %s ... books wrong 0", out, want);
+}
+
 static void spill_restart(const char *order, const char *extra, int kill9)
 {
 	char o[64];
@@ -153,8 +176,10 @@ static void spill_restart(const char *order, const char *extra, int kill9)
 	check_all(c, ns, keys, cb, 1);
 	assert_true(kvt_test_stat(d, "promoted") > 0);
 	assert_int_equal(kvt_test_stat(d, "corruptions"), 0);
-	if (!strncmp(order, "host,nvme", 9) || !strcmp(order, "auto"))
+	if (!strncmp(order, "host,nvme", 9) || !strcmp(order, "auto")) {
 		check_registered(d);
+		check_engine_books(d);
+	}
 
 	/* restart: everything acknowledged as demoted is a hit afterwards, byte-identical */
 	kvt_test_daemon_stop(d, kill9 ? SIGKILL : SIGTERM);

@@ -881,6 +881,10 @@ static void nvme_stats(struct kvt_tier *tier, struct kvt_tier_stats *o)
 		    __atomic_load_n(&src[i], __ATOMIC_ACQUIRE); /* ios_reaped before ios_queued */
 	o->plain_ios = __atomic_load_n(&t->xs.plain_ios, __ATOMIC_RELAXED);
 	o->opened_from_index = __atomic_load_n(&t->xs.index_loads, __ATOMIC_RELAXED);
+	o->ios_reaped = __atomic_load_n(&t->xs.ios_reaped, __ATOMIC_ACQUIRE);
+	o->ios_queued = __atomic_load_n(&t->xs.ios_queued, __ATOMIC_ACQUIRE);
+	o->io_max_us = __atomic_load_n(&t->xs.io_max_us, __ATOMIC_RELAXED);
+	o->io_books_wrong = __atomic_load_n(&t->xs.io_books_wrong, __ATOMIC_RELAXED);
 	o->disabled = KVT_NVME_GET(t, st.disabled);
 	o->full = KVT_NVME_GET(t, st.full);
 }

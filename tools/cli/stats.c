@@ -78,6 +78,12 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 		       num(json, "dirty_bytes"), num(json, "demoted"), num(json, "promoted"),
 		       num(json, "cascaded"), num(json, "demote_failed"),
 		       num(json, "promote_failed"), num(json, "cascade_failed"));
+	const char *nv = strstr(json, "{\"name\":\"nvme\"");
+	if (nv)
+		printf("nvme engine: %lld I/Os queued, %lld reaped, slowest %lld us, %lld not from "
+		       "registered buffers, books wrong %lld\n",
+		       num(nv, "ios_queued"), num(nv, "ios_reaped"), num(nv, "io_max_us"),
+		       num(nv, "plain_ios"), num(nv, "io_books_wrong"));
 	printf("leases %lld (revoked %lld), clients %lld, tenants %lld, corruptions %lld, "
 	       "protocol errors %lld\n",
 	       num(json, "leases"), num(json, "leases_revoked"), num(json, "clients"),
