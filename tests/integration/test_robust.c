@@ -842,11 +842,9 @@ static int connect_as_nobody(const char *path)
 	return rc;
 }
 
-/* A client of the unprivileged daemon's own uid: 1,024 chunks of 4 KiB through a 2 MiB host,
- * so most go down to nvme and rocksdb, then the first 64 read back byte for byte (promoted).
+/* Puts 1,024 chunks of 4 KiB, keys {i, tag} (unless !puts), and reads the first 64 back: 60 or
+ * more found, none wrong (through a 2 MiB host most come back up from nvme and rocksdb).
  * @return : 0, or where it failed. */
-/* Puts 1,024 chunks of keys {i, tag} (unless !puts) and reads the first 64 back: 60 or more
- * found, none wrong. */
 static int chunk_client(const char *sock, bool puts, uint64_t tag)
 {
 	kvt_client_t *c;
@@ -1035,6 +1033,56 @@ static void test_robust_becomes_daemon_user(void **state)
 	              "/tmp (uid 0, mode 777) is not one kvtierd made");
 }
 
+/* A process of uid (gid uid), in group extra too unless 0, that attaches and stores chunks.
+ * @return : 0; 13 when kvt_connect answered -EACCES; another code where it failed. */
+static int client_as(const char *sock, uid_t uid, gid_t extra)
+{
+	pid_t p = fork();
+	if (!p) {
+		if (setgroups(extra ? 1 : 0, &extra) || setgid(uid) || setuid(uid))
+			_exit(126);
+		kvt_client_t *c;
+		int rc = kvt_connect(sock, &c);
+		if (rc)
+			_exit(rc == -EACCES ? 13 : 12);
+		kvt_close(c);
+		_exit(chunk_client(sock, true, uid));
+	}
+	int st;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 127;
+}
+
+/* S1, a dedicated group: daemon.user=USER:GROUP gives the socket (0660) and its directory
+ * (0750) to that group, so the engines of any uid in it attach and nobody else reaches the
+ * socket. */
+static void test_robust_socket_group(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("skipped: a dedicated group needs kvtierd started as root\n");
+		return;
+	}
+	const char *sets[] = {"daemon.user=65534:4242", NULL};
+	struct kvt_test_daemon u;
+	assert_int_equal(kvt_test_daemon_start(&u, sets), 0);
+	assert_int_equal(chmod(u.dir, 0750), 0); /* as kvtierd makes it (mkdtemp made it 0700) */
+	struct stat st;
+	assert_int_equal(stat(u.sock, &st), 0);
+	assert_int_equal(st.st_uid, 65534);
+	assert_int_equal(st.st_gid, 4242);
+	assert_int_equal(st.st_mode & 0777, 0660);
+	assert_int_equal(stat(u.dir, &st), 0);
+	assert_int_equal(st.st_gid, 4242);
+	assert_int_equal(client_as(u.sock, 1234, 4242), 0);  /* in the group: attaches, stores */
+	assert_int_equal(client_as(u.sock, 1235, 0), 13);    /* not in it: the directory stops it */
+	assert_int_equal(client_as(u.sock, 1236, 4243), 13); /* another group: the same */
+	assert_true(kvt_test_stat(&u, "tenants") >= 1);
+	assert_int_equal(kvt_test_stat(&u, "corruptions"), 0);
+	kvt_test_check_books(&u, 0);
+	kvt_test_daemon_destroy(&u);
+}
+
 /* S1: the socket is a pathname socket of mode 0660 in a directory that grants others nothing
  * (the daemon refuses to listen in one that does, or that another uid owns); another uid cannot
  * connect through the directory, nor, when the directory lets it pass, through the socket. */
@@ -1096,6 +1144,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_socket_access),
 	    cmocka_unit_test(test_robust_runs_unprivileged),
 	    cmocka_unit_test(test_robust_becomes_daemon_user),
+	    cmocka_unit_test(test_robust_socket_group),
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),
 	    cmocka_unit_test(test_robust_silent_client_closed),
