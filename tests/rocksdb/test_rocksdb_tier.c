@@ -1339,6 +1339,39 @@ static void test_rocksdb_graves_given_up(void **state)
 
 /* Leaves t as probe_full leaves it when its reopen after a disk full fails: no database, full,
  * the next probe PROBE_NS away. */
+/* The tier's database opened by another handle of this process: RocksDB then refuses the tier
+ * its lock, so the tier's reopen fails. */
+struct held {
+	rocksdb_options_t *o;
+	rocksdb_t *db;
+	rocksdb_column_family_handle_t *h[8];
+	size_t n;
+};
+
+static void hold_db(struct held *h, const char *path)
+{
+	char *err = NULL, **names;
+	h->o = rocksdb_options_create();
+	names = rocksdb_list_column_families(h->o, path, &h->n, &err);
+	assert_null(err);
+	assert_true(h->n <= 8);
+	const rocksdb_options_t *cfo[8];
+	for (size_t i = 0; i < h->n; i++)
+		cfo[i] = h->o;
+	h->db = rocksdb_open_column_families(h->o, path, (int)h->n, (const char *const *)names, cfo,
+	                                     h->h, &err);
+	rocksdb_list_column_families_destroy(names, h->n);
+	assert_null(err);
+}
+
+static void release_db(struct held *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		rocksdb_column_family_handle_destroy(h->h[i]);
+	rocksdb_close(h->db);
+	rocksdb_options_destroy(h->o);
+}
+
 static void lose_db(struct kvt_tier *t)
 {
 	rocksdb_close(t->db.db);
@@ -1402,6 +1435,40 @@ static void test_rocksdb_closed_db_keeps_records(void **state)
 		                     ? -ENOENT
 		                     : (ssize_t)(KVT_CHUNK_HDR_BYTES + PAYLOAD));
 	kvt_tier_rocksdb.close(t);
+
+	/* closed while no reopen can succeed (another handle holds the database's lock): the
+	 * close saves the remove it owes, and the next open, which scans, leaves that record out
+	 * and lands the delete with its first write (before, the record came back) */
+	t = open_tier(&o, &d);
+	lose_db(t);
+	struct held h;
+	char db[600], ix[620];
+	snprintf(db, sizeof(db), "%s/db", dir);
+	hold_db(&h, db);
+	id = rdb_id(GONE + 2);
+	assert_int_equal(kvt_tier_rocksdb.remove(t, &id, 0), 0);
+	kvt_tier_rocksdb.close(t);
+	release_db(&h);
+	snprintf(ix, sizeof(ix), "%s.index", db);
+	assert_int_equal(access(ix, F_OK), 0); /* the deletes alone */
+	for (int pass = 0; pass < 2; pass++) {
+		t = pass ? open_unsaved(&o, &d) : open_tier(&o, &d);
+		for (uint64_t i = 0; i <= N; i++)
+			assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp),
+			                 i >= GONE && i <= GONE + 2
+			                     ? -ENOENT
+			                     : (ssize_t)(KVT_CHUNK_HDR_BYTES + PAYLOAD));
+		assert_int_equal(rdb_stats(t).chunks, N + 1 - 3);
+		if (!pass) { /* a write lands the owed delete with it */
+			size_t len2 = rdb_record(buf, N + 1, PAYLOAD);
+			assert_int_equal(kvt_tier_rocksdb.write(t, buf, len2, rdb_pad(len2), &loc),
+			                 0);
+			assert_int_equal(t->n_graves, 0);
+			id = rdb_id(N + 1);
+			assert_int_equal(kvt_tier_rocksdb.remove(t, &id, 0), 0);
+		}
+		kvt_tier_rocksdb.close(t);
+	}
 	assert_int_equal(d.n, 0);
 	free(buf);
 	free(exp);

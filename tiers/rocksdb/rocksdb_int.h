@@ -183,7 +183,9 @@ struct kvt_tier {
 typedef int (*kvt__rdb_saved_fn)(void *arg, const struct kvt_tier_id *id, uint64_t bytes,
                                  uint32_t age_s);
 /* db_path: the database's folder, closed; seq: its latest sequence number before the close;
- * graves: deletes still owed, which read() hands back with bytes 0. */
+ * graves: deletes still owed, which read() hands back with bytes 0. ix NULL: the deletes alone
+ * (a close without a database), which read() hands back whatever the database holds, and
+ * then answers 0 (scan). */
 int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rdb_index *ix,
                          uint32_t now_s, const struct kvt_tier_id *graves, uint32_t n_graves);
 /* max_records: the most entries the tier can have saved (a bigger file is refused unread). */

@@ -20,7 +20,10 @@
  *
  * What it holds: the live records, and the deletes still owed (graves the close gave up on, with
  * length 0): the next open leaves those records out and tries their deletes again, with its
- * first write or delete, so that a later crash does not bring them back.
+ * first write or delete, so that a later crash does not bring them back. A close that has no
+ * database (a reopen after a disk full failed, and failed again at the close) writes the
+ * deletes alone, marked good for any sequence number; the next open scans, then forgets the
+ * records those deletes name and owes the deletes again (tier.c).
  * Damage done while down is found on a record's read (RocksDB's block checksum and the tier's
  * own checks: -EBADMSG, dropped), not at the open.
  *
@@ -49,6 +52,7 @@
 #define SV_ID_OFF  64u
 #define SV_ID_MAX  256u
 #define SV_SUM_OFF (SV_HDR - 8)
+#define SV_ANY_SEQ UINT64_MAX /* graves only: good for whatever the database holds */
 
 /* The database's identity (RocksDB's IDENTITY file). @return : 0, or -errno. */
 static int identity(const char *db_path, char out[SV_ID_MAX])
@@ -82,13 +86,13 @@ int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rd
 	unlink(path); /* whatever happens below, an older one is of no use */
 	if ((rc = identity(db_path, id)))
 		return rc;
-	uint64_t n = (uint64_t)ix->n_live + n_graves;
+	uint64_t n = (uint64_t)(ix ? ix->n_live : 0) + n_graves;
 	size_t body = (size_t)n * SV_ENTRY;
 	uint8_t *buf = calloc(1, SV_HDR + body);
 	if (!buf)
 		return -ENOMEM;
 	uint8_t *e = buf + SV_HDR;
-	for (uint32_t s = 0; s < ix->n_slots; s++) {
+	for (uint32_t s = 0; ix && s < ix->n_slots; s++) {
 		const struct kvt__rdb_slot *sl = &ix->slots[s];
 		if (!sl->live)
 			continue;
@@ -102,7 +106,7 @@ int kvt__rdb_saved_write(const char *db_path, uint64_t seq, const struct kvt__rd
 	kvt_store_le64(buf, SV_MAGIC);
 	kvt_store_le32(buf + 8, SV_VERSION);
 	kvt_store_le32(buf + 12, SV_ENTRY);
-	kvt_store_le64(buf + 16, seq);
+	kvt_store_le64(buf + 16, ix ? seq : SV_ANY_SEQ);
 	kvt_store_le64(buf + 24, n);
 	kvt_store_le64(buf + 32, XXH3_64bits(buf + SV_HDR, body));
 	memcpy(buf + SV_ID_OFF, id, strlen(id));
@@ -140,7 +144,8 @@ static const char *check(const struct kvt__rdb_db *db, const uint8_t *m, uint64_
 		return "its size does not match its header";
 	if (identity(db->path, id) || strncmp(id, (const char *)m + SV_ID_OFF, SV_ID_MAX))
 		return "written for another database";
-	if (kvt_load_le64(m + 16) != rocksdb_get_latest_sequence_number(db->db))
+	bool graves_only = kvt_load_le64(m + 16) == SV_ANY_SEQ;
+	if (!graves_only && kvt_load_le64(m + 16) != rocksdb_get_latest_sequence_number(db->db))
 		return "the database was written to since";
 	if (XXH3_64bits(m + SV_HDR, size - SV_HDR) != kvt_load_le64(m + 32))
 		return "its body is damaged";
@@ -148,6 +153,8 @@ static const char *check(const struct kvt__rdb_db *db, const uint8_t *m, uint64_
 		uint64_t bytes = kvt_load_le64(m + SV_HDR + i * SV_ENTRY + KVT__RDB_KEY_BYTES);
 		if ((bytes && bytes < KVT_CHUNK_HDR_BYTES) || bytes > 1ull << 40)
 			return "a record's length is out of range";
+		if (bytes && graves_only)
+			return "a record in a file of deletes";
 	}
 	return NULL;
 }
@@ -175,7 +182,12 @@ int kvt__rdb_saved_read(const struct kvt__rdb_db *db, uint64_t max_records, kvt_
 			rc = each(arg, &id, kvt_load_le64(e + KVT__RDB_KEY_BYTES),
 			          kvt_load_le32(e + KVT__RDB_KEY_BYTES + 8));
 		}
-		if (!rc) {
+		if (!rc && kvt_load_le64(m + 16) == SV_ANY_SEQ) {
+			kvt_log(KVT_LOG_INFO,
+			        "rocksdb: %s: %llu deletes the last close owed and could not write "
+			        "(it had no database): owed again, after a scan",
+			        db->path, (unsigned long long)n);
+		} else if (!rc) {
 			rc = 1;
 			kvt_log(KVT_LOG_INFO,
 			        "rocksdb: %s: %llu records from the index saved at the last clean "

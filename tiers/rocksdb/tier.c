@@ -1078,6 +1078,12 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	}
 	if (rc)
 		goto err_db;
+	/* Deletes a close without a database owed: the scan found their records again */
+	for (uint32_t i = 0; i < t->n_graves; i++) {
+		uint32_t s = kvt__rdb_index_find(&t->ix, &t->graves[i]);
+		if (s != KVT__RDB_NIL)
+			forget(t, s, false);
+	}
 	/* Deletes are not durable with the WAL off: evict back under the cap before serving. */
 	uint32_t n_vic = 0;
 	rocksdb_writebatch_clear(t->batch);
@@ -1148,10 +1154,11 @@ static void rdb_close(struct kvt_tier *t)
 		if (!rc)
 			rc = reconcile(t);
 		if (rc)
-			kvt_log(KVT_LOG_WARN,
-			        "rocksdb: %s: closing without a database (%s): %u removes may come "
-			        "back at the next open",
-			        t->db.path, strerror(-rc), t->n_graves);
+			kvt_log(
+			    KVT_LOG_WARN,
+			    "rocksdb: %s: closing without a database (%s): %u removes are saved "
+			    "for the next open",
+			    t->db.path, strerror(-rc), t->n_graves);
 	}
 	graves_close(t);
 	/* The close flushes the memtable (records and metadata together); the index names the
@@ -1162,6 +1169,10 @@ static void rdb_close(struct kvt_tier *t)
 	kvt__rdb_db_close(&t->db);
 	if (was_open)
 		kvt__rdb_saved_write(t->db.path, seq, &t->ix, now_s(t), t->graves, t->n_graves);
+	else if (t->n_graves && !kvt__rdb_saved_write(t->db.path, 0, NULL, 0, t->graves,
+	                                              t->n_graves)) /* the deletes alone */
+		kvt_log(KVT_LOG_INFO, "rocksdb: %s: %u removes owed to the next open", t->db.path,
+		        t->n_graves);
 	rocksdb_writebatch_destroy(t->batch);
 	free(t->graves);
 	t->pol_ops->destroy(t->pol);
