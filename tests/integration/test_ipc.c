@@ -474,16 +474,6 @@ static int by_value(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Whether kvtierd runs under valgrind (make valgrind) or this build sanitizes. */
-static bool slowed(void)
-{
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	return true;
-#else
-	return getenv("KVT_TEST_DAEMON_WRAPPER") != NULL;
-#endif
-}
-
 static void test_ipc_enospc_when_all_leased(void **state)
 {
 	const char *sets[] = {"host.bytes=1MiB", NULL};
@@ -529,7 +519,7 @@ static void test_ipc_enospc_when_all_leased(void **state)
 	              "max %.3f ms\n",
 	              PUTS, ms[PUTS / 2], ms[PUTS * 99 / 100], ms[PUTS - 1]);
 	/* 10 ms asked; under valgrind or a sanitizer the daemon runs 5-50x slower */
-	assert_true(ms[PUTS * 99 / 100] < (slowed() ? 100 : 10));
+	assert_true(ms[PUTS * 99 / 100] < (kvt_test_slowed() ? 100 : 10));
 	assert_int_equal(kvt_test_stat(&d, "evictions"), evicted);
 	assert_int_equal(kvt_test_stat(&d, "leases"), leased);
 	kvt_test_check_books(&d, 0);
@@ -538,7 +528,7 @@ static void test_ipc_enospc_when_all_leased(void **state)
 	assert_int_equal(kvt_put(c, ns, NULL, other, 1, chunks, cb), 1);
 	double after = now_ms() - t0;
 	print_message("the first put after the release: stored in %.3f ms\n", after);
-	assert_true(after < (slowed() ? 1000 : 100));
+	assert_true(after < (kvt_test_slowed() ? 1000 : 100));
 	assert_true(kvt_test_stat(&d, "enospc") >= 1);
 	free(buf);
 	kvt_close(c);

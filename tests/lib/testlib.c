@@ -234,6 +234,15 @@ void kvt_test_open_to_others(const struct kvt_test_daemon *d)
 	chmod(d->sock, 0666);
 }
 
+bool kvt_test_slowed(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return true;
+#else
+	return getenv("KVT_TEST_DAEMON_WRAPPER") != NULL;
+#endif
+}
+
 pid_t kvt_test_fork_as_nobody(void)
 {
 	pid_t p = fork();

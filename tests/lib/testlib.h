@@ -3,6 +3,7 @@
 #define KVT_TESTLIB_H
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -64,6 +65,8 @@ void kvt_test_open_to_others(const struct kvt_test_daemon *d);
 /* fork(), the child running as uid and gid 65534 (it exits 30 when it cannot switch).
  * @return : as fork(). Needs root. */
 pid_t kvt_test_fork_as_nobody(void);
+/* Whether kvtierd runs slowed: under valgrind (make valgrind) or in a sanitizing build. */
+bool kvt_test_slowed(void);
 /* Reads up to len - 1 bytes of path into buf, NUL-terminated. @return : the bytes read, or -1. */
 long kvt_test_read_file(const char *path, char *buf, size_t len);
 /* Writes bytes (rounded up to MiB) of 0xa5 to path: ballast that fills a file system. */
