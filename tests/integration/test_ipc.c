@@ -1685,6 +1685,148 @@ static void test_ipc_tenant_canary(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+struct probe {
+	double ns;
+	int theirs; /* 1: a key the other tenant holds; 0: a key nobody holds */
+};
+
+static int cmp_probe(const void *a, const void *b)
+{
+	double x = ((const struct probe *)a)->ns, y = ((const struct probe *)b)->ns;
+	return (x > y) - (x < y);
+}
+
+/* The area under the ROC curve of telling "theirs" probes from the others by time: the chance
+ * that a random "theirs" probe took longer than a random other one (ties count a half). 0.5:
+ * the time tells nothing. */
+static double auc(struct probe *p, size_t n)
+{
+	qsort(p, n, sizeof(*p), cmp_probe);
+	double rank_sum = 0, n1 = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && p[j].ns == p[i].ns)
+			j++;
+		double rank = (double)(i + j + 1) / 2; /* 1-based average of ranks i+1..j */
+		for (size_t k = i; k < j; k++)
+			if (p[k].theirs) {
+				rank_sum += rank;
+				n1++;
+			}
+		i = j;
+	}
+	double n0 = (double)n - n1;
+	return (rank_sum - n1 * (n1 + 1) / 2) / (n1 * n0);
+}
+
+static double off_half(double x)
+{
+	return x > 0.5 ? x - 0.5 : 0.5 - x;
+}
+
+enum { ORACLE_KEYS = 1024, PROBES = 10000 };
+
+/* Key i of set (0: the keys tenant A stores; 1: keys nobody stores), uniform 128-bit values as
+ * an engine's chained hashes are: both sets alike in every way but who holds them. */
+static kvt_id_t oracle_key(uint64_t set, uint64_t i)
+{
+	kvt_id_t k;
+	for (int w = 0; w < 2; w++) {
+		uint64_t z = (set * ORACLE_KEYS + i) * 2 + (uint64_t)w + 0x9e3779b97f4a7c15ull;
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		k.w[w] = z ^ (z >> 31);
+	}
+	return k;
+}
+
+/* PROBES lookups and PROBES gets of one key each, a coin (seeded) choosing each time between
+ * one of A's ORACLE_KEYS keys and one of as many keys nobody stored (both sets probed as often,
+ * so the caches treat them alike); out[0], out[1]: the AUC of each oracle; hits: how many
+ * answered a hit. @return : 0, or what failed. */
+static int timing_oracle(const char *sock, const kvt_model_t *m, double out[2], int *hits)
+{
+	kvt_client_t *c;
+	kvt_id_t ns;
+	if (kvt_connect(sock, &c) || kvt_namespace(c, m, &ns))
+		return 1;
+	size_t cb = kvt_chunk_bytes(m);
+	void *dst[1] = {malloc(cb)};
+	struct probe *p = calloc(PROBES, sizeof(*p));
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	*hits = 0;
+	for (int kind = 0; kind < 2; kind++) {
+		for (int i = 0; i < PROBES; i++) {
+			rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+			p[i].theirs = (int)(rng & 1);
+			kvt_id_t key = oracle_key(p[i].theirs ? 0 : 1, (rng >> 8) % ORACLE_KEYS);
+			uint64_t t0 = mono_ns();
+			int rc =
+			    kind ? kvt_get(c, ns, &key, 1, dst, cb) : kvt_lookup(c, ns, &key, 1);
+			p[i].ns = (double)(mono_ns() - t0);
+			if (rc < 0)
+				return 2;
+			*hits += rc;
+		}
+		out[kind] = auc(p, PROBES);
+	}
+	free(p);
+	free(dst[0]);
+	kvt_close(c);
+	return 0;
+}
+
+/* S5's timing oracle: tenant A stores 1,024 chunks; tenant B, probing 10^4 times with lookups
+ * and 10^4 times with gets, A's keys or keys nobody stored by a coin, gets only misses and cannot
+ * tell the two by time: |AUC - 0.5| < 0.02 for each. The same oracle run by A on its own keys
+ * tells its hits from the misses (the control: it can see a difference where there is one). */
+static void test_ipc_tenant_timing_oracle(void **state)
+{
+	if (geteuid() != 0) {
+		print_message("skipped: a second tenant needs root (to act as another uid)\n");
+		return;
+	}
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
+	kvt_test_open_to_others(&d);
+	kvt_model_t m = model(16, KVT_DTYPE_F16);
+	size_t cb = kvt_chunk_bytes(&m);
+	kvt_client_t *c;
+	kvt_id_t ns;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	uint8_t *buf = malloc(cb);
+	for (uint64_t i = 0; i < ORACLE_KEYS; i++) {
+		kvt_id_t key = oracle_key(0, i);
+		const void *src[1] = {buf};
+		kvt_test_fill(buf, cb, i);
+		assert_int_equal(kvt_put(c, ns, NULL, &key, 1, src, cb), 1);
+	}
+	free(buf);
+	double *b = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(b != MAP_FAILED);
+	pid_t pid = kvt_test_fork_as_nobody();
+	if (!pid) {
+		int hits = 0, rc = timing_oracle(d.sock, &m, b, &hits);
+		_exit(rc ? 40 + rc : hits ? 45 : 0);
+	}
+	assert_int_equal(child_wait(pid), 0); /* B: misses only */
+	double a[2];
+	int hits = 0;
+	assert_int_equal(timing_oracle(d.sock, &m, a, &hits), 0);
+	print_message("timing oracle, AUC of A's keys against keys nobody stored: tenant B: "
+	              "lookup %.4f, get %.4f; A itself (the control, %d hits): lookup %.4f, get "
+	              "%.4f\n",
+	              b[0], b[1], hits, a[0], a[1]);
+	assert_true(off_half(b[0]) < 0.02);
+	assert_true(off_half(b[1]) < 0.02);
+	assert_true(hits > PROBES / 2);    /* A hits its own keys, about half the probes */
+	assert_true(off_half(a[1]) > 0.1); /* and its gets' times tell them */
+	munmap(b, 4096);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 static void hex(kvt_id_t id, char out[33])
 {
 	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1],
@@ -1897,6 +2039,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_tenant_map),
 	    cmocka_unit_test(test_ipc_pin_saturation),
 	    cmocka_unit_test(test_ipc_tenant_canary),
+	    cmocka_unit_test(test_ipc_tenant_timing_oracle),
 	    cmocka_unit_test(test_ipc_admin_needs_owner),
 	    cmocka_unit_test(test_ipc_client_allow),
 	};
