@@ -14,6 +14,11 @@
  * error. Unless stated otherwise every call is safe from several threads of one process;
  * kvt_close() must not race other calls on the same client. Calls that talk to the daemon block
  * for one round trip at most (kvt_release and kvt_lookup's fast path need none).
+ *
+ * A client belongs to the process that connected: when that process exits, kvtierd ends its
+ * session (its leases are released) even if a child inherited the socket by fork, and the
+ * child's calls on it fail with -ENOTCONN. A forked child that needs the daemon calls
+ * kvt_connect() itself.
  */
 #ifndef KVTIER_H
 #define KVTIER_H

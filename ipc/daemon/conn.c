@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -34,7 +35,8 @@ static int conn_slot(struct kvd *d)
 	if (!c)
 		return -ENOMEM;
 	for (uint32_t i = d->cap_conns; i < cap; i++)
-		c[i] = (struct kvd_conn){.fd = -1, .tenant = KVD_NIL, .lease_head = KVD_NIL};
+		c[i] = (struct kvd_conn){
+		    .fd = -1, .pidfd = -1, .tenant = KVD_NIL, .lease_head = KVD_NIL};
 	int slot = (int)d->cap_conns;
 	d->conns = c;
 	d->cap_conns = cap;
@@ -58,6 +60,48 @@ static void peer_groups(struct kvd_conn *c)
 	c->n_groups = (uint32_t)(len / sizeof(gid_t));
 	for (uint32_t i = 0; i < c->n_groups; i++)
 		c->groups[i] = g[i];
+}
+
+/* A session lives as long as the process that connected (RELIABILITY S2): a child that
+ * inherited the socket by fork, or a process handed it, does not keep its leases alive, and a
+ * process given the pid later has nothing to inherit. SO_PEERPIDFD (Linux 6.5) names that
+ * process without a race; where the kernel has none, the connection is not bound and ends when
+ * its socket closes, as before. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+static void bind_to_process(struct kvd *d, struct kvd_conn *c, uint32_t slot)
+{
+	int pfd = -1;
+	socklen_t len = sizeof(pfd);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pfd, &len) || pfd < 0)
+		return;
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = KVD_EV_PEER_GONE | slot};
+	if (fcntl(pfd, F_SETFD, FD_CLOEXEC) || epoll_ctl(d->ep, EPOLL_CTL_ADD, pfd, &ev)) {
+		close(pfd);
+		return;
+	}
+	c->pidfd = pfd;
+}
+
+void kvd_conn_peer_gone(struct kvd *d, uint32_t i)
+{
+	if (i >= d->cap_conns || d->conns[i].pidfd < 0)
+		return;
+	struct kvd_conn *c = &d->conns[i];
+	struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
+	if (poll(&p, 1, 0) != 1) /* an event for the slot's last connection, closed since */
+		return;
+	struct pollfd s = {.fd = c->fd, .events = POLLRDHUP};
+	if (poll(&s, 1, 0) == 1 && s.revents & (POLLRDHUP | POLLHUP))
+		; /* its socket is closing too: the usual end of a client */
+	else
+		kvt_log(
+		    KVT_LOG_INFO,
+		    "client pid %d has exited while another process still holds its connection: "
+		    "its session ends (%u leases released)",
+		    (int)c->pid, c->n_leases);
+	kvd_conn_close(d, i);
 }
 
 void kvd_conn_accept(struct kvd *d)
@@ -96,6 +140,7 @@ void kvd_conn_accept(struct kvd *d)
 		                       .uid = cr.uid,
 		                       .gid = cr.gid,
 		                       .pid = cr.pid,
+		                       .pidfd = -1,
 		                       .tenant = KVD_NIL,
 		                       .lease_head = KVD_NIL,
 		                       .accepted_ns = kvt_now_ns()};
@@ -107,6 +152,7 @@ void kvd_conn_accept(struct kvd *d)
 			continue;
 		}
 		peer_groups(c);
+		bind_to_process(d, c, (uint32_t)slot);
 		d->n_conns++;
 	}
 }
@@ -124,7 +170,11 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 	free(c->parked);
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
-	*c = (struct kvd_conn){.fd = -1, .tenant = KVD_NIL, .lease_head = KVD_NIL};
+	if (c->pidfd >= 0) {
+		epoll_ctl(d->ep, EPOLL_CTL_DEL, c->pidfd, NULL);
+		close(c->pidfd);
+	}
+	*c = (struct kvd_conn){.fd = -1, .pidfd = -1, .tenant = KVD_NIL, .lease_head = KVD_NIL};
 	d->n_conns--;
 }
 

@@ -94,6 +94,7 @@ struct kvd_conn {
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
+	int pidfd; /* the process that connected (SO_PEERPIDFD), -1 when the kernel gave none */
 	uint32_t n_groups;                /* the peer's supplementary groups (SO_PEERGROUPS), */
 	uint32_t groups[KVD_PEER_GROUPS]; /* for client.allow's @GID; 0 when it has more */
 	uint32_t tenant;                  /* KVD_NIL before hello */
@@ -178,6 +179,8 @@ struct kvd_http {
 };
 /* epoll tags of the metrics server (main.c's loop dispatches them) */
 enum { KVD_EV_METRICS = 5, KVD_EV_HTTP0 = 8 };
+/* | a connection's slot: the process that connected has exited (its pidfd is readable) */
+#define KVD_EV_PEER_GONE (1ull << 32)
 _Static_assert(KVD_EV_HTTP0 + KVD_HTTP_MAX <= 16, "below main.c's EV_CONN0");
 
 struct kvd {
@@ -433,6 +436,8 @@ void kvd_leases_expire(struct kvd *d, uint64_t now_ns);
 
 /* conn.c */
 void kvd_conn_accept(struct kvd *d);
+/* The process that made connection i has exited: its session ends, whoever holds the socket. */
+void kvd_conn_peer_gone(struct kvd *d, uint32_t i);
 
 /* metrics.c: Prometheus over HTTP. open: 0 also when the default address is taken (logged). */
 /* user.c: mkdir -p (0750); become daemon.user when started as root (before setup) */

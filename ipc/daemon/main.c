@@ -372,6 +372,8 @@ static void run(struct kvd *d)
 				kvd_metrics_io(d, (int)(tag - KVD_EV_HTTP0));
 			} else if (tag == EV_TIERS) {
 				kvd_tiers_complete(d);
+			} else if (tag & KVD_EV_PEER_GONE) {
+				kvd_conn_peer_gone(d, (uint32_t)tag);
 			} else {
 				uint32_t i = (uint32_t)(tag - EV_CONN0);
 				if (i < d->cap_conns && d->conns[i].fd >= 0)

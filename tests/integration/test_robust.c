@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1083,6 +1084,71 @@ static void test_robust_socket_group(void **state)
 	kvt_test_daemon_destroy(&u);
 }
 
+/* S2, a session bound to its process: a client holds a lease and forks; the child inherits
+ * the connection's socket and stays; the client exits. The daemon ends the session at once (the
+ * pidfd of the process that connected, SO_PEERPIDFD), although the socket is still open in the
+ * child: the lease is released, and the child's next call on the inherited handle fails. */
+static void test_robust_session_ends_with_its_process(void **state)
+{
+	(void)state;
+	int go[2], told[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(told), 0);
+	long long leases0 = kvt_test_stat(&d, "leases"), clients0 = kvt_test_stat(&d, "clients");
+	prctl(PR_SET_CHILD_SUBREAPER, 1); /* the orphaned child comes back to the test */
+	pid_t p = fork();
+	if (!p) {
+		kvt_client_t *c;
+		kvt_model_t m = model();
+		kvt_id_t ns, key = {{77, 5151}};
+		if (kvt_connect(d.sock, &c) || kvt_namespace(c, &m, &ns))
+			_exit(1);
+		size_t cb = kvt_chunk_bytes(&m);
+		uint8_t *buf = calloc(1, cb);
+		const void *src[1] = {buf};
+		kvt_lease_t l;
+		if (kvt_put(c, ns, NULL, &key, 1, src, cb) != 1 ||
+		    kvt_acquire(c, ns, &key, 1, &l) != 1)
+			_exit(2);
+		pid_t child = fork();
+		if (!child) { /* holds the inherited socket until told, then calls on it */
+			char b;
+			if (read(go[0], &b, 1) != 1)
+				_exit(3);
+			void *dst[1] = {buf};
+			int rc = kvt_get(c, ns, &key, 1, dst, cb);
+			_exit(write(told[1], &rc, sizeof(rc)) == sizeof(rc) ? 0 : 4);
+		}
+		_exit(write(told[1], &child, sizeof(child)) == sizeof(child) ? 0 : 5);
+	}
+	pid_t child = 0;
+	assert_int_equal(read(told[0], &child, sizeof(child)), sizeof(child));
+	int st;
+	assert_int_equal(waitpid(p, &st, 0), p); /* the process that connected is gone */
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(kill(child, 0), 0); /* and the child still holds its socket */
+	long long leases = -1, clients = -1;
+	for (int i = 0; i < 200 && (leases != leases0 || clients != clients0); i++) {
+		usleep(5000);
+		leases = kvt_test_stat(&d, "leases");
+		clients = kvt_test_stat(&d, "clients");
+	}
+	assert_int_equal(leases, leases0);
+	assert_int_equal(clients, clients0);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	int rc = 0;
+	assert_int_equal(read(told[0], &rc, sizeof(rc)), sizeof(rc));
+	assert_int_equal(waitpid(child, &st, 0), child);
+	print_message("the session ended with its process; the child's call on the inherited "
+	              "handle: %s\n",
+	              kvt_strerror(rc));
+	assert_true(rc < 0);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	for (int i = 0; i < 2; i++)
+		close(go[i]), close(told[i]);
+	assert_int_equal(healthy_roundtrip(11), 0);
+}
+
 /* S1: the socket is a pathname socket of mode 0660 in a directory that grants others nothing
  * (the daemon refuses to listen in one that does, or that another uid owns); another uid cannot
  * connect through the directory, nor, when the directory lets it pass, through the socket. */
@@ -1145,6 +1211,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_runs_unprivileged),
 	    cmocka_unit_test(test_robust_becomes_daemon_user),
 	    cmocka_unit_test(test_robust_socket_group),
+	    cmocka_unit_test(test_robust_session_ends_with_its_process),
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),
 	    cmocka_unit_test(test_robust_silent_client_closed),
