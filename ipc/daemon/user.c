@@ -8,7 +8,8 @@
  * RocksDB directory). Then the supplementary
  * groups (the user's, from the group database: `kvtier:disk` or membership of disk is how a
  * raw NVMe device is reached), the gid and the uid are set, all three ids of each, and
- * no_new_privs. RLIMIT_MEMLOCK goes to unlimited first, as root may: the capability that let
+ * no_new_privs; a parent-death signal the starter set (the kernel clears it at the change) is
+ * set again. RLIMIT_MEMLOCK goes to unlimited first, as root may: the capability that let
  * root register the host pool with io_uring is gone afterwards. A setuid(0) that succeeds
  * afterwards stops the start. Whatever the user can't reach is then an error at start with its
  * path, not a failure later.
@@ -194,11 +195,19 @@ int kvd_become_user(struct kvd *d)
 	                           RLIM_INFINITY}; /* io_uring's registered buffers */
 	if (setrlimit(RLIMIT_MEMLOCK, &unlimited))
 		kvt_log(KVT_LOG_WARN, "daemon.user: RLIMIT_MEMLOCK stays: %s", strerror(errno));
+	int pdeath = 0; /* a change of credentials clears it: what the parent asked for stays */
+	pid_t parent = getppid();
+	prctl(PR_GET_PDEATHSIG, &pdeath);
 	if ((*name ? initgroups(name, to_gid) : setgroups(1, &to_gid)) ||
 	    setresgid(to_gid, to_gid, to_gid) || setresuid(to_uid, to_uid, to_uid)) {
 		rc = -errno;
 		kvt_log(KVT_LOG_ERROR, "daemon.user=%s: %s", spec, strerror(errno));
 		return rc;
+	}
+	if (pdeath && (prctl(PR_SET_PDEATHSIG, pdeath) || getppid() != parent)) {
+		kvt_log(KVT_LOG_ERROR, "daemon.user=%s: the process that started kvtierd is gone",
+		        spec);
+		return -ESRCH;
 	}
 	if (setuid(0) == 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		kvt_log(KVT_LOG_ERROR, "daemon.user=%s: root could be taken back; not starting",

@@ -1025,6 +1025,36 @@ static void test_robust_becomes_daemon_user(void **state)
 	assert_true(lstat(u.sock, &sb) && errno == ENOENT); /* its directory is its own */
 	kvt_test_daemon_destroy(&u);
 
+	/* the parent-death signal the harness sets survives the change of uid: a daemon whose
+	 * starter dies goes too (before, a failed test left such daemons running) */
+	int pp[2];
+	assert_int_equal(pipe(pp), 0);
+	pid_t mid = fork();
+	if (!mid) {
+		struct kvt_test_daemon v;
+		if (kvt_test_daemon_start(&v, as_nobody))
+			_exit(1);
+		_exit(write(pp[1], &v, sizeof(v)) == sizeof(v) ? 0 : 2);
+	}
+	struct kvt_test_daemon v;
+	assert_int_equal(read(pp[0], &v, sizeof(v)), sizeof(v));
+	assert_int_equal(waitpid(mid, &st, 0), mid);
+	bool gone = false;
+	for (int i = 0; i < 400 && !gone; i++) {
+		char status[64], txt[2048];
+		snprintf(status, sizeof(status), "/proc/%d/status", (int)v.pid);
+		gone =
+		    kvt_test_read_file(status, txt, sizeof(txt)) <= 0 || strstr(txt, "State:\tZ");
+		if (!gone)
+			usleep(10000);
+	}
+	if (!gone)
+		kill(v.pid, SIGKILL);
+	kvt_test_rmtree(v.dir);
+	close(pp[0]);
+	close(pp[1]);
+	assert_true(gone);
+
 	refused_start(0, "--set daemon.user=no-such-user-kvt", "no user named 'no-such-user-kvt'");
 	refused_start(0, "--set daemon.user=nobody:no-such-group-kvt",
 	              "no group named 'no-such-group-kvt'");
@@ -1149,6 +1179,187 @@ static void test_robust_session_ends_with_its_process(void **state)
 	assert_int_equal(healthy_roundtrip(11), 0);
 }
 
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A connection past its hello and its namespace, for the mutation fuzzer. */
+static int fuzz_connect(void)
+{
+	int fd = raw_connect();
+	assert_int_equal(hello(fd, KVT_PROTO_MAJOR), 0);
+	assert_int_equal(raw_namespace(fd), 0);
+	return fd;
+}
+
+/* Seed n of the fuzzer's corpus (a valid request of a type any tenant may send) into buf.
+ * @return : its length. */
+static size_t fuzz_seed(uint8_t *buf, int n, kvt_id_t ns, size_t cb, uint64_t salt)
+{
+	static const uint16_t with_keys[] = {KVT_MSG_LOOKUP,   KVT_MSG_ACQUIRE, KVT_MSG_DELETE,
+	                                     KVT_MSG_PREFETCH, KVT_MSG_DONE,    KVT_MSG_KEEP};
+	struct kvt_msg_hdr *h = (void *)buf;
+	uint32_t nk = 1 + (uint32_t)(salt % 4);
+	memset(buf, 0, 1024);
+	switch (n % 10) {
+	case 0: { /* PUT of nk chunks at staging offsets 0, cb, ... */
+		struct kvt_msg_put *p = (void *)(h + 1);
+		struct kvt_msg_put_item *it = (void *)(p + 1);
+		*p = (struct kvt_msg_put){.ns = ns, .n = nk, .chunk_bytes = cb};
+		for (uint32_t i = 0; i < nk; i++)
+			it[i] = (struct kvt_msg_put_item){.key = {{salt + i, 4242}},
+			                                  .staging_off = i * cb};
+		*h = (struct kvt_msg_hdr){
+		    .type = KVT_MSG_PUT,
+		    .len = (uint32_t)(sizeof(*h) + sizeof(*p) + nk * sizeof(*it))};
+		break;
+	}
+	case 1: { /* RELEASE of handles that may or may not be held */
+		struct kvt_msg_release *r = (void *)(h + 1);
+		*r = (struct kvt_msg_release){.n = nk};
+		uint64_t *hd = (void *)(r + 1);
+		for (uint32_t i = 0; i < nk; i++)
+			hd[i] = salt * 7 + i;
+		*h = (struct kvt_msg_hdr){.type = KVT_MSG_RELEASE,
+		                          .len = (uint32_t)(sizeof(*h) + sizeof(*r) + nk * 8)};
+		break;
+	}
+	case 2:
+	case 3:
+		*h = (struct kvt_msg_hdr){.type = n % 10 == 2 ? KVT_MSG_STATS : KVT_MSG_PING,
+		                          .len = sizeof(*h)};
+		break;
+	default: { /* keys: lookup, acquire, delete, prefetch, done, keep */
+		struct kvt_msg_keys *k = (void *)(h + 1);
+		*k = (struct kvt_msg_keys){.ns = ns, .n = nk, .arg = n % 10 == 9 ? 1000 : 0};
+		kvt_id_t *key = (void *)(k + 1);
+		for (uint32_t i = 0; i < nk; i++)
+			key[i] = (kvt_id_t){{salt + i, 4242}};
+		*h = (struct kvt_msg_hdr){.type = with_keys[n % 10 - 4],
+		                          .len = (uint32_t)(sizeof(*h) + sizeof(*k) + nk * 16)};
+	}
+	}
+	return h->len;
+}
+
+/* B2, a mutation fuzzer over the real socket: valid requests of every type a tenant may send
+ * (put, release, stats, ping, lookup, acquire, delete, prefetch, done, keep), each mutated one to
+ * four times (bits flipped, bytes and 32-bit fields set to edge values, cut short, grown with
+ * random bytes; three times in four the header's length then told the truth, so that most
+ * frames reach the body's checks), sent one by one and each followed by a ping. The daemon answers
+ * or closes that connection (then a new one carries on); meanwhile a second, healthy client puts
+ * and gets every 250 frames with no error and no wrong byte; at the end the daemon's fd count is
+ * back at its baseline and `kvtier check` finds its books whole. Types that change the daemon
+ * (policy, config, inspect, tier enable: root's here) are left out, and a mutation into one becomes
+ * a ping. */
+static void test_robust_mutation_fuzzer(void **state)
+{
+	(void)state;
+	usleep(20000);
+	int base = kvt_test_fd_count(d.pid); /* before the healthy client connects */
+	const int frames = kvt_test_slowed() ? 3000 : 30000;
+	kvt_client_t *c;
+	kvt_model_t m = model();
+	kvt_id_t ns;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *want = malloc(cb), *got = malloc(cb);
+	static uint8_t buf[4096], rx[KVT_MSG_MAX];
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+	int fd = fuzz_connect(), closed = 0, errors = 0, served = 0;
+	for (int i = 0; i < frames; i++) {
+		int seed = (int)(xorshift(&rng) % 10);
+		size_t len = fuzz_seed(buf, seed, ns, cb, xorshift(&rng) % 64);
+		for (int k = 0, muts = 1 + (int)(xorshift(&rng) % 4); k < muts; k++) {
+			uint64_t r = xorshift(&rng);
+			size_t at = (size_t)(r >> 16) % len;
+			static const uint32_t edge[] = {0,           1,  0x7fffffffu, 0x80000000u,
+			                                0xffffffffu, 16, 4096,        1u << 20};
+			switch (r % 5) {
+			case 0:
+				buf[at] ^= (uint8_t)(1u << (r >> 8) % 8);
+				break;
+			case 1:
+				buf[at] = (uint8_t)(r >> 40);
+				break;
+			case 2:
+				if (at + 4 <= len) {
+					uint32_t v = edge[(r >> 8) % 8];
+					memcpy(buf + (at & ~3ul), &v, 4);
+				}
+				break;
+			case 3:
+				len = 1 + (size_t)(r >> 24) % len; /* cut short */
+				break;
+			default:
+				for (size_t e = 0, add = (r >> 24) % 300;
+				     e < add && len < sizeof(buf); e++)
+					buf[len++] = (uint8_t)xorshift(&rng); /* grown */
+			}
+		}
+		struct kvt_msg_hdr *h = (void *)buf;
+		if (len >= sizeof(*h) && xorshift(&rng) % 4) /* mostly past the framing check */
+			h->len = (uint32_t)len;
+		if (len >= sizeof(*h) &&
+		    (h->type == KVT_MSG_POLICY || h->type == KVT_MSG_CONFIG ||
+		     h->type == KVT_MSG_INSPECT || h->type == KVT_MSG_TIER_ENABLE ||
+		     h->type == KVT_MSG_HELLO))
+			h->type = KVT_MSG_PING;
+		struct kvt_msg_hdr ping = {.type = KVT_MSG_PING, .len = sizeof(ping), .seq = 0xf22};
+		bool gone = kvt_proto_send(fd, buf, len, NULL, 0) ||
+		            kvt_proto_send(fd, &ping, sizeof(ping), NULL, 0);
+		for (ssize_t n = 1; !gone;) { /* replies until the ping's */
+			n = kvt_proto_recv(fd, rx, sizeof(rx), NULL, NULL);
+			if (n <= 0) {
+				assert_true(n == 0 ||
+				            n == -ECONNRESET); /* closed, never a 2 s silence */
+				gone = true;
+			} else if (((struct kvt_msg_hdr *)rx)->seq == 0xf22) {
+				break;
+			} else {
+				int st = ((struct kvt_msg_hdr *)rx)->status;
+				errors += st < 0;
+				served += st >= 0;
+			}
+		}
+		if (gone) {
+			close(fd);
+			closed++;
+			fd = fuzz_connect();
+		}
+		if (i % 250 == 0) { /* the healthy client, all the while */
+			kvt_id_t key = {{(uint64_t)i, 9191}};
+			const void *src[1] = {want};
+			void *dst[1] = {got};
+			kvt_test_fill(want, cb, (uint64_t)i);
+			assert_int_equal(kvt_put(c, ns, NULL, &key, 1, src, cb), 1);
+			assert_int_equal(kvt_get(c, ns, &key, 1, dst, cb), 1);
+			assert_memory_equal(want, got, cb);
+		}
+	}
+	close(fd);
+	print_message("%d mutated frames: %d answered, %d refused with an error, %d closed their "
+	              "connection\n",
+	              frames, served, errors, closed);
+	assert_true(closed > 0 && errors > 0 && served > 0); /* each outcome was reached */
+	kvt_close(c);
+	int now = -1;
+	for (int i = 0; i < 200 && now != base; i++) {
+		usleep(10000);
+		now = kvt_test_fd_count(d.pid);
+	}
+	assert_int_equal(now, base);
+	kvt_test_check_books(&d, 0);
+	free(want);
+	free(got);
+	assert_int_equal(healthy_roundtrip(12), 0);
+}
+
 /* S1: the socket is a pathname socket of mode 0660 in a directory that grants others nothing
  * (the daemon refuses to listen in one that does, or that another uid owns); another uid cannot
  * connect through the directory, nor, when the directory lets it pass, through the socket. */
@@ -1201,6 +1412,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_seals_hold),
 	    cmocka_unit_test(test_robust_seals_hold_under_load),
 	    cmocka_unit_test(test_robust_garbage_on_the_socket),
+	    cmocka_unit_test(test_robust_mutation_fuzzer),
 	    cmocka_unit_test(test_robust_put_offsets_checked),
 	    cmocka_unit_test(test_robust_put_offsets_in_one_put),
 	    cmocka_unit_test(test_robust_connection_churn),

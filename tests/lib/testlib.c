@@ -151,6 +151,7 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 		close_range(3, ~0u, 0);
 		if (d->as_uid && (setgroups(0, NULL) || setgid(d->as_uid) || setuid(d->as_uid)))
 			_exit(126);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* again: the change of uid cleared it */
 		if (argv[0] == bin)
 			execv(bin, (char *const *)argv);
 		else
