@@ -42,6 +42,7 @@ valgrind: build
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	mkdir -p $(BUILD)-fuzz/corpus
+	cp -n tests/fuzz/corpus/* $(BUILD)-fuzz/corpus/
 	clang -g -O1 -D_GNU_SOURCE -DKVT_LIBFUZZER -fsanitize=fuzzer,address,undefined -I. -Iinclude \
 		tests/fuzz/fuzz_decode.c core/chunk.c core/keys.c core/options.c core/util.c core/log.c \
 		core/errors.c ipc/proto.c ipc/sockpath.c -lxxhash -o $(BUILD)-fuzz/fuzz_decode
