@@ -982,7 +982,7 @@ static pid_t get_child(const char *sock, uint32_t salt, size_t i, int ready, int
 	_exit(write(out, &w, sizeof(w)) == sizeof(w) ? 0 : 4);
 }
 
-/* RELIABILITY F4 under load: kvtierd is killed (-9) while 8 clients wait inside a get each (a
+/* RELIABILITY F4 under load: kvtierd is killed (-9) while 96 clients wait inside a get each (a
  * promotion from a device 3 s slow). Every call returns -ENOTCONN within 1 s of the kill, not
  * when the device would have answered. After a restart another client handle, which held its
  * connection through the kill, is served again within 5 s of the daemon being ready, and the
@@ -999,9 +999,9 @@ static void test_tiers_kill9_frees_waiting_client(void **state)
 	unsetenv("KVTIER_NVME_READ_DELAY_MS");
 	assert_int_equal(pipe(ready), 0);
 	assert_int_equal(pipe(out), 0);
-	enum { WAITERS = 8 };
+	enum { WAITERS = 96 };
 	pid_t pid[WAITERS];
-	for (int k = 0; k < WAITERS; k++) /* keys[0..7]: only in nvme */
+	for (int k = 0; k < WAITERS; k++) /* keys[0..95]: only in nvme */
 		pid[k] = get_child(sp.d.sock, 5, (size_t)k, ready[1], out[1]);
 	for (int k = 0; k < WAITERS; k++)
 		assert_int_equal(read(ready[0], &b, 1), 1);
