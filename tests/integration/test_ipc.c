@@ -295,13 +295,14 @@ static void test_ipc_reserve_then_die(void **state)
 
 /* F1 with writes in progress: a client that puts 64-chunk prefixes (2 MiB a call, through
  * kvt_put and kvt_put_reserve/commit by turns) without pause is killed with SIGKILL at a random
- * moment (0-40 ms after its first put), 16 times. Each time the daemon lives on, the client's
- * connection and staging area go (its fd count is back where it was), and no lease is left; at the
- * end every chunk any of them put is a miss or byte for byte right (a chunk's bytes follow from its
- * prefix and place). */
+ * moment (0-40 ms after its first put), 128 times (32 under a sanitizer or valgrind). Each time the
+ * daemon lives on, the client's connection and staging area go (its fd count is back where it was),
+ * and no lease is left; at the end every chunk any of them put is a miss or byte for byte right (a
+ * chunk's bytes follow from its prefix and place). */
 static void test_ipc_killed_mid_put(void **state)
 {
-	enum { KILLS = 16, SALTS = 8 };
+	enum { SALTS = 8 };
+	const int KILLS = kvt_test_slowed() ? 32 : 128;
 	const char *sets[] = {"tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
