@@ -810,7 +810,8 @@ static void test_daemon_model_random_calls(void **state)
 }
 
 /*
- * RELIABILITY D3: a crash loop, 50 rounds in each of two seeds (100 kills): 50 random calls
+ * RELIABILITY D3: a crash loop, 50 rounds in each of two seeds (100 kills; 10 a seed under
+ * make valgrind): 50 random calls
  * (puts, gets, acquires held, deletes, keeps, prefetches), then kill -9 of kvtierd, a restart, and
  * the whole model checked, while another process loads the daemon (load_run):
  * every chunk found was put and has the right bytes, and when the kill came after every
@@ -820,8 +821,9 @@ static void test_daemon_model_random_calls(void **state)
 static void test_daemon_model_crash_loop(void **state)
 {
 	(void)state;
+	int rounds = getenv("KVT_TEST_DAEMON_WRAPPER") ? 10 : 50; /* under valgrind, fewer */
 	for (uint64_t s = 1; s <= 2; s++)
-		run_seed(s, 50 * 50, 50);
+		run_seed(s, rounds * 50, 50);
 }
 
 int main(void)
