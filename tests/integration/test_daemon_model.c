@@ -34,10 +34,8 @@
 #include "ipc/proto.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdbool.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -604,77 +602,6 @@ static void restart(struct run *r, bool kill9, bool durable)
 	}
 }
 
-/* Load beside the crash loop (D3 "under concurrent load"): another process (another tenant as root)
- * puts and gets chunks of 16 keys of its own without pause (few, so that it takes no room the model
- * counts on below host), reconnecting whenever the daemon is killed, and checks the bytes of
- * every hit. It pauses (and says so) while a durable kill waits for the
- * demotions to land. */
-struct load {
-	int stop, pause, paused;
-	long puts, hits, wrong, reconnects;
-};
-
-static void load_run(const char *sock, struct load *L)
-{
-	kvt_model_t m = model();
-	size_t cb = kvt_chunk_bytes(&m);
-	uint8_t *buf = malloc(cb), *got = malloc(cb);
-	kvt_client_t *c = NULL;
-	kvt_id_t ns;
-	uint64_t x = 0x51ed27ull;
-	for (uint64_t i = 0; !__atomic_load_n(&L->stop, __ATOMIC_ACQUIRE); i++) {
-		if (__atomic_load_n(&L->pause, __ATOMIC_ACQUIRE)) {
-			__atomic_store_n(&L->paused, 1, __ATOMIC_RELEASE);
-			while (__atomic_load_n(&L->pause, __ATOMIC_ACQUIRE) &&
-			       !__atomic_load_n(&L->stop, __ATOMIC_ACQUIRE))
-				usleep(1000);
-			__atomic_store_n(&L->paused, 0, __ATOMIC_RELEASE);
-			continue;
-		}
-		if (!c) {
-			if (kvt_connect(sock, &c) || kvt_namespace(c, &m, &ns)) {
-				if (c)
-					kvt_close(c);
-				c = NULL;
-				usleep(5000);
-				continue;
-			}
-			__atomic_add_fetch(&L->reconnects, 1, __ATOMIC_RELAXED);
-		}
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		kvt_id_t key = {{i % 16, 0xb0b0}}, old = {{x % 16, 0xb0b0}};
-		kvt_test_fill(buf, cb, key.w[0] * 31 + 7);
-		const void *src[1] = {buf};
-		void *dst[1] = {got};
-		int rc = kvt_put(c, ns, NULL, &key, 1, src, cb);
-		if (rc == 1)
-			__atomic_add_fetch(&L->puts, 1, __ATOMIC_RELAXED);
-		if (rc >= 0 || rc == -EAGAIN)
-			rc = kvt_get(c, ns, &old, 1, dst, cb);
-		if (rc == 1) {
-			kvt_test_fill(buf, cb, old.w[0] * 31 + 7);
-			__atomic_add_fetch(&L->hits, 1, __ATOMIC_RELAXED);
-			if (memcmp(buf, got, cb))
-				__atomic_add_fetch(&L->wrong, 1, __ATOMIC_RELAXED);
-		} else if (rc < 0 && rc != -EAGAIN) { /* the daemon is gone: connect again */
-			kvt_close(c);
-			c = NULL;
-		}
-	}
-	if (c)
-		kvt_close(c);
-	free(buf);
-	free(got);
-}
-
-static void load_pause(struct load *L, bool on)
-{
-	__atomic_store_n(&L->pause, on, __ATOMIC_RELEASE);
-	for (int i = 0; on && i < 5000 && !__atomic_load_n(&L->paused, __ATOMIC_ACQUIRE); i++)
-		usleep(1000);
-	assert_true(!on || __atomic_load_n(&L->paused, __ATOMIC_ACQUIRE));
-}
-
 /* seed's run; crash_every > 0: a crash loop, kill -9 and a restart every crash_every calls and
  * no other restart (and no policy switch: second_touch admission would keep a chunk off nvme). */
 static void run_seed(uint64_t seed, int steps, int crash_every)
@@ -693,22 +620,6 @@ static void run_seed(uint64_t seed, int steps, int crash_every)
 	r.want = malloc(r.cb);
 	if (geteuid() == 0)
 		other_start(&r);
-	struct load *L = NULL;
-	pid_t loader = 0;
-	if (crash_every) {
-		L = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		assert_true(L != MAP_FAILED);
-		memset(L, 0, sizeof(*L));
-		if (!(loader = fork())) {
-			/* as root, a tenant of its own (uid 65533): the model's tenant has quotas
-			 * in some seeds, and a load inside them would rightly cost it promotions */
-			if (geteuid() == 0 &&
-			    (setgroups(0, NULL) || setgid(65533) || setuid(65533)))
-				_exit(126);
-			load_run(r.d.sock, L);
-			_exit(0);
-		}
-	}
 	for (int step = 0; step < steps; step++) {
 		int p = (int)rnd(&r, PREFIXES), n = 1 + (int)rnd(&r, DEPTH);
 		uint32_t k = rnd(&r, 1000);
@@ -749,31 +660,12 @@ static void run_seed(uint64_t seed, int steps, int crash_every)
 			/* every other kill once the demotions have landed (then nothing the model
 			 * holds may be lost), the rest at once, with demotions and promotions in
 			 * flight */
-			bool durable = kills % 2 && !r.lossy;
-			if (durable)
-				load_pause(L, true); /* else its puts keep demotions coming */
-			restart(&r, true, durable);
-			if (durable)
-				load_pause(L, false);
+			restart(&r, true, kills % 2 && !r.lossy);
 			kvt_test_check_books(&r.d, 0);
 			kills++;
 		}
 		if (step % 250 == 249) /* the daemon's books, with leases held and jobs running */
 			kvt_test_check_books(&r.d, 0);
-	}
-	if (L) {
-		__atomic_store_n(&L->stop, 1, __ATOMIC_RELEASE);
-		int st;
-		assert_int_equal(waitpid(loader, &st, 0), loader);
-		print_message(
-		    "seed %llu: %d kills of kvtierd; beside it the load put %ld chunks, read "
-		    "%ld back (%ld wrong) and reconnected %ld times\n",
-		    (unsigned long long)seed, kills, L->puts, L->hits, L->wrong, L->reconnects);
-		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-		assert_int_equal(L->wrong, 0);
-		assert_true(L->puts > kills && L->hits > kills);
-		assert_true(L->reconnects > kills / 2); /* it met the kills */
-		munmap(L, 4096);
 	}
 	while (r.n_holds)
 		do_release(&r);
@@ -811,12 +703,11 @@ static void test_daemon_model_random_calls(void **state)
 
 /*
  * RELIABILITY D3: a crash loop, 50 rounds in each of two seeds (100 kills; 10 a seed under
- * make valgrind): 50 random calls
- * (puts, gets, acquires held, deletes, keeps, prefetches), then kill -9 of kvtierd, a restart, and
- * the whole model checked, while another process loads the daemon (load_run):
- * every chunk found was put and has the right bytes, and when the kill came after every
- * demotion had landed (every other time), every chunk of the model is there. kvtier check
- * after each restart. Seed 1 (cascade) and seed 2 (write-through, nvme clock).
+ * make valgrind): 50 random calls (puts, gets, acquires held, deletes, keeps, prefetches), then
+ * kill -9 of kvtierd, a restart, and the whole model checked: every chunk found was put and has the
+ * right bytes, and when the kill came after every demotion had landed (every other time), every
+ * chunk of the model is there. kvtier check after each restart. Seed 1 (cascade) and seed 2
+ * (write-through, nvme clock).
  */
 static void test_daemon_model_crash_loop(void **state)
 {
