@@ -462,19 +462,6 @@ static void test_ipc_scribble_during_commit(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static void test_ipc_enospc_when_all_leased(void **state)
 {
 	const char *sets[] = {"host.bytes=1MiB", NULL};
@@ -509,13 +496,13 @@ static void test_ipc_enospc_when_all_leased(void **state)
 	kvt_id_t other[PUTS / 100];
 	prefix_keys(ns, 64, other, PUTS / 100, 5);
 	for (int k = 0; k < PUTS; k++) {
-		double t0 = now_ms();
+		double t0 = kvt_test_ms_now();
 		int rc = kvt_put(c, ns, NULL, other + k % (PUTS / 100), 1, chunks, cb);
-		ms[k] = now_ms() - t0;
+		ms[k] = kvt_test_ms_now() - t0;
 		if (rc != -ENOSPC)
 			fail_msg("put %d on a pool full of leases: %d, want -ENOSPC", k, rc);
 	}
-	qsort(ms, PUTS, sizeof(ms[0]), by_value);
+	kvt_test_sort_ms(ms, PUTS);
 	print_message("%d puts on a pool full of leases: each -ENOSPC, p50 %.3f ms, p99 %.3f ms, "
 	              "max %.3f ms\n",
 	              PUTS, ms[PUTS / 2], ms[PUTS * 99 / 100], ms[PUTS - 1]);
@@ -525,9 +512,9 @@ static void test_ipc_enospc_when_all_leased(void **state)
 	assert_int_equal(kvt_test_stat(&d, "leases"), leased);
 	kvt_test_check_books(&d, 0);
 	assert_int_equal(kvt_release(c, l, (size_t)leased), leased);
-	double t0 = now_ms();
+	double t0 = kvt_test_ms_now();
 	assert_int_equal(kvt_put(c, ns, NULL, other, 1, chunks, cb), 1);
-	double after = now_ms() - t0;
+	double after = kvt_test_ms_now() - t0;
 	print_message("the first put after the release: stored in %.3f ms\n", after);
 	assert_true(after < (kvt_test_slowed() ? 1000 : 100));
 	assert_true(kvt_test_stat(&d, "enospc") >= 1);

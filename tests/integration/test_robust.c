@@ -577,19 +577,6 @@ static void test_robust_per_uid_limit(void **state)
 	kvt_test_daemon_destroy(&l);
 }
 
-static double ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* The p99 of 2,000 gets of one chunk by a healthy client, each a hit of its bytes. */
 static double healthy_p99(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *key, size_t cb,
                           const uint8_t *want, uint8_t *got)
@@ -598,14 +585,14 @@ static double healthy_p99(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *key, siz
 	static double ms[GETS];
 	for (int i = 0; i < GETS; i++) {
 		void *dst[1] = {got};
-		double t0 = ms_now();
+		double t0 = kvt_test_ms_now();
 		int rc = kvt_get(c, ns, key, 1, dst, cb);
-		ms[i] = ms_now() - t0;
+		ms[i] = kvt_test_ms_now() - t0;
 		if (rc != 1 || memcmp(got, want, cb))
 			fail_msg("healthy get %d: %s", i,
 			         rc == 1 ? "wrong bytes" : kvt_strerror(rc));
 	}
-	qsort(ms, GETS, sizeof(ms[0]), cmp_double);
+	kvt_test_sort_ms(ms, GETS);
 	return ms[GETS * 99 / 100];
 }
 
@@ -968,6 +955,18 @@ static int chunk_client(const char *sock, bool puts, uint64_t tag)
 	return wrong ? 42 : found < 60 ? 43 : 0;
 }
 
+/* pid runs as uid and gid 65534 (real, effective, saved, fs) with no capability. */
+static void assert_nobody_without_caps(pid_t pid)
+{
+	char path[64], st[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	assert_true(kvt_test_read_file(path, st, sizeof(st)) > 0);
+	assert_non_null(strstr(st, "\nUid:\t65534\t65534\t65534\t65534\n"));
+	assert_non_null(strstr(st, "\nGid:\t65534\t65534\t65534\t65534\n"));
+	assert_non_null(strstr(st, "\nCapEff:\t0000000000000000\n"));
+	assert_non_null(strstr(st, "\nCapPrm:\t0000000000000000\n"));
+}
+
 /* S7, least privilege: kvtierd runs as an unprivileged uid (65534) with every tier, nvme on
  * io_uring with O_DIRECT and rocksdb included: it holds no capability, and a client of its uid
  * stores chunks that go down to nvme and rocksdb and come back right. Root may still attach
@@ -985,13 +984,7 @@ static void test_robust_runs_unprivileged(void **state)
 	                      "nvme.bytes=32MiB", "rocksdb.bytes=32MiB", NULL};
 	struct kvt_test_daemon u;
 	assert_int_equal(kvt_test_daemon_start_as(&u, sets, 65534), 0);
-	char path[64], st[4096];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)u.pid);
-	assert_true(kvt_test_read_file(path, st, sizeof(st)) > 0);
-	assert_non_null(strstr(st, "\nUid:\t65534\t65534\t65534\t65534\n"));
-	assert_non_null(strstr(st, "\nGid:\t65534\t65534\t65534\t65534\n"));
-	assert_non_null(strstr(st, "\nCapEff:\t0000000000000000\n"));
-	assert_non_null(strstr(st, "\nCapPrm:\t0000000000000000\n"));
+	assert_nobody_without_caps(u.pid);
 	pid_t c = kvt_test_fork_as_nobody();
 	if (!c)
 		_exit(chunk_client(u.sock, true, 5150));
@@ -1081,12 +1074,9 @@ static void test_robust_becomes_daemon_user(void **state)
 
 	assert_int_equal(kvt_test_daemon_restart(&u, as_nobody), 0);
 	char path[64], text[4096];
+	assert_nobody_without_caps(u.pid);
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)u.pid);
 	assert_true(kvt_test_read_file(path, text, sizeof(text)) > 0);
-	assert_non_null(strstr(text, "\nUid:\t65534\t65534\t65534\t65534\n"));
-	assert_non_null(strstr(text, "\nGid:\t65534\t65534\t65534\t65534\n"));
-	assert_non_null(strstr(text, "\nCapEff:\t0000000000000000\n"));
-	assert_non_null(strstr(text, "\nCapPrm:\t0000000000000000\n"));
 	assert_non_null(strstr(text, "\nNoNewPrivs:\t1\n"));
 	snprintf(path, sizeof(path), "/proc/%d/limits", (int)u.pid);
 	assert_true(kvt_test_read_file(path, text, sizeof(text)) > 0);

@@ -799,19 +799,6 @@ static int present(kvt_client_t *c)
 	return n;
 }
 
-static double ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 enum { HOT = 8, HITS = 2000 };
 
 /* p99 of HITS gets of the HOT chunks of 256 KiB, round robin; each must be a hit of its bytes. */
@@ -821,14 +808,14 @@ static double hot_p99(kvt_client_t *c, kvt_id_t ns, size_t cb, uint8_t *got, uin
 	for (int i = 0; i < HITS; i++) {
 		kvt_id_t key = {{(uint64_t)(i % HOT), 3131}};
 		void *dst[1] = {got};
-		double t0 = ms_now();
+		double t0 = kvt_test_ms_now();
 		int rc = kvt_get(c, ns, &key, 1, dst, cb);
-		ms[i] = ms_now() - t0;
+		ms[i] = kvt_test_ms_now() - t0;
 		kvt_test_fill(want, cb, (uint64_t)(i % HOT));
 		if (rc != 1 || memcmp(got, want, cb))
 			fail_msg("hot chunk %d: %s", i % HOT, rc == 1 ? "wrong bytes" : "a miss");
 	}
-	qsort(ms, HITS, sizeof(ms[0]), cmp_double);
+	kvt_test_sort_ms(ms, HITS);
 	return ms[HITS * 99 / 100];
 }
 
@@ -870,7 +857,7 @@ static void test_stress_churn_hit_latency(void **state)
 			_exit(1);
 		uint8_t *buf = malloc(cb);
 		const double every_ms = 5000.0 / (2.0 * (64 << 20) / (double)cb);
-		double next = ms_now();
+		double next = kvt_test_ms_now();
 		for (uint64_t i = 0; !__atomic_load_n(stop, __ATOMIC_ACQUIRE); i++) {
 			kvt_id_t key = {{i, 4141}};
 			const void *src[1] = {buf};
@@ -878,7 +865,7 @@ static void test_stress_churn_hit_latency(void **state)
 			if (kvt_put(wc, wns, NULL, &key, 1, src, cb) != 1)
 				_exit(2);
 			next += every_ms;
-			double now = ms_now();
+			double now = kvt_test_ms_now();
 			if (next > now)
 				usleep((useconds_t)((next - now) * 1000));
 		}
@@ -887,11 +874,12 @@ static void test_stress_churn_hit_latency(void **state)
 	double p99s[256];
 	int rounds = 0;
 	long long cap = kvt_test_stat(&d, "capacity_bytes"), over = 0;
-	for (double end = ms_now() + 6000; ms_now() < end && rounds < 256;) { /* 6 s of churn */
+	for (double end = kvt_test_ms_now() + 6000;
+	     kvt_test_ms_now() < end && rounds < 256;) { /* 6 s of churn */
 		p99s[rounds++] = hot_p99(c, ns, cb, got, want);
 		over += kvt_test_stat(&d, "used_bytes") > cap;
 	}
-	qsort(p99s, (size_t)rounds, sizeof(p99s[0]), cmp_double);
+	kvt_test_sort_ms(p99s, (size_t)rounds);
 	double typical = p99s[rounds / 2], worst = p99s[rounds - 1];
 	__atomic_store_n(stop, 1, __ATOMIC_RELEASE);
 	int st;

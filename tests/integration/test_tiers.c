@@ -833,12 +833,6 @@ static void test_tiers_slow_device_bounded_wait(void **state)
 	unspill(&sp);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* The p99 of HITS gets of the hot chunks keys[N-8..N-1] (each must be a hit, byte for byte). */
 static double host_hit_p99(struct spilled *sp, uint32_t salt)
 {
@@ -860,28 +854,45 @@ static double host_hit_p99(struct spilled *sp, uint32_t salt)
 			fail_msg("hot chunk %zu: a miss at get %d of %d", k, i, HITS);
 		ms[i] = ms_since(t0);
 	}
-	qsort(ms, HITS, sizeof(ms[0]), cmp_double);
+	kvt_test_sort_ms(ms, HITS);
 	return ms[HITS * 99 / 100];
 }
 
-/* A child that gets keys[0..63] round and round, 10 ms apart, until *stop: with 32 chunks of
- * host, each is a promotion from nvme (a miss first, while the device is slow). */
-static pid_t streamer(const char *sock, uint32_t salt, volatile int *stop)
+/* A client process of its own: forks; in the child, k holds a client on sock with the test
+ * model's namespace, salt's keys (keys_of) and a buffer of a chunk (the child exits 2 when it
+ * cannot attach). @return : the child's pid in the parent, 0 in the child. */
+struct child {
+	kvt_client_t *c;
+	kvt_id_t ns, keys[N];
+	size_t cb;
+	void *dst[1];
+};
+
+static pid_t fork_client(const char *sock, uint32_t salt, struct child *k)
 {
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid)
 		return pid;
 	kvt_model_t m = model(1);
-	kvt_client_t *c;
-	kvt_id_t ns, keys[N];
-	if (kvt_connect(sock, &c) || kvt_namespace(c, &m, &ns))
+	if (kvt_connect(sock, &k->c) || kvt_namespace(k->c, &m, &k->ns))
 		_exit(2);
-	keys_of(ns, keys, N, salt);
-	size_t cb = kvt_chunk_bytes(&m);
-	void *dst[1] = {malloc(cb)};
+	keys_of(k->ns, k->keys, N, salt);
+	k->cb = kvt_chunk_bytes(&m);
+	k->dst[0] = malloc(k->cb);
+	return 0;
+}
+
+/* A child that gets keys[0..63] round and round, 10 ms apart, until *stop: with 32 chunks of
+ * host, each is a promotion from nvme (a miss first, while the device is slow). */
+static pid_t streamer(const char *sock, uint32_t salt, volatile int *stop)
+{
+	struct child k;
+	pid_t pid = fork_client(sock, salt, &k);
+	if (pid)
+		return pid;
 	for (size_t i = 0; !__atomic_load_n(stop, __ATOMIC_ACQUIRE); i = (i + 1) % 64) {
-		if (kvt_get(c, ns, &keys[i], 1, dst, cb) < 0)
+		if (kvt_get(k.c, k.ns, &k.keys[i], 1, k.dst, k.cb) < 0)
 			_exit(3);
 		usleep(10000); /* about the same load whether the device is fast or slow */
 	}
@@ -892,7 +903,8 @@ static pid_t streamer(const char *sock, uint32_t salt, volatile int *stop)
  * exists. While another client streams promotions from nvme, the host hits' p99 is measured
  * with the device fast and then slow, in the same daemon: the slow p99 may not pass 1.2x the
  * fast one (plus 2 ms: a loop that waited on the device would show 50). A get of a chunk only
- * in nvme is a miss once promote.wait_ms (20) has passed, within 10 ms of it. The slowest I/O
+ * in nvme is a miss once promote.wait_ms (20) has passed, within 25 ms of it (less than the
+ * device's 50: it never waited for the device). The slowest I/O
  * the engine saw (io_max_us) stays under 1 s: no thread blocked past it. */
 static void test_tiers_slow_device_50ms(void **state)
 {
@@ -919,7 +931,9 @@ static void test_tiers_slow_device_50ms(void **state)
 	usleep(200000);
 	double slow = host_hit_p99(&sp, 13);
 	/* a chunk only in nvme (the streamer reads 0..63): a miss after promote.wait_ms */
-	double worst = 0, least = 1e9, slack = kvt_test_slowed() ? 100 : 10;
+	/* the catalogue's 10 ms holds on an idle machine (20.2-21.3 ms); beside another test on
+	 * 2 cores one miss took 30.5 ms. 25 ms still tells a wait on the device (50 ms) apart */
+	double worst = 0, least = 1e9, slack = kvt_test_slowed() ? 100 : 25;
 	for (size_t k = 64; k < 72; k++) {
 		uint64_t t0 = kvt_now_ns();
 		int rc = get_checked(sp.c, sp.ns, &sp.keys[k], sp.cb, 13 * 10000ull + k);
@@ -963,21 +977,13 @@ struct waited {
  * writes what it saw to `out`. */
 static pid_t get_child(const char *sock, uint32_t salt, size_t i, int ready, int out)
 {
-	pid_t pid = fork();
-	assert_true(pid >= 0);
+	struct child k;
+	pid_t pid = fork_client(sock, salt, &k);
 	if (pid)
 		return pid;
-	kvt_model_t m = model(1);
-	kvt_client_t *c;
-	kvt_id_t ns, keys[N];
-	if (kvt_connect(sock, &c) || kvt_namespace(c, &m, &ns))
-		_exit(2);
-	keys_of(ns, keys, N, salt);
-	size_t cb = kvt_chunk_bytes(&m);
-	void *dst[1] = {malloc(cb)};
 	if (write(ready, "g", 1) != 1)
 		_exit(3);
-	struct waited w = {.rc = kvt_get(c, ns, &keys[i], 1, dst, cb)};
+	struct waited w = {.rc = kvt_get(k.c, k.ns, &k.keys[i], 1, k.dst, k.cb)};
 	w.end_ns = kvt_now_ns();
 	_exit(write(out, &w, sizeof(w)) == sizeof(w) ? 0 : 4);
 }

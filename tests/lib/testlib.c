@@ -235,6 +235,24 @@ void kvt_test_open_to_others(const struct kvt_test_daemon *d)
 	chmod(d->sock, 0666);
 }
 
+double kvt_test_ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+void kvt_test_sort_ms(double *ms, size_t n)
+{
+	qsort(ms, n, sizeof(*ms), by_value);
+}
+
 bool kvt_test_slowed(void)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

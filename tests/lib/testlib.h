@@ -65,6 +65,10 @@ void kvt_test_open_to_others(const struct kvt_test_daemon *d);
 /* fork(), the child running as uid and gid 65534 (it exits 30 when it cannot switch).
  * @return : as fork(). Needs root. */
 pid_t kvt_test_fork_as_nobody(void);
+/* CLOCK_MONOTONIC in milliseconds, for timing calls. */
+double kvt_test_ms_now(void);
+/* Sorts n timings ascending (then ms[n * 99 / 100] is the p99). */
+void kvt_test_sort_ms(double *ms, size_t n);
 /* Whether kvtierd runs slowed: under valgrind (make valgrind) or in a sanitizing build. */
 bool kvt_test_slowed(void);
 /* Reads up to len - 1 bytes of path into buf, NUL-terminated. @return : the bytes read, or -1. */
