@@ -1001,19 +1001,21 @@ static void test_robust_runs_unprivileged(void **state)
 	kvt_test_daemon_destroy(&u);
 }
 
-/* Runs kvtierd ARGS as uid (0: as root) and expects it to refuse to start, saying want. */
-static void refused_start(uid_t uid, const char *args, const char *want)
+/* Runs kvtierd ARGS as uid, its socket in a fresh directory of that uid with mode,
+ * and expects it to refuse to start, saying want. */
+static void refused_start(uid_t uid, mode_t mode, const char *args, const char *want)
 {
 	char dir[256], cmd[2048], bin[512], log[300], text[4096];
 	kvt_test_tmpdir(dir, sizeof(dir));
 	assert_int_equal(chown(dir, uid, uid), 0);
+	assert_int_equal(chmod(dir, mode), 0);
 	snprintf(log, sizeof(log), "%s/log", dir);
 	snprintf(cmd, sizeof(cmd),
 	         "%s --socket %s/s.sock --data-dir %s/data --set tiers.order=host %s 2> %s",
 	         kvt_test_bin("kvtierd", bin, sizeof(bin)), dir, dir, args, log);
 	pid_t p = fork();
 	if (!p) {
-		if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+		if (uid != geteuid() && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
 			_exit(126);
 		int rc = system(cmd);
 		_exit(WIFEXITED(rc) ? WEXITSTATUS(rc) : 127);
@@ -1136,12 +1138,13 @@ static void test_robust_becomes_daemon_user(void **state)
 	close(pp[1]);
 	assert_true(gone);
 
-	refused_start(0, "--set daemon.user=no-such-user-kvt", "no user named 'no-such-user-kvt'");
-	refused_start(0, "--set daemon.user=nobody:no-such-group-kvt",
+	refused_start(0, 0700, "--set daemon.user=no-such-user-kvt",
+	              "no user named 'no-such-user-kvt'");
+	refused_start(0, 0700, "--set daemon.user=nobody:no-such-group-kvt",
 	              "no group named 'no-such-group-kvt'");
-	refused_start(65534, "--set daemon.user=root", "only root can become uid 0");
+	refused_start(65534, 0700, "--set daemon.user=root", "only root can become uid 0");
 	/* a directory kvtierd did not make (others may enter it) is not handed over */
-	refused_start(0, "--set daemon.user=nobody --data-dir /tmp",
+	refused_start(0, 0700, "--set daemon.user=nobody --data-dir /tmp",
 	              "/tmp (uid 0, mode 777) is not one kvtierd made");
 }
 
@@ -1455,20 +1458,7 @@ static void test_robust_socket_access(void **state)
 	assert_int_equal(st.st_mode & 027, 0);
 
 	/* a directory others may enter is refused at start */
-	struct kvt_test_daemon open_dir;
-	memset(&open_dir, 0, sizeof(open_dir));
-	assert_non_null(kvt_test_tmpdir(open_dir.dir, sizeof(open_dir.dir)));
-	chmod(open_dir.dir, 0755);
-	char cmd[1200], bin[512], log[sizeof(open_dir.dir) + 16];
-	snprintf(log, sizeof(log), "%s/log", open_dir.dir);
-	snprintf(cmd, sizeof(cmd), "%s --socket %s/s.sock --data-dir %s/data 2> %s",
-	         kvt_test_bin("kvtierd", bin, sizeof(bin)), open_dir.dir, open_dir.dir, log);
-	int rc = system(cmd);
-	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) != 0);
-	char text[1024];
-	assert_true(kvt_test_read_file(log, text, sizeof(text)) > 0);
-	assert_non_null(strstr(text, "has mode 755; it must not exceed 0750"));
-	kvt_test_rmtree(open_dir.dir);
+	refused_start(geteuid(), 0755, "", "has mode 755; it must not exceed 0750");
 
 	if (geteuid() != 0) {
 		print_message("(another uid's refusal not checked: needs root to act as one)\n");
