@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""which_error.py -- how well a KV store can tell, at an access, whether the block will be read
+again (docs/policies.md, "An eleventh look"). An offline experiment, not part of the build; the
+standard library only.
+
+Each block access gets features a store sees: the chain's turn (how many earlier requests the
+request extends, found by its deepest block past the first that an earlier request held), the
+block's reuses so far, whether it ends its request, the request's new blocks, the block's depth
+and its distance from the request's end (log2 buckets). Its label: is the block accessed again
+later in the trace. For each feature set, every class predicts its majority label, fitted on the
+whole trace with hindsight (in-sample, so a bound on what those features can tell); printed are
+the share of accesses it gets wrong and its Brier score.
+
+usage: /usr/bin/python3 tools/sim/which_error.py TRACE.jsonl
+"""
+import json
+import math
+import sys
+from collections import Counter, defaultdict
+
+
+def features(reqs):
+    reuses, turn_of, out = Counter(), {}, []
+    for ids in reqs:
+        n, turn = len(ids), 0
+        for d in range(n - 1, 0, -1):  # block 0 begins every request: not a chain
+            if ids[d] in turn_of:
+                turn = turn_of[ids[d]] + 1
+                break
+        new = sum(1 for b in ids if b not in reuses)
+        for d, b in enumerate(ids):
+            out.append((b, (min(turn, 6), min(reuses[b], 6), d == n - 1,
+                            min(int(math.log2(new + 1)), 5), min(int(math.log2(d + 1)), 5),
+                            min(int(math.log2(n - d)), 4))))
+            reuses[b] += 1
+        for b in ids[1:]:
+            turn_of.setdefault(b, turn)
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    with open(sys.argv[1]) as f:
+        reqs = [json.loads(line)["hash_ids"] for line in f if line.strip()]
+    acc = features(reqs)
+    label, seen = [0] * len(acc), set()
+    for i in range(len(acc) - 1, -1, -1):
+        label[i] = acc[i][0] in seen
+        seen.add(acc[i][0])
+    print(f"{len(acc)} accesses, {sum(label) / len(acc):.4f} read again")
+    sets = [("all six", lambda f: f), ("turn, reuses, tip", lambda f: f[:3]),
+            ("turn", lambda f: f[:1]), ("none", lambda f: ())]
+    for name, key in sets:
+        cls = defaultdict(lambda: [0, 0])
+        for (_, f), y in zip(acc, label):
+            c = cls[key(f)]
+            c[0] += 1
+            c[1] += y
+        wrong = sum(min(c, n - c) for n, c in cls.values()) / len(acc)
+        brier = sum(c * (1 - c / n) ** 2 + (n - c) * (c / n) ** 2 for n, c in cls.values())
+        print(f"{name}: {len(cls)} classes, wrong on {wrong:.4f}, Brier {brier / len(acc):.4f}")
+
+
+if __name__ == "__main__":
+    main()
