@@ -443,6 +443,8 @@ void kvd_conn_peer_gone(struct kvd *d, uint32_t i);
 /* user.c: mkdir -p (0750); become daemon.user when started as root (before setup) */
 int kvd_make_dirs(const char *dir);
 int kvd_become_user(struct kvd *d);
+/* owner.c: the data directory's lock, held until exit (-EBUSY: another kvtierd has it) */
+int kvd_own_data_dir(const char *dir);
 int kvd_metrics_open(struct kvd *d);
 void kvd_metrics_close(struct kvd *d);
 void kvd_metrics_accept(struct kvd *d);

@@ -87,15 +87,43 @@ static int check_dir(const char *dir)
 	return 0;
 }
 
-static int listen_on(const char *path)
+/*
+ * Whether path can be listened on: its directory private enough, and no socket there that a
+ * live kvtierd answers (a stale one is replaced at listen_on). Asked before the tiers open too,
+ * so that a second daemon started on the same socket stops before it touches them.
+ * @return : 0, or the error listen_on would meet (logged when another daemon serves it).
+ */
+static int socket_free(const char *path, struct sockaddr_un *a)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof(a.sun_path))
+	*a = (struct sockaddr_un){.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(a->sun_path))
 		return -ENAMETOOLONG;
-	memcpy(a.sun_path, path, strlen(path) + 1);
+	memcpy(a->sun_path, path, strlen(path) + 1);
 	char dir[KVT_SOCK_PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", path);
 	int rc = check_dir(dirname(dir));
+	if (rc)
+		return rc;
+	struct stat st;
+	if (lstat(path, &st))
+		return 0;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int live = probe >= 0 && connect(probe, (struct sockaddr *)a, sizeof(*a)) == 0;
+	if (probe >= 0)
+		close(probe);
+	if (live) {
+		kvt_log(KVT_LOG_ERROR, "another kvtierd is serving %s", path);
+		return -EADDRINUSE;
+	}
+	return 0;
+}
+
+static int listen_on(const char *path)
+{
+	struct sockaddr_un a;
+	int rc = socket_free(path, &a);
 	if (rc)
 		return rc;
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -103,18 +131,6 @@ static int listen_on(const char *path)
 		return -errno;
 	struct stat st;
 	if (!lstat(path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			rc = -EEXIST;
-			goto err;
-		}
-		int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-		int live = connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0;
-		close(probe);
-		if (live) {
-			kvt_log(KVT_LOG_ERROR, "another kvtierd is serving %s", path);
-			rc = -EADDRINUSE;
-			goto err;
-		}
 		kvt_log(KVT_LOG_INFO, "replacing the stale socket %s", path);
 		unlink(path);
 	}
@@ -251,6 +267,13 @@ static int setup(struct kvd *d)
 	d->evfd = -1;
 	if ((rc = kvd_make_dirs(d->data_dir))) {
 		kvt_log(KVT_LOG_ERROR, "data dir %s: %s", d->data_dir, strerror(-rc));
+		return rc;
+	}
+	if ((rc = kvd_own_data_dir(d->data_dir)))
+		return rc;
+	struct sockaddr_un a;
+	if ((rc = socket_free(d->sock_path, &a))) { /* before the tiers: they may take minutes */
+		kvt_log(KVT_LOG_ERROR, "cannot listen on %s: %s", d->sock_path, strerror(-rc));
 		return rc;
 	}
 	if ((rc = kvd_tiers_open(d)))

@@ -648,7 +648,9 @@ static void test_robust_slow_clients_leave_p99(void **state)
 	print_message("a healthy client's gets, p99: %.3f ms idle, %.3f ms beside clients that "
 	              "never read and 16 that say nothing (%.2fx)\n",
 	              idle, busy, busy / idle);
-	assert_true(busy <= 2 * idle + 1.0);
+	/* under a sanitizer each flooding client costs the daemon a few times the CPU it does
+	 * in a release build (0.4-1.1 ms seen beside 0.08 ms idle under ASan) */
+	assert_true(busy <= 2 * idle + (kvt_test_slowed() ? 3.0 : 1.0));
 	munmap((void *)stop, 4096);
 	free(want);
 	free(got);
@@ -1148,6 +1150,84 @@ static void test_robust_becomes_daemon_user(void **state)
 	              "/tmp (uid 0, mode 777) is not one kvtierd made");
 }
 
+/* Runs a kvtierd that must refuse to start (args after the binary), within 30 s. @return : what
+ * it said (stderr), in text. */
+static void second_refused(const struct kvt_test_daemon *u, const char *args, char *text,
+                           size_t len)
+{
+	char cmd[2048], bin[512], log[400];
+	snprintf(log, sizeof(log), "%s/second.log", u->dir);
+	snprintf(cmd, sizeof(cmd), "timeout 30 %s --set metrics.listen=127.0.0.1:0 %s 2> %s",
+	         kvt_test_bin("kvtierd", bin, sizeof(bin)), args, log);
+	int st = system(cmd);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 124);
+	assert_true(kvt_test_read_file(log, text, len) > 0);
+}
+
+/*
+ * One kvtierd per data directory and per tier: a second one started on a running daemon's data
+ * directory, socket, nvme file or RocksDB database stops with the reason, having written
+ * nothing there, and the first serves every chunk as before. Before this, a second daemon on the
+ * same data directory ran beside the first, both writing the same nvme log, and saved an index
+ * over it at its close (with tiers.order = auto a tier it could not open was skipped).
+ */
+static void test_robust_second_daemon_refused(void **state)
+{
+	(void)state;
+	const char *sets[] = {"tiers.order=host,nvme,rocksdb", "host.bytes=2MiB",
+	                      "nvme.bytes=32MiB", "rocksdb.bytes=32MiB", NULL};
+	struct kvt_test_daemon u;
+	assert_int_equal(kvt_test_daemon_start(&u, sets), 0);
+	assert_int_equal(chunk_client(u.sock, true, 7070), 0);
+	char args[1600], text[8192], want[400], other[256];
+	kvt_test_tmpdir(other, sizeof(other));
+
+	/* the same data directory (tiers.order = auto), another socket */
+	snprintf(args, sizeof(args), "--socket %s/b.sock --data-dir %s", u.dir, u.data);
+	second_refused(&u, args, text, sizeof(text));
+	snprintf(want, sizeof(want), "data dir %s is in use by another kvtierd (pid %d)", u.data,
+	         (int)u.pid);
+	if (!strstr(text, want))
+		fail_msg("a second kvtierd on %s said:\n%s\nnot: %s", u.data, text, want);
+	/* the same socket, another data directory: stopped before it opened any tier */
+	snprintf(args, sizeof(args), "--socket %s --data-dir %s/data", u.sock, other);
+	second_refused(&u, args, text, sizeof(text));
+	assert_non_null(strstr(text, "another kvtierd is serving"));
+	assert_null(strstr(text, "tier nvme: open"));
+	char path[600];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/data/nvme.dat", other);
+	assert_true(stat(path, &st) && errno == ENOENT);
+	/* its own data directory, but the first one's nvme file, or its RocksDB database */
+	static const char *const tier[2][3] = {
+	    {"nvme", "nvme.dat", "nvme.dat is in use by another process"},
+	    {"rocksdb", "rocksdb", "tier rocksdb: cannot open: Device or resource busy"}};
+	for (int k = 0; k < 2; k++) {
+		snprintf(args, sizeof(args),
+		         "--socket %s/c.sock --data-dir %s/data --set tiers.order=host,%s "
+		         "--set %s.path=%s/%s",
+		         other, other, tier[k][0], tier[k][0], u.data, tier[k][1]);
+		second_refused(&u, args, text, sizeof(text));
+		if (!strstr(text, tier[k][2]))
+			fail_msg("a second kvtierd on the %s tier said:\n%s", tier[k][0], text);
+	}
+	kvt_test_rmtree(other);
+
+	/* the first one: nothing written over its log, every chunk as before */
+	snprintf(path, sizeof(path), "%s/nvme.dat.index", u.data);
+	assert_true(stat(path, &st) && errno == ENOENT);
+	assert_int_equal(chunk_client(u.sock, false, 7070), 0);
+	assert_int_equal(kvt_test_stat(&u, "corruptions"), 0);
+	kvt_test_check_books(&u, 0);
+	/* stopped, its lock is gone: the next daemon on the directory starts and finds them */
+	int ws = kvt_test_daemon_stop(&u, SIGTERM);
+	assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	assert_int_equal(kvt_test_daemon_restart(&u, sets), 0);
+	assert_int_equal(chunk_client(u.sock, false, 7070), 0);
+	assert_true(kvt_test_stat(&u, "promoted") > 0);
+	kvt_test_daemon_destroy(&u);
+}
+
 /* A process of uid (gid uid), in group extra too unless 0, that attaches and stores chunks.
  * @return : 0; 13 when kvt_connect answered -EACCES; another code where it failed. */
 static int client_as(const char *sock, uid_t uid, gid_t extra)
@@ -1495,6 +1575,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_runs_unprivileged),
 	    cmocka_unit_test(test_robust_becomes_daemon_user),
 	    cmocka_unit_test(test_robust_socket_group),
+	    cmocka_unit_test(test_robust_second_daemon_refused),
 	    cmocka_unit_test(test_robust_session_ends_with_its_process),
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),

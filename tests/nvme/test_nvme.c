@@ -2,6 +2,7 @@
 #include "nvme_fixture.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -69,6 +70,50 @@ static void test_nvme_roundtrip_reopen(void **state)
 	assert_int_equal(nvt_check(&n, 9999, 5000, l2), 0);
 	assert_int_equal(nvt_check(&n, 1, rec_len_of(0), loc[0]), 0);
 	nvt_fini(&n);
+}
+
+/* One owner (DESIGN.md: one daemon per tier): a second open of a tier's file while the first
+ * holds it is -EBUSY and writes nothing (the first's records all read back right, its saved
+ * index is not made); once the first closes, the second opens and finds every record. Also
+ * through another path to the same file (a hard link): the lock is on the file. */
+static void test_nvme_second_owner_refused(void **state)
+{
+	struct nvt a, b;
+	nvt_init(&a, "64MiB", "8");
+	assert_int_equal(nvt_open(&a), 0);
+	uint64_t loc[16];
+	for (uint64_t i = 0; i < 16; i++)
+		assert_int_equal(nvt_put(&a, i + 1, rec_len_of(i), &loc[i]), 0);
+	b = a; /* the same directory and options */
+	b.t = NULL;
+	b.env.arg = &b;
+	assert_int_equal(nvt_open(&b), -EBUSY);
+	assert_null(b.t);
+	char path[300], link_path[320];
+	nvt_path(&a, path, sizeof(path));
+	snprintf(link_path, sizeof(link_path), "%s/other-name.dat", a.dir);
+	assert_int_equal(link(path, link_path), 0);
+	assert_int_equal(kvt_opts_set(&b.opts, "nvme.path", link_path), 0);
+	b.env.opts = &b.opts;
+	assert_int_equal(nvt_open(&b), -EBUSY);
+	assert_int_equal(unlink(link_path), 0);
+	snprintf(link_path, sizeof(link_path), "%s.index", path);
+	struct stat st;
+	assert_true(stat(link_path, &st) && errno == ENOENT); /* b closed nothing it had opened */
+	for (uint64_t i = 0; i < 16; i++)
+		assert_int_equal(nvt_check(&a, i + 1, rec_len_of(i), loc[i]), 0);
+	uint64_t l2;
+	assert_int_equal(nvt_put(&a, 99, 5000, &l2), 0); /* a writes on */
+	nvt_close(&a);
+
+	assert_int_equal(kvt_opts_set(&b.opts, "nvme.path", ""), 0);
+	assert_int_equal(nvt_open(&b), 0); /* the lock went with a's close */
+	assert_int_equal(nvt_stats(&b).chunks, 17);
+	for (uint64_t i = 0; i < 16; i++)
+		assert_int_equal(nvt_check(&b, i + 1, rec_len_of(i), loc[i]), 0);
+	assert_int_equal(nvt_check(&b, 99, 5000, l2), 0);
+	nvt_close(&b);
+	nvt_fini(&a);
 }
 
 static void test_nvme_fifo_reclaim(void **state)
@@ -613,6 +658,7 @@ int main(int argc, char **argv)
 	nvt_pick_backend(argc, argv);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_nvme_roundtrip_reopen),
+	    cmocka_unit_test(test_nvme_second_owner_refused),
 	    cmocka_unit_test(test_nvme_fifo_reclaim),
 	    cmocka_unit_test(test_nvme_hands_over_evictions),
 	    cmocka_unit_test(test_nvme_hands_over_large_records),

@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -110,6 +111,18 @@ static int open_file(struct kvt_nvme *t)
 	}
 	if (t->fd < 0)
 		return -errno;
+	/* One owner: a second kvtierd (or tier) on the same file or device would write into the
+	 * first one's regions and save an index over its log. The lock is taken through an fd of
+	 * its own, closed at close: io_uring's registered file outlives the ring's exit for a
+	 * while, and a lock on it would too. A crashed owner's lock goes with its process. */
+	t->lock_fd = open(t->path, O_RDONLY | O_CLOEXEC);
+	if (t->lock_fd < 0 || flock(t->lock_fd, LOCK_EX | LOCK_NB)) {
+		int rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		kvt_log(KVT_LOG_ERROR,
+		        "nvme: %s is in use by another process (another kvtierd?)%s%s", t->path,
+		        rc == -EBUSY ? "" : ": ", rc == -EBUSY ? "" : strerror(-rc));
+		return rc;
+	}
 	t->align = KVT_NVME_BLOCK;
 #ifdef STATX_DIOALIGN
 	struct statx sx;
@@ -192,6 +205,8 @@ static void nvme_close(struct kvt_tier *tier)
 	free(t->bjobs), free(t->bstate), free(t->bsum);
 	if (t->fd >= 0)
 		close(t->fd);
+	if (t->lock_fd >= 0)
+		close(t->lock_fd);
 	free(t);
 }
 
@@ -239,7 +254,7 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	if (!t)
 		return -ENOMEM;
 	pthread_mutex_init(&t->bury_lock, NULL);
-	t->fd = -1;
+	t->fd = t->lock_fd = -1;
 	t->env = *env;
 	if (hooks)
 		t->hooks = *hooks;

@@ -294,7 +294,7 @@ struct kvt_nvme {
 	struct kvt_tier_env env;
 	char path[4096];
 	char index_path[4096 + 16]; /* index.c; empty: none */
-	int fd;
+	int fd, lock_fd;            /* lock_fd: flock held while open (open_file) */
 	bool is_blk, direct, recovering;
 	bool opened; /* open succeeded: close writes graves, the index and a clean superblock */
 	unsigned align;

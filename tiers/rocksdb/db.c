@@ -46,6 +46,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WRITE_BUFFER_BYTES (64ull << 20)
 #define BLOB_FILE_BYTES    (256ull << 20)
@@ -65,6 +66,8 @@ int kvt__rdb_err(char *err)
 	int rc = -EIO;
 	if (strstr(err, "No space left") || strstr(err, "NoSpace"))
 		rc = -ENOSPC;
+	else if (strstr(err, "While lock file")) /* another process has the database open */
+		rc = -EBUSY;
 	else if (!strncmp(err, "Result incomplete", 17) || strstr(err, "Write stall") ||
 	         !strncmp(err, "Resource busy", 13) ||
 	         !strncmp(err, "Operation failed. Try again", 27))
@@ -248,6 +251,9 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 		kvt__rdb_db_close(d);
 		return -ENOMEM;
 	}
+	char current[sizeof(d->path) + 8];
+	snprintf(current, sizeof(current), "%s/CURRENT", d->path);
+	d->created = access(current, F_OK) && errno == ENOENT;
 	build_options(d, c);
 	int rc = open_db(d);
 	if (rc == -EBADMSG) /* a table RocksDB cannot open: dropped (salvage.c) */

@@ -79,6 +79,7 @@ struct kvt__rdb_conf {
 struct kvt__rdb_db {
 	rocksdb_t *db;   /* NULL while closed (a failed reopen) */
 	bool meta_whole; /* the meta range holds every record's metadata (its marker was found) */
+	bool created;    /* this open made the database (no CURRENT file before it) */
 	uint64_t bad_table;      /* the table the last Corruption error named (0: none) */
 	uint64_t tables_dropped; /* damaged tables deleted (salvage.c) */
 	rocksdb_options_t *opts;

@@ -1065,7 +1065,7 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	else
 		rc = kvt__rdb_saved_read(
 		    &t->db, t->cap_bytes / KVT_CHUNK_HDR_BYTES + 1 + GRAVES_MAX, saved_one, t);
-	if (rc == 0 && !t->db.meta_whole)
+	if (rc == 0 && !t->db.meta_whole && !t->db.created) /* a new one's marker comes later */
 		kvt_log(KVT_LOG_INFO,
 		        "rocksdb: %s: no complete metadata (a database from an older kvtier, or "
 		        "damage): reading every record",
