@@ -13,6 +13,13 @@
  * started (config, `policy set`, `config set`), a later value replacing an earlier one
  * (kvd_params_record); a policy cannot unset a parameter, so one is reset by setting its default.
  * Runs on the loop thread, like every admin message.
+ *
+ * SIGHUP reloads: the options are read as a start reads them (defaults, --config FILE, KVTIER_*
+ * variables, the --set arguments), and each one that differs from the running value is set as
+ * `config set` would set it, in the table's order (a policy before its parameters); one read at
+ * start only is logged as waiting for a restart. So after a reload every run-time option is what
+ * a restart would give it, a value set by `config set` since included. A file that does not
+ * parse changes nothing.
  */
 #include "daemon.h"
 #include "core/log.h"
@@ -216,4 +223,81 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		return rc;
 	kvt_log(KVT_LOG_INFO, "config: %s = %s", name, value);
 	return get(d, kvt_opt_def(id)->name, out, out_len);
+}
+
+int kvd_options_read(struct kvt_options *o, const char *file, const char *const *sets, int n,
+                     char *err, size_t err_len)
+{
+	kvt_opts_defaults(o);
+	if ((file && kvt_opts_load_file(o, file, err, err_len)) ||
+	    kvt_opts_load_env(o, err, err_len))
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		int rc = kvt_opts_set_pair(o, sets[i]);
+		if (rc) {
+			snprintf(err, err_len, "--set %s: %s", sets[i],
+			         rc == -ENOENT ? "no such option" : strerror(-rc));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static bool same_value(const struct kvt_options *a, const struct kvt_options *b, int id)
+{
+	return kvt_opt_def(id)->type == KVT_OPT_STR ? !strcmp(a->str[id], b->str[id])
+	                                            : a->num[id] == b->num[id];
+}
+
+void kvd_config_reload(struct kvd *d)
+{
+	struct kvt_options *want = malloc(sizeof(*want)), *one = malloc(sizeof(*one));
+	char err[512];
+	const char *from = d->config_file ? d->config_file : "(no --config file)";
+	if (!want || !one) {
+		kvt_log(KVT_LOG_ERROR, "config reload: out of memory; nothing changed");
+		goto out;
+	}
+	if (kvd_options_read(want, d->config_file, d->arg_sets, d->n_arg_sets, err, sizeof(err))) {
+		kvt_log(KVT_LOG_ERROR, "config reload: %s; nothing changed", err);
+		goto out;
+	}
+	kvt_opts_resolve(want, d->data_dir);
+	int applied = 0, refused = 0, later = 0;
+	for (int id = 0; id < KVT_OPT__COUNT; id++) {
+		const struct kvt_opt_def *def = kvt_opt_def(id);
+		if (same_value(want, &d->opts, id))
+			continue;
+		char shown[KVT_OPT_STR_MAX + 32];
+		if (def->type == KVT_OPT_STR)
+			snprintf(shown, sizeof(shown), "'%s'", want->str[id]);
+		else
+			snprintf(shown, sizeof(shown), "%llu", (unsigned long long)want->num[id]);
+		if (!def->runtime) {
+			kvt_log(KVT_LOG_WARN,
+			        "config reload: %s = %s is read at start only: restart "
+			        "to apply it",
+			        def->name, shown);
+			later++;
+			continue;
+		}
+		*one = d->opts;
+		one->num[id] = want->num[id];
+		memcpy(one->str[id], want->str[id], KVT_OPT_STR_MAX);
+		int rc = apply(d, id, one, want->str[id], err, sizeof(err));
+		if (rc) {
+			kvt_log(KVT_LOG_WARN, "config reload: %s = %s refused: %s", def->name,
+			        shown, err);
+			refused++;
+		} else {
+			kvt_log(KVT_LOG_INFO, "config: %s = %s (reload)", def->name, shown);
+			applied++;
+		}
+	}
+	kvt_log(KVT_LOG_INFO,
+	        "config reload from %s: %d applied, %d refused, %d wait for a restart", from,
+	        applied, refused, later);
+out:
+	free(want);
+	free(one);
 }

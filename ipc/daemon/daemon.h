@@ -187,6 +187,10 @@ struct kvd {
 	struct kvt_options opts;
 	char sock_path[KVT_SOCK_PATH_MAX];
 	char data_dir[256];
+	/* what a start read options from, read again at SIGHUP (kvd_config_reload) */
+	const char *config_file;     /* --config, or NULL */
+	const char *const *arg_sets; /* the --set arguments, in order */
+	int n_arg_sets;
 	int ep, lfd, sigfd, timerfd;
 	bool draining;
 	uint64_t drain_deadline_ns;
@@ -411,6 +415,12 @@ void kvd_tiers_policy_auto(struct kvd *d);
 int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len);
 /* config.c: "get [NAME]" | "set NAME VALUE" (runtime options only); the reply text to out. */
 int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len);
+/* The options a start reads: defaults, then file (NULL: none), KVTIER_* variables, sets.
+ * @return : 0, or -EINVAL with err saying where. */
+int kvd_options_read(struct kvt_options *o, const char *file, const char *const *sets, int n,
+                     char *err, size_t err_len);
+/* SIGHUP: the options a start would read now, applied where they may change at run time. */
+void kvd_config_reload(struct kvd *d);
 /* inspect.c: "inspect [NS [KEY]]" (tenant: the caller's, or KVD_NIL for every tenant's) and
  * "flush all|NS|tenant UID" (the caller checked that it may). @return : 0, -EINVAL, -ENOENT. */
 int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, size_t out_len);

@@ -47,19 +47,25 @@ static void log_stderr(enum kvt_log_level lvl, const char *msg)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvtierd [--socket PATH] [--data-dir DIR] [--config FILE] [--set "
-	           "name=value]...\n"
-	           "               [--print-config] [--help]\n\noptions (also KVTIER_<NAME>, dots "
-	           "as underscores):\n");
+	fprintf(f,
+	        "usage: kvtierd [--socket PATH] [--data-dir DIR] [--config FILE] [--set "
+	        "name=value]...\n"
+	        "               [--print-config] [--help]\n"
+	        "SIGTERM or SIGINT drains and stops; SIGHUP reads the options again and applies\n"
+	        "the (runtime) ones that changed.\n\noptions (also KVTIER_<NAME>, dots as "
+	        "underscores):\n");
 	kvt_opts_help(f);
 }
 
-/* The signals that stop the daemon: blocked everywhere, read from a signalfd. */
-static const sigset_t *term_signals(sigset_t *ss)
+/* The signals the loop takes through its signalfd: SIGTERM and SIGINT drain, SIGHUP reloads
+ * the options (kvd_config_reload). Blocked from the start, so one sent while the tiers recover
+ * waits for the loop instead of killing the daemon. */
+static const sigset_t *loop_signals(sigset_t *ss)
 {
 	sigemptyset(ss);
 	sigaddset(ss, SIGTERM);
 	sigaddset(ss, SIGINT);
+	sigaddset(ss, SIGHUP);
 	return ss;
 }
 
@@ -159,7 +165,7 @@ static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 	const char *config = NULL;
 	char err[512];
 	int o, nsets = 0;
-	const char *sets[256];
+	static const char *sets[256]; /* kept: a reload reads them again */
 	while ((o = getopt_long(argc, argv, "s:d:c:S:ph", lo, NULL)) != -1) {
 		switch (o) {
 		case 's':
@@ -190,22 +196,9 @@ static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 		fprintf(stderr, "kvtierd: unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
-	kvt_opts_defaults(&d->opts);
-	if (config && kvt_opts_load_file(&d->opts, config, err, sizeof(err))) {
+	if (kvd_options_read(&d->opts, config, sets, nsets, err, sizeof(err))) {
 		fprintf(stderr, "kvtierd: %s\n", err);
 		return -EINVAL;
-	}
-	if (kvt_opts_load_env(&d->opts, err, sizeof(err))) {
-		fprintf(stderr, "kvtierd: %s\n", err);
-		return -EINVAL;
-	}
-	for (int i = 0; i < nsets; i++) {
-		int rc = kvt_opts_set_pair(&d->opts, sets[i]);
-		if (rc) {
-			fprintf(stderr, "kvtierd: --set %s: %s\n", sets[i],
-			        rc == -ENOENT ? "no such option" : strerror(-rc));
-			return -EINVAL;
-		}
 	}
 	if (!d->sock_path[0] && kvt_sockpath_daemon(d->sock_path, sizeof(d->sock_path)))
 		return -ENAMETOOLONG;
@@ -220,6 +213,9 @@ static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 			         (unsigned)getuid());
 	}
 	kvt_opts_resolve(&d->opts, d->data_dir);
+	d->config_file = config;
+	d->arg_sets = sets;
+	d->n_arg_sets = nsets;
 	return 0;
 }
 
@@ -279,7 +275,7 @@ static int setup(struct kvd *d)
 	if ((rc = kvd_tiers_open(d)))
 		return rc;
 	sigset_t ss;
-	d->sigfd = signalfd(-1, term_signals(&ss), SFD_CLOEXEC | SFD_NONBLOCK);
+	d->sigfd = signalfd(-1, loop_signals(&ss), SFD_CLOEXEC | SFD_NONBLOCK);
 	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (d->sigfd < 0 || d->timerfd < 0 || d->ep < 0)
@@ -380,8 +376,12 @@ static void run(struct kvd *d)
 				kvd_conn_accept(d);
 			} else if (tag == EV_SIGNAL) {
 				struct signalfd_siginfo si;
-				while (read(d->sigfd, &si, sizeof(si)) == sizeof(si))
-					start_drain(d);
+				while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGHUP)
+						kvd_config_reload(d);
+					else
+						start_drain(d);
+				}
 			} else if (tag == EV_TIMER) {
 				uint64_t ticks;
 				if (read(d->timerfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
@@ -432,7 +432,7 @@ int main(int argc, char **argv)
 	bool print = false;
 	/* before any thread exists (the tier worker, RocksDB's): signals come through signalfd */
 	sigset_t ss;
-	pthread_sigmask(SIG_BLOCK, term_signals(&ss), NULL);
+	pthread_sigmask(SIG_BLOCK, loop_signals(&ss), NULL);
 	signal(SIGPIPE, SIG_IGN);
 	kvt_log_set(log_stderr, KVT_LOG_INFO);
 	if (parse_args(&d, argc, argv, &print))

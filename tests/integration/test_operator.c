@@ -524,6 +524,93 @@ static void test_operator_top_shows_rates(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* `kvtier config get NAME`'s value, a number. */
+static long long config_num(const struct kvt_test_daemon *d, const char *name)
+{
+	char cmd[128], out[512];
+	snprintf(cmd, sizeof(cmd), "config get %s", name);
+	assert_int_equal(kvt_test_cli(d, cmd, out, sizeof(out)), 0);
+	const char *eq = strstr(out, " = ");
+	assert_non_null(eq);
+	return atoll(eq + 3);
+}
+
+/* Writes text over d's config file and sends SIGHUP; then waits (5 s at most) until
+ * `config get client.hello_ms` reads hello_ms, which every reload here changes. */
+static void reload(const struct kvt_test_daemon *d, const char *text, long long hello_ms)
+{
+	FILE *f = fopen(d->config, "w");
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(kill(d->pid, SIGHUP), 0);
+	for (int i = 0; i < 500 && config_num(d, "client.hello_ms") != hello_ms; i++)
+		usleep(10000);
+	assert_int_equal(config_num(d, "client.hello_ms"), hello_ms);
+}
+
+/*
+ * SIGHUP reloads the options (README, "The daemon"): read as a start reads them (defaults, the
+ * --config file, KVTIER_* variables, --set), each run-time option that differs is set as `config
+ * set` sets it (a policy switch keeps every chunk), one read at start only waits for a restart,
+ * and a value set by `config set` since is what the file says again. A value the option refuses
+ * changes nothing else; a file that does not parse changes nothing; the daemon serves on.
+ */
+static void test_operator_sighup_reloads(void **state)
+{
+	(void)state;
+	struct kvt_test_daemon d;
+	const char *sets[] = {"lease.timeout_ms=7000", NULL}; /* --set wins over the file */
+	assert_int_equal(
+	    kvt_test_daemon_start_config(
+	        &d, "host.policy = arc\nclient.hello_ms = 3000\nnvme.queue_depth = 16\n", sets),
+	    0);
+	char out[512];
+	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "host arc"));
+	assert_int_equal(config_num(&d, "client.hello_ms"), 3000);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_id_t k[8];
+	kvt_id_t ns = put_ns(c, "reload", 8, k);
+
+	/* a policy, a run-time option, one read at start only, and the --set one */
+	reload(&d,
+	       "host.policy = s3fifo\nclient.hello_ms = 4000\nnvme.queue_depth = 64\n"
+	       "lease.timeout_ms = 100\n",
+	       4000);
+	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "host s3fifo"));
+	assert_int_equal(config_num(&d, "nvme.queue_depth"), 16); /* at the next start */
+	assert_int_equal(config_num(&d, "lease.timeout_ms"), 7000);
+	assert_int_equal(kvt_lookup(c, ns, k, 8), 8); /* the switch kept every chunk */
+
+	/* what `config set` changed since goes back to what a start would read; a refused value
+	 * changes nothing else */
+	assert_int_equal(kvt_test_cli(&d, "config set client.hello_ms 9000", out, sizeof(out)), 0);
+	assert_int_equal(config_num(&d, "client.hello_ms"), 9000);
+	reload(&d, "host.policy = s3fifo\nhost.admit = bogus\nclient.hello_ms = 4000\n", 4000);
+	assert_int_equal(kvt_test_cli(&d, "config get host.admit", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "host.admit = none"));
+	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "host s3fifo"));
+
+	/* a file that does not parse: nothing changes, and the daemon serves on */
+	FILE *f = fopen(d.config, "w");
+	assert_non_null(f);
+	assert_true(fputs("host.policy = lru\nclient.hello_ms = [\n", f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(kill(d.pid, SIGHUP), 0);
+	reload(&d, "host.policy = s3fifo\nclient.hello_ms = 5000\n", 5000); /* after that one */
+	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "host s3fifo"));
+	assert_int_equal(kvt_lookup(c, ns, k, 8), 8);
+	kvt_close(c);
+	int st = kvt_test_daemon_stop(&d, SIGTERM);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	kvt_test_daemon_destroy(&d);
+}
+
 static void test_operator_inspect_and_flush(void **state)
 {
 	struct kvt_test_daemon d;
@@ -630,6 +717,7 @@ int main(void)
 	    cmocka_unit_test(test_operator_listen_choices),
 	    cmocka_unit_test(test_operator_top_shows_rates),
 	    cmocka_unit_test(test_operator_inspect_and_flush),
+	    cmocka_unit_test(test_operator_sighup_reloads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

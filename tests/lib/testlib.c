@@ -103,6 +103,14 @@ static int wait_accepting(const char *sock, pid_t pid)
 	return -ETIMEDOUT;
 }
 
+/* What every test daemon runs with unless its test says otherwise. */
+static const char *const test_defaults[] = {
+    "host.bytes=64MiB",
+    "host.policy=lru",            /* the tests' eviction orders are lru's (auto: its own test) */
+    "tiers.order=host",           /* host alone unless a test names its tiers (test_tiers) */
+    "metrics.listen=127.0.0.1:0", /* tests run side by side: each scrape on a free port */
+};
+
 static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 {
 	char bin[512];
@@ -123,14 +131,15 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 	argv[n++] = d->sock;
 	argv[n++] = "--data-dir";
 	argv[n++] = d->data;
-	argv[n++] = "--set";
-	argv[n++] = "host.bytes=64MiB";
-	argv[n++] = "--set"; /* the tests' eviction orders are lru's; auto has a test of its own */
-	argv[n++] = "host.policy=lru";
-	argv[n++] = "--set"; /* host alone unless a test names its tiers (auto: test_tiers) */
-	argv[n++] = "tiers.order=host";
-	argv[n++] = "--set"; /* tests run side by side: each scrape server on a free port */
-	argv[n++] = "metrics.listen=127.0.0.1:0";
+	if (d->config[0]) { /* the defaults below are in the file, which may change them */
+		argv[n++] = "--config";
+		argv[n++] = d->config;
+	} else {
+		for (size_t i = 0; i < sizeof(test_defaults) / sizeof(test_defaults[0]); i++) {
+			argv[n++] = "--set";
+			argv[n++] = test_defaults[i];
+		}
+	}
 	for (int i = 0; sets && sets[i] && n < 60; i++) {
 		argv[n++] = "--set";
 		argv[n++] = sets[i];
@@ -170,7 +179,8 @@ int kvt_test_daemon_start(struct kvt_test_daemon *d, const char *const *sets)
 	return kvt_test_daemon_start_as(d, sets, 0);
 }
 
-int kvt_test_daemon_start_as(struct kvt_test_daemon *d, const char *const *sets, uid_t uid)
+/* A fresh directory for d: its socket and data dir, owned by uid unless 0. */
+static int prepare(struct kvt_test_daemon *d, uid_t uid)
 {
 	memset(d, 0, sizeof(*d));
 	kvt_test_tmpdir(d->dir, sizeof(d->dir));
@@ -180,6 +190,31 @@ int kvt_test_daemon_start_as(struct kvt_test_daemon *d, const char *const *sets,
 	if (uid && (chown(d->dir, uid, uid) || chown(d->data, uid, uid)))
 		return -errno;
 	d->as_uid = uid;
+	return 0;
+}
+
+int kvt_test_daemon_start_as(struct kvt_test_daemon *d, const char *const *sets, uid_t uid)
+{
+	int rc = prepare(d, uid);
+	return rc ? rc : spawn(d, sets);
+}
+
+int kvt_test_daemon_start_config(struct kvt_test_daemon *d, const char *text,
+                                 const char *const *sets)
+{
+	int rc = prepare(d, 0);
+	if (rc)
+		return rc;
+	snprintf(d->config, sizeof(d->config), "%s/kvtier.conf", d->dir);
+	FILE *f = fopen(d->config, "w");
+	if (!f)
+		return -errno;
+	bool ok = true;
+	for (size_t i = 0; i < sizeof(test_defaults) / sizeof(test_defaults[0]); i++)
+		ok = ok && fprintf(f, "%s\n", test_defaults[i]) > 0; /* name=value: a config line */
+	ok = ok && fputs(text, f) >= 0;
+	if (fclose(f) || !ok)
+		return -EIO;
 	return spawn(d, sets);
 }
 

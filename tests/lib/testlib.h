@@ -29,12 +29,17 @@ struct kvt_test_daemon {
 	char dir[256];
 	char sock[300];
 	char data[300];
+	char config[320]; /* passed as --config when set (kvt_test_daemon_start_config) */
 };
 /* Starts kvtierd with extra "--set" arguments (NULL-terminated), waits until it accepts. */
 int kvt_test_daemon_start(struct kvt_test_daemon *d, const char *const *sets);
 /* The same, kvtierd running as uid (and gid uid), its directories its own (uid 0: as
  * kvt_test_daemon_start). Another uid needs root. */
 int kvt_test_daemon_start_as(struct kvt_test_daemon *d, const char *const *sets, uid_t uid);
+/* The same, with the test defaults (host.bytes, host.policy, ...) and then text written to
+ * DIR/kvtier.conf, passed as --config instead of the defaults' --set (restarts too). */
+int kvt_test_daemon_start_config(struct kvt_test_daemon *d, const char *text,
+                                 const char *const *sets);
 /* Restarts the same daemon (same socket and data dir) after a stop. */
 int kvt_test_daemon_restart(struct kvt_test_daemon *d, const char *const *sets);
 /* Sends sig and waits for exit; @return : the wait status. */
