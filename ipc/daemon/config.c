@@ -268,6 +268,11 @@ void kvd_config_reload(struct kvd *d)
 		const struct kvt_opt_def *def = kvt_opt_def(id);
 		if (same_value(want, &d->opts, id))
 			continue;
+		/* the running policy's parameters set since it started (kvd_params_record): none
+		 * in the file sets none, and a policy cannot unset one (set its default instead) */
+		if ((id == KVT_OPT_HOST_POLICY_PARAMS || id == KVT_OPT_ROCKSDB_POLICY_PARAMS) &&
+		    !want->str[id][0])
+			continue;
 		char shown[KVT_OPT_STR_MAX + 32];
 		if (def->type == KVT_OPT_STR)
 			snprintf(shown, sizeof(shown), "'%s'", want->str[id]);
