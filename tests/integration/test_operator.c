@@ -535,15 +535,21 @@ static long long config_num(const struct kvt_test_daemon *d, const char *name)
 	return atoll(eq + 3);
 }
 
-/* Writes text over d's config file and sends SIGHUP; then waits (5 s at most) until
- * `config get client.hello_ms` reads hello_ms, which every reload here changes. */
-static void reload(const struct kvt_test_daemon *d, const char *text, long long hello_ms)
+/* Writes text over d's config file and sends SIGHUP. */
+static void write_and_hup(const struct kvt_test_daemon *d, const char *text)
 {
 	FILE *f = fopen(d->config, "w");
 	assert_non_null(f);
 	assert_true(fputs(text, f) >= 0);
 	assert_int_equal(fclose(f), 0);
 	assert_int_equal(kill(d->pid, SIGHUP), 0);
+}
+
+/* write_and_hup, then waits (5 s at most) until `config get client.hello_ms` reads hello_ms,
+ * which every reload here changes. */
+static void reload(const struct kvt_test_daemon *d, const char *text, long long hello_ms)
+{
+	write_and_hup(d, text);
 	for (int i = 0; i < 500 && config_num(d, "client.hello_ms") != hello_ms; i++)
 		usleep(10000);
 	assert_int_equal(config_num(d, "client.hello_ms"), hello_ms);
@@ -596,11 +602,7 @@ static void test_operator_sighup_reloads(void **state)
 	assert_non_null(strstr(out, "host s3fifo"));
 
 	/* a file that does not parse: nothing changes, and the daemon serves on */
-	FILE *f = fopen(d.config, "w");
-	assert_non_null(f);
-	assert_true(fputs("host.policy = lru\nclient.hello_ms = [\n", f) >= 0);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(kill(d.pid, SIGHUP), 0);
+	write_and_hup(&d, "host.policy = lru\nclient.hello_ms = [\n");
 	reload(&d, "host.policy = s3fifo\nclient.hello_ms = 5000\n", 5000); /* after that one */
 	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "host s3fifo"));
