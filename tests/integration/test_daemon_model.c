@@ -34,11 +34,9 @@
 #include "ipc/proto.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -741,10 +739,8 @@ static void run_seed(uint64_t seed, int steps, int crash_every)
 		assert_true(L != MAP_FAILED);
 		memset(L, 0, sizeof(*L));
 		if (!(loader = fork())) {
-			/* a tenant of its own, capped at host (make_sets); it goes with the test
-			 * (a change of uid clears the parent-death signal, so it is set after) */
-			if (setgroups(0, NULL) || setgid(65533) || setuid(65533) ||
-			    prctl(PR_SET_PDEATHSIG, SIGKILL))
+			/* a tenant of its own, capped at host (make_sets); it goes with the test */
+			if (kvt_test_become(65533))
 				_exit(126);
 			load_run(r.d.sock, L);
 			_exit(0);

@@ -1003,29 +1003,39 @@ static void test_robust_runs_unprivileged(void **state)
 	kvt_test_daemon_destroy(&u);
 }
 
-/* Runs kvtierd ARGS as uid, its socket in a fresh directory of that uid with mode,
- * and expects it to refuse to start, saying want. */
-static void refused_start(uid_t uid, mode_t mode, const char *args, const char *want)
+/* Runs `kvtierd ARGS` as uid (switching when it is not ours), its stderr to log, and expects it
+ * to refuse to start within 30 s. Puts what it said in text. */
+static void run_refused(uid_t uid, const char *args, const char *log, char *text, size_t len)
 {
-	char dir[256], cmd[2048], bin[512], log[300], text[4096];
-	kvt_test_tmpdir(dir, sizeof(dir));
-	assert_int_equal(chown(dir, uid, uid), 0);
-	assert_int_equal(chmod(dir, mode), 0);
-	snprintf(log, sizeof(log), "%s/log", dir);
-	snprintf(cmd, sizeof(cmd),
-	         "%s --socket %s/s.sock --data-dir %s/data --set tiers.order=host %s 2> %s",
-	         kvt_test_bin("kvtierd", bin, sizeof(bin)), dir, dir, args, log);
+	char cmd[2048], bin[512];
+	snprintf(cmd, sizeof(cmd), "timeout 30 %s --set metrics.listen=127.0.0.1:0 %s 2> %s",
+	         kvt_test_bin("kvtierd", bin, sizeof(bin)), args, log);
 	pid_t p = fork();
 	if (!p) {
-		if (uid != geteuid() && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+		if (uid != geteuid() && kvt_test_become(uid))
 			_exit(126);
 		int rc = system(cmd);
 		_exit(WIFEXITED(rc) ? WEXITSTATUS(rc) : 127);
 	}
 	int st;
 	assert_int_equal(waitpid(p, &st, 0), p);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) < 126);
-	assert_true(kvt_test_read_file(log, text, sizeof(text)) > 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 124 &&
+	            WEXITSTATUS(st) < 126);
+	assert_true(kvt_test_read_file(log, text, len) > 0);
+}
+
+/* Runs kvtierd ARGS as uid, its socket in a fresh directory of that uid with mode,
+ * and expects it to refuse to start, saying want. */
+static void refused_start(uid_t uid, mode_t mode, const char *args, const char *want)
+{
+	char dir[256], full[1600], log[300], text[4096];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	assert_int_equal(chown(dir, uid, uid), 0);
+	assert_int_equal(chmod(dir, mode), 0);
+	snprintf(log, sizeof(log), "%s/log", dir);
+	snprintf(full, sizeof(full),
+	         "--socket %s/s.sock --data-dir %s/data --set tiers.order=host %s", dir, dir, args);
+	run_refused(uid, full, log, text, sizeof(text));
 	if (!strstr(text, want))
 		fail_msg("kvtierd %s said:\n%s\nnot: %s", args, text, want);
 	kvt_test_rmtree(dir);
@@ -1150,20 +1160,6 @@ static void test_robust_becomes_daemon_user(void **state)
 	              "/tmp (uid 0, mode 777) is not one kvtierd made");
 }
 
-/* Runs a kvtierd that must refuse to start (args after the binary), within 30 s. @return : what
- * it said (stderr), in text. */
-static void second_refused(const struct kvt_test_daemon *u, const char *args, char *text,
-                           size_t len)
-{
-	char cmd[2048], bin[512], log[400];
-	snprintf(log, sizeof(log), "%s/second.log", u->dir);
-	snprintf(cmd, sizeof(cmd), "timeout 30 %s --set metrics.listen=127.0.0.1:0 %s 2> %s",
-	         kvt_test_bin("kvtierd", bin, sizeof(bin)), args, log);
-	int st = system(cmd);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 124);
-	assert_true(kvt_test_read_file(log, text, len) > 0);
-}
-
 /*
  * One kvtierd per data directory and per tier: a second one started on a running daemon's data
  * directory, socket, nvme file or RocksDB database stops with the reason, having written
@@ -1179,19 +1175,20 @@ static void test_robust_second_daemon_refused(void **state)
 	struct kvt_test_daemon u;
 	assert_int_equal(kvt_test_daemon_start(&u, sets), 0);
 	assert_int_equal(chunk_client(u.sock, true, 7070), 0);
-	char args[1600], text[8192], want[400], other[256];
+	char args[1600], text[8192], want[400], other[256], log[400];
 	kvt_test_tmpdir(other, sizeof(other));
+	snprintf(log, sizeof(log), "%s/second.log", u.dir);
 
 	/* the same data directory (tiers.order = auto), another socket */
 	snprintf(args, sizeof(args), "--socket %s/b.sock --data-dir %s", u.dir, u.data);
-	second_refused(&u, args, text, sizeof(text));
+	run_refused(geteuid(), args, log, text, sizeof(text));
 	snprintf(want, sizeof(want), "data dir %s is in use by another kvtierd (pid %d)", u.data,
 	         (int)u.pid);
 	if (!strstr(text, want))
 		fail_msg("a second kvtierd on %s said:\n%s\nnot: %s", u.data, text, want);
 	/* the same socket, another data directory: stopped before it opened any tier */
 	snprintf(args, sizeof(args), "--socket %s --data-dir %s/data", u.sock, other);
-	second_refused(&u, args, text, sizeof(text));
+	run_refused(geteuid(), args, log, text, sizeof(text));
 	assert_non_null(strstr(text, "another kvtierd is serving"));
 	assert_null(strstr(text, "tier nvme: open"));
 	char path[600];
@@ -1207,7 +1204,7 @@ static void test_robust_second_daemon_refused(void **state)
 		         "--socket %s/c.sock --data-dir %s/data --set tiers.order=host,%s "
 		         "--set %s.path=%s/%s",
 		         other, other, tier[k][0], tier[k][0], u.data, tier[k][1]);
-		second_refused(&u, args, text, sizeof(text));
+		run_refused(geteuid(), args, log, text, sizeof(text));
 		if (!strstr(text, tier[k][2]))
 			fail_msg("a second kvtierd on the %s tier said:\n%s", tier[k][0], text);
 	}

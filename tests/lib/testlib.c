@@ -158,9 +158,8 @@ static int spawn(struct kvt_test_daemon *d, const char *const *sets)
 		/* the daemon starts with stdio alone, as a service manager starts it: every other
 		 * fd it holds is its own (test_robust checks they are close-on-exec) */
 		close_range(3, ~0u, 0);
-		if (d->as_uid && (setgroups(0, NULL) || setgid(d->as_uid) || setuid(d->as_uid)))
+		if (d->as_uid && kvt_test_become(d->as_uid))
 			_exit(126);
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* again: the change of uid cleared it */
 		if (argv[0] == bin)
 			execv(bin, (char *const *)argv);
 		else
@@ -295,6 +294,13 @@ bool kvt_test_slowed(void)
 #else
 	return getenv("KVT_TEST_DAEMON_WRAPPER") != NULL;
 #endif
+}
+
+int kvt_test_become(uid_t uid)
+{
+	return setgroups(0, NULL) || setgid(uid) || setuid(uid) || prctl(PR_SET_PDEATHSIG, SIGKILL)
+	           ? -1
+	           : 0;
 }
 
 pid_t kvt_test_fork_as_nobody(void)

@@ -67,6 +67,9 @@ long long kvt_test_stat_wait(struct kvt_test_daemon *d, const char *key, long lo
 /* Lets another uid reach d's socket (its directory is 0750 and the socket 0660 by default).
  * A restart needs the directory back at 0750 first: the daemon refuses a more open one. */
 void kvt_test_open_to_others(const struct kvt_test_daemon *d);
+/* In a forked child: become uid (gid uid, no supplementary groups), the parent-death signal
+ * SIGKILL set again after (a change of uid clears it). @return : 0, or -1 (errno). Needs root. */
+int kvt_test_become(uid_t uid);
 /* fork(), the child running as uid and gid 65534 (it exits 30 when it cannot switch).
  * @return : as fork(). Needs root. */
 pid_t kvt_test_fork_as_nobody(void);
