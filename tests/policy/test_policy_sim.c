@@ -476,6 +476,14 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	char tmp[256], path[300], out[300];
 	small_trace(tmp, path, out, 50);
 	assert_int_equal(sim_words(path, out, "--capacity 4,1GiB --policy lru"), 0);
+	/* a block size takes a unit as a capacity does: 2 MiB of 512 KiB blocks is 4 blocks */
+	assert_int_equal(sim_words(path, out, "--capacity 2MiB --block-bytes 512KiB --json"), 0);
+	char json[1024] = "";
+	FILE *f = fopen(out, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(json, sizeof(json), f));
+	fclose(f);
+	assert_non_null(strstr(json, "\"capacity_blocks\":4,"));
 	/* --minisim with room for everything (rate 1): each estimate is the replay beside it */
 	assert_int_equal(sim_words(path, out, "--capacity 4 --policy lru,arc --minisim 64 --json"),
 	                 0);
@@ -491,6 +499,8 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	    "--capacity 4 --policy lru,",
 	    "--capacity 4 --block-bytes 0",
 	    "--capacity 4 --block-bytes -1",
+	    "--capacity 4 --block-bytes 0KiB",
+	    "--capacity 4 --block-bytes 512XiB",
 	    "--capacity 4 --mrc --mrc-rate 0",
 	    "--capacity 4 --mrc --mrc-rate 1.5",
 	    "--capacity 4 --mrc --mrc-rate x",

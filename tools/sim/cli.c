@@ -11,6 +11,7 @@
 #include "sim_int.h"
 
 #include "policy/policy.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -53,7 +54,7 @@ static void usage(FILE *f)
 	    f,
 	    "usage: kvtier sim --trace FILE --capacity N[,N...] [--policy P[,P...] (conv)]\n"
 	    "                  [--admission none|tinylfu|second_touch] [--param k=v]...\n"
-	    "                  [--json] [--plot FILE.svg] [--block-bytes N]\n"
+	    "                  [--json] [--plot FILE.svg] [--block-bytes N (512KiB)]\n"
 	    "                  [--hint-ends F [--hint-delay N]] (an engine that calls kvt_done\n"
 	    "                  for a fraction F of the conversations' ends, N requests late)\n"
 	    "                  [--warmup N|P%%] (the first N requests, or P%% of them, are\n"
@@ -285,8 +286,11 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		int rc = count_in(v, 1, 1ull << 24, &n);
 		o->minisim = (size_t)n;
 		return rc;
-	} else if (!strcmp(a, "--block-bytes"))
-		return count_in(v, 1, UINT64_MAX, &o->block_bytes);
+	} else if (!strcmp(a, "--block-bytes")) /* "524288", "512KiB" */
+		return *v >= '0' && *v <= '9' && !kvt_parse_size(v, &o->block_bytes) &&
+		               o->block_bytes
+		           ? 0
+		           : -EINVAL;
 	else if (!strcmp(a, "--placement") &&
 	         (!strcmp(v, "write-through") || !strcmp(v, "on-evict") || !strcmp(v, "cascade"))) {
 		o->on_evict = !strcmp(v, "on-evict");
