@@ -42,6 +42,9 @@ static void test_minillm_cli_refusals(void **state)
 	assert_int_equal(mllm_exec("--steps -3", out, sizeof(out), err, sizeof(err)), 2);
 	assert_int_equal(mllm_exec("--prompt a --prompt-ids 1", out, sizeof(out), err, sizeof(err)),
 	                 2);
+	/* a word with no option before it (a glob that matched two files) is named */
+	assert_int_equal(mllm_exec("--prompt a stray.bin", out, sizeof(out), err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "unexpected argument 'stray.bin'"));
 	/* a truncated model file, through the program */
 	char mp[1024], tp[1024], dir[256], bin[1024], cmd[8192];
 	mllm_paths(mp, tp, sizeof(mp));

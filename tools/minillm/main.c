@@ -216,6 +216,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (optind < argc || !o->model || !o->tokenizer) {
+		if (optind < argc) /* a glob that matched two files, a prompt without --prompt */
+			fprintf(stderr, "minillm: unexpected argument '%s'\n", argv[optind]);
+		else
+			fprintf(stderr, "minillm: --model and --tokenizer are required\n");
 		usage(stderr);
 		return -EINVAL;
 	}
