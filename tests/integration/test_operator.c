@@ -519,6 +519,15 @@ static void test_operator_top_shows_rates(void **state)
 	long long p50, p99, mx, n;
 	assert_int_equal(sscanf(a + 38, "%lld / %lld / %lld (%lld)", &p50, &p99, &mx, &n), 4);
 	assert_true(n > 0 && p50 <= p99 && p50 > 0);
+	assert_true(p99 <= mx); /* a bucket's bound is clamped to the slowest seen */
+	/* the one put: its p50 and p99 are its own time, not its bucket's bound (2000 beside a
+	 * max of 1023 before) */
+	const char *p = strstr(out, ", put ");
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + 6, "%lld / %lld / %lld (%lld)", &p50, &p99, &mx, &n), 4);
+	assert_true(n >= 1 && p99 <= mx && p50 <= p99);
+	if (n == 1)
+		assert_int_equal(p99, mx);
 	assert_int_not_equal(kvt_test_cli(&d, "top --interval 0", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "usage: kvtier top"));
 	kvt_test_daemon_destroy(&d);
