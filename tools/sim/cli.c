@@ -485,15 +485,17 @@ static int multi(struct opts *o, const struct kvt_trace *t)
 			    (unsigned long long)x->demoted_blocks * bb,
 			    (unsigned long long)x->rejected, (unsigned long long)x->quota_rejected,
 			    r.params[i]);
-		else
-			printf("tier %-8s %-10s %10zu blocks  hit %.4f  prefix hit %.4f  promoted "
-			       "%llu B  "
-			       "demoted %llu B  rejected %llu\n",
-			       ti->name, ti->policy, ti->capacity_blocks,
-			       ratio(x->hits, r.accesses), ratio(x->prefix_hits, r.accesses),
-			       (unsigned long long)x->promoted_blocks * bb,
-			       (unsigned long long)x->demoted_blocks * bb,
-			       (unsigned long long)x->rejected);
+		else { /* --json has the exact byte counts */
+			char up[32], down[32];
+			printf(
+			    "tier %-8s %-10s %10zu blocks  hit %.4f  prefix hit %.4f  promoted %s  "
+			    "demoted %s  rejected %llu\n",
+			    ti->name, ti->policy, ti->capacity_blocks, ratio(x->hits, r.accesses),
+			    ratio(x->prefix_hits, r.accesses),
+			    kvt_fmt_bytes(x->promoted_blocks * bb, up, sizeof(up)),
+			    kvt_fmt_bytes(x->demoted_blocks * bb, down, sizeof(down)),
+			    (unsigned long long)x->rejected);
+		}
 	}
 	if (o->json)
 		printf("{\"tier\":\"all\",\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,"
