@@ -343,8 +343,15 @@ void kvt_opts_resolve(struct kvt_options *o, const char *data_dir)
 	if (o->num[KVT_OPT_NVME_BYTES] && o->num[KVT_OPT_ROCKSDB_BYTES])
 		return;
 	uint64_t share = kvt_opts_tier_share(o, data_dir);
-	if (!o->num[KVT_OPT_NVME_BYTES])
-		o->num[KVT_OPT_NVME_BYTES] = share;
+	if (!o->num[KVT_OPT_NVME_BYTES]) {
+		/* an nvme file already made keeps its size: the free space moves with whatever else
+		 * writes to the filesystem, and a log of another size is rebuilt empty */
+		char p[4096];
+		struct stat st;
+		kvt_opts_tier_path(o, KVT_OPT_NVME_PATH, data_dir, p, sizeof(p));
+		bool made = !stat(p, &st) && S_ISREG(st.st_mode) && st.st_size >= (1 << 20);
+		o->num[KVT_OPT_NVME_BYTES] = made ? (uint64_t)st.st_size : share;
+	}
 	if (!o->num[KVT_OPT_ROCKSDB_BYTES])
 		o->num[KVT_OPT_ROCKSDB_BYTES] = share;
 }

@@ -53,7 +53,8 @@ int kvt_opts_set_pair(struct kvt_options *o, const char *pair);
 int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_t err_len);
 /* Applies every KVTIER_<NAME> environment variable. */
 int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len);
-/* Resolves "auto" sizes against this machine (RAM, free space under data_dir). */
+/* Resolves "auto" sizes against this machine (RAM, free space under data_dir); an nvme file
+ * that exists keeps its size. */
 void kvt_opts_resolve(struct kvt_options *o, const char *data_dir);
 /* The auto size of nvme.bytes and rocksdb.bytes: 1/8 of the free space of data_dir's filesystem
  * (of its nearest existing parent's while it is not made), counting the space the two tiers'

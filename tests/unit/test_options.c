@@ -109,6 +109,27 @@ static void test_options_auto_resolves(void **state)
 	kvt_opts_resolve(&o, "/tmp");
 	assert_true(kvt_opt_u64(&o, KVT_OPT_HOST_BYTES) >= (64ull << 20));
 	assert_true(kvt_opt_u64(&o, KVT_OPT_NVME_BYTES) >= (64ull << 20));
+	/* an nvme file already there keeps its size, whatever the free space says now (another
+	 * writer on the filesystem moved it, and a log of another size was rebuilt empty) */
+	char dir[256], f[300];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(f, sizeof(f), "%s/nvme.dat", dir);
+	int fd = open(f, O_RDWR | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 97ll << 20), 0); /* 97 MiB: no share is that */
+	close(fd);
+	kvt_opts_defaults(&o);
+	kvt_opts_resolve(&o, dir);
+	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_NVME_BYTES), 97ull << 20);
+	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_ROCKSDB_BYTES), kvt_opts_tier_share(&o, dir));
+	assert_int_equal(kvt_opts_set(&o, "nvme.bytes", "64MiB"), 0); /* named: as named */
+	kvt_opts_resolve(&o, dir);
+	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_NVME_BYTES), 64ull << 20);
+	unlink(f); /* none: the share */
+	kvt_opts_defaults(&o);
+	kvt_opts_resolve(&o, dir);
+	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_NVME_BYTES), kvt_opts_tier_share(&o, dir));
+	kvt_test_rmtree(dir);
 }
 
 /* share * 8 against the filesystem's free space read just before and just after it. */

@@ -149,7 +149,13 @@ static int sb_read(struct kvt_nvme *t)
 	}
 	if (best->region_bytes != t->region_bytes || best->n_regions != t->n_regions ||
 	    best->data_off != t->data_off) {
-		kvt_log(KVT_LOG_WARN, "nvme: %s geometry changed: rebuilding the tier", t->path);
+		kvt_log(
+		    KVT_LOG_WARN,
+		    "nvme: %s geometry changed (%llu regions of %llu bytes, now %llu of %llu: "
+		    "nvme.bytes or nvme.region_bytes): its chunks are dropped, the tier rebuilt",
+		    t->path, (unsigned long long)best->n_regions,
+		    (unsigned long long)best->region_bytes, (unsigned long long)t->n_regions,
+		    (unsigned long long)t->region_bytes);
 		return 0;
 	}
 	t->instance = best->instance;
