@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -196,16 +197,38 @@ int kvt_opts_set_pair(struct kvt_options *o, const char *pair)
 
 int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_t err_len)
 {
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		int rc = -errno;
-		snprintf(err, err_len, "%s: %s", path, strerror(-rc));
+	/* a regular file only: a directory read as empty, and a pipe empty at a reload's second
+	 * read, took every option back to its default; a FIFO held the daemon's loop in open() */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	FILE *f = NULL;
+	int rc = 0;
+	if (fd < 0 || fstat(fd, &st))
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -EINVAL;
+	else if (!(f = fdopen(fd, "r")))
+		rc = -errno;
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, err_len, "%s: %s", path,
+		         rc == -EINVAL ? "not a regular file" : strerror(-rc));
 		return rc;
 	}
 	char line[1024];
-	int lineno = 0, rc = 0;
+	int lineno = 0;
 	while (fgets(line, sizeof(line), f)) {
 		lineno++;
+		size_t len = strlen(line);
+		if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
+			/* the rest would be read as a line of its own (a comment's tail as an
+			 * option) */
+			rc = -E2BIG;
+			snprintf(err, err_len, "%s:%d: a line over %zu bytes", path, lineno,
+			         sizeof(line) - 2);
+			break;
+		}
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = 0;
@@ -214,9 +237,14 @@ int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_
 			continue;
 		rc = kvt_opts_set_pair(o, s);
 		if (rc) {
-			snprintf(err, err_len, "%s:%d: %s: %s", path, lineno, s, strerror(-rc));
+			snprintf(err, err_len, "%s:%d: %s: %s", path, lineno, s,
+			         rc == -ENOENT ? "no such option" : strerror(-rc));
 			break;
 		}
+	}
+	if (!rc && ferror(f)) { /* a read that failed half way is not a shorter file */
+		rc = -EIO;
+		snprintf(err, err_len, "%s: read failed after line %d", path, lineno);
 	}
 	fclose(f);
 	return rc;

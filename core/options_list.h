@@ -37,7 +37,7 @@
 	  "(root and the daemon's uid always may); a change closes who is no longer in it")        \
 	X(CLIENT_HELLO_MS, "client.hello_ms", U64, "5000", 100, 600000, 1,                         \
 	  "a connection that has not said hello by then is closed")                                \
-	X(INDEX_MAX_CHUNKS, "index.max_chunks", U64, "16777216", 1024, 1ull << 32, 0,              \
+	X(INDEX_MAX_CHUNKS, "index.max_chunks", U64, "16777216", 1024, 1ull << 31, 0,              \
 	  "most chunks the index holds")                                                           \
 	X(INDEX_SHM_SLOTS, "index.shm_slots", U64, "1048576", 0, 1ull << 30, 0,                    \
 	  "slots of each tenant's shared lookup table (16 bytes each; 0: lookups ask the daemon)") \

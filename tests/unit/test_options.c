@@ -26,6 +26,10 @@ static void test_options_units_and_bounds(void **state)
 	assert_int_equal(kvt_opts_set(&o, "host.bytes", "-5"), -EINVAL);
 	assert_int_equal(kvt_opts_set(&o, "no.such", "1"), -ENOENT);
 	assert_int_equal(kvt_opts_set(&o, "rocksdb.wal", "maybe"), -EINVAL);
+	/* the index's largest size fits the u32 the daemon passes it (2^32 was taken and cut to
+	 * 0: the host held 4,096 chunks and refused every put past them) */
+	assert_int_equal(kvt_opts_set(&o, "index.max_chunks", "2147483648"), 0);
+	assert_int_equal(kvt_opts_set(&o, "index.max_chunks", "4294967296"), -ERANGE);
 	assert_int_equal(kvt_opts_set_pair(&o, " lease.timeout_ms = 250 "), 0);
 	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_LEASE_TIMEOUT_MS), 250);
 	/* a policy's parameter one at a time: "host.policy.small_ratio = 0.1" */
@@ -98,6 +102,22 @@ static void test_options_file_and_env(void **state)
 	fclose(f);
 	assert_int_equal(kvt_opts_load_file(&o, path, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, ":2:"));
+	assert_non_null(strstr(err, "no such option"));
+	/* a line too long to read whole is refused, not split into two (its tail an option) */
+	f = fopen(path, "w");
+	fprintf(f, "# %01021d lease.timeout_ms = 7\nhost.bytes = 2MiB\n", 0);
+	fclose(f);
+	kvt_opts_defaults(&o);
+	assert_int_equal(kvt_opts_load_file(&o, path, err, sizeof(err)), -E2BIG);
+	assert_non_null(strstr(err, ":1: a line over"));
+	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_LEASE_TIMEOUT_MS), 30000);
+	/* a directory and a FIFO are not config files (both read as empty before; the FIFO's
+	 * open waited for a writer) */
+	assert_int_equal(kvt_opts_load_file(&o, dir, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a regular file"));
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(kvt_opts_load_file(&o, path, err, sizeof(err)), -EINVAL);
 	kvt_test_rmtree(dir);
 }
 
