@@ -164,8 +164,21 @@ int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, siz
 		snprintf(err, err_len, "no policy named '%s' (kvtier sim --list-policies)", name);
 		return -ENOENT;
 	}
-	if (to == *ops)
-		return apply_params(to, *p, params, err, err_len);
+	if (to == *ops) {
+		/* tried first on a policy of its own, so that a refused word changes nothing: one
+		 * by one on the running policy, the words before it were left set */
+		struct kvt_policy *trial = NULL;
+		char *copy = strdup(params);
+		int rc = copy ? to->create(64, &trial) : -ENOMEM;
+		if (!rc) {
+			rc = apply_params(to, trial, copy, err, err_len);
+			to->destroy(trial);
+		} else {
+			snprintf(err, err_len, "%s: %s", name, strerror(-rc));
+		}
+		free(copy);
+		return rc ? rc : apply_params(to, *p, params, err, err_len);
+	}
 	struct kvt_policy *np;
 	int rc = kvt_policy_switch(*ops, *p, n_resident, to, capacity_hint, meta, arg, &np);
 	if (rc) {

@@ -984,6 +984,15 @@ static void test_policy_params_listed(void **state)
 		    -EINVAL);
 		if (!strstr(err, "not a number from"))
 			fail_msg("%s: refused without its range: %s", o->name, err);
+		/* a good word before a refused one is not set either (it was, and `config get`
+		 * then showed the value before it) */
+		snprintf(w2, sizeof(w2), "%s=%.17g bogus=1", pa.name,
+		         pa.value != pa.lo ? pa.lo : pa.hi);
+		assert_int_equal(
+		    kvt_policy_set(&ops, &p, 0, o->name, w2, 64, NULL, NULL, err, sizeof(err)),
+		    -ENOENT);
+		kvt_policy_params_str(o, p, again, sizeof(again));
+		assert_string_equal(again, words);
 		o->destroy(p);
 	}
 	assert_int_equal(with_params, 7); /* s3fifo, lfu, gdsf, lhd, hindsight, conv, wtinylfu */
