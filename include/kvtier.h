@@ -133,7 +133,9 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
  * Zero-extra-copy put: kvt_put_reserve hands out up to n writable chunk buffers in this
  * client's private staging area (bufs[i], each kvt_chunk_bytes long); the engine fills them
  * (memcpy or DMA) and calls kvt_put_commit with the keys, or kvt_put_abort. Between reserve and
- * commit/abort the staging area belongs to the calling thread (other puts of this client wait).
+ * commit/abort the staging area belongs to the calling thread (other puts of this client wait;
+ * a kvt_put or kvt_put_reserve of that thread is -EDEADLK). The buffers stay writable through a
+ * daemon restart until commit (-ENOTCONN then) or abort.
  * @return : reserve: how many buffers were handed out (>= 1), or -errno.
  *           commit: as kvt_put, for the reserved count.
  */
@@ -164,7 +166,9 @@ KVT_API int kvt_acquire(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size
                         kvt_lease_t *out);
 
 /*
- * Releases n leases and sets each one's status. Needs no reply from the daemon.
+ * Releases n leases and sets each one's status. Needs no reply from the daemon. A lease taken
+ * before a daemon restart stays readable until it is released (its status is then -ESTALE); a
+ * lease released a second time is -ESTALE too, and changes nothing.
  * @return : how many leases were valid throughout, or -errno.
  */
 KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n);

@@ -34,8 +34,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define MAX_OLD_MAPS 64
-
 struct ns_slot {
 	kvt_id_t ns;
 	uint64_t chunk_bytes;
@@ -59,26 +57,54 @@ struct kvt_client {
 	uint64_t retry_at_ns, backoff_ns;
 	struct ns_slot *nss; /* guarded by io */
 	uint32_t n_nss, cap_nss;
-	struct {
-		void *p;
-		size_t len;
-	} old[MAX_OLD_MAPS];
-	uint32_t n_old;
+	uint32_t leases;     /* out on this epoch's mappings; guarded by io */
+	struct retired *old; /* guarded by io */
+	uint32_t n_old, cap_old;
 	/* an open reservation (kvt_put_reserve..commit), guarded by stage */
 	uint32_t res_n, res_epoch;
 	kvt_id_t res_ns;
+	bool res_open; /* the same, for drop_conn_locked: guarded by io */
 	uint8_t tx[KVT_MSG_MAX], rx[KVT_MSG_MAX]; /* guarded by io */
 };
 
-static void unmap_or_keep(struct kvt_client *c, void *p, size_t len)
+/*
+ * The mappings of a connection that is gone stay while a lease or a reservation taken on them
+ * is out, so that copying out of a lease (then release, then check) or filling a reserved buffer
+ * never touches unmapped memory; the last release (commit, abort) unmaps them. Before, every old
+ * connection's mappings stayed until kvt_close, up to 32 connections, and past those they were
+ * unmapped at once: a client attached through many daemon restarts held an old host pool per
+ * restart, and a lease read after the 33rd faulted.
+ */
+struct retired {
+	uint32_t epoch, leases;
+	bool reserved;
+	void *pool, *staging;
+	size_t pool_len, staging_len;
+};
+
+static void unmap_retired(struct retired *r)
 {
-	if (!p)
+	munmap(r->pool, r->pool_len);
+	munmap(r->staging, r->staging_len);
+}
+
+/* Takes one lease (or the reservation) of epoch off its retired mappings, unmapping them once
+ * nothing is out. Caller holds io. */
+static void retired_put(struct kvt_client *c, uint32_t epoch, bool reservation)
+{
+	for (uint32_t i = 0; i < c->n_old; i++) {
+		struct retired *r = &c->old[i];
+		if (r->epoch != epoch)
+			continue;
+		if (reservation)
+			r->reserved = false;
+		else if (r->leases)
+			r->leases--;
+		if (!r->leases && !r->reserved) {
+			unmap_retired(r);
+			*r = c->old[--c->n_old];
+		}
 		return;
-	if (c->n_old < MAX_OLD_MAPS) {
-		c->old[c->n_old].p = p;
-		c->old[c->n_old++].len = len;
-	} else {
-		munmap(p, len); /* past the cap, old leases must not be read any more */
 	}
 }
 
@@ -87,8 +113,24 @@ static void drop_conn_locked(struct kvt_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
-	unmap_or_keep(c, c->pool, c->map_bytes);
-	unmap_or_keep(c, c->staging, c->staging_bytes);
+	bool reserved = c->res_open && c->res_epoch == c->epoch;
+	struct retired r = {c->epoch,   c->leases,    reserved,        c->pool,
+	                    c->staging, c->map_bytes, c->staging_bytes};
+	if (c->pool && (r.leases || reserved)) {
+		if (c->n_old == c->cap_old) {
+			uint32_t cap = c->cap_old ? 2 * c->cap_old : 4;
+			struct retired *o = realloc(c->old, cap * sizeof(*o));
+			if (o) {
+				c->old = o;
+				c->cap_old = cap;
+			}
+		}
+		if (c->n_old < c->cap_old) /* else kept mapped for good: a leak, not a fault */
+			c->old[c->n_old++] = r;
+	} else if (c->pool) {
+		unmap_retired(&r);
+	}
+	c->leases = 0;
 	c->pool = c->staging = NULL;
 	c->gens = NULL;
 	c->lookup = NULL;
@@ -303,14 +345,17 @@ KVT_API int kvt_connect(const char *socket_path, kvt_client_t **out)
 		goto err;
 	}
 	pthread_mutex_init(&c->io, NULL);
-	pthread_mutex_init(&c->stage, NULL);
+	/* error-checking: a put from the thread that holds a reservation is -EDEADLK, not a hang */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&c->stage, &ma);
+	pthread_mutexattr_destroy(&ma);
 	rc = hello_locked(c);
 	if (rc) {
 		pthread_mutex_destroy(&c->io);
 		pthread_mutex_destroy(&c->stage);
-		for (uint32_t i = 0; i < c->n_old; i++)
-			munmap(c->old[i].p, c->old[i].len);
-		goto err;
+		goto err; /* no lease or reservation was taken: nothing retired */
 	}
 	*out = c;
 	return 0;
@@ -330,7 +375,8 @@ KVT_API void kvt_close(kvt_client_t *c)
 	if (c->staging)
 		munmap(c->staging, c->staging_bytes);
 	for (uint32_t i = 0; i < c->n_old; i++)
-		munmap(c->old[i].p, c->old[i].len);
+		unmap_retired(&c->old[i]);
+	free(c->old);
 	pthread_mutex_destroy(&c->io);
 	pthread_mutex_destroy(&c->stage);
 	free(c->nss);
@@ -398,16 +444,30 @@ static uint64_t ns_chunk_bytes(kvt_client_t *c, kvt_id_t ns)
 	return cb;
 }
 
-/* Connects if needed and reports the staging area of the current epoch. */
-static int staging_of(kvt_client_t *c, uint8_t **stg, uint64_t *bytes, uint32_t *epoch)
+/* Connects if needed and reports the staging area of the current epoch, reserved (kept mapped
+ * through a reconnect) until end_reservation. Caller holds stage. */
+static int staging_of(kvt_client_t *c, uint64_t cb, uint8_t **stg, uint64_t *bytes, uint32_t *epoch)
 {
 	pthread_mutex_lock(&c->io);
 	int rc = ensure_locked(c);
 	*stg = c->staging;
 	*bytes = c->staging_bytes;
 	*epoch = c->epoch;
+	c->res_open = !rc && *bytes / cb; /* what kvt_put_reserve hands out */
+	c->res_epoch = *epoch;
 	pthread_mutex_unlock(&c->io);
 	return rc;
+}
+
+/* The reservation is over: its buffers may go with their connection. Caller holds stage. */
+static void end_reservation(kvt_client_t *c)
+{
+	pthread_mutex_lock(&c->io);
+	c->res_open = false;
+	c->res_n = 0;
+	if (c->fd < 0 || c->epoch != c->res_epoch)
+		retired_put(c, c->res_epoch, true);
+	pthread_mutex_unlock(&c->io);
 }
 
 /* Writes a PUT for k chunks at staging offset base into c->tx. Caller holds io. */
@@ -456,7 +516,8 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 		return -EINVAL;
 	if (!n)
 		return 0;
-	pthread_mutex_lock(&c->stage);
+	if (pthread_mutex_lock(&c->stage))
+		return -EDEADLK; /* this thread holds a reservation: commit or abort it first */
 	pthread_mutex_lock(&c->io);
 	int rc = ensure_locked(c);
 	size_t per = 0;
@@ -522,15 +583,17 @@ KVT_API int kvt_put_reserve(kvt_client_t *c, kvt_id_t ns, size_t n, void **bufs)
 	uint64_t cb = ns_chunk_bytes(c, ns);
 	if (!cb)
 		return -EINVAL;
-	pthread_mutex_lock(&c->stage);
+	if (pthread_mutex_lock(&c->stage))
+		return -EDEADLK; /* this thread holds a reservation already */
 	uint8_t *stg;
 	uint64_t sbytes;
 	uint32_t epoch;
-	int rc = staging_of(c, &stg, &sbytes, &epoch);
+	int rc = staging_of(c, cb, &stg, &sbytes, &epoch);
 	size_t k = KVT_MIN(n, KVT_MIN(sbytes / cb, (uint64_t)KVT_BATCH_MAX));
 	if (!rc && !k)
 		rc = -EFBIG;
 	if (rc) {
+		end_reservation(c);
 		pthread_mutex_unlock(&c->stage);
 		return rc;
 	}
@@ -538,7 +601,6 @@ KVT_API int kvt_put_reserve(kvt_client_t *c, kvt_id_t ns, size_t n, void **bufs)
 		bufs[i] = stg + i * cb;
 	c->res_n = (uint32_t)k;
 	c->res_ns = ns;
-	c->res_epoch = epoch;
 	return (int)k; /* stage stays locked until commit or abort */
 }
 
@@ -553,7 +615,7 @@ KVT_API int kvt_put_commit(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent,
 	else
 		rc = commit_staged(c, ns, parent, keys, (uint32_t)n, ns_chunk_bytes(c, ns),
 		                   c->res_epoch);
-	c->res_n = 0;
+	end_reservation(c);
 	pthread_mutex_unlock(&c->stage);
 	return rc;
 }
@@ -562,7 +624,7 @@ KVT_API void kvt_put_abort(kvt_client_t *c)
 {
 	if (!c || !c->res_n)
 		return;
-	c->res_n = 0;
+	end_reservation(c);
 	pthread_mutex_unlock(&c->stage);
 }
 
@@ -698,6 +760,9 @@ KVT_API int kvt_acquire(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size
 			o->reserved[L_GEN_IDX] = l[i].gen_index;
 			o->reserved[L_EPOCH] = c->epoch;
 		}
+		if (rc > 0)
+			c->leases +=
+			    (uint32_t)rc; /* keeps this epoch's mappings past a reconnect */
 		pthread_mutex_unlock(&c->io);
 		if (rc < 0) {
 			if (total)
@@ -734,8 +799,13 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
 		} else {
 			l->status = -ESTALE;
 		}
-		if (current)
+		if (current) {
 			handles[sent++] = l->handle;
+			c->leases -= c->leases > 0;
+		} else if (l->reserved[L_EPOCH]) {
+			retired_put(c, l->reserved[L_EPOCH], false); /* unmapped with its last */
+		}
+		l->reserved[L_EPOCH] = 0; /* released: a second release is -ESTALE, nothing more */
 		if (sent == max || (i + 1 == n && sent)) {
 			struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)c->tx;
 			*r = (struct kvt_msg_release){.n = (uint32_t)sent};
