@@ -99,8 +99,11 @@ KVT_API int kvt_connect(const char *socket_path, kvt_client_t **out);
 KVT_API void kvt_close(kvt_client_t *c);
 
 /*
- * Validates m and registers it with the daemon; writes the namespace id to *ns_out.
- * @return : 0, -EINVAL (bad or unsupported description), or -errno.
+ * Validates m and registers it with the daemon; writes the namespace id to *ns_out. The
+ * library registers it again at each reconnect; a restarted daemon that refuses it then (a
+ * smaller host.bytes) answers that model's puts with its refusal, and the others go on.
+ * @return : 0, -EINVAL (bad or unsupported description), -EFBIG (a chunk larger than the
+ *           host tier or the daemon's client.staging_bytes), KVT_E_NSFULL, or -errno.
  */
 KVT_API int kvt_namespace(kvt_client_t *c, const kvt_model_t *m, kvt_id_t *ns_out);
 

@@ -37,6 +37,7 @@
 struct ns_slot {
 	kvt_id_t ns;
 	uint64_t chunk_bytes;
+	int refused; /* the daemon's answer when a reconnect registered it again, else 0 */
 	kvt_model_t m;
 	char name[KVT_MODEL_STR_MAX + 1], rev[KVT_MODEL_STR_MAX + 1];
 };
@@ -293,8 +294,11 @@ static int hello_locked(struct kvt_client *c)
 		kvt_id_t ns;
 		uint64_t cb;
 		rc = send_namespace_locked(c, &c->nss[i].m, &ns, &cb);
-		if (rc < 0)
+		if (rc < 0 && c->fd < 0)
 			goto err_conn;
+		/* a daemon restarted with a smaller host or staging area may refuse one model: its
+		 * puts say why, and the others go on (the whole reconnect failed, for good) */
+		c->nss[i].refused = rc < 0 ? rc : 0;
 	}
 	return 0;
 err:
@@ -420,6 +424,7 @@ KVT_API int kvt_namespace(kvt_client_t *c, const kvt_model_t *m, kvt_id_t *ns_ou
 			}
 		}
 		struct ns_slot *s = &c->nss[c->n_nss++];
+		s->refused = 0;
 		s->ns = ns;
 		s->chunk_bytes = cb;
 		s->m = *m;
@@ -428,8 +433,10 @@ KVT_API int kvt_namespace(kvt_client_t *c, const kvt_model_t *m, kvt_id_t *ns_ou
 		s->m.name = s->name;
 		s->m.revision = s->rev;
 	}
-	if (!rc)
+	if (!rc) {
+		((struct ns_slot *)ns_find_locked(c, ns))->refused = 0; /* registered again */
 		*ns_out = ns;
+	}
 out:
 	pthread_mutex_unlock(&c->io);
 	return rc;
@@ -442,6 +449,16 @@ static uint64_t ns_chunk_bytes(kvt_client_t *c, kvt_id_t ns)
 	uint64_t cb = s ? s->chunk_bytes : 0;
 	pthread_mutex_unlock(&c->io);
 	return cb;
+}
+
+/* What the daemon said when the last reconnect registered ns again (0: taken). */
+static int ns_refused(kvt_client_t *c, kvt_id_t ns)
+{
+	pthread_mutex_lock(&c->io);
+	const struct ns_slot *s = ns_find_locked(c, ns);
+	int rc = s && c->fd >= 0 ? s->refused : 0;
+	pthread_mutex_unlock(&c->io);
+	return rc;
 }
 
 /* Connects if needed and reports the staging area of the current epoch, reserved (kept mapped
@@ -516,6 +533,9 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 		return -EINVAL;
 	if (!n)
 		return 0;
+	int refused = ns_refused(c, ns);
+	if (refused)
+		return refused;
 	if (pthread_mutex_lock(&c->stage))
 		return -EDEADLK; /* this thread holds a reservation: commit or abort it first */
 	pthread_mutex_lock(&c->io);
@@ -583,6 +603,9 @@ KVT_API int kvt_put_reserve(kvt_client_t *c, kvt_id_t ns, size_t n, void **bufs)
 	uint64_t cb = ns_chunk_bytes(c, ns);
 	if (!cb)
 		return -EINVAL;
+	int refused = ns_refused(c, ns);
+	if (refused)
+		return refused;
 	if (pthread_mutex_lock(&c->stage))
 		return -EDEADLK; /* this thread holds a reservation already */
 	uint8_t *stg;

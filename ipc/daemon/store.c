@@ -78,7 +78,10 @@ int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id
 	if (rc)
 		return rc;
 	*chunk_bytes = kvt_chunk_bytes(m);
-	if (*chunk_bytes + KVT_CHUNK_HDR_BYTES > d->host_cap)
+	/* a chunk that does not fit in host, or in a client's staging area (every put goes
+	 * through it), could never be stored: refused here, not at every put */
+	if (*chunk_bytes + KVT_CHUNK_HDR_BYTES > d->host_cap ||
+	    *chunk_bytes > kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_STAGING_BYTES))
 		return -EFBIG;
 	if (kvd_ns_find(d, tenant, *ns))
 		return 0;

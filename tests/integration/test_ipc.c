@@ -1051,6 +1051,53 @@ static void test_ipc_restarts_keep_leases_readable(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* A model whose chunk cannot pass through the staging area is refused when it registers, with
+ * -EFBIG (it was taken, and every put failed); a daemon restarted with a smaller staging area
+ * refuses it at the reconnect, and the client's other model goes on (every call of every model
+ * was -ENOTCONN for good, since the whole reconnect failed). */
+static void test_ipc_model_too_big_for_staging(void **state)
+{
+	struct kvt_test_daemon d;
+	const char *roomy[] = {"client.staging_bytes=8MiB", NULL};
+	const char *small[] = {"client.staging_bytes=1MiB", NULL};
+	assert_int_equal(kvt_test_daemon_start(&d, roomy), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(16, KVT_DTYPE_F16), big = model(256, KVT_DTYPE_F16);
+	big.name = "test-model-big";
+	big.n_layers = 32; /* 256 tokens of 32 layers: 2 MiB chunks */
+	assert_int_equal(kvt_chunk_bytes(&big), 2u << 20);
+	kvt_id_t ns, bns, keys[1], bkeys[1];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	assert_int_equal(kvt_namespace(c, &big, &bns), 0);
+	prefix_keys(ns, 16, keys, 1, 11);
+	prefix_keys(bns, 256, bkeys, 1, 11);
+	size_t cb = kvt_chunk_bytes(&m), bcb = kvt_chunk_bytes(&big);
+	uint8_t *buf = calloc(1, bcb);
+	const void *chunks[1] = {buf};
+	assert_int_equal(kvt_put(c, bns, NULL, bkeys, 1, chunks, bcb), 1);
+	kvt_test_daemon_stop(&d, SIGTERM);
+	assert_int_equal(kvt_test_daemon_restart(&d, small), 0);
+	int rc = -ENOTCONN;
+	for (int i = 0; i < 300 && rc == -ENOTCONN; i++)
+		if ((rc = kvt_put(c, ns, NULL, keys, 1, chunks, cb)) == -ENOTCONN)
+			usleep(10000);
+	assert_int_equal(rc, 1); /* the model that fits goes on */
+	assert_int_equal(kvt_lookup(c, ns, keys, 1), 1);
+	assert_int_equal(kvt_put(c, bns, NULL, bkeys, 1, chunks, bcb), -EFBIG); /* says why */
+	void *res;
+	assert_int_equal(kvt_put_reserve(c, bns, 1, &res), -EFBIG);
+	/* a new client is told at once */
+	kvt_client_t *c2;
+	assert_int_equal(kvt_connect(d.sock, &c2), 0);
+	assert_int_equal(kvt_namespace(c2, &big, &bns), -EFBIG);
+	assert_int_equal(kvt_namespace(c2, &m, &ns), 0);
+	kvt_close(c2);
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 /* A daemon with one chunk put and leased by one client (the shutdown tests). */
 struct leased {
 	struct kvt_test_daemon d;
@@ -2097,6 +2144,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_scribble_during_commit),
 	    cmocka_unit_test(test_ipc_daemon_restart_reconnects),
 	    cmocka_unit_test(test_ipc_restarts_keep_leases_readable),
+	    cmocka_unit_test(test_ipc_model_too_big_for_staging),
 	    cmocka_unit_test(test_ipc_sigterm_drains),
 	    cmocka_unit_test(test_ipc_sigterm_forced_after_timeout),
 	    cmocka_unit_test(test_ipc_shared_lookup),
