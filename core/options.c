@@ -261,9 +261,12 @@ int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len)
 		const char *v = getenv(env);
 		if (!v)
 			continue;
-		int rc = set_value(o, i, v);
+		char *copy = strdup(v); /* trimmed as --set and the file trim theirs */
+		int rc = copy ? set_value(o, i, trim(copy)) : -ENOMEM;
+		free(copy);
 		if (rc) {
-			snprintf(err, err_len, "%s=%s: %s", env, v, strerror(-rc));
+			snprintf(err, err_len, "%s=%s: %s", env, v,
+			         rc == -ERANGE ? "out of range" : strerror(-rc));
 			return rc;
 		}
 		o->set[i] = true;

@@ -36,9 +36,16 @@ int kvt_quota_list_each(const char *list, kvt_quota_item_fn fn, void *arg, char 
 			return -EINVAL;
 		}
 		char *num_end;
+		errno = 0;
 		unsigned long v = strtoul(it, &num_end, 10);
-		uint32_t key =
-		    *num_end ? kvt_tenant_key_of_name(it, strlen(it)) : (uint32_t)v & 0x7fffffffu;
+		if (!*num_end && (errno || v > 0x7fffffffu || *it < '0' || *it > '9')) {
+			/* was taken modulo 2^31: 4294967296 capped root */
+			if (err)
+				snprintf(err, err_len, "uid %s is out of range (0 to 2147483647)",
+				         it);
+			return -ERANGE;
+		}
+		uint32_t key = *num_end ? kvt_tenant_key_of_name(it, strlen(it)) : (uint32_t)v;
 		int rc = fn(arg, key, g, m);
 		if (rc)
 			return rc;

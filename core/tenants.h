@@ -19,6 +19,7 @@ typedef int (*kvt_quota_item_fn)(void *arg, uint32_t key, uint64_t guaranteed_by
  * Walks a quota list: comma- or space-separated "WHO=GUARANTEED/MAX" items, WHO a uid or a
  * tenant name, sizes with units. Calls fn for each item in order with WHO's tenant key.
  * @return : 0; fn's first non-zero result; -EINVAL for a malformed item or guaranteed > max,
+ *           -ERANGE for a uid past 2^31 - 1,
  *           with err (may be NULL) naming the item.
  */
 int kvt_quota_list_each(const char *list, kvt_quota_item_fn fn, void *arg, char *err,

@@ -173,6 +173,8 @@ static int get(struct kvd *d, const char *name, char *out, size_t out_len)
 	const struct kvt_opt_def *def = kvt_opt_def(id);
 	if (def->type == KVT_OPT_STR)
 		snprintf(out, out_len, "%s = %s", name, d->opts.str[id]);
+	else if (def->type == KVT_OPT_BOOL) /* as the whole listing prints it */
+		snprintf(out, out_len, "%s = %s", name, d->opts.num[id] ? "true" : "false");
 	else
 		snprintf(out, out_len, "%s = %llu", name, (unsigned long long)d->opts.num[id]);
 	return 0;
@@ -267,6 +269,12 @@ void kvd_config_reload(struct kvd *d)
 	for (int id = 0; id < KVT_OPT__COUNT; id++) {
 		const struct kvt_opt_def *def = kvt_opt_def(id);
 		if (same_value(want, &d->opts, id))
+			continue;
+		/* an "auto" size resolved again against today's free space is not a change anyone
+		 * made: nvme.bytes keeps its file's size, and rocksdb.bytes moved with other
+		 * writers */
+		if (!def->runtime && !want->set[id] && !d->opts.set[id] &&
+		    !strcmp(def->def, "auto"))
 			continue;
 		/* the running policy's parameters set since it started (kvd_params_record): none
 		 * in the file sets none, and a policy cannot unset one (set its default instead) */

@@ -178,8 +178,11 @@ static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 			config = optarg;
 			break;
 		case 'S':
-			if (nsets < 256)
-				sets[nsets++] = optarg;
+			if (nsets == 256) { /* the rest were dropped without a word */
+				fprintf(stderr, "kvtierd: more than 256 --set options\n");
+				return -E2BIG;
+			}
+			sets[nsets++] = optarg;
 			break;
 		case 'p':
 			*print = true;

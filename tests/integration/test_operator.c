@@ -584,6 +584,12 @@ static void test_operator_sighup_reloads(void **state)
 	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "host arc"));
 	assert_int_equal(config_num(&d, "client.hello_ms"), 3000);
+	{ /* a boolean reads as the whole listing writes it (it read 0 or 1) */
+		char got[256];
+		assert_int_equal(kvt_test_cli(&d, "config get rocksdb.wal", got, sizeof(got)), 0);
+		assert_true(strstr(got, "rocksdb.wal = true") ||
+		            strstr(got, "rocksdb.wal = false"));
+	}
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_id_t k[8];

@@ -1,6 +1,7 @@
 /* test_options.c -- the options table: defaults, units, bounds, files, environment. */
 #include "testlib.h"
 #include "core/options.h"
+#include "core/tenants.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -93,6 +94,10 @@ static void test_options_file_and_env(void **state)
 	setenv("KVTIER_LEASE_TIMEOUT_MS", "2000", 1);
 	assert_int_equal(kvt_opts_load_env(&o, err, sizeof(err)), 0);
 	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_LEASE_TIMEOUT_MS), 2000);
+	setenv("KVTIER_LEASE_TIMEOUT_MS", " 2500 ", 1); /* trimmed, as --set and the file are */
+	assert_int_equal(kvt_opts_load_env(&o, err, sizeof(err)), 0);
+	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_LEASE_TIMEOUT_MS), 2500);
+	setenv("KVTIER_LEASE_TIMEOUT_MS", "2000", 1);
 	setenv("KVTIER_HOST_BYTES", "lots", 1);
 	assert_int_equal(kvt_opts_load_env(&o, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "KVTIER_HOST_BYTES"));
@@ -119,6 +124,34 @@ static void test_options_file_and_env(void **state)
 	assert_int_equal(mkfifo(path, 0600), 0);
 	assert_int_equal(kvt_opts_load_file(&o, path, err, sizeof(err)), -EINVAL);
 	kvt_test_rmtree(dir);
+}
+
+static int count_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
+{
+	(void)g;
+	(void)m;
+	*(uint32_t *)arg = key;
+	return 0;
+}
+
+/* A quota's uid past 2^31 - 1 is refused (it was taken modulo 2^31: 4294967296 capped root). */
+static void test_options_quota_uid_range(void **state)
+{
+	uint32_t key = 7;
+	char err[128];
+	assert_int_equal(kvt_quota_list_each("1000=0/1MiB", count_item, &key, err, sizeof(err)), 0);
+	assert_int_equal(key, 1000);
+	assert_int_equal(
+	    kvt_quota_list_each("2147483647=0/1MiB", count_item, &key, err, sizeof(err)), 0);
+	const char *bad[] = {"4294967296=0/1MiB", "2147483648=0/1MiB", "99999999999=0/1MiB",
+	                     "99999999999999999999999=0/1MiB"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		key = 7;
+		assert_int_equal(kvt_quota_list_each(bad[i], count_item, &key, err, sizeof(err)),
+		                 -ERANGE);
+		assert_int_equal(key, 7);
+		assert_non_null(strstr(err, "out of range"));
+	}
 }
 
 static void test_options_auto_resolves(void **state)
@@ -234,6 +267,7 @@ int main(void)
 	    cmocka_unit_test(test_options_units_and_bounds),
 	    cmocka_unit_test(test_options_params_merge),
 	    cmocka_unit_test(test_options_file_and_env),
+	    cmocka_unit_test(test_options_quota_uid_range),
 	    cmocka_unit_test(test_options_auto_resolves),
 	    cmocka_unit_test(test_options_tier_share_is_stable),
 	};
