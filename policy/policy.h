@@ -112,11 +112,17 @@ int kvt_policy_switch(const struct kvt_policy_ops *from_ops, struct kvt_policy *
                       kvt_policy_meta_fn meta, void *arg, struct kvt_policy **out);
 
 /*
+ * Whether policy name exists and takes params ("k=v" words, not modified), tried on a policy of
+ * its own. @return : 0, or as kvt_policy_set with err holding one line.
+ */
+int kvt_policy_check(const char *name, const char *params, char *err, size_t err_len);
+
+/*
  * The run-time change `kvtier policy set` makes: with name the policy *ops already is, sets the
  * parameters ("k=v" words, params is modified) on *p; otherwise builds policy name from *p's
  * n_resident entries (kvt_policy_switch), sets the parameters on it, and only then destroys the
- * old one and replaces *ops and *p. On failure nothing is replaced (parameters set before the
- * failing word stay set) and err holds one line saying why.
+ * old one and replaces *ops and *p. On failure nothing is replaced or set (the words are
+ * tried first, kvt_policy_check) and err holds one line saying why.
  * @return : 0, -ENOENT (no such policy or parameter), -EINVAL (bad word or value), -ENOMEM.
  */
 int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, size_t n_resident,

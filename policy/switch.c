@@ -155,6 +155,26 @@ static int apply_params(const struct kvt_policy_ops *ops, struct kvt_policy *p, 
 	return 0;
 }
 
+int kvt_policy_check(const char *name, const char *params, char *err, size_t err_len)
+{
+	const struct kvt_policy_ops *to = kvt_policy_find(name);
+	if (!to) {
+		snprintf(err, err_len, "no policy named '%s' (kvtier sim --list-policies)", name);
+		return -ENOENT;
+	}
+	struct kvt_policy *trial = NULL;
+	char *copy = strdup(params ? params : "");
+	int rc = copy ? to->create(64, &trial) : -ENOMEM;
+	if (!rc) {
+		rc = apply_params(to, trial, copy, err, err_len);
+		to->destroy(trial);
+	} else {
+		snprintf(err, err_len, "%s: %s", name, strerror(-rc));
+	}
+	free(copy);
+	return rc;
+}
+
 int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, size_t n_resident,
                    const char *name, char *params, size_t capacity_hint, kvt_policy_meta_fn meta,
                    void *arg, char *err, size_t err_len)
@@ -167,16 +187,7 @@ int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, siz
 	if (to == *ops) {
 		/* tried first on a policy of its own, so that a refused word changes nothing: one
 		 * by one on the running policy, the words before it were left set */
-		struct kvt_policy *trial = NULL;
-		char *copy = strdup(params);
-		int rc = copy ? to->create(64, &trial) : -ENOMEM;
-		if (!rc) {
-			rc = apply_params(to, trial, copy, err, err_len);
-			to->destroy(trial);
-		} else {
-			snprintf(err, err_len, "%s: %s", name, strerror(-rc));
-		}
-		free(copy);
+		int rc = kvt_policy_check(name, params, err, err_len);
 		return rc ? rc : apply_params(to, *p, params, err, err_len);
 	}
 	struct kvt_policy *np;

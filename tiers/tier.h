@@ -217,6 +217,14 @@ struct kvt_tier_ops {
 	 * a hand-over (nvme). Called on the tier's worker, under its lock.
 	 */
 	void (*hint_done)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc);
+	/*
+	 * Optional (added after hint_done; NULL: open checks them). Checks the tier's options
+	 * (its policy and parameters, quota, format choices) without touching its device, so that
+	 * a mistyped one stops the start even where tiers.order = auto runs on without a tier that
+	 * cannot open (before, a typo dropped the whole tier with a warning).
+	 * @return : 0, or -EINVAL with err holding one line that names the option.
+	 */
+	int (*check)(const struct kvt_options *o, char *err, size_t err_len);
 };
 /* The tier hands every record it evicts for room to env->evicted (a log at reclaim). */
 #define KVT_TIER_HANDS_OVER 1u

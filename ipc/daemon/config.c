@@ -23,6 +23,7 @@
  */
 #include "daemon.h"
 #include "core/log.h"
+#include "tiers/tier.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -307,6 +308,10 @@ void kvd_config_reload(struct kvd *d)
 			applied++;
 		}
 	}
+	/* what a restart would refuse, said now rather than after the operator restarts */
+	for (uint32_t k = 0; later && k < d->n_lower; k++)
+		if (d->lower[k].ops->check && d->lower[k].ops->check(want, err, sizeof(err)))
+			kvt_log(KVT_LOG_WARN, "config reload: a restart would stop: %s", err);
 	kvt_log(KVT_LOG_INFO,
 	        "config reload from %s: %d applied, %d refused, %d wait for a restart", from,
 	        applied, refused, later);

@@ -776,12 +776,16 @@ int kvd_tiers_open(struct kvd *d)
 			        KVD_MAX_LOWER);
 			return -EINVAL;
 		}
-		char opt[64], err[160];
+		char opt[64], err[400];
 		snprintf(opt, sizeof(opt), "%s.admit", name);
 		int admit = kvt_opt_find(opt);
 		if (admit >= 0 &&
 		    kvd_config_check_admit(opt, d->opts.str[admit], err, sizeof(err))) {
 			kvt_log(KVT_LOG_ERROR, "%s", err);
+			return -EINVAL;
+		}
+		if (ops->check && ops->check(&d->opts, err, sizeof(err))) {
+			kvt_log(KVT_LOG_ERROR, "%s", err); /* a typo is not a missing device */
 			return -EINVAL;
 		}
 		uint8_t k = (uint8_t)d->n_lower;

@@ -1041,6 +1041,30 @@ static void refused_start(uid_t uid, mode_t mode, const char *args, const char *
 	kvt_test_rmtree(dir);
 }
 
+/* A mistyped option of a lower tier stops the start with its name, also under tiers.order = auto
+ * (which runs on without a tier that cannot open: before, the typo dropped the whole tier with
+ * a warning that named no option, or named ENOENT). */
+static void test_robust_tier_option_typos_refused(void **state)
+{
+	static const char *const cases[][2] = {
+	    {"rocksdb.compression=brotli",
+	     "rocksdb.compression: 'brotli' is not none, lz4 or zstd"},
+	    {"rocksdb.policy=bogus", "rocksdb.policy: no policy named 'bogus'"},
+	    {"rocksdb.policy.bogus=1", "rocksdb.policy: arc: bogus=1: no such parameter"},
+	    {"rocksdb.quota=x", "rocksdb.quota: 'x' is not WHO=GUARANTEED/MAX"},
+	    {"nvme.policy=lru", "nvme.policy: 'lru' is not fifo or clock"},
+	    {"nvme.quota=4294967296=0/1MiB", "nvme.quota: uid 4294967296 is out of range"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char args[256];
+		snprintf(args, sizeof(args),
+		         "--set tiers.order=auto --set nvme.bytes=64MiB --set rocksdb.bytes=64MiB "
+		         "--set %s",
+		         cases[i][0]);
+		refused_start(geteuid(), 0700, args, cases[i][1]);
+	}
+}
+
 /* Whether root here may raise RLIMIT_MEMLOCK (CAP_SYS_RESOURCE; a container may lack it). */
 static bool can_raise_memlock(void)
 {
@@ -1573,6 +1597,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_becomes_daemon_user),
 	    cmocka_unit_test(test_robust_socket_group),
 	    cmocka_unit_test(test_robust_second_daemon_refused),
+	    cmocka_unit_test(test_robust_tier_option_typos_refused),
 	    cmocka_unit_test(test_robust_session_ends_with_its_process),
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),

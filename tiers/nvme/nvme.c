@@ -19,6 +19,7 @@
 #include "nvme.h"
 #include "nvme_int.h"
 #include "core/log.h"
+#include "core/tenants.h"
 #include "tiers/tier_quota.h"
 
 #include <errno.h>
@@ -996,6 +997,30 @@ static int nvme_quota_set(struct kvt_tier *tier, const char *list, char *err, si
 	return kvt__nvme_quota_set(NV(tier), list, err, err_len);
 }
 
+static int no_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
+{
+	return 0;
+}
+
+/* The options nvme_open reads and could refuse, checked without a device (the quota's
+ * guarantees against the tier's size are checked at open). */
+static int nvme_check(const struct kvt_options *o, char *err, size_t err_len)
+{
+	const char *pol = kvt_opt_str(o, KVT_OPT_NVME_POLICY);
+	char why[256];
+	if (strcmp(pol, "fifo") && strcmp(pol, "clock")) {
+		snprintf(err, err_len, "nvme.policy: '%s' is not fifo or clock (the log's reclaim)",
+		         pol);
+		return -EINVAL;
+	}
+	const char *q = kvt_opt_str(o, KVT_OPT_NVME_QUOTA);
+	if (*q && strcmp(q, "none") && kvt_quota_list_each(q, no_item, NULL, why, sizeof(why))) {
+		snprintf(err, err_len, "nvme.quota: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 const struct kvt_tier_ops kvt_tier_nvme = {
     .version = KVT_TIER_OPS_VERSION,
     .name = "nvme",
@@ -1016,4 +1041,5 @@ const struct kvt_tier_ops kvt_tier_nvme = {
     .flags = KVT_TIER_HANDS_OVER,
     .quota_set = nvme_quota_set,
     .hint_done = nvme_hint_done,
+    .check = nvme_check,
 };

@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -83,11 +84,11 @@ int kvt__rdb_err(char *err)
 
 static int parse_compression(const char *s, int *out)
 {
-	if (!*s || !strcmp(s, "none"))
+	if (!*s || !strcasecmp(s, "none"))
 		*out = rocksdb_no_compression;
-	else if (!strcmp(s, "lz4"))
+	else if (!strcasecmp(s, "lz4"))
 		*out = rocksdb_lz4_compression;
-	else if (!strcmp(s, "zstd"))
+	else if (!strcasecmp(s, "zstd"))
 		*out = rocksdb_zstd_compression;
 	else
 		return -EINVAL;

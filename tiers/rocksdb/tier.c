@@ -1213,6 +1213,36 @@ static size_t rdb_tenant_usage(struct kvt_tier *t, struct kvt_tier_tenant *out, 
 	return t->quota_on ? kvt_tier_quota_usage(t->quota, out, max) : 0;
 }
 
+static int no_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
+{
+	return 0;
+}
+
+/* The options rdb_open reads and could refuse, checked without a database. */
+static int rdb_check(const struct kvt_options *o, char *err, size_t err_len)
+{
+	struct kvt__rdb_conf c;
+	char why[256];
+	int rc = kvt__rdb_conf_from_opts(&c, o, NULL);
+	if (rc) {
+		snprintf(err, err_len, "rocksdb.compression: '%s' is not none, lz4 or zstd",
+		         kvt_opt_str(o, KVT_OPT_ROCKSDB_COMPRESSION));
+		return -EINVAL;
+	}
+	const char *pname = kvt_opt_str(o, KVT_OPT_ROCKSDB_POLICY);
+	if (kvt_policy_check(strcmp(pname, "auto") ? pname : "arc",
+	                     kvt_opt_str(o, KVT_OPT_ROCKSDB_POLICY_PARAMS), why, sizeof(why))) {
+		snprintf(err, err_len, "rocksdb.policy: %s", why);
+		return -EINVAL;
+	}
+	const char *q = kvt_opt_str(o, KVT_OPT_ROCKSDB_QUOTA);
+	if (*q && strcmp(q, "none") && kvt_quota_list_each(q, no_item, NULL, why, sizeof(why))) {
+		snprintf(err, err_len, "rocksdb.quota: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 const struct kvt_tier_ops kvt_tier_rocksdb = {
     .version = KVT_TIER_OPS_VERSION,
     .name = "rocksdb",
@@ -1229,4 +1259,5 @@ const struct kvt_tier_ops kvt_tier_rocksdb = {
     .tenant_usage = rdb_tenant_usage,
     .quota_set = quota_set,
     .hint_done = rdb_hint_done,
+    .check = rdb_check,
 };
