@@ -103,7 +103,8 @@ KVT_API void kvt_close(kvt_client_t *c);
  * library registers it again at each reconnect; a restarted daemon that refuses it then (a
  * smaller host.bytes) answers that model's puts with its refusal, and the others go on.
  * @return : 0, -EINVAL (bad or unsupported description), -EFBIG (a chunk larger than the
- *           host tier or the daemon's client.staging_bytes), KVT_E_NSFULL, or -errno.
+ *           host tier or the daemon's client.staging_bytes), KVT_E_NSFULL (4,096 models a
+ *           tenant, 65,536 in all, until the daemon restarts), or -errno.
  */
 KVT_API int kvt_namespace(kvt_client_t *c, const kvt_model_t *m, kvt_id_t *ns_out);
 

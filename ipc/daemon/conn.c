@@ -323,8 +323,10 @@ static int on_namespace(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, 
 		        (unsigned long long)d->host_cap,
 		        (unsigned long long)kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_STAGING_BYTES));
 	else if (rc == KVT_E_NSFULL)
-		kvt_log(KVT_LOG_WARN, "namespace %s of tenant %u refused: %s", name,
-		        d->conns[i].tenant, kvt_strerror(rc));
+		kvt_log(KVT_LOG_WARN,
+		        "namespace %s of tenant %u refused: %s (%d a tenant, %d in all; a "
+		        "restart empties the table)",
+		        name, d->conns[i].tenant, kvt_strerror(rc), KVD_MAX_NS / 16, KVD_MAX_NS);
 	return reply(d, i, h, rc, &r, rc ? 0 : sizeof(r), NULL, 0);
 }
 

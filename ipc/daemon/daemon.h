@@ -29,8 +29,9 @@ _Static_assert(KVT_GRANULE == KVT_POOL_GRANULE, "the wire names pool granules");
 
 enum kvd_state { KVD_FREE = 0, KVD_PUBLISHED = 1, KVD_DEAD = 2 /* deleted, waiting for leases */ };
 
-#define KVD_MAX_LOWER 2   /* persistent tiers below host */
-enum { KVD_AT_HOST = 1 }; /* where: bit 0 host, bit 1 + k lower tier k */
+#define KVD_MAX_LOWER 2     /* persistent tiers below host */
+#define KVD_MAX_NS    65536 /* namespaces registered, all tenants (KVT_E_NSFULL past it) */
+enum { KVD_AT_HOST = 1 };   /* where: bit 0 host, bit 1 + k lower tier k */
 
 /* One chunk. 104 bytes: with the bucket array and the policy's arrays, < 128 bytes a chunk. */
 struct kvd_entry {

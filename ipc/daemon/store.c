@@ -85,7 +85,12 @@ int kvd_ns_register(struct kvd *d, uint32_t tenant, const kvt_model_t *m, kvt_id
 		return -EFBIG;
 	if (kvd_ns_find(d, tenant, *ns))
 		return 0;
-	if (d->n_nss >= 65536)
+	/* the table is the daemon's and never shrinks: one tenant takes at most a sixteenth of it,
+	 * so that a loop registering models cannot lock the others out until a restart */
+	uint32_t mine = 0;
+	for (uint32_t i = 0; i < d->n_nss; i++)
+		mine += d->nss[i].tenant == tenant;
+	if (d->n_nss >= KVD_MAX_NS || mine >= KVD_MAX_NS / 16)
 		return KVT_E_NSFULL;
 	if (d->n_nss == d->cap_nss) {
 		uint32_t cap = d->cap_nss ? d->cap_nss * 2 : 16;
