@@ -69,6 +69,8 @@ static int policy_of(struct kvd *d, const char *tier, const char *name, const ch
 {
 	char p[KVT_OPT_STR_MAX];
 	snprintf(p, sizeof(p), "%s", params);
+	if (!name && !p[strspn(p, " ")])
+		return 0; /* a blank list sets no parameter (it ended host.policy = auto) */
 	if (!strcmp(tier, "host"))
 		return kvd_policy_set(d, name ? name : d->pol_ops->name, p, err, err_len);
 	int k = kvd_tiers_find(d, tier, err, err_len);

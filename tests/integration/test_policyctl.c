@@ -568,6 +568,10 @@ static void test_policyctl_auto(void **state)
 	assert_string_equal(out, "host lru (auto)");
 	assert_int_equal(config(c, "get host.policy", out, sizeof(out)), 0);
 	assert_string_equal(out, "host.policy = auto");
+	/* a blank parameter list sets nothing, and auto stays (it ended auto, fixing lru) */
+	assert_int_equal(config(c, "set host.policy_params  ", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "get host.policy", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy = auto");
 
 	kvt_model_t big = model("auto-big"); /* 64 KiB chunks */
 	kvt_id_t nb, ns;
