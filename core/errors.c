@@ -16,9 +16,10 @@ KVT_API const char *kvt_strerror(int err)
 	default:
 		break;
 	}
-	if (err < 0 && err > -4096)
-		return strerror(-err);
-	return "unknown error";
+	/* glibc's own static text, never strerror's buffer ("Unknown error 1000"), which the
+	 * next call overwrites */
+	const char *s = err < 0 && err > -4096 ? strerrordesc_np(-err) : NULL;
+	return s ? s : "unknown error";
 }
 
 KVT_API unsigned kvt_version(void)

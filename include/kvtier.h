@@ -172,7 +172,7 @@ KVT_API int kvt_acquire(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size
 /*
  * Releases n leases and sets each one's status. Needs no reply from the daemon. A lease taken
  * before a daemon restart stays readable until it is released (its status is then -ESTALE); a
- * lease released a second time is -ESTALE too, and changes nothing.
+ * lease released a second time, or through another client, is -ESTALE too, and changes nothing.
  * @return : how many leases were valid throughout, or -errno.
  */
 KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n);

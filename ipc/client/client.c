@@ -90,8 +90,8 @@ static void unmap_retired(struct retired *r)
 }
 
 /* Takes one lease (or the reservation) of epoch off its retired mappings, unmapping them once
- * nothing is out. Caller holds io. */
-static void retired_put(struct kvt_client *c, uint32_t epoch, bool reservation)
+ * nothing is out. Caller holds io. @return : whether epoch was one of this client's. */
+static bool retired_put(struct kvt_client *c, uint32_t epoch, bool reservation)
 {
 	for (uint32_t i = 0; i < c->n_old; i++) {
 		struct retired *r = &c->old[i];
@@ -105,8 +105,9 @@ static void retired_put(struct kvt_client *c, uint32_t epoch, bool reservation)
 			unmap_retired(r);
 			*r = c->old[--c->n_old];
 		}
-		return;
+		return true;
 	}
+	return false;
 }
 
 static void drop_conn_locked(struct kvt_client *c)
@@ -289,7 +290,10 @@ static int hello_locked(struct kvt_client *c)
 	}
 	c->staging = stg;
 	c->staging_bytes = r->staging_bytes;
-	c->epoch++;
+	/* unique in the process, so that a lease given to another client's release is not taken
+	 * for one of its own (it was reported valid and released nothing) */
+	static _Atomic uint32_t epochs;
+	c->epoch = atomic_fetch_add(&epochs, 1) + 1;
 	for (uint32_t i = 0; i < c->n_nss; i++) {
 		kvt_id_t ns;
 		uint64_t cb;
@@ -814,7 +818,9 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		kvt_lease_t *l = &leases[i];
 		uint64_t gen = (uint64_t)l->reserved[L_GEN_HI] << 32 | l->reserved[L_GEN_LO];
-		bool current = c->fd >= 0 && l->reserved[L_EPOCH] == c->epoch;
+		bool current =
+		    c->fd >= 0 && l->reserved[L_EPOCH] == c->epoch &&
+		    l->reserved[L_GEN_IDX] < c->gen_bytes / 8; /* a damaged lease: stale */
 		if (current && atomic_load_explicit(&c->gens[l->reserved[L_GEN_IDX]],
 		                                    memory_order_relaxed) == gen) {
 			l->status = 0;
@@ -822,13 +828,15 @@ KVT_API int kvt_release(kvt_client_t *c, kvt_lease_t *leases, size_t n)
 		} else {
 			l->status = -ESTALE;
 		}
+		bool mine = current;
 		if (current) {
 			handles[sent++] = l->handle;
 			c->leases -= c->leases > 0;
-		} else if (l->reserved[L_EPOCH]) {
-			retired_put(c, l->reserved[L_EPOCH], false); /* unmapped with its last */
+		} else if (l->reserved[L_EPOCH]) { /* unmapped with its last */
+			mine = retired_put(c, l->reserved[L_EPOCH], false);
 		}
-		l->reserved[L_EPOCH] = 0; /* released: a second release is -ESTALE, nothing more */
+		if (mine) /* released: a second release is -ESTALE, and changes nothing */
+			l->reserved[L_EPOCH] = 0;
 		if (sent == max || (i + 1 == n && sent)) {
 			struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)c->tx;
 			*r = (struct kvt_msg_release){.n = (uint32_t)sent};
