@@ -33,6 +33,27 @@ int kvt_opt_find(const char *name)
 	return -ENOENT;
 }
 
+const char *kvt_opts_reason(const char *name, int rc, char *buf, size_t len)
+{
+	char n[128];
+	size_t k = strcspn(name, "= ");
+	snprintf(n, sizeof(n), "%.*s", (int)KVT_MIN(k, sizeof(n) - 1), name);
+	int id = kvt_opt_find(n);
+	if (rc == -ENOENT)
+		snprintf(buf, len, "no such option");
+	else if (rc == -ERANGE && id >= 0 && defs[id].type == KVT_OPT_SIZE) {
+		char lo[32], hi[32];
+		snprintf(buf, len, "out of range (%s to %s)",
+		         kvt_fmt_bytes(defs[id].min, lo, sizeof(lo)),
+		         kvt_fmt_bytes(defs[id].max, hi, sizeof(hi)));
+	} else if (rc == -ERANGE && id >= 0 && defs[id].type == KVT_OPT_U64)
+		snprintf(buf, len, "out of range (%llu to %llu)", (unsigned long long)defs[id].min,
+		         (unsigned long long)defs[id].max);
+	else
+		snprintf(buf, len, "%s", strerror(-rc));
+	return buf;
+}
+
 static int set_value(struct kvt_options *o, int id, const char *value)
 {
 	const struct kvt_opt_def *d = &defs[id];
@@ -237,8 +258,9 @@ int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_
 			continue;
 		rc = kvt_opts_set_pair(o, s);
 		if (rc) {
+			char why[96];
 			snprintf(err, err_len, "%s:%d: %s: %s", path, lineno, s,
-			         rc == -ENOENT ? "no such option" : strerror(-rc));
+			         kvt_opts_reason(s, rc, why, sizeof(why)));
 			break;
 		}
 	}
@@ -265,8 +287,9 @@ int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len)
 		int rc = copy ? set_value(o, i, trim(copy)) : -ENOMEM;
 		free(copy);
 		if (rc) {
+			char why[96];
 			snprintf(err, err_len, "%s=%s: %s", env, v,
-			         rc == -ERANGE ? "out of range" : strerror(-rc));
+			         kvt_opts_reason(defs[i].name, rc, why, sizeof(why)));
 			return rc;
 		}
 		o->set[i] = true;

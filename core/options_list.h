@@ -4,7 +4,7 @@
  * Sizes accept units (64MiB); "auto" is resolved at load time (see options.c).
  */
 #define KVT_OPTIONS(X)                                                                             \
-	X(HOST_BYTES, "host.bytes", SIZE, "auto", 1ull << 20, 1ull << 50, 0,                       \
+	X(HOST_BYTES, "host.bytes", SIZE, "auto", 1ull << 20, (1ull << 44) - (1ull << 20), 0,      \
 	  "host tier capacity across all tenants (auto: 1/8 of RAM)")                              \
 	X(HOST_POLICY, "host.policy", STR, "auto", 0, 0, 1,                                        \
 	  "eviction policy of the host tier; auto: conv once every namespace's chunks are 64 KiB " \

@@ -218,10 +218,11 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	char words[KVT_OPT_STR_MAX];
 	snprintf(words, sizeof(words), "%s%s%s", dot ? dot + 8 : "", dot ? "=" : "", value);
 	int rc = kvt_opts_set(want, name, value);
-	if (rc)
+	if (rc) {
+		char why[96];
 		snprintf(out, out_len, "%s: '%s' is not a valid value (%s)", name, value,
-		         strerror(-rc));
-	else
+		         kvt_opts_reason(name, rc, why, sizeof(why)));
+	} else
 		rc = apply(d, id, want, words, out, out_len);
 	free(want);
 	if (rc)
@@ -240,8 +241,9 @@ int kvd_options_read(struct kvt_options *o, const char *file, const char *const 
 	for (int i = 0; i < n; i++) {
 		int rc = kvt_opts_set_pair(o, sets[i]);
 		if (rc) {
+			char why[96];
 			snprintf(err, err_len, "--set %s: %s", sets[i],
-			         rc == -ENOENT ? "no such option" : strerror(-rc));
+			         kvt_opts_reason(sets[i], rc, why, sizeof(why)));
 			return -EINVAL;
 		}
 	}

@@ -24,6 +24,16 @@ static void test_options_units_and_bounds(void **state)
 	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_HOST_BYTES), 4ull << 30);
 	assert_int_equal(kvt_opts_set(&o, "host.bytes", "12 parsecs"), -EINVAL);
 	assert_int_equal(kvt_opts_set(&o, "host.bytes", "1k"), -ERANGE);
+	char why[96]; /* a range error says the range */
+	assert_string_equal(kvt_opts_reason("host.bytes = 1k", -ERANGE, why, sizeof(why)),
+	                    "out of range (1.0 MiB to 16.0 TiB)");
+	assert_string_equal(kvt_opts_reason("lease.timeout_ms", -ERANGE, why, sizeof(why)),
+	                    "out of range (1 to 86400000)");
+	assert_string_equal(kvt_opts_reason("no.such=1", -ENOENT, why, sizeof(why)),
+	                    "no such option");
+	/* the pool counts 4 KiB granules in 32 bits: 16 TiB was taken, and every attach failed */
+	assert_int_equal(kvt_opts_set(&o, "host.bytes", "16TiB"), -ERANGE);
+	assert_int_equal(kvt_opts_set(&o, "host.bytes", "15TiB"), 0);
 	assert_int_equal(kvt_opts_set(&o, "host.bytes", "-5"), -EINVAL);
 	assert_int_equal(kvt_opts_set(&o, "no.such", "1"), -ENOENT);
 	assert_int_equal(kvt_opts_set(&o, "rocksdb.wal", "maybe"), -EINVAL);
