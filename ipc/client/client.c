@@ -455,22 +455,22 @@ static uint64_t ns_chunk_bytes(kvt_client_t *c, kvt_id_t ns)
 	return cb;
 }
 
-/* What the daemon said when the last reconnect registered ns again (0: taken). */
-static int ns_refused(kvt_client_t *c, kvt_id_t ns)
+/* Connects if needed; then what the daemon said when the connection registered ns (0: taken,
+ * or a refusal such as -EFBIG). Caller holds io. */
+static int ready_locked(kvt_client_t *c, kvt_id_t ns)
 {
-	pthread_mutex_lock(&c->io);
-	const struct ns_slot *s = ns_find_locked(c, ns);
-	int rc = s && c->fd >= 0 ? s->refused : 0;
-	pthread_mutex_unlock(&c->io);
-	return rc;
+	int rc = ensure_locked(c);
+	const struct ns_slot *s = rc ? NULL : ns_find_locked(c, ns);
+	return s ? s->refused : rc;
 }
 
 /* Connects if needed and reports the staging area of the current epoch, reserved (kept mapped
  * through a reconnect) until end_reservation. Caller holds stage. */
-static int staging_of(kvt_client_t *c, uint64_t cb, uint8_t **stg, uint64_t *bytes, uint32_t *epoch)
+static int staging_of(kvt_client_t *c, kvt_id_t ns, uint64_t cb, uint8_t **stg, uint64_t *bytes,
+                      uint32_t *epoch)
 {
 	pthread_mutex_lock(&c->io);
-	int rc = ensure_locked(c);
+	int rc = ready_locked(c, ns);
 	*stg = c->staging;
 	*bytes = c->staging_bytes;
 	*epoch = c->epoch;
@@ -537,13 +537,10 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 		return -EINVAL;
 	if (!n)
 		return 0;
-	int refused = ns_refused(c, ns);
-	if (refused)
-		return refused;
 	if (pthread_mutex_lock(&c->stage))
 		return -EDEADLK; /* this thread holds a reservation: commit or abort it first */
 	pthread_mutex_lock(&c->io);
-	int rc = ensure_locked(c);
+	int rc = ready_locked(c, ns);
 	size_t per = 0;
 	if (!rc) {
 		uint64_t half = c->staging_bytes / 2;
@@ -607,15 +604,12 @@ KVT_API int kvt_put_reserve(kvt_client_t *c, kvt_id_t ns, size_t n, void **bufs)
 	uint64_t cb = ns_chunk_bytes(c, ns);
 	if (!cb)
 		return -EINVAL;
-	int refused = ns_refused(c, ns);
-	if (refused)
-		return refused;
 	if (pthread_mutex_lock(&c->stage))
 		return -EDEADLK; /* this thread holds a reservation already */
 	uint8_t *stg;
 	uint64_t sbytes;
 	uint32_t epoch;
-	int rc = staging_of(c, cb, &stg, &sbytes, &epoch);
+	int rc = staging_of(c, ns, cb, &stg, &sbytes, &epoch);
 	size_t k = KVT_MIN(n, KVT_MIN(sbytes / cb, (uint64_t)KVT_BATCH_MAX));
 	if (!rc && !k)
 		rc = -EFBIG;
