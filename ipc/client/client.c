@@ -65,7 +65,9 @@ struct kvt_client {
 	uint32_t res_n, res_epoch;
 	kvt_id_t res_ns;
 	bool res_open; /* the same, for drop_conn_locked: guarded by io */
-	uint8_t tx[KVT_MSG_MAX], rx[KVT_MSG_MAX]; /* guarded by io */
+	/* guarded by io; aligned for the message structs written and read in place */
+	_Alignas(8) uint8_t tx[KVT_MSG_MAX];
+	_Alignas(8) uint8_t rx[KVT_MSG_MAX];
 };
 
 /*
