@@ -38,7 +38,7 @@ const struct kvt_opt_def *kvt_opt_def(enum kvt_opt_id id);
 /* @return : the option id of name, or -ENOENT. */
 int kvt_opt_find(const char *name);
 /* Why a set of name (or "name = value") failed with rc, in words: "no such option", "out of
- * range (1 MiB to 16383.0 GiB)", strerror's text. @return : buf. */
+ * range (1.0 MiB to 16.0 TiB)", strerror's text. @return : buf. */
 const char *kvt_opts_reason(const char *name, int rc, char *buf, size_t len);
 /* Loads the defaults ("auto" stays 0 until kvt_opts_resolve). */
 void kvt_opts_defaults(struct kvt_options *o);

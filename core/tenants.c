@@ -52,3 +52,15 @@ int kvt_quota_list_each(const char *list, kvt_quota_item_fn fn, void *arg, char 
 	}
 	return 0;
 }
+
+static int no_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
+{
+	return 0;
+}
+
+int kvt_quota_list_check(const char *list, char *err, size_t err_len)
+{
+	if (!*list || !strcmp(list, "none"))
+		return 0;
+	return kvt_quota_list_each(list, no_item, NULL, err, err_len);
+}

@@ -24,4 +24,6 @@ typedef int (*kvt_quota_item_fn)(void *arg, uint32_t key, uint64_t guaranteed_by
  */
 int kvt_quota_list_each(const char *list, kvt_quota_item_fn fn, void *arg, char *err,
                         size_t err_len);
+/* Whether list reads as a quota list, "" and "none" (off) included. @return : as above. */
+int kvt_quota_list_check(const char *list, char *err, size_t err_len);
 #endif

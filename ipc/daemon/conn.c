@@ -316,17 +316,17 @@ static int on_namespace(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, 
 	if (!rc)
 		rc = kvd_ns_register(d, d->conns[i].tenant, &m, &r.ns, &r.chunk_bytes);
 	if (rc == -EFBIG)
-		kvt_log(KVT_LOG_WARN,
-		        "namespace %s of tenant %u refused: chunks of %llu bytes do not fit in "
-		        "host.bytes (%llu) or client.staging_bytes (%llu)",
-		        name, d->conns[i].tenant, (unsigned long long)kvt_chunk_bytes(&m),
-		        (unsigned long long)d->host_cap,
-		        (unsigned long long)kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_STAGING_BYTES));
+		kvt_log_rl(KVT_LOG_WARN, /* a client retries at each reconnect */
+		           "namespace %s of tenant %u refused: chunks of %llu bytes do not fit in "
+		           "host.bytes (%llu) or client.staging_bytes (%llu)",
+		           name, d->conns[i].tenant, (unsigned long long)kvt_chunk_bytes(&m),
+		           (unsigned long long)d->host_cap,
+		           (unsigned long long)kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_STAGING_BYTES));
 	else if (rc == KVT_E_NSFULL)
-		kvt_log(KVT_LOG_WARN,
-		        "namespace %s of tenant %u refused: %s (%d a tenant, %d in all; a "
-		        "restart empties the table)",
-		        name, d->conns[i].tenant, kvt_strerror(rc), KVD_MAX_NS / 16, KVD_MAX_NS);
+		kvt_log_rl(KVT_LOG_WARN,
+		           "namespace %s of tenant %u refused: %s (%d a tenant, %d in all; a "
+		           "restart empties the table)",
+		           name, d->conns[i].tenant, kvt_strerror(rc), KVD_MAX_NS / 16, KVD_MAX_NS);
 	return reply(d, i, h, rc, &r, rc ? 0 : sizeof(r), NULL, 0);
 }
 

@@ -161,7 +161,13 @@ static void test_options_quota_uid_range(void **state)
 		                 -ERANGE);
 		assert_int_equal(key, 7);
 		assert_non_null(strstr(err, "out of range"));
+		assert_int_equal(kvt_quota_list_check(bad[i], err, sizeof(err)), -ERANGE);
 	}
+	/* the tiers' check before they open: off, a good list, a malformed one */
+	assert_int_equal(kvt_quota_list_check("", err, sizeof(err)), 0);
+	assert_int_equal(kvt_quota_list_check("none", err, sizeof(err)), 0);
+	assert_int_equal(kvt_quota_list_check("1000=0/1MiB,team=1GiB/2GiB", err, sizeof(err)), 0);
+	assert_int_equal(kvt_quota_list_check("x", err, sizeof(err)), -EINVAL);
 }
 
 static void test_options_auto_resolves(void **state)

@@ -997,11 +997,6 @@ static int nvme_quota_set(struct kvt_tier *tier, const char *list, char *err, si
 	return kvt__nvme_quota_set(NV(tier), list, err, err_len);
 }
 
-static int no_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
-{
-	return 0;
-}
-
 /* The options nvme_open reads and could refuse, checked without a device (the quota's
  * guarantees against the tier's size are checked at open). */
 static int nvme_check(const struct kvt_options *o, char *err, size_t err_len)
@@ -1014,7 +1009,7 @@ static int nvme_check(const struct kvt_options *o, char *err, size_t err_len)
 		return -EINVAL;
 	}
 	const char *q = kvt_opt_str(o, KVT_OPT_NVME_QUOTA);
-	if (*q && strcmp(q, "none") && kvt_quota_list_each(q, no_item, NULL, why, sizeof(why))) {
+	if (kvt_quota_list_check(q, why, sizeof(why))) {
 		snprintf(err, err_len, "nvme.quota: %s", why);
 		return -EINVAL;
 	}

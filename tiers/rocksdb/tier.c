@@ -1213,11 +1213,6 @@ static size_t rdb_tenant_usage(struct kvt_tier *t, struct kvt_tier_tenant *out, 
 	return t->quota_on ? kvt_tier_quota_usage(t->quota, out, max) : 0;
 }
 
-static int no_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
-{
-	return 0;
-}
-
 /* The options rdb_open reads and could refuse, checked without a database. */
 static int rdb_check(const struct kvt_options *o, char *err, size_t err_len)
 {
@@ -1236,7 +1231,7 @@ static int rdb_check(const struct kvt_options *o, char *err, size_t err_len)
 		return -EINVAL;
 	}
 	const char *q = kvt_opt_str(o, KVT_OPT_ROCKSDB_QUOTA);
-	if (*q && strcmp(q, "none") && kvt_quota_list_each(q, no_item, NULL, why, sizeof(why))) {
+	if (kvt_quota_list_check(q, why, sizeof(why))) {
 		snprintf(err, err_len, "rocksdb.quota: %s", why);
 		return -EINVAL;
 	}
