@@ -1052,7 +1052,7 @@ static void test_robust_tier_option_typos_refused(void **state)
 	    {"rocksdb.policy=bogus", "rocksdb.policy: no policy named 'bogus'"},
 	    {"rocksdb.policy.bogus=1", "rocksdb.policy: arc: bogus=1: no such parameter"},
 	    {"rocksdb.quota=x", "rocksdb.quota: 'x' is not WHO=GUARANTEED/MAX"},
-	    {"nvme.policy=lru", "nvme.policy: 'lru' is not fifo or clock"},
+	    {"nvme.policy=lru", "nvme.policy: nvme: no policy 'lru': its log is reclaimed as fifo"},
 	    {"nvme.quota=4294967296=0/1MiB", "nvme.quota: uid 4294967296 is out of range"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -1001,11 +1001,9 @@ static int nvme_quota_set(struct kvt_tier *tier, const char *list, char *err, si
  * guarantees against the tier's size are checked at open). */
 static int nvme_check(const struct kvt_options *o, char *err, size_t err_len)
 {
-	const char *pol = kvt_opt_str(o, KVT_OPT_NVME_POLICY);
 	char why[256];
-	if (strcmp(pol, "fifo") && strcmp(pol, "clock")) {
-		snprintf(err, err_len, "nvme.policy: '%s' is not fifo or clock (the log's reclaim)",
-		         pol);
+	if (kvt__nvme_policy_check(kvt_opt_str(o, KVT_OPT_NVME_POLICY), NULL, why, sizeof(why))) {
+		snprintf(err, err_len, "nvme.policy: %s", why);
 		return -EINVAL;
 	}
 	const char *q = kvt_opt_str(o, KVT_OPT_NVME_QUOTA);

@@ -430,6 +430,9 @@ void kvt__nvme_reclaim_pass(struct kvt_nvme *t, uint64_t r);
  * time; there are no parameters. @return : 0, -ENOENT (no such policy; parameters), -EINVAL
  * (clock without env->moved), with one line in err.
  */
+/* Whether name is a policy of the log (fifo, clock) and params are none. @return : 0, -ENOENT
+ * with err saying why. */
+int kvt__nvme_policy_check(const char *name, const char *params, char *err, size_t err_len);
 int kvt__nvme_policy_set(struct kvt_nvme *t, const char *name, const char *params, char *err,
                          size_t err_len);
 

@@ -177,11 +177,9 @@ static int write_kept(struct kvt_nvme *t, uint64_t r, uint8_t *buf, uint64_t len
 	return rc;
 }
 
-int kvt__nvme_policy_set(struct kvt_nvme *t, const char *name, const char *params, char *err,
-                         size_t err_len)
+int kvt__nvme_policy_check(const char *name, const char *params, char *err, size_t err_len)
 {
-	bool clock = !strcmp(name, "clock");
-	if (!clock && strcmp(name, "fifo")) {
+	if (strcmp(name, "clock") && strcmp(name, "fifo")) {
 		snprintf(err, err_len,
 		         "nvme: no policy '%s': its log is reclaimed as fifo or clock", name);
 		return -ENOENT;
@@ -190,6 +188,16 @@ int kvt__nvme_policy_set(struct kvt_nvme *t, const char *name, const char *param
 		snprintf(err, err_len, "nvme: %s takes no parameters ('%s')", name, params);
 		return -ENOENT;
 	}
+	return 0;
+}
+
+int kvt__nvme_policy_set(struct kvt_nvme *t, const char *name, const char *params, char *err,
+                         size_t err_len)
+{
+	bool clock = !strcmp(name, "clock");
+	int rc = kvt__nvme_policy_check(name, params, err, err_len);
+	if (rc)
+		return rc;
 	if (clock && !t->env.moved) {
 		snprintf(err, err_len,
 		         "nvme: clock copies records, and this tier's user cannot "
