@@ -88,12 +88,30 @@ typedef struct kvt_lease {
 /*
  * Connects to kvtierd. socket_path NULL means $KVTIER_SOCKET, else the default path
  * (/run/kvtier/kvtier.sock, $XDG_RUNTIME_DIR/kvtier/kvtier.sock, /tmp/kvtier-$UID/kvtier.sock,
- * the first whose socket exists).
+ * the first whose socket exists). The client's timeout starts as $KVTIER_TIMEOUT_MS, else
+ * KVT_TIMEOUT_DEFAULT_MS (see kvt_set_timeout).
  * @return : 0 and *out set, or -errno (-ENOENT/-ECONNREFUSED no daemon, KVT_E_VERSION,
- *           -EACCES the daemon's client.allow names neither this uid nor one of its groups).
+ *           -EACCES the daemon's client.allow names neither this uid nor one of its groups,
+ *           -EUSERS the daemon's client.max or client.max_per_uid is reached, -ETIMEDOUT the
+ *           daemon did not answer in time, -EINVAL $KVTIER_TIMEOUT_MS is not a number of
+ *           milliseconds up to KVT_TIMEOUT_MAX_MS).
  * Ownership: *out is owned by the caller until kvt_close().
  */
 KVT_API int kvt_connect(const char *socket_path, kvt_client_t **out);
+
+#define KVT_TIMEOUT_DEFAULT_MS 30000u    /* above the daemon's promote.wait_ms (5 s by default) */
+#define KVT_TIMEOUT_MAX_MS     86400000u /* a day */
+
+/*
+ * Bounds how long any call waits for the daemon (connecting, sending, each reply) to ms; 0
+ * waits for ever. A call that waits longer returns -ETIMEDOUT and drops the connection, as a
+ * daemon restart does: leases taken on it release as -ESTALE, and the next call reconnects.
+ * What the daemon had been asked may still happen (a timed-out put may be stored). Keep it
+ * above the daemon's promote.wait_ms: a kvt_get of chunks in a lower tier waits up to that long
+ * for them to come up. Also any call may return -ETIMEDOUT, and -EUSERS or -EACCES when a
+ * reconnect is refused. @return : 0, -EINVAL (ms above KVT_TIMEOUT_MAX_MS), or -errno.
+ */
+KVT_API int kvt_set_timeout(kvt_client_t *c, uint32_t ms);
 
 /* Closes the connection; every lease it held is released. NULL is fine. */
 KVT_API void kvt_close(kvt_client_t *c);

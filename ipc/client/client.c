@@ -13,9 +13,15 @@
  *
  * Reconnection: a broken socket turns the current call into -ENOTCONN and drops the
  * connection; the next call reconnects (bounded exponential backoff, 1 ms .. 1 s) and
- * re-registers the namespaces this client had. Mappings of an old connection stay mapped until
- * kvt_close, so a lease or a reservation taken before a restart never points at unmapped memory;
- * such leases release as -ESTALE.
+ * re-registers the namespaces this client had. An old connection's mappings stay while a lease
+ * or a reservation taken on them is out (struct retired), so neither ever points at unmapped
+ * memory; such leases release as -ESTALE.
+ *
+ * Timeout: every wait on the socket (connect, send, each reply) is bounded by the client's
+ * timeout (SO_SNDTIMEO, SO_RCVTIMEO). A wait past it drops the connection, as a broken socket
+ * does, and the call says -ETIMEDOUT: a daemon that stops answering (stopped, wedged, swapped
+ * out) costs its engines one timeout, not every thread for ever. The late reply cannot be taken
+ * for another request's, since the connection it would come on is gone.
  */
 #include "kvtier.h"
 #include "core/keys.h"
@@ -24,6 +30,7 @@
 #include "ipc/shmidx.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -49,6 +56,7 @@ struct kvt_client {
 	uint32_t epoch; /* bumps on every (re)connect */
 	uint32_t seq;
 	uint32_t daemon_minor; /* the protocol minor the daemon's hello said */
+	uint32_t timeout_ms;   /* 0: wait for ever; guarded by io */
 	uint8_t *pool;
 	uint64_t pool_bytes, gen_bytes, map_bytes;
 	_Atomic uint64_t *gens;
@@ -140,22 +148,23 @@ static void drop_conn_locked(struct kvt_client *c)
 	c->lookup = NULL;
 }
 
-/* One request, one reply. Caller holds io and has a connection. @return : status or -errno. */
-/* Sends the request in c->tx. Caller holds io. @return : its sequence number, or -ENOTCONN. */
+/* Sends the request in c->tx. Caller holds io.
+ * @return : its sequence number, or -ENOTCONN / -ETIMEDOUT (the connection dropped). */
 static int64_t send_locked(struct kvt_client *c, uint16_t type, size_t body_len)
 {
 	struct kvt_msg_hdr *h = (struct kvt_msg_hdr *)c->tx;
 	*h = (struct kvt_msg_hdr){
 	    .type = type, .len = (uint32_t)(sizeof(*h) + body_len), .seq = ++c->seq};
-	if (kvt_proto_send(c->fd, c->tx, h->len, NULL, 0)) {
+	int rc = kvt_proto_send(c->fd, c->tx, h->len, NULL, 0);
+	if (rc) {
 		drop_conn_locked(c);
-		return -ENOTCONN;
+		return rc == -EAGAIN ? -ETIMEDOUT : -ENOTCONN;
 	}
 	return h->seq;
 }
 
-/* Waits for the reply to request seq (replies come in request order) into c->rx.
- * Caller holds io. @return : the reply's status, or -ENOTCONN (connection dropped). */
+/* Waits for the reply to request seq (replies come in request order) into c->rx. Caller
+ * holds io. @return : the reply's status, or -ENOTCONN / -ETIMEDOUT (the connection dropped). */
 static int recv_locked(struct kvt_client *c, uint32_t seq, size_t *reply_len, int *fds, int *nfds)
 {
 	int rc;
@@ -183,8 +192,7 @@ broken:
 		*nfds = 0;
 	}
 	drop_conn_locked(c);
-	(void)rc;
-	return -ENOTCONN;
+	return rc == -EAGAIN ? -ETIMEDOUT : -ENOTCONN;
 }
 
 /* One request, one reply. Caller holds io and has a connection. @return : status or -errno. */
@@ -230,6 +238,17 @@ static int send_namespace_locked(struct kvt_client *c, const kvt_model_t *m, kvt
 	return 0;
 }
 
+/* Bounds every blocking send and receive on fd (and connect: a daemon that does not accept
+ * fills its backlog) by ms; 0 waits for ever. @return : 0 or -errno. */
+static int set_socket_timeout(int fd, uint32_t ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		return -errno;
+	return 0;
+}
+
 static int hello_locked(struct kvt_client *c)
 {
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -237,8 +256,9 @@ static int hello_locked(struct kvt_client *c)
 		return -errno;
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	memcpy(a.sun_path, c->path, strlen(c->path) + 1);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		int rc = -errno;
+	int rc = set_socket_timeout(fd, c->timeout_ms);
+	if (rc || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		rc = rc ? rc : errno == EAGAIN ? -ETIMEDOUT : -errno;
 		close(fd);
 		return rc;
 	}
@@ -248,7 +268,7 @@ static int hello_locked(struct kvt_client *c)
 	    .major = KVT_PROTO_MAJOR, .minor = KVT_PROTO_MINOR, .pid = (uint32_t)getpid()};
 	int fds[2] = {-1, -1}, nfds = 2;
 	size_t rlen = 0;
-	int rc = rpc_locked(c, KVT_MSG_HELLO, sizeof(*hi), &rlen, fds, &nfds);
+	rc = rpc_locked(c, KVT_MSG_HELLO, sizeof(*hi), &rlen, fds, &nfds);
 	if (rc < 0)
 		goto err;
 	struct kvt_msg_hello_reply r0 = {0}, *r = &r0;
@@ -329,11 +349,46 @@ static int ensure_locked(struct kvt_client *c)
 		c->backoff_ns =
 		    c->backoff_ns ? KVT_MIN(c->backoff_ns * 2, 1000000000ull) : 1000000ull;
 		c->retry_at_ns = now + c->backoff_ns;
-		return rc == KVT_E_VERSION ? rc : -ENOTCONN;
+		/* why, where the daemon said or the wait ran out; else "not connected" */
+		bool told =
+		    rc == KVT_E_VERSION || rc == -EACCES || rc == -EUSERS || rc == -ETIMEDOUT;
+		return told ? rc : -ENOTCONN;
 	}
 	c->backoff_ns = 0;
 	c->retry_at_ns = 0;
 	return 0;
+}
+
+/* $KVTIER_TIMEOUT_MS, else KVT_TIMEOUT_DEFAULT_MS. @return : 0, or -EINVAL when it is set and
+ * not a whole number of milliseconds up to a day (a typo must not mean "wait for ever"). */
+static int timeout_from_env(uint32_t *ms)
+{
+	*ms = KVT_TIMEOUT_DEFAULT_MS;
+	const char *v = getenv("KVTIER_TIMEOUT_MS");
+	if (!v)
+		return 0;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	char *end;
+	errno = 0;
+	unsigned long long t = strtoull(v, &end, 10);
+	while (*end == ' ' || *end == '\t')
+		end++;
+	if (errno || end == v || *end || *v == '-' || t > KVT_TIMEOUT_MAX_MS)
+		return -EINVAL;
+	*ms = (uint32_t)t;
+	return 0;
+}
+
+KVT_API int kvt_set_timeout(kvt_client_t *c, uint32_t ms)
+{
+	if (!c || ms > KVT_TIMEOUT_MAX_MS)
+		return -EINVAL;
+	pthread_mutex_lock(&c->io);
+	c->timeout_ms = ms;
+	int rc = c->fd >= 0 ? set_socket_timeout(c->fd, ms) : 0;
+	pthread_mutex_unlock(&c->io);
+	return rc;
 }
 
 KVT_API int kvt_connect(const char *socket_path, kvt_client_t **out)
@@ -354,6 +409,8 @@ KVT_API int kvt_connect(const char *socket_path, kvt_client_t **out)
 	} else if ((rc = kvt_sockpath_client(c->path, sizeof(c->path)))) {
 		goto err;
 	}
+	if ((rc = timeout_from_env(&c->timeout_ms)))
+		goto err;
 	pthread_mutex_init(&c->io, NULL);
 	/* error-checking: a put from the thread that holds a reservation is -EDEADLK, not a hang */
 	pthread_mutexattr_t ma;
@@ -580,7 +637,7 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 			continue;
 		}
 		int got = recv_locked(c, fly[head].seq, NULL, NULL, NULL);
-		if (got == -ENOTCONN) {
+		if (c->fd < 0) { /* dropped (-ENOTCONN, -ETIMEDOUT), and with it every reply */
 			rc = got;
 			break;
 		}
@@ -696,8 +753,10 @@ static int keys_call(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t
 	return (int)total;
 }
 
-/* The shared table's answer: how many leading keys are present, -1 to ask the daemon, or
- * -ENOTCONN. */
+#define ASK_DAEMON INT_MIN
+
+/* The shared table's answer: how many leading keys are present, ASK_DAEMON, or -errno (no
+ * connection, and none could be made). */
 static int lookup_shared(kvt_client_t *c, const kvt_id_t *keys, size_t n)
 {
 	pthread_mutex_lock(&c->io);
@@ -713,17 +772,17 @@ static int lookup_shared(kvt_client_t *c, const kvt_id_t *keys, size_t n)
 	if (rc)
 		return rc;
 	if (!t || !atomic_load_explicit(&t->complete, memory_order_acquire))
-		return -1;
+		return ASK_DAEMON;
 	size_t i = 0;
 	for (; i < n; i++) {
 		int r = kvt_shmidx_find(t, keys[i]);
 		if (r < 0)
-			return -1;
+			return ASK_DAEMON;
 		if (!r)
 			break;
 	}
 	if (!atomic_load_explicit(&t->complete, memory_order_acquire))
-		return -1; /* a rebuild started meanwhile */
+		return ASK_DAEMON; /* a rebuild started meanwhile */
 	return (int)KVT_MIN(i, (size_t)INT32_MAX);
 }
 
@@ -732,7 +791,7 @@ KVT_API int kvt_lookup(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_
 	if (!c || (!keys && n))
 		return -EINVAL;
 	int hit = lookup_shared(c, keys, n);
-	return hit >= 0 || hit == -ENOTCONN ? hit : keys_call(c, KVT_MSG_LOOKUP, ns, keys, n, 0);
+	return hit != ASK_DAEMON ? hit : keys_call(c, KVT_MSG_LOOKUP, ns, keys, n, 0);
 }
 
 KVT_API int kvt_delete(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n)

@@ -119,20 +119,29 @@ void kvd_conn_accept(struct kvd *d)
 		}
 		struct ucred cr;
 		socklen_t crl = sizeof(cr);
-		int slot = conn_slot(d);
-		if (slot < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl)) {
-			kvt_log_rl(KVT_LOG_WARN, "refusing a client: %s",
-			           slot < 0 ? strerror(-slot) : strerror(errno));
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl)) {
+			kvt_log_rl(KVT_LOG_WARN, "refusing a client: %s", strerror(errno));
 			close(fd);
+			continue;
+		}
+		int slot = conn_slot(d);
+		if (slot < 0) {
+			kvt_log_rl(KVT_LOG_WARN, "refusing pid %d (uid %u): %s", (int)cr.pid,
+			           (unsigned)cr.uid,
+			           slot == -EMFILE ? "client.max reached" : strerror(-slot));
+			d->st.clients_refused++;
+			kvd_refuse(d, fd); /* its hello is answered -EUSERS */
 			continue;
 		}
 		uint32_t same = 0;
 		for (uint32_t k = 0; k < d->cap_conns; k++)
 			same += d->conns[k].fd >= 0 && d->conns[k].uid == cr.uid;
 		if (same >= kvt_opt_u64(&d->opts, KVT_OPT_CLIENT_MAX_PER_UID)) {
-			kvt_log_rl(KVT_LOG_WARN, "refusing uid %u: client.max_per_uid reached",
-			           (unsigned)cr.uid);
-			close(fd);
+			kvt_log_rl(KVT_LOG_WARN,
+			           "refusing pid %d (uid %u): client.max_per_uid reached",
+			           (int)cr.pid, (unsigned)cr.uid);
+			d->st.clients_refused++;
+			kvd_refuse(d, fd);
 			continue;
 		}
 		struct kvd_conn *c = &d->conns[slot];

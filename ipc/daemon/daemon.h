@@ -128,7 +128,7 @@ struct kvd_keeps {
 struct kvd_stats {
 	uint64_t hits, misses, puts, put_bytes, evictions, lookups;
 	uint64_t leases_granted, leases_revoked, protocol_errors, corruptions;
-	uint64_t clients_refused; /* not in client.allow */
+	uint64_t clients_refused; /* not in client.allow, or past client.max(_per_uid) */
 	uint64_t enospc, deletes, eagain;
 	uint64_t done_hints;     /* kvt_done keys that named a chunk the index has (any tier) */
 	uint64_t keeps;          /* kvt_keep keys kept */
@@ -183,6 +183,15 @@ enum { KVD_EV_METRICS = 5, KVD_EV_HTTP0 = 8 };
 /* | a connection's slot: the process that connected has exited (its pidfd is readable) */
 #define KVD_EV_PEER_GONE (1ull << 32)
 _Static_assert(KVD_EV_HTTP0 + KVD_HTTP_MAX <= 16, "below main.c's EV_CONN0");
+/* | k: refusing[k] is readable (refuse.c) */
+#define KVD_EV_REFUSING (1ull << 33)
+
+/* A connection that is refused once it says hello (refuse.c); since_ns 0: a free entry. */
+#define KVD_REFUSING_MAX 16
+struct kvd_refusing {
+	int fd;
+	uint64_t since_ns;
+};
 
 struct kvd {
 	struct kvt_options opts;
@@ -240,6 +249,7 @@ struct kvd {
 	int metrics_fd; /* metrics.listen, or -1 */
 	uint16_t metrics_port;
 	struct kvd_http http[KVD_HTTP_MAX];
+	struct kvd_refusing refusing[KVD_REFUSING_MAX];
 	uint8_t rx[KVT_MSG_MAX];
 	uint8_t tx[KVT_MSG_MAX];
 };
@@ -483,6 +493,11 @@ int kvd_prom_render(const char *json, size_t json_len, char *out, size_t len);
 void kvd_conn_readable(struct kvd *d, uint32_t conn);
 void kvd_conn_close(struct kvd *d, uint32_t conn);
 void kvd_conns_expire_hello(struct kvd *d, uint64_t now_ns);
+/* refuse.c: fd (accepted, non-blocking) is not served: its hello is answered -EUSERS; one that
+ * is readable; those that waited client.hello_ms (all: every one, at exit) are closed. */
+void kvd_refuse(struct kvd *d, int fd);
+void kvd_refusing_readable(struct kvd *d, uint32_t k);
+void kvd_refusing_expire(struct kvd *d, uint64_t now_ns, bool all);
 /* Closes the connections whose peer client.allow no longer names. */
 void kvd_conns_enforce_allow(struct kvd *d);
 /* Parks the request in d->rx until the tier jobs it needs finish or the deadline passes. */

@@ -390,6 +390,7 @@ static void run(struct kvd *d)
 				if (read(d->timerfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 					kvt_log_rl(KVT_LOG_WARN, "timerfd: %s", strerror(errno));
 				kvd_conns_expire_hello(d, kvt_now_ns());
+				kvd_refusing_expire(d, kvt_now_ns(), false);
 				kvd_conn_resume_ready(d, kvt_now_ns());
 				kvd_metrics_tick(d, kvt_now_ns());
 			} else if (tag == KVD_EV_METRICS) {
@@ -398,6 +399,8 @@ static void run(struct kvd *d)
 				kvd_metrics_io(d, (int)(tag - KVD_EV_HTTP0));
 			} else if (tag == EV_TIERS) {
 				kvd_tiers_complete(d);
+			} else if (tag & KVD_EV_REFUSING) {
+				kvd_refusing_readable(d, (uint32_t)tag);
 			} else if (tag & KVD_EV_PEER_GONE) {
 				kvd_conn_peer_gone(d, (uint32_t)tag);
 			} else {
@@ -463,6 +466,7 @@ int main(int argc, char **argv)
 		        d.n_leases);
 	for (uint32_t i = 0; i < d.cap_conns; i++)
 		kvd_conn_close(&d, i);
+	kvd_refusing_expire(&d, kvt_now_ns(), true);
 	kvd_metrics_close(&d);
 	kvd_tiers_close(&d);
 	if (d.lfd >= 0)

@@ -1133,6 +1133,53 @@ static void test_ipc_model_too_big_for_staging(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* A daemon that stops answering (SIGSTOP here; wedged or swapped out in life) costs a call the
+ * client's timeout, not for ever (it waited with no end): the call says -ETIMEDOUT and drops
+ * the connection, a lease taken before releases as -ESTALE, a reconnect to the still stopped
+ * daemon times out too, KVTIER_TIMEOUT_MS sets a new client's timeout (a malformed one is
+ * refused), and once the daemon runs again the next call reconnects and reads the bytes put
+ * before, and nothing stays leased by the connection that timed out. */
+static void test_ipc_stopped_daemon_times_out(void **state)
+{
+	struct kvt_test_daemon d;
+	kvt_model_t m;
+	kvt_id_t ns, keys[2];
+	kvt_client_t *c = daemon_and_client(&d, NULL, &m, &ns), *c2;
+	prefix_keys(ns, 16, keys, 2, 12);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = malloc(cb), *got = calloc(1, cb);
+	memset(buf, 0x5c, cb);
+	const void *chunks[1] = {buf};
+	void *dst[1] = {got};
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 1, chunks, cb), 1);
+	kvt_lease_t l;
+	assert_int_equal(kvt_acquire(c, ns, keys, 1, &l), 1);
+	assert_int_equal(kvt_set_timeout(c, KVT_TIMEOUT_MAX_MS + 1), -EINVAL);
+	assert_int_equal(kvt_set_timeout(c, 200), 0);
+	assert_int_equal(kill(d.pid, SIGSTOP), 0);
+	assert_int_equal(kvt_get(c, ns, keys, 1, dst, cb), -ETIMEDOUT);
+	assert_int_equal(kvt_release(c, &l, 1), 0);
+	assert_int_equal(l.status, -ESTALE);
+	assert_int_equal(kvt_put(c, ns, keys, keys + 1, 1, chunks, cb), -ETIMEDOUT); /* its hello */
+	setenv("KVTIER_TIMEOUT_MS", "150", 1);
+	assert_int_equal(kvt_connect(d.sock, &c2), -ETIMEDOUT);
+	setenv("KVTIER_TIMEOUT_MS", "15O", 1);
+	assert_int_equal(kvt_connect(d.sock, &c2), -EINVAL);
+	unsetenv("KVTIER_TIMEOUT_MS");
+	assert_int_equal(kill(d.pid, SIGCONT), 0);
+	int rc = -ETIMEDOUT;
+	for (int i = 0; i < 300 && rc != 1; i++) /* past the reconnect's backoff */
+		if ((rc = kvt_get(c, ns, keys, 1, dst, cb)) != 1)
+			usleep(10000);
+	assert_int_equal(rc, 1);
+	assert_memory_equal(got, buf, cb);
+	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
+	free(got);
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 /* A daemon with one chunk put and leased by one client (the shutdown tests). */
 struct leased {
 	struct kvt_test_daemon d;
@@ -2219,6 +2266,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_daemon_restart_reconnects),
 	    cmocka_unit_test(test_ipc_restarts_keep_leases_readable),
 	    cmocka_unit_test(test_ipc_model_too_big_for_staging),
+	    cmocka_unit_test(test_ipc_stopped_daemon_times_out),
 	    cmocka_unit_test(test_ipc_namespaces_per_tenant),
 	    cmocka_unit_test(test_ipc_sigterm_drains),
 	    cmocka_unit_test(test_ipc_sigterm_forced_after_timeout),

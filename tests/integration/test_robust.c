@@ -553,8 +553,9 @@ static void test_robust_fds_close_on_exec(void **state)
 	kvt_test_daemon_destroy(&e);
 }
 
-/* Per-uid connection limit (RELIABILITY B5): the limit+1st connection of a uid is refused,
- * and a slot frees when a client leaves. */
+/* Per-uid connection limit (RELIABILITY B5): the limit+1st connection of a uid is refused
+ * with -EUSERS (it read -ENOTCONN, the reason only in the daemon's log), counted in
+ * clients_refused, and a slot frees when a client leaves. client.max refuses the same way. */
 static void test_robust_per_uid_limit(void **state)
 {
 	const char *sets[] = {"client.max_per_uid=3", NULL};
@@ -563,7 +564,8 @@ static void test_robust_per_uid_limit(void **state)
 	kvt_client_t *c[4];
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(kvt_connect(l.sock, &c[i]), 0);
-	assert_true(kvt_connect(l.sock, &c[3]) < 0);
+	for (int i = 0; i < 20; i++) /* each told, one after another */
+		assert_int_equal(kvt_connect(l.sock, &c[3]), -EUSERS);
 	kvt_close(c[0]);
 	int rc = -1;
 	for (int i = 0; i < 100 && rc; i++) {
@@ -574,6 +576,17 @@ static void test_robust_per_uid_limit(void **state)
 	assert_int_equal(rc, 0);
 	for (int i = 0; i < 3; i++)
 		kvt_close(c[i]);
+	/* (the stats' own connection, once the three are gone; the retries above count too) */
+	for (int i = 0; i < 100 && kvt_test_stat(&l, "clients_refused") < 0; i++)
+		usleep(10000);
+	assert_true(kvt_test_stat(&l, "clients_refused") >= 20);
+	kvt_test_daemon_destroy(&l);
+
+	const char *one[] = {"client.max=1", NULL};
+	assert_int_equal(kvt_test_daemon_start(&l, one), 0);
+	assert_int_equal(kvt_connect(l.sock, &c[0]), 0);
+	assert_int_equal(kvt_connect(l.sock, &c[1]), -EUSERS);
+	kvt_close(c[0]);
 	kvt_test_daemon_destroy(&l);
 }
 
