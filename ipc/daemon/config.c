@@ -14,18 +14,22 @@
  * (kvd_params_record); a policy cannot unset a parameter, so one is reset by setting its default.
  * Runs on the loop thread, like every admin message.
  *
- * SIGHUP reloads: the options are read as a start reads them (defaults, --config FILE, KVTIER_*
- * variables, the --set arguments), and each one that differs from the running value is set as
- * `config set` would set it, in the table's order (a policy before its parameters); one read at
- * start only is logged as waiting for a restart. So after a reload every run-time option is what
- * a restart would give it, a value set by `config set` since included. A file that does not
- * parse changes nothing.
+ * SIGHUP and `kvtier config reload` reload: the options are read as a start reads them
+ * (defaults, --config FILE, KVTIER_* variables, the --set arguments), and each one that differs
+ * from the running value is set as `config set` would set it, in the table's order (a policy
+ * before its parameters); one read at start only is logged as waiting for a restart. So after a
+ * reload every run-time option is what a restart would give it, a value set by `config set`
+ * since included. A reload is all or nothing: every changed value is checked first (check(),
+ * the checks apply() makes, changing nothing), and a file with one value refused -- or one a
+ * restart would stop at -- changes nothing (before, the others were applied one by one). An
+ * option of a lower tier that does not run is taken as a start takes it: recorded, not applied.
  */
 #include "daemon.h"
 #include "core/log.h"
 #include "tiers/tier.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +160,62 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 	return 0;
 }
 
+/* The lower tier an option belongs to, or NULL. */
+static const char *tier_of(int id)
+{
+	switch (id) {
+	case KVT_OPT_NVME_POLICY:
+	case KVT_OPT_NVME_ADMIT:
+	case KVT_OPT_NVME_QUOTA:
+		return "nvme";
+	case KVT_OPT_ROCKSDB_POLICY:
+	case KVT_OPT_ROCKSDB_POLICY_PARAMS:
+	case KVT_OPT_ROCKSDB_ADMIT:
+	case KVT_OPT_ROCKSDB_QUOTA:
+		return "rocksdb";
+	default:
+		return NULL;
+	}
+}
+
+/* Whether apply() would take option id of *want, changing nothing. A lower tier's options are
+ * its check op's (the one a start runs); a tier that does not run takes any. */
+static int check(struct kvd *d, int id, const struct kvt_options *want, char *err,
+                 size_t err_len)
+{
+	const char *name = kvt_opt_def(id)->name, *v = want->str[id];
+	const char *tier = tier_of(id);
+	if (tier) {
+		int k = kvd_tiers_find(d, tier, NULL, 0);
+		if (k >= 0 && d->lower[k].ops->check)
+			return d->lower[k].ops->check(want, err, err_len);
+		return 0;
+	}
+	switch (id) {
+	case KVT_OPT_HOST_POLICY:
+		return strcmp(v, "auto") ? kvt_policy_check(v, "", err, err_len) : 0;
+	case KVT_OPT_HOST_POLICY_PARAMS: {
+		const char *pol = want->str[KVT_OPT_HOST_POLICY];
+		if (!v[strspn(v, " ")])
+			return 0; /* sets nothing (policy_of) */
+		return kvt_policy_check(strcmp(pol, "auto") ? pol : d->pol_ops->name, v, err,
+		                        err_len);
+	}
+	case KVT_OPT_HOST_ADMIT:
+		return kvd_config_check_admit(name, v, err, err_len);
+	case KVT_OPT_TENANT_QUOTA:
+		return kvd_quota_check(v, err, err_len);
+	case KVT_OPT_CLIENT_ALLOW:
+		return kvd_client_allow_check(v, err, err_len);
+	case KVT_OPT_LOG_LEVEL: {
+		static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
+		return kvt_log_level_parse(v) < 0 ? one_of(name, v, levels, err, err_len) : 0;
+	}
+	default:
+		return 0; /* the options table checked it */
+	}
+}
+
 static int get(struct kvd *d, const char *name, char *out, size_t out_len)
 {
 	if (!name) {
@@ -190,9 +250,13 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	char *value = save && *save ? save : NULL; /* the rest: a value may hold spaces */
 	if (verb && !strcmp(verb, "get") && !value)
 		return get(d, name, out, out_len);
+	if (verb && !strcmp(verb, "reload") && !name) {
+		struct kvd_out o = {out, out_len, 0};
+		return kvd_config_reload(d, &o);
+	}
 	if (!verb || strcmp(verb, "set") || !name || !value) {
-		snprintf(out, out_len,
-		         "usage: kvtier config get [NAME] | kvtier config set NAME VALUE");
+		snprintf(out, out_len, "usage: kvtier config get [NAME] | kvtier config set NAME "
+		                       "VALUE | kvtier config reload");
 		return -EINVAL;
 	}
 	int id = kvt_opt_find(name);
@@ -256,70 +320,125 @@ static bool same_value(const struct kvt_options *a, const struct kvt_options *b,
 	                                            : a->num[id] == b->num[id];
 }
 
-void kvd_config_reload(struct kvd *d)
+/* A reload's line: logged, and told to whoever asked (o, or NULL for a SIGHUP). */
+__attribute__((format(printf, 3, 4))) static void say(struct kvd_out *o, enum kvt_log_level lvl,
+                                                      const char *fmt, ...)
+{
+	char line[KVT_OPT_STR_MAX + 768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	kvt_log(lvl, "%s", line);
+	if (o)
+		kvd_out(o, "%s\n", line);
+}
+
+/* What option id of *o reads as in a reload's lines. */
+static const char *shown(const struct kvt_options *o, int id, char *buf, size_t len)
+{
+	if (kvt_opt_def(id)->type == KVT_OPT_STR)
+		snprintf(buf, len, "'%s'", o->str[id]);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)o->num[id]);
+	return buf;
+}
+
+/* Whether a reload sets option id from *want: it differs from the running value, and is not an
+ * "auto" size resolved again or a blank parameter list. */
+static bool changed(const struct kvd *d, const struct kvt_options *want, int id)
+{
+	const struct kvt_opt_def *def = kvt_opt_def(id);
+	if (same_value(want, &d->opts, id))
+		return false;
+	/* an "auto" size resolved again against today's free space is not a change anyone made:
+	 * nvme.bytes keeps its file's size, and rocksdb.bytes moved with other writers */
+	if (!def->runtime && !want->set[id] && !d->opts.set[id] && !strcmp(def->def, "auto"))
+		return false;
+	/* the running policy's parameters set since it started (kvd_params_record): none in the
+	 * file sets none, and a policy cannot unset one (set its default instead) */
+	if ((id == KVT_OPT_HOST_POLICY_PARAMS || id == KVT_OPT_ROCKSDB_POLICY_PARAMS) &&
+	    !want->str[id][0])
+		return false;
+	return true;
+}
+
+int kvd_config_reload(struct kvd *d, struct kvd_out *o)
 {
 	struct kvt_options *want = malloc(sizeof(*want)), *one = malloc(sizeof(*one));
-	char err[512];
+	char err[512], v[KVT_OPT_STR_MAX + 32];
 	const char *from = d->config_file ? d->config_file : "(no --config file)";
+	int rc = -ENOMEM, applied = 0, refused = 0, later = 0;
 	if (!want || !one) {
-		kvt_log(KVT_LOG_ERROR, "config reload: out of memory; nothing changed");
+		say(o, KVT_LOG_ERROR, "config reload: out of memory; nothing changed");
 		goto out;
 	}
-	if (kvd_options_read(want, d->config_file, d->arg_sets, d->n_arg_sets, err, sizeof(err))) {
-		kvt_log(KVT_LOG_ERROR, "config reload: %s; nothing changed", err);
+	if ((rc = kvd_options_read(want, d->config_file, d->arg_sets, d->n_arg_sets, err,
+	                           sizeof(err)))) {
+		say(o, KVT_LOG_ERROR, "config reload: %s; nothing changed", err);
 		goto out;
 	}
 	kvt_opts_resolve(want, d->data_dir);
-	int applied = 0, refused = 0, later = 0;
+	/* first every check, then every change: a file is taken whole or not at all */
 	for (int id = 0; id < KVT_OPT__COUNT; id++) {
 		const struct kvt_opt_def *def = kvt_opt_def(id);
-		if (same_value(want, &d->opts, id))
+		if (!changed(d, want, id))
 			continue;
-		/* an "auto" size resolved again against today's free space is not a change anyone
-		 * made: nvme.bytes keeps its file's size, and rocksdb.bytes moved with other
-		 * writers */
-		if (!def->runtime && !want->set[id] && !d->opts.set[id] &&
-		    !strcmp(def->def, "auto"))
-			continue;
-		/* the running policy's parameters set since it started (kvd_params_record): none
-		 * in the file sets none, and a policy cannot unset one (set its default instead) */
-		if ((id == KVT_OPT_HOST_POLICY_PARAMS || id == KVT_OPT_ROCKSDB_POLICY_PARAMS) &&
-		    !want->str[id][0])
-			continue;
-		char shown[KVT_OPT_STR_MAX + 32];
-		if (def->type == KVT_OPT_STR)
-			snprintf(shown, sizeof(shown), "'%s'", want->str[id]);
-		else
-			snprintf(shown, sizeof(shown), "%llu", (unsigned long long)want->num[id]);
 		if (!def->runtime) {
-			kvt_log(KVT_LOG_WARN,
-			        "config reload: %s = %s is read at start only: restart "
-			        "to apply it",
-			        def->name, shown);
+			say(o, KVT_LOG_WARN,
+			    "config reload: %s = %s is read at start only: restart to apply it",
+			    def->name, shown(want, id, v, sizeof(v)));
 			later++;
-			continue;
-		}
-		*one = d->opts;
-		one->num[id] = want->num[id];
-		memcpy(one->str[id], want->str[id], KVT_OPT_STR_MAX);
-		int rc = apply(d, id, one, want->str[id], err, sizeof(err));
-		if (rc) {
-			kvt_log(KVT_LOG_WARN, "config reload: %s = %s refused: %s", def->name,
-			        shown, err);
+		} else if (check(d, id, want, err, sizeof(err))) {
+			say(o, KVT_LOG_WARN, "config reload: %s = %s refused: %s", def->name,
+			    shown(want, id, v, sizeof(v)), err);
 			refused++;
-		} else {
-			kvt_log(KVT_LOG_INFO, "config: %s = %s (reload)", def->name, shown);
-			applied++;
 		}
 	}
 	/* what a restart would refuse, said now rather than after the operator restarts */
 	for (uint32_t k = 0; later && k < d->n_lower; k++)
-		if (d->lower[k].ops->check && d->lower[k].ops->check(want, err, sizeof(err)))
-			kvt_log(KVT_LOG_WARN, "config reload: a restart would stop: %s", err);
-	kvt_log(KVT_LOG_INFO,
-	        "config reload from %s: %d applied, %d refused, %d wait for a restart", from,
-	        applied, refused, later);
+		if (d->lower[k].ops->check && d->lower[k].ops->check(want, err, sizeof(err))) {
+			say(o, KVT_LOG_WARN, "config reload: a restart would stop: %s", err);
+			refused++;
+		}
+	if (refused) {
+		say(o, KVT_LOG_WARN, "config reload from %s: %d refused; nothing changed", from,
+		    refused);
+		rc = -EINVAL;
+		goto out;
+	}
+	for (int id = 0; id < KVT_OPT__COUNT; id++) {
+		const struct kvt_opt_def *def = kvt_opt_def(id);
+		if (!def->runtime || !changed(d, want, id))
+			continue;
+		*one = d->opts;
+		one->num[id] = want->num[id];
+		memcpy(one->str[id], want->str[id], KVT_OPT_STR_MAX);
+		const char *tier = tier_of(id);
+		if (tier && kvd_tiers_find(d, tier, NULL, 0) < 0) { /* as a start takes it */
+			d->opts = *one;
+			d->opts.set[id] = true;
+			say(o, KVT_LOG_INFO, "config: %s = %s (reload; no %s tier runs)", def->name,
+			    shown(want, id, v, sizeof(v)), tier);
+			applied++;
+			continue;
+		}
+		if ((rc = apply(d, id, one, want->str[id], err, sizeof(err)))) { /* checked: rare */
+			say(o, KVT_LOG_WARN, "config reload: %s = %s failed: %s", def->name,
+			    shown(want, id, v, sizeof(v)), err);
+			refused++;
+		} else {
+			say(o, KVT_LOG_INFO, "config: %s = %s (reload)", def->name,
+			    shown(want, id, v, sizeof(v)));
+			applied++;
+		}
+	}
+	say(o, KVT_LOG_INFO,
+	    "config reload from %s: %d applied, %d failed, %d wait for a restart", from, applied,
+	    refused, later);
+	rc = refused ? -EIO : 0;
 out:
 	free(want);
 	free(one);
+	return rc;
 }

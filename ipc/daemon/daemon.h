@@ -430,8 +430,12 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len);
  * @return : 0, or -EINVAL with err saying where. */
 int kvd_options_read(struct kvt_options *o, const char *file, const char *const *sets, int n,
                      char *err, size_t err_len);
-/* SIGHUP: the options a start would read now, applied where they may change at run time. */
-void kvd_config_reload(struct kvd *d);
+/* SIGHUP (o NULL) and `kvtier config reload`: the options a start would read now, applied where
+ * they may change at run time, all or none; what it did is logged and written to o.
+ * @return : 0, -EINVAL (nothing changed: a value refused, or the file unreadable), -EIO (an
+ *           apply failed after every check passed), -ENOMEM. */
+struct kvd_out;
+int kvd_config_reload(struct kvd *d, struct kvd_out *o);
 /* inspect.c: "inspect [NS [KEY]]" (tenant: the caller's, or KVD_NIL for every tenant's) and
  * "flush all|NS|tenant UID" (the caller checked that it may). @return : 0, -EINVAL, -ENOENT. */
 int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, size_t out_len);

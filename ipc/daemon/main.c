@@ -381,7 +381,7 @@ static void run(struct kvd *d)
 				struct signalfd_siginfo si;
 				while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
 					if (si.ssi_signo == SIGHUP)
-						kvd_config_reload(d);
+						kvd_config_reload(d, NULL);
 					else
 						start_drain(d);
 				}

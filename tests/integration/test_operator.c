@@ -214,7 +214,7 @@ static void test_operator_scrape_matches_stats(void **state)
 	    {"stats --bogus", "usage: kvtier stats [--json]\n"},
 	    {"mrc", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n"},
 	    {"config set host.policy", "usage: kvtier config get [NAME] | kvtier config set NAME "
-	                               "VALUE\n"},
+	                               "VALUE | kvtier config reload\n"},
 	    {"policy set host", "usage: kvtier policy set TIER NAME [k=v ...]\n"},
 	    {"flush", "usage: kvtier flush all | NAMESPACE | tenant UID\n"},
 	    {"tier enable nosuch",
@@ -544,13 +544,19 @@ static long long config_num(const struct kvt_test_daemon *d, const char *name)
 	return atoll(eq + 3);
 }
 
-/* Writes text over d's config file and sends SIGHUP. */
-static void write_and_hup(const struct kvt_test_daemon *d, const char *text)
+/* Writes text over d's config file. */
+static void write_config(const struct kvt_test_daemon *d, const char *text)
 {
 	FILE *f = fopen(d->config, "w");
 	assert_non_null(f);
 	assert_true(fputs(text, f) >= 0);
 	assert_int_equal(fclose(f), 0);
+}
+
+/* Writes text over d's config file and sends SIGHUP. */
+static void write_and_hup(const struct kvt_test_daemon *d, const char *text)
+{
+	write_config(d, text);
 	assert_int_equal(kill(d->pid, SIGHUP), 0);
 }
 
@@ -568,8 +574,9 @@ static void reload(const struct kvt_test_daemon *d, const char *text, long long 
  * SIGHUP reloads the options (README, "The daemon"): read as a start reads them (defaults, the
  * --config file, KVTIER_* variables, --set), each run-time option that differs is set as `config
  * set` sets it (a policy switch keeps every chunk), one read at start only waits for a restart,
- * and a value set by `config set` since is what the file says again. A value the option refuses
- * changes nothing else; a file that does not parse changes nothing; the daemon serves on.
+ * and a value set by `config set` since is what the file says again. A file with a value
+ * refused, or one that does not parse, changes nothing; the daemon serves on. `kvtier config
+ * reload` does the same and says what it did.
  */
 static void test_operator_sighup_reloads(void **state)
 {
@@ -606,15 +613,29 @@ static void test_operator_sighup_reloads(void **state)
 	assert_int_equal(config_num(&d, "lease.timeout_ms"), 7000);
 	assert_int_equal(kvt_lookup(c, ns, k, 8), 8); /* the switch kept every chunk */
 
-	/* what `config set` changed since goes back to what a start would read; a refused value
-	 * changes nothing else */
+	/* a file with one value refused changes nothing (it applied the others one by one), and
+	 * `kvtier config reload` says so and exits 1 */
 	assert_int_equal(kvt_test_cli(&d, "config set client.hello_ms 9000", out, sizeof(out)), 0);
 	assert_int_equal(config_num(&d, "client.hello_ms"), 9000);
-	reload(&d, "host.policy = s3fifo\nhost.admit = bogus\nclient.hello_ms = 4000\n", 4000);
-	assert_int_equal(kvt_test_cli(&d, "config get host.admit", out, sizeof(out)), 0);
-	assert_non_null(strstr(out, "host.admit = none"));
+	static char said[4096];
+	write_config(&d, "host.policy = lru\nhost.admit = bogus\nclient.hello_ms = 4000\n");
+	assert_int_equal(kvt_test_cli(&d, "config reload", said, sizeof(said)), 1);
+	assert_non_null(strstr(said, "host.admit = 'bogus' refused: host.admit: 'bogus' is not"));
+	assert_non_null(strstr(said, "1 refused; nothing changed"));
+	assert_int_equal(config_num(&d, "client.hello_ms"), 9000);
 	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "host s3fifo"));
+
+	/* what `config set` changed since goes back to what a start would read; an option of a
+	 * tier that does not run is recorded, as a start records it */
+	write_config(&d, "host.policy = s3fifo\nclient.hello_ms = 4000\nnvme.policy = clock\n");
+	assert_int_equal(kvt_test_cli(&d, "config reload", said, sizeof(said)), 0);
+	assert_non_null(strstr(said, "config: client.hello_ms = 4000 (reload)"));
+	assert_non_null(strstr(said, "config: nvme.policy = 'clock' (reload; no nvme tier runs)"));
+	assert_non_null(strstr(said, "2 applied, 0 failed"));
+	assert_int_equal(config_num(&d, "client.hello_ms"), 4000);
+	assert_int_equal(kvt_test_cli(&d, "config get host.admit", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "host.admit = none"));
 
 	/* a file that does not parse: nothing changes, and the daemon serves on */
 	write_and_hup(&d, "host.policy = lru\nclient.hello_ms = [\n");

@@ -29,6 +29,7 @@ static void usage(FILE *f)
 	       "  mrc TIER                  hit ratio at 1/2x..8x the tier's size (sampled)\n"
 	       "  config get [NAME]         the running daemon's options (a valid config file)\n"
 	       "  config set NAME VALUE     change a runtime option (kvtierd --help marks them)\n"
+	       "  config reload             read the options again, as SIGHUP does: all or none\n"
 	       "  inspect [NS [KEY]]        namespaces; a namespace's chunks; one chunk (hex ids)\n"
 	       "  flush all|NS|tenant UID   drop those chunks from every tier\n"
 	       "  check                     audit kvtierd's books against its index (exit 1: a "
@@ -112,12 +113,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: kvtier mrc TIER (host, nvme or rocksdb)\n");
 		rc = KVT_CLI_SAID;
 	} else if ((!strcmp(cmd, "policy") || !strcmp(cmd, "config")) &&
-	           (i + 1 >= argc || (strcmp(argv[i + 1], "get") && strcmp(argv[i + 1], "set")))) {
+	           (i + 1 >= argc || (strcmp(argv[i + 1], "get") && strcmp(argv[i + 1], "set") &&
+	                              (cmd[0] == 'p' || strcmp(argv[i + 1], "reload"))))) {
 		fprintf(
 		    stderr, "%s\n",
 		    cmd[0] == 'p'
 		        ? "usage: kvtier policy get TIER | kvtier policy set TIER NAME [k=v ...]"
-		        : "usage: kvtier config get [NAME] | kvtier config set NAME VALUE");
+		        : "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | "
+		          "kvtier config reload");
 		rc = KVT_CLI_SAID;
 	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config") ||
 	           !strcmp(cmd, "inspect") || !strcmp(cmd, "flush") || !strcmp(cmd, "check")) {
