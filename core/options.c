@@ -272,14 +272,20 @@ int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_
 	return rc;
 }
 
+/* KVTIER_<NAME> of option i: dots as underscores, upper case. */
+static void env_name(int i, char *out, size_t len)
+{
+	size_t n = (size_t)snprintf(out, len, "KVTIER_");
+	for (const char *p = defs[i].name; *p && n + 1 < len; p++)
+		out[n++] = *p == '.' ? '_' : (char)toupper((unsigned char)*p);
+	out[n] = 0;
+}
+
 int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len)
 {
 	for (int i = 0; i < KVT_OPT__COUNT; i++) {
-		char env[128] = "KVTIER_";
-		size_t n = strlen(env);
-		for (const char *p = defs[i].name; *p && n + 1 < sizeof(env); p++)
-			env[n++] = *p == '.' ? '_' : (char)toupper((unsigned char)*p);
-		env[n] = 0;
+		char env[128];
+		env_name(i, env, sizeof(env));
 		const char *v = getenv(env);
 		if (!v)
 			continue;
@@ -295,6 +301,88 @@ int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len)
 		o->set[i] = true;
 	}
 	return 0;
+}
+
+/*
+ * The KVTIER_* variables kvtier reads that are not options, the one list of them: the daemon
+ * warns of every other KVTIER_ name in its environment (kvt_opts_env_unknown), so a variable
+ * read somewhere new is added here, or each start warns that it is ignored.
+ */
+static const char *const env_others[] = {
+    "KVTIER_SOCKET",             /* the client and the CLI: the daemon's socket (sockpath.c) */
+    "KVTIER_TIMEOUT_MS",         /* the client: how long a call waits for the daemon */
+    "KVTIER_GPU",                /* gpu/runtime_cuda.c: off forces the stub */
+    "KVTIER_NVME_BACKEND",       /* tiers/nvme/nvme.c: uring or pio */
+    "KVTIER_NVME_FAULT_PPM",     /* tiers/nvme/nvme.c: injected faults, tests only */
+    "KVTIER_NVME_NOSPC_PPM",     /* ditto */
+    "KVTIER_NVME_READ_DELAY_MS", /* ditto */
+    "KVTIER_NVME_FAULT_FILE",    /* ditto */
+    "KVTIER_ROCKSDB_FAULT_PPM",  /* tiers/rocksdb/tier.c: injected faults, tests only */
+};
+#define N_ENV_OTHERS (sizeof(env_others) / sizeof(env_others[0]))
+
+/* The Levenshtein distance of a and b, case ignored, or 3 when it is more than 2. */
+static int edits(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int row[128];
+	if (la >= 128 || lb >= 128 || (la > lb ? la - lb : lb - la) > 2)
+		return 3;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		int diag = row[0]; /* row[j - 1] of the line above */
+		row[0] = (int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			int same =
+			    toupper((unsigned char)a[i - 1]) == toupper((unsigned char)b[j - 1]);
+			int best = KVT_MIN(row[j], row[j - 1]) + 1;
+			best = KVT_MIN(best, diag + !same);
+			diag = row[j];
+			row[j] = best;
+		}
+	}
+	return KVT_MIN(row[lb], 3);
+}
+
+/* Whether kvtier reads the variable name; else near gets the closest name it reads within two
+ * edits (case ignored), or "". */
+static bool env_known(const char *name, char *near, size_t near_len)
+{
+	char opt[128];
+	int best = 3;
+	*near = 0;
+	for (size_t i = 0; i < KVT_OPT__COUNT + N_ENV_OTHERS; i++) {
+		const char *k = opt;
+		if (i < KVT_OPT__COUNT)
+			env_name((int)i, opt, sizeof(opt));
+		else
+			k = env_others[i - KVT_OPT__COUNT];
+		if (!strcmp(name, k))
+			return true;
+		int e = edits(name, k);
+		if (e < best) {
+			best = e;
+			snprintf(near, near_len, "%s", k);
+		}
+	}
+	return false;
+}
+
+int kvt_opts_env_unknown(char *const *env, kvt_opts_env_fn fn, void *arg)
+{
+	int n = 0;
+	for (size_t i = 0; env && env[i]; i++) {
+		if (strncmp(env[i], "KVTIER_", 7))
+			continue;
+		char name[128], near[128];
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(env[i], "="), env[i]);
+		if (env_known(name, near, sizeof(near)))
+			continue;
+		fn(arg, name, *near ? near : NULL);
+		n++;
+	}
+	return n;
 }
 
 /*

@@ -56,6 +56,15 @@ int kvt_opts_set_pair(struct kvt_options *o, const char *pair);
 int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_t err_len);
 /* Applies every KVTIER_<NAME> environment variable. */
 int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len);
+/* name: a KVTIER_ variable kvtier does not read (NUL-terminated, valid during the call); near:
+ * the name it reads that is closest, within two edits with case ignored, or NULL. */
+typedef void (*kvt_opts_env_fn)(void *arg, const char *name, const char *near);
+/* Calls fn for each variable of env ("NAME=value" strings up to a NULL, as environ) whose name
+ * starts with KVTIER_ and is neither an option's (kvt_opts_load_env) nor one of the others
+ * kvtier reads (KVTIER_SOCKET, the tiers' test knobs: the list in options.c): a mistyped name
+ * is otherwise ignored without a word. Not an error: other programs may set KVTIER_ names.
+ * @return : how many fn was called for. */
+int kvt_opts_env_unknown(char *const *env, kvt_opts_env_fn fn, void *arg);
 /* Resolves "auto" sizes against this machine (RAM, free space under data_dir); an nvme file
  * that exists keeps its size. */
 void kvt_opts_resolve(struct kvt_options *o, const char *data_dir);

@@ -1,7 +1,8 @@
 /*
  * main.c -- kvtierd: options, the listening socket, the event loop, drain on SIGTERM.
  *
- * Start-up: defaults < --config FILE < KVTIER_* environment < --set name=value. The socket's
+ * Start-up: defaults < --config FILE < KVTIER_* environment < --set name=value; a KVTIER_
+ * variable kvtier does not read is logged as ignored (a typo, not an error). The socket's
  * directory must be owned by us with no permissions beyond 0750 (created if missing); a stale
  * socket (nobody accepting) is replaced, a live one is an error. The loop multiplexes the
  * listening socket, clients, a signalfd and a 100 ms timerfd (lease timeouts, drain deadline,
@@ -415,6 +416,19 @@ static void run(struct kvd *d)
 	}
 }
 
+/* A KVTIER_ variable that names no option was ignored without a word (a typo of
+ * KVTIER_HOST_BYTES kept the default): said, not refused, since other programs that share the
+ * environment set KVTIER_ names of their own. */
+static void warn_env(void *arg, const char *name, const char *near)
+{
+	(void)arg;
+	if (near)
+		kvt_log(KVT_LOG_WARN, "%s is not an option (did you mean %s?); ignored", name,
+		        near);
+	else
+		kvt_log(KVT_LOG_WARN, "%s is not an option; ignored", name);
+}
+
 /* Clients, tier files and RocksDB's tables all take fds: the soft limit (often 1,024) goes up
  * to the hard one. RocksDB bounds its open tables by the limit it finds (tiers/rocksdb/db.c). */
 static void raise_fd_limit(void)
@@ -450,6 +464,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	kvt_log_set(log_stderr, (enum kvt_log_level)lvl);
+	kvt_opts_env_unknown(environ, warn_env, NULL);
 	if (print) {
 		kvt_opts_print(&d.opts, stdout);
 		return 0;

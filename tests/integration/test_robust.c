@@ -1084,6 +1084,52 @@ static void test_robust_tier_option_typos_refused(void **state)
 	}
 }
 
+/* A mistyped KVTIER_ variable is named in the daemon's log with the option it is near, and the
+ * daemon starts all the same (it was ignored without a word: KVTIER_HOST_BYTE=8GiB ran on the
+ * default). The variables it reads, and those the client reads, are not named. */
+static void test_robust_unknown_env_warned(void **state)
+{
+	static const char *const env[][2] = {
+	    {"KVTIER_HOST_BYTE", "8GiB"},           {"KVTIER_LEASE_TIMEOUT_MS", "20000"},
+	    {"KVTIER_SOCKET", "/nowhere/k.sock"},   {"KVTIER_TIMEOUT_MS", "500"},
+	    {"KVTIER_NVME_FAULT_FILE", "/nowhere"}, {"KVTIER_NO_SUCH_THING", "1"},
+	};
+	char dir[256], log[300], text[16384], out[256];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(log, sizeof(log), "%s/log", dir);
+	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
+		setenv(env[i][0], env[i][1], 1);
+	fflush(stderr); /* the daemon's stderr, the log, is ours while it starts */
+	int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, 2);
+	close(fd);
+	struct kvt_test_daemon u;
+	int started = kvt_test_daemon_start(&u, NULL);
+	dup2(saved, 2);
+	close(saved);
+	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
+		unsetenv(env[i][0]);
+	assert_int_equal(started, 0); /* a warning, not a refusal */
+	assert_int_equal(kvt_test_cli(&u, "config get lease.timeout_ms", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "lease.timeout_ms = 20000"));
+	kvt_test_daemon_destroy(&u);
+	assert_true(kvt_test_read_file(log, text, sizeof(text)) > 0);
+	static const char *const named[] = {
+	    "warn: KVTIER_HOST_BYTE is not an option (did you mean KVTIER_HOST_BYTES?); ignored",
+	    "warn: KVTIER_NO_SUCH_THING is not an option; ignored",
+	};
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		if (!strstr(text, named[i]))
+			fail_msg("kvtierd said:\n%s\nnot: %s", text, named[i]);
+	static const char *const quiet[] = {"KVTIER_LEASE", "KVTIER_SOCKET", "KVTIER_TIMEOUT",
+	                                    "KVTIER_NVME"};
+	for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+		if (strstr(text, quiet[i]))
+			fail_msg("kvtierd named %s, which kvtier reads:\n%s", quiet[i], text);
+	kvt_test_rmtree(dir);
+}
+
 /* Whether root here may raise RLIMIT_MEMLOCK (CAP_SYS_RESOURCE; a container may lack it). */
 static bool can_raise_memlock(void)
 {
@@ -1617,6 +1663,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_socket_group),
 	    cmocka_unit_test(test_robust_second_daemon_refused),
 	    cmocka_unit_test(test_robust_tier_option_typos_refused),
+	    cmocka_unit_test(test_robust_unknown_env_warned),
 	    cmocka_unit_test(test_robust_session_ends_with_its_process),
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),

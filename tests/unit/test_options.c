@@ -4,7 +4,9 @@
 #include "core/tenants.h"
 #include "core/util.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +136,117 @@ static void test_options_file_and_env(void **state)
 	assert_int_equal(mkfifo(path, 0600), 0);
 	assert_int_equal(kvt_opts_load_file(&o, path, err, sizeof(err)), -EINVAL);
 	kvt_test_rmtree(dir);
+}
+
+struct unknown_seen {
+	char text[512];
+	size_t len;
+};
+
+static void note_unknown(void *arg, const char *name, const char *near)
+{
+	struct unknown_seen *u = arg;
+	u->len += (size_t)snprintf(u->text + u->len, sizeof(u->text) - u->len, "%s>%s;", name,
+	                           near ? near : "-");
+}
+
+/* A KVTIER_ variable that is neither an option's nor one kvtier reads otherwise is named, with
+ * the known name within two edits (before, a typo of an option was ignored without a word). */
+static void test_options_env_unknown(void **state)
+{
+	char *const env[] = {
+	    "KVTIER_HOST_BYTE=8GiB",  /* a typo: the option's name is one letter away */
+	    "KVTIER_HOST_BYTES=1GiB", /* options, and the others kvtier reads: not named */
+	    "KVTIER_ROCKSDB_POLICY_PARAMS=a=1",
+	    "KVTIER_SOCKET=/run/kvtier/kvtier.sock",
+	    "KVTIER_TIMEOUT_MS=500",
+	    "KVTIER_NVME_FAULT_PPM=10",
+	    "KVTIER_ROCKSDB_FAULT_PPM=10",
+	    "PATH=/bin",
+	    "KVTIERHOST_BYTES=1",     /* not a KVTIER_ name */
+	    "KVTIER_SOCKT=/tmp/s",    /* a typo of a variable that is no option */
+	    "KVTIER_host_bytes=1GiB", /* the case wrong: read as nothing */
+	    "KVTIER_LEASE_TIMEOUT=5", /* three edits from KVTIER_LEASE_TIMEOUT_MS: no guess */
+	    "KVTIER_WHATEVER",        /* no '=' */
+	    "KVTIER_=1",
+	    NULL,
+	};
+	struct unknown_seen u = {.len = 0};
+	assert_int_equal(kvt_opts_env_unknown(env, note_unknown, &u), 6);
+	assert_string_equal(u.text, "KVTIER_HOST_BYTE>KVTIER_HOST_BYTES;"
+	                            "KVTIER_SOCKT>KVTIER_SOCKET;"
+	                            "KVTIER_host_bytes>KVTIER_HOST_BYTES;"
+	                            "KVTIER_LEASE_TIMEOUT>-;KVTIER_WHATEVER>-;KVTIER_>-;");
+	u.len = 0;
+	assert_int_equal(kvt_opts_env_unknown(env + 1, note_unknown, &u), 5);
+	assert_int_equal(kvt_opts_env_unknown(NULL, note_unknown, &u), 0);
+	/* every option's own variable is read: none is named */
+	for (int i = 0; i < KVT_OPT__COUNT; i++) {
+		char var[160], *one[] = {var, NULL};
+		size_t n = (size_t)snprintf(var, sizeof(var), "KVTIER_");
+		for (const char *p = kvt_opt_def(i)->name; *p; p++)
+			var[n++] = *p == '.' ? '_' : (char)toupper((unsigned char)*p);
+		snprintf(var + n, sizeof(var) - n, "=1");
+		assert_int_equal(kvt_opts_env_unknown(one, note_unknown, &u), 0);
+	}
+}
+
+static int source_unknown; /* names read in the source that kvt_opts_env_unknown names */
+
+static void source_note(void *arg, const char *name, const char *near)
+{
+	fprintf(stderr, "%s reads %s, which core/options.c's list lacks\n", (const char *)arg,
+	        name);
+	source_unknown++;
+}
+
+/* Every "KVTIER_NAME" string of a source file (as getenv and the tiers' knobs spell them). */
+static int source_scan(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	size_t len = strlen(path);
+	if (flag != FTW_F || len < 2 || path[len - 2] != '.' || !strchr("ch", path[len - 1]))
+		return 0;
+	static char text[1 << 20];
+	if (kvt_test_read_file(path, text, sizeof(text)) < 0)
+		return 0;
+	for (char *p = text; (p = strstr(p, "\"KVTIER_")); p++) {
+		size_t n = strspn(p + 8, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+		char var[128], *one[] = {var, NULL};
+		if (!n || p[8 + n] != '"' || n > 100)
+			continue;
+		snprintf(var, sizeof(var), "%.*s", (int)(7 + n), p + 1);
+		kvt_opts_env_unknown(one, source_note, (void *)path);
+	}
+	return 0;
+}
+
+/* The list of the KVTIER_ variables that are no options is whole: each one the source reads is
+ * in it, or every daemon would warn that a variable it reads is ignored. */
+static void test_options_env_list_whole(void **state)
+{
+	char root[512];
+	const char *src = getenv("KVT_SOURCE_DIR"); /* ctest sets it */
+	if (src)
+		snprintf(root, sizeof(root), "%s", src);
+	else /* this file's tree: tests/unit/test_options.c */
+		snprintf(root, sizeof(root), "%.*s", (int)(strlen(__FILE__) - 26), __FILE__);
+	static const char *const dirs[] = {"core", "gpu", "ipc", "tiers", "tools", "include"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char d[600];
+		snprintf(d, sizeof(d), "%s/%s", root, dirs[i]);
+		assert_int_equal(nftw(d, source_scan, 16, FTW_PHYS), 0);
+	}
+	assert_int_equal(source_unknown, 0);
+	/* the scan finds what it looks for */
+	char d[256], f[300];
+	kvt_test_tmpdir(d, sizeof(d));
+	snprintf(f, sizeof(f), "%s/x.c", d);
+	FILE *fp = fopen(f, "w");
+	fprintf(fp, "getenv(\"KVTIER_SOCKET\"); getenv(\"KVTIER_NEW_KNOB\");\n");
+	fclose(fp);
+	assert_int_equal(nftw(d, source_scan, 16, FTW_PHYS), 0);
+	assert_int_equal(source_unknown, 1);
+	kvt_test_rmtree(d);
 }
 
 static int count_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
@@ -283,6 +396,8 @@ int main(void)
 	    cmocka_unit_test(test_options_units_and_bounds),
 	    cmocka_unit_test(test_options_params_merge),
 	    cmocka_unit_test(test_options_file_and_env),
+	    cmocka_unit_test(test_options_env_unknown),
+	    cmocka_unit_test(test_options_env_list_whole),
 	    cmocka_unit_test(test_options_quota_uid_range),
 	    cmocka_unit_test(test_options_auto_resolves),
 	    cmocka_unit_test(test_options_tier_share_is_stable),
