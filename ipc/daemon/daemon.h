@@ -320,6 +320,11 @@ uint64_t kvd_rec_bytes(uint64_t payload);
 int kvd_tenant_of_uid(const struct kvd *d, uint32_t uid);
 
 /* tiers.c: lower tiers, the worker thread, demotion, promotion, recovery */
+/* The tier options a start checks before any tier opens, without a device: tiers.placement,
+ * tiers.order (each tier in this build, at most KVD_MAX_LOWER below host, host named), and
+ * each named tier's admit and its options (kvt_tier_ops.check). @return : 0, -EINVAL (logged). */
+int kvd_tiers_check(const struct kvt_options *o);
+/* Opens the tiers of tiers.order (kvd_tiers_check first) and recovers their chunks. */
 int kvd_tiers_open(struct kvd *d);
 void kvd_tiers_close(struct kvd *d);
 void kvd_tiers_register_pool(struct kvd *d, struct kvt_pool *p);
@@ -468,8 +473,15 @@ void kvd_conn_peer_gone(struct kvd *d, uint32_t i);
 /* user.c: mkdir -p (0750); become daemon.user when started as root (before setup) */
 int kvd_make_dirs(const char *dir);
 int kvd_become_user(struct kvd *d);
+/* What kvd_become_user checks before it changes anything: daemon.user names a user (and group)
+ * of this system and, started as anything but root, the uid and gid kvtierd runs as.
+ * @return : 0, -ENOENT, -EPERM (logged). */
+int kvd_user_check(const struct kvd *d);
 /* owner.c: the data directory's lock, held until exit (-EBUSY: another kvtierd has it) */
 int kvd_own_data_dir(const char *dir);
+/* Whether metrics.listen reads as ADDR:PORT or off (whether it binds is kvd_metrics_open's).
+ * @return : 0, -EINVAL (logged). */
+int kvd_metrics_check(const struct kvt_options *o);
 int kvd_metrics_open(struct kvd *d);
 void kvd_metrics_close(struct kvd *d);
 void kvd_metrics_accept(struct kvd *d);

@@ -2,7 +2,8 @@
  * main.c -- kvtierd: options, the listening socket, the event loop, drain on SIGTERM.
  *
  * Start-up: defaults < --config FILE < KVTIER_* environment < --set name=value; a KVTIER_
- * variable kvtier does not read is logged as ignored (a typo, not an error). The socket's
+ * variable kvtier does not read is logged as ignored (a typo, not an error). The options are
+ * checked before anything is touched (check_options), by --print-config too. The socket's
  * directory must be owned by us with no permissions beyond 0750 (created if missing); a stale
  * socket (nobody accepting) is replaced, a live one is an error. The loop multiplexes the
  * listening socket, clients, a signalfd and a 100 ms timerfd (lease timeouts, drain deadline,
@@ -223,7 +224,9 @@ static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 	return 0;
 }
 
-static int setup(struct kvd *d)
+/* The host tier's policy, its parameters and admission filter, and the tenant options: in
+ * memory only (kvd_policy_set refuses a parameter as the running daemon would). */
+static int setup_host(struct kvd *d)
 {
 	d->host_cap = kvt_opt_u64(&d->opts, KVT_OPT_HOST_BYTES) & ~(uint64_t)(KVT_GRANULE - 1);
 	d->pol_auto = !strcmp(kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY), "auto");
@@ -259,6 +262,31 @@ static int setup(struct kvd *d)
 		kvt_log(KVT_LOG_ERROR, "host.admit: %s", err);
 		return rc;
 	}
+	return 0;
+}
+
+/*
+ * Every check of the options a start makes that needs no file, socket, tier or change of user:
+ * daemon.user names a user kvtierd may become, the host tier's options (setup_host, in memory),
+ * the tiers' (kvd_tiers_check) and metrics.listen's form. A start runs them before it touches
+ * anything, and --print-config runs them before it prints, so that a config it prints is one a
+ * start takes. What only doing shows is left to the start: the data directory and the socket's
+ * (made, locked, a live daemon on them), each tier's open (its device or file, its size, a
+ * quota's guarantees against that size), metrics.listen's bind, and root becoming daemon.user.
+ */
+static int check_options(struct kvd *d)
+{
+	int rc;
+	if ((rc = kvd_user_check(d)) || (rc = setup_host(d)) || (rc = kvd_tiers_check(&d->opts)) ||
+	    (rc = kvd_metrics_check(&d->opts)))
+		return rc;
+	return 0;
+}
+
+/* The rest of the start, after check_options and kvd_become_user. */
+static int setup(struct kvd *d)
+{
+	int rc;
 	if ((rc = kvd_index_init(&d->idx, 4096)))
 		return rc;
 	d->metrics_fd = -1;
@@ -465,6 +493,8 @@ int main(int argc, char **argv)
 	}
 	kvt_log_set(log_stderr, (enum kvt_log_level)lvl);
 	kvt_opts_env_unknown(environ, warn_env, NULL);
+	if (check_options(&d))
+		return 1; /* --print-config too: it printed what a start refuses */
 	if (print) {
 		kvt_opts_print(&d.opts, stdout);
 		return 0;

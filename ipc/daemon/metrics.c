@@ -58,6 +58,16 @@ static int parse_listen(const char *s, struct sockaddr_in *a)
 	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
+int kvd_metrics_check(const struct kvt_options *o)
+{
+	const char *want = kvt_opt_str(o, KVT_OPT_METRICS_LISTEN);
+	struct sockaddr_in a;
+	if (!*want || !strcmp(want, "off") || !parse_listen(want, &a))
+		return 0;
+	kvt_log(KVT_LOG_ERROR, "metrics.listen: '%s' is not ADDR:PORT (or off)", want);
+	return -EINVAL;
+}
+
 int kvd_metrics_open(struct kvd *d)
 {
 	d->metrics_fd = -1;
@@ -65,13 +75,11 @@ int kvd_metrics_open(struct kvd *d)
 		d->http[i] = (struct kvd_http){.fd = -1};
 	const char *want = kvt_opt_str(&d->opts, KVT_OPT_METRICS_LISTEN);
 	bool dflt = !strcmp(want, kvt_opt_def(KVT_OPT_METRICS_LISTEN)->def);
-	if (!*want || !strcmp(want, "off"))
-		return 0;
 	struct sockaddr_in a;
-	if (parse_listen(want, &a)) {
-		kvt_log(KVT_LOG_ERROR, "metrics.listen: '%s' is not ADDR:PORT (or off)", want);
-		return -EINVAL;
-	}
+	int rc = kvd_metrics_check(&d->opts);
+	if (rc || !*want || !strcmp(want, "off"))
+		return rc;
+	parse_listen(want, &a); /* kvd_metrics_check read it */
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -80,7 +88,7 @@ int kvd_metrics_open(struct kvd *d)
 	socklen_t al = sizeof(a);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16) ||
 	    getsockname(fd, (struct sockaddr *)&a, &al)) {
-		int rc = -errno;
+		rc = -errno;
 		close(fd);
 		kvt_log(dflt ? KVT_LOG_WARN : KVT_LOG_ERROR, "metrics.listen %s: %s%s", want,
 		        strerror(-rc), dflt ? "; running without metrics" : "");
@@ -88,7 +96,7 @@ int kvd_metrics_open(struct kvd *d)
 	}
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = KVD_EV_METRICS};
 	if (epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &ev)) {
-		int rc = -errno;
+		rc = -errno;
 		close(fd);
 		return rc;
 	}

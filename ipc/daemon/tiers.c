@@ -738,28 +738,30 @@ static int recover_one(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
  */
 static const char *const auto_order[] = {"nvme", "rocksdb"};
 
-int kvd_tiers_open(struct kvd *d)
+/* tiers.order into order, auto spelled out. */
+static void tiers_order(const struct kvt_options *o, char *order, size_t len)
+{
+	snprintf(order, len, "%s", kvt_opt_str(o, KVT_OPT_TIERS_ORDER));
+	if (strcmp(order, "auto"))
+		return;
+	size_t n = (size_t)snprintf(order, len, "host");
+	for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++)
+		if (kvt_tier_find(auto_order[i]) && n < len)
+			n += (size_t)snprintf(order + n, len - n, ",%s", auto_order[i]);
+}
+
+int kvd_tiers_check(const struct kvt_options *o)
 {
 	char order[KVT_OPT_STR_MAX], *save = NULL;
-	snprintf(order, sizeof(order), "%s", kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER));
-	bool is_auto = !strcmp(order, "auto");
-	const char *placement = kvt_opt_str(&d->opts, KVT_OPT_TIERS_PLACEMENT);
+	tiers_order(o, order, sizeof(order));
+	const char *placement = kvt_opt_str(o, KVT_OPT_TIERS_PLACEMENT);
 	if (strcmp(placement, "cascade") && strcmp(placement, "write-through")) {
 		kvt_log(KVT_LOG_ERROR, "tiers.placement: '%s' is not cascade or write-through",
 		        placement);
 		return -EINVAL;
 	}
-	if (is_auto) {
-		size_t n = (size_t)snprintf(order, sizeof(order), "host");
-		for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++)
-			if (kvt_tier_find(auto_order[i]))
-				n += (size_t)snprintf(order + n, sizeof(order) - n, ",%s",
-				                      auto_order[i]);
-	}
-	d->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d->evfd < 0)
-		return -errno;
 	bool seen_host = false;
+	int n_lower = 0;
 	for (char *name = strtok_r(order, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
 		if (!strcmp(name, "host")) {
 			seen_host = true;
@@ -771,7 +773,7 @@ int kvd_tiers_open(struct kvd *d)
 			        name);
 			return -EINVAL;
 		}
-		if (d->n_lower == KVD_MAX_LOWER) {
+		if (n_lower++ == KVD_MAX_LOWER) {
 			kvt_log(KVT_LOG_ERROR, "tiers.order: at most %d tiers below host",
 			        KVD_MAX_LOWER);
 			return -EINVAL;
@@ -779,15 +781,41 @@ int kvd_tiers_open(struct kvd *d)
 		char opt[64], err[400];
 		snprintf(opt, sizeof(opt), "%s.admit", name);
 		int admit = kvt_opt_find(opt);
-		if (admit >= 0 &&
-		    kvd_config_check_admit(opt, d->opts.str[admit], err, sizeof(err))) {
+		if (admit >= 0 && kvd_config_check_admit(opt, o->str[admit], err, sizeof(err))) {
 			kvt_log(KVT_LOG_ERROR, "%s", err);
 			return -EINVAL;
 		}
-		if (ops->check && ops->check(&d->opts, err, sizeof(err))) {
+		if (ops->check && ops->check(o, err, sizeof(err))) {
 			kvt_log(KVT_LOG_ERROR, "%s", err); /* a typo is not a missing device */
 			return -EINVAL;
 		}
+	}
+	if (!seen_host) {
+		kvt_log(KVT_LOG_ERROR, "tiers.order must start with host");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int kvd_tiers_open(struct kvd *d)
+{
+	char order[KVT_OPT_STR_MAX], *save = NULL;
+	int rc = kvd_tiers_check(&d->opts);
+	if (rc)
+		return rc;
+	tiers_order(&d->opts, order, sizeof(order));
+	bool is_auto = !strcmp(kvt_opt_str(&d->opts, KVT_OPT_TIERS_ORDER), "auto");
+	const char *placement = kvt_opt_str(&d->opts, KVT_OPT_TIERS_PLACEMENT);
+	d->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->evfd < 0)
+		return -errno;
+	for (char *name = strtok_r(order, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+		if (!strcmp(name, "host"))
+			continue;
+		const struct kvt_tier_ops *ops = kvt_tier_find(name); /* kvd_tiers_check found it */
+		char opt[64];
+		snprintf(opt, sizeof(opt), "%s.admit", name);
+		int admit = kvt_opt_find(opt);
 		uint8_t k = (uint8_t)d->n_lower;
 		dropped_ctx[k] = (struct dropped_ctx){d, k};
 		/* cascade: a tier that hands over its evictions, with a tier named after it, fills
@@ -804,7 +832,7 @@ int kvd_tiers_open(struct kvd *d)
 		struct kvd_lower *l = &d->lower[k];
 		l->ops = ops;
 		pthread_mutex_init(&l->lock, NULL);
-		int rc = ops->open(&env, &l->t);
+		rc = ops->open(&env, &l->t);
 		if (rc && is_auto) {
 			kvt_log(KVT_LOG_WARN,
 			        "tier %s: cannot open: %s; running without it (tiers.order = auto; "
@@ -831,10 +859,6 @@ int kvd_tiers_open(struct kvd *d)
 		kvt_log(KVT_LOG_INFO, "tier %s: open, %llu chunks recovered%s", name,
 		        (unsigned long long)(d->st.recovered - before),
 		        rc < 0 ? " (walk stopped early)" : "");
-	}
-	if (!seen_host) {
-		kvt_log(KVT_LOG_ERROR, "tiers.order must start with host");
-		return -EINVAL;
 	}
 	if (d->n_lower && d->lower[d->n_lower - 1].cascades) { /* auto left out the tier below */
 		d->lower[d->n_lower - 1].cascades = false; /* on_evicted tells it so at its first */

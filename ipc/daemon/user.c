@@ -164,13 +164,14 @@ static int reachable(const char *dir)
 	return rc;
 }
 
-int kvd_become_user(struct kvd *d)
+/* daemon.user (spec) into to_uid, to_gid and name, and whether kvtierd may be that user: what
+ * needs no change of credentials or directories. @return : 0 (nothing to change), 1 (root
+ * becomes the user), -ENOENT, -EPERM (logged). */
+static int check_user(const char *spec, char *name, size_t name_len)
 {
-	const char *spec = kvt_opt_str(&d->opts, KVT_OPT_DAEMON_USER);
-	char name[256];
 	if (!*spec)
 		return 0;
-	int rc = resolve(spec, &to_uid, &to_gid, name, sizeof(name));
+	int rc = resolve(spec, &to_uid, &to_gid, name, name_len);
 	if (rc)
 		return rc;
 	if (geteuid() != 0) {
@@ -183,8 +184,23 @@ int kvd_become_user(struct kvd *d)
 		        (unsigned)to_gid);
 		return -EPERM;
 	}
-	if (to_uid == 0)
-		return 0; /* root it stays, as asked */
+	return to_uid != 0; /* root it stays, as asked */
+}
+
+int kvd_user_check(const struct kvd *d)
+{
+	char name[256];
+	int rc = check_user(kvt_opt_str(&d->opts, KVT_OPT_DAEMON_USER), name, sizeof(name));
+	return rc < 0 ? rc : 0;
+}
+
+int kvd_become_user(struct kvd *d)
+{
+	const char *spec = kvt_opt_str(&d->opts, KVT_OPT_DAEMON_USER);
+	char name[256];
+	int rc = check_user(spec, name, sizeof(name));
+	if (rc <= 0)
+		return rc;
 	char sock_dir[sizeof(d->sock_path)];
 	snprintf(sock_dir, sizeof(sock_dir), "%s", d->sock_path);
 	dirname(sock_dir);

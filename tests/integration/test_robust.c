@@ -1084,6 +1084,85 @@ static void test_robust_tier_option_typos_refused(void **state)
 	}
 }
 
+/* Runs `kvtierd --print-config ARGS` in dir (its data directory and socket's under it), its
+ * stdout to out and stderr to err. @return : its exit status, or -1. */
+static int print_config(const char *dir, const char *args, char *out, size_t out_len, char *err,
+                        size_t err_len)
+{
+	char cmd[2048], bin[512];
+	snprintf(cmd, sizeof(cmd),
+	         "timeout 30 %s --socket %s/run/s.sock --data-dir %s/data --set tiers.order=host "
+	         "--set metrics.listen=127.0.0.1:0 --print-config %s > %s/out 2> %s/err",
+	         kvt_test_bin("kvtierd", bin, sizeof(bin)), dir, dir, args, dir, dir);
+	int rc = system(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/out", dir);
+	out[0] = err[0] = 0;
+	kvt_test_read_file(cmd, out, out_len);
+	snprintf(cmd, sizeof(cmd), "%s/err", dir);
+	kvt_test_read_file(cmd, err, err_len);
+	return rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* --print-config refuses what a start refuses, with the start's words and exit status, and
+ * prints no options (it printed them and exited 0 on a config the start then refused: an
+ * operator validates a config with it before a restart). It makes no directory either. */
+static void test_robust_print_config_checks(void **state)
+{
+	static const char *const cases[][2] = {
+	    {"--set rocksdb.compression=brotli",
+	     "rocksdb.compression: 'brotli' is not none, lz4 or zstd"},
+	    {"--set nvme.policy=lru",
+	     "nvme.policy: nvme: no policy 'lru': its log is reclaimed as fifo"},
+	    {"--set nvme.admit=maybe", "nvme.admit: 'maybe' is not all, second_touch"},
+	    {"--set host.policy=bogus", "host.policy: no policy named 'bogus'"},
+	    {"--set host.policy=lru --set host.policy.bogus=1",
+	     "host.policy_params: lru: bogus=1: no such parameter"},
+	    {"--set host.admit=maybe",
+	     "host.admit: admit=maybe: not none, tinylfu or second_touch"},
+	    {"--set tenant.quota=x", "tenant.quota: 'x' is not WHO=GUARANTEED/MAX"},
+	    {"--set tiers.placement=sideways",
+	     "tiers.placement: 'sideways' is not cascade or write-through"},
+	    {"--set tiers.order=host,tape", "tiers.order: no tier named 'tape' in this build"},
+	    {"--set tiers.order=nvme", "tiers.order must start with host"},
+	    {"--set metrics.listen=nowhere", "metrics.listen: 'nowhere' is not ADDR:PORT (or off)"},
+	    {"--set daemon.user=no-such-kvtier-user",
+	     "daemon.user: no user named 'no-such-kvtier-user'"},
+	};
+	char dir[256], path[300], args[512], out[8192], err[4096];
+	struct stat st;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(
+		    args, sizeof(args),
+		    "--set tiers.order=auto --set nvme.bytes=64MiB --set rocksdb.bytes=64MiB %s",
+		    cases[i][0]);
+		refused_start(geteuid(), 0700, args, cases[i][1]); /* what a start says */
+		kvt_test_tmpdir(dir, sizeof(dir));
+		int rc = print_config(dir, args, out, sizeof(out), err, sizeof(err));
+		if (rc != 1 || !strstr(err, cases[i][1]) || out[0])
+			fail_msg("kvtierd --print-config %s: exit %d, said:\n%s\nprinted:\n%.400s\n"
+			         "not exit 1, nothing printed, and: %s",
+			         args, rc, err, out, cases[i][1]);
+		snprintf(path, sizeof(path), "%s/data", dir);
+		assert_int_equal(stat(path, &st), -1);
+		snprintf(path, sizeof(path), "%s/run", dir);
+		assert_int_equal(stat(path, &st), -1);
+		kvt_test_rmtree(dir);
+	}
+	/* a config the start takes is printed, and still nothing is made */
+	kvt_test_tmpdir(dir, sizeof(dir));
+	assert_int_equal(print_config(dir,
+	                              "--set tiers.order=auto --set rocksdb.compression=ZSTD "
+	                              "--set nvme.policy=clock --set host.admit=tinylfu",
+	                              out, sizeof(out), err, sizeof(err)),
+	                 0);
+	assert_non_null(strstr(out, "\nrocksdb.compression = ZSTD\n"));
+	assert_non_null(strstr(out, "\nlog.level = info\n"));
+	assert_null(strstr(err, " error: "));
+	snprintf(path, sizeof(path), "%s/data", dir);
+	assert_int_equal(stat(path, &st), -1);
+	kvt_test_rmtree(dir);
+}
+
 /* A mistyped KVTIER_ variable is named in the daemon's log with the option it is near, and the
  * daemon starts all the same (it was ignored without a word: KVTIER_HOST_BYTE=8GiB ran on the
  * default). The variables it reads, and those the client reads, are not named. */
@@ -1664,6 +1743,7 @@ int main(void)
 	    cmocka_unit_test(test_robust_second_daemon_refused),
 	    cmocka_unit_test(test_robust_tier_option_typos_refused),
 	    cmocka_unit_test(test_robust_unknown_env_warned),
+	    cmocka_unit_test(test_robust_print_config_checks),
 	    cmocka_unit_test(test_robust_session_ends_with_its_process),
 	    cmocka_unit_test(test_robust_other_connections_handle),
 	    cmocka_unit_test(test_robust_fds_where_none_belong),
