@@ -762,17 +762,27 @@ int kvd_tiers_check(const struct kvt_options *o)
 	}
 	bool seen_host = false;
 	int n_lower = 0;
+	const struct kvt_tier_ops *seen[KVD_MAX_LOWER];
 	for (char *name = strtok_r(order, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+		const struct kvt_tier_ops *ops = kvt_tier_find(name);
+		bool twice = !strcmp(name, "host") && seen_host;
+		for (int k = 0; ops && k < n_lower && k < KVD_MAX_LOWER; k++)
+			twice |= seen[k] == ops;
+		if (twice) { /* the second open read "in use by another process" */
+			kvt_log(KVT_LOG_ERROR, "tiers.order: %s is named twice", name);
+			return -EINVAL;
+		}
 		if (!strcmp(name, "host")) {
 			seen_host = true;
 			continue;
 		}
-		const struct kvt_tier_ops *ops = kvt_tier_find(name);
 		if (!ops) {
 			kvt_log(KVT_LOG_ERROR, "tiers.order: no tier named '%s' in this build",
 			        name);
 			return -EINVAL;
 		}
+		if (n_lower < KVD_MAX_LOWER)
+			seen[n_lower] = ops;
 		if (n_lower++ == KVD_MAX_LOWER) {
 			kvt_log(KVT_LOG_ERROR, "tiers.order: at most %d tiers below host",
 			        KVD_MAX_LOWER);
