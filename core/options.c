@@ -216,6 +216,16 @@ int kvt_opts_set_pair(struct kvt_options *o, const char *pair)
 	return kvt_opts_set(o, trim(buf), trim(eq + 1));
 }
 
+/* Where line's comment starts: a '#' that starts the line or follows a blank, so that a value
+ * may hold one ("tenant.map = ml#1", a path); it cut the value there. NULL: none. */
+static char *comment_of(char *line)
+{
+	for (char *p = line; (p = strchr(p, '#')); p++)
+		if (p == line || *(p - 1) == ' ' || *(p - 1) == '\t')
+			return p;
+	return NULL;
+}
+
 int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_t err_len)
 {
 	/* a regular file only: a directory read as empty, and a pipe empty at a reload's second
@@ -250,7 +260,7 @@ int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_
 			         sizeof(line) - 2);
 			break;
 		}
-		char *hash = strchr(line, '#');
+		char *hash = comment_of(line);
 		if (hash)
 			*hash = 0;
 		char *s = trim(line);

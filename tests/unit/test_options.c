@@ -97,12 +97,16 @@ static void test_options_file_and_env(void **state)
 	kvt_test_tmpdir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/kvtier.conf", dir);
 	FILE *f = fopen(path, "w");
-	fprintf(f, "# comment\nhost.bytes = 128MiB\n\nlease.timeout_ms=1000 # trailing\n");
+	fprintf(f, "# comment\nhost.bytes = 128MiB\n\nlease.timeout_ms=1000 # trailing\n"
+	           "nvme.path = /srv/kv#2/nvme.dat\t# a '#' inside a value is the value's\n"
+	           "  #indented\n");
 	fclose(f);
 	struct kvt_options o;
 	kvt_opts_defaults(&o);
 	assert_int_equal(kvt_opts_load_file(&o, path, err, sizeof(err)), 0);
 	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_HOST_BYTES), 128ull << 20);
+	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_LEASE_TIMEOUT_MS), 1000);
+	assert_string_equal(kvt_opt_str(&o, KVT_OPT_NVME_PATH), "/srv/kv#2/nvme.dat");
 	setenv("KVTIER_LEASE_TIMEOUT_MS", "2000", 1);
 	assert_int_equal(kvt_opts_load_env(&o, err, sizeof(err)), 0);
 	assert_int_equal(kvt_opt_u64(&o, KVT_OPT_LEASE_TIMEOUT_MS), 2000);
