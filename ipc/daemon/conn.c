@@ -386,12 +386,25 @@ static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const 
 	return reply(d, i, h, rc, NULL, 0, NULL, 0);
 }
 
-/* Whether an operator request changes the daemon (policy set, config set, tier enable) rather
- * than reads it: only root and kvtierd's own uid may, not every tenant's engine. */
+/* Whether cmd's first word, as the commands read it (blanks before it skipped), is w. */
+static bool verb_is(const char *cmd, const char *w)
+{
+	cmd += strspn(cmd, " ");
+	size_t n = strlen(w);
+	return !strncmp(cmd, w, n) && (!cmd[n] || cmd[n] == ' ');
+}
+
+/* Whether an operator request may change the daemon rather than read it: only root and
+ * kvtierd's own uid may, not every tenant's engine. Every verb but the reading ones (get, mrc,
+ * inspect, check) counts: a list of the changing ones let " set ..." through (the commands skip
+ * the blank), and would let through a verb added later. */
 static bool changes_daemon(uint16_t type, const char *cmd)
 {
-	return type == KVT_MSG_TIER_ENABLE || !strncmp(cmd, "set ", 4) || !strcmp(cmd, "set") ||
-	       !strncmp(cmd, "flush", 5);
+	if (type == KVT_MSG_TIER_ENABLE)
+		return true;
+	bool blank = !cmd[strspn(cmd, " ")]; /* inspect's namespaces, or a usage line */
+	return !(blank || verb_is(cmd, "get") || verb_is(cmd, "mrc") || verb_is(cmd, "inspect") ||
+	         verb_is(cmd, "check"));
 }
 
 /* Operator requests with a text body: policy get|set|mrc, config get|set, tier enable. */
@@ -407,7 +420,7 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	int rc;
 	uid_t uid = d->conns[i].uid;
 	bool owner = uid == 0 || uid == geteuid(); /* may change the daemon, sees every tenant */
-	if (h->type == KVT_MSG_INSPECT && !strcmp(cmd, "check") && !owner) {
+	if (h->type == KVT_MSG_INSPECT && verb_is(cmd, "check") && !owner) {
 		/* it holds the loop for ~0.3 s per 10^6 chunks: not for every client to call */
 		snprintf(out, sizeof(out), "kvtier check is for root or uid %u (it pauses kvtierd)",
 		         (unsigned)geteuid());
@@ -425,7 +438,7 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	} else if (h->type == KVT_MSG_CONFIG) {
 		rc = kvd_config_command(d, cmd, out, sizeof(out));
 	} else if (h->type == KVT_MSG_INSPECT) {
-		bool flush = !strncmp(cmd, "flush", 5);
+		bool flush = verb_is(cmd, "flush");
 		char what[64];
 		snprintf(what, sizeof(what), "%.63s", cmd);
 		rc = kvd_inspect_command(d, owner ? KVD_NIL : d->conns[i].tenant, cmd, out,

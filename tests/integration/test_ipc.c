@@ -2223,6 +2223,18 @@ static void test_ipc_admin_needs_owner(void **state)
 		        -EPERM ||
 		    kvt__client_simple(c, KVT_MSG_TIER_ENABLE, "nvme", out, sizeof(out)) != -EPERM)
 			_exit(33);
+		/* only the reading verbs are every tenant's: a blank before "set" (which the
+		 * commands skip) changed the policy, and a reload (new) or any verb added later
+		 * is the owner's */
+		if (kvt__client_simple(c, KVT_MSG_CONFIG, " set host.policy lfu", out,
+		                       sizeof(out)) != -EPERM ||
+		    kvt__client_simple(c, KVT_MSG_POLICY, "  set host lfu", out, sizeof(out)) !=
+		        -EPERM ||
+		    kvt__client_simple(c, KVT_MSG_CONFIG, "reload", out, sizeof(out)) != -EPERM ||
+		    kvt__client_simple(c, KVT_MSG_INSPECT, " check", out, sizeof(out)) != -EPERM ||
+		    kvt__client_simple(c, KVT_MSG_INSPECT, " flush all", out, sizeof(out)) !=
+		        -EPERM)
+			_exit(37);
 		kvt_close(c);
 		_exit(0);
 	}
