@@ -452,6 +452,8 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 		kvt_log(KVT_LOG_INFO, "tier %s: enable requested by pid %d: %s", cmd,
 		        (int)d->conns[i].pid, rc ? strerror(-rc) : "enabled");
 	}
+	if (d->conns[i].fd < 0) /* its own command closed it (client.allow no longer names it) */
+		return -ECONNRESET;
 	return reply(d, i, h, rc, out, strlen(out), NULL, 0);
 }
 

@@ -2088,9 +2088,6 @@ static int put_named(kvt_client_t *c, uint32_t tpc, size_t n, kvt_id_t *ns, char
 	return rc == (int)n ? 0 : 2;
 }
 
-/* Another uid's engine (another tenant) may read the daemon's settings but not change them:
- * policy set, config set, tier enable and flush answer -EPERM to it, and nothing changes; and
- * `kvtier inspect` shows it its own tenant's chunks only. */
 /* S2: client.allow. A malformed list stops the start. A uid it does not name is refused at the
  * hello with -EACCES (counted in clients_refused), while root, the daemon's uid, still attaches;
  * named at run time, it may attach; dropped from the list again, its open connection is closed (its
@@ -2180,6 +2177,9 @@ static void test_ipc_client_allow(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* Another uid's engine (another tenant) may read the daemon's settings but not change them:
+ * policy set, config set, tier enable and flush answer -EPERM to it, and nothing changes; and
+ * `kvtier inspect` shows it its own tenant's chunks only. */
 static void test_ipc_admin_needs_owner(void **state)
 {
 	if (geteuid() != 0) {
@@ -2260,6 +2260,142 @@ static void test_ipc_admin_needs_owner(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* One admin command for the fuzzer: a seed of every verb, of the type it goes with, mutated
+ * (bits flipped, bytes replaced by blanks, tabs, digits and punctuation, blanks put in, cut,
+ * its tail repeated). @return : the message type. */
+static uint16_t admin_mutant(uint64_t *rng, const char *hr, const char *hrkey, char *cmd,
+                             size_t len)
+{
+	static const struct {
+		uint16_t type;
+		const char *text;
+		int ids; /* followed by root's namespace (1), and a key of it (2) */
+	} seeds[] = {{KVT_MSG_CONFIG, "get", 0},
+	             {KVT_MSG_CONFIG, "get host.policy", 0},
+	             {KVT_MSG_CONFIG, "set host.policy lfu", 0},
+	             {KVT_MSG_CONFIG, "set host.policy.small_ratio 0.3", 0},
+	             {KVT_MSG_CONFIG, "set client.allow 1,2", 0},
+	             {KVT_MSG_CONFIG, "reload", 0},
+	             {KVT_MSG_POLICY, "get host", 0},
+	             {KVT_MSG_POLICY, "mrc host", 0},
+	             {KVT_MSG_POLICY, "get nvme", 0},
+	             {KVT_MSG_POLICY, "set host s3fifo small_ratio=0.2", 0},
+	             {KVT_MSG_POLICY, "set nvme clock", 0},
+	             {KVT_MSG_INSPECT, "inspect", 0},
+	             {KVT_MSG_INSPECT, "inspect", 1},
+	             {KVT_MSG_INSPECT, "inspect", 2},
+	             {KVT_MSG_INSPECT, "check", 0},
+	             {KVT_MSG_INSPECT, "flush all", 0},
+	             {KVT_MSG_INSPECT, "flush tenant 0", 0},
+	             {KVT_MSG_INSPECT, "flush", 1},
+	             {KVT_MSG_TIER_ENABLE, "nvme", 0}};
+	static const char swap[] = " \t=.,09-aZ/%\n@#";
+	size_t k = (size_t)(xorshift(rng) % (sizeof(seeds) / sizeof(seeds[0])));
+	int ids = seeds[k].ids;
+	snprintf(cmd, len, "%s%s%s%s%s", seeds[k].text, ids ? " " : "", ids ? hr : "",
+	         ids > 1 ? " " : "", ids > 1 ? hrkey : "");
+	size_t n = strlen(cmd);
+	for (int m = 0, muts = 1 + (int)(xorshift(rng) % 3); m < muts; m++) {
+		uint64_t r = xorshift(rng);
+		size_t at = n ? (size_t)(r >> 16) % n : 0;
+		switch (r % 5) {
+		case 0:
+			if (n)
+				cmd[at] = (char)((uint8_t)cmd[at] ^ (1u << (r >> 8) % 8)) ?: 'x';
+			break;
+		case 1:
+			if (n)
+				cmd[at] = swap[(r >> 8) % (sizeof(swap) - 1)];
+			break;
+		case 2:
+			if (n + 1 < len) { /* a blank put in */
+				memmove(cmd + at + 1, cmd + at, n - at + 1);
+				cmd[at] = ' ';
+				n++;
+			}
+			break;
+		case 3:
+			n = at; /* cut */
+			cmd[n] = 0;
+			break;
+		default:
+			for (size_t i = at; i < n && n + 1 < len; i++) /* the tail again */
+				cmd[n++] = cmd[i];
+			cmd[n] = 0;
+		}
+	}
+	return seeds[k].type;
+}
+
+/* B2 for the admin messages, which the socket fuzzer leaves out (it runs as root, whose
+ * mutations may change the daemon): 4,000 mutated commands of every verb from another uid.
+ * Each is answered on the same connection (a bad command is an error reply, not a protocol
+ * error), none changes the daemon (its whole `config get` listing, host's and nvme's policy,
+ * root's chunks, every tier enabled, as before), and the books check. */
+static void test_ipc_admin_fuzzer(void **state)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP: not root, cannot act as a second uid (setuid needs root)\n");
+		skip();
+	}
+	const char *sets[] = {"tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_test_open_to_others(&d);
+	kvt_client_t *rc;
+	kvt_id_t rns;
+	char hr[33], hrkey[33];
+	static char before[8192], after[8192], pol[2][256], pol_after[2][256];
+	assert_int_equal(kvt_connect(d.sock, &rc), 0);
+	assert_int_equal(put_named(rc, 16, 3, &rns, hr, hrkey), 0);
+	assert_int_equal(kvt__client_simple(rc, KVT_MSG_CONFIG, "get", before, sizeof(before)), 0);
+	assert_int_equal(kvt__client_simple(rc, KVT_MSG_POLICY, "get host", pol[0], 256), 0);
+	assert_int_equal(kvt__client_simple(rc, KVT_MSG_POLICY, "get nvme", pol[1], 256), 0);
+	const int rounds = kvt_test_slowed() ? 800 : 4000;
+	pid_t o = kvt_test_fork_as_nobody();
+	if (!o) {
+		kvt_client_t *c;
+		static char cmd[256], out[8192];
+		if (kvt_connect(d.sock, &c))
+			_exit(41);
+		uint64_t rng = 0x9e3779b97f4a7c15ull;
+		for (int i = 0; i < rounds; i++) {
+			uint16_t type = admin_mutant(&rng, hr, hrkey, cmd, sizeof(cmd));
+			int got = kvt__client_simple(c, type, cmd, out, sizeof(out));
+			if (got == -ENOTCONN || got == -ETIMEDOUT) {
+				fprintf(stderr,
+				        "admin fuzzer: '%s' (type %u) lost the connection\n", cmd,
+				        type);
+				_exit(42);
+			}
+		}
+		kvt_close(c);
+		_exit(0);
+	}
+	assert_int_equal(child_wait(o), 0);
+	assert_int_equal(kvt__client_simple(rc, KVT_MSG_CONFIG, "get", after, sizeof(after)), 0);
+	assert_string_equal(after, before);
+	assert_int_equal(kvt__client_simple(rc, KVT_MSG_POLICY, "get host", pol_after[0], 256), 0);
+	assert_int_equal(kvt__client_simple(rc, KVT_MSG_POLICY, "get nvme", pol_after[1], 256), 0);
+	assert_string_equal(pol_after[0], pol[0]);
+	assert_string_equal(pol_after[1], pol[1]);
+	kvt_id_t keys[3];
+	assert_int_equal(prefix_keys(rns, 16, keys, 3, 16), 3);
+	assert_int_equal(kvt_lookup(rc, rns, keys, 3), 3); /* nothing flushed */
+	assert_int_equal(kvt_test_tier_stat(&d, "nvme", "disabled"), 0);
+	kvt_test_check_books(&d, 0);
+	kvt_close(rc);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2291,6 +2427,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_tenant_canary),
 	    cmocka_unit_test(test_ipc_tenant_timing_oracle),
 	    cmocka_unit_test(test_ipc_admin_needs_owner),
+	    cmocka_unit_test(test_ipc_admin_fuzzer),
 	    cmocka_unit_test(test_ipc_client_allow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
