@@ -143,6 +143,9 @@ KVT_API size_t kvt_chunk_keys(kvt_id_t ns, const uint32_t *tokens, size_t n_toke
  * Stores n chunks of a prefix. parent is the key before keys[0] (NULL when keys[0] starts the
  * prefix); keys[i]'s parent is keys[i-1]. chunk_len must equal kvt_chunk_bytes of the
  * namespace's model. The library splits batches larger than its staging area.
+ * A put never evicts its own prefix: other chunks give up their room first, and a prefix
+ * longer than the daemon can hold (host, with no lower tier to take its head) is stored from
+ * its start as far as it fits.
  * @return : how many leading chunks are now stored (present ones count), or -errno when none
  *           could be: -EINVAL, -ENOSPC (every byte of the tier is leased), -ENOTCONN. A chunk
  *           that the daemon's admission filter (host.admit) turns away ends the count, so

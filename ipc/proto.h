@@ -128,7 +128,10 @@ struct kvt_msg_put {
 	                      /* struct kvt_msg_put_item items[n]; */
 };
 _Static_assert(sizeof(struct kvt_msg_put) == 48, "wire size");
-enum { KVT_PUT_F_PARENT = 1 };
+/* CONTINUES: the message goes on from the one before it in the same kvt_put (parent is that
+ * one's last key): when that parent is absent, the one before was cut short and these chunks
+ * could not be reached, so none is stored. A daemon before it ignores the flag. */
+enum { KVT_PUT_F_PARENT = 1, KVT_PUT_F_CONTINUES = 2 };
 
 struct kvt_msg_put_item {
 	kvt_id_t key;

@@ -626,6 +626,9 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 				memcpy(c->staging + base + i * cb, chunks[sent + i], cb);
 			size_t len = put_msg(c, ns, sent ? &keys[sent - 1] : parent, keys + sent, k,
 			                     cb, base);
+			if (sent) /* stored only if the message before it was stored whole */
+				((struct kvt_msg_put *)(c->tx + sizeof(struct kvt_msg_hdr)))
+				    ->flags |= KVT_PUT_F_CONTINUES;
 			int64_t seq = send_locked(c, KVT_MSG_PUT, len);
 			if (seq < 0) {
 				rc = (int)seq;

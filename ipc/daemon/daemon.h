@@ -31,6 +31,7 @@ enum kvd_state { KVD_FREE = 0, KVD_PUBLISHED = 1, KVD_DEAD = 2 /* deleted, waiti
 
 #define KVD_MAX_LOWER 2     /* persistent tiers below host */
 #define KVD_MAX_NS    65536 /* namespaces registered, all tenants (KVT_E_NSFULL past it) */
+#define KVD_PUT_GUARD 1024  /* ancestors of a put kept from its evictions (store.c) */
 enum { KVD_AT_HOST = 1 };   /* where: bit 0 host, bit 1 + k lower tier k */
 
 /* One chunk. 104 bytes: with the bucket array and the policy's arrays, < 128 bytes a chunk. */
@@ -138,6 +139,7 @@ struct kvd_stats {
 	uint64_t lower_moved;    /* records a lower tier copied forward (nvme.quota, clock) */
 	uint64_t promote_resent; /* promotions sent again to where their record moved */
 	uint64_t not_admitted;
+	uint64_t puts_cut; /* puts that ended where host was full of their own prefix (store.c) */
 	uint64_t cascaded, cascade_failed; /* records a lower tier evicted into the next */
 };
 
@@ -240,6 +242,9 @@ struct kvd {
 	bool resume_final;     /* ... for the last time: no more waiting */
 	uint64_t park_next_ns; /* the earliest parked request's deadline (0: none); the loop
 	                        * wakes for it (run) */
+
+	/* the entries a put has pinned while it makes room (store.c, put_guard) */
+	uint32_t put_guard[KVD_PUT_GUARD + KVT_BATCH_MAX], n_put_guard;
 
 	uint64_t host_cap, host_used; /* granule-rounded, across tenants */
 	uint64_t gen_counter, seq_counter;

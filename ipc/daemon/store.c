@@ -397,6 +397,79 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	return 0;
 }
 
+/*
+ * A put never evicts its own prefix. While it makes room for a chunk, the chunk's ancestors
+ * whose only copy is at host are pinned (the put's parent chain, KVD_PUT_GUARD of them at most,
+ * and what the put has stored so far), so the room comes from other chunks, or the put stops
+ * there and says how many leading chunks it stored. An ancestor a lower tier holds too may give
+ * up its host copy: the prefix stays whole across the tiers. Before, a prefix longer than host
+ * evicted its own head as it was put, under every policy: kvt_put said 600 and a lookup found 0
+ * leading chunks (31 of the tail were left, useless without their ancestors). The pins last the
+ * call: nothing else runs meanwhile, and a parked put gives them back before it waits.
+ */
+static void put_guard(struct kvd *d, uint32_t id)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	if (d->n_put_guard < sizeof(d->put_guard) / sizeof(d->put_guard[0]) &&
+	    e->state == KVD_PUBLISHED && e->where == KVD_AT_HOST && e->pins < UINT16_MAX) {
+		e->pins++;
+		d->put_guard[d->n_put_guard++] = id;
+	}
+}
+
+/* The walk ends at the first ancestor a lower tier holds too: those above it went down
+ * before it, so a tiered daemon walks only what has not been demoted yet. */
+static void put_guard_ancestors(struct kvd *d, uint32_t tenant, kvt_id_t ns, uint32_t id)
+{
+	for (uint32_t k = 0; id != KVD_NIL && k < KVD_PUT_GUARD; k++) {
+		const struct kvd_entry *e = &d->idx.e[id];
+		if (e->where & ~KVD_AT_HOST)
+			break;
+		put_guard(d, id);
+		id = e->has_parent ? kvd_index_find(&d->idx, tenant, ns, e->parent) : KVD_NIL;
+	}
+}
+
+static void put_unguard(struct kvd *d)
+{
+	while (d->n_put_guard)
+		kvd_entry_unpin(d, d->put_guard[--d->n_put_guard]);
+}
+
+/* The chunks of one PUT message, in prefix order. @return : how many leading chunks are stored
+ * (present ones count), or -errno when none is. */
+static int put_chunks(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns,
+                      const kvt_id_t *parent, uint32_t pid, uint32_t depth,
+                      const struct kvt_msg_put_item *items, uint32_t n)
+{
+	int done = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int rc =
+		    put_one(d, c, ns, items[i].key, parent, &pid, depth + i, items[i].staging_off);
+		if (rc == -ECANCELED) { /* host.admit turned it away: the stored prefix ends */
+			d->st.not_admitted++;
+			return done;
+		}
+		if (rc == -ENOSPC && d->n_put_guard) { /* host is full of this prefix: it ends */
+			d->st.puts_cut++;
+			return done;
+		}
+		if (rc) {
+			if (rc == -ENOSPC)
+				d->st.enospc++;
+			if (rc == -EINPROGRESS && d->resume_final) {
+				rc = -EAGAIN; /* waited demote.wait_ms: the engine backs off */
+				d->st.eagain++;
+			}
+			return done && rc != -EINPROGRESS ? done : rc;
+		}
+		put_guard(d, pid); /* the next chunk's parent */
+		parent = &items[i].key;
+		done++;
+	}
+	return done;
+}
+
 int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
             const struct kvt_msg_put_item *items, uint32_t n)
 {
@@ -409,27 +482,14 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
 		pid = kvd_index_find(&d->idx, c->tenant, p->ns, *parent);
 		depth = pid == KVD_NIL ? 1 : d->idx.e[pid].depth + 1;
 	}
-	int done = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		int rc =
-		    put_one(d, c, ns, items[i].key, parent, &pid, depth + i, items[i].staging_off);
-		if (rc == -ECANCELED) { /* host.admit turned it away: the stored prefix ends */
-			d->st.not_admitted++;
-			return done;
-		}
-		if (rc) {
-			if (rc == -ENOSPC)
-				d->st.enospc++;
-			if (rc == -EINPROGRESS && d->resume_final) {
-				rc = -EAGAIN; /* waited demote.wait_ms: the engine backs off */
-				d->st.eagain++;
-			}
-			return done && rc != -EINPROGRESS ? done : rc;
-		}
-		parent = &items[i].key;
-		done++;
+	if ((p->flags & KVT_PUT_F_CONTINUES) && parent && pid == KVD_NIL) {
+		d->st.puts_cut++; /* the message before was cut: these could not be reached */
+		return 0;
 	}
-	return done;
+	put_guard_ancestors(d, c->tenant, p->ns, pid);
+	int rc = put_chunks(d, c, ns, parent, pid, depth, items, n);
+	put_unguard(d);
+	return rc;
 }
 
 int kvd_lookup(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)

@@ -1138,8 +1138,8 @@ static void test_tiers_disabled_tier_keeps_copies(void **state)
 	static kvt_id_t other[N];
 	keys_of(sp.ns, other, N, 6);
 
-	arm_faults(arm);                                         /* the device fails from now on */
-	kvt_test_put_chain(sp.c, sp.ns, other, N, sp.cb, 60000); /* their demotions fail */
+	arm_faults(arm); /* the device fails from now on */
+	kvt_test_put_chains(sp.c, sp.ns, other, N, sp.cb, 60000, 4); /* their demotions fail */
 	wait_tier_flag(d, "nvme", "disabled");
 	int misses = 0;
 	for (int i = 0; i < N; i++)
@@ -1177,7 +1177,7 @@ static void test_tiers_full_device_in_running_daemon(void **state)
 
 	arm_faults(arm); /* the device is full from now on */
 	long long demoted = kvt_test_stat(d, "demoted");
-	kvt_test_put_chain(sp.c, sp.ns, other, N, sp.cb, 90000); /* their demotions fail */
+	kvt_test_put_chains(sp.c, sp.ns, other, N, sp.cb, 90000, 4); /* their demotions fail */
 	wait_tier_flag(d, "nvme", "full");
 	assert_false(tier_disabled(d, "nvme")); /* full is not failing */
 	assert_true(kvt_test_stat(d, "demote_failed") > 0);
@@ -1224,7 +1224,7 @@ static void test_tiers_failing_device_disables(void **state)
 	assert_false(tier_disabled(&d, "nvme"));
 	keys_of(ns, keys, N, 11);
 	size_t cb = kvt_chunk_bytes(&m);
-	kvt_test_put_chain(c, ns, keys, N, cb, 110000); /* every put is taken */
+	kvt_test_put_chains(c, ns, keys, N, cb, 110000, 4); /* every put is taken */
 	wait_tier_flag(&d, "nvme", "disabled");
 	assert_true(kvt_test_stat(&d, "demote_failed") > 0);
 	assert_int_equal(kvt_test_stat(&d, "demoted"), 0);
