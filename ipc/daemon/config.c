@@ -180,8 +180,7 @@ static const char *tier_of(int id)
 
 /* Whether apply() would take option id of *want, changing nothing. A lower tier's options are
  * its check op's (the one a start runs); a tier that does not run takes any. */
-static int check(struct kvd *d, int id, const struct kvt_options *want, char *err,
-                 size_t err_len)
+static int check(struct kvd *d, int id, const struct kvt_options *want, char *err, size_t err_len)
 {
 	const char *name = kvt_opt_def(id)->name, *v = want->str[id];
 	const char *tier = tier_of(id);
@@ -255,8 +254,9 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		return kvd_config_reload(d, &o);
 	}
 	if (!verb || strcmp(verb, "set") || !name || !value) {
-		snprintf(out, out_len, "usage: kvtier config get [NAME] | kvtier config set NAME "
-		                       "VALUE | kvtier config reload");
+		snprintf(out, out_len,
+		         "usage: kvtier config get [NAME] | kvtier config set NAME "
+		         "VALUE | kvtier config reload");
 		return -EINVAL;
 	}
 	int id = kvt_opt_find(name);
@@ -433,9 +433,8 @@ int kvd_config_reload(struct kvd *d, struct kvd_out *o)
 			applied++;
 		}
 	}
-	say(o, KVT_LOG_INFO,
-	    "config reload from %s: %d applied, %d failed, %d wait for a restart", from, applied,
-	    refused, later);
+	say(o, KVT_LOG_INFO, "config reload from %s: %d applied, %d failed, %d wait for a restart",
+	    from, applied, refused, later);
 	rc = refused ? -EIO : 0;
 out:
 	free(want);
