@@ -2106,8 +2106,11 @@ static void test_ipc_tenant_timing_oracle(void **state)
 	              b[0], b[1], hits, a[0], a[1]);
 	assert_true(off_half(b[0]) < 0.02);
 	assert_true(off_half(b[1]) < 0.02);
-	assert_true(hits > PROBES / 2);    /* A hits its own keys, about half the probes */
-	assert_true(off_half(a[1]) > 0.1); /* and its gets' times tell them */
+	assert_true(hits > PROBES / 2); /* A hits its own keys, about half the probes */
+	/* and its gets' times tell them; not under valgrind, whose slowed daemon drowns a hit's
+	 * copy in its own noise (0.564 read there once) */
+	if (!kvt_test_slowed())
+		assert_true(off_half(a[1]) > 0.1);
 	munmap(b, 4096);
 	kvt_close(c);
 	kvt_test_daemon_destroy(&d);
