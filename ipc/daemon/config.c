@@ -47,6 +47,14 @@ static int one_of(const char *opt, const char *v, const char *const *words, char
 	return -EINVAL;
 }
 
+/* log.level: @return : the level, or -EINVAL with err naming the words it takes. */
+static int log_level_of(const char *opt, const char *v, char *err, size_t err_len)
+{
+	static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
+	int lvl = kvt_log_level_parse(v);
+	return lvl < 0 ? one_of(opt, v, levels, err, err_len) : lvl;
+}
+
 int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err_len)
 {
 	static const char *const host[] = {"none", "tinylfu", "second_touch", NULL};
@@ -140,10 +148,9 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 			return rc;
 		break;
 	case KVT_OPT_LOG_LEVEL: {
-		int lvl = kvt_log_level_parse(v);
-		static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
+		int lvl = log_level_of(name, v, err, err_len);
 		if (lvl < 0)
-			return one_of(name, v, levels, err, err_len);
+			return lvl;
 		kvt_log_set_level((enum kvt_log_level)lvl);
 		break;
 	}
@@ -207,8 +214,8 @@ static int check(struct kvd *d, int id, const struct kvt_options *want, char *er
 	case KVT_OPT_CLIENT_ALLOW:
 		return kvd_client_allow_check(v, err, err_len);
 	case KVT_OPT_LOG_LEVEL: {
-		static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
-		return kvt_log_level_parse(v) < 0 ? one_of(name, v, levels, err, err_len) : 0;
+		int lvl = log_level_of(name, v, err, err_len);
+		return lvl < 0 ? lvl : 0;
 	}
 	default:
 		return 0; /* the options table checked it */
