@@ -129,7 +129,6 @@ void kvd_conn_accept(struct kvd *d)
 			kvt_log_rl(KVT_LOG_WARN, "refusing pid %d (uid %u): %s", (int)cr.pid,
 			           (unsigned)cr.uid,
 			           slot == -EMFILE ? "client.max reached" : strerror(-slot));
-			d->st.clients_refused++;
 			kvd_refuse(d, fd); /* its hello is answered -EUSERS */
 			continue;
 		}
@@ -140,7 +139,6 @@ void kvd_conn_accept(struct kvd *d)
 			kvt_log_rl(KVT_LOG_WARN,
 			           "refusing pid %d (uid %u): client.max_per_uid reached",
 			           (int)cr.pid, (unsigned)cr.uid);
-			d->st.clients_refused++;
 			kvd_refuse(d, fd);
 			continue;
 		}

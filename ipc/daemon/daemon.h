@@ -514,8 +514,9 @@ int kvd_prom_render(const char *json, size_t json_len, char *out, size_t len);
 void kvd_conn_readable(struct kvd *d, uint32_t conn);
 void kvd_conn_close(struct kvd *d, uint32_t conn);
 void kvd_conns_expire_hello(struct kvd *d, uint64_t now_ns);
-/* refuse.c: fd (accepted, non-blocking) is not served: its hello is answered -EUSERS; one that
- * is readable; those that waited client.hello_ms (all: every one, at exit) are closed. */
+/* refuse.c: fd (accepted, non-blocking) is not served (counted in clients_refused): its hello
+ * is answered -EUSERS. One that is readable is answered; those that waited client.hello_ms
+ * (all: every one, at exit) are closed. */
 void kvd_refuse(struct kvd *d, int fd);
 void kvd_refusing_readable(struct kvd *d, uint32_t k);
 void kvd_refusing_expire(struct kvd *d, uint64_t now_ns, bool all);

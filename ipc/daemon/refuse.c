@@ -26,6 +26,7 @@ static void refusing_close(struct kvd *d, struct kvd_refusing *r)
 
 void kvd_refuse(struct kvd *d, int fd)
 {
+	d->st.clients_refused++;
 	for (uint32_t k = 0; k < KVD_REFUSING_MAX; k++) {
 		struct kvd_refusing *r = &d->refusing[k];
 		if (r->since_ns)
