@@ -2315,14 +2315,6 @@ static void test_ipc_admin_needs_owner(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 /* One admin command for the fuzzer: a seed of every verb, of the type it goes with, mutated
  * (bits flipped, bytes replaced by blanks, tabs, digits and punctuation, blanks put in, cut,
  * its tail repeated). @return : the message type. */
@@ -2353,13 +2345,13 @@ static uint16_t admin_mutant(uint64_t *rng, const char *hr, const char *hrkey, c
 	             {KVT_MSG_INSPECT, "flush", 1},
 	             {KVT_MSG_TIER_ENABLE, "nvme", 0}};
 	static const char swap[] = " \t=.,09-aZ/%\n@#";
-	size_t k = (size_t)(xorshift(rng) % (sizeof(seeds) / sizeof(seeds[0])));
+	size_t k = (size_t)(kvt_test_xorshift(rng) % (sizeof(seeds) / sizeof(seeds[0])));
 	int ids = seeds[k].ids;
 	snprintf(cmd, len, "%s%s%s%s%s", seeds[k].text, ids ? " " : "", ids ? hr : "",
 	         ids > 1 ? " " : "", ids > 1 ? hrkey : "");
 	size_t n = strlen(cmd);
-	for (int m = 0, muts = 1 + (int)(xorshift(rng) % 3); m < muts; m++) {
-		uint64_t r = xorshift(rng);
+	for (int m = 0, muts = 1 + (int)(kvt_test_xorshift(rng) % 3); m < muts; m++) {
+		uint64_t r = kvt_test_xorshift(rng);
 		size_t at = n ? (size_t)(r >> 16) % n : 0;
 		switch (r % 5) {
 		case 0:

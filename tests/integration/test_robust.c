@@ -1513,14 +1513,6 @@ static void test_robust_session_ends_with_its_process(void **state)
 	assert_int_equal(healthy_roundtrip(11), 0);
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 /* A connection past its hello and its namespace, for the mutation fuzzer. */
 static int fuzz_connect(void)
 {
@@ -1607,10 +1599,10 @@ static void test_robust_mutation_fuzzer(void **state)
 	uint64_t rng = 0x2545f4914f6cdd1dull;
 	int fd = fuzz_connect(), closed = 0, errors = 0, served = 0;
 	for (int i = 0; i < frames; i++) {
-		int seed = (int)(xorshift(&rng) % 10);
-		size_t len = fuzz_seed(buf, seed, ns, cb, xorshift(&rng) % 64);
-		for (int k = 0, muts = 1 + (int)(xorshift(&rng) % 4); k < muts; k++) {
-			uint64_t r = xorshift(&rng);
+		int seed = (int)(kvt_test_xorshift(&rng) % 10);
+		size_t len = fuzz_seed(buf, seed, ns, cb, kvt_test_xorshift(&rng) % 64);
+		for (int k = 0, muts = 1 + (int)(kvt_test_xorshift(&rng) % 4); k < muts; k++) {
+			uint64_t r = kvt_test_xorshift(&rng);
 			size_t at = (size_t)(r >> 16) % len;
 			static const uint32_t edge[] = {0,           1,  0x7fffffffu, 0x80000000u,
 			                                0xffffffffu, 16, 4096,        1u << 20};
@@ -1633,11 +1625,12 @@ static void test_robust_mutation_fuzzer(void **state)
 			default:
 				for (size_t e = 0, add = (r >> 24) % 300;
 				     e < add && len < sizeof(buf); e++)
-					buf[len++] = (uint8_t)xorshift(&rng); /* grown */
+					buf[len++] = (uint8_t)kvt_test_xorshift(&rng); /* grown */
 			}
 		}
 		struct kvt_msg_hdr *h = (void *)buf;
-		if (len >= sizeof(*h) && xorshift(&rng) % 4) /* mostly past the framing check */
+		if (len >= sizeof(*h) &&
+		    kvt_test_xorshift(&rng) % 4) /* mostly past the framing check */
 			h->len = (uint32_t)len;
 		if (len >= sizeof(*h) &&
 		    (h->type == KVT_MSG_POLICY || h->type == KVT_MSG_CONFIG ||

@@ -446,6 +446,14 @@ void kvt_test_fill(void *buf, size_t len, uint64_t seed)
 		b[i] = (uint8_t)(seed + i);
 }
 
+uint64_t kvt_test_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 int kvt_test_fd_count(pid_t pid)
 {
 	char path[64];

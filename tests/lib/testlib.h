@@ -91,6 +91,8 @@ int kvt_test_mount_tmpfs(char *dir, size_t dir_len, char *mnt, size_t mnt_len, c
 void kvt_test_umount_tmpfs(const char *dir, const char *mnt);
 /* Fills buf with bytes derived from seed (deterministic). */
 void kvt_test_fill(void *buf, size_t len, uint64_t seed);
+/* The next number of a xorshift64 sequence in *s (not 0), for the tests' seeded fuzzers. */
+uint64_t kvt_test_xorshift(uint64_t *s);
 /* Counts open fds of pid. */
 int kvt_test_fd_count(pid_t pid);
 #endif
