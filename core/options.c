@@ -321,7 +321,7 @@ int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len)
 static const char *const env_others[] = {
     "KVTIER_SOCKET",             /* the client and the CLI: the daemon's socket (sockpath.c) */
     "KVTIER_TIMEOUT_MS",         /* the client: how long a call waits for the daemon */
-    "KVTIER_GPU",                /* gpu/runtime_cuda.c: off forces the stub */
+    "KVTIER_GPU",                /* gpu/runtime_cuda.c: off answers -ENODEV, as without CUDA */
     "KVTIER_NVME_BACKEND",       /* tiers/nvme/nvme.c: uring or pio */
     "KVTIER_NVME_FAULT_PPM",     /* tiers/nvme/nvme.c: injected faults, tests only */
     "KVTIER_NVME_NOSPC_PPM",     /* ditto */
