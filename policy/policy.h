@@ -121,10 +121,13 @@ int kvt_policy_check(const char *name, const char *params, char *err, size_t err
  * The run-time change `kvtier policy set` makes: with name the policy *ops already is, sets the
  * parameters ("k=v" words, params is modified) on *p; otherwise builds policy name from *p's
  * n_resident entries (kvt_policy_switch), sets the parameters on it, and only then destroys the
- * old one and replaces *ops and *p. On failure nothing is replaced or set (the words are
- * tried first, kvt_policy_check) and err holds one line saying why.
+ * old one and replaces *ops and *p. A first word KVT_POLICY_DEFAULTS builds even the same
+ * policy anew that way, its parameters at their defaults before the words that follow. On failure
+ * nothing is replaced or set (the words are tried first, kvt_policy_check) and err holds one line
+ * saying why.
  * @return : 0, -ENOENT (no such policy or parameter), -EINVAL (bad word or value), -ENOMEM.
  */
+#define KVT_POLICY_DEFAULTS "defaults"
 int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, size_t n_resident,
                    const char *name, char *params, size_t capacity_hint, kvt_policy_meta_fn meta,
                    void *arg, char *err, size_t err_len);

@@ -10,8 +10,10 @@
  * kvt_policy_set() is what `kvtier policy set TIER NAME [k=v ...]` does to any tier that keeps
  * its entries in a policy (the daemon's host tier, the rocksdb tier): the same name only sets
  * parameters; another builds the new policy beside the old one, sets its parameters there, and
- * replaces the old one only when everything succeeded. kvt_policy_params_str() writes the
- * parameters as they run for `kvtier policy get`, in the words `policy set` takes back, and a
+ * replaces the old one only when everything succeeded. A first word "defaults" builds the same
+ * policy anew that way (every parameter back to its default, the entries carried over), so a
+ * parameter can be unset: a reload whose file drops one does this. kvt_policy_params_str() writes
+ * the parameters as they run for `kvtier policy get`, in the words `policy set` takes back, and a
  * refused value's error names the range the policy gives (get_param).
  */
 #include "policy.h"
@@ -155,6 +157,18 @@ static int apply_params(const struct kvt_policy_ops *ops, struct kvt_policy *p, 
 	return 0;
 }
 
+/* Takes a first word "defaults" out of words. @return : whether there was one. */
+static bool take_defaults(char *words)
+{
+	char *w = words + strspn(words, " ");
+	if (strncmp(w, KVT_POLICY_DEFAULTS, sizeof(KVT_POLICY_DEFAULTS) - 1) ||
+	    (w[sizeof(KVT_POLICY_DEFAULTS) - 1] && w[sizeof(KVT_POLICY_DEFAULTS) - 1] != ' '))
+		return false;
+	w += sizeof(KVT_POLICY_DEFAULTS) - 1;
+	memmove(words, w, strlen(w) + 1);
+	return true;
+}
+
 int kvt_policy_check(const char *name, const char *params, char *err, size_t err_len)
 {
 	const struct kvt_policy_ops *to = kvt_policy_find(name);
@@ -166,6 +180,7 @@ int kvt_policy_check(const char *name, const char *params, char *err, size_t err
 	char *copy = strdup(params ? params : "");
 	int rc = copy ? to->create(64, &trial) : -ENOMEM;
 	if (!rc) {
+		take_defaults(copy);
 		rc = apply_params(to, trial, copy, err, err_len);
 		to->destroy(trial);
 	} else {
@@ -184,7 +199,8 @@ int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, siz
 		snprintf(err, err_len, "no policy named '%s' (kvtier sim --list-policies)", name);
 		return -ENOENT;
 	}
-	if (to == *ops) {
+	bool fresh = take_defaults(params);
+	if (to == *ops && !fresh) {
 		/* tried first on a policy of its own, so that a refused word changes nothing: one
 		 * by one on the running policy, the words before it were left set */
 		int rc = kvt_policy_check(name, params, err, err_len);

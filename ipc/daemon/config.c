@@ -11,7 +11,8 @@
  * nothing. "TIER.policy.PARAM VALUE" sets one parameter, "TIER.policy_params 'k=v ...'" several,
  * on the running policy. TIER.policy_params always reads the parameters set since that policy
  * started (config, `policy set`, `config set`), a later value replacing an earlier one
- * (kvd_params_record); a policy cannot unset a parameter, so one is reset by setting its default.
+ * (kvd_params_record); `policy set TIER NAME defaults [k=v ...]` builds the policy anew with
+ * every parameter at its default first (kvt_policy_set), which is how a parameter is unset.
  * Runs on the loop thread, like every admin message.
  *
  * SIGHUP and `kvtier config reload` reload: the options are read as a start reads them
@@ -19,10 +20,12 @@
  * from the running value is set as `config set` would set it, in the table's order (a policy
  * before its parameters); one read at start only is logged as waiting for a restart. So after a
  * reload every run-time option is what a restart would give it, a value set by `config set`
- * since included. A reload is all or nothing: every changed value is checked first (check(),
- * the checks apply() makes, changing nothing), and a file with one value refused -- or one a
- * restart would stop at -- changes nothing (before, the others were applied one by one). An
- * option of a lower tier that does not run is taken as a start takes it: recorded, not applied.
+ * since included: a policy parameter the file no longer sets goes back to its default (the
+ * policy is built anew, "defaults", its chunks carried over; reload_words). A reload is all or
+ * nothing: every changed value is checked first (check(), the checks apply() makes, changing
+ * nothing), and a file with one value refused -- or one a restart would stop at -- changes nothing
+ * (before, the others were applied one by one). An option of a lower tier that does not run is
+ * taken as a start takes it: recorded, not applied.
  */
 #include "daemon.h"
 #include "core/log.h"
@@ -65,8 +68,11 @@ int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err
 int kvd_params_record(const char *params, const char *running, const char *name, const char *words,
                       char *rec, char *err, size_t err_len)
 {
-	snprintf(rec, KVT_OPT_STR_MAX, "%s", strcmp(running, name) ? "" : params);
-	int rc = kvt_params_merge(rec, KVT_OPT_STR_MAX, words);
+	const char *w = words + strspn(words, " ");
+	size_t dl = sizeof(KVT_POLICY_DEFAULTS) - 1;
+	bool fresh = !strncmp(w, KVT_POLICY_DEFAULTS, dl) && (!w[dl] || w[dl] == ' ');
+	snprintf(rec, KVT_OPT_STR_MAX, "%s", strcmp(running, name) || fresh ? "" : params);
+	int rc = kvt_params_merge(rec, KVT_OPT_STR_MAX, fresh ? w + dl : words);
 	if (rc == -EINVAL)
 		snprintf(err, err_len, "policy parameters are name=value words: '%s'", words);
 	else if (rc)
@@ -362,12 +368,28 @@ static bool changed(const struct kvd *d, const struct kvt_options *want, int id)
 	 * nvme.bytes keeps its file's size, and rocksdb.bytes moved with other writers */
 	if (!def->runtime && !want->set[id] && !d->opts.set[id] && !strcmp(def->def, "auto"))
 		return false;
-	/* the running policy's parameters set since it started (kvd_params_record): none in the
-	 * file sets none, and a policy cannot unset one (set its default instead) */
-	if ((id == KVT_OPT_HOST_POLICY_PARAMS || id == KVT_OPT_ROCKSDB_POLICY_PARAMS) &&
-	    !want->str[id][0])
-		return false;
 	return true;
+}
+
+/* Whether words ("k=v ...") set parameter key (length kl). */
+static bool names_key(const char *words, const char *key, size_t kl)
+{
+	for (const char *w = words; *(w += strspn(w, " ")); w += strcspn(w, " "))
+		if (!strncmp(w, key, kl) && w[kl] == '=')
+			return true;
+	return false;
+}
+
+/* The words a reload gives a running policy whose parameters set since it started read running
+ * (kvd_params_record), for the file's want: want alone when it names every one of them, else
+ * "defaults" first, so that a parameter the file no longer sets goes back to its default, as a
+ * restart would have it. */
+static void reload_words(const char *running, const char *want, char *out, size_t len)
+{
+	bool all = true;
+	for (const char *w = running; all && *(w += strspn(w, " ")); w += strcspn(w, " "))
+		all = names_key(want, w, strcspn(w, "="));
+	snprintf(out, len, "%s%s", all ? "" : KVT_POLICY_DEFAULTS " ", want);
 }
 
 int kvd_config_reload(struct kvd *d, struct kvd_out *o)
@@ -430,11 +452,19 @@ int kvd_config_reload(struct kvd *d, struct kvd_out *o)
 			applied++;
 			continue;
 		}
-		if ((rc = apply(d, id, one, want->str[id], err, sizeof(err)))) { /* checked: rare */
+		bool params =
+		    id == KVT_OPT_HOST_POLICY_PARAMS || id == KVT_OPT_ROCKSDB_POLICY_PARAMS;
+		char words[KVT_OPT_STR_MAX + sizeof(KVT_POLICY_DEFAULTS)];
+		if (params)
+			reload_words(d->opts.str[id], want->str[id], words, sizeof(words));
+		if ((rc = apply(d, id, one, params ? words : want->str[id], err,
+		                sizeof(err)))) { /* checked: rare */
 			say(o, KVT_LOG_WARN, "config reload: %s = %s failed: %s", def->name,
 			    shown(want, id, v, sizeof(v)), err);
 			refused++;
 		} else {
+			if (params) /* as the file has them, in its order */
+				memcpy(d->opts.str[id], want->str[id], KVT_OPT_STR_MAX);
 			say(o, KVT_LOG_INFO, "config: %s = %s (reload)", def->name,
 			    shown(want, id, v, sizeof(v)));
 			applied++;

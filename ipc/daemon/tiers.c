@@ -1504,12 +1504,20 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 	char *opt = kvd_tiers_policy_opt(d, k, ""),
 	     *opt_params = kvd_tiers_policy_opt(d, k, "_params");
 	char rec[KVT_OPT_STR_MAX] = "";
-	if (!name)
-		name = opt ? opt : "";
+	if (!name) /* parameters alone: of what runs, which under auto ends auto, as at host */
+		name = l->pol_auto ? l->pol_auto_name : opt ? opt : "";
 	if (!strcmp(name, "auto")) {
 		if (params[strspn(params, " ")]) {
 			snprintf(err, err_len, "auto takes no parameters: it picks arc or conv");
 			return -EINVAL;
+		}
+		char fresh[] = KVT_POLICY_DEFAULTS;
+		if (opt && opt_params && opt_params[0] && strcmp(opt, "auto")) {
+			lower_lock(l); /* auto runs its choice at its defaults */
+			int rc = l->ops->policy_set(l->t, opt, fresh, err, err_len);
+			pthread_mutex_unlock(&l->lock);
+			if (rc)
+				return rc;
 		}
 		l->pol_auto = true;
 		if (opt && opt_params) {

@@ -637,6 +637,34 @@ static void test_operator_sighup_reloads(void **state)
 	assert_int_equal(kvt_test_cli(&d, "config get host.admit", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "host.admit = none"));
 
+	/* a policy parameter `config set` gave, which the file does not set, goes back to its
+	 * default, as a restart would have it (the policy is built anew, its chunks kept); one the
+	 * file sets is set; a second read of the same file changes nothing */
+	assert_int_equal(
+	    kvt_test_cli(&d, "config set host.policy.small_ratio 0.3", out, sizeof(out)), 0);
+	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "small_ratio=0.3 "));
+	write_config(&d, "host.policy = s3fifo\nclient.hello_ms = 4000\n"
+	                 "host.policy.move_threshold = 2\nnvme.policy = clock\n");
+	assert_int_equal(kvt_test_cli(&d, "config reload", said, sizeof(said)), 0);
+	assert_non_null(strstr(said, "1 applied, 0 failed"));
+	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "host s3fifo small_ratio=0.1 move_threshold=2"));
+	assert_int_equal(kvt_test_cli(&d, "config get host.policy_params", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy_params = move_threshold=2\n");
+	assert_int_equal(kvt_lookup(c, ns, k, 8), 8);
+	assert_int_equal(kvt_test_cli(&d, "config reload", said, sizeof(said)), 0);
+	assert_non_null(strstr(said, "0 applied, 0 failed"));
+	/* and `policy set host s3fifo defaults` unsets by hand */
+	assert_int_equal(
+	    kvt_test_cli(&d, "policy set host s3fifo defaults small_ratio=0.2", out, sizeof(out)),
+	    0);
+	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "host s3fifo small_ratio=0.2 move_threshold=1"));
+	assert_int_equal(kvt_test_cli(&d, "config get host.policy_params", out, sizeof(out)), 0);
+	assert_string_equal(out, "host.policy_params = small_ratio=0.2\n");
+	assert_int_equal(kvt_lookup(c, ns, k, 8), 8);
+
 	/* a file that does not parse: nothing changes, and the daemon serves on */
 	write_and_hup(&d, "host.policy = lru\nclient.hello_ms = [\n");
 	reload(&d, "host.policy = s3fifo\nclient.hello_ms = 5000\n", 5000); /* after that one */

@@ -600,6 +600,18 @@ static void test_policyctl_auto(void **state)
 		toks[i] = 5000 + (uint32_t)i;
 	assert_int_equal(kvt_chunk_keys(nb, toks, 8 * 16, 16, keys, 8), 8);
 	assert_int_equal(kvt_lookup(c, nb, keys, 8), 8);
+	/* a parameter ends auto; auto again runs its choice, the same policy, at its defaults */
+	assert_int_equal(config(c, "set host.policy.horizon 2", out, sizeof(out)), 0);
+	assert_int_equal(config(c, "set rocksdb.policy.horizon 2", out, sizeof(out)), 0);
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host conv walk=1 leaf_first=1 horizon=2 orphan=0.5");
+	assert_int_equal(policy(c, "set host auto", out, sizeof(out)), 0);
+	assert_int_equal(policy(c, "set rocksdb auto", out, sizeof(out)), 0);
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
+	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
+	assert_string_equal(out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
+	assert_int_equal(kvt_lookup(c, nb, keys, 8), 8);
 
 	kvt_model_t small = big; /* 32 KiB chunks */
 	small.name = "auto-small";

@@ -993,6 +993,22 @@ static void test_policy_params_listed(void **state)
 		    -ENOENT);
 		kvt_policy_params_str(o, p, again, sizeof(again));
 		assert_string_equal(again, words);
+		/* a first word "defaults" builds the policy anew: the words not named at their
+		 * defaults, which is how a reload unsets one (words holds the defaults) */
+		snprintf(w2, sizeof(w2), "%s=%.17g", pa.name, pa.value != pa.lo ? pa.lo : pa.hi);
+		assert_int_equal(
+		    kvt_policy_set(&ops, &p, 0, o->name, w2, 64, NULL, NULL, err, sizeof(err)), 0);
+		kvt_policy_params_str(o, p, again, sizeof(again));
+		assert_string_not_equal(again, words);
+		snprintf(w2, sizeof(w2), " %s ", KVT_POLICY_DEFAULTS);
+		assert_int_equal(
+		    kvt_policy_set(&ops, &p, 0, o->name, w2, 64, NULL, NULL, err, sizeof(err)), 0);
+		kvt_policy_params_str(o, p, again, sizeof(again));
+		assert_string_equal(again, words);
+		snprintf(w2, sizeof(w2), "%sx=1", KVT_POLICY_DEFAULTS); /* a word, not a prefix */
+		assert_int_equal(
+		    kvt_policy_set(&ops, &p, 0, o->name, w2, 64, NULL, NULL, err, sizeof(err)),
+		    -ENOENT);
 		o->destroy(p);
 	}
 	assert_int_equal(with_params, 7); /* s3fifo, lfu, gdsf, lhd, hindsight, conv, wtinylfu */

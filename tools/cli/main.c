@@ -25,7 +25,9 @@ static void usage(FILE *f)
 	       "  top [--interval S] [--count N]  the tiers live: fill, hit ratio, rates\n"
 	       "  tier enable NAME          re-probe a tier disabled after device errors\n"
 	       "  policy get TIER           the eviction policy of host or rocksdb\n"
-	       "  policy set TIER NAME [k=v ...]  switch policy (no chunk dropped) or set params\n"
+	       "  policy set TIER NAME [defaults] [k=v ...]\n"
+	       "                            switch policy (no chunk dropped) or set params;\n"
+	       "                            defaults: the parameters not named at their defaults\n"
 	       "  mrc TIER                  hit ratio at 1/2x..8x the tier's size (sampled)\n"
 	       "  config get [NAME]         the running daemon's options (a valid config file)\n"
 	       "  config set NAME VALUE     change a runtime option (kvtierd --help marks them)\n"
@@ -115,12 +117,12 @@ int main(int argc, char **argv)
 	} else if ((!strcmp(cmd, "policy") || !strcmp(cmd, "config")) &&
 	           (i + 1 >= argc || (strcmp(argv[i + 1], "get") && strcmp(argv[i + 1], "set") &&
 	                              (cmd[0] == 'p' || strcmp(argv[i + 1], "reload"))))) {
-		fprintf(
-		    stderr, "%s\n",
-		    cmd[0] == 'p'
-		        ? "usage: kvtier policy get TIER | kvtier policy set TIER NAME [k=v ...]"
-		        : "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | "
-		          "kvtier config reload");
+		fprintf(stderr, "%s\n",
+		        cmd[0] == 'p'
+		            ? "usage: kvtier policy get TIER | kvtier policy set TIER NAME "
+		              "[defaults] [k=v ...]"
+		            : "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | "
+		              "kvtier config reload");
 		rc = KVT_CLI_SAID;
 	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config") ||
 	           !strcmp(cmd, "inspect") || !strcmp(cmd, "flush") || !strcmp(cmd, "check")) {
