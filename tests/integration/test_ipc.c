@@ -6,6 +6,7 @@
 #include "testlib.h"
 #include "kvtier.h"
 #include "ipc/proto.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -2315,42 +2316,27 @@ static void test_ipc_admin_needs_owner(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
-/* One admin command for the fuzzer: a seed of every verb, of the type it goes with, mutated
- * (bits flipped, bytes replaced by blanks, tabs, digits and punctuation, blanks put in, cut,
- * its tail repeated). @return : the message type. */
-static uint16_t admin_mutant(uint64_t *rng, const char *hr, const char *hrkey, char *cmd,
-                             size_t len)
+/* An admin command to mutate: its message type and text. */
+struct admin_seed {
+	uint16_t type;
+	const char *text;
+	int ids; /* followed by root's namespace (1), and a key of it (2) */
+};
+
+/* One admin command for the fuzzers: one of n seeds, mutated min_muts to 3 times (bits flipped,
+ * bytes replaced by blanks, tabs, digits and punctuation, blanks put in, cut, its tail repeated).
+ * @return : the message type. */
+static uint16_t admin_mutant(uint64_t *rng, const struct admin_seed *seeds, size_t n_seeds,
+                             int min_muts, const char *hr, const char *hrkey, char *cmd, size_t len)
 {
-	static const struct {
-		uint16_t type;
-		const char *text;
-		int ids; /* followed by root's namespace (1), and a key of it (2) */
-	} seeds[] = {{KVT_MSG_CONFIG, "get", 0},
-	             {KVT_MSG_CONFIG, "get host.policy", 0},
-	             {KVT_MSG_CONFIG, "set host.policy lfu", 0},
-	             {KVT_MSG_CONFIG, "set host.policy.small_ratio 0.3", 0},
-	             {KVT_MSG_CONFIG, "set client.allow 1,2", 0},
-	             {KVT_MSG_CONFIG, "reload", 0},
-	             {KVT_MSG_POLICY, "get host", 0},
-	             {KVT_MSG_POLICY, "mrc host", 0},
-	             {KVT_MSG_POLICY, "get nvme", 0},
-	             {KVT_MSG_POLICY, "set host s3fifo small_ratio=0.2", 0},
-	             {KVT_MSG_POLICY, "set nvme clock", 0},
-	             {KVT_MSG_INSPECT, "inspect", 0},
-	             {KVT_MSG_INSPECT, "inspect", 1},
-	             {KVT_MSG_INSPECT, "inspect", 2},
-	             {KVT_MSG_INSPECT, "check", 0},
-	             {KVT_MSG_INSPECT, "flush all", 0},
-	             {KVT_MSG_INSPECT, "flush tenant 0", 0},
-	             {KVT_MSG_INSPECT, "flush", 1},
-	             {KVT_MSG_TIER_ENABLE, "nvme", 0}};
 	static const char swap[] = " \t=.,09-aZ/%\n@#";
-	size_t k = (size_t)(kvt_test_xorshift(rng) % (sizeof(seeds) / sizeof(seeds[0])));
+	size_t k = (size_t)(kvt_test_xorshift(rng) % n_seeds);
 	int ids = seeds[k].ids;
 	snprintf(cmd, len, "%s%s%s%s%s", seeds[k].text, ids ? " " : "", ids ? hr : "",
 	         ids > 1 ? " " : "", ids > 1 ? hrkey : "");
 	size_t n = strlen(cmd);
-	for (int m = 0, muts = 1 + (int)(kvt_test_xorshift(rng) % 3); m < muts; m++) {
+	int muts = min_muts + (int)(kvt_test_xorshift(rng) % (unsigned)(4 - min_muts));
+	for (int m = 0; m < muts; m++) {
 		uint64_t r = kvt_test_xorshift(rng);
 		size_t at = n ? (size_t)(r >> 16) % n : 0;
 		switch (r % 5) {
@@ -2381,6 +2367,27 @@ static uint16_t admin_mutant(uint64_t *rng, const char *hr, const char *hrkey, c
 	}
 	return seeds[k].type;
 }
+
+static const struct admin_seed other_seeds[] = {
+    {KVT_MSG_CONFIG, "get", 0},
+    {KVT_MSG_CONFIG, "get host.policy", 0},
+    {KVT_MSG_CONFIG, "set host.policy lfu", 0},
+    {KVT_MSG_CONFIG, "set host.policy.small_ratio 0.3", 0},
+    {KVT_MSG_CONFIG, "set client.allow 1,2", 0},
+    {KVT_MSG_CONFIG, "reload", 0},
+    {KVT_MSG_POLICY, "get host", 0},
+    {KVT_MSG_POLICY, "mrc host", 0},
+    {KVT_MSG_POLICY, "get nvme", 0},
+    {KVT_MSG_POLICY, "set host s3fifo small_ratio=0.2", 0},
+    {KVT_MSG_POLICY, "set nvme clock", 0},
+    {KVT_MSG_INSPECT, "inspect", 0},
+    {KVT_MSG_INSPECT, "inspect", 1},
+    {KVT_MSG_INSPECT, "inspect", 2},
+    {KVT_MSG_INSPECT, "check", 0},
+    {KVT_MSG_INSPECT, "flush all", 0},
+    {KVT_MSG_INSPECT, "flush tenant 0", 0},
+    {KVT_MSG_INSPECT, "flush", 1},
+    {KVT_MSG_TIER_ENABLE, "nvme", 0}};
 
 /* B2 for the admin messages, which the socket fuzzer leaves out (it runs as root, whose
  * mutations may change the daemon): 4,000 mutated commands of every verb from another uid.
@@ -2415,7 +2422,8 @@ static void test_ipc_admin_fuzzer(void **state)
 			_exit(41);
 		uint64_t rng = 0x9e3779b97f4a7c15ull;
 		for (int i = 0; i < rounds; i++) {
-			uint16_t type = admin_mutant(&rng, hr, hrkey, cmd, sizeof(cmd));
+			uint16_t type = admin_mutant(&rng, other_seeds, KVT_ARRAY_SIZE(other_seeds),
+			                             1, hr, hrkey, cmd, sizeof(cmd));
 			int got = kvt__client_simple(c, type, cmd, out, sizeof(out));
 			if (got == -ENOTCONN || got == -ETIMEDOUT) {
 				fprintf(stderr,
@@ -2440,6 +2448,127 @@ static void test_ipc_admin_fuzzer(void **state)
 	assert_int_equal(kvt_test_tier_stat(&d, "nvme", "disabled"), 0);
 	kvt_test_check_books(&d, 0);
 	kvt_close(rc);
+	kvt_test_daemon_destroy(&d);
+}
+
+/* The owner's seeds: the other uid's, and a set of every run-time option, policy and tier. */
+static const struct admin_seed owner_seeds[] = {
+    {KVT_MSG_CONFIG, "set host.policy conv", 0},
+    {KVT_MSG_CONFIG, "set host.policy auto", 0},
+    {KVT_MSG_CONFIG, "set host.policy_params small_ratio=0.2 move_threshold=2", 0},
+    {KVT_MSG_CONFIG, "set host.admit tinylfu", 0},
+    {KVT_MSG_CONFIG, "set tenant.quota 0=1MiB/4MiB,65534=0/2MiB", 0},
+    {KVT_MSG_CONFIG, "set lease.timeout_ms 20000", 0},
+    {KVT_MSG_CONFIG, "set shutdown.timeout_ms 4000", 0},
+    {KVT_MSG_CONFIG, "set client.hello_ms 3000", 0},
+    {KVT_MSG_CONFIG, "set demote.wait_ms 50", 0},
+    {KVT_MSG_CONFIG, "set promote.wait_ms 2000", 0},
+    {KVT_MSG_CONFIG, "set host.dirty_pct 40", 0},
+    {KVT_MSG_CONFIG, "set host.keep_pct 30", 0},
+    {KVT_MSG_CONFIG, "set host.keep_max_ms 60000", 0},
+    {KVT_MSG_CONFIG, "set nvme.admit second_touch", 0},
+    {KVT_MSG_CONFIG, "set nvme.policy clock", 0},
+    {KVT_MSG_CONFIG, "set nvme.quota 0=1MiB/32MiB", 0},
+    {KVT_MSG_CONFIG, "set rocksdb.admit second_touch", 0},
+    {KVT_MSG_CONFIG, "set rocksdb.policy lfu", 0},
+    {KVT_MSG_CONFIG, "set rocksdb.policy.max_count 100", 0},
+    {KVT_MSG_CONFIG, "set rocksdb.quota 0=1MiB/32MiB", 0},
+    {KVT_MSG_CONFIG, "set log.level warn", 0},
+    {KVT_MSG_POLICY, "set host conv defaults horizon=2", 0},
+    {KVT_MSG_POLICY, "set host wtinylfu window_ratio=0.05", 0},
+    {KVT_MSG_POLICY, "set rocksdb arc", 0},
+    {KVT_MSG_POLICY, "set rocksdb auto", 0},
+    {KVT_MSG_POLICY, "get rocksdb", 0},
+    {KVT_MSG_POLICY, "mrc rocksdb", 0},
+    {KVT_MSG_POLICY, "mrc nvme", 0},
+    {KVT_MSG_TIER_ENABLE, "rocksdb", 0},
+};
+
+/* The owner's chunk traffic between the fuzzer's commands: puts a 3-chunk chain and reads it
+ * back. A refusal is an answer (a quota the fuzzer set may hold it off); a byte served wrong is
+ * not. @return : 0, or -1 on a wrong byte, -2 when no call could be made. */
+static int owner_roundtrip(kvt_client_t *c, uint32_t salt)
+{
+	kvt_model_t m = model(16, KVT_DTYPE_F16);
+	kvt_id_t ns, keys[3];
+	if (kvt_namespace(c, &m, &ns) || prefix_keys(ns, 16, keys, 3, salt) != 3)
+		return -2;
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *a = malloc(3 * cb), *b = malloc(3 * cb);
+	int rc = a && b ? 0 : -2;
+	for (size_t i = 0; !rc && i < 3; i++)
+		kvt_test_fill(a + i * cb, cb, salt + (uint32_t)i);
+	const void *ch[3] = {a, a + cb, a + 2 * cb};
+	void *dst[3] = {b, b + cb, b + 2 * cb};
+	int put = rc ? -1 : kvt_put(c, ns, NULL, keys, 3, ch, cb);
+	int got = put > 0 ? kvt_get(c, ns, keys, (size_t)put, dst, cb) : 0;
+	if (got > 0 && memcmp(a, b, (size_t)got * cb))
+		rc = -1;
+	free(a);
+	free(b);
+	return rc;
+}
+
+/* B2 for the owner's admin messages, which may change the daemon: 3,000 mutated commands of
+ * every verb, every run-time option and every tier's policy, with chunk traffic between them.
+ * Each is answered on its connection; no byte is served wrong; afterwards the daemon serves
+ * puts once the quotas are off, its `config get` listing is a config file that a reload takes
+ * as it is (nothing to change, nothing refused), and the books check. */
+static void test_ipc_admin_fuzzer_owner(void **state)
+{
+	const char *sets[] = {"tiers.order=host,nvme,rocksdb", "nvme.bytes=64MiB",
+	                      "rocksdb.bytes=64MiB", "host.bytes=8MiB", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start_config(&d, "host.policy = lru\n", sets), 0);
+	kvt_client_t *c;
+	kvt_id_t ns;
+	char hr[33], hrkey[33];
+	static char cmd[256], out[1 << 15], said[8192];
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	assert_int_equal(put_named(c, 16, 3, &ns, hr, hrkey), 0);
+	struct admin_seed seeds[KVT_ARRAY_SIZE(other_seeds) + KVT_ARRAY_SIZE(owner_seeds)];
+	memcpy(seeds, other_seeds, sizeof(other_seeds));
+	memcpy(seeds + KVT_ARRAY_SIZE(other_seeds), owner_seeds, sizeof(owner_seeds));
+	const int rounds = kvt_test_slowed() ? 600 : 3000;
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+	int answered = 0, refused = 0;
+	for (int i = 0; i < rounds; i++) {
+		uint16_t type = admin_mutant(&rng, seeds, KVT_ARRAY_SIZE(seeds), 0, hr, hrkey, cmd,
+		                             sizeof(cmd));
+		int got = kvt__client_simple(c, type, cmd, out, sizeof(out));
+		if (got == -ENOTCONN || got == -ETIMEDOUT || got == -ECONNRESET)
+			fail_msg("owner admin fuzzer: '%s' (type %u) lost the connection", cmd,
+			         type);
+		got ? refused++ : answered++;
+		if (i % 100 == 99 && owner_roundtrip(c, 7000 + (uint32_t)i) == -1)
+			fail_msg("owner admin fuzzer: a wrong byte after '%s' (type %u)", cmd,
+			         type);
+	}
+	print_message("owner admin fuzzer: %d commands taken, %d refused with an error\n", answered,
+	              refused);
+	assert_true(answered > rounds / 20 && refused > rounds / 20);
+	/* the quotas off, the owner's chunks are stored and served again */
+	assert_int_equal(
+	    kvt__client_simple(c, KVT_MSG_CONFIG, "set tenant.quota none", out, sizeof(out)), 0);
+	assert_int_equal(
+	    kvt__client_simple(c, KVT_MSG_CONFIG, "set nvme.quota none", out, sizeof(out)), 0);
+	assert_int_equal(
+	    kvt__client_simple(c, KVT_MSG_CONFIG, "set rocksdb.quota none", out, sizeof(out)), 0);
+	assert_int_equal(owner_roundtrip(c, 99999), 0);
+	kvt_id_t keys[3];
+	assert_int_equal(prefix_keys(ns, 16, keys, 3, 99999), 3);
+	/* `config get` is a valid config file: a reload of it changes and refuses nothing */
+	assert_int_equal(kvt__client_simple(c, KVT_MSG_CONFIG, "get", out, sizeof(out)), 0);
+	FILE *f = fopen(d.config, "w");
+	assert_non_null(f);
+	assert_true(fputs(out, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	int rc = kvt_test_cli(&d, "config reload", said, sizeof(said));
+	if (rc || !strstr(said, ": 0 applied, 0 failed, 0 wait for a restart"))
+		fail_msg("reload of the daemon's own listing (exit %d):\n%s\nlisting:\n%s", rc,
+		         said, out);
+	kvt_test_check_books(&d, 0);
+	kvt_close(c);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -2476,6 +2605,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_tenant_timing_oracle),
 	    cmocka_unit_test(test_ipc_admin_needs_owner),
 	    cmocka_unit_test(test_ipc_admin_fuzzer),
+	    cmocka_unit_test(test_ipc_admin_fuzzer_owner),
 	    cmocka_unit_test(test_ipc_client_allow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
