@@ -128,6 +128,8 @@ int kvt_policy_check(const char *name, const char *params, char *err, size_t err
  * @return : 0, -ENOENT (no such policy or parameter), -EINVAL (bad word or value), -ENOMEM.
  */
 #define KVT_POLICY_DEFAULTS "defaults"
+/* The words after a first word KVT_POLICY_DEFAULTS in words, or NULL when it has none. */
+const char *kvt_policy_after_defaults(const char *words);
 int kvt_policy_set(const struct kvt_policy_ops **ops, struct kvt_policy **p, size_t n_resident,
                    const char *name, char *params, size_t capacity_hint, kvt_policy_meta_fn meta,
                    void *arg, char *err, size_t err_len);

@@ -157,16 +157,20 @@ static int apply_params(const struct kvt_policy_ops *ops, struct kvt_policy *p, 
 	return 0;
 }
 
+const char *kvt_policy_after_defaults(const char *words)
+{
+	const char *w = words + strspn(words, " ");
+	size_t n = sizeof(KVT_POLICY_DEFAULTS) - 1;
+	return strncmp(w, KVT_POLICY_DEFAULTS, n) || (w[n] && w[n] != ' ') ? NULL : w + n;
+}
+
 /* Takes a first word "defaults" out of words. @return : whether there was one. */
 static bool take_defaults(char *words)
 {
-	char *w = words + strspn(words, " ");
-	if (strncmp(w, KVT_POLICY_DEFAULTS, sizeof(KVT_POLICY_DEFAULTS) - 1) ||
-	    (w[sizeof(KVT_POLICY_DEFAULTS) - 1] && w[sizeof(KVT_POLICY_DEFAULTS) - 1] != ' '))
-		return false;
-	w += sizeof(KVT_POLICY_DEFAULTS) - 1;
-	memmove(words, w, strlen(w) + 1);
-	return true;
+	const char *rest = kvt_policy_after_defaults(words);
+	if (rest)
+		memmove(words, rest, strlen(rest) + 1);
+	return rest != NULL;
 }
 
 int kvt_policy_check(const char *name, const char *params, char *err, size_t err_len)

@@ -68,11 +68,9 @@ int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err
 int kvd_params_record(const char *params, const char *running, const char *name, const char *words,
                       char *rec, char *err, size_t err_len)
 {
-	const char *w = words + strspn(words, " ");
-	size_t dl = sizeof(KVT_POLICY_DEFAULTS) - 1;
-	bool fresh = !strncmp(w, KVT_POLICY_DEFAULTS, dl) && (!w[dl] || w[dl] == ' ');
-	snprintf(rec, KVT_OPT_STR_MAX, "%s", strcmp(running, name) || fresh ? "" : params);
-	int rc = kvt_params_merge(rec, KVT_OPT_STR_MAX, fresh ? w + dl : words);
+	const char *rest = kvt_policy_after_defaults(words); /* a fresh start */
+	snprintf(rec, KVT_OPT_STR_MAX, "%s", strcmp(running, name) || rest ? "" : params);
+	int rc = kvt_params_merge(rec, KVT_OPT_STR_MAX, rest ? rest : words);
 	if (rc == -EINVAL)
 		snprintf(err, err_len, "policy parameters are name=value words: '%s'", words);
 	else if (rc)

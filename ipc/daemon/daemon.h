@@ -454,7 +454,8 @@ int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, si
 int kvd_config_check_admit(const char *opt, const char *v, char *err, size_t err_len);
 /* What TIER.policy_params reads after `policy set` puts name with "k=v" words on a tier whose
  * policy is running with params: the words merged into params (kvt_params_merge), or the words
- * alone when name switches policy or they begin with "defaults". Written to rec (KVT_OPT_STR_MAX); nothing is applied.
+ * alone when name switches policy or they begin with "defaults". Written to rec
+ * (KVT_OPT_STR_MAX); nothing is applied.
  * @return : 0, -EINVAL (not k=v words), -ERANGE (too long); err says which. */
 int kvd_params_record(const char *params, const char *running, const char *name, const char *words,
                       char *rec, char *err, size_t err_len);

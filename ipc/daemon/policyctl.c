@@ -279,6 +279,8 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 		             : 0;
 		if (rc)
 			return rc;
+		if (d->opts.str[KVT_OPT_HOST_POLICY_PARAMS][0])
+			kvd_minisim_reset(d, -1); /* other parameters: a new curve */
 		d->pol_auto = true;
 		snprintf(d->opts.str[KVT_OPT_HOST_POLICY], KVT_OPT_STR_MAX, "auto");
 		d->opts.str[KVT_OPT_HOST_POLICY_PARAMS][0] = 0;

@@ -1518,6 +1518,7 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 			pthread_mutex_unlock(&l->lock);
 			if (rc)
 				return rc;
+			kvd_minisim_reset(d, (int)k); /* other parameters: a new curve */
 		}
 		l->pol_auto = true;
 		if (opt && opt_params) {
