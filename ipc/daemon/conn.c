@@ -447,7 +447,7 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 			        rc ? strerror(-rc) : out);
 	} else {
 		rc = kvd_tiers_enable(d, cmd);
-		kvt_log(KVT_LOG_INFO, "tier %s: enable requested by pid %d: %s", cmd,
+		kvt_log(KVT_LOG_INFO, "tier %.63s: enable requested by pid %d: %s", cmd,
 		        (int)d->conns[i].pid, rc ? strerror(-rc) : "enabled");
 	}
 	if (d->conns[i].fd < 0) /* its own command closed it (client.allow no longer names it) */

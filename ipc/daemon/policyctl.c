@@ -424,7 +424,7 @@ static int lower_command(struct kvd *d, const char *verb, const char *tier, char
 		return lower_mrc(d, (uint32_t)k, out, out_len);
 	char *name = strtok_r(NULL, " ", &save);
 	if (!name) {
-		snprintf(out, out_len, "usage: kvtier policy set TIER NAME [k=v ...]");
+		snprintf(out, out_len, "usage: kvtier policy set TIER NAME [defaults] [k=v ...]");
 		return -EINVAL;
 	}
 	int rc = kvd_tiers_policy_set(d, (uint32_t)k, name, save ? save : (char *)"", out, out_len);
@@ -438,8 +438,8 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	char *verb = strtok_r(cmd, " ", &save), *tier = strtok_r(NULL, " ", &save);
 	if (!verb || !tier) {
 		snprintf(out, out_len,
-		         "usage: kvtier policy get TIER | kvtier policy set TIER NAME [k=v ...] | "
-		         "kvtier mrc TIER");
+		         "usage: kvtier policy get TIER | kvtier policy set TIER NAME [defaults] "
+		         "[k=v ...] | kvtier mrc TIER");
 		return -EINVAL;
 	}
 	if (strcmp(verb, "get") && strcmp(verb, "set") && strcmp(verb, "mrc")) {
@@ -451,7 +451,8 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	if (!strcmp(verb, "set")) {
 		char *name = strtok_r(NULL, " ", &save), an[32];
 		if (!name) {
-			snprintf(out, out_len, "usage: kvtier policy set TIER NAME [k=v ...]");
+			snprintf(out, out_len,
+			         "usage: kvtier policy set TIER NAME [defaults] [k=v ...]");
 			return -EINVAL;
 		}
 		char *params = save ? save : (char *)"";

@@ -215,7 +215,7 @@ static void test_operator_scrape_matches_stats(void **state)
 	    {"mrc", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n"},
 	    {"config set host.policy", "usage: kvtier config get [NAME] | kvtier config set NAME "
 	                               "VALUE | kvtier config reload\n"},
-	    {"policy set host", "usage: kvtier policy set TIER NAME [k=v ...]\n"},
+	    {"policy set host", "usage: kvtier policy set TIER NAME [defaults] [k=v ...]\n"},
 	    {"flush", "usage: kvtier flush all | NAMESPACE | tenant UID\n"},
 	    {"tier enable nosuch",
 	     "kvtier: no tier named 'nosuch' here (kvtier stats lists them)\n"}};

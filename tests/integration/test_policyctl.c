@@ -600,6 +600,9 @@ static void test_policyctl_auto(void **state)
 		toks[i] = 5000 + (uint32_t)i;
 	assert_int_equal(kvt_chunk_keys(nb, toks, 8 * 16, 16, keys, 8), 8);
 	assert_int_equal(kvt_lookup(c, nb, keys, 8), 8);
+	assert_int_equal(kvt_test_cli(&pd, "tier enable rocksdb", out, sizeof(out)), 1);
+	assert_string_equal(out, "kvtier: tier rocksdb is never disabled by device errors (it "
+	                         "reopens itself), so there is nothing to enable\n");
 	/* a parameter ends auto; auto again runs its choice, the same policy, at its defaults */
 	assert_int_equal(config(c, "set host.policy.horizon 2", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "set rocksdb.policy.horizon 2", out, sizeof(out)), 0);

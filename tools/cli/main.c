@@ -155,6 +155,12 @@ int main(int argc, char **argv)
 			        "kvtier: no tier named '%s' here (kvtier stats lists them)\n",
 			        argv[i + 2]);
 			rc = KVT_CLI_SAID;
+		} else if (rc == -EOPNOTSUPP) {
+			fprintf(stderr,
+			        "kvtier: tier %s is never disabled by device errors (it reopens "
+			        "itself), so there is nothing to enable\n",
+			        argv[i + 2]);
+			rc = KVT_CLI_SAID;
 		} else if (rc == -EIO || rc == -EAGAIN) {
 			fprintf(stderr,
 			        "kvtier: tier %s stays disabled: its device still fails (%s; the "
