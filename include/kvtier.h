@@ -99,17 +99,19 @@ typedef struct kvt_lease {
  */
 KVT_API int kvt_connect(const char *socket_path, kvt_client_t **out);
 
-#define KVT_TIMEOUT_DEFAULT_MS 30000u    /* above the daemon's promote.wait_ms (5 s by default) */
+#define KVT_TIMEOUT_DEFAULT_MS 30000u    /* twice the daemon's promote.wait_ms (5 s) and more */
 #define KVT_TIMEOUT_MAX_MS     86400000u /* a day */
 
 /*
  * Bounds how long any call waits for the daemon (connecting, sending, each reply) to ms; 0
  * waits for ever. A call that waits longer returns -ETIMEDOUT and drops the connection, as a
  * daemon restart does: leases taken on it release as -ESTALE, and the next call reconnects.
- * What the daemon had been asked may still happen (a timed-out put may be stored). Keep it
- * above the daemon's promote.wait_ms: a kvt_get of chunks in a lower tier waits up to that long
- * for them to come up. Also any call may return -ETIMEDOUT, and -EUSERS or -EACCES when a
- * reconnect is refused. @return : 0, -EINVAL (ms above KVT_TIMEOUT_MAX_MS), or -errno.
+ * What the daemon had been asked may still happen (a timed-out put may be stored). A kvt_get
+ * or kvt_acquire of chunks in a lower tier waits for them to come up for the daemon's
+ * promote.wait_ms, and at most half of this timeout (the client tells it; a daemon before
+ * protocol minor 4 waits promote.wait_ms). Also any call may return -ETIMEDOUT, and -EUSERS or
+ * -EACCES when a reconnect is refused. @return : 0, -EINVAL (ms above KVT_TIMEOUT_MAX_MS), or
+ * -errno.
  */
 KVT_API int kvt_set_timeout(kvt_client_t *c, uint32_t ms);
 

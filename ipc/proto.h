@@ -33,7 +33,7 @@
 #endif
 
 #define KVT_PROTO_MAJOR 1
-#define KVT_PROTO_MINOR 3 /* 1: the shared lookup table; 2: DONE; 3: KEEP */
+#define KVT_PROTO_MINOR 4 /* 1: the shared lookup table; 2: DONE; 3: KEEP; 4: ACQUIRE's arg */
 #define KVT_MSG_MAX     65536u
 #define KVT_BATCH_MAX   256u  /* keys per request */
 #define KVT_GRANULE     4096u /* pool allocation granule and generation granularity */
@@ -113,7 +113,8 @@ _Static_assert(sizeof(struct kvt_msg_namespace_reply) == 24, "wire size");
 struct kvt_msg_keys {
 	kvt_id_t ns;
 	uint32_t n;
-	uint32_t arg; /* KEEP: ttl_ms; 0 in the others */
+	uint32_t arg; /* KEEP: ttl_ms; ACQUIRE: the client's timeout in ms, 0 none (minor 4: the
+	               * daemon waits for promotions at most half of it); 0 in the others */
 	              /* kvt_id_t keys[n]; */
 };
 _Static_assert(sizeof(struct kvt_msg_keys) == 24, "wire size");

@@ -823,7 +823,9 @@ KVT_API int kvt_acquire(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size
 		uint32_t k = (uint32_t)KVT_MIN(n - total, (size_t)KVT_BATCH_MAX);
 		pthread_mutex_lock(&c->io);
 		size_t rlen = 0;
-		int rc = keys_rpc_locked(c, KVT_MSG_ACQUIRE, ns, keys + total, k, 0, &rlen);
+		/* the daemon waits for promotions at most half our timeout, not past it */
+		int rc =
+		    keys_rpc_locked(c, KVT_MSG_ACQUIRE, ns, keys + total, k, c->timeout_ms, &rlen);
 		if (rc > 0 && (rc > (int)k || rlen < (size_t)rc * sizeof(struct kvt_msg_lease)))
 			rc = -EPROTO;
 		const struct kvt_msg_lease *l = (const void *)(c->rx + sizeof(struct kvt_msg_hdr));

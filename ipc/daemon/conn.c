@@ -357,9 +357,12 @@ static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const
 	int got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
 	if (promote) {
 		uint32_t jobs = kvd_tiers_promote(d, t, k->ns, keys, n, &d->conns[i]);
+		/* promote.wait_ms, and at most half the client's timeout (arg, when it says it),
+		 * so that a wait the client would give up on costs it a miss, not its connection */
+		uint64_t wait = kvt_opt_u64(&d->opts, KVT_OPT_PROMOTE_WAIT_MS);
 		if (jobs)
 			return kvd_conn_park(d, i, h->len,
-			                     kvt_opt_u64(&d->opts, KVT_OPT_PROMOTE_WAIT_MS));
+			                     k->arg ? KVT_MIN(wait, k->arg / 2) : wait);
 		kvd_conn_unhold(d, &d->conns[i]);
 		d->resume_final = true; /* nothing could start: serve what is at host */
 		got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);

@@ -829,6 +829,21 @@ static void test_tiers_slow_device_bounded_wait(void **state)
 	/* the promotion went on, and lands */
 	assert_true(kvt_test_stat_wait(&sp.d, "promoted", 1, 1) >= 1);
 	assert_int_equal(get_checked(sp.c, sp.ns, &sp.keys[0], sp.cb, 90000), 1);
+	/* the client's timeout bounds the wait too: the daemon waits at most half of it, so a
+	 * promote.wait_ms past it costs a miss, not the connection (it was -ETIMEDOUT) */
+	char out[256];
+	assert_int_equal(kvt_test_cli(&sp.d, "config set promote.wait_ms 60000", out, sizeof(out)),
+	                 0);
+	assert_int_equal(kvt_set_timeout(sp.c, 600), 0);
+	assert_int_equal(kvt_lookup(sp.c, sp.ns, &sp.keys[1], 1), 1);
+	t0 = kvt_now_ns();
+	rc = get_checked(sp.c, sp.ns, &sp.keys[1], sp.cb, 90001); /* only in nvme */
+	waited = ms_since(t0);
+	print_message("with a 600 ms client timeout and promote.wait_ms 60000: %d after %.1f ms\n",
+	              rc, waited);
+	assert_int_equal(rc, 0);      /* a miss, and not -ETIMEDOUT */
+	assert_true(waited >= 299.0); /* after half the client's timeout */
+	assert_int_equal(kvt_lookup(sp.c, sp.ns, sp.keys, 2), 2); /* on the same connection */
 	kvt_close(other);
 	unspill(&sp);
 }
