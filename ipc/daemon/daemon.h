@@ -140,6 +140,10 @@ struct kvd_stats {
 	uint64_t promote_resent; /* promotions sent again to where their record moved */
 	uint64_t not_admitted;
 	uint64_t puts_cut; /* puts that ended where host was full of their own prefix (store.c) */
+	/* victims a policy proposed that were leased, in a tier's job or not at host: skipped,
+	 * never evicted. 0 unless a policy breaks the seam's promise (a debug build panics
+	 * instead). */
+	uint64_t victims_refused;
 	uint64_t cascaded, cascade_failed; /* records a lower tier evicted into the next */
 };
 

@@ -237,6 +237,14 @@ static uint32_t evict_some_for(struct kvd *d, uint32_t tenant, uint32_t requeste
 	uint32_t done = 0;
 	for (size_t i = 0; i < n && freed < want_bytes; i++) {
 		struct kvd_entry *e = &d->idx.e[v[i]];
+		if (KVT_NEVER(!evictable(&f, v[i]))) { /* a leased chunk is never evicted */
+			d->st.victims_refused++;
+			kvt_log_rl(
+			    KVT_LOG_ERROR,
+			    "host policy %s proposed chunk %u (pins %u, jobs %u): not evicted",
+			    d->pol_ops->name, v[i], (unsigned)e->pins, (unsigned)e->jobs);
+			continue;
+		}
 		freed += kvd_rec_bytes(e->payload_bytes);
 		d->tenants[e->tenant].evictions++;
 		if (d->pol_ops->is_done && d->pol_ops->is_done(d->pol, v[i]))

@@ -582,6 +582,8 @@ static void count_tiers(struct run *r)
 	r->demoted += kvt_test_stat(&r->d, "demoted");
 	r->promoted += kvt_test_stat(&r->d, "promoted");
 	r->evictions += kvt_test_stat(&r->d, "evictions");
+	/* no policy proposed a leased chunk, or one in a tier job, as a victim */
+	assert_int_equal(kvt_test_stat(&r->d, "victims_refused"), 0);
 }
 
 /* After kill -9 the chunks only at host are gone, and a delete may not have reached a lower

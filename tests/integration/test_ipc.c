@@ -535,6 +535,7 @@ static void test_ipc_enospc_when_all_leased(void **state)
 	assert_true(ms[PUTS * 99 / 100] < (kvt_test_slowed() ? 100 : 10));
 	assert_int_equal(kvt_test_stat(&d, "evictions"), evicted);
 	assert_int_equal(kvt_test_stat(&d, "leases"), leased);
+	assert_int_equal(kvt_test_stat(&d, "victims_refused"), 0); /* none proposed a leased one */
 	kvt_test_check_books(&d, 0);
 	assert_int_equal(kvt_release(c, l, (size_t)leased), leased);
 	double t0 = kvt_test_ms_now();

@@ -894,6 +894,7 @@ static void test_stress_churn_hit_latency(void **state)
 	assert_true(ev > 256); /* the churn went through the whole host at least once */
 	assert_int_equal(over, 0);
 	assert_true(typical <= 2 * idle + 1.0);
+	assert_int_equal(kvt_test_stat(&d, "victims_refused"), 0); /* no leased chunk proposed */
 	kvt_test_check_books(&d, 0);
 	munmap((void *)stop, 4096);
 	free(got);
