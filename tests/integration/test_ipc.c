@@ -2487,7 +2487,8 @@ static const struct admin_seed owner_seeds[] = {
 
 /* The owner's chunk traffic between the fuzzer's commands: puts a 3-chunk chain and reads it
  * back. A refusal is an answer (a quota the fuzzer set may hold it off); a byte served wrong is
- * not. @return : 0, or -1 on a wrong byte, -2 when no call could be made. */
+ * not. @return : how many chunks came back (0: refused), -1 on a wrong byte, -2 when no call
+ * could be made. */
 static int owner_roundtrip(kvt_client_t *c, uint32_t salt)
 {
 	kvt_model_t m = model(16, KVT_DTYPE_F16);
@@ -2507,7 +2508,7 @@ static int owner_roundtrip(kvt_client_t *c, uint32_t salt)
 		rc = -1;
 	free(a);
 	free(b);
-	return rc;
+	return rc ? rc : KVT_MAX(got, 0);
 }
 
 /* B2 for the owner's admin messages, which may change the daemon: 3,000 mutated commands of
@@ -2555,9 +2556,10 @@ static void test_ipc_admin_fuzzer_owner(void **state)
 	    kvt__client_simple(c, KVT_MSG_CONFIG, "set nvme.quota none", out, sizeof(out)), 0);
 	assert_int_equal(
 	    kvt__client_simple(c, KVT_MSG_CONFIG, "set rocksdb.quota none", out, sizeof(out)), 0);
-	assert_int_equal(owner_roundtrip(c, 99999), 0);
+	assert_int_equal(owner_roundtrip(c, 99999), 3);
 	kvt_id_t keys[3];
 	assert_int_equal(prefix_keys(ns, 16, keys, 3, 99999), 3);
+	assert_int_equal(kvt_lookup(c, ns, keys, 3), 3);
 	/* `config get` is a valid config file: a reload of it changes and refuses nothing */
 	assert_int_equal(kvt__client_simple(c, KVT_MSG_CONFIG, "get", out, sizeof(out)), 0);
 	FILE *f = fopen(d.config, "w");
