@@ -271,16 +271,15 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
 			snprintf(err, err_len, "auto takes no parameters: it picks lru or conv");
 			return -EINVAL;
 		}
-		char fresh[] = KVT_POLICY_DEFAULTS;
-		int rc = d->opts.str[KVT_OPT_HOST_POLICY_PARAMS][0] /* auto runs them at defaults */
-		             ? kvt_policy_set(&d->pol_ops, &d->pol, kvd_host_resident(d),
-		                              d->pol_ops->name, fresh, d->idx.cap, kvd_host_meta, d,
-		                              err, err_len)
-		             : 0;
-		if (rc)
-			return rc;
-		if (d->opts.str[KVT_OPT_HOST_POLICY_PARAMS][0])
+		if (d->opts.str[KVT_OPT_HOST_POLICY_PARAMS][0]) { /* auto runs them at defaults */
+			char fresh[] = KVT_POLICY_DEFAULTS;
+			int rc = kvt_policy_set(&d->pol_ops, &d->pol, kvd_host_resident(d),
+			                        d->pol_ops->name, fresh, d->idx.cap, kvd_host_meta,
+			                        d, err, err_len);
+			if (rc)
+				return rc;
 			kvd_minisim_reset(d, -1); /* other parameters: a new curve */
+		}
 		d->pol_auto = true;
 		snprintf(d->opts.str[KVT_OPT_HOST_POLICY], KVT_OPT_STR_MAX, "auto");
 		d->opts.str[KVT_OPT_HOST_POLICY_PARAMS][0] = 0;

@@ -1511,8 +1511,8 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 			snprintf(err, err_len, "auto takes no parameters: it picks arc or conv");
 			return -EINVAL;
 		}
-		char fresh[] = KVT_POLICY_DEFAULTS;
 		if (opt && opt_params && opt_params[0] && strcmp(opt, "auto")) {
+			char fresh[] = KVT_POLICY_DEFAULTS;
 			lower_lock(l); /* auto runs its choice at its defaults */
 			int rc = l->ops->policy_set(l->t, opt, fresh, err, err_len);
 			pthread_mutex_unlock(&l->lock);
