@@ -533,6 +533,130 @@ static bool line_with(const char *path, const char *word, char *line, size_t len
 	return found;
 }
 
+/* Replays t once through one tier of cap blocks under pol. */
+static struct kvt_sim_result replay_one(const struct kvt_trace *t, const char *pol, size_t cap)
+{
+	struct kvt_sim_tier tier = {.name = "host", .policy = pol, .capacity_blocks = cap};
+	struct kvt_sim_result r;
+	assert_int_equal(kvt_sim_run(t, &tier, 1, &r), 0);
+	return r;
+}
+
+/* t's bypass flags, set to 1 at the listed accesses (the rest 0). */
+static void set_bypass(struct kvt_trace *t, const size_t *at, size_t n)
+{
+	free(t->bypass);
+	t->bypass = calloc(t->n_acc, 1);
+	assert_non_null(t->bypass);
+	for (size_t i = 0; i < n; i++)
+		t->bypass[at[i]] = 1;
+}
+
+/* --bypass: a flagged miss is stored nowhere, a flagged hit is served and then dropped from
+ * every tier. With the truth (every access whose block is not read again) LRU can only gain
+ * (a live block's stack distance only shrinks) and no policy passes OPT. The file must hold a
+ * 0 or 1 byte per access. */
+static void test_policy_sim_bypass(void **state)
+{
+	/* three requests [A B]: A = 0, B = 1; accesses 0..5 */
+	static const uint32_t lens[] = {2, 2, 2}, ids[] = {0, 1, 0, 1, 0, 1};
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_from(&t, 3, lens, ids), 0);
+	assert_int_equal(replay_one(&t, "lru", 4).hits, 4);
+	set_bypass(&t, (const size_t[]){1}, 1); /* B's first miss is not stored */
+	struct kvt_sim_result r = replay_one(&t, "lru", 4);
+	assert_int_equal(r.hits, 3);
+	assert_int_equal(r.bypassed, 1);
+	set_bypass(&t, (const size_t[]){2}, 1); /* A's first hit drops it: its next access misses */
+	r = replay_one(&t, "lru", 4);
+	assert_int_equal(r.hits, 3);
+	assert_int_equal(r.prefix_hits, 2); /* request 2 begins with a miss */
+	/* two tiers: the hit in host is dropped from nvme too, so the third A misses everywhere */
+	struct kvt_sim_tier two[2] = {{.name = "host", .policy = "lru", .capacity_blocks = 4},
+	                              {.name = "nvme", .policy = "fifo", .capacity_blocks = 4}};
+	assert_int_equal(kvt_sim_run(&t, two, 2, &r), 0);
+	assert_int_equal(r.hits, 3);
+	assert_int_equal(r.tier[0].hits + r.tier[1].hits, 3);
+	kvt_trace_free(&t);
+
+	/* the truth on a generated trace */
+	assert_int_equal(kvt_sim_synth("chat", 1, &t), 0);
+	uint8_t *seen = calloc(t.n_blocks, 1);
+	uint8_t *dead = malloc(t.n_acc);
+	assert_non_null(seen);
+	assert_non_null(dead);
+	for (size_t i = t.n_acc; i-- > 0;) {
+		dead[i] = !seen[t.blk[i]];
+		seen[t.blk[i]] = 1;
+	}
+	free(seen);
+	static const char *pols[] = {"lru", "arc", "s3fifo", "wtinylfu", "conv"};
+	for (size_t cap = 256; cap <= 4096; cap *= 4) {
+		struct kvt_sim_result opt;
+		assert_int_equal(kvt_sim_opt(&t, cap, &opt), 0);
+		uint64_t lru = replay_one(&t, "lru", cap).hits;
+		t.bypass = dead;
+		for (size_t k = 0; k < sizeof(pols) / sizeof(pols[0]); k++) {
+			r = replay_one(&t, pols[k], cap);
+			print_message(
+			    "chat at %zu: %s %llu hits told the dead (OPT %llu, lru %llu alone)\n",
+			    cap, pols[k], (unsigned long long)r.hits, (unsigned long long)opt.hits,
+			    (unsigned long long)lru);
+			assert_true(r.hits <= opt.hits);
+			assert_true(k || r.hits >= lru);
+			assert_true(r.bypassed > 0);
+		}
+		t.bypass = NULL;
+	}
+
+	/* the CLI: a file of the truth runs; a wrong size, a text '1' and --mrc are refused */
+	char tmp[256], path[300], out[300], file[320], args[400], line[1024];
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(path, sizeof(path), "%s/t.trace", tmp);
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(file, sizeof(file), "%s/bypass", tmp);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(kvt_trace_write(&t, f), 0);
+	fclose(f);
+	for (int bad = 0; bad < 4; bad++) {
+		f = fopen(file, "wb");
+		assert_non_null(f);
+		assert_int_equal(fwrite(dead, 1, t.n_acc - (bad == 1), f), t.n_acc - (bad == 1));
+		if (bad == 2)
+			fputc(0, f);
+		fclose(f);
+		if (bad == 3) { /* the last byte as text */
+			f = fopen(file, "r+b");
+			assert_int_equal(fseek(f, -1, SEEK_END), 0);
+			fputc('1', f);
+			fclose(f);
+		}
+		snprintf(args, sizeof(args), "--capacity 1024 --policy lru --bypass %s --json",
+		         file);
+		assert_int_equal(sim_words(path, out, args), bad ? 1 : 0);
+	}
+	f = fopen(file, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(dead, 1, t.n_acc, f), t.n_acc);
+	fclose(f);
+	snprintf(args, sizeof(args), "--capacity 1024 --policy lru --bypass %s --json", file);
+	assert_int_equal(sim_words(path, out, args), 0);
+	uint64_t n_dead = 0;
+	for (size_t i = 0; i < t.n_acc; i++)
+		n_dead += dead[i];
+	char want[64];
+	snprintf(want, sizeof(want), "\"bypassed\":%llu}", (unsigned long long)n_dead);
+	assert_true(line_with(out, want, line, sizeof(line)));
+	snprintf(args, sizeof(args), "--capacity 1024 --mrc --bypass %s", file);
+	assert_int_equal(sim_words(path, out, args), 1);
+	snprintf(args, sizeof(args), "--capacity 1024 --bypass %s/none", tmp);
+	assert_int_equal(sim_words(path, out, args), 1);
+	free(dead);
+	kvt_trace_free(&t);
+	kvt_test_rmtree(tmp);
+}
+
 /* A tier named nvme runs fifo, as kvtierd's log does, whatever --policy names for the others
  * (and --param is not applied to it); --policy nvme=P still runs P there. */
 static void test_policy_sim_nvme_is_fifo(void **state)
@@ -646,6 +770,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_trace_ends),
 	    cmocka_unit_test(test_policy_sim_done_hints),
 	    cmocka_unit_test(test_policy_sim_told_not_cascaded),
+	    cmocka_unit_test(test_policy_sim_bypass),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

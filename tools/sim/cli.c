@@ -25,6 +25,7 @@
 struct opts {
 	const char *trace, *synth, *dump, *plot;
 	const char *warmup; /* --warmup N (requests) or P% (of the trace's requests) */
+	const char *bypass; /* --bypass FILE: a predictor's byte per access, 1 = not kept */
 	uint64_t seed;
 	double hint_ends;    /* --hint-ends F: the fraction of conversation ends told (< 0: off) */
 	uint64_t hint_delay; /* --hint-delay N: told N requests after the last turn */
@@ -57,6 +58,8 @@ static void usage(FILE *f)
 	    "                  [--json] [--plot FILE.svg] [--block-bytes N (512KiB)]\n"
 	    "                  [--hint-ends F [--hint-delay N]] (an engine that calls kvt_done\n"
 	    "                  for a fraction F of the conversations' ends, N requests late)\n"
+	    "                  [--bypass FILE] (one byte per access, 1: the block is not kept;\n"
+	    "                  a predictor's decisions, replayed)\n"
 	    "                  [--warmup N|P%%] (the first N requests, or P%% of them, are\n"
 	    "                  replayed but not counted; OPT is counted alike)\n"
 	    "                  [--quota [TIER:]T=G/M,...] (tenant T keeps G blocks and holds at\n"
@@ -251,6 +254,8 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		o->plot = v;
 	else if (!strcmp(a, "--warmup"))
 		o->warmup = v;
+	else if (!strcmp(a, "--bypass"))
+		o->bypass = v;
 	else if (!strcmp(a, "--hint-ends"))
 		return parse_fraction(v, &o->hint_ends);
 	else if (!strcmp(a, "--hint-delay"))
@@ -389,6 +394,15 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 0.0;
 }
 
+/* With --bypass: how many counted accesses the predictor's file said not to keep. */
+static void print_bypassed(const struct opts *o, const struct kvt_trace *t,
+                           const struct kvt_sim_result *r)
+{
+	if (t->bypass)
+		printf(o->json ? ",\"bypassed\":%llu" : "%27llu accesses bypassed\n",
+		       (unsigned long long)r->bypassed);
+}
+
 /* Each tenant's share, when there are several or quotas: a JSON array member (the caller's
  * object goes on), or indented table lines. */
 static void print_tenants(const struct opts *o, const struct kvt_sim_result *r, bool quotas)
@@ -451,6 +465,7 @@ static int single(struct opts *o, const struct kvt_trace *t, const char *pol, si
 	if (t->hint_off)
 		printf(o->json ? ",\"done_hints\":%llu" : "%27llu done hints found their block\n",
 		       (unsigned long long)r.done_hints);
+	print_bypassed(o, t, &r);
 	print_tenants(o, &r, o->n_quotas[0] > 0);
 	if (o->json)
 		printf("}\n");
@@ -506,6 +521,7 @@ static int multi(struct opts *o, const struct kvt_trace *t)
 		printf("all  %zu blocks  hit %.4f  prefix hit %.4f  OPT %.4f\n", total,
 		       ratio(r.hits, r.accesses), ratio(r.prefix_hits, r.accesses),
 		       ratio(opt.hits, opt.accesses));
+	print_bypassed(o, t, &r);
 	bool quotas = false;
 	for (size_t i = 0; i < o->n_tiers; i++)
 		quotas = quotas || o->tiers[i].n_quotas;
@@ -573,6 +589,13 @@ int kvt_sim_main(int argc, char **argv)
 	if (o.warmup && (rc = set_warmup(&o, &t)))
 		goto out;
 	if (o.hint_ends >= 0 && (rc = kvt_trace_ends(&t, o.hint_ends, o.seed, o.hint_delay)))
+		goto out;
+	if (o.bypass && (o.mrc_rate > 0 || o.minisim)) {
+		fprintf(stderr, "sim: --bypass applies to replays, not to --mrc or --minisim\n");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (o.bypass && (rc = kvt_trace_bypass(&t, o.bypass)))
 		goto out;
 	if (o.dump && (rc = dump(o.dump, &t)))
 		goto out;

@@ -11,6 +11,8 @@
  * a tier with quotas asks kvt_quota_pick_victims (policy/quota.h, as kvtierd does) instead, which
  * takes the policy's victims in order but skips what the quota protects, and a block it finds no
  * victim for is turned away (rejected, quota_rejected). Each block's tenant is its inserter's.
+ * An access the trace's bypass flags name (bypass.c) is served where it is held and then
+ * dropped from every tier, or, missed, stored nowhere.
  */
 #include "sim.h"
 #include "sim_int.h"
@@ -184,6 +186,32 @@ static void write_through(struct run *u, uint32_t blk)
 	}
 }
 
+/* A bypassed access (t->bypass): served where it is held, then dropped from every tier; a miss
+ * is stored nowhere. No eviction is counted and nothing cascades: the block is not kept. */
+static int bypass_blk(struct run *u, uint32_t blk)
+{
+	int at = -1;
+	for (size_t i = 0; i < u->n; i++)
+		if (u->t[i].adm)
+			kvt_admit_record(u->t[i].adm, key_hash(blk));
+	for (size_t i = 0; i < u->n; i++) {
+		struct tier *t = &u->t[i];
+		if (!t->res[blk])
+			continue;
+		if (at < 0) {
+			at = (int)i;
+			t->r->hits++;
+			t->ops->on_access(t->p, blk);
+		}
+		t->ops->on_remove(t->p, blk);
+		t->res[blk] = 0;
+		t->used--;
+		if (t->quota)
+			kvt_quota_charge(t->quota, t->owner[blk], -1);
+	}
+	return at;
+}
+
 /* @return : the tier that served blk, or -1 on a miss in every tier. */
 static int access_blk(struct run *u, uint32_t blk)
 {
@@ -343,7 +371,7 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 	for (size_t q = 0; q < tr->n_req; q++) {
 		bool lead = true;
 		if (q && q == tr->warmup_req) { /* the warm-up ends: score from here */
-			r->hits = r->prefix_hits = r->done_hints = 0;
+			r->hits = r->prefix_hits = r->done_hints = r->bypassed = 0;
 			memset(r->tier, 0, sizeof(r->tier));
 			memset(r->tenants, 0, sizeof(r->tenants));
 			r->n_tenants = 0;
@@ -355,7 +383,9 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 		u.tenant = tr->tenant[q];
 		u.depth = 0;
 		for (uint64_t i = tr->req_off[q]; i < tr->req_off[q + 1]; i++) {
-			int at = access_blk(&u, tr->blk[i]);
+			bool skip = tr->bypass && tr->bypass[i];
+			int at = skip ? bypass_blk(&u, tr->blk[i]) : access_blk(&u, tr->blk[i]);
+			r->bypassed += skip;
 			r->hits += at >= 0;
 			lead = lead && at >= 0;
 			r->prefix_hits += lead;

@@ -26,6 +26,8 @@ struct kvt_trace {
 	 * kvt_trace_ends) are hint_blk[hint_off[i] .. hint_off[i + 1]); NULL: no hints */
 	uint64_t *hint_off;
 	uint32_t *hint_blk;
+	/* n_acc flags, 1: the access's block is not kept (kvt_trace_bypass); NULL: none */
+	uint8_t *bypass;
 };
 
 /*
@@ -49,6 +51,13 @@ void kvt_trace_free(struct kvt_trace *t);
  * (fraction outside [0, 1]), -ENOMEM.
  */
 int kvt_trace_ends(struct kvt_trace *t, double fraction, uint64_t seed, size_t delay);
+/*
+ * Reads a predictor's admission decisions for t's accesses (bypass.c): path holds one byte per
+ * access, in trace order, 1 for "do not keep the block" and 0 for "replay as usual".
+ * @return : 0, -errno when path cannot be opened or read, -EINVAL on a size other than
+ * t->n_acc or a byte other than 0 and 1 (named on stderr), -ENOMEM.
+ */
+int kvt_trace_bypass(struct kvt_trace *t, const char *path);
 /* Writes t in the native text format (dense ids). @return : 0, -EIO. */
 int kvt_trace_write(const struct kvt_trace *t, FILE *f);
 
@@ -100,6 +109,7 @@ struct kvt_sim_tenant_result {
 #define KVT_SIM_MAX_TIERS 8
 struct kvt_sim_result {
 	uint64_t accesses, hits, prefix_hits;
+	uint64_t bypassed;   /* accesses t->bypass flagged: missed and not stored, or dropped */
 	uint64_t done_hints; /* hints (t->hint_blk) that found their block in tier 0 */
 	double elapsed_s;    /* replay time, policy work included, loading excluded */
 	struct kvt_sim_tier_result tier[KVT_SIM_MAX_TIERS];
@@ -114,6 +124,8 @@ struct kvt_sim_result {
  * filled on eviction (fill_on_evict); promotion to tier 0 on a lower-tier hit). Counts only the
  * requests from t->warmup_req on; the ones before it warm the tiers up. A tier with quotas
  * evicts through kvt_quota_pick_victims and turns a block away when the quota allows no victim.
+ * An access t->bypass flags is served where it is held, then dropped from every tier (a miss is
+ * stored nowhere); r->bypassed counts them.
  * @return : 0, -ENOENT unknown policy, -EINVAL bad parameter, warmup_req >= n_req, or a quota
  * (or, with quotas, a trace tenant) at or above KVT_SIM_MAX_TENANT, or guaranteed > max. */
 int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, size_t n,

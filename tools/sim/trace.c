@@ -399,5 +399,6 @@ void kvt_trace_free(struct kvt_trace *t)
 	free(t->tenant);
 	free(t->hint_off);
 	free(t->hint_blk);
+	free(t->bypass);
 	memset(t, 0, sizeof(*t));
 }

@@ -11,7 +11,12 @@ later in the trace. For each feature set, every class predicts its majority labe
 whole trace with hindsight (in-sample, so a bound on what those features can tell); printed are
 the share of accesses it gets wrong and its Brier score.
 
-usage: /usr/bin/python3 tools/sim/which_error.py TRACE.jsonl
+With --write PREFIX it also writes, for `kvtier sim --bypass FILE` (one byte per access, 1 =
+not kept): PREFIX.exact, the truth (every access whose block is not read again), and
+PREFIX.<set>.<t>, each feature set's table with hindsight bypassing the classes whose share of
+"read again" is below t (0.3, 0.4, 0.5; 0.5 is the majority label).
+
+usage: /usr/bin/python3 tools/sim/which_error.py TRACE.jsonl [--write PREFIX]
 """
 import json
 import math
@@ -38,9 +43,15 @@ def features(reqs):
     return out
 
 
+def write(path, flags):
+    with open(path, "wb") as f:
+        f.write(bytes(flags))
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 4) or (len(sys.argv) == 4 and sys.argv[2] != "--write"):
         sys.exit(__doc__)
+    prefix = sys.argv[3] if len(sys.argv) == 4 else None
     with open(sys.argv[1]) as f:
         reqs = [json.loads(line)["hash_ids"] for line in f if line.strip()]
     acc = features(reqs)
@@ -49,9 +60,11 @@ def main():
         label[i] = acc[i][0] in seen
         seen.add(acc[i][0])
     print(f"{len(acc)} accesses, {sum(label) / len(acc):.4f} read again")
-    sets = [("all six", lambda f: f), ("turn, reuses, tip", lambda f: f[:3]),
-            ("turn", lambda f: f[:1]), ("none", lambda f: ())]
-    for name, key in sets:
+    if prefix:
+        write(prefix + ".exact", (not y for y in label))
+    sets = [("all six", "six", lambda f: f), ("turn, reuses, tip", "three", lambda f: f[:3]),
+            ("turn", "turn", lambda f: f[:1]), ("none", "none", lambda f: ())]
+    for name, short, key in sets:
         cls = defaultdict(lambda: [0, 0])
         for (_, f), y in zip(acc, label):
             c = cls[key(f)]
@@ -60,6 +73,9 @@ def main():
         wrong = sum(min(c, n - c) for n, c in cls.values()) / len(acc)
         brier = sum(c * (1 - c / n) ** 2 + (n - c) * (c / n) ** 2 for n, c in cls.values())
         print(f"{name}: {len(cls)} classes, wrong on {wrong:.4f}, Brier {brier / len(acc):.4f}")
+        for t in (0.3, 0.4, 0.5) if prefix else ():
+            share = {k: c / n for k, (n, c) in cls.items()}
+            write(f"{prefix}.{short}.{t}", (share[key(f)] < t for _, f in acc))
 
 
 if __name__ == "__main__":
