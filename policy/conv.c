@@ -51,7 +51,7 @@
  * Cost: insert and access O(1) plus one history probe (finalising a request's pending chunks is
  * O(1) per chunk, once); a victim costs one table lookup per non-empty class (<= 245); the
  * density table (245 classes x 96 bins) is rebuilt every 4,096 events (~15 ns per event
- * amortised). Memory: 31 bytes per id, 16 bytes per history slot (16 x capacity slots, so
+ * amortised). Memory: 35 bytes per id, 16 bytes per history slot (16 x capacity slots, so
  * ~0.5 KiB per cached chunk), 475 KiB of tables and the pending list.
  *
  * Why tips wait for the end of their request: a chunk is inserted before its child, so a
@@ -93,6 +93,7 @@ struct kvt_policy {
 	uint64_t *hash;
 	struct kvt__link *lk;
 	uint32_t *last, *parent, *nchild;
+	uint32_t *ptag; /* the low half of the parent's key_hash when it was linked (linked()) */
 	uint16_t *cls;
 	uint8_t *flags, *seg, *hits, *gap, *depth;
 	size_t cap;
@@ -152,6 +153,21 @@ static unsigned class_of(const struct kvt_policy *p, uint32_t id)
  * first, so this keeps each chain ordered root to tip from the head, and the tail end of a
  * list, where victims come from, offers a chain's tip before its ancestors.
  */
+/*
+ * Whether id's parent link still names the chunk it was made to: resident, with the key hash
+ * it had then. A caller may give a removed chunk's id to the next chunk it inserts (kvtierd's
+ * index does, at once), and a link left to a reused id named a stranger: the orphan test took
+ * a new chunk at the right depth for the parent, and a child's removal took a child off the
+ * stranger's count, so leaf_first ranked inner chunks as leaves. kvtier sim never reuses an
+ * id, so only the daemon went wrong: conv kept 0.058 of a replay's prefixes there against the
+ * simulator's 0.062 (`kvtier bench trace`, docs/bench.md).
+ */
+static bool linked(const struct kvt_policy *p, uint32_t id)
+{
+	uint32_t pa = p->parent[id];
+	return pa < p->cap && (p->flags[pa] & F_LIVE) && (uint32_t)p->hash[pa] == p->ptag[id];
+}
+
 static void reclass(struct kvt_policy *p, uint32_t id)
 {
 	kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
@@ -159,8 +175,7 @@ static void reclass(struct kvt_policy *p, uint32_t id)
 	struct kvt__list *l = &p->cl[k];
 	uint32_t pa = p->parent[id];
 	p->cls[id] = (uint16_t)k;
-	if (pa == KVT__NIL || !(p->flags[pa] & F_LIVE) || p->cls[pa] != k ||
-	    (uint32_t)p->now - p->last[pa] > 64) {
+	if (!linked(p, id) || p->cls[pa] != k || (uint32_t)p->now - p->last[pa] > 64) {
 		kvt__list_push_head(l, p->lk, id);
 		return;
 	}
@@ -328,10 +343,12 @@ static void set_child(struct kvt_policy *p, uint32_t pa)
 static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
 {
 	uint32_t pa = p->parent[id];
-	if (pa != pv) {
-		if (pa < p->cap && (p->flags[pa] & F_LIVE) && p->nchild[pa])
+	bool was = linked(p, id);
+	if (pa != pv || !was) {
+		if (was && p->nchild[pa])
 			p->nchild[pa]--;
 		p->parent[id] = pv;
+		p->ptag[id] = (uint32_t)p->hash[pv];
 		p->nchild[pv]++;
 	} else if (!p->nchild[pv]) {
 		p->nchild[pv] = 1;
@@ -344,9 +361,9 @@ static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
 #define COLS(p)                                                                                    \
 	{                                                                                          \
 		KVT__COL((p)->hash), KVT__COL((p)->last), KVT__COL((p)->lk),                       \
-		    KVT__COL((p)->parent), KVT__COL((p)->nchild), KVT__COL((p)->flags),            \
-		    KVT__COL((p)->seg), KVT__COL((p)->hits), KVT__COL((p)->cls),                   \
-		    KVT__COL((p)->depth), KVT__COL((p)->gap)                                       \
+		    KVT__COL((p)->parent), KVT__COL((p)->ptag), KVT__COL((p)->nchild),             \
+		    KVT__COL((p)->flags), KVT__COL((p)->seg), KVT__COL((p)->hits),                 \
+		    KVT__COL((p)->cls), KVT__COL((p)->depth), KVT__COL((p)->gap)                   \
 	}
 
 static int ensure(struct kvt_policy *p, uint32_t id)
@@ -436,6 +453,7 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	p->parent[id] = KVT__NIL;
 	if (pa < p->cap && (p->flags[pa] & F_LIVE)) {
 		p->parent[id] = pa;
+		p->ptag[id] = (uint32_t)p->hash[pa];
 		p->nchild[pa]++;
 		set_child(p, pa);
 	}
@@ -487,22 +505,19 @@ static void cv_remove(struct kvt_policy *p, uint32_t id)
 	e->cls = p->cls[id];
 	e->seg = p->seg[id];
 	e->hits = p->hits[id];
-	uint32_t pa = p->parent[id];
-	if (pa < p->cap && (p->flags[pa] & F_LIVE) && p->nchild[pa])
-		p->nchild[pa]--;
+	if (linked(p, id) && p->nchild[p->parent[id]])
+		p->nchild[p->parent[id]]--;
 	kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
 	p->n_res--;
 	p->flags[id] = 0;
 }
 
 /* Whether id is past the first chunk and its parent is not resident here. The parent link is
- * the id it had at insert (or relink); a parent since removed is not F_LIVE, and an id reused
- * for another chunk is told by its depth. */
+ * the id it had at insert (or relink); linked() tells a parent since removed, or an id since
+ * given to another chunk. */
 static bool orphaned(const struct kvt_policy *p, uint32_t id)
 {
-	uint32_t pa = p->parent[id];
-	return p->depth[id] && (pa >= p->cap || !(p->flags[pa] & F_LIVE) ||
-	                        child_depth(p->depth[pa]) != p->depth[id]);
+	return p->depth[id] && !linked(p, id);
 }
 
 /* Lower evicts first: with leaf_first, inner chunks rank after every leaf. The score as if id

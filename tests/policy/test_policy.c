@@ -501,6 +501,33 @@ static void test_policy_conv_relinks_reinserted_parent(void **state)
 	o->destroy(p);
 }
 
+/* A caller may give a removed chunk's id to the next chunk it inserts (kvtierd's index does).
+ * Chain 0 -> 1 -> 2 and root 3; 1 goes, and its id is given to a stranger x under 3, with a
+ * child y (id 4). When 2 goes, its stale link to id 1 must not take x's child off x's count:
+ * x stays inner, so leaf_first offers y before it. Before, x was taken for a leaf and went
+ * first ("0 3 1 4"). */
+static void test_policy_conv_reused_id_is_not_the_parent(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	struct kvt_policy *p = conv_chain_and_root(o);
+	o->on_remove(p, 1);
+	struct kvt_policy_meta x = {
+	    .key_hash = 0xabcdef12345ULL, .bytes = 1, .parent = 3, .depth = 1};
+	o->on_insert(p, 1, &x);
+	ins(o, p, 4, 1, 2);
+	o->on_remove(p, 2);
+	uint32_t v[4];
+	assert_int_equal(o->pick_victims(p, v, 4, NULL, NULL), 4);
+	size_t at_x = 4, at_y = 4;
+	for (size_t i = 0; i < 4; i++) {
+		at_x = v[i] == 1 ? i : at_x;
+		at_y = v[i] == 4 ? i : at_y;
+	}
+	if (!(at_y < at_x))
+		fail_msg("x (id 1) is victim %zu, before its child y (id 4) at %zu", at_x, at_y);
+	o->destroy(p);
+}
+
 /* Trains a conv of 64 entries: conversations of 3 chained chunks and a tip, each one coming
  * back (its inner chunks read) 8 conversations later. res[id] says which ids are resident.
  * @return : the ids used, 0 to the return value. */
@@ -1443,6 +1470,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_prefix_never_ancestor_first),
 	    cmocka_unit_test(test_policy_conv_untrained_order),
 	    cmocka_unit_test(test_policy_conv_relinks_reinserted_parent),
+	    cmocka_unit_test(test_policy_conv_reused_id_is_not_the_parent),
 	    cmocka_unit_test(test_policy_conv_learns_tips_die),
 	    cmocka_unit_test(test_policy_conv_orphans_first),
 	    cmocka_unit_test(test_policy_conv_tip_waits_for_request_end),
