@@ -46,7 +46,9 @@ struct kvd_entry {
 	uint32_t depth;
 	uint16_t pins; /* live leases (host copy) */
 	uint16_t jobs; /* tier jobs reading or writing the host copy */
-	uint8_t state, codec, has_parent, where;
+	uint8_t state, codec, where;
+	bool has_parent : 1;
+	bool put_guarded : 1; /* pinned by the put running now, as its own prefix (store.c) */
 };
 _Static_assert(sizeof(struct kvd_entry) == 104, "entry stays small");
 
@@ -225,7 +227,8 @@ struct kvd {
 
 	const struct kvt_policy_ops *pol_ops;
 	struct kvt_policy *pol;
-	bool pol_auto;               /* host.policy = auto: kvd_policy_auto picks pol_ops */
+	bool pol_auto;     /* host.policy = auto: kvd_policy_auto picks pol_ops */
+	size_t pol_chunks; /* the capacity in chunks pol was built for (kvd_host_chunks) */
 	struct kvt_minisim *minisim; /* the host policy's own curve, or NULL (kvd_minisim_reset) */
 	uint64_t *mini_keys;         /* scratch: an acquire's key hashes for it */
 	size_t mini_cap;
@@ -431,6 +434,10 @@ int kvd_policy_set(struct kvd *d, const char *name, char *params, char *err, siz
  * choice changed. */
 #define KVD_AUTO_CONV_BYTES (64u << 10)
 void kvd_policy_auto(struct kvd *d);
+/* The host tier's capacity in chunks, as its policy is told when it is built: host.bytes over
+ * the record of the smallest registered namespace's chunk (of a KVD_AUTO_CONV_BYTES chunk
+ * before one registers), at most index.max_chunks. */
+size_t kvd_host_chunks(const struct kvd *d);
 /* Whether every registered namespace's chunks are KVD_AUTO_CONV_BYTES or more (and there is
  * one): when the auto policies run conv. */
 bool kvd_auto_large_chunks(const struct kvd *d);

@@ -237,7 +237,8 @@ static int setup_host(struct kvd *d)
 		        kvt_opt_str(&d->opts, KVT_OPT_HOST_POLICY));
 		return -EINVAL;
 	}
-	int rc = d->pol_ops->create(4096, &d->pol);
+	d->pol_chunks = kvd_host_chunks(d);
+	int rc = d->pol_ops->create(d->pol_chunks, &d->pol);
 	if (rc)
 		return rc;
 	d->mrc = kvd_mrc_new(d); /* NULL: no curve, nothing else lost */

@@ -197,14 +197,16 @@ void kvd_entry_unjob(struct kvd *d, uint32_t id)
 struct victim_filter {
 	struct kvd *d;
 	uint32_t tenant; /* KVD_NIL: any */
+	bool guarded_ok; /* the running put's own prefix counts too (put_ends_here) */
 };
 
 static bool evictable(void *arg, uint32_t id)
 {
 	struct victim_filter *f = arg;
 	const struct kvd_entry *e = &f->d->idx.e[id];
-	return e->state == KVD_PUBLISHED && (e->where & KVD_AT_HOST) && e->pins == 0 &&
-	       e->jobs == 0 && (f->tenant == KVD_NIL || e->tenant == f->tenant);
+	return e->state == KVD_PUBLISHED && (e->where & KVD_AT_HOST) &&
+	       (e->pins == 0 || (f->guarded_ok && e->put_guarded)) && e->jobs == 0 &&
+	       (f->tenant == KVD_NIL || e->tenant == f->tenant);
 }
 
 static uint32_t tenant_of(void *arg, uint32_t id)
@@ -217,44 +219,70 @@ static uint64_t bytes_of(void *arg, uint32_t id)
 	return kvd_rec_bytes(((struct victim_filter *)arg)->d->idx.e[id].payload_bytes);
 }
 
+/*
+ * How many victims to ask the policy for: enough to free want_bytes at the mean size of a host
+ * record, 1 to 32 (the callers ask again when they fall short). A policy's pick costs grow with
+ * the count -- conv scores every class and hindsight samples 64 entries per victim -- and a pick
+ * may move the policy's own state (sieve's hand, wtinylfu's window), so asking for 32 when one
+ * chunk comes in cost conv 40 times its eviction and changed what sieve and wtinylfu kept
+ * (`kvtier bench trace`, docs/bench.md).
+ */
+static size_t victims_wanted(const struct kvd *d, uint64_t want_bytes)
+{
+	uint64_t chunks = 0;
+	for (uint32_t t = 0; t < d->n_tenants; t++)
+		chunks += d->tenants[t].chunks;
+	uint64_t mean = chunks ? d->host_used / chunks : 0;
+	uint64_t k = mean ? (want_bytes + mean - 1) / mean : 1;
+	return k < 1 ? 1 : k > 32 ? 32 : (size_t)k;
+}
+
+/* Evicts victim v, which the policy proposed under filter f. @return : the host bytes freed (0:
+ * refused, as f no longer passes it). */
+static uint64_t evict_one(struct kvd *d, struct victim_filter *f, uint32_t v)
+{
+	struct kvd_entry *e = &d->idx.e[v];
+	if (KVT_NEVER(!evictable(f, v))) { /* a leased chunk is never evicted */
+		d->st.victims_refused++;
+		kvt_log_rl(KVT_LOG_ERROR,
+		           "host policy %s proposed chunk %u (pins %u, jobs %u): not evicted",
+		           d->pol_ops->name, v, (unsigned)e->pins, (unsigned)e->jobs);
+		return 0;
+	}
+	uint64_t freed = kvd_rec_bytes(e->payload_bytes);
+	d->tenants[e->tenant].evictions++;
+	if (d->pol_ops->is_done && d->pol_ops->is_done(d->pol, v))
+		d->st.told_evictions++;
+	if (e->where & ~KVD_AT_HOST)
+		kvd_entry_drop_host(d, v); /* a lower tier still has it */
+	else
+		kvd_entry_drop(d, v);
+	d->st.evictions++;
+	return freed;
+}
+
 /* Evicts up to a batch of victims for requester (with quotas) or of tenant (KVD_NIL: any).
  * @return : how many were evicted (0: nothing evictable). */
 static uint32_t evict_some_for(struct kvd *d, uint32_t tenant, uint32_t requester,
                                uint64_t want_bytes)
 {
 	uint32_t v[32];
-	struct victim_filter f = {d, tenant};
-	size_t n;
+	struct victim_filter f = {d, tenant, false};
+	size_t n, k = victims_wanted(d, want_bytes);
 	kvd_keep_expire(d); /* ended keeps are evictable again (only evictions need to know) */
 	if (d->quota && requester != KVD_NIL) {
 		struct kvt_quota_view view = {tenant_of, bytes_of, evictable, &f};
 		n = kvt_quota_pick_victims(d->quota, d->pol_ops, d->pol, requester, want_bytes,
-		                           &view, v, 32);
+		                           &view, v, k);
 	} else {
-		n = d->pol_ops->pick_victims(d->pol, v, 32, evictable, &f);
+		n = d->pol_ops->pick_victims(d->pol, v, k, evictable, &f);
 	}
 	uint64_t freed = 0;
 	uint32_t done = 0;
 	for (size_t i = 0; i < n && freed < want_bytes; i++) {
-		struct kvd_entry *e = &d->idx.e[v[i]];
-		if (KVT_NEVER(!evictable(&f, v[i]))) { /* a leased chunk is never evicted */
-			d->st.victims_refused++;
-			kvt_log_rl(
-			    KVT_LOG_ERROR,
-			    "host policy %s proposed chunk %u (pins %u, jobs %u): not evicted",
-			    d->pol_ops->name, v[i], (unsigned)e->pins, (unsigned)e->jobs);
-			continue;
-		}
-		freed += kvd_rec_bytes(e->payload_bytes);
-		d->tenants[e->tenant].evictions++;
-		if (d->pol_ops->is_done && d->pol_ops->is_done(d->pol, v[i]))
-			d->st.told_evictions++;
-		if (e->where & ~KVD_AT_HOST)
-			kvd_entry_drop_host(d, v[i]); /* a lower tier still has it */
-		else
-			kvd_entry_drop(d, v[i]);
-		d->st.evictions++;
-		done++;
+		uint64_t b = evict_one(d, &f, v[i]);
+		freed += b;
+		done += b > 0;
 	}
 	return done;
 }
@@ -262,6 +290,34 @@ static uint32_t evict_some_for(struct kvd *d, uint32_t tenant, uint32_t requeste
 static uint32_t evict_some(struct kvd *d, uint32_t tenant, uint64_t want_bytes)
 {
 	return evict_some_for(d, tenant, KVD_NIL, want_bytes);
+}
+
+/*
+ * Room for a put, one victim at a time, while the put guards its own prefix (put_guard below):
+ * the host policy's first choice, the prefix counted in. When that choice is the put's own
+ * prefix, the policy values every other chunk above the chunks this request has just read or
+ * stored, and keeping them whole matters more than the rest of the request: the put ends there,
+ * as when host.admit turns a chunk away, and the rest is not cached. Evicting other chunks
+ * instead (what the guard alone did) cost conv a fifth of its prefix hits at 1,024 chunks of
+ * the Mooncake trace; evicting the prefix itself (a plain cache) leaves the request's tail as
+ * orphans no lookup reaches (`kvtier sim --engine`, docs/policies.md). Otherwise, unless
+ * quotas choose the victims (kvt_quota_pick_victims), that choice is evicted: asked once, a
+ * policy that samples (hindsight) proposes the victim the simulator's replay of it does.
+ * @return : 1 evicted, 0 none (the caller evicts), -ENOSPC the put ends here.
+ */
+static int put_evict_one(struct kvd *d)
+{
+	uint32_t v;
+	struct victim_filter f = {d, KVD_NIL, true};
+	kvd_keep_expire(d);
+	if (d->pol_ops->pick_victims(d->pol, &v, 1, evictable, &f) != 1)
+		return 0;
+	if (d->idx.e[v].put_guarded)
+		return -ENOSPC;
+	if (d->quota)
+		return 0;
+	f.guarded_ok = false;
+	return evict_one(d, &f, v) > 0;
 }
 
 int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
@@ -275,9 +331,13 @@ int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 	while (d->quota && !kvt_quota_fits(d->quota, t, need)) /* at its maximum: its own go */
 		if (!evict_some_for(d, t, t, need))
 			return busy;
-	while (d->host_used + need > d->host_cap)
-		if (!evict_some_for(d, KVD_NIL, t, d->host_used + need - d->host_cap))
+	while (d->host_used + need > d->host_cap) {
+		int rc = d->n_put_guard ? put_evict_one(d) : 0;
+		if (rc < 0)
+			return rc; /* the put's prefix ends here (put_chunks) */
+		if (!rc && !evict_some_for(d, KVD_NIL, t, d->host_used + need - d->host_cap))
 			return busy;
+	}
 	for (;;) {
 		int64_t off = kvt_pool_alloc(&d->tenants[t].pool, need);
 		if (off >= 0) {
@@ -323,7 +383,7 @@ static bool admitted(struct kvd *d, uint64_t key_hash, uint64_t need)
 	if (!d->admit)
 		return true;
 	uint32_t v;
-	struct victim_filter f = {d, KVD_NIL};
+	struct victim_filter f = {d, KVD_NIL, false};
 	bool full = d->host_used + need > d->host_cap;
 	if (!full || d->pol_ops->pick_victims(d->pol, &v, 1, evictable, &f) != 1)
 		return kvt_admit_check(d->admit, key_hash, NULL);
@@ -421,6 +481,7 @@ static void put_guard(struct kvd *d, uint32_t id)
 	if (d->n_put_guard < sizeof(d->put_guard) / sizeof(d->put_guard[0]) &&
 	    e->state == KVD_PUBLISHED && e->where == KVD_AT_HOST && e->pins < UINT16_MAX) {
 		e->pins++;
+		e->put_guarded = true;
 		d->put_guard[d->n_put_guard++] = id;
 	}
 }
@@ -440,8 +501,11 @@ static void put_guard_ancestors(struct kvd *d, uint32_t tenant, kvt_id_t ns, uin
 
 static void put_unguard(struct kvd *d)
 {
-	while (d->n_put_guard)
-		kvd_entry_unpin(d, d->put_guard[--d->n_put_guard]);
+	while (d->n_put_guard) {
+		uint32_t id = d->put_guard[--d->n_put_guard];
+		d->idx.e[id].put_guarded = false;
+		kvd_entry_unpin(d, id);
+	}
 }
 
 /* The chunks of one PUT message, in prefix order. @return : how many leading chunks are stored

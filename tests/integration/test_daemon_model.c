@@ -74,6 +74,7 @@ struct run {
 	bool lossy;            /* lower tiers too small to hold everything: present[] is "may be" */
 	bool faults;           /* nvme and rocksdb fail 1 % of their calls (faults_env) */
 	long long eagain_seen; /* the daemon's "eagain" count when last looked at (this life) */
+	long long cut_seen;    /* and its "puts_cut" count */
 	bool loaded;           /* the crash loop's load runs beside (load_run) */
 	long asked_again;      /* short answers beside it asked again (short_beside_load) */
 	size_t cb;
@@ -226,6 +227,26 @@ static bool waited_out(struct run *r)
 	return grew;
 }
 
+/* Whether the daemon ended a put early since last asked: the host policy's first victim was
+ * the put's own prefix, so the rest of it is not cached (ipc/daemon/store.c, put_evict_one). */
+static bool cut_by_policy(struct run *r)
+{
+	long long now = kvt_test_stat(&r->d, "puts_cut");
+	bool grew = now > r->cut_seen;
+	r->cut_seen = now;
+	return grew;
+}
+
+/* Whether a put of n chunks that stored rc may stop short of n: with host admission on, after
+ * the daemon waited out demotions, or where the host policy ended it. */
+static bool short_put_allowed(struct run *r, int rc, int n)
+{
+	if (rc < 0 || rc >= n)
+		return false;
+	bool waited = waited_out(r), cut = cut_by_policy(r);
+	return r->admission || waited || cut;
+}
+
 /* The zero-copy put: chunks written straight into the client's staging area, then committed.
  * @return : as kvt_put; *n becomes the number of buffers the reserve handed out. */
 static int put_reserved(struct run *r, int p, int *n)
@@ -240,8 +261,8 @@ static int put_reserved(struct run *r, int p, int *n)
 	return kvt_put_commit(r->c, r->ns, NULL, r->keys[p], (size_t)k);
 }
 
-/* A put, through kvt_put or (one in four) reserve and commit. All of it is stored, unless host
- * admission is on: then a leading part of it (the chunks past the first refused are not). */
+/* A put, through kvt_put or (one in four) reserve and commit. All of it is stored, unless
+ * short_put_allowed: then a leading part of it. */
 static void do_put(struct run *r, int p, int n)
 {
 	const void *ch[DEPTH];
@@ -256,7 +277,7 @@ static void do_put(struct run *r, int p, int n)
 	                         : kvt_put(r->c, r->ns, NULL, r->keys[p], (size_t)n, ch, r->cb)) &&
 	       ++tries < 1000)
 		;
-	if (rc != n && !(rc >= 0 && rc < n && (r->admission || waited_out(r))))
+	if (rc != n && !short_put_allowed(r, rc, n))
 		FAIL(r, "put of %d chunks of prefix %d%s: %d", n, p, reserved ? " (reserved)" : "",
 		     rc);
 	memset(r->present[p], 1, (size_t)rc);
@@ -526,7 +547,7 @@ static void other_step(struct run *r, int p, int n)
 	switch (rnd(r, 4)) {
 	case 0:
 		rc = other(r, O_PUT, p, 0, n);
-		if (rc != n && !(rc >= 0 && rc < n && (r->admission || waited_out(r))))
+		if (rc != n && !short_put_allowed(r, rc, n))
 			FAIL(r, "other tenant: put of %d chunks of prefix %d: %d", n, p, rc);
 		memset(r->other_present[p], 1, (size_t)rc);
 		memset(r->other_ever[p], 1, (size_t)rc);
@@ -626,7 +647,7 @@ static void restart(struct run *r, bool kill9, bool durable)
 	faults_env(r->faults);
 	assert_int_equal(kvt_test_daemon_restart(&r->d, r->sets), 0);
 	faults_env(false);
-	r->eagain_seen = 0; /* a new life counts from 0 */
+	r->eagain_seen = r->cut_seen = 0; /* a new life counts from 0 */
 	connect_ns(r);
 	if (kill9)
 		resync(r, durable);

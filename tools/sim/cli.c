@@ -26,6 +26,7 @@ struct opts {
 	const char *trace, *synth, *dump, *plot;
 	const char *warmup; /* --warmup N (requests) or P% (of the trace's requests) */
 	const char *bypass; /* --bypass FILE: a predictor's byte per access, 1 = not kept */
+	bool engine;        /* --engine: puts end where kvtierd's do (kvt_trace.engine) */
 	uint64_t seed;
 	double hint_ends;    /* --hint-ends F: the fraction of conversation ends told (< 0: off) */
 	uint64_t hint_delay; /* --hint-delay N: told N requests after the last turn */
@@ -58,6 +59,9 @@ static void usage(FILE *f)
 	    "                  [--json] [--plot FILE.svg] [--block-bytes N (512KiB)]\n"
 	    "                  [--hint-ends F [--hint-delay N]] (an engine that calls kvt_done\n"
 	    "                  for a fraction F of the conversations' ends, N requests late)\n"
+	    "                  [--engine] (as an engine drives kvtierd: a request reads its\n"
+	    "                  leading hits and puts the rest, and the put ends where the\n"
+	    "                  policy would evict the request's own blocks)\n"
 	    "                  [--bypass FILE] (one byte per access, 1: the block is not kept;\n"
 	    "                  a predictor's decisions, replayed)\n"
 	    "                  [--warmup N|P%%] (the first N requests, or P%% of them, are\n"
@@ -362,6 +366,8 @@ static int parse(struct opts *o, int argc, char **argv)
 		const char *a = argv[i];
 		if (!strcmp(a, "--json")) {
 			o->json = true;
+		} else if (!strcmp(a, "--engine")) {
+			o->engine = true;
 		} else if (!strcmp(a, "--mrc")) {
 			o->mrc_rate = o->mrc_rate > 0 ? o->mrc_rate : 1;
 		} else if (!strcmp(a, "--list-policies")) {
@@ -394,10 +400,13 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 0.0;
 }
 
-/* With --bypass: how many counted accesses the predictor's file said not to keep. */
+/* With --engine, that the replay was one; with --bypass, how many counted accesses the
+ * predictor's file said not to keep. */
 static void print_bypassed(const struct opts *o, const struct kvt_trace *t,
                            const struct kvt_sim_result *r)
 {
+	if (t->engine && o->json)
+		printf(",\"engine\":true");
 	if (t->bypass)
 		printf(o->json ? ",\"bypassed\":%llu" : "%27llu accesses bypassed\n",
 		       (unsigned long long)r->bypassed);
@@ -597,6 +606,12 @@ int kvt_sim_main(int argc, char **argv)
 	}
 	if (o.bypass && (rc = kvt_trace_bypass(&t, o.bypass)))
 		goto out;
+	if (o.engine && (o.mrc_rate > 0 || o.minisim)) {
+		fprintf(stderr, "sim: --engine applies to replays, not to --mrc or --minisim\n");
+		rc = -EINVAL;
+		goto out;
+	}
+	t.engine = o.engine;
 	if (o.dump && (rc = dump(o.dump, &t)))
 		goto out;
 	if (o.dump && !o.n_caps && !o.n_tiers)

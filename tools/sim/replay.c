@@ -45,6 +45,10 @@ struct run {
 	uint32_t prev_blk; /* previous block of the current request, or KVT_POLICY_NONE */
 	uint32_t depth;
 	uint32_t tenant;
+	/* engine mode (kvt_sim_engine): the request each block was last read by (1-based), the
+	 * current one, whether a put is storing a block, and whether the put has ended */
+	uint32_t *req_of, req;
+	bool putting, cut;
 };
 
 static inline uint64_t key_hash(uint32_t blk)
@@ -129,6 +133,27 @@ static bool quota_room(struct run *u, size_t ti, uint32_t tenant)
 	return t->used < t->cap;
 }
 
+/* Engine mode, room for a put in the top tier, as kvtierd makes it (ipc/daemon/store.c,
+ * put_evict_one): the policy's first choice is evicted, unless it is a block the request has
+ * read or stored -- then the put ends. Without quotas the daemon asks once, and so does this.
+ * @return : false when the put ends. */
+static bool put_room(struct run *u, struct tier *t)
+{
+	while (t->used >= t->cap) {
+		uint32_t v;
+		if (t->ops->pick_victims(t->p, &v, 1, NULL, NULL) != 1 || !t->res[v]) {
+			fprintf(stderr, "sim: policy %s proposed no valid victim\n", t->ops->name);
+			abort();
+		}
+		if (u->req_of[v] == u->req)
+			return false;
+		if (t->quota)
+			return true; /* quota_room below picks as the daemon's quotas do */
+		evict(u, 0, v);
+	}
+	return true;
+}
+
 static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 {
 	struct tier *t = &u->t[ti];
@@ -151,6 +176,10 @@ static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 			t->r->rejected++;
 			return;
 		}
+	}
+	if (ti == 0 && u->putting && !put_room(u, t)) {
+		u->cut = true; /* the rest of the request is not cached */
+		return;
 	}
 	if (t->quota && !quota_room(u, ti, tenant)) {
 		t->r->rejected++;
@@ -233,7 +262,9 @@ static int access_blk(struct run *u, uint32_t blk)
 		}
 		return (int)i;
 	}
+	u->putting = u->req_of != NULL;
 	insert(u, 0, blk, u->tenant);
+	u->putting = false;
 	if (u->t[0].res[blk])
 		write_through(u, blk);
 	return -1;
@@ -267,6 +298,7 @@ static void teardown(struct run *u)
 		free(u->t[i].owner);
 		free(u->t[i].res);
 	}
+	free(u->req_of);
 }
 
 /* The tier's quotas; every tenant of the trace must fit the quota's dense table. */
@@ -364,6 +396,8 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 	if (!n || n > KVT_SIM_MAX_TIERS || (tr->warmup_req && tr->warmup_req >= tr->n_req))
 		return -EINVAL;
 	int rc = setup(&u, tr, tiers, n, r);
+	if (!rc && tr->engine && !(u.req_of = calloc(tr->n_blocks + 1, sizeof(*u.req_of))))
+		rc = -ENOMEM;
 	if (rc)
 		goto out;
 	struct timespec a, b;
@@ -382,7 +416,12 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 		u.prev_blk = KVT_POLICY_NONE;
 		u.tenant = tr->tenant[q];
 		u.depth = 0;
-		for (uint64_t i = tr->req_off[q]; i < tr->req_off[q + 1]; i++) {
+		u.req = (uint32_t)q + 1;
+		u.cut = false;
+		uint64_t i = tr->req_off[q];
+		for (; i < tr->req_off[q + 1] && !u.cut; i++) {
+			if (u.req_of)
+				u.req_of[tr->blk[i]] = u.req;
 			bool skip = tr->bypass && tr->bypass[i];
 			int at = skip ? bypass_blk(&u, tr->blk[i]) : access_blk(&u, tr->blk[i]);
 			r->bypassed += skip;
@@ -399,6 +438,8 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 			u.prev_blk = tr->blk[i];
 			u.depth++;
 		}
+		if (ten) /* a put that ended leaves the rest of its request unread and unstored */
+			ten->accesses += tr->req_off[q + 1] - i;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	r->accesses = tr->n_acc - tr->req_off[tr->warmup_req];

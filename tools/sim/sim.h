@@ -28,6 +28,11 @@ struct kvt_trace {
 	uint32_t *hint_blk;
 	/* n_acc flags, 1: the access's block is not kept (kvt_trace_bypass); NULL: none */
 	uint8_t *bypass;
+	/* Replay as an engine drives kvtierd (`kvtier sim --engine`): a request reads its leading
+	 * hits, then puts the rest from its first miss, and the put ends -- the rest of the
+	 * request is neither stored nor read -- where the top tier's policy would first evict a
+	 * block this request has read or stored. false: a plain cache, every block accessed. */
+	bool engine;
 };
 
 /*

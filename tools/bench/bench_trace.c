@@ -1,0 +1,263 @@
+/*
+ * bench_trace.c -- kvtier bench trace: a request trace replayed through a real kvtierd, as an
+ * engine would drive it, beside `kvtier sim`'s replay of the same requests.
+ *
+ * Each request of the trace (Mooncake JSONL or the simulator's native format) is one engine
+ * turn: kvt_get of the request's chunks (the leading hits are copied out, as an engine reads its
+ * cached prefix), then kvt_put of the rest from the first miss, under its parent, as an engine
+ * stores what it computed. A trace block is one chunk of --chunk-kib; the host tier holds
+ * exactly --capacity chunks (host.bytes is that many records) and there is no lower tier, so the
+ * daemon's policy decides every hit. For each --policy the daemon is started afresh with
+ * host.policy set, and reported are:
+ *
+ *  - the prefix hit ratio the engine got (chunks kvt_get returned / chunks asked for), beside the
+ *    prefix hit ratio of kvt_sim_run() (tools/sim) with the same policy and capacity: the
+ *    simulator runs the daemon's policy code, so the two should agree, and where they differ the
+ *    daemon's wiring (depths, parents, what it tells the policy) is what differs;
+ *  - the time per request (p50, p99) and the put rate, beside memcpy of the same bytes in the
+ *    same run (the baseline), and the first policy's row as the baseline of the others;
+ *  - the daemon's evictions.
+ *
+ * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
+ *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T]
+ * --check T exits 1 when a policy's daemon and simulator prefix hit ratios differ by more than
+ * T (the test suite runs it so).
+ */
+#include "bench_util.h"
+#include "sim.h"
+#include "sim_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MAX_POL 16
+
+struct args {
+	const char *trace;
+	size_t capacity, chunk, requests;
+	char *pols[MAX_POL];
+	size_t n_pols;
+	double check; /* < 0: no check */
+};
+
+struct row {
+	double daemon_phr, sim_phr, p50_us, p99_us, put_gbs, memcpy_gbs, total_s;
+	long long evictions;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Block blk's key. Its first word is the simulator's hash of blk (replay.c), and the daemon
+ * hashes a chunk by that word (its tenant, 0 here, mixed in), so hashed structures -- conv's
+ * history, wtinylfu's sketch -- see the same hashes in both replays. */
+static kvt_id_t key_of(uint32_t blk)
+{
+	kvt_id_t k = {{kvt__sim_mix((uint64_t)blk + 0x9e3779b97f4a7c15ULL), 0x6b76746965727472ULL}};
+	return k;
+}
+
+/* memcpy of bytes from src (chunk bytes, as the puts copy it) into a ring as large as the
+ * host tier (64 MiB at least, past the caches), GB/s: the put's baseline. */
+static double memcpy_gbs(const void *src, size_t chunk, size_t capacity, uint64_t bytes)
+{
+	size_t slots = KVT_MAX(capacity, (size_t)(64 << 20) / chunk);
+	uint8_t *dst = prefaulted(chunk * slots);
+	double t0 = now_s();
+	for (uint64_t done = 0, i = 0; done < bytes; done += chunk, i++)
+		memcpy(dst + (i % slots) * chunk, src, chunk);
+	double s = now_s() - t0;
+	munmap(dst, chunk * slots);
+	return s > 0 ? (double)bytes / s / 1e9 : 0;
+}
+
+static void replay(const struct args *a, const struct kvt_trace *t, const char *pol, struct row *r)
+{
+	char host[64], policy[96];
+	uint64_t rec = (128 + a->chunk + 4095) & ~(uint64_t)4095; /* a record: header + payload */
+	snprintf(host, sizeof(host), "%llu", (unsigned long long)(rec * a->capacity));
+	snprintf(policy, sizeof(policy), "host.policy=%s", pol);
+	const char *sets[] = {policy, NULL};
+	start_daemon_with(host, sets);
+	kvt_client_t *c;
+	int rc = kvt_connect(sock, &c);
+	if (rc)
+		die("connect", rc);
+	kvt_model_t m = model_of(a->chunk, 1);
+	kvt_id_t ns;
+	if ((rc = kvt_namespace(c, &m, &ns)))
+		die("namespace", rc);
+	size_t maxlen = 0;
+	for (size_t q = 0; q < a->requests; q++)
+		maxlen = KVT_MAX(maxlen, (size_t)(t->req_off[q + 1] - t->req_off[q]));
+	kvt_id_t *keys = malloc(maxlen * sizeof(*keys));
+	void **dst = malloc(maxlen * sizeof(*dst));
+	const void **src = malloc(maxlen * sizeof(*src));
+	uint8_t *dbuf = prefaulted(maxlen * a->chunk), *sbuf = prefaulted(a->chunk);
+	double *lat = malloc(a->requests * sizeof(*lat));
+	if (!keys || !dst || !src || !lat)
+		die("malloc", -ENOMEM);
+	memset(sbuf, 0x5a, a->chunk);
+	for (size_t i = 0; i < maxlen; i++)
+		dst[i] = dbuf + i * a->chunk, src[i] = sbuf;
+	uint64_t asked = 0, got = 0, put_bytes = 0;
+	double put_s = 0, t_all = now_s();
+	for (size_t q = 0; q < a->requests; q++) {
+		size_t n = (size_t)(t->req_off[q + 1] - t->req_off[q]);
+		for (size_t i = 0; i < n; i++)
+			keys[i] = key_of(t->blk[t->req_off[q] + i]);
+		double t0 = now_s();
+		int h = kvt_get(c, ns, keys, n, dst, a->chunk);
+		if (h < 0)
+			die("get", h);
+		double t1 = now_s();
+		while (h < (int)n) { /* a short count is a normal answer: the rest is not cached */
+			rc = kvt_put(c, ns, h ? &keys[h - 1] : NULL, &keys[h], n - (size_t)h, src,
+			             a->chunk);
+			if (rc == -EAGAIN) {
+				usleep(100);
+				continue;
+			}
+			if (rc < 0)
+				die("put", rc);
+			break;
+		}
+		double t2 = now_s();
+		lat[q] = t2 - t0;
+		put_s += t2 - t1;
+		put_bytes += (uint64_t)(n - (size_t)h) * a->chunk;
+		asked += n;
+		got += (uint64_t)h;
+	}
+	r->total_s = now_s() - t_all;
+	r->evictions = stat_of(c, "evictions");
+	kvt_close(c);
+	stop_daemon();
+	qsort(lat, a->requests, sizeof(*lat), cmp_double);
+	r->p50_us = lat[a->requests / 2] * 1e6;
+	r->p99_us = lat[a->requests * 99 / 100] * 1e6;
+	r->daemon_phr = asked ? (double)got / (double)asked : 0;
+	r->put_gbs = put_s > 0 ? (double)put_bytes / put_s / 1e9 : 0;
+	r->memcpy_gbs = memcpy_gbs(sbuf, a->chunk, a->capacity, put_bytes);
+	free(lat);
+	free(keys);
+	free(dst);
+	free(src);
+	munmap(dbuf, maxlen * a->chunk);
+	munmap(sbuf, a->chunk);
+
+	struct kvt_sim_tier tier = {.name = "host", .policy = pol, .capacity_blocks = a->capacity};
+	struct kvt_sim_result s;
+	if ((rc = kvt_sim_run(t, &tier, 1, &s))) /* t->engine: puts end as the daemon's do */
+		die("kvtier sim", rc);
+	r->sim_phr = s.accesses ? (double)s.prefix_hits / (double)s.accesses : 0;
+}
+
+static size_t count_of(const char *v, size_t min)
+{
+	char *end;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (end == v || *end || x < min || x > (1ULL << 32) || v[0] == '-') {
+		fprintf(stderr, "bench: '%s' is not a count of at least %zu\n", v, min);
+		exit(2);
+	}
+	return (size_t)x;
+}
+
+static void parse(int argc, char **argv, struct args *a)
+{
+	static char dflt[] = "lru,conv";
+	char *pols = dflt;
+	a->capacity = 4096, a->chunk = 64 << 10, a->check = -1;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!v) {
+			fprintf(stderr, "usage: see the top of tools/bench/bench_trace.c\n");
+			exit(2);
+		}
+		if (!strcmp(o, "--trace"))
+			a->trace = v;
+		else if (!strcmp(o, "--capacity"))
+			a->capacity = count_of(v, 1);
+		else if (!strcmp(o, "--chunk-kib"))
+			a->chunk = count_of(v, 4) << 10;
+		else if (!strcmp(o, "--requests"))
+			a->requests = count_of(v, 1);
+		else if (!strcmp(o, "--policy"))
+			pols = argv[i + 1];
+		else if (!strcmp(o, "--check"))
+			a->check = strtod(v, NULL);
+		else {
+			fprintf(stderr, "bench: unknown option %s\n", o);
+			exit(2);
+		}
+		i++;
+	}
+	for (char *save = NULL, *p = strtok_r(pols, ",", &save); p;
+	     p = strtok_r(NULL, ",", &save)) {
+		if (a->n_pols == MAX_POL) {
+			fprintf(stderr, "bench: at most %d policies\n", MAX_POL);
+			exit(2);
+		}
+		a->pols[a->n_pols++] = p;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = {0};
+	char path[4096];
+	parse(argc, argv, &a);
+	if (!a.trace) { /* the shared Mooncake trace, where the tests find it */
+		const char *data = getenv("KVT_SHARED_DATA");
+		snprintf(path, sizeof(path), "%s/traces/mooncake/conversation_trace.jsonl",
+		         data ? data : "../shared/data");
+		a.trace = path;
+	}
+	struct kvt_trace t;
+	int rc = kvt_trace_load(a.trace, &t);
+	if (rc)
+		die(a.trace, rc);
+	if (!a.requests || a.requests > t.n_req)
+		a.requests = t.n_req;
+	t.n_req = a.requests; /* the simulator replays the same requests, as the engine drives */
+	t.n_acc = t.req_off[a.requests];
+	t.engine = true;
+	printf("# kvtier bench trace: %s, %zu requests, %zu chunk reads, host of %zu chunks of "
+	       "%zu KiB, no lower tier\n\n",
+	       a.trace, a.requests, t.n_acc, a.capacity, a.chunk >> 10);
+	printf("| host.policy | prefix hit ratio, daemon | kvtier sim | request p50 / p99 us | "
+	       "put GB/s | memcpy GB/s | put / memcpy | time vs %s | evictions |\n",
+	       a.pols[0]);
+	printf("|---|---|---|---|---|---|---|---|---|\n");
+	int bad = 0;
+	double first = 0;
+	for (size_t k = 0; k < a.n_pols; k++) {
+		struct row r;
+		replay(&a, &t, a.pols[k], &r);
+		first = k ? first : r.total_s;
+		printf("| %s | %.4f | %.4f | %.0f / %.0f | %.2f | %.2f | %.2f | %.2f | %lld |\n",
+		       a.pols[k], r.daemon_phr, r.sim_phr, r.p50_us, r.p99_us, r.put_gbs,
+		       r.memcpy_gbs, r.memcpy_gbs > 0 ? r.put_gbs / r.memcpy_gbs : 0,
+		       r.total_s / first, r.evictions);
+		fflush(stdout);
+		if (a.check >= 0 && fabs(r.daemon_phr - r.sim_phr) > a.check) {
+			fprintf(stderr,
+			        "bench: %s: the daemon's prefix hit ratio %.4f is not within %g of "
+			        "the simulator's %.4f\n",
+			        a.pols[k], r.daemon_phr, a.check, r.sim_phr);
+			bad = 1;
+		}
+	}
+	kvt_trace_free(&t);
+	return bad;
+}
