@@ -48,11 +48,17 @@
  *    (a new chunk takes its parent's when the parent was just reused).
  *  - chunks an engine said it is done with (cv_done) form classes of their own, by reuses.
  *
- * Cost: insert and access O(1) plus one history probe (finalising a request's pending chunks is
- * O(1) per chunk, once); a victim costs one table lookup per non-empty class (<= 245); the
- * density table (245 classes x 96 bins) is rebuilt every 4,096 events (~15 ns per event
- * amortised). Memory: 35 bytes per id, 16 bytes per history slot (16 x capacity slots, so
- * ~0.5 KiB per cached chunk), 475 KiB of tables and the pending list.
+ * Links. A chunk names its parent by key hash, found through a map of the residents by key
+ * hash (parent_of()), never by id: the ids are the caller's, and kvtierd gives a removed
+ * chunk's id to the next chunk it stores, so the policy's choices depend on the chunks alone
+ * and the daemon's replay of a trace equals the simulator's (`kvtier bench trace`).
+ *
+ * Cost: insert and access O(1) plus one history probe and one map probe (finalising a
+ * request's pending chunks is O(1) per chunk, once); a victim costs one table lookup per
+ * non-empty class (<= 245); the density table (245 classes x 96 bins) is rebuilt every 4,096
+ * events (~15 ns per event amortised). Memory: 39 bytes per id, 8-16 bytes per resident (the
+ * map), 16 bytes per history slot (16 x capacity slots, so ~0.5 KiB per cached chunk), 475 KiB
+ * of tables and the pending list.
  *
  * Why tips wait for the end of their request: a chunk is inserted before its child, so a
  * class bit "has a child" computed at once puts every chain's newest chunk, for one event, in
@@ -92,8 +98,8 @@ struct kvt_policy {
 	/* per id */
 	uint64_t *hash;
 	struct kvt__link *lk;
-	uint32_t *last, *parent, *nchild;
-	uint32_t *ptag; /* the low half of the parent's key_hash when it was linked (linked()) */
+	uint64_t *phash; /* the parent's key hash, 0 for none (parent_of()) */
+	uint32_t *last, *nchild;
 	uint16_t *cls;
 	uint8_t *flags, *seg, *hits, *gap, *depth;
 	size_t cap;
@@ -110,8 +116,12 @@ struct kvt_policy {
 	double horizon, decay_hl, orphan;
 	unsigned walk;
 	bool leaf_first;
+	/* the residents by key hash: id + 1 per slot (0 empty), linear probing, at most half full
+	 */
+	uint32_t *rmap;
+	size_t rmask, rmap_n;
 	/* chunks inserted since the current request began (tips once it ends) */
-	uint32_t pend[PEND_MAX];
+	uint32_t pend[PEND_MAX], pend_tag[PEND_MAX]; /* ids, and their key hashes' low half */
 	size_t n_pend;
 	uint32_t prev; /* the last chunk touched, or KVT__NIL */
 };
@@ -153,19 +163,83 @@ static unsigned class_of(const struct kvt_policy *p, uint32_t id)
  * first, so this keeps each chain ordered root to tip from the head, and the tail end of a
  * list, where victims come from, offers a chain's tip before its ancestors.
  */
-/*
- * Whether id's parent link still names the chunk it was made to: resident, with the key hash
- * it had then. A caller may give a removed chunk's id to the next chunk it inserts (kvtierd's
- * index does, at once), and a link left to a reused id named a stranger: the orphan test took
- * a new chunk at the right depth for the parent, and a child's removal took a child off the
- * stranger's count, so leaf_first ranked inner chunks as leaves. kvtier sim never reuses an
- * id, so only the daemon went wrong: conv kept 0.058 of a replay's prefixes there against the
- * simulator's 0.062 (`kvtier bench trace`, docs/bench.md).
- */
-static bool linked(const struct kvt_policy *p, uint32_t id)
+/* ---- the residents by key hash ---- */
+
+static size_t rslot(const struct kvt_policy *p, uint64_t h)
 {
-	uint32_t pa = p->parent[id];
-	return pa < p->cap && (p->flags[pa] & F_LIVE) && (uint32_t)p->hash[pa] == p->ptag[id];
+	return (size_t)kvt__mix64(h) & p->rmask;
+}
+
+/* @return : the resident chunk whose key hash is h, or KVT__NIL. */
+static uint32_t resident(const struct kvt_policy *p, uint64_t h)
+{
+	for (size_t i = rslot(p, h); p->rmap[i]; i = (i + 1) & p->rmask)
+		if (p->hash[p->rmap[i] - 1] == h)
+			return p->rmap[i] - 1;
+	return KVT__NIL;
+}
+
+static void rmap_put(uint32_t *map, size_t mask, uint64_t h, uint32_t slot_val)
+{
+	size_t i = (size_t)kvt__mix64(h) & mask;
+	while (map[i])
+		i = (i + 1) & mask;
+	map[i] = slot_val;
+}
+
+/* Maps id by its key hash; out of memory it stays out, and its children count as orphans. */
+static void rmap_add(struct kvt_policy *p, uint32_t id)
+{
+	if (2 * (p->rmap_n + 1) > p->rmask + 1) {
+		size_t n = 2 * (p->rmask + 1);
+		uint32_t *m = calloc(n, sizeof(*m));
+		if (!m)
+			return;
+		for (size_t i = 0; i <= p->rmask; i++)
+			if (p->rmap[i])
+				rmap_put(m, n - 1, p->hash[p->rmap[i] - 1], p->rmap[i]);
+		free(p->rmap);
+		p->rmap = m;
+		p->rmask = n - 1;
+	}
+	rmap_put(p->rmap, p->rmask, p->hash[id], id + 1);
+	p->rmap_n++;
+}
+
+/* Unmaps id (backward-shift deletion: no tombstones). */
+static void rmap_del(struct kvt_policy *p, uint32_t id)
+{
+	size_t i = rslot(p, p->hash[id]);
+	while (p->rmap[i] && p->rmap[i] != id + 1)
+		i = (i + 1) & p->rmask;
+	if (!p->rmap[i])
+		return;
+	for (size_t j = i;;) {
+		j = (j + 1) & p->rmask;
+		if (!p->rmap[j])
+			break;
+		size_t k = rslot(p, p->hash[p->rmap[j] - 1]); /* where j's entry wants to be */
+		if (((j - k) & p->rmask) >= ((j - i) & p->rmask)) { /* k is not in (i, j] */
+			p->rmap[i] = p->rmap[j];
+			i = j;
+		}
+	}
+	p->rmap[i] = 0;
+	p->rmap_n--;
+}
+
+/*
+ * id's parent, resident here, or KVT__NIL. A link is the parent's key hash, not its id: a
+ * caller may give a removed chunk's id to the next chunk it inserts (kvtierd's index does, at
+ * once) and gives a chunk evicted and put again a new id, while kvtier sim names a block by one
+ * id for ever. Linked by id, the daemon's conv took a stranger at the right depth for a parent
+ * and took a child off the stranger's count, so leaf_first ranked inner chunks as leaves, and
+ * it took a child whose parent was put again for an orphan; it kept 0.133 of a replay's prefixes
+ * where the simulator's conv kept 0.137 (`kvtier bench trace`, docs/bench.md).
+ */
+static uint32_t parent_of(const struct kvt_policy *p, uint32_t id)
+{
+	return p->phash[id] ? resident(p, p->phash[id]) : KVT__NIL;
 }
 
 static void reclass(struct kvt_policy *p, uint32_t id)
@@ -173,9 +247,9 @@ static void reclass(struct kvt_policy *p, uint32_t id)
 	kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
 	unsigned k = class_of(p, id);
 	struct kvt__list *l = &p->cl[k];
-	uint32_t pa = p->parent[id];
+	uint32_t pa = parent_of(p, id);
 	p->cls[id] = (uint16_t)k;
-	if (!linked(p, id) || p->cls[pa] != k || (uint32_t)p->now - p->last[pa] > 64) {
+	if (pa == KVT__NIL || p->cls[pa] != k || (uint32_t)p->now - p->last[pa] > 64) {
 		kvt__list_push_head(l, p->lk, id);
 		return;
 	}
@@ -298,8 +372,9 @@ static void finalize(struct kvt_policy *p)
 {
 	for (size_t i = 0; i < p->n_pend; i++) {
 		uint32_t id = p->pend[i];
-		if (!(p->flags[id] & F_PEND))
-			continue; /* removed since (or listed twice) */
+		if (!(p->flags[id] & F_PEND) || (uint32_t)p->hash[id] != p->pend_tag[i])
+			continue; /* removed since, listed twice, or the id given to a later chunk
+			           */
 		p->flags[id] &= (uint8_t)~F_PEND;
 		if (!(p->flags[id] & F_CHILD)) {
 			p->flags[id] |= F_TIP;
@@ -314,6 +389,7 @@ static void add_pend(struct kvt_policy *p, uint32_t id)
 	if (p->n_pend == PEND_MAX)
 		finalize(p);
 	p->flags[id] |= F_PEND;
+	p->pend_tag[p->n_pend] = (uint32_t)p->hash[id];
 	p->pend[p->n_pend++] = id;
 }
 
@@ -342,13 +418,11 @@ static void set_child(struct kvt_policy *p, uint32_t pa)
  */
 static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
 {
-	uint32_t pa = p->parent[id];
-	bool was = linked(p, id);
-	if (pa != pv || !was) {
-		if (was && p->nchild[pa])
+	uint32_t pa = parent_of(p, id);
+	if (pa != pv) {
+		if (pa != KVT__NIL && p->nchild[pa])
 			p->nchild[pa]--;
-		p->parent[id] = pv;
-		p->ptag[id] = (uint32_t)p->hash[pv];
+		p->phash[id] = p->hash[pv];
 		p->nchild[pv]++;
 	} else if (!p->nchild[pv]) {
 		p->nchild[pv] = 1;
@@ -360,10 +434,10 @@ static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
 
 #define COLS(p)                                                                                    \
 	{                                                                                          \
-		KVT__COL((p)->hash), KVT__COL((p)->last), KVT__COL((p)->lk),                       \
-		    KVT__COL((p)->parent), KVT__COL((p)->ptag), KVT__COL((p)->nchild),             \
-		    KVT__COL((p)->flags), KVT__COL((p)->seg), KVT__COL((p)->hits),                 \
-		    KVT__COL((p)->cls), KVT__COL((p)->depth), KVT__COL((p)->gap)                   \
+		KVT__COL((p)->hash), KVT__COL((p)->last), KVT__COL((p)->lk), KVT__COL((p)->phash), \
+		    KVT__COL((p)->nchild), KVT__COL((p)->flags), KVT__COL((p)->seg),               \
+		    KVT__COL((p)->hits), KVT__COL((p)->cls), KVT__COL((p)->depth),                 \
+		    KVT__COL((p)->gap)                                                             \
 	}
 
 static int ensure(struct kvt_policy *p, uint32_t id)
@@ -381,6 +455,7 @@ static void cv_destroy(struct kvt_policy *p)
 	struct kvt__col c[] = COLS(p);
 	kvt__cols_free(c, KVT__NCOLS(c));
 	free(p->hist);
+	free(p->rmap);
 	free(p);
 }
 
@@ -396,7 +471,12 @@ static int cv_create(size_t hint, struct kvt_policy **out)
 	p->orphan = 0.5;
 	for (unsigned k = 0; k < NCLASS; k++)
 		kvt__list_init(&p->cl[k]);
-	if (setup_hist(p, hint ? hint : 1024)) {
+	size_t slots = 16;
+	while (slots < 2 * (hint ? hint : 1024))
+		slots *= 2;
+	p->rmap = calloc(slots, sizeof(*p->rmap));
+	p->rmask = slots - 1;
+	if (!p->rmap || setup_hist(p, hint ? hint : 1024)) {
 		cv_destroy(p);
 		return -ENOMEM;
 	}
@@ -421,14 +501,16 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 		return;
 	if (m->depth == 0)
 		finalize(p);
-	if (p->flags[id] & F_LIVE)
+	if (p->flags[id] & F_LIVE) {
 		kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
-	else if (++p->n_res > p->c)
+		rmap_del(p, id); /* its key hash may change */
+	} else if (++p->n_res > p->c)
 		setup_hist(p, 2 * p->c); /* keeps the old history when out of memory */
 	p->cls[id] = 0;
 	kvt__list_push_head(&p->cl[0], p->lk, id);
 	tick(p);
 	p->hash[id] = m->key_hash ? m->key_hash : 1; /* 0 marks a free history slot */
+	rmap_add(p, id);
 	p->depth[id] = m->depth > 255 ? 255 : (uint8_t)m->depth;
 	p->nchild[id] = 0;
 	struct hent *e = hslot(p, p->hash[id]);
@@ -450,10 +532,9 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 		p->gap[id] = pl && (p->flags[pa] & F_REACC) ? p->gap[pa] : 0;
 		p->flags[id] = F_LIVE;
 	}
-	p->parent[id] = KVT__NIL;
+	p->phash[id] = 0;
 	if (pa < p->cap && (p->flags[pa] & F_LIVE)) {
-		p->parent[id] = pa;
-		p->ptag[id] = (uint32_t)p->hash[pa];
+		p->phash[id] = p->hash[pa];
 		p->nchild[pa]++;
 		set_child(p, pa);
 	}
@@ -505,19 +586,19 @@ static void cv_remove(struct kvt_policy *p, uint32_t id)
 	e->cls = p->cls[id];
 	e->seg = p->seg[id];
 	e->hits = p->hits[id];
-	if (linked(p, id) && p->nchild[p->parent[id]])
-		p->nchild[p->parent[id]]--;
+	uint32_t pa = parent_of(p, id);
+	if (pa != KVT__NIL && p->nchild[pa])
+		p->nchild[pa]--;
 	kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
+	rmap_del(p, id);
 	p->n_res--;
 	p->flags[id] = 0;
 }
 
-/* Whether id is past the first chunk and its parent is not resident here. The parent link is
- * the id it had at insert (or relink); linked() tells a parent since removed, or an id since
- * given to another chunk. */
+/* Whether id is past the first chunk and its parent is not resident here (parent_of()). */
 static bool orphaned(const struct kvt_policy *p, uint32_t id)
 {
-	return p->depth[id] && !linked(p, id);
+	return p->depth[id] && parent_of(p, id) == KVT__NIL;
 }
 
 /* Lower evicts first: with leaf_first, inner chunks rank after every leaf. The score as if id
