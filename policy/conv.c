@@ -239,7 +239,8 @@ static void rmap_del(struct kvt_policy *p, uint32_t id)
  */
 static uint32_t parent_of(const struct kvt_policy *p, uint32_t id)
 {
-	return p->phash[id] ? resident(p, p->phash[id]) : KVT__NIL;
+	uint32_t pa = p->phash[id] ? resident(p, p->phash[id]) : KVT__NIL;
+	return pa == id ? KVT__NIL : pa; /* two chunks of one key hash: never its own parent */
 }
 
 static void reclass(struct kvt_policy *p, uint32_t id)
