@@ -145,13 +145,16 @@ KVT_API size_t kvt_chunk_keys(kvt_id_t ns, const uint32_t *tokens, size_t n_toke
  * Stores n chunks of a prefix. parent is the key before keys[0] (NULL when keys[0] starts the
  * prefix); keys[i]'s parent is keys[i-1]. chunk_len must equal kvt_chunk_bytes of the
  * namespace's model. The library splits batches larger than its staging area.
- * A put never evicts its own prefix: other chunks give up their room first, and a prefix
- * longer than the daemon can hold (host, with no lower tier to take its head) is stored from
- * its start as far as it fits.
+ * A put never evicts its own prefix: other chunks give up their room, and where the host
+ * policy would rather evict the prefix than any of them (its first victim is a chunk this
+ * request read or stored), or a prefix is longer than the daemon can hold (host, with no lower
+ * tier to take its head), the put ends there: the prefix is stored from its start as far as
+ * it goes.
  * @return : how many leading chunks are now stored (present ones count), or -errno when none
  *           could be: -EINVAL, -ENOSPC (every byte of the tier is leased), -ENOTCONN. A chunk
- *           that the daemon's admission filter (host.admit) turns away ends the count, so
- *           fewer than n, also 0, is a normal answer: the rest is not cached.
+ *           that the daemon's admission filter (host.admit) turns away, or that the host
+ *           policy ends the put at, ends the count, so fewer than n, also 0, is a normal
+ *           answer: the rest is not cached.
  */
 KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
                     size_t n, const void *const *chunks, size_t chunk_len);

@@ -141,7 +141,8 @@ struct kvd_stats {
 	uint64_t lower_moved;    /* records a lower tier copied forward (nvme.quota, clock) */
 	uint64_t promote_resent; /* promotions sent again to where their record moved */
 	uint64_t not_admitted;
-	uint64_t puts_cut; /* puts that ended where host was full of their own prefix (store.c) */
+	uint64_t puts_cut; /* puts that ended at their own prefix: host full of it, or the host
+	                    * policy's first victim (store.c) */
 	/* victims a policy proposed that were leased, in a tier's job or not at host: skipped,
 	 * never evicted. 0 unless a policy breaks the seam's promise (a debug build panics
 	 * instead). */
