@@ -197,7 +197,7 @@ void kvd_entry_unjob(struct kvd *d, uint32_t id)
 struct victim_filter {
 	struct kvd *d;
 	uint32_t tenant; /* KVD_NIL: any */
-	bool guarded_ok; /* the running put's own prefix counts too (put_ends_here) */
+	bool guarded_ok; /* the running put's own prefix counts too (put_evict_one) */
 };
 
 static bool evictable(void *arg, uint32_t id)

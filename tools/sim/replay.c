@@ -12,7 +12,11 @@
  * takes the policy's victims in order but skips what the quota protects, and a block it finds no
  * victim for is turned away (rejected, quota_rejected). Each block's tenant is its inserter's.
  * An access the trace's bypass flags name (bypass.c) is served where it is held and then
- * dropped from every tier, or, missed, stored nowhere.
+ * dropped from every tier, or, missed, stored nowhere. In engine mode (kvt_trace.engine) a
+ * miss is a put, and where the top tier's policy would first evict a block of the request the
+ * put ends: the rest of the request is neither stored nor read, as in kvtierd. For one tier
+ * that is the daemon exactly (`kvtier bench trace`); below it, a chunk the engine puts that a
+ * lower tier holds is promoted here and not in the daemon.
  */
 #include "sim.h"
 #include "sim_int.h"
@@ -45,7 +49,7 @@ struct run {
 	uint32_t prev_blk; /* previous block of the current request, or KVT_POLICY_NONE */
 	uint32_t depth;
 	uint32_t tenant;
-	/* engine mode (kvt_sim_engine): the request each block was last read by (1-based), the
+	/* engine mode (kvt_trace.engine): the request each block was last read by (1-based), the
 	 * current one, whether a put is storing a block, and whether the put has ended */
 	uint32_t *req_of, req;
 	bool putting, cut;
