@@ -14,8 +14,9 @@
  *    prefix hit ratio of kvt_sim_run() (tools/sim) with the same policy and capacity: the
  *    simulator runs the daemon's policy code, so the two should agree, and where they differ the
  *    daemon's wiring (depths, parents, what it tells the policy) is what differs;
- *  - the time per request (p50, p99) and the put rate, beside memcpy of the same bytes in the
- *    same run (the baseline), and the first policy's row as the baseline of the others;
+ *  - the time per request (p50, p99) and the put rate (the bytes handed to kvt_put over the
+ *    time it took; a put that ends early stores fewer of them), beside memcpy of the same bytes
+ *    in the same run (the baseline), and the first policy's row as the baseline of the others;
  *  - the daemon's evictions.
  *
  * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
