@@ -21,6 +21,19 @@ static const char *trace_path(char *buf, size_t len)
 	return p;
 }
 
+/* A temp dir tmp (256 bytes) holding path, t in the native format, and the name out (path and
+ * out 300 bytes) for a run's output. */
+static void trace_to_file(const struct kvt_trace *t, char *tmp, char *path, char *out)
+{
+	kvt_test_tmpdir(tmp, 256);
+	snprintf(path, 300, "%s/t.trace", tmp);
+	snprintf(out, 300, "%s/out", tmp);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(kvt_trace_write(t, f), 0);
+	fclose(f);
+}
+
 /* Runs `kvtier sim argv...` with its stdout in the file out. @return : its exit status. */
 static int sim_to_file(const char *out, int argc, char **argv)
 {
@@ -381,18 +394,12 @@ static void test_policy_sim_quota(void **state)
 
 	/* the same through the CLI: the trace in the native format, --quota, --json */
 	char tmp[256], path[300], out[300], line[2048];
-	kvt_test_tmpdir(tmp, sizeof(tmp));
-	snprintf(path, sizeof(path), "%s/t.trace", tmp);
-	snprintf(out, sizeof(out), "%s/out.json", tmp);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(kvt_trace_write(&t, f), 0);
-	fclose(f);
+	trace_to_file(&t, tmp, path, out);
 	char a0[] = "sim", a1[] = "--trace", a3[] = "--capacity", a4[] = "30", a5[] = "--policy",
 	     a6[] = "lru", a7[] = "--json", a8[] = "--quota", a9[] = "2=20/-";
 	char *argv[] = {a0, a1, path, a3, a4, a5, a6, a7, a8, a9, NULL};
 	assert_int_equal(sim_to_file(out, 10, argv), 0);
-	f = fopen(out, "r");
+	FILE *f = fopen(out, "r");
 	assert_non_null(f);
 	assert_non_null(fgets(line, sizeof(line), f));
 	fclose(f);
@@ -611,14 +618,9 @@ static void test_policy_sim_bypass(void **state)
 
 	/* the CLI: a file of the truth runs; a wrong size, a text '1' and --mrc are refused */
 	char tmp[256], path[300], out[300], file[320], args[400], line[1024];
-	kvt_test_tmpdir(tmp, sizeof(tmp));
-	snprintf(path, sizeof(path), "%s/t.trace", tmp);
-	snprintf(out, sizeof(out), "%s/out", tmp);
+	trace_to_file(&t, tmp, path, out);
 	snprintf(file, sizeof(file), "%s/bypass", tmp);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(kvt_trace_write(&t, f), 0);
-	fclose(f);
+	FILE *f;
 	for (int bad = 0; bad < 4; bad++) {
 		f = fopen(file, "wb");
 		assert_non_null(f);

@@ -219,14 +219,20 @@ static void write_through(struct run *u, uint32_t blk)
 	}
 }
 
+/* Every tier's admission filter counts an access of blk. */
+static void admit_record(struct run *u, uint32_t blk)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (u->t[i].adm)
+			kvt_admit_record(u->t[i].adm, key_hash(blk));
+}
+
 /* A bypassed access (t->bypass): served where it is held, then dropped from every tier; a miss
  * is stored nowhere. No eviction is counted and nothing cascades: the block is not kept. */
 static int bypass_blk(struct run *u, uint32_t blk)
 {
 	int at = -1;
-	for (size_t i = 0; i < u->n; i++)
-		if (u->t[i].adm)
-			kvt_admit_record(u->t[i].adm, key_hash(blk));
+	admit_record(u, blk);
 	for (size_t i = 0; i < u->n; i++) {
 		struct tier *t = &u->t[i];
 		if (!t->res[blk])
@@ -248,9 +254,7 @@ static int bypass_blk(struct run *u, uint32_t blk)
 /* @return : the tier that served blk, or -1 on a miss in every tier. */
 static int access_blk(struct run *u, uint32_t blk)
 {
-	for (size_t i = 0; i < u->n; i++)
-		if (u->t[i].adm)
-			kvt_admit_record(u->t[i].adm, key_hash(blk));
+	admit_record(u, blk);
 	for (size_t i = 0; i < u->n; i++) {
 		struct tier *t = &u->t[i];
 		if (!t->res[blk])
