@@ -16,6 +16,11 @@ int kvt__pol_grow(void **arr, size_t elem, size_t old_n, size_t new_n)
 {
 	if (new_n <= old_n)
 		return 0;
+	if (!*arr) { /* the first: calloc's fresh pages are zero untouched, so a policy built for a
+		      * large tier holds memory only as its ids come */
+		*arr = calloc(new_n, elem);
+		return *arr ? 0 : -ENOMEM;
+	}
 	void *p = realloc(*arr, new_n * elem);
 	if (!p)
 		return -ENOMEM;
