@@ -258,7 +258,7 @@ size_t kvd_host_chunks(const struct kvd *d)
  * once a namespace's chunk size changes that count. Ghost lists (arc), sketches (wtinylfu),
  * histories and horizons (conv, hindsight) are sized by the capacity a policy is built for;
  * built for 4,096 chunks in a tier of 1,024, arc kept 0.074 of a replay's prefixes where
- * `kvtier sim` said 0.048, and conv 0.053 where it said 0.061 (`kvtier bench trace`).
+ * `kvtier sim` said 0.048 (`kvtier bench trace`).
  */
 static void rebuild_for_capacity(struct kvd *d)
 {
