@@ -157,13 +157,11 @@ static unsigned class_of(const struct kvt_policy *p, uint32_t id)
 	return ((s * NHITS + h) * 2 + (p->flags[id] & F_TIP ? 0u : 1u)) * 6 + p->gap[id];
 }
 
-/*
- * Recomputes id's class and moves it to the front of that class's list (it was just used) --
- * but behind its parent when the parent is in the same list: a request touches a prefix root
- * first, so this keeps each chain ordered root to tip from the head, and the tail end of a
- * list, where victims come from, offers a chain's tip before its ancestors.
- */
 /* ---- the residents by key hash ---- */
+
+/* An id per slot, checked against p->hash: 4 bytes a slot where kvt__hset takes 16 with its
+ * key, and two residents may share a key hash (different namespaces), which a set of keys
+ * cannot hold. */
 
 static size_t rslot(const struct kvt_policy *p, uint64_t h)
 {
@@ -243,6 +241,12 @@ static uint32_t parent_of(const struct kvt_policy *p, uint32_t id)
 	return pa == id ? KVT__NIL : pa; /* two chunks of one key hash: never its own parent */
 }
 
+/*
+ * Recomputes id's class and moves it to the front of that class's list (it was just used) --
+ * but behind its parent when the parent is in the same list: a request touches a prefix root
+ * first, so this keeps each chain ordered root to tip from the head, and the tail end of a
+ * list, where victims come from, offers a chain's tip before its ancestors.
+ */
 static void reclass(struct kvt_policy *p, uint32_t id)
 {
 	kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);

@@ -498,12 +498,9 @@ static void test_stress_threads(void **state)
 /* The daemon's anonymous resident memory in KiB (the host pool is shared memory, not in it). */
 static long rss_anon_kib(pid_t pid)
 {
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	assert_true(kvt_test_read_file(path, buf, sizeof(buf)) > 0);
-	const char *at = strstr(buf, "RssAnon:");
-	assert_non_null(at);
-	return strtol(at + strlen("RssAnon:"), NULL, 10);
+	long kib = kvt_test_rss_anon_kib(pid);
+	assert_true(kib >= 0);
+	return kib;
 }
 
 /* One round of the consistency load: WORKERS clients, each connecting, working, closing. */

@@ -322,6 +322,15 @@ long kvt_test_read_file(const char *path, char *buf, size_t len)
 	return (long)n;
 }
 
+long kvt_test_rss_anon_kib(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	const char *at =
+	    kvt_test_read_file(path, buf, sizeof(buf)) > 0 ? strstr(buf, "RssAnon:") : NULL;
+	return at ? strtol(at + strlen("RssAnon:"), NULL, 10) : -1;
+}
+
 int kvt_test_mount_tmpfs(char *dir, size_t dir_len, char *mnt, size_t mnt_len, const char *size)
 {
 	char opts[64];

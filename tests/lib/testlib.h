@@ -81,6 +81,8 @@ void kvt_test_sort_ms(double *ms, size_t n);
 bool kvt_test_slowed(void);
 /* Reads up to len - 1 bytes of path into buf, NUL-terminated. @return : the bytes read, or -1. */
 long kvt_test_read_file(const char *path, char *buf, size_t len);
+/* Process pid's anonymous resident memory in KiB (RssAnon: not shared memory), or -1. */
+long kvt_test_rss_anon_kib(pid_t pid);
 /* Writes bytes (rounded up to MiB) of 0xa5 to path: ballast that fills a file system. */
 void kvt_test_ballast(const char *path, size_t bytes);
 /* Makes a temporary directory (dir) and mounts a tmpfs of size ("32m") at dir/mnt (mnt).

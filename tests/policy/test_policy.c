@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define N_IDS 4096
 
@@ -528,19 +529,6 @@ static void test_policy_conv_reused_id_is_not_the_parent(void **state)
 	o->destroy(p);
 }
 
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long kib = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			kib = atol(line + 6);
-	if (f)
-		fclose(f);
-	return kib;
-}
-
 /* kvtierd builds its host policy for the tier's capacity in chunks (millions, for a large host
  * of small chunks) before a chunk is stored. A policy so built may reserve address space but
  * holds memory only as its ids come: under 8 MiB for 8 million. Before, the first growth of
@@ -550,9 +538,9 @@ static void test_policy_built_large_holds_little(void **state)
 	for (size_t k = 0; kvt_policy_at(k); k++) {
 		const struct kvt_policy_ops *o = kvt_policy_at(k);
 		struct kvt_policy *p;
-		long before = rss_kib();
+		long before = kvt_test_rss_anon_kib(getpid());
 		assert_int_equal(o->create(8u << 20, &p), 0);
-		long grew = rss_kib() - before;
+		long grew = kvt_test_rss_anon_kib(getpid()) - before;
 		o->destroy(p);
 		if (before < 0 || grew > 8192)
 			fail_msg("%s built for 8M chunks holds %ld KiB more", o->name, grew);

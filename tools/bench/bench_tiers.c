@@ -33,20 +33,6 @@
 
 #define BATCH_MAX 32
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Sorts v[0..n) and gives its median and 99th percentile, in milliseconds (0 when empty). */
-static void pctl(double *v, size_t n, double *p50, double *p99)
-{
-	qsort(v, n, sizeof(double), cmp_double);
-	*p50 = n ? v[n / 2] * 1e3 : 0;
-	*p99 = n ? v[n * 99 / 100] * 1e3 : 0;
-}
-
 struct raw_job {
 	int fd;
 	size_t block, blocks;
@@ -238,8 +224,8 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 	}
 	close(rfd);
 	double p50, p99, rp50, rp99;
-	pctl(lat, samples, &p50, &p99);
-	pctl(rlat, samples, &rp50, &rp99);
+	pctl_ms(lat, samples, &p50, &p99);
+	pctl_ms(rlat, samples, &rp50, &rp99);
 	printf("| %s | %zu KiB | %zu | %.2f | %.2f / %.2f | %.2f | %.2f | %.2f | %.0f%% | %.2f | "
 	       "%.2f / %.2f | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %lld |\n",
 	       tier, chunk >> 10, n, demote, rw1, rw8, demote / rw8, drain, drain / rw8, busy * 100,
@@ -384,8 +370,8 @@ static void bench_busy(const char *placement, size_t chunk)
 	}
 	pthread_join(th, NULL);
 	double p50, p99, rp50, rp99;
-	pctl(lat, n, &p50, &p99);
-	pctl(rlat, n, &rp50, &rp99);
+	pctl_ms(lat, n, &p50, &p99);
+	pctl_ms(rlat, n, &rp50, &rp99);
 	wait_demoted(c, (long long)f.n * (strcmp(placement, "cascade") ? 2 : 1));
 	/* the same gets, nothing else running: the last chunks put, lag behind the end */
 	size_t m = 0;
@@ -401,8 +387,8 @@ static void bench_busy(const char *placement, size_t chunk)
 		lat[m++] = now_s() - t;
 	}
 	double i50, i99, ir50, ir99;
-	pctl(lat, m, &i50, &i99);
-	pctl(rlat, m, &ir50, &ir99);
+	pctl_ms(lat, m, &i50, &i99);
+	pctl_ms(rlat, m, &ir50, &ir99);
 	printf("| %s | %zu KiB | %zu (%zu missed) | %.2f / %.2f | %.2f / %.2f | %.2f | %.2f / %.2f "
 	       "| %.2f / %.2f | %lld |\n",
 	       placement, chunk >> 10, n, misses, p50, p99, rp50, rp99, p99 / rp99, i50, i99, ir50,

@@ -52,12 +52,6 @@ struct row {
 	long long evictions;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* Block blk's key. Its first word is the simulator's hash of blk (replay.c), and the daemon
  * hashes a chunk by that word (its tenant, 0 here, mixed in), so hashed structures -- conv's
  * history, wtinylfu's sketch -- see the same hashes in both replays. */
@@ -143,9 +137,8 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	r->evictions = stat_of(c, "evictions");
 	kvt_close(c);
 	stop_daemon();
-	qsort(lat, a->requests, sizeof(*lat), cmp_double);
-	r->p50_us = lat[a->requests / 2] * 1e6;
-	r->p99_us = lat[a->requests * 99 / 100] * 1e6;
+	pctl_ms(lat, a->requests, &r->p50_us, &r->p99_us);
+	r->p50_us *= 1e3, r->p99_us *= 1e3;
 	r->daemon_phr = asked ? (double)got / (double)asked : 0;
 	r->put_gbs = put_s > 0 ? (double)put_bytes / put_s / 1e9 : 0;
 	r->memcpy_gbs = memcpy_gbs(sbuf, a->chunk, a->capacity, put_bytes);

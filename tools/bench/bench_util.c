@@ -142,6 +142,19 @@ void *prefaulted(size_t bytes)
 	return p;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+void pctl_ms(double *v, size_t n, double *p50, double *p99)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	*p50 = n ? v[n / 2] * 1e3 : 0;
+	*p99 = n ? v[n * 99 / 100] * 1e3 : 0;
+}
+
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 long long stat_of(kvt_client_t *c, const char *key)
 {

@@ -27,6 +27,9 @@ kvt_model_t model_of(size_t bytes, uint32_t salt);
 void make_keys(kvt_id_t ns, kvt_id_t *keys, size_t n, uint32_t salt);
 void *prefaulted(size_t bytes);
 long long stat_of(kvt_client_t *c, const char *key);
+/* Sorts v[0..n) (seconds) and gives its median and 99th percentile in milliseconds (0 when
+ * empty). */
+void pctl_ms(double *v, size_t n, double *p50, double *p99);
 /* The same, inside tier's object of the stats' tiers array (NULL: anywhere). */
 long long tier_stat_of(kvt_client_t *c, const char *tier, const char *key);
 #endif

@@ -99,15 +99,20 @@ static void evict(struct run *u, size_t ti, uint32_t v)
 	}
 }
 
-static void evict_one(struct run *u, size_t ti)
+/* The policy's first victim in a full tier t (a policy that proposes none is a bug). */
+static uint32_t first_victim(const struct tier *t)
 {
-	struct tier *t = &u->t[ti];
 	uint32_t v;
 	if (t->ops->pick_victims(t->p, &v, 1, NULL, NULL) != 1 || !t->res[v]) {
 		fprintf(stderr, "sim: policy %s proposed no valid victim\n", t->ops->name);
 		abort();
 	}
-	evict(u, ti, v);
+	return v;
+}
+
+static void evict_one(struct run *u, size_t ti)
+{
+	evict(u, ti, first_victim(&u->t[ti]));
 }
 
 static uint32_t owner_of(void *arg, uint32_t id)
@@ -144,11 +149,7 @@ static bool quota_room(struct run *u, size_t ti, uint32_t tenant)
 static bool put_room(struct run *u, struct tier *t)
 {
 	while (t->used >= t->cap) {
-		uint32_t v;
-		if (t->ops->pick_victims(t->p, &v, 1, NULL, NULL) != 1 || !t->res[v]) {
-			fprintf(stderr, "sim: policy %s proposed no valid victim\n", t->ops->name);
-			abort();
-		}
+		uint32_t v = first_victim(t);
 		if (u->req_of[v] == u->req)
 			return false;
 		if (t->quota)
