@@ -40,7 +40,9 @@ struct kvt_tier_stats {
 	uint64_t err_io, err_again, err_nospc, err_other;
 	uint64_t queue_depth; /* I/Os in flight now */
 	uint64_t plain_ios; /* I/Os from buffers not registered with the kernel (pinned per I/O) */
-	uint64_t told_evictions;    /* of evictions: records the engine was done with (kvt_done) */
+	uint64_t pinned_bytes;   /* memory pinned for fixed I/O (nvme: the regions its I/O used) */
+	uint64_t pin_failures;   /* regions that could not be pinned (memlock): plain I/O */
+	uint64_t told_evictions; /* of evictions: records the engine was done with (kvt_done) */
 	uint64_t opened_from_index; /* 1 when the open read the index a clean close saved */
 	/* rocksdb: records whose whole value the open read (a database without complete metadata:
 	 * made by an older kvtier); 0 when it read the saved index or the metadata only */

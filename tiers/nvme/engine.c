@@ -54,6 +54,7 @@ int kvt__nvme_engine_open(struct kvt__nvme_engine *e, const struct kvt__nvme_io_
 		memset(e, 0, sizeof(*e));
 		return rc;
 	}
+	kvt__nvme_pins_init(&e->pins, e);
 	return 0;
 err:
 	free(e->slots), free(e->cqes), free(e->free_stack), free(e->redo_stack);
@@ -63,45 +64,12 @@ err:
 
 void kvt__nvme_engine_close(struct kvt__nvme_engine *e)
 {
+	kvt__nvme_pins_close(&e->pins); /* before the ring it pins through */
 	if (e->ops && e->ctx)
 		e->ops->close(e->ctx);
 	e->ctx = NULL;
 	free(e->slots), free(e->cqes), free(e->free_stack), free(e->redo_stack);
 	e->slots = NULL, e->cqes = NULL, e->free_stack = NULL, e->redo_stack = NULL;
-}
-
-int kvt__nvme_engine_register(struct kvt__nvme_engine *e, void *base, size_t len)
-{
-	if (!e->ops->register_buffers)
-		return -EOPNOTSUPP;
-	unsigned n = e->n_regbuf;
-	for (size_t done = 0; done < len; done += KVT_NVME_MAX_REGBUF) {
-		if (n == KVT_NVME_MAX_REGBUFS)
-			return -E2BIG;
-		e->regbuf[n].iov_base = (uint8_t *)base + done;
-		e->regbuf[n].iov_len = KVT_MIN(len - done, (size_t)KVT_NVME_MAX_REGBUF);
-		n++;
-	}
-	int rc = e->ops->register_buffers(e->ctx, e->regbuf, n);
-	if (rc) {
-		/* the old set was unregistered: register it again, without the new region */
-		if (e->n_regbuf && e->ops->register_buffers(e->ctx, e->regbuf, e->n_regbuf))
-			e->n_regbuf = 0;
-		return rc;
-	}
-	e->n_regbuf = n;
-	return 0;
-}
-
-static int16_t regbuf_index(const struct kvt__nvme_engine *e, const void *buf, size_t len)
-{
-	uintptr_t b = (uintptr_t)buf;
-	for (unsigned i = 0; i < e->n_regbuf; i++) {
-		uintptr_t base = (uintptr_t)e->regbuf[i].iov_base;
-		if (b >= base && b + len <= base + e->regbuf[i].iov_len)
-			return (int16_t)i;
-	}
-	return -1;
 }
 
 /* The state of one run: free and redo stacks, counts. */
@@ -275,9 +243,9 @@ static void refill(struct kvt_nvme *t, struct run *r)
 			size_t len = KVT_MIN(b->piece, j->len - j->issued);
 			s->io.off = j->off + j->issued;
 			s->io.buf = (uint8_t *)j->buf + j->issued;
+			s->io.buf_index = kvt__nvme_pins_slot(&e->pins, s->io.buf, &len, e->align);
 			s->io.len = (uint32_t)len;
 			s->io.op = j->op;
-			s->io.buf_index = regbuf_index(e, s->io.buf, len);
 			s->job = i, s->tries = 0, s->zero_progress = 0;
 			s->piece_at = j->issued, s->piece_len = (uint32_t)len;
 			if (!queue_slot(t, r, si)) {

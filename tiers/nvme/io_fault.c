@@ -71,11 +71,16 @@ static void fault_close(void *ctx)
 	f->op_of = NULL, f->len_of = NULL;
 }
 
-static int fault_register(void *ctx, const struct iovec *iov, unsigned n)
+static int fault_buffer_table(void *ctx, unsigned n)
 {
 	struct kvt__nvme_fault *f = ctx;
-	return f->inner->register_buffers ? f->inner->register_buffers(f->inner_ctx, iov, n)
-	                                  : -EOPNOTSUPP;
+	return f->inner->buffer_table ? f->inner->buffer_table(f->inner_ctx, n) : -EOPNOTSUPP;
+}
+
+static int fault_buffer_set(void *ctx, unsigned slot, const struct iovec *iov)
+{
+	struct kvt__nvme_fault *f = ctx;
+	return f->inner->buffer_set ? f->inner->buffer_set(f->inner_ctx, slot, iov) : -EOPNOTSUPP;
 }
 
 /* The power goes out while io is being written: some of its 4 KiB blocks land, in no order. */
@@ -169,7 +174,8 @@ const struct kvt__nvme_io_ops kvt__nvme_io_fault = {
     .name = "fault",
     .open = fault_open,
     .close = fault_close,
-    .register_buffers = fault_register,
+    .buffer_table = fault_buffer_table,
+    .buffer_set = fault_buffer_set,
     .queue = fault_queue,
     .submit = fault_submit,
     .reap = fault_reap,

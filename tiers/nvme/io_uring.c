@@ -1,11 +1,12 @@
 /*
  * io_uring.c -- the io_uring backend of the nvme tier.
  *
- * One ring per tier, sized to the queue depth, with the tier's file registered (fixed file) and,
- * when RLIMIT_MEMLOCK allows, the caller's buffers registered (READ_FIXED/WRITE_FIXED). queue()
- * only fills SQEs; submit() is one io_uring_enter for the whole batch; reap() waits for at least
- * min CQEs and drains what else is ready. -EAGAIN/-EBUSY from io_uring_enter is passed up as
- * backpressure (the engine reaps and retries), never as an I/O error.
+ * One ring per tier, sized to the queue depth, with the tier's file registered (fixed file) and
+ * an empty (sparse) buffer table whose slots pin.c fills a region at a time, where RLIMIT_MEMLOCK
+ * allows (READ_FIXED/WRITE_FIXED). queue() only fills SQEs; submit() is one io_uring_enter for
+ * the whole batch; reap() waits for at least min CQEs and drains what else is ready. -EAGAIN/-EBUSY
+ * from io_uring_enter is passed up as backpressure (the engine reaps and retries), never as an I/O
+ * error.
  */
 #include "nvme_int.h"
 
@@ -61,11 +62,18 @@ static void uring_close(void *ctx)
 	free(c);
 }
 
-static int uring_register(void *ctx, const struct iovec *iov, unsigned n)
+static int uring_buffer_table(void *ctx, unsigned n)
 {
 	struct uring_ctx *c = ctx;
-	io_uring_unregister_buffers(&c->ring); /* -ENXIO when none: fine */
-	return io_uring_register_buffers(&c->ring, iov, n);
+	return io_uring_register_buffers_sparse(&c->ring, n);
+}
+
+static int uring_buffer_set(void *ctx, unsigned slot, const struct iovec *iov)
+{
+	struct uring_ctx *c = ctx;
+	struct iovec none = {0};
+	int rc = io_uring_register_buffers_update_tag(&c->ring, slot, iov ? iov : &none, NULL, 1);
+	return rc == 1 ? 0 : rc < 0 ? rc : -EIO;
 }
 
 static int uring_queue(void *ctx, const struct kvt__nvme_io *io)
@@ -134,7 +142,8 @@ const struct kvt__nvme_io_ops kvt__nvme_io_uring = {
     .name = "uring",
     .open = uring_open,
     .close = uring_close,
-    .register_buffers = uring_register,
+    .buffer_table = uring_buffer_table,
+    .buffer_set = uring_buffer_set,
     .queue = uring_queue,
     .submit = uring_submit,
     .reap = uring_reap,

@@ -579,8 +579,8 @@ int kvt__nvme_log_open(struct kvt_nvme *t)
 	memset(t->blk, 0, 2 * KVT_NVME_BLOCK);
 	/* the tier's own blocks (terminators, superblock, tombstones, scans) are fixed buffers
 	 * too where the ring allows it; without, they are plain I/O, which works as well */
-	kvt__nvme_engine_register(&t->eng, t->blk, 2 * KVT_NVME_BLOCK);
-	kvt__nvme_engine_register(&t->eng, t->scan_buf, (size_t)SCAN_BATCH * KVT_NVME_BLOCK);
+	kvt__nvme_pins_add(&t->eng.pins, t->blk, 2 * KVT_NVME_BLOCK, 0);
+	kvt__nvme_pins_add(&t->eng.pins, t->scan_buf, (size_t)SCAN_BATCH * KVT_NVME_BLOCK, 0);
 	t->next_seq = 1;
 	int rc = sb_read(t);
 	if (rc < 0)

@@ -896,6 +896,8 @@ static void nvme_stats(struct kvt_tier *tier, struct kvt_tier_stats *o)
 		dst[i] =
 		    __atomic_load_n(&src[i], __ATOMIC_ACQUIRE); /* ios_reaped before ios_queued */
 	o->plain_ios = __atomic_load_n(&t->xs.plain_ios, __ATOMIC_RELAXED);
+	o->pinned_bytes = atomic_load_explicit(&t->eng.pins.pinned_bytes, memory_order_relaxed);
+	o->pin_failures = atomic_load_explicit(&t->eng.pins.failures, memory_order_relaxed);
 	o->opened_from_index = __atomic_load_n(&t->xs.index_loads, __ATOMIC_RELAXED);
 	o->ios_reaped = __atomic_load_n(&t->xs.ios_reaped, __ATOMIC_ACQUIRE);
 	o->ios_queued = __atomic_load_n(&t->xs.ios_queued, __ATOMIC_ACQUIRE);
@@ -920,20 +922,7 @@ static int nvme_enable(struct kvt_tier *tier)
 
 int kvt_tier_nvme_register(struct kvt_tier *tier, void *base, size_t len)
 {
-	struct kvt_nvme *t = NV(tier);
-	int rc = kvt__nvme_engine_register(&t->eng, base, len);
-	if (rc && !t->eng.regbuf_failed) {
-		struct rlimit rl = {0};
-		getrlimit(RLIMIT_MEMLOCK, &rl);
-		t->eng.regbuf_failed = true;
-		kvt_log(
-		    KVT_LOG_WARN,
-		    "nvme: cannot register %zu bytes of buffers (%s; RLIMIT_MEMLOCK %llu): using "
-		    "unregistered buffers. Raise the limit (LimitMEMLOCK=, ulimit -l) or grant "
-		    "CAP_IPC_LOCK",
-		    len, strerror(-rc), (unsigned long long)rl.rlim_cur);
-	}
-	return rc;
+	return kvt__nvme_pins_add(&NV(tier)->eng.pins, base, len, KVT_NVME_PIN_REGION);
 }
 
 void kvt__nvme_xstats(struct kvt_tier *tier, struct kvt__nvme_xstats *out)
@@ -943,6 +932,13 @@ void kvt__nvme_xstats(struct kvt_tier *tier, struct kvt__nvme_xstats *out)
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		dst[i] =
 		    __atomic_load_n(&src[i], __ATOMIC_ACQUIRE); /* ios_reaped before ios_queued */
+	out->pins = atomic_load_explicit(&t->eng.pins.pins, memory_order_relaxed);
+	out->pin_failures = atomic_load_explicit(&t->eng.pins.failures, memory_order_relaxed);
+}
+
+void kvt__nvme_pin_wait(struct kvt_tier *tier)
+{
+	kvt__nvme_pins_wait(&NV(tier)->eng.pins);
 }
 
 int kvt_tier_nvme_ahead_due(struct kvt_tier *tier)

@@ -23,16 +23,20 @@
 #define KVT_TIERS_NVME_H
 #include "tiers/tier.h"
 
-/*
- * kvt_tier_nvme_register() registers [base, base+len) (e.g. the host pool) with io_uring for
- * fixed-buffer I/O. Counts against RLIMIT_MEMLOCK unless the daemon has CAP_IPC_LOCK; on failure
- * the tier logs one warning and keeps working with unregistered buffers. Replaces nothing: at most
- * 64 GiB in all.
- * @return : 0, -ENOMEM/-EPERM (memlock too low), -EOPNOTSUPP (pio backend), -E2BIG.
- */
 /* The ops table (also reachable as kvt_tier_find("nvme")). */
 extern const struct kvt_tier_ops kvt_tier_nvme;
 
+/*
+ * kvt_tier_nvme_register() declares [base, base+len) (e.g. a tenant's host pool) for fixed-buffer
+ * I/O. It pins nothing: a thread of the tier pins each KVT_NVME_PIN_REGION of it (from base)
+ * once an I/O has needed it (that I/O is plain), and pieces of I/O never cross a region's end
+ * (pin.c). Pinned pages count against RLIMIT_MEMLOCK unless the daemon has CAP_IPC_LOCK; a region
+ * that cannot be pinned stays plain I/O (the first failure logs one warning). At most 64 areas,
+ * 16,384 regions pinned at once. A pinned region stays pinned until the tier closes, so its pages
+ * must not be replaced meanwhile (the daemon's pools never are: their seals forbid punching).
+ * @return : 0, -EOPNOTSUPP (pio backend, or a kernel without sparse buffer tables), -E2BIG.
+ */
+#define KVT_NVME_PIN_REGION (32u << 20)
 int kvt_tier_nvme_register(struct kvt_tier *t, void *base, size_t len);
 
 /*

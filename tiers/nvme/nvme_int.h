@@ -20,6 +20,7 @@
 #include "core/util.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -28,13 +29,13 @@
 struct kvt_quota;
 
 #define KVT_NVME_FORMAT        1u
-#define KVT_NVME_BLOCK         4096u      /* superblock, region header, terminator */
-#define KVT_NVME_MAX_REGBUF    (1u << 30) /* io_uring caps one registered buffer at 1 GiB */
-#define KVT_NVME_MAX_REGBUFS   64u
-#define KVT_NVME_AGAIN_RETRIES 16u /* -EAGAIN on one I/O: resubmits before giving up */
-#define KVT_NVME_SHORT_RETRIES 64u /* zero-progress short I/Os before -EIO */
-#define KVT_NVME_DISABLE_AFTER 16u /* consecutive failed requests that disable the tier */
-#define KVT_NVME_FENCE_TRIES   3u  /* attempts at a block that hides a record (log.c fence) */
+#define KVT_NVME_BLOCK         4096u  /* superblock, region header, terminator */
+#define KVT_NVME_PIN_SLOTS     16384u /* io_uring's most registered buffers per ring */
+#define KVT_NVME_MAX_AREAS     64u    /* areas declared with kvt__nvme_engine_register */
+#define KVT_NVME_AGAIN_RETRIES 16u    /* -EAGAIN on one I/O: resubmits before giving up */
+#define KVT_NVME_SHORT_RETRIES 64u    /* zero-progress short I/Os before -EIO */
+#define KVT_NVME_DISABLE_AFTER 16u    /* consecutive failed requests that disable the tier */
+#define KVT_NVME_FENCE_TRIES   3u     /* attempts at a block that hides a record (log.c fence) */
 
 /* ---- I/O backends ---------------------------------------------------------------------- */
 
@@ -62,16 +63,17 @@ struct kvt__nvme_io_cfg {
 	void *arg;                            /* backend-specific (fault: struct kvt__nvme_fault) */
 };
 
-#define KVT_NVME_IO_OPS_VERSION 1
+#define KVT_NVME_IO_OPS_VERSION 2
 /* A backend. Driven by one thread at a time, like the tier. */
 struct kvt__nvme_io_ops {
 	uint32_t version;
 	const char *name;
 	int (*open)(const struct kvt__nvme_io_cfg *cfg, void **ctx);
 	void (*close)(void *ctx);
-	/* Optional: registers buffers for fixed I/O. @return : 0, -ENOMEM (memlock), -EOPNOTSUPP.
-	 */
-	int (*register_buffers)(void *ctx, const struct iovec *iov, unsigned n);
+	/* Optional (both or neither): a table of n empty buffer slots for fixed I/O, and setting
+	 * one slot to iov (pins its pages). @return : 0, -ENOMEM/-EPERM (memlock), -errno. */
+	int (*buffer_table)(void *ctx, unsigned n);
+	int (*buffer_set)(void *ctx, unsigned slot, const struct iovec *iov);
 	/* Queues one I/O (not yet submitted). @return : 0 or -EBUSY (queue full). */
 	int (*queue)(void *ctx, const struct kvt__nvme_io *io);
 	/* Submits everything queued. @return : 0, -EAGAIN/-EBUSY (backpressure: reap, retry). */
@@ -182,6 +184,7 @@ struct kvt__nvme_batch {
 struct kvt__nvme_xstats {
 	uint64_t short_reads, short_writes, again_retries, submit_busy, efbig, rejected_full;
 	uint64_t misaligned, fixed_ios, plain_ios, dropped_io, resurrected_skip;
+	uint64_t pins, pin_failures; /* regions pinned; pins refused (memlock): pin.c's, copied */
 	uint64_t landed_sums;        /* reads verified by the checksum that followed their pieces */
 	uint64_t moved, moved_bytes; /* records copied forward at reclaim (nvme.quota guarantees) */
 	uint64_t quota_trims;        /* records dropped because their tenant passed its maximum */
@@ -208,6 +211,55 @@ struct kvt__nvme_xstats {
 	    io_books_wrong; /* completions at which queued - reaped was not what is in flight */
 };
 
+/* ---- pinning (pin.c) ------------------------------------------------------------------ */
+
+#define KVT_NVME_PIN_QUEUE 64u /* regions waiting for the pinning thread */
+
+/* Memory declared for fixed I/O; region r is [base + r * region, + region), cut at len. */
+struct kvt__nvme_area {
+	uint8_t *base;
+	size_t len, region;
+	_Atomic int32_t *slot; /* per region: its buffer slot (>= 0), or one of the below */
+};
+#define KVT_NVME_UNPINNED   (-1)
+#define KVT_NVME_PIN_FAILED (-2) /* not tried again */
+#define KVT_NVME_PINNING    (-3) /* queued for the pinning thread */
+
+struct kvt__nvme_engine;
+struct kvt__nvme_pins {
+	struct kvt__nvme_engine *e; /* its backend pins through the ring */
+	struct kvt__nvme_area areas[KVT_NVME_MAX_AREAS];
+	_Atomic unsigned n_areas;
+	bool table; /* the backend took an empty buffer table */
+	/* the pinning thread's, and the queue it takes regions from (under mu) */
+	pthread_t thread;
+	bool started, stop, warned;
+	pthread_mutex_t mu;
+	pthread_cond_t cv, idle;
+	struct {
+		uint16_t area;
+		uint32_t region;
+	} queue[KVT_NVME_PIN_QUEUE];
+	unsigned head, n, busy;
+	uint16_t *free_slots;
+	unsigned n_free_slots;
+	_Atomic uint64_t pinned_bytes, pins, failures;
+};
+
+/* Asks the backend for an empty buffer table of KVT_NVME_PIN_SLOTS; without one (pio, an old
+ * kernel) every I/O is plain. Starts no thread yet. */
+void kvt__nvme_pins_init(struct kvt__nvme_pins *p, struct kvt__nvme_engine *e);
+/* Stops the pinning thread; the pins go with the ring, which the caller closes next. */
+void kvt__nvme_pins_close(struct kvt__nvme_pins *p);
+/* Declares [base, base+len) for fixed I/O, pinned region bytes at a time (0: as one region).
+ * Pins nothing now. @return : 0, -EOPNOTSUPP (no table), -E2BIG, -ENOMEM, -EINVAL. */
+int kvt__nvme_pins_add(struct kvt__nvme_pins *p, void *base, size_t len, size_t region);
+/* For a piece at buf (the driving thread): its buffer slot, or -1 (plain I/O), cutting *len at
+ * its region's end. An unpinned region is queued for the pinning thread. */
+int16_t kvt__nvme_pins_slot(struct kvt__nvme_pins *p, const void *buf, size_t *len, unsigned align);
+/* Waits until no region is queued or being pinned (tests). */
+void kvt__nvme_pins_wait(struct kvt__nvme_pins *p);
+
 struct kvt__nvme_engine {
 	const struct kvt__nvme_io_ops *ops;
 	void *ctx;
@@ -216,9 +268,7 @@ struct kvt__nvme_engine {
 	struct kvt__nvme_slot *slots; /* depth of them */
 	struct kvt__nvme_cqe *cqes;
 	unsigned *free_stack, *redo_stack; /* depth each: slot indices */
-	struct iovec regbuf[KVT_NVME_MAX_REGBUFS];
-	unsigned n_regbuf;
-	bool regbuf_failed;
+	struct kvt__nvme_pins pins;        /* memory I/O comes from, pinned as it is needed */
 };
 
 #define KVT_NVME_RW_MAX    256u /* segments of one kvt__nvme_rw() */
@@ -240,8 +290,6 @@ int kvt__nvme_rw(struct kvt_nvme *t, int op, const struct kvt__nvme_seg *segs, u
 int kvt__nvme_engine_open(struct kvt__nvme_engine *e, const struct kvt__nvme_io_ops *ops,
                           const struct kvt__nvme_io_cfg *cfg, unsigned align);
 void kvt__nvme_engine_close(struct kvt__nvme_engine *e);
-/* Registers [base, base+len) for fixed I/O. @return : 0, or -errno (the tier stays usable). */
-int kvt__nvme_engine_register(struct kvt__nvme_engine *e, void *base, size_t len);
 
 /* ---- the log ---------------------------------------------------------------------------- */
 
@@ -470,4 +518,6 @@ void kvt__nvme_health(struct kvt_nvme *t, int rc);
 int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme_hooks *hooks,
                           struct kvt_tier **out);
 void kvt__nvme_xstats(struct kvt_tier *t, struct kvt__nvme_xstats *out);
+/* Waits until the tier's pinning thread has nothing queued (tests). */
+void kvt__nvme_pin_wait(struct kvt_tier *t);
 #endif

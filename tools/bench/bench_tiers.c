@@ -166,17 +166,33 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 	for (size_t i = 0; i < batch; i++)
 		bufs[i] = prefaulted(chunk);
 
-	long long busy0 = stat_of(c, "busy_us");
-	double t0 = now_s();
 	const void *ch[BATCH_MAX];
 	for (size_t i = 0; i < batch; i++)
 		ch[i] = bufs[i];
+	/* The pool's first pass, host's size of other chunks: its pages are faulted in and pinned
+	 * for the tier's I/O as they are first used, once in a daemon's life (until 2026-12 every
+	 * tenant's pool was pinned whole at its first hello, so the timed pass below found it so).
+	 * Timed and printed after the table, not in it. */
+	size_t wn = (256u << 20) / chunk;
+	kvt_id_t *wkeys = malloc(wn * sizeof(kvt_id_t));
+	if (!wkeys)
+		die("malloc", -ENOMEM);
+	make_keys(ns, wkeys, wn, 4);
+	double w0 = now_s();
+	put_prefix(c, ns, wkeys, wn, ch, batch, chunk);
+	if (wait_demoted(c, (long long)wn))
+		die("first pass", -EIO);
+	double first = (double)chunk * (double)wn / (now_s() - w0) / 1e9;
+	free(wkeys);
+
+	long long busy0 = stat_of(c, "busy_us");
+	double t0 = now_s();
 	put_prefix(c, ns, keys, n, ch, batch, chunk);
 	/* the backlog left when the last put returns is drained with nothing else running: the
 	 * tier's own write rate inside the daemon */
 	double t_puts = now_s();
-	long long backlog = (long long)n - stat_of(c, "demoted");
-	long long failed = wait_demoted(c, (long long)n);
+	long long backlog = (long long)(n + wn) - stat_of(c, "demoted");
+	long long failed = wait_demoted(c, (long long)(n + wn));
 	if (failed)
 		fprintf(stderr, "%s %zu KiB: %lld demotions failed\n", tier, chunk >> 10, failed);
 	double t_end = now_s(), demote_s = t_end - t0;
@@ -230,6 +246,9 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 	       "%.2f / %.2f | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %lld |\n",
 	       tier, chunk >> 10, n, demote, rw1, rw8, demote / rw8, drain, drain / rw8, busy * 100,
 	       get, rr1, rr8, get / rr8, p50, p99, rp50, rp99, p99 / rp99, promoted);
+	printf("  (%s %zu KiB: the pool's first pass, host's 256 MiB into an untouched pool, "
+	       "demoted at %.2f GB/s)\n",
+	       tier, chunk >> 10, first);
 	fflush(stdout);
 	free(lat);
 	free(rlat);
