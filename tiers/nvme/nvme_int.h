@@ -31,7 +31,7 @@ struct kvt_quota;
 #define KVT_NVME_FORMAT        1u
 #define KVT_NVME_BLOCK         4096u  /* superblock, region header, terminator */
 #define KVT_NVME_PIN_SLOTS     16384u /* io_uring's most registered buffers per ring */
-#define KVT_NVME_MAX_AREAS     64u    /* areas declared with kvt__nvme_engine_register */
+#define KVT_NVME_MAX_AREAS     64u    /* areas declared with kvt__nvme_pins_add */
 #define KVT_NVME_AGAIN_RETRIES 16u    /* -EAGAIN on one I/O: resubmits before giving up */
 #define KVT_NVME_SHORT_RETRIES 64u    /* zero-progress short I/Os before -EIO */
 #define KVT_NVME_DISABLE_AFTER 16u    /* consecutive failed requests that disable the tier */
@@ -64,7 +64,8 @@ struct kvt__nvme_io_cfg {
 };
 
 #define KVT_NVME_IO_OPS_VERSION 2
-/* A backend. Driven by one thread at a time, like the tier. */
+/* A backend. Driven by one thread at a time, like the tier, but for buffer_set, which the
+ * pinning thread calls meanwhile (io_uring serialises it with submissions; pin.c). */
 struct kvt__nvme_io_ops {
 	uint32_t version;
 	const char *name;

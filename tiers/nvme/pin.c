@@ -34,8 +34,14 @@ void kvt__nvme_pins_init(struct kvt__nvme_pins *p, struct kvt__nvme_engine *e)
 {
 	memset(p, 0, sizeof(*p));
 	p->e = e;
-	if (!e->ops->buffer_table || e->ops->buffer_table(e->ctx, KVT_NVME_PIN_SLOTS))
+	if (!e->ops->buffer_table)
+		return; /* pio */
+	int rc = e->ops->buffer_table(e->ctx, KVT_NVME_PIN_SLOTS);
+	if (rc) {
+		kvt_log(KVT_LOG_INFO, "nvme: no sparse buffer table (%s): no fixed I/O",
+		        strerror(-rc));
 		return;
+	}
 	p->free_slots = malloc(KVT_NVME_PIN_SLOTS * sizeof(*p->free_slots));
 	if (!p->free_slots)
 		return;
