@@ -1,6 +1,5 @@
 /* pool.c -- see pool.h. */
 #include "pool.h"
-#include "gpu/gpu.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +46,6 @@ int kvt_pool_open(struct kvt_pool *p, uint64_t bytes, uint64_t extra_bytes, cons
 	}
 	p->gens = (_Atomic uint64_t *)(p->base + p->bytes);
 	p->extra = p->extra_bytes ? p->base + p->bytes + p->gen_bytes : NULL;
-	p->pinned = kvt_gpu_host_register(p->base, p->bytes) == 0;
 	return 0;
 err_map:
 	munmap(p->base, total);
@@ -63,8 +61,6 @@ err_ext:
 void kvt_pool_close(struct kvt_pool *p)
 {
 	if (p->base) {
-		if (p->pinned)
-			kvt_gpu_host_unregister(p->base);
 		munmap(p->base, p->bytes + p->gen_bytes + p->extra_bytes);
 	}
 	if (p->fd >= 0)

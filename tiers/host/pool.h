@@ -6,7 +6,11 @@
  * its own mapping stays writable, and nobody can map it writable again or change its size.
  * Pages are touched only when a record is written (memfd is sparse), so the pool's virtual size
  * can be the whole host.bytes for every tenant while the daemon caps the total in use.
- * pinned: cudaHostRegister when a GPU is present (best effort). The caller may ask for an extra
+ * Nothing here pins the pool: the nvme tier pins the regions its I/O uses (tiers/nvme/pin.c).
+ * Until 2026-12-03 the pool was cudaHostRegister'ed whole where a GPU was present, in the
+ * daemon's own process: that pinned host.bytes per tenant at its first hello and made no
+ * engine's copy faster, since CUDA knows pinned memory per process (an engine that wants DMA
+ * from its read-only mapping registers that mapping itself). The caller may ask for an extra
  * shared area after the generation table (the daemon keeps its lookup table there).
  */
 #ifndef KVT_TIERS_HOST_POOL_H
@@ -29,7 +33,6 @@ struct kvt_pool {
 	uint64_t extra_bytes; /* the caller's shared area after that (a lookup table) */
 	uint8_t *extra;
 	struct kvt_extent ext;
-	bool pinned;
 };
 
 /* @return : 0 or -errno. bytes is rounded up to the granule; extra_bytes (rounded up to a
