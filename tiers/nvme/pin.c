@@ -34,12 +34,12 @@ void kvt__nvme_pins_init(struct kvt__nvme_pins *p, struct kvt__nvme_engine *e)
 {
 	memset(p, 0, sizeof(*p));
 	p->e = e;
-	if (!e->ops->buffer_table)
-		return; /* pio */
-	int rc = e->ops->buffer_table(e->ctx, KVT_NVME_PIN_SLOTS);
+	int rc =
+	    e->ops->buffer_table ? e->ops->buffer_table(e->ctx, KVT_NVME_PIN_SLOTS) : -EOPNOTSUPP;
 	if (rc) {
-		kvt_log(KVT_LOG_INFO, "nvme: no sparse buffer table (%s): no fixed I/O",
-		        strerror(-rc));
+		if (rc != -EOPNOTSUPP) /* pio has none, and says so elsewhere */
+			kvt_log(KVT_LOG_INFO, "nvme: no sparse buffer table (%s): no fixed I/O",
+			        strerror(-rc));
 		return;
 	}
 	p->free_slots = malloc(KVT_NVME_PIN_SLOTS * sizeof(*p->free_slots));
@@ -76,7 +76,6 @@ void kvt__nvme_pins_close(struct kvt__nvme_pins *p)
 /* Pins region r of area a into a free slot, or marks it failed. */
 static void pin_one(struct kvt__nvme_pins *p, struct kvt__nvme_area *a, uint32_t r)
 {
-
 	struct iovec iov = {.iov_base = a->base + (size_t)r * a->region,
 	                    .iov_len = KVT_MIN(a->region, a->len - (size_t)r * a->region)};
 	int rc = p->n_free_slots
