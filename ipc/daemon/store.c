@@ -58,7 +58,8 @@ int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out)
 		return rc;
 	if (slots)
 		kvd_shmidx_init(d, *out, slots);
-	kvt_log(KVT_LOG_INFO, "tenant %u: pool of %llu bytes", uid, (unsigned long long)d->host_cap);
+	kvt_log(KVT_LOG_INFO, "tenant %u: pool of %llu bytes", uid,
+	        (unsigned long long)d->host_cap);
 	return 0;
 }
 

@@ -183,7 +183,7 @@ static void bench_one(const char *tier, size_t chunk, size_t total_bytes)
 	if (wait_demoted(c, (long long)wn))
 		die("first pass", -EIO);
 	double first = (double)chunk * (double)wn / (now_s() - w0) / 1e9;
-	sleep(5); /* the kernel's work after pinning (pages moved, compaction) ends before the clock */
+	sleep(5); /* the kernel's work after the pins (pages moved) ends first */
 	free(wkeys);
 
 	long long busy0 = stat_of(c, "busy_us");
