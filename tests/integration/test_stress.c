@@ -819,8 +819,10 @@ static double hot_p99(kvt_client_t *c, kvt_id_t ns, size_t cb, uint8_t *got, uin
 /* RELIABILITY L3, eviction churn: a writer puts chunks of 256 KiB through a 64 MiB host at 2x
  * its size every 5 s (12 times the catalogue's rate) while another client reads 8 hot chunks.
  * The hot reads' p99 (the median of the rounds of 2,000 reads during the churn) may not pass 2x
- * its idle baseline, measured first in the same daemon (plus 1 ms: a stall on eviction would
- * show far more); the host's usage never passes its capacity;
+ * its idle baseline, measured first in the same daemon (plus 1 ms, 3 ms in a sanitizing build,
+ * as test_robust's churn allows: a stall on eviction would show far more; under ASan a hit
+ * waiting behind one 256 KiB put read 1.58 ms against 0.15 idle on an idle machine, 2026-12-03);
+ * the host's usage never passes its capacity;
  * every hot read is a hit of the right bytes (they are read all the while, so LRU keeps them);
  * and `kvtier check` then finds every lease on a chunk with a host copy (no pinned chunk was
  * evicted) and the books whole. */
@@ -890,7 +892,7 @@ static void test_stress_churn_hit_latency(void **state)
 	    HITS, idle, ev, typical, rounds, typical / idle, worst, over);
 	assert_true(ev > 256); /* the churn went through the whole host at least once */
 	assert_int_equal(over, 0);
-	assert_true(typical <= 2 * idle + 1.0);
+	assert_true(typical <= 2 * idle + (kvt_test_slowed() ? 3.0 : 1.0));
 	assert_int_equal(kvt_test_stat(&d, "victims_refused"), 0); /* no leased chunk proposed */
 	kvt_test_check_books(&d, 0);
 	munmap((void *)stop, 4096);
