@@ -627,22 +627,25 @@ static void test_nvme_format_mismatch_rebuilds(void **state)
 	nvt_fini(&n);
 }
 
-/* Memory declared with kvt_tier_nvme_register is pinned a region at a time, by the tier's
- * pinning thread, once an I/O has needed the region (that I/O is plain). Then every piece in
- * it is fixed, a record across a region's end included (its pieces are cut there), and a
- * region no I/O has needed stays unpinned (the daemon declares host.bytes per tenant). */
+/* Memory declared for fixed I/O is pinned a region at a time, by the tier's pinning thread,
+ * once an I/O has needed the region (that I/O is plain). Then every piece in it is fixed, a
+ * record across a region's end included (its pieces are cut there), and a region no I/O has
+ * needed stays unpinned (the daemon declares host.bytes per tenant). Regions of 256 KiB here,
+ * so that the test pins under 2 MiB in all, the tier's own blocks included, and runs without
+ * privilege under the default RLIMIT_MEMLOCK of 8 MiB, which io_uring's teardown of the
+ * earlier tests' rings may still hold part of (the daemon's regions: KVT_NVME_PIN_REGION). */
 static void test_nvme_pins_regions(void **state)
 {
-	const size_t R = KVT_NVME_PIN_REGION;
+	const size_t R = 256u << 10;
 	struct nvt n;
 	nvt_init(&n, "64MiB", "4");
 	assert_int_equal(nvt_open(&n), 0);
 	uint8_t *pool =
 	    mmap(NULL, 3 * R, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(pool != MAP_FAILED);
-	int rc = kvt_tier_nvme_register(n.t, pool, 3 * R);
+	int rc = kvt__nvme_register_regions(n.t, pool, 3 * R, R);
 	if (!strcmp(g_backend, "pio")) {
-		assert_int_equal(rc, -EOPNOTSUPP);
+		assert_int_equal(rc, -EOPNOTSUPP); /* no fixed I/O at all: nothing to pin */
 		goto out;
 	}
 	assert_int_equal(rc, 0);
@@ -650,20 +653,16 @@ static void test_nvme_pins_regions(void **state)
 	struct kvt_tier_stats s0 = nvt_stats(&n);
 	struct kvt__nvme_xstats x0 = nvt_xstats(&n), x;
 	size_t la, lb;
-	uint8_t *a = nvt_record(5, 300000, &la), *b = nvt_record(6, 2 << 20, &lb);
-	const size_t ra = KVT_CHUNK_HDR_BYTES + 300000, rb = KVT_CHUNK_HDR_BYTES + (2 << 20);
-	uint8_t *at_a = pool, *at_b = pool + R - (1 << 20); /* b crosses region 0's end */
+	uint8_t *a = nvt_record(5, 100000, &la), *b = nvt_record(6, 128 << 10, &lb);
+	const size_t ra = KVT_CHUNK_HDR_BYTES + 100000, rb = KVT_CHUNK_HDR_BYTES + (128 << 10);
+	uint8_t *at_a = pool, *at_b = pool + R - (64 << 10); /* b crosses region 0's end */
 	memcpy(at_a, a, la), memcpy(at_b, b, lb);
 	uint64_t loc_a, loc_b;
 	struct kvt_tier_id ia = nvt_id(5), ib = nvt_id(6);
 	assert_int_equal(kvt_tier_nvme.write(n.t, at_a, ra, la, &loc_a), 0);
 	kvt__nvme_pin_wait(n.t);
 	x = nvt_xstats(&n);
-	if (x.pin_failures) {
-		print_message("(pinning not checked: RLIMIT_MEMLOCK refused it)\n");
-		free(a), free(b);
-		goto out;
-	}
+	assert_int_equal(x.pin_failures, 0);
 	assert_int_equal(x.pins - x0.pins, 1); /* region 0 */
 	assert_true(x.plain_ios > x0.plain_ios);
 	/* b: its pieces in region 0 fixed, in region 1 plain, and region 1 then pinned */
@@ -706,6 +705,9 @@ int main(int argc, char **argv)
 {
 	nvt_pick_backend(argc, argv);
 	const struct CMUnitTest tests[] = {
+	    /* first: without privilege, the memory-lock the earlier tests' rings pinned is given
+	     * back by io_uring's teardown, later; this one needs ~2 MiB of the 8 MiB default */
+	    cmocka_unit_test(test_nvme_pins_regions),
 	    cmocka_unit_test(test_nvme_roundtrip_reopen),
 	    cmocka_unit_test(test_nvme_second_owner_refused),
 	    cmocka_unit_test(test_nvme_fifo_reclaim),
@@ -718,7 +720,6 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_nvme_remove_persists),
 	    cmocka_unit_test(test_nvme_limits),
 	    cmocka_unit_test(test_nvme_format_mismatch_rebuilds),
-	    cmocka_unit_test(test_nvme_pins_regions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

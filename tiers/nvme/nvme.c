@@ -922,7 +922,12 @@ static int nvme_enable(struct kvt_tier *tier)
 
 int kvt_tier_nvme_register(struct kvt_tier *tier, void *base, size_t len)
 {
-	return kvt__nvme_pins_add(&NV(tier)->eng.pins, base, len, KVT_NVME_PIN_REGION);
+	return kvt__nvme_register_regions(tier, base, len, KVT_NVME_PIN_REGION);
+}
+
+int kvt__nvme_register_regions(struct kvt_tier *tier, void *base, size_t len, size_t region)
+{
+	return kvt__nvme_pins_add(&NV(tier)->eng.pins, base, len, region);
 }
 
 void kvt__nvme_xstats(struct kvt_tier *tier, struct kvt__nvme_xstats *out)

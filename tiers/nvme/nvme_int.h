@@ -521,4 +521,7 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 void kvt__nvme_xstats(struct kvt_tier *t, struct kvt__nvme_xstats *out);
 /* Waits until the tier's pinning thread has nothing queued (tests). */
 void kvt__nvme_pin_wait(struct kvt_tier *t);
+/* kvt_tier_nvme_register with regions of another size (tests: small enough for the default
+ * RLIMIT_MEMLOCK of 8 MiB, so that they run without privilege). */
+int kvt__nvme_register_regions(struct kvt_tier *t, void *base, size_t len, size_t region);
 #endif

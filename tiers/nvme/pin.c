@@ -191,11 +191,10 @@ int16_t kvt__nvme_pins_slot(struct kvt__nvme_pins *p, const void *buf, size_t *l
 			*len = end;
 		}
 		int32_t s = atomic_load_explicit(&a->slot[r], memory_order_acquire);
-		int32_t unpinned = KVT_NVME_UNPINNED;
-		if (s == KVT_NVME_UNPINNED && atomic_compare_exchange_strong_explicit(
-		                                  &a->slot[r], &unpinned, KVT_NVME_PINNING,
-		                                  memory_order_relaxed, memory_order_relaxed))
+		if (s == KVT_NVME_UNPINNED) { /* only this (driving) thread leaves UNPINNED */
+			atomic_store_explicit(&a->slot[r], KVT_NVME_PINNING, memory_order_relaxed);
 			queue_pin(p, i, (uint32_t)r);
+		}
 		return (int16_t)(s >= 0 ? s : -1);
 	}
 	return -1;
