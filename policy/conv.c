@@ -31,6 +31,19 @@
  * for 0.003 of block hits and a third more time per victim (docs/policies.md). A parent is
  * looked up only for an end whose score could win as an orphan's.
  *
+ * Strict prefixes (`strict`, default 1). The entry the scores pick stands for its subtree: the
+ * victim is a leaf below it, reached through each chunk's list of children (by key hash), so an
+ * ancestor never goes before its descendants and no orphan is made; and the chunks the request
+ * in flight has read or put (since the last depth-0 chunk) are passed over while anything else
+ * can go, so a request does not evict the prefix it is extending. Without it (strict=0, the
+ * policy until 2026-12-03) the scores alone decide: on Mooncake's second real trace
+ * (synthetic_trace.jsonl) conv served 0.028 / 0.157 of accesses as prefix hits at 1,024 / 4,096
+ * blocks, below LRU's 0.084 / 0.237, because young chains' roots scored lowest and a request's
+ * inserts evicted their own parents; strict reads 0.083 / 0.240. On the conversation trace its
+ * prefix hits rise (0.067 / 0.131 / 0.278 -> 0.075 / 0.144 / 0.284) and its block hits fall at
+ * 1,024 and 4,096 (0.082 / 0.152 -> 0.075 / 0.144): the block hits it gives up were hits no
+ * engine can use (docs/policies.md, "A thirteenth look").
+ *
  * Classes come from the prefix tree and the access stream, nothing fitted to a trace:
  *  - returns along the chain (0, 1, 2, 3+): a new chunk inherits its parent's count, plus one
  *    when the parent was itself re-accessed -- the chunk extends a conversation that came back
@@ -54,11 +67,12 @@
  * and the daemon's replay of a trace equals the simulator's (`kvtier bench trace`).
  *
  * Cost: insert and access O(1) plus one history probe and one map probe (finalising a
- * request's pending chunks is O(1) per chunk, once); a victim costs one table lookup per
- * non-empty class (<= 245); the density table (245 classes x 96 bins) is rebuilt every 4,096
- * events (~15 ns per event amortised). Memory: 39 bytes per id, 8-16 bytes per resident (the
- * map), 16 bytes per history slot (16 x capacity slots, so ~0.5 KiB per cached chunk), 475 KiB
- * of tables and the pending list.
+ * request's pending chunks is O(1) per chunk, once; a removal walks its parent's children); a
+ * victim costs one table lookup per non-empty class (<= 245), and with strict a walk down to a
+ * leaf (a map probe per level); the density table (245 classes x 96 bins) is rebuilt every 4,096
+ * events (~15 ns per event amortised). Memory: 55 bytes per id (16 of them the child lists), 8-16
+ * bytes per resident (the map), 16 bytes per history slot (16 x capacity slots, so ~0.5 KiB per
+ * cached chunk), 475 KiB of tables and the pending list.
  *
  * Why tips wait for the end of their request: a chunk is inserted before its child, so a
  * class bit "has a child" computed at once puts every chain's newest chunk, for one event, in
@@ -98,7 +112,8 @@ struct kvt_policy {
 	/* per id */
 	uint64_t *hash;
 	struct kvt__link *lk;
-	uint64_t *phash; /* the parent's key hash, 0 for none (parent_of()) */
+	uint64_t *phash;         /* the parent's key hash, 0 for none (parent_of()) */
+	uint64_t *khash, *shash; /* its children as a list by key hash: the first, the next */
 	uint32_t *last, *nchild;
 	uint16_t *cls;
 	uint8_t *flags, *seg, *hits, *gap, *depth;
@@ -115,7 +130,8 @@ struct kvt_policy {
 	uint64_t now, next_fold;
 	double horizon, decay_hl, orphan;
 	unsigned walk;
-	bool leaf_first;
+	bool leaf_first, strict;
+	uint32_t req_start; /* the event at which the current request began */
 	/* the residents by key hash: id + 1 per slot (0 empty), linear probing, at most half full
 	 */
 	uint32_t *rmap;
@@ -239,6 +255,59 @@ static uint32_t parent_of(const struct kvt_policy *p, uint32_t id)
 {
 	uint32_t pa = p->phash[id] ? resident(p, p->phash[id]) : KVT__NIL;
 	return pa == id ? KVT__NIL : pa; /* two chunks of one key hash: never its own parent */
+}
+
+/* ---- children, for strict: a list per parent, linked by key hash ---- */
+
+/* Puts id first in pa's list of children. */
+static void kid_push(struct kvt_policy *p, uint32_t pa, uint32_t id)
+{
+	p->shash[id] = p->khash[pa];
+	p->khash[pa] = p->hash[id];
+}
+
+/* Takes id out of pa's list (O(pa's children)). */
+static void kid_drop(struct kvt_policy *p, uint32_t pa, uint32_t id)
+{
+	uint64_t h = p->hash[id];
+	if (p->khash[pa] == h) {
+		p->khash[pa] = p->shash[id];
+		return;
+	}
+	uint32_t c = p->khash[pa] ? resident(p, p->khash[pa]) : KVT__NIL;
+	for (unsigned i = 0; c != KVT__NIL && i < 4096; i++) {
+		if (p->shash[c] == h) {
+			p->shash[c] = p->shash[id];
+			return;
+		}
+		c = p->shash[c] ? resident(p, p->shash[c]) : KVT__NIL;
+	}
+}
+
+/* A child of x that is resident, still x's, and not yet proposed, or KVT__NIL. */
+static uint32_t kid_of(const struct kvt_policy *p, uint32_t x, const uint32_t *out, size_t n)
+{
+	uint32_t c = p->khash[x] ? resident(p, p->khash[x]) : KVT__NIL;
+	for (unsigned i = 0; c != KVT__NIL && i < 4096; i++) {
+		if (c != x && parent_of(p, c) == x && !kvt__proposed(out, n, c))
+			return c;
+		c = p->shash[c] ? resident(p, p->shash[c]) : KVT__NIL;
+	}
+	return KVT__NIL;
+}
+
+/* The leaf reached from x by going down through children (x itself when it has none left). */
+static uint32_t leaf_below(const struct kvt_policy *p, uint32_t x, const uint32_t *out, size_t n)
+{
+	for (uint32_t c; p->nchild[x] && (c = kid_of(p, x, out, n)) != KVT__NIL;)
+		x = c;
+	return x;
+}
+
+/* Whether id was inserted or read by the request in flight (since the last depth-0 chunk). */
+static bool in_request(const struct kvt_policy *p, uint32_t id)
+{
+	return p->last[id] - p->req_start < 0x80000000u;
 }
 
 /*
@@ -425,12 +494,18 @@ static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
 {
 	uint32_t pa = parent_of(p, id);
 	if (pa != pv) {
-		if (pa != KVT__NIL && p->nchild[pa])
-			p->nchild[pa]--;
+		if (pa != KVT__NIL) {
+			if (p->nchild[pa])
+				p->nchild[pa]--;
+			kid_drop(p, pa, id);
+		}
 		p->phash[id] = p->hash[pv];
 		p->nchild[pv]++;
+		kid_push(p, pv, id);
 	} else if (!p->nchild[pv]) {
 		p->nchild[pv] = 1;
+		kid_drop(p, pv, id); /* pv came back with an empty list, or a stale one */
+		kid_push(p, pv, id);
 	}
 	set_child(p, pv);
 }
@@ -440,9 +515,9 @@ static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
 #define COLS(p)                                                                                    \
 	{                                                                                          \
 		KVT__COL((p)->hash), KVT__COL((p)->last), KVT__COL((p)->lk), KVT__COL((p)->phash), \
-		    KVT__COL((p)->nchild), KVT__COL((p)->flags), KVT__COL((p)->seg),               \
-		    KVT__COL((p)->hits), KVT__COL((p)->cls), KVT__COL((p)->depth),                 \
-		    KVT__COL((p)->gap)                                                             \
+		    KVT__COL((p)->khash), KVT__COL((p)->shash), KVT__COL((p)->nchild),             \
+		    KVT__COL((p)->flags), KVT__COL((p)->seg), KVT__COL((p)->hits),                 \
+		    KVT__COL((p)->cls), KVT__COL((p)->depth), KVT__COL((p)->gap)                   \
 	}
 
 static int ensure(struct kvt_policy *p, uint32_t id)
@@ -474,6 +549,7 @@ static int cv_create(size_t hint, struct kvt_policy **out)
 	p->prev = KVT__NIL;
 	p->horizon = 1.0;
 	p->orphan = 0.5;
+	p->strict = true;
 	for (unsigned k = 0; k < NCLASS; k++)
 		kvt__list_init(&p->cl[k]);
 	size_t slots = 16;
@@ -504,8 +580,10 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 {
 	if (ensure(p, id))
 		return;
-	if (m->depth == 0)
+	if (m->depth == 0) {
 		finalize(p);
+		p->req_start = (uint32_t)p->now + 1;
+	}
 	if (p->flags[id] & F_LIVE) {
 		kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
 		rmap_del(p, id); /* its key hash may change */
@@ -518,6 +596,7 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	rmap_add(p, id);
 	p->depth[id] = m->depth > 255 ? 255 : (uint8_t)m->depth;
 	p->nchild[id] = 0;
+	p->khash[id] = 0;
 	struct hent *e = hslot(p, p->hash[id]);
 	uint32_t pa = m->parent;
 	if (e->tag == p->hash[id]) {
@@ -541,6 +620,7 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	if (pa < p->cap && (p->flags[pa] & F_LIVE)) {
 		p->phash[id] = p->hash[pa];
 		p->nchild[pa]++;
+		kid_push(p, pa, id);
 		set_child(p, pa);
 	}
 	add_pend(p, id);
@@ -559,8 +639,10 @@ static void cv_access(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !(p->flags[id] & F_LIVE))
 		return;
-	if (p->depth[id] == 0)
+	if (p->depth[id] == 0) {
 		finalize(p);
+		p->req_start = (uint32_t)p->now + 1;
+	}
 	tick(p);
 	uint32_t dist = (uint32_t)p->now - p->last[id];
 	learn(p, p->cls[id], dist, true); /* a done chunk's class learns that hints can be wrong */
@@ -592,8 +674,11 @@ static void cv_remove(struct kvt_policy *p, uint32_t id)
 	e->seg = p->seg[id];
 	e->hits = p->hits[id];
 	uint32_t pa = parent_of(p, id);
-	if (pa != KVT__NIL && p->nchild[pa])
-		p->nchild[pa]--;
+	if (pa != KVT__NIL) {
+		if (p->nchild[pa])
+			p->nchild[pa]--;
+		kid_drop(p, pa, id);
+	}
 	kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
 	rmap_del(p, id);
 	p->n_res--;
@@ -642,21 +727,42 @@ static bool better(const struct kvt_policy *p, uint32_t a, double sa, uint32_t b
 	return (uint32_t)p->now - p->last[a] > (uint32_t)p->now - p->last[b];
 }
 
+/* What a victim walk steps over: ids the caller cannot evict (ok), ids already proposed (out),
+ * ids whose leaf turned out not to be evictable (skip), and, while strict keeps it out, the
+ * request in flight. */
+struct walk {
+	kvt_policy_evictable_fn ok;
+	void *arg;
+	const uint32_t *out;
+	size_t n;
+	uint32_t skip[32];
+	size_t n_skip;
+	bool not_request, loose;
+};
+
+static bool walk_takes(const struct kvt_policy *p, const struct walk *k, uint32_t id)
+{
+	if (k->not_request && in_request(p, id))
+		return false;
+	for (size_t i = 0; i < k->n_skip; i++)
+		if (k->skip[i] == id)
+			return false;
+	return !kvt__proposed(k->out, k->n, id) && (!k->ok || k->ok(k->arg, id));
+}
+
 /* The best entry within w of either end of each class's list, or KVT__NIL. */
-static uint32_t best_within(struct kvt_policy *p, unsigned w, const uint32_t *out, size_t n,
-                            kvt_policy_evictable_fn ok, void *arg)
+static uint32_t best_within(struct kvt_policy *p, unsigned w, const struct walk *k)
 {
 	uint32_t best = KVT__NIL;
 	double bs = 0;
-	for (unsigned k = 0; k < NCLASS; k++) {
-		if (!p->cl[k].n)
+	for (unsigned c = 0; c < NCLASS; c++) {
+		if (!p->cl[c].n)
 			continue;
 		for (int end = 0; end < 2; end++) {
-			uint32_t id = end ? p->cl[k].head : p->cl[k].tail;
+			uint32_t id = end ? p->cl[c].head : p->cl[c].tail;
 			for (unsigned i = 0; id != KVT__NIL && i < w; i++) {
 				double s = score_within(p, id, best == KVT__NIL ? INFINITY : bs);
-				if (better(p, id, s, best, bs) && !kvt__proposed(out, n, id) &&
-				    (!ok || ok(arg, id))) {
+				if (better(p, id, s, best, bs) && walk_takes(p, k, id)) {
 					best = id;
 					bs = s;
 				}
@@ -667,28 +773,53 @@ static uint32_t best_within(struct kvt_policy *p, unsigned w, const uint32_t *ou
 	return best;
 }
 
+/* The best entry, the walk deepened until one is found (to every entry at worst). */
+static uint32_t best_entry(struct kvt_policy *p, const struct walk *k)
+{
+	for (size_t w = p->walk;; w *= 2) {
+		uint32_t best = best_within(p, (unsigned)(w < p->n_res ? w : p->n_res), k);
+		if (best != KVT__NIL || w >= p->n_res)
+			return best;
+	}
+}
+
 /*
  * Within a class the density depends on the age alone, so each class offers its oldest entry
  * (and its newest, as density need not fall with age); the lowest of these goes. When every
  * offer is rejected (leased) or already proposed, the walk deepens, to every entry at worst.
+ * With strict, the entry found stands for its subtree: the victim is a leaf below it (an
+ * ancestor never goes before its descendants), and the request in flight is left alone while
+ * anything else can go.
  */
 static size_t cv_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                          kvt_policy_evictable_fn ok, void *arg)
 {
-	size_t n = 0;
-	while (n < max && n < p->n_res) {
-		uint32_t best = KVT__NIL;
-		for (size_t w = p->walk; best == KVT__NIL; w *= 2) {
-			best = best_within(p, (unsigned)(w < p->n_res ? w : p->n_res), out, n, ok,
-			                   arg);
-			if (w >= p->n_res)
-				break;
+	struct walk k = {.ok = ok, .arg = arg, .out = out, .not_request = p->strict};
+	while (k.n < max && k.n < p->n_res) {
+		uint32_t best = best_entry(p, &k);
+		if (best == KVT__NIL && k.not_request) {
+			k.not_request = false; /* the request in flight holds all that is left */
+			continue;
+		}
+		if (best == KVT__NIL && k.n_skip) {
+			k.n_skip = 0; /* only ancestors of what cannot go are left: they may */
+			k.loose = true;
+			continue;
 		}
 		if (best == KVT__NIL)
 			break;
-		out[n++] = best;
+		if (p->strict && !k.loose && p->nchild[best]) {
+			uint32_t leaf = leaf_below(p, best, out, k.n);
+			if (leaf != best && !walk_takes(p, &k, leaf) && k.n_skip < 32) {
+				k.skip[k.n_skip++] = best; /* its subtree cannot go now */
+				continue;
+			}
+			if (walk_takes(p, &k, leaf))
+				best = leaf;
+		}
+		out[k.n++] = best;
 	}
-	return n;
+	return k.n;
 }
 
 /*
@@ -713,10 +844,9 @@ static bool cv_is_done(struct kvt_policy *p, uint32_t id)
 }
 
 static const struct kvt__param cv_params[] = {
-    KVT__PARAM(walk, KVT__P_UNSIGNED, 1, 1024),
-    KVT__PARAM(leaf_first, KVT__P_BOOL, 0, 1),
-    KVT__PARAM(horizon, KVT__P_DOUBLE, 0.01, 100),
-    KVT__PARAM(orphan, KVT__P_DOUBLE, 0, 1),
+    KVT__PARAM(walk, KVT__P_UNSIGNED, 1, 1024),    KVT__PARAM(leaf_first, KVT__P_BOOL, 0, 1),
+    KVT__PARAM(horizon, KVT__P_DOUBLE, 0.01, 100), KVT__PARAM(orphan, KVT__P_DOUBLE, 0, 1),
+    KVT__PARAM(strict, KVT__P_BOOL, 0, 1),
 };
 
 static int cv_set_param(struct kvt_policy *p, const char *name, const char *value)

@@ -421,7 +421,8 @@ static void test_policyctl_config_runtime(void **state)
 	kvt_id_t ns;
 	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
+	assert_string_equal(
+	    out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5 strict=1");
 	assert_true(kvt_test_stats_json(&pd, out, sizeof(out)) > 0);
 	assert_non_null(
 	    strstr(out, "\"name\":\"rocksdb\",\"backend\":\"rocksdb\",\"policy\":\"conv\""));
@@ -495,7 +496,8 @@ static void test_policyctl_config_runtime(void **state)
 	/* and back to auto: conv again, its parameters gone, every chunk kept */
 	assert_int_equal(policy(c, "set rocksdb auto", out, sizeof(out)), 0);
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
+	assert_string_equal(
+	    out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5 strict=1");
 	assert_int_equal(config(c, "get rocksdb.policy_params", out, sizeof(out)), 0);
 	assert_string_equal(out, "rocksdb.policy_params = ");
 	assert_int_equal(kvt_lookup(c, ns, keys, 8), 8);
@@ -587,10 +589,12 @@ static void test_policyctl_auto(void **state)
 	kvt_id_t nb, ns;
 	assert_int_equal(kvt_namespace(c, &big, &nb), 0);
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
-	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
+	assert_string_equal(out,
+	                    "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5 strict=1");
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
 	/* rocksdb.policy = auto follows */
-	assert_string_equal(out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
+	assert_string_equal(
+	    out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5 strict=1");
 	size_t cb = kvt_chunk_bytes(&big);
 	assert_int_equal(cb, 64 << 10);
 	assert_int_equal(put_fresh(c, &pd, nb, 5000, 8, cb), 0);
@@ -607,13 +611,15 @@ static void test_policyctl_auto(void **state)
 	assert_int_equal(config(c, "set host.policy.horizon 2", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "set rocksdb.policy.horizon 2", out, sizeof(out)), 0);
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
-	assert_string_equal(out, "host conv walk=1 leaf_first=1 horizon=2 orphan=0.5");
+	assert_string_equal(out, "host conv walk=1 leaf_first=1 horizon=2 orphan=0.5 strict=1");
 	assert_int_equal(policy(c, "set host auto", out, sizeof(out)), 0);
 	assert_int_equal(policy(c, "set rocksdb auto", out, sizeof(out)), 0);
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
-	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
+	assert_string_equal(out,
+	                    "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5 strict=1");
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
-	assert_string_equal(out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5");
+	assert_string_equal(
+	    out, "rocksdb conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5 strict=1");
 	assert_int_equal(kvt_lookup(c, nb, keys, 8), 8);
 
 	kvt_model_t small = big; /* 32 KiB chunks */

@@ -252,7 +252,8 @@ static void test_stress_consistency(void **state)
 	assert_int_equal(kvt_test_stat(&d, "keep_pending"), 0);
 	char out[256];
 	assert_int_equal(kvt_test_cli(&d, "policy get host", out, sizeof(out)), 0);
-	assert_string_equal(out, "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5\n");
+	assert_string_equal(out,
+	                    "host conv (auto) walk=1 leaf_first=1 horizon=1 orphan=0.5 strict=1\n");
 	kvt_test_check_books(&d, 1);
 	kvt_test_daemon_destroy(&d);
 }
