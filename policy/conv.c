@@ -32,7 +32,7 @@
  * looked up only for an end whose score could win as an orphan's.
  *
  * Strict prefixes (`strict`, default 1). The entry the scores pick stands for its subtree: the
- * victim is a leaf below it, reached through each chunk's list of children (by key hash), so an
+ * victim is a leaf below it, reached through each chunk's list of children, so an
  * ancestor never goes before its descendants and no orphan is made; and the chunks the request
  * in flight has read or put (since the last depth-0 chunk) are passed over while anything else
  * can go, so a request does not evict the prefix it is extending. Without it (strict=0, the
@@ -64,15 +64,17 @@
  * Links. A chunk names its parent by key hash, found through a map of the residents by key
  * hash (parent_of()), never by id: the ids are the caller's, and kvtierd gives a removed
  * chunk's id to the next chunk it stores, so the policy's choices depend on the chunks alone
- * and the daemon's replay of a trace equals the simulator's (`kvtier bench trace`).
+ * and the daemon's replay of a trace equals the simulator's (`kvtier bench trace`). A parent's
+ * list of children (for strict) holds ids, which is safe because a chunk leaves it when removed;
+ * each child found there is checked against its own parent link.
  *
- * Cost: insert and access O(1) plus one history probe and one map probe (finalising a
- * request's pending chunks is O(1) per chunk, once; a removal walks its parent's children); a
- * victim costs one table lookup per non-empty class (<= 245), and with strict a walk down to a
- * leaf (a map probe per level); the density table (245 classes x 96 bins) is rebuilt every 4,096
- * events (~15 ns per event amortised). Memory: 55 bytes per id (16 of them the child lists), 8-16
- * bytes per resident (the map), 16 bytes per history slot (16 x capacity slots, so ~0.5 KiB per
- * cached chunk), 475 KiB of tables and the pending list.
+ * Cost: insert, access and removal O(1) plus one history probe and one map probe (finalising a
+ * request's pending chunks is O(1) per chunk, once); a victim costs one table lookup per
+ * non-empty class (<= 245), and with strict a walk down to a leaf (a map probe per level); the
+ * density table (245 classes x 96 bins) is rebuilt every 4,096 events (~15 ns per event
+ * amortised). Memory: 51 bytes per id (12 of them the child lists), 8-16 bytes per resident (the
+ * map), 16 bytes per history slot (16 x capacity slots, so ~0.5 KiB per cached chunk), 475 KiB
+ * of tables and the pending list.
  *
  * Why tips wait for the end of their request: a chunk is inserted before its child, so a
  * class bit "has a child" computed at once puts every chain's newest chunk, for one event, in
@@ -112,8 +114,8 @@ struct kvt_policy {
 	/* per id */
 	uint64_t *hash;
 	struct kvt__link *lk;
-	uint64_t *phash;         /* the parent's key hash, 0 for none (parent_of()) */
-	uint64_t *khash, *shash; /* its children as a list by key hash: the first, the next */
+	uint64_t *phash;                     /* the parent's key hash, 0 for none (parent_of()) */
+	uint32_t *kid, *sib_prev, *sib_next; /* its children, a list: the first, the siblings */
 	uint32_t *last, *nchild;
 	uint16_t *cls;
 	uint8_t *flags, *seg, *hits, *gap, *depth;
@@ -259,40 +261,42 @@ static uint32_t parent_of(const struct kvt_policy *p, uint32_t id)
 
 /* ---- children, for strict: a list per parent, linked by key hash ---- */
 
-/* Puts id first in pa's list of children. */
+/* Puts id first in pa's list of children. An id is unlinked when it is removed, so the lists
+ * hold ids, not key hashes: a removed id given to the next chunk is in no list. */
 static void kid_push(struct kvt_policy *p, uint32_t pa, uint32_t id)
 {
-	p->shash[id] = p->khash[pa];
-	p->khash[pa] = p->hash[id];
+	p->sib_prev[id] = KVT__NIL;
+	p->sib_next[id] = p->kid[pa];
+	if (p->kid[pa] != KVT__NIL)
+		p->sib_prev[p->kid[pa]] = id;
+	p->kid[pa] = id;
 }
 
-/* Takes id out of pa's list (O(pa's children)). */
-static void kid_drop(struct kvt_policy *p, uint32_t pa, uint32_t id)
+/* Takes id out of its parent's list of children, O(1). (A parent removed leaves its children's
+ * list headless; the one re-inserted starts with an empty list, which relink() refills.) */
+static void kid_unlink(struct kvt_policy *p, uint32_t id)
 {
-	uint64_t h = p->hash[id];
-	if (p->khash[pa] == h) {
-		p->khash[pa] = p->shash[id];
-		return;
+	uint32_t prev = p->sib_prev[id], next = p->sib_next[id];
+	if (prev != KVT__NIL) {
+		p->sib_next[prev] = next;
+	} else {
+		uint32_t pa = parent_of(p, id);
+		if (pa != KVT__NIL && p->kid[pa] == id)
+			p->kid[pa] = next;
 	}
-	uint32_t c = p->khash[pa] ? resident(p, p->khash[pa]) : KVT__NIL;
-	for (unsigned i = 0; c != KVT__NIL && i < 4096; i++) {
-		if (p->shash[c] == h) {
-			p->shash[c] = p->shash[id];
-			return;
-		}
-		c = p->shash[c] ? resident(p, p->shash[c]) : KVT__NIL;
-	}
+	if (next != KVT__NIL)
+		p->sib_prev[next] = prev;
+	p->sib_prev[id] = p->sib_next[id] = KVT__NIL;
 }
 
 /* A child of x that is resident, still x's, and not yet proposed, or KVT__NIL. */
 static uint32_t kid_of(const struct kvt_policy *p, uint32_t x, const uint32_t *out, size_t n)
 {
-	uint32_t c = p->khash[x] ? resident(p, p->khash[x]) : KVT__NIL;
-	for (unsigned i = 0; c != KVT__NIL && i < 4096; i++) {
-		if (c != x && parent_of(p, c) == x && !kvt__proposed(out, n, c))
+	uint32_t c = p->kid[x];
+	for (unsigned i = 0; c != KVT__NIL && i < 4096; i++, c = p->sib_next[c])
+		if (c != x && (p->flags[c] & F_LIVE) && parent_of(p, c) == x &&
+		    !kvt__proposed(out, n, c))
 			return c;
-		c = p->shash[c] ? resident(p, p->shash[c]) : KVT__NIL;
-	}
 	return KVT__NIL;
 }
 
@@ -494,17 +498,15 @@ static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
 {
 	uint32_t pa = parent_of(p, id);
 	if (pa != pv) {
-		if (pa != KVT__NIL) {
-			if (p->nchild[pa])
-				p->nchild[pa]--;
-			kid_drop(p, pa, id);
-		}
+		if (pa != KVT__NIL && p->nchild[pa])
+			p->nchild[pa]--;
+		kid_unlink(p, id);
 		p->phash[id] = p->hash[pv];
 		p->nchild[pv]++;
 		kid_push(p, pv, id);
 	} else if (!p->nchild[pv]) {
 		p->nchild[pv] = 1;
-		kid_drop(p, pv, id); /* pv came back with an empty list, or a stale one */
+		kid_unlink(p, id); /* from the list its parent left when it was removed */
 		kid_push(p, pv, id);
 	}
 	set_child(p, pv);
@@ -515,9 +517,10 @@ static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
 #define COLS(p)                                                                                    \
 	{                                                                                          \
 		KVT__COL((p)->hash), KVT__COL((p)->last), KVT__COL((p)->lk), KVT__COL((p)->phash), \
-		    KVT__COL((p)->khash), KVT__COL((p)->shash), KVT__COL((p)->nchild),             \
-		    KVT__COL((p)->flags), KVT__COL((p)->seg), KVT__COL((p)->hits),                 \
-		    KVT__COL((p)->cls), KVT__COL((p)->depth), KVT__COL((p)->gap)                   \
+		    KVT__COL((p)->kid), KVT__COL((p)->sib_prev), KVT__COL((p)->sib_next),          \
+		    KVT__COL((p)->nchild), KVT__COL((p)->flags), KVT__COL((p)->seg),               \
+		    KVT__COL((p)->hits), KVT__COL((p)->cls), KVT__COL((p)->depth),                 \
+		    KVT__COL((p)->gap)                                                             \
 	}
 
 static int ensure(struct kvt_policy *p, uint32_t id)
@@ -585,6 +588,7 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 		p->req_start = (uint32_t)p->now + 1;
 	}
 	if (p->flags[id] & F_LIVE) {
+		kid_unlink(p, id);
 		kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
 		rmap_del(p, id); /* its key hash may change */
 	} else if (++p->n_res > p->c)
@@ -596,7 +600,7 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	rmap_add(p, id);
 	p->depth[id] = m->depth > 255 ? 255 : (uint8_t)m->depth;
 	p->nchild[id] = 0;
-	p->khash[id] = 0;
+	p->kid[id] = p->sib_prev[id] = p->sib_next[id] = KVT__NIL;
 	struct hent *e = hslot(p, p->hash[id]);
 	uint32_t pa = m->parent;
 	if (e->tag == p->hash[id]) {
@@ -674,11 +678,9 @@ static void cv_remove(struct kvt_policy *p, uint32_t id)
 	e->seg = p->seg[id];
 	e->hits = p->hits[id];
 	uint32_t pa = parent_of(p, id);
-	if (pa != KVT__NIL) {
-		if (p->nchild[pa])
-			p->nchild[pa]--;
-		kid_drop(p, pa, id);
-	}
+	if (pa != KVT__NIL && p->nchild[pa])
+		p->nchild[pa]--;
+	kid_unlink(p, id);
 	kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
 	rmap_del(p, id);
 	p->n_res--;

@@ -21,6 +21,8 @@
  *
  * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
  *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T]
+ * A policy may carry parameters, P:k=v[:k=v...] (conv:strict=0): host.policy_params in the
+ * daemon, set_param in the simulator.
  * --check T exits 1 when a policy's daemon and simulator prefix hit ratios differ by more than
  * T (the test suite runs it so).
  */
@@ -75,13 +77,24 @@ static double memcpy_gbs(const void *src, size_t chunk, size_t capacity, uint64_
 	return s > 0 ? (double)bytes / s / 1e9 : 0;
 }
 
-static void replay(const struct args *a, const struct kvt_trace *t, const char *pol, struct row *r)
+static void replay(const struct args *a, const struct kvt_trace *t, const char *spec,
+                   struct row *r)
 {
-	char host[64], policy[96];
+	char host[64], policy[96], name[64], pset[160] = "host.policy_params=", buf[96];
+	const char *params[8] = {NULL};
+	snprintf(buf, sizeof(buf), "%s", spec);
+	char *save = NULL, *pol = strtok_r(buf, ":", &save);
+	snprintf(name, sizeof(name), "%s", pol ? pol : "");
+	size_t np = 0;
+	for (char *kv; np < 7 && (kv = strtok_r(NULL, ":", &save));) {
+		params[np++] = kv;
+		size_t l = strlen(pset);
+		snprintf(pset + l, sizeof(pset) - l, "%s%s", np > 1 ? " " : "", kv);
+	}
 	uint64_t rec = (128 + a->chunk + 4095) & ~(uint64_t)4095; /* a record: header + payload */
 	snprintf(host, sizeof(host), "%llu", (unsigned long long)(rec * a->capacity));
-	snprintf(policy, sizeof(policy), "host.policy=%s", pol);
-	const char *sets[] = {policy, NULL};
+	snprintf(policy, sizeof(policy), "host.policy=%s", name);
+	const char *sets[] = {policy, np ? pset : NULL, NULL};
 	start_daemon_with(host, sets);
 	kvt_client_t *c;
 	int rc = kvt_connect(sock, &c);
@@ -149,7 +162,8 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	munmap(dbuf, maxlen * a->chunk);
 	munmap(sbuf, a->chunk);
 
-	struct kvt_sim_tier tier = {.name = "host", .policy = pol, .capacity_blocks = a->capacity};
+	struct kvt_sim_tier tier = {
+	    .name = "host", .policy = name, .params = params, .capacity_blocks = a->capacity};
 	struct kvt_sim_result s;
 	if ((rc = kvt_sim_run(t, &tier, 1, &s))) /* t->engine: puts end as the daemon's do */
 		die("kvtier sim", rc);
