@@ -259,7 +259,7 @@ static uint32_t parent_of(const struct kvt_policy *p, uint32_t id)
 	return pa == id ? KVT__NIL : pa; /* two chunks of one key hash: never its own parent */
 }
 
-/* ---- children, for strict: a list per parent, linked by key hash ---- */
+/* ---- children, for strict: a doubly linked list of ids per parent ---- */
 
 /* Puts id first in pa's list of children. An id is unlinked when it is removed, so the lists
  * hold ids, not key hashes: a removed id given to the next chunk is in no list. */
@@ -801,6 +801,7 @@ static size_t cv_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 		uint32_t best = best_entry(p, &k);
 		if (best == KVT__NIL && k.not_request) {
 			k.not_request = false; /* the request in flight holds all that is left */
+			k.n_skip = 0;          /* and the leaves it kept from going may go now */
 			continue;
 		}
 		if (best == KVT__NIL && k.n_skip) {
@@ -845,11 +846,15 @@ static bool cv_is_done(struct kvt_policy *p, uint32_t id)
 	return id < p->cap && (p->flags[id] & (F_LIVE | F_DONE)) == (F_LIVE | F_DONE);
 }
 
+/* clang-format off */
 static const struct kvt__param cv_params[] = {
-    KVT__PARAM(walk, KVT__P_UNSIGNED, 1, 1024),    KVT__PARAM(leaf_first, KVT__P_BOOL, 0, 1),
-    KVT__PARAM(horizon, KVT__P_DOUBLE, 0.01, 100), KVT__PARAM(orphan, KVT__P_DOUBLE, 0, 1),
+    KVT__PARAM(walk, KVT__P_UNSIGNED, 1, 1024),
+    KVT__PARAM(leaf_first, KVT__P_BOOL, 0, 1),
+    KVT__PARAM(horizon, KVT__P_DOUBLE, 0.01, 100),
+    KVT__PARAM(orphan, KVT__P_DOUBLE, 0, 1),
     KVT__PARAM(strict, KVT__P_BOOL, 0, 1),
 };
+/* clang-format on */
 
 static int cv_set_param(struct kvt_policy *p, const char *name, const char *value)
 {

@@ -949,6 +949,13 @@ static double host_hit_p99(struct spilled *sp, uint32_t salt)
 	return ms[HITS * 99 / 100];
 }
 
+/* The lower of two rounds' host_hit_p99(). */
+static double better_p99(struct spilled *sp, uint32_t salt)
+{
+	double a = host_hit_p99(sp, salt), b = host_hit_p99(sp, salt);
+	return a < b ? a : b;
+}
+
 /* A client process of its own: forks; in the child, k holds a client on sock with the test
  * model's namespace, salt's keys (keys_of) and a buffer of a chunk (the child exits 2 when it
  * cannot attach). @return : the child's pid in the parent, 0 in the child. */
@@ -1014,13 +1021,16 @@ static void test_tiers_slow_device_50ms(void **state)
 	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(stop != MAP_FAILED);
 	pid_t st = streamer(sp.d.sock, 13, stop);
-	double fast = host_hit_p99(&sp, 13);
+	/* each p99 is the better of two rounds of 2,000 hits: on a shared 2-core VM one round's
+	 * p99 read 0.15-3.2 ms with the device fast (another process took the vCPU); a loop that
+	 * waited on the device would read 50 ms in both */
+	double fast = better_p99(&sp, 13);
 	long long promoted = kvt_test_stat(&sp.d, "promoted");
 	int fd = open(flag, O_CREAT | O_WRONLY | O_CLOEXEC, 0600); /* the device turns slow */
 	assert_true(fd >= 0);
 	close(fd);
 	usleep(200000);
-	double slow = host_hit_p99(&sp, 13);
+	double slow = better_p99(&sp, 13);
 	/* a chunk only in nvme (the streamer reads 0..63): a miss after promote.wait_ms */
 	/* the catalogue's 10 ms holds on an idle machine (20.2-21.3 ms); beside another test on
 	 * 2 cores one miss took 30.5 ms. 25 ms still tells a wait on the device (50 ms) apart */
