@@ -77,8 +77,7 @@ static double memcpy_gbs(const void *src, size_t chunk, size_t capacity, uint64_
 	return s > 0 ? (double)bytes / s / 1e9 : 0;
 }
 
-static void replay(const struct args *a, const struct kvt_trace *t, const char *spec,
-                   struct row *r)
+static void replay(const struct args *a, const struct kvt_trace *t, const char *spec, struct row *r)
 {
 	char host[64], policy[96], name[64], pset[160] = "host.policy_params=", buf[96];
 	const char *params[8] = {NULL};
