@@ -462,6 +462,14 @@ static void finalize(struct kvt_policy *p)
 	p->n_pend = 0;
 }
 
+/* A depth-0 chunk is read or put: the request before it has ended, and what this event touches
+ * (the next tick) belongs to the one in flight. */
+static void begin_request(struct kvt_policy *p)
+{
+	finalize(p);
+	p->req_start = (uint32_t)p->now + 1;
+}
+
 static void add_pend(struct kvt_policy *p, uint32_t id)
 {
 	if (p->n_pend == PEND_MAX)
@@ -583,10 +591,8 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 {
 	if (ensure(p, id))
 		return;
-	if (m->depth == 0) {
-		finalize(p);
-		p->req_start = (uint32_t)p->now + 1;
-	}
+	if (m->depth == 0)
+		begin_request(p);
 	if (p->flags[id] & F_LIVE) {
 		kid_unlink(p, id);
 		kvt__list_unlink(&p->cl[p->cls[id]], p->lk, id);
@@ -643,10 +649,8 @@ static void cv_access(struct kvt_policy *p, uint32_t id)
 {
 	if (id >= p->cap || !(p->flags[id] & F_LIVE))
 		return;
-	if (p->depth[id] == 0) {
-		finalize(p);
-		p->req_start = (uint32_t)p->now + 1;
-	}
+	if (p->depth[id] == 0)
+		begin_request(p);
 	tick(p);
 	uint32_t dist = (uint32_t)p->now - p->last[id];
 	learn(p, p->cls[id], dist, true); /* a done chunk's class learns that hints can be wrong */
@@ -811,14 +815,12 @@ static size_t cv_victims(struct kvt_policy *p, uint32_t *out, size_t max,
 		}
 		if (best == KVT__NIL)
 			break;
-		if (p->strict && !k.loose && p->nchild[best]) {
-			uint32_t leaf = leaf_below(p, best, out, k.n);
-			if (leaf != best && !walk_takes(p, &k, leaf) && k.n_skip < 32) {
-				k.skip[k.n_skip++] = best; /* its subtree cannot go now */
-				continue;
-			}
-			if (walk_takes(p, &k, leaf))
-				best = leaf;
+		uint32_t leaf = p->strict && !k.loose ? leaf_below(p, best, out, k.n) : best;
+		if (leaf != best && walk_takes(p, &k, leaf)) {
+			best = leaf;
+		} else if (leaf != best && k.n_skip < 32) {
+			k.skip[k.n_skip++] = best; /* its subtree cannot go now */
+			continue;
 		}
 		out[k.n++] = best;
 	}
