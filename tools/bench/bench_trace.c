@@ -79,11 +79,11 @@ static double memcpy_gbs(const void *src, size_t chunk, size_t capacity, uint64_
 
 static void replay(const struct args *a, const struct kvt_trace *t, const char *spec, struct row *r)
 {
-	char host[64], policy[96], name[64], pset[160] = "host.policy_params=", buf[96];
+	char host[64], policy[128], pset[160] = "host.policy_params=", buf[96];
 	const char *params[8] = {NULL};
 	snprintf(buf, sizeof(buf), "%s", spec);
-	char *save = NULL, *pol = strtok_r(buf, ":", &save);
-	snprintf(name, sizeof(name), "%s", pol ? pol : "");
+	char *save = NULL, *name = strtok_r(buf, ":", &save);
+	name = name ? name : buf;
 	size_t np = 0;
 	for (char *kv; np < 7 && (kv = strtok_r(NULL, ":", &save));) {
 		params[np++] = kv;
