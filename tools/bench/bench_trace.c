@@ -19,8 +19,15 @@
  *    in the same run (the baseline), and the first policy's row as the baseline of the others;
  *  - the daemon's evictions.
  *
+ * With --clients K, K engines share the daemon, each its own connection making one request at
+ * a time, and they take turns message by message: one engine's kvt_get or kvt_put, then the
+ * next engine's, so other engines' messages come between a request's read and its put (where
+ * its prefill would run). The simulator replays the same order (kvt_trace.streams). The time
+ * per request is then its own two calls.
+ *
  * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
  *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T]
+ *                           [--clients K (1)]
  * A policy may carry parameters, P:k=v[:k=v...] (conv:strict=0): host.policy_params in the
  * daemon, set_param in the simulator.
  * --check T exits 1 when a policy's daemon and simulator prefix hit ratios differ by more than
@@ -43,7 +50,7 @@
 
 struct args {
 	const char *trace;
-	size_t capacity, chunk, requests;
+	size_t capacity, chunk, requests, clients;
 	char *pols[MAX_POL];
 	size_t n_pols;
 	double check; /* < 0: no check */
@@ -77,6 +84,66 @@ static double memcpy_gbs(const void *src, size_t chunk, size_t capacity, uint64_
 	return s > 0 ? (double)bytes / s / 1e9 : 0;
 }
 
+/* One engine: its connection, the request it is making (SIZE_MAX: none), its leading hits once
+ * read, and the time its calls for the request took. */
+struct engine {
+	kvt_client_t *c;
+	size_t q;
+	int h;
+	bool put; /* its read is done: its put is next */
+	double busy_s;
+};
+
+/* The buffers the engines share (one thread makes every call), and what they did in all. */
+struct io {
+	kvt_id_t *keys;
+	void **dst;
+	const void **src;
+	size_t chunk;
+	kvt_id_t ns;
+	uint64_t asked, got, put_bytes;
+	double put_s;
+};
+
+/* Engine e's turn: the read of its request's leading hits, then (now, or on its next turn when
+ * yield) the put of the rest from the first miss. @return : true when the request is done. */
+static bool engine_turn(const struct kvt_trace *t, struct io *io, struct engine *e, bool yield)
+{
+	size_t n = (size_t)(t->req_off[e->q + 1] - t->req_off[e->q]);
+	for (size_t i = 0; i < n; i++)
+		io->keys[i] = key_of(t->blk[t->req_off[e->q] + i]);
+	if (!e->put) {
+		double t0 = now_s();
+		e->h = kvt_get(e->c, io->ns, io->keys, n, io->dst, io->chunk);
+		if (e->h < 0)
+			die("get", e->h);
+		e->busy_s = now_s() - t0;
+		io->asked += n;
+		io->got += (uint64_t)e->h;
+		e->put = true;
+		if (e->h == (int)n || yield)
+			return e->h == (int)n;
+	}
+	double t1 = now_s();
+	for (int rc;;) { /* a short count is a normal answer: the rest is not cached */
+		size_t h = (size_t)e->h;
+		rc = kvt_put(e->c, io->ns, h ? &io->keys[h - 1] : NULL, &io->keys[h], n - h,
+		             io->src, io->chunk);
+		if (rc == -EAGAIN) {
+			usleep(100);
+			continue;
+		}
+		if (rc < 0)
+			die("put", rc);
+		break;
+	}
+	double s = now_s() - t1;
+	e->busy_s += s;
+	io->put_s += s;
+	io->put_bytes += (uint64_t)(n - (size_t)e->h) * io->chunk;
+	return true;
+}
+
 static void replay(const struct args *a, const struct kvt_trace *t, const char *spec, struct row *r)
 {
 	char host[64], policy[128], pset[160] = "host.policy_params=", buf[96];
@@ -95,76 +162,74 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	snprintf(policy, sizeof(policy), "host.policy=%s", name);
 	const char *sets[] = {policy, np ? pset : NULL, NULL};
 	start_daemon_with(host, sets);
-	kvt_client_t *c;
-	int rc = kvt_connect(sock, &c);
-	if (rc)
-		die("connect", rc);
+	struct engine *e = calloc(a->clients, sizeof(*e));
+	if (!e)
+		die("malloc", -ENOMEM);
 	kvt_model_t m = model_of(a->chunk, 1);
 	kvt_id_t ns;
-	if ((rc = kvt_namespace(c, &m, &ns)))
-		die("namespace", rc);
+	int rc;
+	for (size_t k = 0; k < a->clients; k++) {
+		if ((rc = kvt_connect(sock, &e[k].c)))
+			die("connect", rc);
+		if ((rc = kvt_namespace(e[k].c, &m, &ns)))
+			die("namespace", rc);
+		e[k].q = SIZE_MAX;
+	}
 	size_t maxlen = 0;
 	for (size_t q = 0; q < a->requests; q++)
 		maxlen = KVT_MAX(maxlen, (size_t)(t->req_off[q + 1] - t->req_off[q]));
-	kvt_id_t *keys = malloc(maxlen * sizeof(*keys));
-	void **dst = malloc(maxlen * sizeof(*dst));
-	const void **src = malloc(maxlen * sizeof(*src));
+	struct io io = {.keys = malloc(maxlen * sizeof(kvt_id_t)),
+	                .dst = malloc(maxlen * sizeof(void *)),
+	                .src = malloc(maxlen * sizeof(void *)),
+	                .chunk = a->chunk,
+	                .ns = ns};
 	uint8_t *dbuf = prefaulted(maxlen * a->chunk), *sbuf = prefaulted(a->chunk);
 	double *lat = malloc(a->requests * sizeof(*lat));
-	if (!keys || !dst || !src || !lat)
+	if (!io.keys || !io.dst || !io.src || !lat)
 		die("malloc", -ENOMEM);
 	memset(sbuf, 0x5a, a->chunk);
 	for (size_t i = 0; i < maxlen; i++)
-		dst[i] = dbuf + i * a->chunk, src[i] = sbuf;
-	uint64_t asked = 0, got = 0, put_bytes = 0;
-	double put_s = 0, t_all = now_s();
-	for (size_t q = 0; q < a->requests; q++) {
-		size_t n = (size_t)(t->req_off[q + 1] - t->req_off[q]);
-		for (size_t i = 0; i < n; i++)
-			keys[i] = key_of(t->blk[t->req_off[q] + i]);
-		double t0 = now_s();
-		int h = kvt_get(c, ns, keys, n, dst, a->chunk);
-		if (h < 0)
-			die("get", h);
-		double t1 = now_s();
-		while (h < (int)n) { /* a short count is a normal answer: the rest is not cached */
-			rc = kvt_put(c, ns, h ? &keys[h - 1] : NULL, &keys[h], n - (size_t)h, src,
-			             a->chunk);
-			if (rc == -EAGAIN) {
-				usleep(100);
+		io.dst[i] = dbuf + i * a->chunk, io.src[i] = sbuf;
+	double t_all = now_s();
+	size_t next = 0, busy;
+	do {
+		busy = 0;
+		for (size_t k = 0; k < a->clients; k++) {
+			if (e[k].q == SIZE_MAX && next < a->requests)
+				e[k] = (struct engine){.c = e[k].c, .q = next++};
+			if (e[k].q == SIZE_MAX)
 				continue;
-			}
-			if (rc < 0)
-				die("put", rc);
-			break;
+			busy++;
+			if (!engine_turn(t, &io, &e[k], a->clients > 1))
+				continue;
+			lat[e[k].q] = e[k].busy_s;
+			e[k].q = SIZE_MAX;
 		}
-		double t2 = now_s();
-		lat[q] = t2 - t0;
-		put_s += t2 - t1;
-		put_bytes += (uint64_t)(n - (size_t)h) * a->chunk;
-		asked += n;
-		got += (uint64_t)h;
-	}
+	} while (busy);
 	r->total_s = now_s() - t_all;
-	r->evictions = stat_of(c, "evictions");
-	kvt_close(c);
+	r->evictions = stat_of(e[0].c, "evictions");
+	for (size_t k = 0; k < a->clients; k++)
+		kvt_close(e[k].c);
+	free(e);
 	stop_daemon();
 	pctl_ms(lat, a->requests, &r->p50_us, &r->p99_us);
 	r->p50_us *= 1e3, r->p99_us *= 1e3;
-	r->daemon_phr = asked ? (double)got / (double)asked : 0;
-	r->put_gbs = put_s > 0 ? (double)put_bytes / put_s / 1e9 : 0;
-	r->memcpy_gbs = memcpy_gbs(sbuf, a->chunk, a->capacity, put_bytes);
+	r->daemon_phr = io.asked ? (double)io.got / (double)io.asked : 0;
+	r->put_gbs = io.put_s > 0 ? (double)io.put_bytes / io.put_s / 1e9 : 0;
+	r->memcpy_gbs = memcpy_gbs(sbuf, a->chunk, a->capacity, io.put_bytes);
 	free(lat);
-	free(keys);
-	free(dst);
-	free(src);
+	free(io.keys);
+	free(io.dst);
+	free(io.src);
 	munmap(dbuf, maxlen * a->chunk);
 	munmap(sbuf, a->chunk);
 
 	struct kvt_sim_tier tier = {
 	    .name = "host", .policy = name, .params = params, .capacity_blocks = a->capacity};
 	struct kvt_sim_result s;
-	if ((rc = kvt_sim_run(t, &tier, 1, &s))) /* t->engine: puts end as the daemon's do */
+	struct kvt_trace same = *t;
+	same.streams = a->clients; /* the engines' turns, as the daemon saw them */
+	if ((rc = kvt_sim_run(&same, &tier, 1, &s))) /* engine: puts end as the daemon's do */
 		die("kvtier sim", rc);
 	r->sim_phr = s.accesses ? (double)s.prefix_hits / (double)s.accesses : 0;
 }
@@ -184,7 +249,7 @@ static void parse(int argc, char **argv, struct args *a)
 {
 	static char dflt[] = "lru,conv";
 	char *pols = dflt;
-	a->capacity = 4096, a->chunk = 64 << 10, a->check = -1;
+	a->capacity = 4096, a->chunk = 64 << 10, a->check = -1, a->clients = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v) {
@@ -201,6 +266,8 @@ static void parse(int argc, char **argv, struct args *a)
 			a->requests = count_of(v, 1);
 		else if (!strcmp(o, "--policy"))
 			pols = argv[i + 1];
+		else if (!strcmp(o, "--clients"))
+			a->clients = count_of(v, 1);
 		else if (!strcmp(o, "--check"))
 			a->check = strtod(v, NULL);
 		else {
@@ -208,6 +275,10 @@ static void parse(int argc, char **argv, struct args *a)
 			exit(2);
 		}
 		i++;
+	}
+	if (a->clients > 64) {
+		fprintf(stderr, "bench: at most 64 clients\n");
+		exit(2);
 	}
 	for (char *save = NULL, *p = strtok_r(pols, ",", &save); p;
 	     p = strtok_r(NULL, ",", &save)) {
@@ -240,8 +311,9 @@ int main(int argc, char **argv)
 	t.n_acc = t.req_off[a.requests];
 	t.engine = true;
 	printf("# kvtier bench trace: %s, %zu requests, %zu chunk reads, host of %zu chunks of "
-	       "%zu KiB, no lower tier\n\n",
-	       a.trace, a.requests, t.n_acc, a.capacity, a.chunk >> 10);
+	       "%zu KiB, no lower tier, %zu engine%s\n\n",
+	       a.trace, a.requests, t.n_acc, a.capacity, a.chunk >> 10, a.clients,
+	       a.clients > 1 ? "s taking turns" : "");
 	printf("| host.policy | prefix hit ratio, daemon | kvtier sim | request p50 / p99 us | "
 	       "put GB/s | memcpy GB/s | put / memcpy | time vs %s | evictions |\n",
 	       a.pols[0]);

@@ -27,6 +27,7 @@ struct opts {
 	const char *warmup; /* --warmup N (requests) or P% (of the trace's requests) */
 	const char *bypass; /* --bypass FILE: a predictor's byte per access, 1 = not kept */
 	bool engine;        /* --engine: puts end where kvtierd's do (kvt_trace.engine) */
+	uint64_t streams;   /* --streams K: K engines' requests in flight (kvt_trace.streams) */
 	uint64_t seed;
 	double hint_ends;    /* --hint-ends F: the fraction of conversation ends told (< 0: off) */
 	uint64_t hint_delay; /* --hint-delay N: told N requests after the last turn */
@@ -62,6 +63,9 @@ static void usage(FILE *f)
 	    "                  [--engine] (as an engine drives kvtierd: a request reads its\n"
 	    "                  leading hits and puts the rest, and the put ends where the\n"
 	    "                  policy would evict the request's own blocks)\n"
+	    "                  [--streams K] (K engines at once, taking turns message by\n"
+	    "                  message: other engines' reads and puts come between a\n"
+	    "                  request's read of its leading hits and its put of the rest)\n"
 	    "                  [--bypass FILE] (one byte per access, 1: the block is not kept;\n"
 	    "                  a predictor's decisions, replayed)\n"
 	    "                  [--warmup N|P%%] (the first N requests, or P%% of them, are\n"
@@ -262,6 +266,8 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		o->bypass = v;
 	else if (!strcmp(a, "--hint-ends"))
 		return parse_fraction(v, &o->hint_ends);
+	else if (!strcmp(a, "--streams"))
+		return count_in(v, 1, 65536, &o->streams);
 	else if (!strcmp(a, "--hint-delay"))
 		return count_in(v, 0, UINT32_MAX, &o->hint_delay);
 	else if (!strcmp(a, "--quota") && w->n_quotas < MAX_LIST)
@@ -407,6 +413,8 @@ static void print_bypassed(const struct opts *o, const struct kvt_trace *t,
 {
 	if (t->engine && o->json)
 		printf(",\"engine\":true");
+	if (t->streams > 1 && o->json)
+		printf(",\"streams\":%zu", t->streams);
 	if (t->bypass)
 		printf(o->json ? ",\"bypassed\":%llu" : "%27llu accesses bypassed\n",
 		       (unsigned long long)r->bypassed);
@@ -612,6 +620,12 @@ int kvt_sim_main(int argc, char **argv)
 		goto out;
 	}
 	t.engine = o.engine;
+	if (o.streams > 1 && (o.mrc_rate > 0 || o.minisim)) {
+		fprintf(stderr, "sim: --streams applies to replays, not to --mrc or --minisim\n");
+		rc = -EINVAL;
+		goto out;
+	}
+	t.streams = (size_t)o.streams;
 	if (o.dump && (rc = dump(o.dump, &t)))
 		goto out;
 	if (o.dump && !o.n_caps && !o.n_tiers)

@@ -16,7 +16,9 @@
  * miss is a put, and where the top tier's policy would first evict a block of the request the
  * put ends: the rest of the request is neither stored nor read, as in kvtierd. For one tier
  * that is the daemon exactly (`kvtier bench trace`); below it, a chunk the engine puts that a
- * lower tier holds is promoted here and not in the daemon.
+ * lower tier holds is promoted here and not in the daemon. With t->streams engines, requests
+ * are made as kvtierd sees several engines make them: a read, then a put, other engines'
+ * messages between (turn()).
  */
 #include "sim.h"
 #include "sim_int.h"
@@ -49,10 +51,11 @@ struct run {
 	uint32_t prev_blk; /* previous block of the current request, or KVT_POLICY_NONE */
 	uint32_t depth;
 	uint32_t tenant;
-	/* engine mode (kvt_trace.engine): the request each block was last read by (1-based), the
-	 * current one, whether a put is storing a block, and whether the put has ended */
-	uint32_t *req_of, req;
-	bool putting, cut;
+	/* engine mode (kvt_trace.engine): the current request's blocks before the one accessed
+	 * now, whether a put is storing a block, and whether the put has ended */
+	const uint32_t *own;
+	uint64_t n_own;
+	bool engine, putting, cut;
 };
 
 static inline uint64_t key_hash(uint32_t blk)
@@ -142,15 +145,26 @@ static bool quota_room(struct run *u, size_t ti, uint32_t tenant)
 	return t->used < t->cap;
 }
 
+/* Whether v is one of the blocks a put guards in kvtierd (ipc/daemon/store.c, put_guard): the
+ * request's blocks before this one, walked back while tier t holds them (at most KVD_PUT_GUARD
+ * ancestors and a batch). */
+static bool guarded(const struct run *u, const struct tier *t, uint32_t v)
+{
+	for (uint64_t k = u->n_own, n = 0; k-- > 0 && n < 1024 + 256 && t->res[u->own[k]]; n++)
+		if (u->own[k] == v)
+			return true;
+	return false;
+}
+
 /* Engine mode, room for a put in the top tier, as kvtierd makes it (ipc/daemon/store.c,
- * put_evict_one): the policy's first choice is evicted, unless it is a block the request has
- * read or stored -- then the put ends. Without quotas the daemon asks once, and so does this.
- * @return : false when the put ends. */
+ * put_evict_one): the policy's first choice is evicted, unless it is a block the put guards
+ * (what the request has read or stored) -- then the put ends. Without quotas the daemon asks
+ * once, and so does this. @return : false when the put ends. */
 static bool put_room(struct run *u, struct tier *t)
 {
 	while (t->used >= t->cap) {
 		uint32_t v = first_victim(t);
-		if (u->req_of[v] == u->req)
+		if (guarded(u, t, v))
 			return false;
 		if (t->quota)
 			return true; /* quota_room below picks as the daemon's quotas do */
@@ -271,7 +285,7 @@ static int access_blk(struct run *u, uint32_t blk)
 		}
 		return (int)i;
 	}
-	u->putting = u->req_of != NULL;
+	u->putting = u->engine;
 	insert(u, 0, blk, u->tenant);
 	u->putting = false;
 	if (u->t[0].res[blk])
@@ -307,7 +321,6 @@ static void teardown(struct run *u)
 		free(u->t[i].owner);
 		free(u->t[i].res);
 	}
-	free(u->req_of);
 }
 
 /* The tier's quotas; every tenant of the trace must fit the quota's dense table. */
@@ -396,60 +409,137 @@ static void tell_done(struct run *u, const struct kvt_trace *tr, size_t q, struc
 	}
 }
 
+/* A request in flight on one simulated engine (t->streams): its next access, and whether it
+ * has reached its first miss (its put). */
+struct lane {
+	size_t q; /* SIZE_MAX: idle */
+	uint64_t i;
+	bool put, missed;
+};
+
+/* Whether a tier holds blk (the access will be a hit). */
+static bool held(const struct run *u, uint32_t blk)
+{
+	for (size_t k = 0; k < u->n; k++)
+		if (u->t[k].res[blk])
+			return true;
+	return false;
+}
+
+/* Lane l takes request q: the warm-up ends at warmup_req, and the engine's hints due before
+ * q are told. */
+static void take_request(struct run *u, const struct kvt_trace *tr, struct lane *l, size_t q,
+                         struct kvt_sim_result *r)
+{
+	*l = (struct lane){.q = q, .i = tr->req_off[q]};
+	if (q && q == tr->warmup_req) { /* the warm-up ends: score from here */
+		r->hits = r->prefix_hits = r->done_hints = r->bypassed = 0;
+		memset(r->tier, 0, sizeof(r->tier));
+		memset(r->tenants, 0, sizeof(r->tenants));
+		r->n_tenants = 0;
+	}
+	if (tr->hint_off)
+		tell_done(u, tr, q, r);
+}
+
+/* One access, lane l's next: served, counted. @return : false when a put ended the request. */
+static bool step(struct run *u, const struct kvt_trace *tr, struct lane *l,
+                 struct kvt_sim_result *r)
+{
+	size_t q = l->q;
+	uint64_t i = l->i++;
+	bool counted = q >= tr->warmup_req;
+	struct kvt_sim_tenant_result *ten = counted ? tenant_slot(r, tr->tenant[q]) : NULL;
+	u->prev_blk = i > tr->req_off[q] ? tr->blk[i - 1] : KVT_POLICY_NONE;
+	u->depth = (uint32_t)(i - tr->req_off[q]);
+	u->tenant = tr->tenant[q];
+	u->own = &tr->blk[tr->req_off[q]];
+	u->n_own = i - tr->req_off[q];
+	u->cut = false;
+	bool skip = tr->bypass && tr->bypass[i];
+	int at = skip ? bypass_blk(u, tr->blk[i]) : access_blk(u, tr->blk[i]);
+	l->missed = l->missed || at < 0;
+	if (counted) {
+		r->bypassed += skip;
+		r->hits += at >= 0;
+		r->prefix_hits += !l->missed;
+		if (!l->missed)
+			r->tier[at].prefix_hits++;
+		if (ten) {
+			ten->accesses++;
+			ten->hits += at >= 0;
+			ten->prefix_hits += !l->missed;
+		}
+	}
+	if (!u->cut)
+		return true;
+	if (ten) /* a put that ended leaves the rest of its request unread and unstored */
+		ten->accesses += tr->req_off[q + 1] - l->i;
+	return false;
+}
+
+/*
+ * Lane l's turn. A request is two messages to kvtierd: the read of its leading hits, and the put
+ * from its first miss on. With several engines, other engines' messages come between the two
+ * (the prefill runs there), so the put may find chunks another engine stored meanwhile: they are
+ * block hits, but not prefix hits -- the engine has already decided to compute them. One stream
+ * makes the two back to back: the trace's order.
+ */
+static void turn(struct run *u, const struct kvt_trace *tr, struct lane *l,
+                 struct kvt_sim_result *r)
+{
+	uint64_t end = tr->req_off[l->q + 1];
+	while (l->i < end && !l->put) {
+		if (!held(u, tr->blk[l->i])) {
+			l->put = true;
+			l->missed = true; /* the engine computes the rest */
+			if (tr->streams > 1)
+				return; /* the prefill: other engines go first */
+		} else if (!step(u, tr, l, r)) {
+			l->i = end;
+		}
+	}
+	while (l->i < end)
+		if (!step(u, tr, l, r))
+			l->i = end;
+	l->q = SIZE_MAX;
+}
+
 int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, size_t n,
                 struct kvt_sim_result *r)
 {
 	struct run u;
+	struct lane *lanes = NULL;
 	memset(&u, 0, sizeof(u));
 	memset(r, 0, sizeof(*r));
 	if (!n || n > KVT_SIM_MAX_TIERS || (tr->warmup_req && tr->warmup_req >= tr->n_req))
 		return -EINVAL;
 	int rc = setup(&u, tr, tiers, n, r);
-	if (!rc && tr->engine && !(u.req_of = calloc(tr->n_blocks + 1, sizeof(*u.req_of))))
-		rc = -ENOMEM;
+	u.engine = tr->engine;
 	if (rc)
 		goto out;
+	size_t nl = tr->streams > 1 ? tr->streams : 1, next = 0, busy;
+	lanes = malloc(nl * sizeof(*lanes));
+	if (!lanes) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t s = 0; s < nl; s++)
+		lanes[s].q = SIZE_MAX;
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	for (size_t q = 0; q < tr->n_req; q++) {
-		bool lead = true;
-		if (q && q == tr->warmup_req) { /* the warm-up ends: score from here */
-			r->hits = r->prefix_hits = r->done_hints = r->bypassed = 0;
-			memset(r->tier, 0, sizeof(r->tier));
-			memset(r->tenants, 0, sizeof(r->tenants));
-			r->n_tenants = 0;
+	do {
+		busy = 0;
+		for (size_t s = 0; s < nl; s++) {
+			struct lane *l = &lanes[s];
+			if (l->q == SIZE_MAX && next < tr->n_req)
+				take_request(&u, tr, l, next++, r);
+			if (l->q == SIZE_MAX)
+				continue;
+			busy++;
+			turn(&u, tr, l, r);
 		}
-		if (tr->hint_off)
-			tell_done(&u, tr, q, r);
-		struct kvt_sim_tenant_result *ten = tenant_slot(r, tr->tenant[q]);
-		u.prev_blk = KVT_POLICY_NONE;
-		u.tenant = tr->tenant[q];
-		u.depth = 0;
-		u.req = (uint32_t)q + 1;
-		u.cut = false;
-		uint64_t i = tr->req_off[q];
-		for (; i < tr->req_off[q + 1] && !u.cut; i++) {
-			if (u.req_of)
-				u.req_of[tr->blk[i]] = u.req;
-			bool skip = tr->bypass && tr->bypass[i];
-			int at = skip ? bypass_blk(&u, tr->blk[i]) : access_blk(&u, tr->blk[i]);
-			r->bypassed += skip;
-			r->hits += at >= 0;
-			lead = lead && at >= 0;
-			r->prefix_hits += lead;
-			if (ten) {
-				ten->accesses++;
-				ten->hits += at >= 0;
-				ten->prefix_hits += lead;
-			}
-			if (lead)
-				r->tier[at].prefix_hits++;
-			u.prev_blk = tr->blk[i];
-			u.depth++;
-		}
-		if (ten) /* a put that ended leaves the rest of its request unread and unstored */
-			ten->accesses += tr->req_off[q + 1] - i;
-	}
+	} while (busy);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	r->accesses = tr->n_acc - tr->req_off[tr->warmup_req];
 	r->elapsed_s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
@@ -459,6 +549,7 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 		snprintf(r->params[k], sizeof(r->params[k]), "%s", line[0] ? line + 1 : line);
 	}
 out:
+	free(lanes);
 	teardown(&u);
 	return rc;
 }

@@ -33,6 +33,14 @@ struct kvt_trace {
 	 * request is neither stored nor read -- where the top tier's policy would first evict a
 	 * block this request has read or stored. false: a plain cache, every block accessed. */
 	bool engine;
+	/* Engines at once (`kvtier sim --streams K`): each of K engines makes one request at a
+	 * time, as two messages -- the read of its leading hits, then the put from its first miss
+	 * on -- and the engines take turns, one message each, so other engines' messages come
+	 * between a request's read and its put (its prefill), as in kvtierd. A block the put finds
+	 * held (another engine stored it meanwhile) is a block hit, not a prefix hit. Each engine
+	 * takes the trace's next request when its own is done. 0 or 1: the trace's order. OPT is
+	 * the bound for the trace's order. */
+	size_t streams;
 };
 
 /*
