@@ -200,7 +200,12 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 			if (e[k].q == SIZE_MAX)
 				continue;
 			busy++;
-			if (!engine_turn(t, &io, &e[k], a->clients > 1))
+			bool done = engine_turn(t, &io, &e[k], a->clients > 1);
+			/* its releases are handled before the next engine's turn, so no lease of
+			 * this one pins a chunk then (the simulator has no leases) */
+			if (a->clients > 1 && (rc = settle(e[k].c)))
+				die("ping", rc);
+			if (!done)
 				continue;
 			lat[e[k].q] = e[k].busy_s;
 			e[k].q = SIZE_MAX;

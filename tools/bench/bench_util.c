@@ -156,6 +156,11 @@ void pctl_ms(double *v, size_t n, double *p50, double *p99)
 }
 
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
+int settle(kvt_client_t *c)
+{
+	return kvt__client_simple(c, 9 /* KVT_MSG_PING */, NULL, NULL, 0);
+}
+
 long long stat_of(kvt_client_t *c, const char *key)
 {
 	return tier_stat_of(c, NULL, key);

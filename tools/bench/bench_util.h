@@ -27,6 +27,9 @@ kvt_model_t model_of(size_t bytes, uint32_t salt);
 void make_keys(kvt_id_t ns, kvt_id_t *keys, size_t n, uint32_t salt);
 void *prefaulted(size_t bytes);
 long long stat_of(kvt_client_t *c, const char *key);
+/* A round trip (a ping): when it returns, the daemon has handled every message c sent before,
+ * those with no reply (kvt_release, kvt_prefetch) included. @return : 0 or -errno. */
+int settle(kvt_client_t *c);
 /* Sorts v[0..n) (seconds) and gives its median and 99th percentile in milliseconds (0 when
  * empty). */
 void pctl_ms(double *v, size_t n, double *p50, double *p99);

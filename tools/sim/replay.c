@@ -56,6 +56,7 @@ struct run {
 	const uint32_t *own;
 	uint64_t n_own;
 	bool engine, putting, cut;
+	uint32_t *depth_of; /* engine mode: the depth each block was stored at */
 };
 
 static inline uint64_t key_hash(uint32_t blk)
@@ -208,6 +209,8 @@ static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 	while (t->used >= t->cap)
 		evict_one(u, ti);
 	t->ops->on_insert(t->p, blk, &m);
+	if (ti == 0 && u->depth_of)
+		u->depth_of[blk] = m.depth;
 	t->res[blk] = 1;
 	t->used++;
 	t->r->inserts++;
@@ -321,6 +324,7 @@ static void teardown(struct run *u)
 		free(u->t[i].owner);
 		free(u->t[i].res);
 	}
+	free(u->depth_of);
 }
 
 /* The tier's quotas; every tenant of the trace must fit the quota's dense table. */
@@ -415,6 +419,8 @@ struct lane {
 	size_t q; /* SIZE_MAX: idle */
 	uint64_t i;
 	bool put, missed;
+	uint64_t put_at; /* engine mode: where the put begins, and the depth kvtierd gives it */
+	uint32_t put_depth;
 };
 
 /* Whether a tier holds blk (the access will be a hit). */
@@ -451,7 +457,8 @@ static bool step(struct run *u, const struct kvt_trace *tr, struct lane *l,
 	bool counted = q >= tr->warmup_req;
 	struct kvt_sim_tenant_result *ten = counted ? tenant_slot(r, tr->tenant[q]) : NULL;
 	u->prev_blk = i > tr->req_off[q] ? tr->blk[i - 1] : KVT_POLICY_NONE;
-	u->depth = (uint32_t)(i - tr->req_off[q]);
+	u->depth = u->engine && l->put ? l->put_depth + (uint32_t)(i - l->put_at)
+	                               : (uint32_t)(i - tr->req_off[q]);
 	u->tenant = tr->tenant[q];
 	u->own = &tr->blk[tr->req_off[q]];
 	u->n_own = i - tr->req_off[q];
@@ -499,6 +506,13 @@ static void turn(struct run *u, const struct kvt_trace *tr, struct lane *l,
 			l->i = end;
 		}
 	}
+	if (l->put && u->engine && l->i < end) { /* as kvtierd numbers a put: from its parent */
+		uint32_t pa = l->i > tr->req_off[l->q] ? tr->blk[l->i - 1] : KVT_POLICY_NONE;
+		l->put_at = l->i;
+		l->put_depth = pa == KVT_POLICY_NONE ? 0
+		               : u->t[0].res[pa]     ? u->depth_of[pa] + 1
+		                                     : 1;
+	}
 	while (l->i < end)
 		if (!step(u, tr, l, r))
 			l->i = end;
@@ -516,6 +530,8 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 		return -EINVAL;
 	int rc = setup(&u, tr, tiers, n, r);
 	u.engine = tr->engine;
+	if (!rc && u.engine && !(u.depth_of = calloc(tr->n_blocks + 1, sizeof(*u.depth_of))))
+		rc = -ENOMEM;
 	if (rc)
 		goto out;
 	size_t nl = tr->streams > 1 ? tr->streams : 1, next = 0, busy;
