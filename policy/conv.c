@@ -44,6 +44,16 @@
  * 1,024 and 4,096 (0.082 / 0.152 -> 0.075 / 0.144): the block hits it gives up were hits no
  * engine can use (docs/policies.md, "A thirteenth look").
  *
+ * Engines at once (on_stream). What a request is -- its start at a depth-0 chunk, the chunks it
+ * has touched, the chunk it touched last (a hit's parent), its pending chunks -- is kept per
+ * stream: kvtierd names the connection each get and put comes from, `kvtier sim --streams`
+ * the simulated engine. Without it a second engine's request ended the first's, so the first
+ * engine's put, made after its prefill while others read and put, found its prefix unprotected
+ * and its newest chunks tips. With 16 engines on Mooncake's second trace that put conv below
+ * LRU in prefix hits (0.082 / 0.224 against 0.089 / 0.240 at 1,024 / 4,096 blocks); per stream
+ * it reads 0.095 / 0.244, and on the conversation trace 0.063 / 0.142 / 0.283 for 0.064 /
+ * 0.143 / 0.283 (docs/policies.md, "A fourteenth look"). 64 streams are told apart; more share.
+ *
  * Classes come from the prefix tree and the access stream, nothing fitted to a trace:
  *  - returns along the chain (0, 1, 2, 3+): a new chunk inherits its parent's count, plus one
  *    when the parent was itself re-accessed -- the chunk extends a conversation that came back
@@ -72,7 +82,7 @@
  * request's pending chunks is O(1) per chunk, once); a victim costs one table lookup per
  * non-empty class (<= 245), and with strict a walk down to a leaf (a map probe per level); the
  * density table (245 classes x 96 bins) is rebuilt every 4,096 events (~15 ns per event
- * amortised). Memory: 51 bytes per id (12 of them the child lists), 8-16 bytes per resident (the
+ * amortised). Memory: 52 bytes per id (12 of them the child lists), 8-16 bytes per resident (the
  * map), 16 bytes per history slot (16 x capacity slots, so ~0.5 KiB per cached chunk), 475 KiB
  * of tables and the pending list.
  *
@@ -100,6 +110,7 @@ _Static_assert(NCLASS <= 256, "a class fits the uint8_t that learn() takes");
 #define PRIOR     16.0
 
 #define PEND_MAX 4096
+#define NSTREAM  64 /* streams told apart (on_stream); more share slots */
 
 enum { F_LIVE = 1, F_CHILD = 2, F_REACC = 4, F_PEND = 8, F_TIP = 16, F_DONE = 32 };
 
@@ -117,6 +128,7 @@ struct kvt_policy {
 	uint64_t *phash;                     /* the parent's key hash, 0 for none (parent_of()) */
 	uint32_t *kid, *sib_prev, *sib_next; /* its children, a list: the first, the siblings */
 	uint32_t *last, *nchild;
+	uint8_t *strm; /* the stream that touched it last */
 	uint16_t *cls;
 	uint8_t *flags, *seg, *hits, *gap, *depth;
 	size_t cap;
@@ -133,15 +145,19 @@ struct kvt_policy {
 	double horizon, decay_hl, orphan;
 	unsigned walk;
 	bool leaf_first, strict;
-	uint32_t req_start; /* the event at which the current request began */
+	/* per stream (on_stream): the event its request in flight began at, its last chunk */
+	struct {
+		uint32_t req_start, prev;
+	} st[NSTREAM];
+	uint8_t cur; /* the stream the calls come from now */
 	/* the residents by key hash: id + 1 per slot (0 empty), linear probing, at most half full
 	 */
 	uint32_t *rmap;
 	size_t rmask, rmap_n;
 	/* chunks inserted since the current request began (tips once it ends) */
 	uint32_t pend[PEND_MAX], pend_tag[PEND_MAX]; /* ids, and their key hashes' low half */
+	uint8_t pend_strm[PEND_MAX];                 /* and the stream that put them */
 	size_t n_pend;
-	uint32_t prev; /* the last chunk touched, or KVT__NIL */
 };
 
 static unsigned age_bin(uint64_t age)
@@ -308,10 +324,11 @@ static uint32_t leaf_below(const struct kvt_policy *p, uint32_t x, const uint32_
 	return x;
 }
 
-/* Whether id was inserted or read by the request in flight (since the last depth-0 chunk). */
+/* Whether id was inserted or read by a request in flight: since the last depth-0 chunk of the
+ * stream that touched it last. */
 static bool in_request(const struct kvt_policy *p, uint32_t id)
 {
-	return p->last[id] - p->req_start < 0x80000000u;
+	return p->last[id] - p->st[p->strm[id]].req_start < 0x80000000u;
 }
 
 /*
@@ -445,11 +462,19 @@ static int setup_hist(struct kvt_policy *p, size_t c)
 
 /* ---- tips ---- */
 
-/* A new request begins: the pending chunks that got no child are tips. */
-static void finalize(struct kvt_policy *p)
+/* A request of stream s has ended (all: every stream's): its pending chunks that got no child
+ * are tips. The other streams' stay pending. */
+static void finalize(struct kvt_policy *p, unsigned s, bool all)
 {
+	size_t keep = 0;
 	for (size_t i = 0; i < p->n_pend; i++) {
 		uint32_t id = p->pend[i];
+		if (!all && p->pend_strm[i] != s) {
+			p->pend[keep] = id;
+			p->pend_tag[keep] = p->pend_tag[i];
+			p->pend_strm[keep++] = p->pend_strm[i];
+			continue;
+		}
 		if (!(p->flags[id] & F_PEND) || (uint32_t)p->hash[id] != p->pend_tag[i])
 			continue; /* removed since, listed twice, or the id given to a later chunk
 			           */
@@ -459,24 +484,31 @@ static void finalize(struct kvt_policy *p)
 			reclass(p, id);
 		}
 	}
-	p->n_pend = 0;
+	p->n_pend = keep;
 }
 
-/* A depth-0 chunk is read or put: the request before it has ended, and what this event touches
- * (the next tick) belongs to the one in flight. */
+/* A depth-0 chunk is read or put: the stream's request before it has ended, and what this event
+ * touches (the next tick) belongs to the one in flight. */
 static void begin_request(struct kvt_policy *p)
 {
-	finalize(p);
-	p->req_start = (uint32_t)p->now + 1;
+	finalize(p, p->cur, false);
+	p->st[p->cur].req_start = (uint32_t)p->now + 1;
 }
 
 static void add_pend(struct kvt_policy *p, uint32_t id)
 {
 	if (p->n_pend == PEND_MAX)
-		finalize(p);
+		finalize(p, 0, true);
 	p->flags[id] |= F_PEND;
 	p->pend_tag[p->n_pend] = (uint32_t)p->hash[id];
+	p->pend_strm[p->n_pend] = p->cur;
 	p->pend[p->n_pend++] = id;
+}
+
+/* The calls that follow come from stream s (an engine's connection, a simulated engine). */
+static void cv_stream(struct kvt_policy *p, uint32_t s)
+{
+	p->cur = (uint8_t)(s % NSTREAM);
 }
 
 /* Cancels id's done hint: it goes back to its class. */
@@ -528,7 +560,7 @@ static void relink(struct kvt_policy *p, uint32_t id, uint32_t pv)
 		    KVT__COL((p)->kid), KVT__COL((p)->sib_prev), KVT__COL((p)->sib_next),          \
 		    KVT__COL((p)->nchild), KVT__COL((p)->flags), KVT__COL((p)->seg),               \
 		    KVT__COL((p)->hits), KVT__COL((p)->cls), KVT__COL((p)->depth),                 \
-		    KVT__COL((p)->gap)                                                             \
+		    KVT__COL((p)->gap), KVT__COL((p)->strm)                                        \
 	}
 
 static int ensure(struct kvt_policy *p, uint32_t id)
@@ -557,7 +589,8 @@ static int cv_create(size_t hint, struct kvt_policy **out)
 		return -ENOMEM;
 	p->walk = 1;
 	p->leaf_first = true;
-	p->prev = KVT__NIL;
+	for (unsigned s = 0; s < NSTREAM; s++)
+		p->st[s].prev = KVT__NIL;
 	p->horizon = 1.0;
 	p->orphan = 0.5;
 	p->strict = true;
@@ -635,7 +668,8 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	}
 	add_pend(p, id);
 	reclass(p, id);
-	p->prev = id;
+	p->st[p->cur].prev = id;
+	p->strm[id] = p->cur;
 	p->last[id] = (uint32_t)p->now;
 }
 
@@ -660,12 +694,13 @@ static void cv_access(struct kvt_policy *p, uint32_t id)
 		p->hits[id]++;
 	p->flags[id] |= F_REACC;
 	/* the chunk touched just before, one level up, is (almost surely) its parent */
-	uint32_t pv = p->prev;
+	uint32_t pv = p->st[p->cur].prev;
 	if (pv < p->cap && (p->flags[pv] & F_LIVE) && p->depth[id] &&
 	    child_depth(p->depth[pv]) == p->depth[id])
 		relink(p, id, pv);
 	reclass(p, id);
-	p->prev = id;
+	p->st[p->cur].prev = id;
+	p->strm[id] = p->cur;
 	p->last[id] = (uint32_t)p->now;
 }
 
@@ -920,4 +955,5 @@ const struct kvt_policy_ops kvt_policy_conv = {
     .set_param = cv_set_param,
     .get_param = cv_get_param,
     .memory_bytes = cv_memory,
+    .on_stream = cv_stream,
 };

@@ -83,6 +83,12 @@ struct kvt_policy_ops {
 	/* Added in version 1, optional: tunable parameter i (0, 1, ...) with its value now and the
 	 * range set_param takes. @return : 0, -ENOENT past the last. NULL: none. */
 	int (*get_param)(struct kvt_policy *p, size_t i, struct kvt_policy_param *out);
+	/* Added in version 1, optional: the calls that follow, until the next on_stream, come from
+	 * stream s -- one engine's requests, made one at a time (kvtierd: a client connection;
+	 * kvtier sim --streams: one simulated engine). A policy that follows requests (conv) keeps
+	 * the request in flight per stream, so engines that interleave do not cut each other's
+	 * requests short. NULL: ignored; a caller that never calls it is one stream, 0. */
+	void (*on_stream)(struct kvt_policy *p, uint32_t s);
 };
 
 /* @return : the policy named name, or NULL. */

@@ -321,6 +321,14 @@ void kvd_keep_fini(struct kvd *d);
 size_t kvd_host_resident(const struct kvd *d);
 /* policyctl.c: what the host policy is told about entry id (parent only if at host). */
 void kvd_host_meta(void *d, uint32_t id, struct kvt_policy_meta *m);
+/* Tells the host policy that the calls which follow come from connection conn (KVD_NIL: the
+ * daemon itself -- a promotion landing, a keep ending): conv keeps each engine's request in
+ * flight apart (policy.h, on_stream). */
+static inline void kvd_policy_stream(struct kvd *d, uint32_t conn)
+{
+	if (d->pol_ops->on_stream)
+		d->pol_ops->on_stream(d->pol, conn == KVD_NIL ? 0 : conn + 1);
+}
 
 /* Drops the entry everywhere (host copy freed when its last reader ends). */
 void kvd_entry_drop(struct kvd *d, uint32_t id);

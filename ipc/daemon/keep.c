@@ -158,6 +158,7 @@ static void release(struct kvd *d, uint32_t id)
 	if (at_host) {
 		struct kvt_policy_meta m;
 		kvd_host_meta(d, id, &m);
+		kvd_policy_stream(d, KVD_NIL);
 		d->pol_ops->on_insert(d->pol, id, &m);
 	}
 }

@@ -93,6 +93,7 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 {
 	uint32_t t = d->conns[conn].tenant;
 	uint32_t ids[KVT_BATCH_MAX], found = 0; /* one index lookup per key */
+	kvd_policy_stream(d, conn);
 	bool lower_only = false;
 	for (; found < n && found < KVT_BATCH_MAX; found++) {
 		ids[found] = kvd_index_find(&d->idx, t, ns, keys[found]);

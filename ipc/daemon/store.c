@@ -559,6 +559,7 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
 		return 0;
 	}
 	put_guard_ancestors(d, c->tenant, p->ns, pid);
+	kvd_policy_stream(d, (uint32_t)(c - d->conns));
 	int rc = put_chunks(d, c, ns, parent, pid, depth, items, n);
 	put_unguard(d);
 	return rc;

@@ -1203,8 +1203,10 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 		                            .parent = pid == KVD_NIL ? KVT_POLICY_NONE : pid,
 		                            .depth = e->depth,
 		                            .tenant = e->tenant};
-		if (!kvd_keep_landed(d, id)) /* a keep waited for it: out of the policy */
+		if (!kvd_keep_landed(d, id)) { /* a keep waited for it: out of the policy */
+			kvd_policy_stream(d, KVD_NIL);
 			d->pol_ops->on_insert(d->pol, id, &m);
+		}
 		d->st.promoted++;
 	}
 	free(j);

@@ -632,6 +632,39 @@ static void test_policy_conv_strict_spares_request(void **state)
 	}
 }
 
+/* Engines interleave (on_stream): engine 1 has read its prefix 2 -> 3 when engine 2 begins a
+ * request (5). Engine 1's request is still in flight -- its put of 4 under 3 comes next -- so
+ * strict conv leaves 2 and 3 alone and takes the earlier request (1, then 0). Told nothing of
+ * streams, conv takes 5's start for the end of 2 -> 3 and offers its tip, 3, next after 1. */
+static void test_policy_conv_streams_apart(void **state)
+{
+	const struct kvt_policy_ops *o = &kvt_policy_conv;
+	for (int told = 1; told >= 0; told--) {
+		struct kvt_policy *p = make("conv", 16);
+		if (told)
+			o->on_stream(p, 1);
+		ins(o, p, 0, KVT_POLICY_NONE, 0); /* an earlier request: 0 -> 1, read again */
+		ins(o, p, 1, 0, 1);
+		o->on_access(p, 0);
+		o->on_access(p, 1);
+		ins(o, p, 2, KVT_POLICY_NONE, 0); /* engine 1's request: 2 -> 3 ... */
+		ins(o, p, 3, 2, 1);
+		if (told)
+			o->on_stream(p, 2);
+		ins(o, p, 5, KVT_POLICY_NONE, 0); /* engine 2's */
+		if (told)
+			o->on_stream(p, 1);
+		uint32_t v[2];
+		assert_int_equal(o->pick_victims(p, v, 2, NULL, NULL), 2);
+		if (told)
+			assert_true(v[0] == 1 && v[1] == 0);
+		else
+			assert_true(v[1] == 3);
+		ins(o, p, 4, 3, 2); /* ... -> 4 */
+		o->destroy(p);
+	}
+}
+
 /* kvtierd builds its host policy for the tier's capacity in chunks (millions, for a large host
  * of small chunks) before a chunk is stored. A policy so built may reserve address space but
  * holds memory only as its ids come: under 8 MiB for 8 million. Before, the first growth of
@@ -1599,6 +1632,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_conv_reused_id_is_not_the_parent),
 	    cmocka_unit_test(test_policy_conv_strict_leaves_first),
 	    cmocka_unit_test(test_policy_conv_strict_spares_request),
+	    cmocka_unit_test(test_policy_conv_streams_apart),
 	    cmocka_unit_test(test_policy_built_large_holds_little),
 	    cmocka_unit_test(test_policy_conv_learns_tips_die),
 	    cmocka_unit_test(test_policy_conv_orphans_first),

@@ -553,6 +553,10 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 			if (l->q == SIZE_MAX)
 				continue;
 			busy++;
+			if (nl > 1) /* the engine the calls come from */
+				for (size_t t = 0; t < u.n; t++)
+					if (u.t[t].ops->on_stream)
+						u.t[t].ops->on_stream(u.t[t].p, (uint32_t)s);
 			turn(&u, tr, l, r);
 		}
 	} while (busy);
