@@ -421,6 +421,7 @@ struct lane {
 	bool put, missed;
 	uint64_t put_at; /* engine mode: where the put begins, and the depth kvtierd gives it */
 	uint32_t put_depth;
+	struct kvt_sim_tenant_result *ten; /* its tenant's figures; NULL: not counted */
 };
 
 /* Whether a tier holds blk (the access will be a hit). */
@@ -446,6 +447,8 @@ static void take_request(struct run *u, const struct kvt_trace *tr, struct lane 
 	}
 	if (tr->hint_off)
 		tell_done(u, tr, q, r);
+	/* requests are taken in order, so none taken later precedes the warm-up's reset */
+	l->ten = q >= tr->warmup_req ? tenant_slot(r, tr->tenant[q]) : NULL;
 }
 
 /* One access, lane l's next: served, counted. @return : false when a put ended the request. */
@@ -455,7 +458,7 @@ static bool step(struct run *u, const struct kvt_trace *tr, struct lane *l,
 	size_t q = l->q;
 	uint64_t i = l->i++;
 	bool counted = q >= tr->warmup_req;
-	struct kvt_sim_tenant_result *ten = counted ? tenant_slot(r, tr->tenant[q]) : NULL;
+	struct kvt_sim_tenant_result *ten = l->ten;
 	u->prev_blk = i > tr->req_off[q] ? tr->blk[i - 1] : KVT_POLICY_NONE;
 	u->depth = u->engine && l->put ? l->put_depth + (uint32_t)(i - l->put_at)
 	                               : (uint32_t)(i - tr->req_off[q]);
