@@ -398,11 +398,29 @@ static uint32_t kid_of(const struct kvt_policy *p, uint32_t x, const uint32_t *o
 	return KVT__NIL;
 }
 
-/* The leaf reached from x by going down through children (x itself when it has none left). */
+/*
+ * The leaf reached from x by going down through children (x itself when it has none left). The
+ * links can loop: a chunk's parent is the chunk touched before it one level up, and a client
+ * that reads or stores a chain from its middle numbers depths from there, so the same chunk can
+ * be one level below another in one request and above it in the next (a relink). The walk
+ * detects a loop (Brent's: a marker that moves to the walker at each power of two, O(the path))
+ * and stops at the chunk that closes it; evicting that one breaks the loop. Without the check a
+ * loop hung kvtierd inside an acquire (test_policy conv_survives_link_loops).
+ */
 static uint32_t leaf_below(const struct kvt_policy *p, uint32_t x, const uint32_t *out, size_t n)
 {
-	for (uint32_t c; p->nchild[x] && (c = kid_of(p, x, out, n)) != KVT__NIL;)
+	uint32_t marker = x, c;
+	size_t steps = 0, power = 1;
+	while (p->nchild[x] && (c = kid_of(p, x, out, n)) != KVT__NIL) {
+		if (c == marker)
+			return x;
 		x = c;
+		if (++steps == power) {
+			marker = x;
+			power *= 2;
+			steps = 0;
+		}
+	}
 	return x;
 }
 

@@ -3,6 +3,7 @@
 #include "testlib.h"
 
 #include "policy/admit.h"
+#include "policy/minisim.h"
 #include "policy/policy.h"
 #include "policy/quota.h"
 
@@ -636,6 +637,37 @@ static void test_policy_conv_strict_spares_request(void **state)
  * request (5). Engine 1's request is still in flight -- its put of 4 under 3 comes next -- so
  * strict conv leaves 2 and 3 alone and takes the earlier request (1, then 0). Told nothing of
  * streams, conv takes 5's start for the end of 2 -> 3 and offers its tip, 3, next after 1. */
+/*
+ * Chains read from their middle: the caller numbers depths from the first chunk it names (as
+ * kvtierd and the miniature simulations do), so a chunk is one level below another in one
+ * request and above it in the next, and conv's parent links (the chunk touched before, one level
+ * up) came to loop. Its strict victim walk then went round the loop for ever -- kvtierd hung in
+ * an acquire. Now it must give victims and keep going; an alarm fails the test if it hangs.
+ */
+static void test_policy_conv_survives_link_loops(void **state)
+{
+	(void)state;
+	struct kvt_minisim *m;
+	/* 60 chunks at 1x, every key sampled: five conv instances of 30 to 480 entries */
+	assert_int_equal(kvt_minisim_create(kvt_policy_find("conv"), NULL, 60, 4096, &m), 0);
+	uint64_t keys[64];
+	for (int i = 0; i < 64; i++)
+		keys[i] = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+	alarm(60);
+	size_t n_keys = 0;
+	for (unsigned i = 0; i < 300; i++) {
+		unsigned at = (i * 7) % 48, n = 4 + i % 13;
+		kvt_minisim_request(m, keys + at, n);
+		n_keys += n;
+	}
+	alarm(0);
+	assert_int_equal(kvt_minisim_samples(m), n_keys);
+	double c[5];
+	kvt_minisim_curve(m, c);
+	assert_true(c[1] > 0 && c[1] <= c[4]);
+	kvt_minisim_destroy(m);
+}
+
 static void test_policy_conv_streams_apart(void **state)
 {
 	const struct kvt_policy_ops *o = &kvt_policy_conv;
@@ -1629,6 +1661,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_prefix_never_ancestor_first),
 	    cmocka_unit_test(test_policy_conv_untrained_order),
 	    cmocka_unit_test(test_policy_conv_relinks_reinserted_parent),
+	    cmocka_unit_test(test_policy_conv_survives_link_loops),
 	    cmocka_unit_test(test_policy_conv_reused_id_is_not_the_parent),
 	    cmocka_unit_test(test_policy_conv_strict_leaves_first),
 	    cmocka_unit_test(test_policy_conv_strict_spares_request),
