@@ -231,8 +231,11 @@ struct kvd {
 	bool pol_auto;     /* host.policy = auto: kvd_policy_auto picks pol_ops */
 	size_t pol_chunks; /* the capacity in chunks pol was built for (kvd_host_chunks) */
 	struct kvt_minisim *minisim; /* the host policy's own curve, or NULL (kvd_minisim_reset) */
-	uint64_t *mini_keys;         /* scratch: an acquire's key hashes for it */
-	size_t mini_cap;
+	/* acquires it has not replayed yet (kvd_minisim_feed): their key hashes, and where each
+	 * request ends; mini_done of mini_reqs are replayed */
+	uint64_t *mini_keys;
+	uint32_t *mini_ends;
+	size_t mini_n, mini_reqs, mini_done, mini_cap_keys, mini_cap_reqs;
 	uint64_t mini_chunk;     /* the smallest namespace's chunk bytes the curves are sized by */
 	struct kvt_mrc *mrc;     /* host tier's miss-ratio curve (sampled) */
 	struct kvt_admit *admit; /* host.admit's filter, or NULL (admit everything) */
@@ -429,8 +432,17 @@ void kvd_minisim_reset(struct kvd *d, int tier);
 /* A namespace of chunk_bytes registered: every curve is remade when its chunks are the smallest
  * yet (the tiers hold more of them). */
 void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes);
-/* An acquire of keys[0..n) of tenant t, a prefix chain: the miniature simulations replay it. */
+/* An acquire of keys[0..n) of tenant t, a prefix chain: the miniature simulations replay it,
+ * later (kvd_minisim_idle), or at once while more than mrc.minisim_queue keys wait. */
 void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n);
+/* The loop has nothing else to do: replays up to KVD_MINI_SLICE waiting keys (whole requests,
+ * one at least). @return : whether any are still waiting. */
+bool kvd_minisim_idle(struct kvd *d);
+/* Whether acquires wait to be replayed. */
+static inline bool kvd_minisim_pending(const struct kvd *d)
+{
+	return d->mini_done < d->mini_reqs;
+}
 /* A miss-ratio curve as mrc.sample_ppm and mrc.max_keys say, or NULL (no memory). */
 struct kvt_mrc *kvd_mrc_new(const struct kvd *d);
 /* Switches the host policy to name with "k=v" params (modified), keeping every chunk; "auto"

@@ -144,6 +144,78 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	kvt_close(c);
 }
 
+/* The own curve after a fixed run of acquires under conv, from a daemon whose mini-simulations
+ * may keep `queue` keys waiting; *samples gets the sampled accesses it counts. */
+static void own_curve_after_acquires(const char *queue, char *curve, size_t len,
+                                     unsigned long long *samples)
+{
+	char q[64];
+	snprintf(q, sizeof(q), "mrc.minisim_queue=%s", queue);
+	const char *sets[] = {"host.bytes=4MiB", "host.policy=conv", q, NULL};
+	struct kvt_test_daemon pd;
+	kvt_client_t *c = start_client(&pd, sets);
+	kvt_model_t m = model("pol-queue");
+	kvt_id_t ns, keys[64];
+	uint32_t toks[64 * 16];
+	for (size_t i = 0; i < 64 * 16; i++)
+		toks[i] = (uint32_t)i;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	assert_int_equal(kvt_chunk_keys(ns, toks, 64 * 16, 16, keys, 64), 64);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = calloc(1, cb);
+	const void *ch[16];
+	for (int i = 0; i < 16; i++)
+		ch[i] = buf;
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 16, ch, cb), 16); /* host holds chunks */
+	kvt_lease_t l[16];
+	/* chains that come back, branch and run past what the curve's 1x holds (~60 chunks); a
+	 * chain read from its middle numbers its depths from there */
+	for (unsigned i = 0; i < 300; i++) {
+		unsigned at = (i * 7) % 48, n = 4 + i % 13;
+		int got = kvt_acquire(c, ns, keys + at, n, l);
+		assert_true(got >= 0);
+		assert_int_equal(kvt_release(c, l, (size_t)got), got);
+	}
+	free(buf);
+	char out[2048];
+	assert_int_equal(policy(c, "mrc host", out, sizeof(out)), 0);
+	const char *own = strstr(out, "\nconv ");
+	const char *n = strstr(out, "sampled accesses)");
+	if (!own || !n)
+		fail_msg("mrc host (queue %s): %s", queue, out);
+	while (n > out && n[-1] == ' ')
+		n--;
+	while (n > out && n[-1] >= '0' && n[-1] <= '9')
+		n--;
+	*samples = strtoull(n, NULL, 10);
+	snprintf(curve, len, "%.*s", (int)strcspn(own + 1, "\n"), own + 1);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&pd);
+}
+
+/* The host curve's mini-simulations replay acquires when kvtierd is idle, or in the acquire
+ * once mrc.minisim_queue keys wait: the curve read is the same either way, every acquired key
+ * counted, in the order acquired. */
+static void test_policyctl_curve_replays_later(void **state)
+{
+	(void)state;
+	unsigned long long keys = 0;
+	for (unsigned i = 0; i < 300; i++)
+		keys += 4 + i % 13;
+	char inline_curve[256], later[256], overflow[256];
+	unsigned long long n_inline, n_later, n_overflow;
+	own_curve_after_acquires("0", inline_curve, sizeof(inline_curve), &n_inline);
+	own_curve_after_acquires("65536", later, sizeof(later), &n_later);
+	own_curve_after_acquires("1", overflow, sizeof(overflow), &n_overflow); /* each overflows */
+	assert_int_equal(n_inline, keys);
+	assert_int_equal(n_later, keys);
+	assert_int_equal(n_overflow, keys);
+	assert_string_equal(later, inline_curve);
+	assert_string_equal(overflow, inline_curve);
+	assert_string_not_equal(inline_curve, "conv     0.0000  0.0000  0.0000  0.0000  0.0000");
+	print_message("%s (%llu sampled accesses)\n", inline_curve, n_inline);
+}
+
 static void test_policyctl_lower_tiers(void **state)
 {
 	enum { N = 96 }; /* 6 MiB against a 2 MiB host tier */
@@ -706,6 +778,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policyctl_switch_keeps_chunks),
+	    cmocka_unit_test(test_policyctl_curve_replays_later),
 	    cmocka_unit_test(test_policyctl_lower_tiers),
 	    cmocka_unit_test(test_policyctl_host_admission),
 	    cmocka_unit_test(test_policyctl_config_params),
