@@ -188,7 +188,8 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 		bytes = st.capacity_bytes;
 		slot = &l->minisim;
 	}
-	if (tier < 0) /* what waits was for the old curve; the new one starts from what host holds */
+	/* what waits was for the old curve; the new one starts from what host holds */
+	if (tier < 0)
 		d->mini_n = d->mini_reqs = d->mini_done = 0;
 	kvt_minisim_destroy(*slot);
 	*slot = NULL;
@@ -250,7 +251,8 @@ static void minisim_run(struct kvd *d, size_t max_keys)
 	if (d->mini_done == d->mini_reqs) {
 		d->mini_n = d->mini_reqs = d->mini_done = 0;
 	} else if (2 * dead >= d->mini_n) {
-		memmove(d->mini_keys, d->mini_keys + dead, (d->mini_n - dead) * sizeof(*d->mini_keys));
+		memmove(d->mini_keys, d->mini_keys + dead,
+		        (d->mini_n - dead) * sizeof(*d->mini_keys));
 		for (size_t i = d->mini_done; i < d->mini_reqs; i++)
 			d->mini_ends[i - d->mini_done] = d->mini_ends[i] - (uint32_t)dead;
 		d->mini_n -= dead;
