@@ -45,6 +45,21 @@ static kvt_model_t model(const char *name)
 	return m;
 }
 
+/* A namespace of model(name), and in keys the keys of the first n chunks of one token chain. */
+static kvt_id_t chain_keys(kvt_client_t *c, const char *name, kvt_id_t *keys, size_t n)
+{
+	kvt_model_t m = model(name);
+	kvt_id_t ns;
+	uint32_t *toks = malloc(n * 16 * sizeof(*toks));
+	assert_non_null(toks);
+	for (size_t i = 0; i < n * 16; i++)
+		toks[i] = (uint32_t)i;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	assert_int_equal(kvt_chunk_keys(ns, toks, n * 16, 16, keys, n), n);
+	free(toks);
+	return ns;
+}
+
 /* Starts *pd with sets and connects to it. @return : the client. */
 static kvt_client_t *start_client(struct kvt_test_daemon *pd, const char *const *sets)
 {
@@ -65,12 +80,10 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	kvt_client_t *c;
 	assert_int_equal(kvt_connect(d.sock, &c), 0);
 	kvt_model_t m = model("pol");
-	kvt_id_t ns, keys[160];
-	uint32_t toks[160 * 16];
-	for (size_t i = 0; i < 160 * 16; i++)
+	kvt_id_t keys[160], ns = chain_keys(c, "pol", keys, 160);
+	uint32_t toks[4 * 16];
+	for (size_t i = 0; i < 4 * 16; i++)
 		toks[i] = (uint32_t)i;
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	assert_int_equal(kvt_chunk_keys(ns, toks, 160 * 16, 16, keys, 160), 160);
 	size_t cb = kvt_chunk_bytes(&m);
 	uint8_t *buf = calloc(1, cb);
 	const void *ch[32];
@@ -155,12 +168,7 @@ static void own_curve_after_acquires(const char *queue, char *curve, size_t len,
 	struct kvt_test_daemon pd;
 	kvt_client_t *c = start_client(&pd, sets);
 	kvt_model_t m = model("pol-queue");
-	kvt_id_t ns, keys[64];
-	uint32_t toks[64 * 16];
-	for (size_t i = 0; i < 64 * 16; i++)
-		toks[i] = (uint32_t)i;
-	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
-	assert_int_equal(kvt_chunk_keys(ns, toks, 64 * 16, 16, keys, 64), 64);
+	kvt_id_t keys[64], ns = chain_keys(c, "pol-queue", keys, 64);
 	size_t cb = kvt_chunk_bytes(&m);
 	uint8_t *buf = calloc(1, cb);
 	const void *ch[16];
