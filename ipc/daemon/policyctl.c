@@ -220,13 +220,13 @@ void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes)
  * The host curve's five miniature simulations cost five times what the policy itself costs per
  * access when the tier holds no more than mrc.minisim_entries chunks (they then sample every
  * key), and they ran inside each acquire: with conv, whose operations are the dearest, that
- * made kvtierd's requests 1.4x slower than with lru on the Mooncake trace, and 0.97x with the
- * simulations off (`kvtier bench trace`, docs/policies.md). So an acquire only queues its keys
- * and the loop replays them when it has nothing else to do, a slice at a time; a curve is read
- * (curves_of) after what waits is replayed, so it is the same curve as before; and past
- * mrc.minisim_queue keys (64 Ki, 512 KiB) an acquire replays the oldest, its own last, so the
- * queue is bounded and no request is left out (0: every acquire replays its own at once, as
- * before).
+ * made kvtierd's requests 1.45-1.54x LRU's on the Mooncake trace, against 1.14-1.17x with the
+ * simulations off, and 1.19-1.27x now (`kvtier bench trace`, docs/policies.md). So an acquire
+ * only queues its keys and the loop replays them when it has nothing else to do, a slice at a
+ * time; a curve is read (curves_of) after what waits is replayed, so it is the same curve as
+ * before; and past mrc.minisim_queue keys (64 Ki, 512 KiB) an acquire replays the oldest, its
+ * own last, so the queue is bounded and no request is left out (0: every acquire replays its
+ * own at once, as before).
  */
 #define KVD_MINI_SLICE 32 /* keys one idle turn replays: ~100 us with conv */
 
