@@ -87,7 +87,7 @@
  * or goes, and passes over the classes (in groups of four) whose bound -- the least score their
  * ends can have -- is above the best found so far: a victim looks at ~15 classes of 245, and the
  * same one as a look at every class (test_conv_ends). On the Mooncake trace at 4,096 blocks
- * that halved the replay's instructions (3.84 -> 1.87 G) and cut its first-level cache misses
+ * that halved the replay's instructions (3.84 -> 1.89 G) and cut its first-level cache misses
  * 14-fold (docs/policies.md). Memory: 52 bytes per id (12 of them the child lists), 8-16 bytes
  * per resident (the map), 16 bytes per history slot (16 x capacity slots, so ~0.5 KiB per cached
  * chunk), ~510 KiB of tables and the pending list.
@@ -773,8 +773,7 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	reclass(p, id);
 	p->st[p->cur].prev = id;
 	p->strm[id] = p->cur;
-	p->last[id] = (uint32_t)p->now;
-	mark(p, p->cls[id]);
+	p->last[id] = (uint32_t)p->now; /* reclass() marked its class */
 }
 
 /* The depth a child of a chunk at depth d has, as stored (saturating at 255). */
@@ -805,8 +804,7 @@ static void cv_access(struct kvt_policy *p, uint32_t id)
 	reclass(p, id);
 	p->st[p->cur].prev = id;
 	p->strm[id] = p->cur;
-	p->last[id] = (uint32_t)p->now;
-	mark(p, p->cls[id]);
+	p->last[id] = (uint32_t)p->now; /* reclass() marked its class */
 }
 
 static void cv_remove(struct kvt_policy *p, uint32_t id)
@@ -951,13 +949,13 @@ static bool end_orphaned(const struct kvt_policy *p, struct ends *e, int j)
 struct scan {
 	const struct walk *k;
 	uint32_t best, bl, now;
-	double bs;
-	double bar; /* bs, or DBL_MAX before there is a best: what a bound must exceed to pass */
+	double bs; /* DBL_MAX before there is a best: what a bound must exceed to pass */
 	bool binner;
 };
 
-/* Looks at class k's two ends as best_within() would, and leaves in k's leaf the least score
- * either can have (the orphan discount taken) until the first of their ages leaves its bin. */
+/* Looks at class k's two ends as best_within() would, and leaves in lb[k] the least score
+ * either can have (the orphan discount taken), in exp[k] the event at which the first of their
+ * ages leaves its bin. */
 static void scan_class(struct kvt_policy *p, struct scan *v, unsigned k)
 {
 	struct ends *e = &p->ends[k];
@@ -979,14 +977,14 @@ static void scan_class(struct kvt_policy *p, struct scan *v, unsigned k)
 			e->oknown[j] = false;
 		}
 	}
-	double disc = p->orphan != 1 ? p->orphan : 1, lb = INFINITY;
+	double lb = INFINITY;
 	uint64_t exp = UINT64_MAX;
 	for (int end = 0; end < 2; end++) {
 		uint32_t id = e->id[end], age = v->now - e->last[end];
 		double s = end_dens(p, e, k, end, age);
 		if (e->inner[end] && p->leaf_first)
 			s *= 2;
-		lb = s * disc < lb ? s * disc : lb;
+		lb = s * p->orphan < lb ? s * p->orphan : lb; /* orphan <= 1 */
 		exp = KVT_MIN(exp, p->now + (e->amax[end] - age) + 1);
 		if (p->orphan != 1 && (v->best == KVT__NIL || s * p->orphan <= v->bs) &&
 		    end_orphaned(p, e, end))
@@ -996,7 +994,7 @@ static void scan_class(struct kvt_policy *p, struct scan *v, unsigned k)
 		            (v->binner != e->inner[end] ? !e->inner[end] : age > v->now - v->bl));
 		if (win && walk_takes(p, v->k, id)) {
 			v->best = id;
-			v->bs = v->bar = s;
+			v->bs = s;
 			v->bl = e->last[end];
 			v->binner = e->inner[end];
 		}
@@ -1009,7 +1007,7 @@ static void scan_class(struct kvt_policy *p, struct scan *v, unsigned k)
  * nothing under it can win, ties included. */
 static bool passes(const struct kvt_policy *p, const struct scan *v, double lb, uint64_t exp)
 {
-	return exp > p->now && lb > v->bar;
+	return exp > p->now && lb > v->bs;
 }
 
 /*
@@ -1022,7 +1020,7 @@ static bool passes(const struct kvt_policy *p, const struct scan *v, double lb, 
  */
 static uint32_t best_end(struct kvt_policy *p, const struct walk *k)
 {
-	struct scan v = {.k = k, .best = KVT__NIL, .now = (uint32_t)p->now, .bar = DBL_MAX};
+	struct scan v = {.k = k, .best = KVT__NIL, .now = (uint32_t)p->now, .bs = DBL_MAX};
 	for (unsigned g = 0; g < NGROUP; g++) {
 		if (passes(p, &v, p->glb[g], p->gexp[g]))
 			continue;

@@ -436,8 +436,8 @@ void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes);
  * later (kvd_minisim_idle), or at once while more than mrc.minisim_queue keys wait. */
 void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n);
 /* The loop has nothing else to do: replays up to KVD_MINI_SLICE waiting keys (whole requests,
- * one at least). @return : whether any are still waiting. */
-bool kvd_minisim_idle(struct kvd *d);
+ * one at least). */
+void kvd_minisim_idle(struct kvd *d);
 /* Whether acquires wait to be replayed. */
 static inline bool kvd_minisim_pending(const struct kvd *d)
 {

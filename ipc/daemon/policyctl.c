@@ -297,13 +297,12 @@ void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t 
 		minisim_run(d, waiting - most); /* no idle turn for a while */
 }
 
-bool kvd_minisim_idle(struct kvd *d)
+void kvd_minisim_idle(struct kvd *d)
 {
 	if (d->minisim)
 		minisim_run(d, KVD_MINI_SLICE);
 	else
 		d->mini_n = d->mini_reqs = d->mini_done = 0;
-	return kvd_minisim_pending(d);
 }
 
 bool kvd_auto_large_chunks(const struct kvd *d)
