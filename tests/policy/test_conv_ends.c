@@ -30,10 +30,7 @@ struct run {
 
 static uint32_t rnd(struct run *r, uint32_t n)
 {
-	r->rng ^= r->rng << 13;
-	r->rng ^= r->rng >> 7;
-	r->rng ^= r->rng << 17;
-	return (uint32_t)(r->rng % n);
+	return (uint32_t)(kvt_test_xorshift(&r->rng) % n);
 }
 
 static bool not_leased(void *arg, uint32_t id)

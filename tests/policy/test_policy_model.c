@@ -48,10 +48,7 @@ struct model {
 
 static uint32_t rnd(struct model *m, uint32_t n)
 {
-	m->rng ^= m->rng << 13;
-	m->rng ^= m->rng >> 7;
-	m->rng ^= m->rng << 17;
-	return (uint32_t)(m->rng % n);
+	return (uint32_t)(kvt_test_xorshift(&m->rng) % n);
 }
 
 static bool evictable(void *arg, uint32_t id)
