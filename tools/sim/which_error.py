@@ -14,10 +14,14 @@ the share of accesses it gets wrong and its Brier score.
 With --write PREFIX it also writes, for `kvtier sim --bypass FILE` (one byte per access, 1 =
 not kept): PREFIX.exact, the truth (every access whose block is not read again), and
 PREFIX.<set>.<t>, each feature set's table with hindsight bypassing the classes whose share of
-"read again" is below t (0.3, 0.4, 0.5; 0.5 is the majority label).
+"read again" is below t (0.1 to 0.5; 0.5 is the majority label).
 
-usage: /usr/bin/python3 tools/sim/which_error.py TRACE.jsonl [--write PREFIX]
+With --opt C the label is OPT's decision instead, as Hawkeye learns it (docs/policies.md, "A
+fifteenth look"): is the block's next access a hit of MIN at C blocks, i.e. did OPT keep it.
+
+usage: /usr/bin/python3 tools/sim/which_error.py TRACE.jsonl [--write PREFIX] [--opt C]
 """
+import heapq
 import json
 import math
 import sys
@@ -43,23 +47,52 @@ def features(reqs):
     return out
 
 
+def opt_kept(blocks, cap):
+    """Per access: is the block's next access a hit of MIN (Belady) at cap blocks."""
+    n, never = len(blocks), len(blocks)
+    nxt, last = [never] * n, {}
+    for i in range(n - 1, -1, -1):
+        nxt[i] = last.get(blocks[i], never)
+        last[blocks[i]] = i
+    hit, cur, heap = [False] * (n + 1), {}, []  # cur: block -> its next use
+    for i, b in enumerate(blocks):
+        if b in cur:
+            hit[i] = True
+        elif len(cur) >= cap:
+            while True:  # the farthest next use goes (stale heap entries skipped)
+                nu, v = heapq.heappop(heap)
+                if cur.get(v) == -nu:
+                    del cur[v]
+                    break
+        cur[b] = nxt[i]
+        heapq.heappush(heap, (-nxt[i], b))
+    print(f"OPT at {cap}: {sum(hit) / n:.4f}")
+    return [hit[nxt[i]] for i in range(n)]
+
+
 def write(path, flags):
     with open(path, "wb") as f:
         f.write(bytes(flags))
 
 
 def main():
-    if len(sys.argv) not in (2, 4) or (len(sys.argv) == 4 and sys.argv[2] != "--write"):
+    args, opts = sys.argv[2:], {}
+    while len(args) >= 2 and args[0] in ("--write", "--opt"):
+        opts[args[0]], args = args[1], args[2:]
+    if len(sys.argv) < 2 or args:
         sys.exit(__doc__)
-    prefix = sys.argv[3] if len(sys.argv) == 4 else None
+    prefix = opts.get("--write")
     with open(sys.argv[1]) as f:
         reqs = [json.loads(line)["hash_ids"] for line in f if line.strip()]
     acc = features(reqs)
-    label, seen = [0] * len(acc), set()
-    for i in range(len(acc) - 1, -1, -1):
-        label[i] = acc[i][0] in seen
-        seen.add(acc[i][0])
-    print(f"{len(acc)} accesses, {sum(label) / len(acc):.4f} read again")
+    if "--opt" in opts:
+        label = opt_kept([b for b, _ in acc], int(opts["--opt"]))
+    else:
+        label, seen = [0] * len(acc), set()
+        for i in range(len(acc) - 1, -1, -1):
+            label[i] = acc[i][0] in seen
+            seen.add(acc[i][0])
+    print(f"{len(acc)} accesses, {sum(label) / len(acc):.4f} labelled kept")
     if prefix:
         write(prefix + ".exact", (not y for y in label))
     sets = [("all six", "six", lambda f: f), ("turn, reuses, tip", "three", lambda f: f[:3]),
@@ -73,7 +106,7 @@ def main():
         wrong = sum(min(c, n - c) for n, c in cls.values()) / len(acc)
         brier = sum(c * (1 - c / n) ** 2 + (n - c) * (c / n) ** 2 for n, c in cls.values())
         print(f"{name}: {len(cls)} classes, wrong on {wrong:.4f}, Brier {brier / len(acc):.4f}")
-        for t in (0.3, 0.4, 0.5) if prefix else ():
+        for t in (0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5) if prefix else ():
             share = {k: c / n for k, (n, c) in cls.items()}
             write(f"{prefix}.{short}.{t}", (share[key(f)] < t for _, f in acc))
 
