@@ -32,8 +32,8 @@
  * looked up only for an end whose score could win as an orphan's.
  *
  * Strict prefixes (`strict`, default 1). The entry the scores pick stands for its subtree: the
- * victim is a leaf below it, reached through each chunk's list of children, so an ancestor
- * never goes before its descendants and no orphan is made; and the chunks the caller's request
+ * victim is a leaf below it, reached through each chunk's list of children, so an
+ * ancestor never goes before its descendants and no orphan is made; and the chunks the request
  * in flight has read or put (since the last depth-0 chunk) are passed over while anything else
  * can go, so a request does not evict the prefix it is extending. Without it (strict=0, the
  * policy until 2026-12-03) the scores alone decide: on Mooncake's second real trace
@@ -53,10 +53,6 @@
  * LRU in prefix hits (0.082 / 0.224 against 0.089 / 0.240 at 1,024 / 4,096 blocks); per stream
  * it reads 0.095 / 0.244, and on the conversation trace 0.063 / 0.142 / 0.283 for 0.064 /
  * 0.143 / 0.283 (docs/policies.md, "A fourteenth look"). 64 streams are told apart; more share.
- * A put guards its own request only: other engines' requests in flight compete on their scores
- * (guarding all of them held sixteen requests, over a third of a 1,024-block tier, out of
- * reach): conversation trace, 16 engines, 0.063 / 0.1415 / 0.2830 -> 0.073 / 0.1435 / 0.2829,
- * one engine unchanged (2026-12-04).
  *
  * Classes come from the prefix tree and the access stream, nothing fitted to a trace:
  *  - returns along the chain (0, 1, 2, 3+): a new chunk inherits its parent's count, plus one
@@ -892,8 +888,8 @@ struct walk {
 
 static bool walk_takes(const struct kvt_policy *p, const struct walk *k, uint32_t id)
 {
-	if (k->not_request && p->strm[id] == p->cur && in_request(p, id))
-		return false; /* the caller's own request in flight (not another engine's) */
+	if (k->not_request && in_request(p, id))
+		return false;
 	for (size_t i = 0; i < k->n_skip; i++)
 		if (k->skip[i] == id)
 			return false;
@@ -1058,8 +1054,8 @@ static uint32_t best_entry(struct kvt_policy *p, const struct walk *k)
  * (and its newest, as density need not fall with age); the lowest of these goes. When every
  * offer is rejected (leased) or already proposed, the walk deepens, to every entry at worst.
  * With strict, the entry found stands for its subtree: the victim is a leaf below it (an
- * ancestor never goes before its descendants), and the caller's request in flight (its
- * stream's, on_stream) is left alone while anything else can go.
+ * ancestor never goes before its descendants), and the request in flight is left alone while
+ * anything else can go.
  */
 static size_t cv_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                          kvt_policy_evictable_fn ok, void *arg)
