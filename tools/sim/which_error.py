@@ -92,7 +92,8 @@ def main():
         for i in range(len(acc) - 1, -1, -1):
             label[i] = acc[i][0] in seen
             seen.add(acc[i][0])
-    print(f"{len(acc)} accesses, {sum(label) / len(acc):.4f} labelled kept")
+    what = "kept by OPT" if "--opt" in opts else "read again"
+    print(f"{len(acc)} accesses, {sum(label) / len(acc):.4f} {what}")
     if prefix:
         write(prefix + ".exact", (not y for y in label))
     sets = [("all six", "six", lambda f: f), ("turn, reuses, tip", "three", lambda f: f[:3]),
