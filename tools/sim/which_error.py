@@ -86,13 +86,12 @@ def main():
         reqs = [json.loads(line)["hash_ids"] for line in f if line.strip()]
     acc = features(reqs)
     if "--opt" in opts:
-        label = opt_kept([b for b, _ in acc], int(opts["--opt"]))
+        label, what = opt_kept([b for b, _ in acc], int(opts["--opt"])), "kept by OPT"
     else:
-        label, seen = [0] * len(acc), set()
+        label, seen, what = [0] * len(acc), set(), "read again"
         for i in range(len(acc) - 1, -1, -1):
             label[i] = acc[i][0] in seen
             seen.add(acc[i][0])
-    what = "kept by OPT" if "--opt" in opts else "read again"
     print(f"{len(acc)} accesses, {sum(label) / len(acc):.4f} {what}")
     if prefix:
         write(prefix + ".exact", (not y for y in label))
