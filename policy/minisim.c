@@ -1,10 +1,11 @@
 /*
- * minisim.c -- miniature simulations (see minisim.h). Each of the five instances is a small
- * cache: a policy over dense ids 0..cap-1, a map from key hash to id, the key of each id (to
- * unmap it on eviction) and a stack of free ids. A request walks its sampled keys as the
- * daemon's acquire and put do: a resident key is an access, a missing one is inserted with the
- * previous sampled key of the request as its parent, after an eviction when the instance is
- * full. The sampling hash is salted differently from the SHARDS curve's.
+ * minisim.c -- miniature simulations (see minisim.h), and the miniature cache each of the five
+ * instances is (struct kvt__mini, pol_int.h): a policy over dense ids 0..cap-1, a map from key
+ * hash to id, the key of each id (to unmap it on eviction) and a stack of free ids. A request
+ * walks its sampled keys as the daemon's acquire and put do: a resident key is an access, a
+ * missing one is inserted with the previous sampled key of the request as its parent, after an
+ * eviction when the instance is full. The sampling hash is salted differently from the SHARDS
+ * curve's.
  */
 #include "minisim.h"
 #include "pol_int.h"
@@ -16,25 +17,16 @@
 
 static const double mult[5] = {0.5, 1, 2, 4, 8};
 
-struct mini {
-	struct kvt_policy *p;
-	struct kvt__hset map; /* key -> id */
-	uint64_t *key_of;     /* id -> key */
-	uint32_t *free_ids;   /* ids not in use */
-	size_t cap, n_free;
-	uint64_t hits, accesses;
-};
-
 struct kvt_minisim {
 	const struct kvt_policy_ops *ops;
 	uint64_t capacity, threshold;
 	double rate;
 	uint64_t counted; /* every key access, sampled or not (the adjustment) */
-	struct mini s[5];
+	struct kvt__mini s[5];
 };
 
-static int mini_init(struct mini *s, const struct kvt_policy_ops *ops, const char *params,
-                     size_t cap)
+int kvt__mini_init(struct kvt__mini *s, const struct kvt_policy_ops *ops, const char *params,
+                   size_t cap)
 {
 	s->cap = cap;
 	s->key_of = calloc(cap, sizeof(*s->key_of));
@@ -53,7 +45,7 @@ static int mini_init(struct mini *s, const struct kvt_policy_ops *ops, const cha
 	           : 0;
 }
 
-static void mini_free(const struct kvt_policy_ops *ops, struct mini *s)
+void kvt__mini_free(const struct kvt_policy_ops *ops, struct kvt__mini *s)
 {
 	if (s->p)
 		ops->destroy(s->p);
@@ -67,7 +59,7 @@ void kvt_minisim_destroy(struct kvt_minisim *m)
 	if (!m)
 		return;
 	for (int k = 0; k < 5; k++)
-		mini_free(m->ops, &m->s[k]);
+		kvt__mini_free(m->ops, &m->s[k]);
 	free(m);
 }
 
@@ -85,7 +77,7 @@ int kvt_minisim_create(const struct kvt_policy_ops *ops, const char *params, uin
 	m->threshold = m->rate >= 1 ? UINT64_MAX : (uint64_t)(m->rate * 18446744073709551615.0);
 	for (int k = 0; k < 5; k++) {
 		double c = mult[k] * (double)capacity * m->rate + 0.5;
-		int rc = mini_init(&m->s[k], ops, params, c < 1 ? 1 : (size_t)c);
+		int rc = kvt__mini_init(&m->s[k], ops, params, c < 1 ? 1 : (size_t)c);
 		if (rc) {
 			kvt_minisim_destroy(m);
 			return rc;
@@ -95,11 +87,8 @@ int kvt_minisim_create(const struct kvt_policy_ops *ops, const char *params, uin
 	return 0;
 }
 
-/* Key key at depth i of a request in instance s; *prev is the id of the request's previous key
- * (KVT_POLICY_NONE at the root, or when it was evicted). counted: a hit or a miss of the curve;
- * otherwise (a write) the key only becomes resident. */
-static void mini_touch(const struct kvt_policy_ops *ops, struct mini *s, uint64_t key,
-                       uint32_t depth, uint32_t *prev, bool counted)
+bool kvt__mini_touch(const struct kvt_policy_ops *ops, struct kvt__mini *s, uint64_t key,
+                     uint32_t depth, uint32_t *prev, bool counted)
 {
 	s->accesses += counted;
 	uint32_t id = kvt__hset_get(&s->map, key);
@@ -107,13 +96,13 @@ static void mini_touch(const struct kvt_policy_ops *ops, struct mini *s, uint64_
 		s->hits += counted;
 		ops->on_access(s->p, id);
 		*prev = id;
-		return;
+		return true;
 	}
 	if (!s->n_free) {
 		uint32_t v;
 		if (ops->pick_victims(s->p, &v, 1, NULL, NULL) != 1) {
 			*prev = KVT_POLICY_NONE;
-			return;
+			return false;
 		}
 		ops->on_remove(s->p, v);
 		kvt__hset_del(&s->map, s->key_of[v]);
@@ -125,13 +114,21 @@ static void mini_touch(const struct kvt_policy_ops *ops, struct mini *s, uint64_
 	if (kvt__hset_put(&s->map, key, id) < 0) {
 		s->free_ids[s->n_free++] = id;
 		*prev = KVT_POLICY_NONE;
-		return;
+		return false;
 	}
 	s->key_of[id] = key;
 	struct kvt_policy_meta meta = {
 	    .key_hash = key, .bytes = 1, .parent = *prev, .depth = depth};
 	ops->on_insert(s->p, id, &meta);
 	*prev = id;
+	return false;
+}
+
+size_t kvt__mini_bytes(const struct kvt_policy_ops *ops, const struct kvt__mini *s)
+{
+	return s->cap * (sizeof(*s->key_of) + sizeof(*s->free_ids)) +
+	       s->map.cap * sizeof(*s->map.slots) +
+	       (ops->memory_bytes ? ops->memory_bytes(s->p) : 0);
 }
 
 static bool sampled(const struct kvt_minisim *m, uint64_t key)
@@ -149,7 +146,7 @@ void kvt_minisim_request(struct kvt_minisim *m, const uint64_t *keys, size_t n)
 		if (!sampled(m, keys[i]))
 			continue;
 		for (int k = 0; k < 5; k++)
-			mini_touch(m->ops, &m->s[k], keys[i], depth, &prev[k], true);
+			kvt__mini_touch(m->ops, &m->s[k], keys[i], depth, &prev[k], true);
 		depth++;
 	}
 }
@@ -160,7 +157,7 @@ void kvt_minisim_touch(struct kvt_minisim *m, uint64_t key)
 		return;
 	for (int k = 0; k < 5; k++) {
 		uint32_t prev = KVT_POLICY_NONE;
-		mini_touch(m->ops, &m->s[k], key, 0, &prev, false);
+		kvt__mini_touch(m->ops, &m->s[k], key, 0, &prev, false);
 	}
 }
 
@@ -191,12 +188,8 @@ uint64_t kvt_minisim_samples(const struct kvt_minisim *m)
 size_t kvt_minisim_bytes(const struct kvt_minisim *m)
 {
 	size_t b = sizeof(*m);
-	for (int k = 0; k < 5; k++) {
-		const struct mini *s = &m->s[k];
-		b += s->cap * (sizeof(*s->key_of) + sizeof(*s->free_ids)) +
-		     s->map.cap * sizeof(*s->map.slots) +
-		     (m->ops->memory_bytes ? m->ops->memory_bytes(s->p) : 0);
-	}
+	for (int k = 0; k < 5; k++)
+		b += kvt__mini_bytes(m->ops, &m->s[k]);
 	return b;
 }
 

@@ -404,4 +404,32 @@ size_t kvt__list_walk_tenants(struct kvt__list *l, struct kvt__park *k, struct k
                               size_t max, kvt_policy_evictable_fn ok,
                               uint32_t (*tenant_of)(void *, uint32_t),
                               bool (*open)(void *, uint32_t), void *arg);
+
+/*
+ * A miniature cache (minisim.c): one policy instance over dense ids 0..cap-1, a map from key
+ * hash to id, each id's key (to unmap it on eviction) and a stack of free ids, replayed one
+ * key at a time as the daemon's acquire and put make them: a resident key is an access, a
+ * missing one is inserted (after an eviction when full) with *prev, the request's previous key
+ * here, as its parent. kvt_minisim runs five of them; duel two, one per expert.
+ */
+struct kvt__mini {
+	struct kvt_policy *p;
+	struct kvt__hset map; /* key -> id */
+	uint64_t *key_of;     /* id -> key */
+	uint32_t *free_ids;   /* ids not in use */
+	size_t cap, n_free;
+	uint64_t hits, accesses;
+};
+/* params ("k=v ...", may be NULL) as `kvtier policy set` gives them. @return : 0, -ENOMEM,
+ * -EINVAL (a bad parameter); the caller frees with kvt__mini_free either way. */
+int kvt__mini_init(struct kvt__mini *s, const struct kvt_policy_ops *ops, const char *params,
+                   size_t cap);
+void kvt__mini_free(const struct kvt_policy_ops *ops, struct kvt__mini *s);
+/* Key key at depth depth of a request; *prev is the id of the request's previous key here
+ * (KVT_POLICY_NONE at the root, or when it was evicted) and becomes key's. counted: a hit or a
+ * miss of the curve; otherwise (a write) the key only becomes resident. @return : a hit. */
+bool kvt__mini_touch(const struct kvt_policy_ops *ops, struct kvt__mini *s, uint64_t key,
+                     uint32_t depth, uint32_t *prev, bool counted);
+/* The bytes s holds. */
+size_t kvt__mini_bytes(const struct kvt_policy_ops *ops, const struct kvt__mini *s);
 #endif

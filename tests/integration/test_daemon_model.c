@@ -389,6 +389,8 @@ static void do_policy(struct run *r)
 	                                   "wtinylfu window_ratio=1",
 	                                   "wtinylfu window_ratio=0 protected_ratio=1",
 	                                   "hindsight",
+	                                   "duel",
+	                                   "duel z=0 window=0.5",
 	                                   "auto admit=none"};
 	static const char *const lower[] = {"lru", "arc", "s3fifo", "lfu", "conv", "wtinylfu"};
 	const size_t n_host = sizeof(host) / sizeof(host[0]);

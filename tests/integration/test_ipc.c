@@ -560,8 +560,8 @@ static void test_ipc_enospc_when_all_leased(void **state)
  */
 static void test_ipc_one_unleased_chunk_is_found(void **state)
 {
-	const char *policies[] = {"lru",  "arc", "s3fifo", "sieve",    "lfu",      "prefix",
-	                          "gdsf", "lhd", "conv",   "wtinylfu", "hindsight"};
+	const char *policies[] = {"lru",  "arc", "s3fifo", "sieve",    "lfu",       "prefix",
+	                          "gdsf", "lhd", "conv",   "wtinylfu", "hindsight", "duel"};
 	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks: 28 fit in 1 MiB */
 	enum { N = 48 };
 	for (size_t pi = 0; pi < sizeof(policies) / sizeof(policies[0]); pi++) {

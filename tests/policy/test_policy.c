@@ -4,6 +4,7 @@
 
 #include "policy/admit.h"
 #include "policy/minisim.h"
+#include "policy/pol_int.h" /* struct kvt__mini: a small cache to drive a policy */
 #include "policy/policy.h"
 #include "policy/quota.h"
 
@@ -1229,7 +1230,8 @@ static void test_policy_params_listed(void **state)
 		    -ENOENT);
 		o->destroy(p);
 	}
-	assert_int_equal(with_params, 7); /* s3fifo, lfu, gdsf, lhd, hindsight, conv, wtinylfu */
+	/* s3fifo, lfu, gdsf, lhd, hindsight, conv, wtinylfu, duel */
+	assert_int_equal(with_params, 8);
 }
 
 /* Every pair of policies: a switch keeps every entry and every done hint that both take (and
@@ -1616,6 +1618,93 @@ static void test_policy_admission_grow_keeps_counts(void **state)
 	kvt_admit_destroy(a);
 }
 
+/* A workload of documents read in runs of questions: a document is a chain of 2-6 blocks; up to
+ * 12 are being asked about at once, each a run of 1-8 requests (the document, then a question
+ * block of its own), a new one joining on 15 % of requests. Replays it through a small cache of
+ * policy name (with params) and returns its hits; *lead is duel's lead at the end. */
+static uint64_t docs_run(const char *name, const char *params, size_t cap, unsigned *lead)
+{
+	enum { REQS = 20000, ACTIVE = 12 };
+	const struct kvt_policy_ops *o = kvt_policy_find(name);
+	struct kvt__mini s = {0};
+	assert_int_equal(kvt__mini_init(&s, o, params, cap), 0);
+	struct {
+		uint64_t first;
+		unsigned len, left;
+	} act[ACTIVE + 1];
+	unsigned n_act = 0;
+	uint64_t next = 1, rng = 12345;
+	for (unsigned r = 0; r < REQS; r++) {
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		unsigned x = (unsigned)(rng >> 33);
+		if (!n_act || x % 100 < 15) {
+			act[n_act].first = next;
+			act[n_act].len = 2 + (x >> 8) % 5;
+			act[n_act].left = 1 + (x >> 12) % 8;
+			next += act[n_act++].len;
+			if (n_act > ACTIVE)
+				memmove(act, act + 1, --n_act * sizeof(act[0]));
+		}
+		unsigned j = (x >> 16) % n_act;
+		uint32_t prev = KVT_POLICY_NONE;
+		for (unsigned d = 0; d <= act[j].len; d++) {
+			/* the document's blocks, then a question of the request's own */
+			uint64_t key = d < act[j].len ? act[j].first + d : next++;
+			kvt__mini_touch(o, &s, 0x9e3779b97f4a7c15ULL * key, d, &prev, true);
+		}
+		if (!--act[j].left)
+			memmove(act + j, act + j + 1, (--n_act - j) * sizeof(act[0]));
+	}
+	uint64_t hits = s.hits;
+	if (lead) {
+		struct kvt_policy_param pa;
+		size_t i = 0;
+		while (!o->get_param(s.p, i, &pa) && strcmp(pa.name, "lead"))
+			i++;
+		assert_string_equal(pa.name, "lead");
+		*lead = (unsigned)pa.value;
+	}
+	kvt__mini_free(o, &s);
+	return hits;
+}
+
+/* duel follows its lead exactly -- held there (z=100), it is conv or arc hit for hit -- and its
+ * shadows move the lead to the expert that hits more: on this workload conv, from arc. */
+static void test_policy_duel_follows_the_better(void **state)
+{
+	(void)state;
+	enum { CAP = 16 };
+	uint64_t conv = docs_run("conv", NULL, CAP, NULL), arc = docs_run("arc", NULL, CAP, NULL);
+	unsigned lead;
+	assert_true(conv > arc + arc / 20); /* the workload tells them apart */
+	assert_int_equal(docs_run("duel", "z=100 lead=1", CAP, &lead), arc);
+	assert_int_equal(lead, 1);
+	assert_int_equal(docs_run("duel", "z=100 lead=0", CAP, &lead), conv);
+	assert_int_equal(lead, 0);
+	uint64_t duel = docs_run("duel", "lead=1", CAP, &lead);
+	assert_int_equal(lead, 0);
+	/* started on arc, it keeps most of what conv gains over arc (5,320 of 6,775 hits here) */
+	assert_true(4 * (duel - arc) >= 3 * (conv - arc));
+	/* without a capacity to size its shadows by, duel is conv: the same victims */
+	const struct kvt_policy_ops *d = &kvt_policy_duel, *c = &kvt_policy_conv;
+	struct kvt_policy *pd = make("duel", 0), *pc = make("conv", 0);
+	for (uint32_t id = 0; id < 40; id++) {
+		uint32_t parent = id % 5 ? id - 1 : KVT_POLICY_NONE;
+		ins(d, pd, id, parent, id % 5);
+		ins(c, pc, id, parent, id % 5);
+		if (id % 3 == 0 && id >= 5) {
+			d->on_access(pd, id - 5);
+			c->on_access(pc, id - 5);
+		}
+	}
+	uint32_t vd[20], vc[20];
+	assert_int_equal(d->pick_victims(pd, vd, 20, NULL, NULL), 20);
+	assert_int_equal(c->pick_victims(pc, vc, 20, NULL, NULL), 20);
+	assert_memory_equal(vd, vc, sizeof(vd));
+	d->destroy(pd);
+	c->destroy(pc);
+}
+
 /* Every policy says what it holds, and that grows with what it holds: 100,000 entries take at
  * least a byte each (LRU: its two arrays, 9 bytes per id, and little else). */
 static void test_policy_memory_reported(void **state)
@@ -1687,6 +1776,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_admission),
 	    cmocka_unit_test(test_policy_admission_grow_keeps_counts),
 	    cmocka_unit_test(test_policy_memory_reported),
+	    cmocka_unit_test(test_policy_duel_follows_the_better),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

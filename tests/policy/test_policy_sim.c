@@ -762,13 +762,14 @@ static int daemon_agrees(const char *pols, int clients)
 
 static void test_policy_sim_daemon_agrees(void **state)
 {
-	assert_int_equal(
-	    daemon_agrees("lru,arc,s3fifo,sieve,lfu,prefix,gdsf,lhd,hindsight,conv,wtinylfu", 1),
-	    11);
+	static const char *const all =
+	    "lru,arc,s3fifo,sieve,lfu,prefix,gdsf,lhd,hindsight,conv,wtinylfu,duel";
+	assert_int_equal(daemon_agrees(all, 1), 12);
 	/* four engines taking turns (--streams in the simulator): other engines' puts come between
 	 * a request's read and its put, and may take the put's parent (kvtierd then numbers the
 	 * put from depth 1, and the simulator does too) */
-	assert_int_equal(daemon_agrees("lru,arc,s3fifo,lfu,prefix,hindsight,conv,wtinylfu", 4), 8);
+	assert_int_equal(daemon_agrees("lru,arc,s3fifo,lfu,prefix,hindsight,conv,wtinylfu,duel", 4),
+	                 9);
 }
 
 /* A tier named nvme runs fifo, as kvtierd's log does, whatever --policy names for the others
