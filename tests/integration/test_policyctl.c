@@ -97,8 +97,8 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	char out[2048];
 	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
 	assert_string_equal(out, "host lru");
-	const char *names[] = {"s3fifo", "arc",  "sieve",     "lfu", "prefix",
-	                       "gdsf",   "conv", "hindsight", "lru"};
+	const char *names[] = {"s3fifo", "arc",  "sieve",     "lfu",  "prefix",
+	                       "gdsf",   "conv", "hindsight", "duel", "lru"};
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		char cmd[64];
 		snprintf(cmd, sizeof(cmd), "set host %s", names[k]);
@@ -153,6 +153,18 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	assert_int_equal(policy(c, "mrc host", out, sizeof(out)), 0);
 	if (!strstr(out, "own curve, by miniature simulation of 204 chunks at 1x"))
 		fail_msg("mrc host: %s", out);
+	/* duel: get shows which expert leads, and set hands the tier to one; its own curve is not
+	 * simulated (that would be five duels, each two experts and two shadow caches) */
+	assert_int_equal(policy(c, "set host duel", out, sizeof(out)), 0);
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host duel window=8 sample=16384 z=3 lead=0");
+	assert_int_equal(policy(c, "set host duel lead=1", out, sizeof(out)), 0);
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	assert_string_equal(out, "host duel window=8 sample=16384 z=3 lead=1");
+	assert_int_equal(kvt_lookup(c, ns, keys + 128, 32), 32); /* nothing dropped */
+	assert_int_equal(policy(c, "mrc host", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "this one runs duel:"));
+	assert_null(strstr(out, "own curve"));
 	free(buf);
 	kvt_close(c);
 }
