@@ -38,7 +38,6 @@
 #include "pol_int.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 
 #define NSTREAM        64 /* as conv: streams told apart */
