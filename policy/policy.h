@@ -159,7 +159,7 @@ extern const struct kvt_policy_ops kvt_policy_lhd;
 extern const struct kvt_policy_ops kvt_policy_hindsight;
 extern const struct kvt_policy_ops kvt_policy_conv;
 extern const struct kvt_policy_ops kvt_policy_wtinylfu;
-extern const struct kvt_policy_ops kvt_policy_duel; /* conv or arc, by shadow caches */
+extern const struct kvt_policy_ops kvt_policy_duel;  /* conv or arc, by shadow caches */
 extern const struct kvt_policy_ops kvt_policy_fifo;  /* lru.c: the nvme log's order */
 extern const struct kvt_policy_ops kvt_policy_clock; /* lru.c: the same, nvme.policy=clock */
 #endif
