@@ -85,6 +85,12 @@ static void shadows_free(struct kvt_policy *p)
 	}
 }
 
+/* The scores' decay per sampled access: they remember about `window` shadow sizes of them. */
+static void set_keep(struct kvt_policy *p)
+{
+	p->keep = 1 - 1 / (p->window * (double)p->sh[0].cap);
+}
+
 /* (Re)builds empty shadows for p->sample and the decay for p->window. @return : 0, -ENOMEM. */
 static int shadows_init(struct kvt_policy *p)
 {
@@ -95,10 +101,9 @@ static int shadows_init(struct kvt_policy *p)
 	if (!p->c)
 		return 0;
 	p->rate = p->sample >= (double)p->c ? 1 : p->sample / (double)p->c;
-	p->threshold = p->rate >= 1 ? UINT64_MAX : (uint64_t)(p->rate * 18446744073709551615.0);
+	p->threshold = kvt__sample_threshold(p->rate);
 	double n = p->rate * (double)p->c + 0.5;
 	size_t cap = n < 1 ? 1 : (size_t)n;
-	p->keep = 1 - 1 / (p->window * (double)cap);
 	for (int k = 0; k < 2; k++) {
 		int rc = kvt__mini_init(&p->sh[k], p->ops[k], NULL, cap);
 		if (rc) {
@@ -106,6 +111,7 @@ static int shadows_init(struct kvt_policy *p)
 			return rc;
 		}
 	}
+	set_keep(p);
 	return 0;
 }
 
@@ -253,7 +259,7 @@ static int du_set_param(struct kvt_policy *p, const char *name, const char *valu
 	if (p->sample != before)
 		return shadows_init(p);
 	if (p->sh[0].p)
-		p->keep = 1 - 1 / (p->window * (double)p->sh[0].cap);
+		set_keep(p);
 	return 0;
 }
 

@@ -74,7 +74,7 @@ int kvt_minisim_create(const struct kvt_policy_ops *ops, const char *params, uin
 	m->ops = ops;
 	m->capacity = capacity;
 	m->rate = (double)sim_entries >= (double)capacity ? 1 : (double)sim_entries / capacity;
-	m->threshold = m->rate >= 1 ? UINT64_MAX : (uint64_t)(m->rate * 18446744073709551615.0);
+	m->threshold = kvt__sample_threshold(m->rate);
 	for (int k = 0; k < 5; k++) {
 		double c = mult[k] * (double)capacity * m->rate + 0.5;
 		int rc = kvt__mini_init(&m->s[k], ops, params, c < 1 ? 1 : (size_t)c);

@@ -132,7 +132,7 @@ int kvt_mrc_create(double rate, struct kvt_mrc **out)
 	if (!m)
 		return -ENOMEM;
 	m->rate = rate;
-	m->threshold = rate >= 1 ? UINT64_MAX : (uint64_t)(rate * 18446744073709551615.0);
+	m->threshold = kvt__sample_threshold(rate);
 	m->max_keys = KVT_MRC_MAX_KEYS;
 	m->scale = 1;
 	if (kvt__hset_init(&m->keys, 1024) || alloc_tree(m, 1024)) {

@@ -280,6 +280,13 @@ static inline uint64_t kvt__mix64(uint64_t x)
 	return x;
 }
 
+/* The threshold that kvt__mix64 of a hash stays at or below with probability rate (0, 1]:
+ * key sampling (SHARDS, miniature simulations, duel's shadows). */
+static inline uint64_t kvt__sample_threshold(double rate)
+{
+	return rate >= 1 ? UINT64_MAX : (uint64_t)(rate * 18446744073709551615.0);
+}
+
 /* Sorts ids[0..n) by key[id] ascending, ties by id (export_order of sampled policies). */
 void kvt__sort_ids_by(uint32_t *ids, size_t n, const uint64_t *key);
 
