@@ -322,6 +322,7 @@ static const char *const env_others[] = {
     "KVTIER_SOCKET",             /* the client and the CLI: the daemon's socket (sockpath.c) */
     "KVTIER_TIMEOUT_MS",         /* the client: how long a call waits for the daemon */
     "KVTIER_GPU",                /* gpu/runtime_cuda.c: off answers -ENODEV, as without CUDA */
+    "KVTIER_GPU_BATCH",          /* gpu/runtime_cuda.c: off copies a batch one piece a call */
     "KVTIER_NVME_BACKEND",       /* tiers/nvme/nvme.c: uring or pio */
     "KVTIER_NVME_FAULT_PPM",     /* tiers/nvme/nvme.c: injected faults, tests only */
     "KVTIER_NVME_NOSPC_PPM",     /* ditto */

@@ -5,4 +5,9 @@
 void kvt_hostmem_free_if_host(struct kvt_gpu_mem *m);
 int kvt_hostmem_copy_to(struct kvt_gpu_mem *m, size_t off, const void *src, size_t len);
 int kvt_hostmem_copy_from(const struct kvt_gpu_mem *m, size_t off, void *dst, size_t len);
+/* Whether every piece lies inside m. */
+int kvt_gpu_pieces_fit(const struct kvt_gpu_mem *m, const struct kvt_gpu_piece *v, size_t n);
+/* The batched copies of the host stand-in (to: host to m). */
+int kvt_hostmem_copy_many(const struct kvt_gpu_mem *m, int to, const struct kvt_gpu_piece *v,
+                          size_t n);
 #endif

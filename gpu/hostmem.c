@@ -43,6 +43,28 @@ int kvt_hostmem_copy_from(const struct kvt_gpu_mem *m, size_t off, void *dst, si
 	return 0;
 }
 
+int kvt_gpu_pieces_fit(const struct kvt_gpu_mem *m, const struct kvt_gpu_piece *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].off > m->bytes || v[i].len > m->bytes - v[i].off)
+			return 0;
+	return 1;
+}
+
+int kvt_hostmem_copy_many(const struct kvt_gpu_mem *m, int to, const struct kvt_gpu_piece *v,
+                          size_t n)
+{
+	if (!m->host)
+		return -ENODEV;
+	if (!kvt_gpu_pieces_fit(m, v, n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char *dev = (char *)m->ptr + v[i].off;
+		memcpy(to ? dev : v[i].host, to ? v[i].host : dev, v[i].len);
+	}
+	return 0;
+}
+
 int kvt_gpu_alloc_or_host(int device, size_t bytes, struct kvt_gpu_mem *out)
 {
 	if (kvt_gpu_probe() > 0 && kvt_gpu_alloc(device, bytes, out) == 0)

@@ -35,6 +35,12 @@ int kvt_gpu_ipc_export(const struct kvt_gpu_mem *m, uint8_t handle[KVT_GPU_IPC_H
 	return -ENODEV;
 }
 
+int kvt_gpu_ipc_open(const uint8_t handle[KVT_GPU_IPC_HANDLE_BYTES], int device, size_t bytes,
+                     struct kvt_gpu_mem *out)
+{
+	return -ENODEV;
+}
+
 int kvt_gpu_copy_to(struct kvt_gpu_mem *m, size_t off, const void *src, size_t len)
 {
 	return kvt_hostmem_copy_to(m, off, src, len);
@@ -43,4 +49,14 @@ int kvt_gpu_copy_to(struct kvt_gpu_mem *m, size_t off, const void *src, size_t l
 int kvt_gpu_copy_from(const struct kvt_gpu_mem *m, size_t off, void *dst, size_t len)
 {
 	return kvt_hostmem_copy_from(m, off, dst, len);
+}
+
+int kvt_gpu_copy_to_many(struct kvt_gpu_mem *m, const struct kvt_gpu_piece *v, size_t n)
+{
+	return kvt_hostmem_copy_many(m, 1, v, n);
+}
+
+int kvt_gpu_copy_from_many(const struct kvt_gpu_mem *m, const struct kvt_gpu_piece *v, size_t n)
+{
+	return kvt_hostmem_copy_many(m, 0, v, n);
 }

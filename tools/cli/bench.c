@@ -8,15 +8,15 @@
 int cli_bench(const char *sock, int argc, char **argv)
 {
 	const char *name = argc > 1 && argv[1][0] != '-' ? argv[1] : "host";
-	static const char *const known[] = {"host",   "tiers", "nvme", "rocksdb",
-	                                    "policy", "quota", "trace"};
+	static const char *const known[] = {"host",   "tiers", "nvme",  "rocksdb",
+	                                    "policy", "quota", "trace", "gpu"};
 	bool ok = false;
 	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
 		ok = ok || !strcmp(name, known[k]);
 	if (!ok) {
 		fprintf(stderr,
 		        "kvtier: no benchmark named '%s' (host, tiers, nvme, rocksdb, policy, "
-		        "quota, trace)\n",
+		        "quota, trace, gpu)\n",
 		        name);
 		return 2;
 	}

@@ -1,0 +1,163 @@
+/*
+ * bench_gpu.c -- kvtier bench gpu: copies between host memory and a GPU through kvt_gpu (the
+ * calls a GPU tier makes), against memcpy between two host buffers in the same run.
+ *
+ * For each chunk size, GB/s of:
+ *   memcpy          host to host, two pre-faulted private buffers (the baseline)
+ *   to GPU, pageable   kvt_gpu_copy_to from a pre-faulted private buffer
+ *   to GPU, shm        kvt_gpu_copy_to from a memfd mapping registered with
+ *                      kvt_gpu_host_register -- the host tier's own kind of memory, pinned
+ *   from GPU, pageable / shm   kvt_gpu_copy_from into the same two
+ *   batched, shm    kvt_gpu_copy_to_many / _from_many: 64 chunks a call (fewer where 64 would
+ *                   not fit in 256 MiB), consecutive in the mapping, one wait a batch
+ * Each cell copies chunks one after another (the device offset moving through a 1 GiB
+ * allocation) for at least --seconds (0.3), and reports the best of --runs (3).
+ *
+ * usage: kvtier-bench-gpu [--seconds S] [--runs N] [--device D]
+ * Exits 77 where kvt_gpu_probe() finds no device (as the tests do), 1 on an error.
+ */
+#include "gpu/gpu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEV_BYTES     ((size_t)1 << 30)
+#define MAX_CHUNK     ((size_t)256 << 20)
+#define KVT_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "kvtier bench gpu: %s: %s\n", what, strerror(-rc));
+	exit(1);
+}
+
+enum op { MEMCPY, TO, FROM, TO_MANY, FROM_MANY };
+
+#define BATCH 64
+
+struct env {
+	struct kvt_gpu_mem dev;
+	char *src, *dst; /* pageable, MAX_CHUNK each */
+	char *shm;       /* a registered memfd mapping, MAX_CHUNK */
+	double seconds;
+	int runs;
+};
+
+/* GB/s of one kind of copy of chunks of len bytes, the best of e->runs. */
+static double rate(struct env *e, enum op op, char *host, size_t len)
+{
+	double best = 0;
+	for (int r = 0; r < e->runs; r++) {
+		size_t off = 0, n = 0;
+		double t0 = now_s(), t;
+		size_t per = op == TO_MANY || op == FROM_MANY ? KVT_MIN(BATCH, MAX_CHUNK / len) : 1;
+		struct kvt_gpu_piece v[BATCH];
+		do {
+			int rc = 0;
+			if (op == MEMCPY)
+				memcpy(e->dst, host, len);
+			else if (op == TO)
+				rc = kvt_gpu_copy_to(&e->dev, off, host, len);
+			else if (op == FROM)
+				rc = kvt_gpu_copy_from(&e->dev, off, host, len);
+			if (op == TO_MANY || op == FROM_MANY) {
+				if (off + per * len > DEV_BYTES)
+					off = 0;
+				for (size_t i = 0; i < per; i++)
+					v[i] = (struct kvt_gpu_piece){off + i * len, host + i * len,
+					                              len};
+				rc = op == TO_MANY ? kvt_gpu_copy_to_many(&e->dev, v, per)
+				                   : kvt_gpu_copy_from_many(&e->dev, v, per);
+			}
+			if (rc)
+				die("a copy", rc);
+			off = off + 2 * per * len <= DEV_BYTES ? off + per * len : 0;
+			n += per;
+			t = now_s();
+		} while (t - t0 < e->seconds);
+		double gbs = (double)n * (double)len / (t - t0) / 1e9;
+		best = gbs > best ? gbs : best;
+	}
+	return best;
+}
+
+int main(int argc, char **argv)
+{
+	struct env e = {.seconds = 0.3, .runs = 3};
+	int device = 0;
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--seconds"))
+			e.seconds = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--runs"))
+			e.runs = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--device"))
+			device = atoi(argv[i + 1]);
+		else {
+			fprintf(stderr,
+			        "usage: kvtier-bench-gpu [--seconds S] [--runs N] [--device D]\n");
+			return 2;
+		}
+	}
+	int n = kvt_gpu_probe();
+	if (n <= 0) {
+		fprintf(stderr, "kvtier bench gpu: no GPU on this machine (kvt_gpu_probe: %d)\n",
+		        n);
+		return 77;
+	}
+	int rc = kvt_gpu_alloc(device, DEV_BYTES, &e.dev);
+	if (rc)
+		die("kvt_gpu_alloc", rc);
+	e.src = malloc(MAX_CHUNK);
+	e.dst = malloc(MAX_CHUNK);
+	int fd = memfd_create("kvtier-bench-gpu", MFD_CLOEXEC);
+	if (!e.src || !e.dst || fd < 0 || ftruncate(fd, (off_t)MAX_CHUNK))
+		die("host buffers", -ENOMEM);
+	e.shm = mmap(NULL, MAX_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (e.shm == MAP_FAILED)
+		die("mmap", -errno);
+	memset(e.src, 0x5a, MAX_CHUNK);
+	memset(e.dst, 0xa5, MAX_CHUNK);
+	memset(e.shm, 0x3c, MAX_CHUNK);
+	if ((rc = kvt_gpu_host_register(e.shm, MAX_CHUNK)))
+		die("kvt_gpu_host_register", rc);
+
+	printf("# kvtier bench gpu: device %d of %d, best of %d runs of %.2f s per cell, GB/s\n\n",
+	       device, n, e.runs, e.seconds);
+	printf(
+	    "| chunk | memcpy | to GPU, pageable | to GPU, shm (registered) | to GPU, shm, batched "
+	    "| from GPU, pageable | from GPU, shm (registered) | from GPU, shm, batched "
+	    "| batched to / memcpy | batched from / memcpy |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|\n");
+	static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 256 << 20};
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t len = sizes[k];
+		double base = rate(&e, MEMCPY, e.src, len);
+		double tp = rate(&e, TO, e.src, len), ts = rate(&e, TO, e.shm, len);
+		double tb = rate(&e, TO_MANY, e.shm, len);
+		double fp = rate(&e, FROM, e.dst, len), fs = rate(&e, FROM, e.shm, len);
+		double fb = rate(&e, FROM_MANY, e.shm, len);
+		printf(
+		    "| %zu KiB | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |\n",
+		    len >> 10, base, tp, ts, tb, fp, fs, fb, tb / base, fb / base);
+		fflush(stdout);
+	}
+	kvt_gpu_host_unregister(e.shm);
+	kvt_gpu_free(&e.dev);
+	munmap(e.shm, MAX_CHUNK);
+	close(fd);
+	free(e.src);
+	free(e.dst);
+	return 0;
+}
