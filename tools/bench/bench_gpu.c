@@ -8,12 +8,12 @@
  *   to GPU, shm        kvt_gpu_copy_to from a memfd mapping registered with
  *                      kvt_gpu_host_register -- the host tier's own kind of memory, pinned
  *   from GPU, pageable / shm   kvt_gpu_copy_from into the same two
- *   batched, shm    kvt_gpu_copy_to_many / _from_many: 64 chunks a call (fewer where 64 would
- *                   not fit in 256 MiB), consecutive in the mapping, one wait a batch
+ *   batched, shm    kvt_gpu_copy_to_many / _from_many: --batch chunks a call (fewer where they
+ *                   would not fit in 256 MiB), consecutive in the mapping, one wait a batch
  * Each cell copies chunks one after another (the device offset moving through a 1 GiB
  * allocation) for at least --seconds (0.3), and reports the best of --runs (3).
  *
- * usage: kvtier-bench-gpu [--seconds S] [--runs N] [--device D]
+ * usage: kvtier-bench-gpu [--seconds S] [--runs N] [--device D] [--batch N (64, at most 1024)]
  * Exits 77 where kvt_gpu_probe() finds no device (as the tests do), 1 on an error.
  */
 #include "gpu/gpu.h"
@@ -45,7 +45,7 @@ static void die(const char *what, int rc)
 
 enum op { MEMCPY, TO, FROM, TO_MANY, FROM_MANY };
 
-#define BATCH 64
+#define MAX_BATCH 1024
 
 struct env {
 	struct kvt_gpu_mem dev;
@@ -53,6 +53,7 @@ struct env {
 	char *shm;       /* a registered memfd mapping, MAX_CHUNK */
 	double seconds;
 	int runs;
+	size_t batch; /* pieces a batched call */
 };
 
 /* GB/s of one kind of copy of chunks of len bytes, the best of e->runs. */
@@ -62,8 +63,9 @@ static double rate(struct env *e, enum op op, char *host, size_t len)
 	for (int r = 0; r < e->runs; r++) {
 		size_t off = 0, n = 0;
 		double t0 = now_s(), t;
-		size_t per = op == TO_MANY || op == FROM_MANY ? KVT_MIN(BATCH, MAX_CHUNK / len) : 1;
-		struct kvt_gpu_piece v[BATCH];
+		size_t per =
+		    op == TO_MANY || op == FROM_MANY ? KVT_MIN(e->batch, MAX_CHUNK / len) : 1;
+		static struct kvt_gpu_piece v[MAX_BATCH];
 		do {
 			int rc = 0;
 			if (op == MEMCPY)
@@ -95,7 +97,7 @@ static double rate(struct env *e, enum op op, char *host, size_t len)
 
 int main(int argc, char **argv)
 {
-	struct env e = {.seconds = 0.3, .runs = 3};
+	struct env e = {.seconds = 0.3, .runs = 3, .batch = 64};
 	int device = 0;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--seconds"))
@@ -104,9 +106,12 @@ int main(int argc, char **argv)
 			e.runs = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--device"))
 			device = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--batch") && atoi(argv[i + 1]) >= 1 &&
+		         atoi(argv[i + 1]) <= MAX_BATCH)
+			e.batch = (size_t)atoi(argv[i + 1]);
 		else {
-			fprintf(stderr,
-			        "usage: kvtier-bench-gpu [--seconds S] [--runs N] [--device D]\n");
+			fprintf(stderr, "usage: kvtier-bench-gpu [--seconds S] [--runs N] "
+			                "[--device D] [--batch 1-1024]\n");
 			return 2;
 		}
 	}
@@ -133,8 +138,10 @@ int main(int argc, char **argv)
 	if ((rc = kvt_gpu_host_register(e.shm, MAX_CHUNK)))
 		die("kvt_gpu_host_register", rc);
 
-	printf("# kvtier bench gpu: device %d of %d, best of %d runs of %.2f s per cell, GB/s\n\n",
-	       device, n, e.runs, e.seconds);
+	printf(
+	    "# kvtier bench gpu: device %d of %d, best of %d runs of %.2f s per cell, batches of "
+	    "%zu, GB/s\n\n",
+	    device, n, e.runs, e.seconds, e.batch);
 	printf(
 	    "| chunk | memcpy | to GPU, pageable | to GPU, shm (registered) | to GPU, shm, batched "
 	    "| from GPU, pageable | from GPU, shm (registered) | from GPU, shm, batched "
