@@ -50,7 +50,9 @@ int kvt_gpu_host_unregister(void *p);
 int kvt_gpu_ipc_export(const struct kvt_gpu_mem *m, uint8_t handle[KVT_GPU_IPC_HANDLE_BYTES]);
 /* Maps another process's exported allocation of `bytes` (the handle does not carry its size:
  * the exporter tells it) on device; kvt_gpu_free() unmaps it and leaves the memory to its owner.
- * @return : 0, -ENODEV, -EINVAL (a handle that names nothing) or -errno. */
+ * A size past the end of the exported allocation is refused (CUDA 12.5 and later, which tell
+ * an allocation's size). @return : 0, -ENODEV, -EINVAL (a handle that names nothing, this
+ * process's own export, a size too large) or -errno. */
 int kvt_gpu_ipc_open(const uint8_t handle[KVT_GPU_IPC_HANDLE_BYTES], int device, size_t bytes,
                      struct kvt_gpu_mem *out);
 

@@ -9,7 +9,12 @@
 #include "gpu_int.h"
 
 #include <cuda_runtime_api.h>
+#if CUDART_VERSION >= 12050
+#include <cudaTypedefs.h> /* the driver's function types, reached through the runtime */
+#endif
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +193,37 @@ int kvt_gpu_ipc_export(const struct kvt_gpu_mem *m, uint8_t handle[KVT_GPU_IPC_H
 	return rc;
 }
 
+/*
+ * Whether bytes from p lie inside the allocation that holds p: an importer's size comes from
+ * the exporter, and one too large would let copies reach past the allocation. The driver's
+ * cuMemGetAddressRange, found through the runtime (no link to libcuda); where it cannot be
+ * found (CUDA before 12.5) the size is taken on trust.
+ */
+static bool fits_allocation(void *p, size_t bytes)
+{
+#if CUDART_VERSION >= 12050
+	static PFN_cuMemGetAddressRange_v3020 range;
+	if (!range) {
+		void *fn = NULL;
+		enum cudaDriverEntryPointQueryResult q;
+		if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 3020,
+		                                     cudaEnableDefault, &q) != cudaSuccess ||
+		    q != cudaDriverEntryPointSuccess || !fn)
+			return true;
+		range = (PFN_cuMemGetAddressRange_v3020)fn;
+	}
+	CUdeviceptr base = 0;
+	size_t size = 0;
+	if (range(&base, &size, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+		return false;
+	return (uintptr_t)p - base <= size && bytes <= size - ((uintptr_t)p - base);
+#else
+	(void)p;
+	(void)bytes;
+	return true;
+#endif
+}
+
 int kvt_gpu_ipc_open(const uint8_t handle[KVT_GPU_IPC_HANDLE_BYTES], int device, size_t bytes,
                      struct kvt_gpu_mem *out)
 {
@@ -208,6 +244,10 @@ int kvt_gpu_ipc_open(const uint8_t handle[KVT_GPU_IPC_HANDLE_BYTES], int device,
 		return -EINVAL;
 	if (e != cudaSuccess)
 		return err_of(e);
+	if (!fits_allocation(p, bytes)) {
+		cudaIpcCloseMemHandle(p);
+		return -EINVAL;
+	}
 	*out = (struct kvt_gpu_mem){.ptr = p, .bytes = bytes, .device = device, .opened = 1};
 	return 0;
 }

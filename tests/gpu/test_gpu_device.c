@@ -101,8 +101,8 @@ static void test_gpu_device_errors(void **state)
 }
 
 /* The importer: KVT_TEST_GPU_IPC_CHILD's handle names IPC_BYTES whose first half is
- * kvt_test_fill(.., 11); it writes kvt_test_fill(.., 12) into the second half. Exits 0, or 2-5:
- * the step that failed. */
+ * kvt_test_fill(.., 11); it writes kvt_test_fill(.., 12) into the second half, after maps of one
+ * byte more and of twice what was exported are refused. Exits 0, or 2-6: the step that failed. */
 static int ipc_child(const char *hex)
 {
 	uint8_t h[KVT_GPU_IPC_HANDLE_BYTES];
@@ -110,6 +110,9 @@ static int ipc_child(const char *hex)
 		if (sscanf(hex + 2 * i, "%2hhx", &h[i]) != 1)
 			return 2;
 	struct kvt_gpu_mem m;
+	if (kvt_gpu_ipc_open(h, 0, 2 * IPC_BYTES, &m) != -EINVAL ||
+	    kvt_gpu_ipc_open(h, 0, IPC_BYTES + 1, &m) != -EINVAL) /* past the allocation's end */
+		return 6;
 	int rc = kvt_gpu_ipc_open(h, 0, IPC_BYTES, &m);
 	if (rc) {
 		fprintf(stderr, "child: kvt_gpu_ipc_open: %d\n", rc);
