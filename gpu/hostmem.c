@@ -27,7 +27,7 @@ int kvt_hostmem_copy_to(struct kvt_gpu_mem *m, size_t off, const void *src, size
 {
 	if (!m->host)
 		return -ENODEV;
-	if (off > m->bytes || len > m->bytes - off)
+	if (!kvt_gpu_range_fits(m, off, len))
 		return -EINVAL;
 	memcpy((char *)m->ptr + off, src, len);
 	return 0;
@@ -37,18 +37,18 @@ int kvt_hostmem_copy_from(const struct kvt_gpu_mem *m, size_t off, void *dst, si
 {
 	if (!m->host)
 		return -ENODEV;
-	if (off > m->bytes || len > m->bytes - off)
+	if (!kvt_gpu_range_fits(m, off, len))
 		return -EINVAL;
 	memcpy(dst, (const char *)m->ptr + off, len);
 	return 0;
 }
 
-int kvt_gpu_pieces_fit(const struct kvt_gpu_mem *m, const struct kvt_gpu_piece *v, size_t n)
+bool kvt_gpu_pieces_fit(const struct kvt_gpu_mem *m, const struct kvt_gpu_piece *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (v[i].off > m->bytes || v[i].len > m->bytes - v[i].off)
-			return 0;
-	return 1;
+		if (!kvt_gpu_range_fits(m, v[i].off, v[i].len))
+			return false;
+	return true;
 }
 
 int kvt_hostmem_copy_many(const struct kvt_gpu_mem *m, int to, const struct kvt_gpu_piece *v,

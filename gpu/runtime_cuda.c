@@ -86,7 +86,7 @@ int kvt_gpu_copy_to(struct kvt_gpu_mem *m, size_t off, const void *src, size_t l
 {
 	if (m->host)
 		return kvt_hostmem_copy_to(m, off, src, len);
-	if (off > m->bytes || len > m->bytes - off)
+	if (!kvt_gpu_range_fits(m, off, len))
 		return -EINVAL;
 	cudaSetDevice(m->device);
 	return err_of(cudaMemcpy((char *)m->ptr + off, src, len, cudaMemcpyHostToDevice));
@@ -96,10 +96,51 @@ int kvt_gpu_copy_from(const struct kvt_gpu_mem *m, size_t off, void *dst, size_t
 {
 	if (m->host)
 		return kvt_hostmem_copy_from(m, off, dst, len);
-	if (off > m->bytes || len > m->bytes - off)
+	if (!kvt_gpu_range_fits(m, off, len))
 		return -EINVAL;
 	cudaSetDevice(m->device);
 	return err_of(cudaMemcpy(dst, (const char *)m->ptr + off, len, cudaMemcpyDeviceToHost));
+}
+
+/* Piece p's destination and source. */
+static void ends_of(const struct kvt_gpu_mem *m, int to, const struct kvt_gpu_piece *p, void **dst,
+                    const void **src)
+{
+	char *dev = (char *)m->ptr + p->off;
+	*dst = to ? dev : p->host;
+	*src = to ? p->host : dev;
+}
+
+/* The pieces as one cudaMemcpyBatchAsync. @return : 0, or -errno when the call was refused or
+ * could not be made (nothing queued then). */
+static int batch_call(const struct kvt_gpu_mem *m, int to, const struct kvt_gpu_piece *v, size_t n)
+{
+#if CUDART_VERSION >= 13000
+	static _Atomic int batch = -1;
+	if (batch < 0) {
+		const char *env = getenv("KVTIER_GPU_BATCH");
+		batch = !(env && !strcmp(env, "off"));
+	}
+	if (!batch)
+		return -ENOTSUP;
+	/* one block: the destinations, the sources, the sizes */
+	void **dst = malloc(n * (2 * sizeof(void *) + sizeof(size_t)));
+	if (!dst)
+		return -ENOMEM;
+	const void **src = (const void **)(dst + n);
+	size_t *len = (size_t *)(src + n), attrs_from = 0; /* one attribute for all */
+	for (size_t i = 0; i < n; i++) {
+		ends_of(m, to, &v[i], &dst[i], &src[i]);
+		len[i] = v[i].len;
+	}
+	struct cudaMemcpyAttributes a = {.srcAccessOrder = cudaMemcpySrcAccessOrderStream};
+	int rc = err_of(cudaMemcpyBatchAsync((void *const *)dst, (const void *const *)src, len, n,
+	                                     &a, &attrs_from, 1, cudaStreamPerThread));
+	free(dst);
+	return rc;
+#else
+	return -ENOTSUP;
+#endif
 }
 
 /*
@@ -118,41 +159,17 @@ static int copy_many(const struct kvt_gpu_mem *m, int to, const struct kvt_gpu_p
 	if (!n)
 		return 0;
 	cudaSetDevice(m->device);
-	int rc = -EINVAL;
-#if CUDART_VERSION >= 13000
-	static _Atomic int batch = -1;
-	if (batch < 0) {
-		const char *env = getenv("KVTIER_GPU_BATCH");
-		batch = !(env && !strcmp(env, "off"));
-	}
-	void **dst = malloc(n * sizeof(*dst));
-	const void **src = malloc(n * sizeof(*src));
-	size_t *len = malloc(n * sizeof(*len)), attrs_from = 0; /* one attribute for all */
-	if (batch && dst && src && len) {
-		for (size_t i = 0; i < n; i++) {
-			char *dev = (char *)m->ptr + v[i].off;
-			dst[i] = to ? dev : v[i].host;
-			src[i] = to ? v[i].host : dev;
-			len[i] = v[i].len;
-		}
-		struct cudaMemcpyAttributes a = {.srcAccessOrder = cudaMemcpySrcAccessOrderStream};
-		rc = err_of(cudaMemcpyBatchAsync((void *const *)dst, (const void *const *)src, len,
-		                                 n, &a, &attrs_from, 1, cudaStreamPerThread));
-	}
-	free(dst);
-	free(src);
-	free(len);
-#endif
-	if (rc) { /* no batch call: one copy each */
-		rc = 0;
+	int rc = 0;
+	if (batch_call(m, to, v, n)) /* no batch call: one copy each */
 		for (size_t i = 0; i < n && !rc; i++) {
-			char *dev = (char *)m->ptr + v[i].off;
+			void *dst;
+			const void *src;
+			ends_of(m, to, &v[i], &dst, &src);
 			rc = err_of(
-			    cudaMemcpyAsync(to ? dev : v[i].host, to ? v[i].host : dev, v[i].len,
+			    cudaMemcpyAsync(dst, src, v[i].len,
 			                    to ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
 			                    cudaStreamPerThread));
 		}
-	}
 	int wait = err_of(cudaStreamSynchronize(cudaStreamPerThread)); /* those queued, even so */
 	return rc ? rc : wait;
 }

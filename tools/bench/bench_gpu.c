@@ -15,6 +15,10 @@
  *
  * usage: kvtier-bench-gpu [--seconds S] [--runs N] [--device D] [--batch N (64, at most 1024)]
  * Exits 77 where kvt_gpu_probe() finds no device (as the tests do), 1 on an error.
+ *
+ * It links kvt_gpu alone, not bench_util (which brings the whole library and its Debian
+ * packages), so that tools/gpu-check.sh can carry it to a GPU machine without them; hence its
+ * own now_s() and die().
  */
 #include "gpu/gpu.h"
 
@@ -56,36 +60,42 @@ struct env {
 	size_t batch; /* pieces a batched call */
 };
 
+/* One step of a cell: a chunk of len bytes at off, or `per` of them from off on. */
+static int copy_once(struct env *e, enum op op, char *host, size_t off, size_t len, size_t per)
+{
+	static struct kvt_gpu_piece v[MAX_BATCH];
+	switch (op) {
+	case MEMCPY:
+		memcpy(e->dst, host, len);
+		return 0;
+	case TO:
+		return kvt_gpu_copy_to(&e->dev, off, host, len);
+	case FROM:
+		return kvt_gpu_copy_from(&e->dev, off, host, len);
+	case TO_MANY:
+	case FROM_MANY:
+		break;
+	}
+	for (size_t i = 0; i < per; i++)
+		v[i] = (struct kvt_gpu_piece){off + i * len, host + i * len, len};
+	return op == TO_MANY ? kvt_gpu_copy_to_many(&e->dev, v, per)
+	                     : kvt_gpu_copy_from_many(&e->dev, v, per);
+}
+
 /* GB/s of one kind of copy of chunks of len bytes, the best of e->runs. */
 static double rate(struct env *e, enum op op, char *host, size_t len)
 {
+	size_t per = op == TO_MANY || op == FROM_MANY ? KVT_MIN(e->batch, MAX_CHUNK / len) : 1;
 	double best = 0;
 	for (int r = 0; r < e->runs; r++) {
 		size_t off = 0, n = 0;
 		double t0 = now_s(), t;
-		size_t per =
-		    op == TO_MANY || op == FROM_MANY ? KVT_MIN(e->batch, MAX_CHUNK / len) : 1;
-		static struct kvt_gpu_piece v[MAX_BATCH];
 		do {
-			int rc = 0;
-			if (op == MEMCPY)
-				memcpy(e->dst, host, len);
-			else if (op == TO)
-				rc = kvt_gpu_copy_to(&e->dev, off, host, len);
-			else if (op == FROM)
-				rc = kvt_gpu_copy_from(&e->dev, off, host, len);
-			if (op == TO_MANY || op == FROM_MANY) {
-				if (off + per * len > DEV_BYTES)
-					off = 0;
-				for (size_t i = 0; i < per; i++)
-					v[i] = (struct kvt_gpu_piece){off + i * len, host + i * len,
-					                              len};
-				rc = op == TO_MANY ? kvt_gpu_copy_to_many(&e->dev, v, per)
-				                   : kvt_gpu_copy_from_many(&e->dev, v, per);
-			}
+			int rc = copy_once(e, op, host, off, len, per);
 			if (rc)
 				die("a copy", rc);
-			off = off + 2 * per * len <= DEV_BYTES ? off + per * len : 0;
+			off = off + 2 * per * len <= DEV_BYTES ? off + per * len
+			                                       : 0; /* the next fits */
 			n += per;
 			t = now_s();
 		} while (t - t0 < e->seconds);
