@@ -20,7 +20,7 @@
 	X(MRC_MINISIM_ENTRIES, "mrc.minisim_entries", U64, "4096", 0, 1ull << 24, 0,               \
 	  "a tier's policy's own curve (not lru's): mini-simulations, entries at 1x (0: off)")     \
 	X(MRC_MINISIM_QUEUE, "mrc.minisim_queue", U64, "65536", 0, 1ull << 24, 0,                  \
-	  "acquired keys host's mini-simulations may replay later, when kvtierd is idle (0: at "   \
+	  "acquired keys waiting for the thread that replays host's mini-simulations (0: at "      \
 	  "once, in the acquire)")                                                                 \
 	X(TENANT_MAP, "tenant.map", STR, "", 0, 0, 0,                                              \
 	  "uids/gids to named tenants: \"1000=teamA,@2000=teamB\" (default: one per uid)")         \

@@ -202,6 +202,24 @@ struct kvd_refusing {
 	uint64_t since_ns;
 };
 
+/* Acquired key hashes waiting to be replayed, and where each request ends (curvework.c). */
+struct kvd_keyq {
+	uint64_t *keys;
+	uint32_t *ends;
+	size_t n, reqs, cap_keys, cap_reqs;
+};
+
+/* The worker that replays host's own curve (curvework.c); sim_lock before q_lock. */
+struct kvd_curvework {
+	pthread_mutex_t q_lock;   /* in, stop */
+	pthread_mutex_t sim_lock; /* d->minisim while it may replay, work, by_worker, by_loop */
+	pthread_cond_t wake;
+	struct kvd_keyq in, work; /* what acquires add; what the worker replays */
+	pthread_t thread;
+	bool started, failed, stop;
+	uint64_t by_worker, by_loop; /* keys replayed on the worker, on the loop thread */
+};
+
 struct kvd {
 	struct kvt_options opts;
 	char sock_path[KVT_SOCK_PATH_MAX];
@@ -231,11 +249,7 @@ struct kvd {
 	bool pol_auto;     /* host.policy = auto: kvd_policy_auto picks pol_ops */
 	size_t pol_chunks; /* the capacity in chunks pol was built for (kvd_host_chunks) */
 	struct kvt_minisim *minisim; /* the host policy's own curve, or NULL (kvd_minisim_reset) */
-	/* acquires it has not replayed yet (kvd_minisim_feed): their key hashes, and where each
-	 * request ends; mini_done of mini_reqs are replayed */
-	uint64_t *mini_keys;
-	uint32_t *mini_ends;
-	size_t mini_n, mini_reqs, mini_done, mini_cap_keys, mini_cap_reqs;
+	struct kvd_curvework cw;     /* what replays it (curvework.c) */
 	uint64_t mini_chunk;     /* the smallest namespace's chunk bytes the curves are sized by */
 	struct kvt_mrc *mrc;     /* host tier's miss-ratio curve (sampled) */
 	struct kvt_admit *admit; /* host.admit's filter, or NULL (admit everything) */
@@ -432,17 +446,22 @@ void kvd_minisim_reset(struct kvd *d, int tier);
 /* A namespace of chunk_bytes registered: every curve is remade when its chunks are the smallest
  * yet (the tiers hold more of them). */
 void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes);
-/* An acquire of keys[0..n) of tenant t, a prefix chain: the miniature simulations replay it,
- * later (kvd_minisim_idle), or at once while more than mrc.minisim_queue keys wait. */
+/* curvework.c: host's own curve, replayed on a worker thread. Every call from the loop thread.
+ * init before any other, fini (joins the worker) after the last. */
+void kvd_curvework_init(struct kvd *d);
+void kvd_curvework_fini(struct kvd *d);
+/* An acquire of keys[0..n) of tenant t, a prefix chain: the miniature simulations replay it on
+ * the worker, or at once while more than mrc.minisim_queue keys wait (or there is no worker). */
 void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n);
-/* The loop has nothing else to do: replays up to KVD_MINI_SLICE waiting keys (whole requests,
- * one at least). */
-void kvd_minisim_idle(struct kvd *d);
-/* Whether acquires wait to be replayed. */
-static inline bool kvd_minisim_pending(const struct kvd *d)
-{
-	return d->mini_done < d->mini_reqs;
-}
+/* Replays every waiting key now, after the worker's batch: d->minisim then holds every acquire
+ * so far, and the worker leaves it alone until the next feed. */
+void kvd_minisim_drain(struct kvd *d);
+/* Stops the worker between batches until kvd_minisim_release, so d->minisim can be read, or
+ * (drop: what waits is dropped) replaced. */
+void kvd_minisim_hold(struct kvd *d, bool drop);
+void kvd_minisim_release(struct kvd *d);
+/* Keys replayed so far by the worker and by the loop thread (drains). */
+void kvd_minisim_counts(struct kvd *d, uint64_t *by_worker, uint64_t *by_loop);
 /* A miss-ratio curve as mrc.sample_ppm and mrc.max_keys say, or NULL (no memory). */
 struct kvt_mrc *kvd_mrc_new(const struct kvd *d);
 /* Switches the host policy to name with "k=v" params (modified), keeping every chunk; "auto"

@@ -398,15 +398,11 @@ static void run(struct kvd *d)
 			uint64_t now = kvt_now_ns();
 			timeout = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 		}
-		if (kvd_minisim_pending(d))
-			timeout = 0; /* replays wait (kvd_minisim_idle) */
 		int n = epoll_wait(d->ep, evs, 64, timeout);
 		if (n < 0 && errno != EINTR) {
 			kvt_log(KVT_LOG_ERROR, "epoll_wait: %s", strerror(errno));
 			break;
 		}
-		if (n == 0 && kvd_minisim_pending(d))
-			kvd_minisim_idle(d);
 		for (int k = 0; k < n; k++) {
 			uint64_t tag = evs[k].data.u64;
 			if (tag == EV_LISTEN) {
@@ -505,6 +501,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	raise_fd_limit();
+	kvd_curvework_init(&d);
 	if (kvd_become_user(&d) || setup(&d))
 		return 1;
 	print_banner(&d);
@@ -527,9 +524,8 @@ int main(int argc, char **argv)
 	}
 	d.pol_ops->destroy(d.pol);
 	kvt_mrc_destroy(d.mrc);
+	kvd_curvework_fini(&d);
 	kvt_minisim_destroy(d.minisim);
-	free(d.mini_keys);
-	free(d.mini_ends);
 	kvt_admit_destroy(d.admit);
 	kvt_quota_destroy(d.quota);
 	kvd_keep_fini(&d);

@@ -190,23 +190,25 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 	}
 	/* what waits was for the old curve; the new one starts from what host holds */
 	if (tier < 0)
-		d->mini_n = d->mini_reqs = d->mini_done = 0;
+		kvd_minisim_hold(d, true);
 	kvt_minisim_destroy(*slot);
 	*slot = NULL;
 	uint64_t cap = d->mini_chunk ? bytes / kvd_rec_bytes(d->mini_chunk) : 0;
 	/* an LRU tier's curve is SHARDS's, closer and cheaper; duel's would be five duels, each two
 	 * experts and two shadow caches: kvtier bench trace's requests took 1.88x LRU's time with
 	 * it, 1.50x without (docs/policies.md) */
-	if (!entries || !cap || !ops || ops == &kvt_policy_lru || ops == &kvt_policy_duel)
-		return;
-	int rc = kvt_minisim_create(ops, params, cap, entries, slot);
-	if (rc)
-		kvt_log(KVT_LOG_WARN, "%s tier: no %s curve by miniature simulation: %s", name,
-		        ops->name, strerror(-rc));
-	else if (tier < 0)
-		minisim_warm(d);
-	else
-		minisim_warm_lower(d, (uint32_t)tier);
+	if (entries && cap && ops && ops != &kvt_policy_lru && ops != &kvt_policy_duel) {
+		int rc = kvt_minisim_create(ops, params, cap, entries, slot);
+		if (rc)
+			kvt_log(KVT_LOG_WARN, "%s tier: no %s curve by miniature simulation: %s",
+			        name, ops->name, strerror(-rc));
+		else if (tier < 0)
+			minisim_warm(d);
+		else
+			minisim_warm_lower(d, (uint32_t)tier);
+	}
+	if (tier < 0)
+		kvd_minisim_release(d);
 }
 
 void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes)
@@ -217,95 +219,6 @@ void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes)
 	kvd_minisim_reset(d, -1);
 	for (uint32_t k = 0; k < d->n_lower; k++)
 		kvd_minisim_reset(d, (int)k);
-}
-
-/*
- * The host curve's five miniature simulations cost five times what the policy itself costs per
- * access when the tier holds no more than mrc.minisim_entries chunks (they then sample every
- * key), and they ran inside each acquire: with conv, whose operations are the dearest, that
- * made kvtierd's requests 1.45-1.54x LRU's on the Mooncake trace, against 1.14-1.17x with the
- * simulations off, and 1.19-1.27x now (`kvtier bench trace`, docs/policies.md). So an acquire
- * only queues its keys and the loop replays them when it has nothing else to do, a slice at a
- * time; a curve is read (curves_of) after what waits is replayed, so it is the same curve as
- * before; and past mrc.minisim_queue keys (64 Ki, 512 KiB) an acquire replays the oldest, its
- * own last, so the queue is bounded and no request is left out (0: every acquire replays its
- * own at once, as before).
- */
-#define KVD_MINI_SLICE 32 /* keys one idle turn replays: ~100 us with conv */
-
-/* The keys of replayed requests still in d->mini_keys (before the first waiting one). */
-static size_t minisim_dead(const struct kvd *d)
-{
-	return d->mini_done ? d->mini_ends[d->mini_done - 1] : 0;
-}
-
-/* Replays waiting requests, oldest first, until at least max_keys keys are done or none wait;
- * the queue is moved up once replayed keys fill half of it. */
-static void minisim_run(struct kvd *d, size_t max_keys)
-{
-	size_t done = 0;
-	while (d->mini_done < d->mini_reqs && done < max_keys) {
-		size_t at = minisim_dead(d), n = d->mini_ends[d->mini_done] - at;
-		kvt_minisim_request(d->minisim, d->mini_keys + at, n);
-		d->mini_done++;
-		done += n;
-	}
-	size_t dead = minisim_dead(d);
-	if (d->mini_done == d->mini_reqs) {
-		d->mini_n = d->mini_reqs = d->mini_done = 0;
-	} else if (2 * dead >= d->mini_n) {
-		memmove(d->mini_keys, d->mini_keys + dead,
-		        (d->mini_n - dead) * sizeof(*d->mini_keys));
-		for (size_t i = d->mini_done; i < d->mini_reqs; i++)
-			d->mini_ends[i - d->mini_done] = d->mini_ends[i] - (uint32_t)dead;
-		d->mini_n -= dead;
-		d->mini_reqs -= d->mini_done;
-		d->mini_done = 0;
-	}
-}
-
-/* Room for n more keys and one more request. @return : false (no memory) */
-static bool minisim_room(struct kvd *d, size_t n)
-{
-	if (d->mini_n + n > d->mini_cap_keys) {
-		size_t cap = KVT_MAX(KVT_MAX(d->mini_cap_keys * 2, d->mini_n + n), (size_t)1024);
-		uint64_t *k = realloc(d->mini_keys, cap * sizeof(*k));
-		if (!k)
-			return false;
-		d->mini_keys = k;
-		d->mini_cap_keys = cap;
-	}
-	if (d->mini_reqs == d->mini_cap_reqs) {
-		size_t cap = KVT_MAX(d->mini_cap_reqs * 2, (size_t)64);
-		uint32_t *e = realloc(d->mini_ends, cap * sizeof(*e));
-		if (!e)
-			return false;
-		d->mini_ends = e;
-		d->mini_cap_reqs = cap;
-	}
-	return true;
-}
-
-void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n)
-{
-	if (!minisim_room(d, n))
-		return; /* one request not replayed */
-	for (uint32_t i = 0; i < n; i++)
-		d->mini_keys[d->mini_n + i] = keys[i].w[0] ^ t;
-	d->mini_n += n;
-	d->mini_ends[d->mini_reqs++] = (uint32_t)d->mini_n;
-	size_t waiting = d->mini_n - minisim_dead(d),
-	       most = kvt_opt_u64(&d->opts, KVT_OPT_MRC_MINISIM_QUEUE);
-	if (waiting > most)
-		minisim_run(d, waiting - most); /* no idle turn for a while */
-}
-
-void kvd_minisim_idle(struct kvd *d)
-{
-	if (d->minisim)
-		minisim_run(d, KVD_MINI_SLICE);
-	else
-		d->mini_n = d->mini_reqs = d->mini_done = 0;
 }
 
 bool kvd_auto_large_chunks(const struct kvd *d)
@@ -476,8 +389,6 @@ static uint64_t curves_of(struct kvd *d, int tier, const struct kvt_mrc **m,
                           const struct kvt_minisim **own)
 {
 	uint64_t chunks = host_chunks(d), used = d->host_used, cap = d->host_cap;
-	if (tier < 0 && d->minisim)
-		minisim_run(d, SIZE_MAX); /* the curve of every acquire so far */
 	*m = d->mrc, *own = d->minisim;
 	if (tier >= 0) {
 		struct kvd_lower *l = &d->lower[tier];
@@ -521,10 +432,14 @@ void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
 	if (!m || !size || !kvt_mrc_samples(m))
 		return;
 	double c[5], p[5];
+	if (tier < 0)
+		kvd_minisim_hold(d, false); /* as it stands: a scrape replays nothing here */
 	bool has_own = own && kvt_minisim_samples(own);
-	kvt_mrc_curve(m, size, c);
 	if (has_own)
 		kvt_minisim_curve(own, p);
+	if (tier < 0)
+		kvd_minisim_release(d);
+	kvt_mrc_curve(m, size, c);
 	kvd_out(o, ",\"mrc_samples\":%llu,\"mrc\":[", (unsigned long long)kvt_mrc_samples(m));
 	for (int i = 0; i < 5; i++) {
 		kvd_out(o, "%s{\"size\":\"%s\",\"lru_hit_ratio\":%.4f,\"policy_hit_ratio\":",
@@ -603,6 +518,8 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 	}
 	const struct kvt_mrc *m;
 	const struct kvt_minisim *own;
+	if (d->minisim)
+		kvd_minisim_drain(d); /* the curve of every acquire so far */
 	uint64_t size = curves_of(d, -1, &m, &own);
 	if (!m || !size || !kvt_mrc_samples(m)) {
 		snprintf(out, out_len,

@@ -172,7 +172,7 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 /* The own curve after a fixed run of acquires under conv, from a daemon whose mini-simulations
  * may keep `queue` keys waiting; *samples gets the sampled accesses it counts. */
 static void own_curve_after_acquires(const char *queue, char *curve, size_t len,
-                                     unsigned long long *samples)
+                                     unsigned long long *samples, long long *on_worker)
 {
 	char q[64];
 	snprintf(q, sizeof(q), "mrc.minisim_queue=%s", queue);
@@ -197,6 +197,20 @@ static void own_curve_after_acquires(const char *queue, char *curve, size_t len,
 		assert_int_equal(kvt_release(c, l, (size_t)got), got);
 	}
 	free(buf);
+	/* the stats read the curve as it stands: with a queue, the worker replays every key while
+	 * the loop thread replays none; without one, every acquire replays its own */
+	long long want = 0;
+	for (unsigned i = 0; i < 300; i++)
+		want += 4 + i % 13;
+	if (!strcmp(queue, "65536")) {
+		assert_int_equal(kvt_test_stat_wait(&pd, "curve_keys_worker", want, 0), want);
+		assert_int_equal(kvt_test_stat(&pd, "curve_keys_loop"), 0);
+	} else {
+		assert_int_equal(kvt_test_stat(&pd, "curve_keys_worker") +
+		                     kvt_test_stat(&pd, "curve_keys_loop"),
+		                 want);
+	}
+	*on_worker = kvt_test_stat(&pd, "curve_keys_worker");
 	char out[2048];
 	assert_int_equal(policy(c, "mrc host", out, sizeof(out)), 0);
 	const char *own = strstr(out, "\nconv ");
@@ -213,9 +227,9 @@ static void own_curve_after_acquires(const char *queue, char *curve, size_t len,
 	kvt_test_daemon_destroy(&pd);
 }
 
-/* The host curve's mini-simulations replay acquires when kvtierd is idle, or in the acquire
- * once mrc.minisim_queue keys wait: the curve read is the same either way, every acquired key
- * counted, in the order acquired. */
+/* The host curve's mini-simulations replay acquires on a worker thread (curvework.c), or in
+ * the acquire once mrc.minisim_queue keys wait: the curve `mrc host` reads is the same either
+ * way, every acquired key counted, in the order acquired. */
 static void test_policyctl_curve_replays_later(void **state)
 {
 	(void)state;
@@ -224,9 +238,13 @@ static void test_policyctl_curve_replays_later(void **state)
 		keys += 4 + i % 13;
 	char inline_curve[256], later[256], overflow[256];
 	unsigned long long n_inline, n_later, n_overflow;
-	own_curve_after_acquires("0", inline_curve, sizeof(inline_curve), &n_inline);
-	own_curve_after_acquires("65536", later, sizeof(later), &n_later);
-	own_curve_after_acquires("1", overflow, sizeof(overflow), &n_overflow); /* each overflows */
+	long long w_inline, w_later, w_overflow;
+	own_curve_after_acquires("0", inline_curve, sizeof(inline_curve), &n_inline, &w_inline);
+	own_curve_after_acquires("65536", later, sizeof(later), &n_later, &w_later);
+	own_curve_after_acquires("1", overflow, sizeof(overflow), &n_overflow,
+	                         &w_overflow); /* each overflows */
+	assert_int_equal(w_inline, 0);         /* no worker without a queue */
+	assert_int_equal(w_later, keys);       /* every key off the loop thread */
 	assert_int_equal(n_inline, keys);
 	assert_int_equal(n_later, keys);
 	assert_int_equal(n_overflow, keys);

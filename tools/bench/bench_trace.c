@@ -17,7 +17,8 @@
  *  - the time per request (p50, p99) and the put rate (the bytes handed to kvt_put over the
  *    time it took; a put that ends early stores fewer of them), beside memcpy of the same bytes
  *    in the same run (the baseline), and the first policy's row as the baseline of the others;
- *  - the daemon's evictions.
+ *  - the daemon's evictions, and the keys its own-curve worker replayed (curvework.c) beside
+ *    those the loop thread had to (a drain when the queue was full) by the end of the run.
  *
  * With --clients K, K engines share the daemon, each its own connection making one request at
  * a time, and they take turns message by message: one engine's kvt_get or kvt_put, then the
@@ -58,7 +59,7 @@ struct args {
 
 struct row {
 	double daemon_phr, sim_phr, p50_us, p99_us, put_gbs, memcpy_gbs, total_s;
-	long long evictions;
+	long long evictions, curve_worker, curve_loop;
 };
 
 /* Block blk's key. Its first word is the simulator's hash of blk (replay.c), and the daemon
@@ -212,6 +213,8 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 		}
 	} while (busy);
 	r->total_s = now_s() - t_all;
+	r->curve_loop = stat_of(e[0].c, "curve_keys_loop");
+	r->curve_worker = stat_of(e[0].c, "curve_keys_worker");
 	r->evictions = stat_of(e[0].c, "evictions");
 	for (size_t k = 0; k < a->clients; k++)
 		kvt_close(e[k].c);
@@ -320,19 +323,22 @@ int main(int argc, char **argv)
 	       a.trace, a.requests, t.n_acc, a.capacity, a.chunk >> 10, a.clients,
 	       a.clients > 1 ? "s taking turns" : "");
 	printf("| host.policy | prefix hit ratio, daemon | kvtier sim | request p50 / p99 us | "
-	       "put GB/s | memcpy GB/s | put / memcpy | time vs %s | evictions |\n",
+	       "put GB/s | memcpy GB/s | put / memcpy | time vs %s | evictions | own curve keys: "
+	       "worker / loop |\n",
 	       a.pols[0]);
-	printf("|---|---|---|---|---|---|---|---|---|\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|\n");
 	int bad = 0;
 	double first = 0;
 	for (size_t k = 0; k < a.n_pols; k++) {
 		struct row r;
 		replay(&a, &t, a.pols[k], &r);
 		first = k ? first : r.total_s;
-		printf("| %s | %.4f | %.4f | %.0f / %.0f | %.2f | %.2f | %.2f | %.2f | %lld |\n",
-		       a.pols[k], r.daemon_phr, r.sim_phr, r.p50_us, r.p99_us, r.put_gbs,
-		       r.memcpy_gbs, r.memcpy_gbs > 0 ? r.put_gbs / r.memcpy_gbs : 0,
-		       r.total_s / first, r.evictions);
+		printf(
+		    "| %s | %.4f | %.4f | %.0f / %.0f | %.2f | %.2f | %.2f | %.2f | %lld | %lld / "
+		    "%lld |\n",
+		    a.pols[k], r.daemon_phr, r.sim_phr, r.p50_us, r.p99_us, r.put_gbs, r.memcpy_gbs,
+		    r.memcpy_gbs > 0 ? r.put_gbs / r.memcpy_gbs : 0, r.total_s / first, r.evictions,
+		    r.curve_worker, r.curve_loop);
 		fflush(stdout);
 		if (a.check >= 0 && fabs(r.daemon_phr - r.sim_phr) > a.check) {
 			fprintf(stderr,
