@@ -5,10 +5,11 @@
  * minisim.h) cost five times the host policy's work per acquired key when the tier holds no more
  * than mrc.minisim_entries chunks (every key is sampled then). They ran inside each acquire, then
  * in the loop's idle turns, 32 keys a turn; with one engine waiting on each reply a request
- * that came in during a turn waited for it: conv's request p50 was 1.41x LRU's, against 1.06x
+ * that came in during a turn waited for it: conv's request p50 was 1.40x LRU's, against 1.14x
  * with the simulations off (`kvtier bench trace`, median of five runs, docs/policies.md). The
  * replay now runs on a worker thread at nice 10, and the loop thread only appends keys to a
- * queue: 1.16x in the same runs.
+ * queue: 1.08x in the same runs. The p99 is not better on a 2-vCPU machine, where the worker
+ * and the engine want the second CPU at once (1.60x against 1.31x).
  *
  * The queue. An acquire appends its keys (8 bytes each; the mini-caches sample them) and where
  * its request ends to `in` under q_lock and wakes the worker, which moves the oldest requests,
