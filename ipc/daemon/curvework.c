@@ -9,7 +9,7 @@
  * with the simulations off (`kvtier bench trace`, median of five runs, docs/policies.md). The
  * replay now runs on a worker thread at nice 10, and the loop thread only appends keys to a
  * queue: 1.08x in the same runs. The p99 is not better on a 2-vCPU machine, where the worker
- * and the engine want the second CPU at once (1.60x against 1.31x).
+ * and the engine want the second CPU at once (1.34-1.60x against 1.31x).
  *
  * The queue. An acquire appends its keys (8 bytes each; the mini-caches sample them) and where
  * its request ends to `in` under q_lock and wakes the worker, which moves the oldest requests,
