@@ -39,30 +39,26 @@
 
 #define KVD_CURVE_BATCH 1024 /* keys the worker replays per hold of sim_lock */
 
-/* Room for reqs requests in q. @return : false (no memory) */
-static bool keyq_grow_reqs(struct kvd_keyq *q, size_t reqs)
+/* Room for `keys` keys and `reqs` requests in q in all. @return : false (no memory) */
+static bool keyq_reserve(struct kvd_keyq *q, size_t keys, size_t reqs)
 {
-	size_t cap = KVT_MAX(KVT_MAX(q->cap_reqs * 2, reqs), (size_t)64);
-	uint32_t *e = realloc(q->ends, cap * sizeof(*e));
-	if (!e)
-		return false;
-	q->ends = e;
-	q->cap_reqs = cap;
-	return true;
-}
-
-/* Room for n more keys and one more request in q. @return : false (no memory) */
-static bool keyq_room(struct kvd_keyq *q, size_t n)
-{
-	if (q->n + n > q->cap_keys) {
-		size_t cap = KVT_MAX(KVT_MAX(q->cap_keys * 2, q->n + n), (size_t)1024);
+	if (keys > q->cap_keys) {
+		size_t cap = KVT_MAX(KVT_MAX(q->cap_keys * 2, keys), (size_t)1024);
 		uint64_t *k = realloc(q->keys, cap * sizeof(*k));
 		if (!k)
 			return false;
 		q->keys = k;
 		q->cap_keys = cap;
 	}
-	return q->reqs < q->cap_reqs || keyq_grow_reqs(q, q->reqs + 1);
+	if (reqs > q->cap_reqs) {
+		size_t cap = KVT_MAX(KVT_MAX(q->cap_reqs * 2, reqs), (size_t)64);
+		uint32_t *e = realloc(q->ends, cap * sizeof(*e));
+		if (!e)
+			return false;
+		q->ends = e;
+		q->cap_reqs = cap;
+	}
+	return true;
 }
 
 /* Replays q's requests, oldest first, into m (sim_lock held), and empties q. @return : keys */
@@ -85,7 +81,7 @@ static void take_batch(struct kvd_curvework *w)
 		r++;
 	size_t keys = in->ends[r - 1];
 	q->n = q->reqs = 0;
-	if (keyq_room(q, keys) && (r <= q->cap_reqs || keyq_grow_reqs(q, r))) {
+	if (keyq_reserve(q, keys, r)) {
 		memcpy(q->keys, in->keys, keys * sizeof(*q->keys));
 		memcpy(q->ends, in->ends, r * sizeof(*q->ends));
 		q->n = keys, q->reqs = r;
@@ -194,7 +190,7 @@ void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t 
 			        strerror(rc));
 	}
 	pthread_mutex_lock(&w->q_lock);
-	bool fed = keyq_room(&w->in, n);
+	bool fed = keyq_reserve(&w->in, w->in.n + n, w->in.reqs + 1);
 	if (fed) {
 		for (uint32_t i = 0; i < n; i++)
 			w->in.keys[w->in.n + i] = keys[i].w[0] ^ t;

@@ -225,9 +225,10 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 		}
 	} while (busy);
 	r->total_s = now_s() - t_all;
-	r->curve_loop = stat_of(e[0].c, "curve_keys_loop");
-	r->curve_worker = stat_of(e[0].c, "curve_keys_worker");
-	r->evictions = stat_of(e[0].c, "evictions");
+	const char *js = stats_fetch(e[0].c);
+	r->curve_loop = stat_in(js, NULL, "curve_keys_loop");
+	r->curve_worker = stat_in(js, NULL, "curve_keys_worker");
+	r->evictions = stat_in(js, NULL, "evictions");
 	for (size_t k = 0; k < a->clients; k++)
 		kvt_close(e[k].c);
 	free(e);

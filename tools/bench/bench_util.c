@@ -166,13 +166,20 @@ long long stat_of(kvt_client_t *c, const char *key)
 	return tier_stat_of(c, NULL, key);
 }
 
-long long tier_stat_of(kvt_client_t *c, const char *tier, const char *key)
+const char *stats_fetch(kvt_client_t *c)
 {
 	static char json[65536];
 	if (kvt__client_simple(c, 8 /* KVT_MSG_STATS */, NULL, json, sizeof(json)) < 0)
-		return -1;
+		return NULL;
+	return json;
+}
+
+long long stat_in(const char *json, const char *tier, const char *key)
+{
 	char pat[64];
 	const char *from = json;
+	if (!json)
+		return -1;
 	if (tier) {
 		snprintf(pat, sizeof(pat), "{\"name\":\"%s\"", tier);
 		if (!(from = strstr(json, pat)))
@@ -181,4 +188,9 @@ long long tier_stat_of(kvt_client_t *c, const char *tier, const char *key)
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
 	const char *p = strstr(from, pat);
 	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+long long tier_stat_of(kvt_client_t *c, const char *tier, const char *key)
+{
+	return stat_in(stats_fetch(c), tier, key);
 }

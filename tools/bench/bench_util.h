@@ -26,13 +26,18 @@ void stop_daemon(void);
 kvt_model_t model_of(size_t bytes, uint32_t salt);
 void make_keys(kvt_id_t ns, kvt_id_t *keys, size_t n, uint32_t salt);
 void *prefaulted(size_t bytes);
+/* The number after "key": in the daemon's stats (-1: absent, or no reply). */
 long long stat_of(kvt_client_t *c, const char *key);
+/* The same, inside tier's object of the stats' tiers array (NULL: anywhere). */
+long long tier_stat_of(kvt_client_t *c, const char *tier, const char *key);
+/* The stats JSON, one round trip (static: valid until the next call; NULL on an error), and
+ * the number after "key": in it, as tier_stat_of() reads it, for several keys of one reading. */
+const char *stats_fetch(kvt_client_t *c);
+long long stat_in(const char *json, const char *tier, const char *key);
 /* A round trip (a ping): when it returns, the daemon has handled every message c sent before,
  * those with no reply (kvt_release, kvt_prefetch) included. @return : 0 or -errno. */
 int settle(kvt_client_t *c);
 /* Sorts v[0..n) (seconds) and gives its median and 99th percentile in milliseconds (0 when
  * empty). */
 void pctl_ms(double *v, size_t n, double *p50, double *p99);
-/* The same, inside tier's object of the stats' tiers array (NULL: anywhere). */
-long long tier_stat_of(kvt_client_t *c, const char *tier, const char *key);
 #endif
