@@ -194,10 +194,8 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 	kvt_minisim_destroy(*slot);
 	*slot = NULL;
 	uint64_t cap = d->mini_chunk ? bytes / kvd_rec_bytes(d->mini_chunk) : 0;
-	/* an LRU tier's curve is SHARDS's, closer and cheaper; duel's would be five duels, each two
-	 * experts and two shadow caches: kvtier bench trace's requests took 1.88x LRU's time with
-	 * it, 1.50x without (docs/policies.md) */
-	if (entries && cap && ops && ops != &kvt_policy_lru && ops != &kvt_policy_duel) {
+	/* an LRU tier's curve is SHARDS's, closer and cheaper */
+	if (entries && cap && ops && ops != &kvt_policy_lru) {
 		int rc = kvt_minisim_create(ops, params, cap, entries, slot);
 		if (rc)
 			kvt_log(KVT_LOG_WARN, "%s tier: no %s curve by miniature simulation: %s",
@@ -376,10 +374,10 @@ static void print_own(char *out, size_t out_len, const struct kvt_minisim *m)
 	snprintf(out + used, out_len - used,
 	         "%-8s %.4f  %.4f  %.4f  %.4f  %.4f\n"
 	         "(%s's own curve, by miniature simulation of %llu chunks at 1x: rate %.3g %%, "
-	         "%llu sampled accesses)\n",
+	         "%llu sampled accesses, %.1f MiB)\n",
 	         name, c[0], c[1], c[2], c[3], c[4], name,
 	         (unsigned long long)kvt_minisim_capacity(m), kvt_minisim_rate(m) * 100,
-	         (unsigned long long)kvt_minisim_samples(m));
+	         (unsigned long long)kvt_minisim_samples(m), kvt_minisim_bytes(m) / 1048576.0);
 }
 
 /* The curve of lower tier k, sized by its capacity over its mean record. */
@@ -420,8 +418,9 @@ static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	return 0;
 }
 
-/* The curve of host (tier < 0) or of lower tier `tier` as stats members, when it has sampled
- * anything: ,"mrc_samples":N,"mrc":[{"size":"0.5x","lru_hit_ratio":H,"policy_hit_ratio":P},..]
+/* The curves of host (tier < 0) or of lower tier `tier` as stats members: ,"curve_bytes":B
+ * (what the own curve's miniature simulations hold; 0 with none), then, when it has sampled
+ * anything, ,"mrc_samples":N,"mrc":[{"size":"0.5x","lru_hit_ratio":H,"policy_hit_ratio":P},..]
  * with P the running policy's own curve (null when it has none: lru, or nothing sampled). */
 void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
 {
@@ -429,16 +428,18 @@ void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
 	const struct kvt_mrc *m;
 	const struct kvt_minisim *own;
 	uint64_t size = curves_of(d, tier, &m, &own);
-	if (!m || !size || !kvt_mrc_samples(m))
-		return;
 	double c[5], p[5];
 	if (tier < 0)
 		kvd_minisim_hold(d, false); /* as it stands: a scrape replays nothing here */
 	bool has_own = own && kvt_minisim_samples(own);
 	if (has_own)
 		kvt_minisim_curve(own, p);
+	size_t own_bytes = own ? kvt_minisim_bytes(own) : 0;
 	if (tier < 0)
 		kvd_minisim_release(d);
+	kvd_out(o, ",\"curve_bytes\":%zu", own_bytes);
+	if (!m || !size || !kvt_mrc_samples(m))
+		return;
 	kvt_mrc_curve(m, size, c);
 	kvd_out(o, ",\"mrc_samples\":%llu,\"mrc\":[", (unsigned long long)kvt_mrc_samples(m));
 	for (int i = 0; i < 5; i++) {

@@ -29,7 +29,7 @@ static const char *const gauge_names[] = {
     "guaranteed_bytes", "max_bytes",    "index_bytes",    "index_bytes_per_chunk",
     "metrics_port",     "draining",     "lru_hit_ratio",  "policy_hit_ratio",
     "mrc_samples",      "kept_chunks",  "kept_bytes",     "keep_pending",
-    "io_max_us",
+    "io_max_us",        "curve_bytes",
 };
 
 /* An array of objects: its metric prefix, its label, and the field that gives the label. */

@@ -18,8 +18,9 @@
  *    given apart: warm_from()) and the put rate (the bytes handed to kvt_put over the
  *    time it took; a put that ends early stores fewer of them), beside memcpy of the same bytes
  *    in the same run (the baseline), and the first policy's row as the baseline of the others;
- *  - the daemon's evictions, and the keys its own-curve worker replayed (curvework.c) beside
- *    those the loop thread had to (a drain when the queue was full) by the end of the run.
+ *  - the daemon's evictions, the keys its own-curve worker replayed (curvework.c) beside
+ *    those the loop thread had to (a drain when the queue was full) by the end of the run, and
+ *    what the own curve's miniature simulations hold then (the stats' curve_bytes).
  *
  * With --clients K, K engines share the daemon, each its own connection making one request at
  * a time, and they take turns message by message: one engine's kvt_get or kvt_put, then the
@@ -60,7 +61,7 @@ struct args {
 
 struct row {
 	double daemon_phr, sim_phr, p50_us, p99_us, cold_p99_us, put_gbs, memcpy_gbs, total_s;
-	long long evictions, curve_worker, curve_loop;
+	long long evictions, curve_worker, curve_loop, curve_bytes;
 };
 
 /* Block blk's key. Its first word is the simulator's hash of blk (replay.c), and the daemon
@@ -228,6 +229,7 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	const char *js = stats_fetch(e[0].c);
 	r->curve_loop = stat_in(js, NULL, "curve_keys_loop");
 	r->curve_worker = stat_in(js, NULL, "curve_keys_worker");
+	r->curve_bytes = stat_in(js, NULL, "curve_bytes");
 	r->evictions = stat_in(js, NULL, "evictions");
 	for (size_t k = 0; k < a->clients; k++)
 		kvt_close(e[k].c);
@@ -343,9 +345,9 @@ int main(int argc, char **argv)
 	       a.capacity, warm_from(&t, &a));
 	printf("| host.policy | prefix hit ratio, daemon | kvtier sim | request p50 / p99 us | "
 	       "first fill p99 us | put GB/s | memcpy GB/s | put / memcpy | time vs %s | "
-	       "evictions | own curve keys: worker / loop |\n",
+	       "evictions | own curve keys: worker / loop | own curve MiB |\n",
 	       a.pols[0]);
-	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	int bad = 0;
 	double first = 0;
 	for (size_t k = 0; k < a.n_pols; k++) {
@@ -354,10 +356,11 @@ int main(int argc, char **argv)
 		first = k ? first : r.total_s;
 		printf(
 		    "| %s | %.4f | %.4f | %.0f / %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %lld | "
-		    "%lld / %lld |\n",
+		    "%lld / %lld | %.1f |\n",
 		    a.pols[k], r.daemon_phr, r.sim_phr, r.p50_us, r.p99_us, r.cold_p99_us,
 		    r.put_gbs, r.memcpy_gbs, r.memcpy_gbs > 0 ? r.put_gbs / r.memcpy_gbs : 0,
-		    r.total_s / first, r.evictions, r.curve_worker, r.curve_loop);
+		    r.total_s / first, r.evictions, r.curve_worker, r.curve_loop,
+		    r.curve_bytes / 1048576.0);
 		fflush(stdout);
 		if (a.check >= 0 && fabs(r.daemon_phr - r.sim_phr) > a.check) {
 			fprintf(stderr,
