@@ -239,12 +239,3 @@ void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t 
 	if (fed && over)
 		kvd_minisim_drain(d); /* the worker is behind, or there is none */
 }
-
-void kvd_minisim_counts(struct kvd *d, uint64_t *by_worker, uint64_t *by_loop)
-{
-	struct kvd_curvework *w = &d->cw;
-	pthread_mutex_lock(&w->sim_lock);
-	*by_worker = w->by_worker;
-	*by_loop = w->by_loop;
-	pthread_mutex_unlock(&w->sim_lock);
-}

@@ -461,8 +461,6 @@ void kvd_minisim_drain(struct kvd *d);
  * (drop: what waits is dropped) replaced. */
 void kvd_minisim_hold(struct kvd *d, bool drop);
 void kvd_minisim_release(struct kvd *d);
-/* Keys replayed so far by the worker and by the loop thread (drains). */
-void kvd_minisim_counts(struct kvd *d, uint64_t *by_worker, uint64_t *by_loop);
 /* A miss-ratio curve as mrc.sample_ppm and mrc.max_keys say, or NULL (no memory). */
 struct kvt_mrc *kvd_mrc_new(const struct kvd *d);
 /* Switches the host policy to name with "k=v" params (modified), keeping every chunk; "auto"

@@ -418,8 +418,10 @@ static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	return 0;
 }
 
-/* The curves of host (tier < 0) or of lower tier `tier` as stats members: ,"curve_bytes":B
- * (what the own curve's miniature simulations hold; 0 with none), then, when it has sampled
+/* The curves of host (tier < 0) or of lower tier `tier` as stats members: for host
+ * ,"curve_keys_worker":W,"curve_keys_loop":L (keys its curve's worker replayed, and the loop
+ * thread in drains), then ,"curve_bytes":B (what the own curve's miniature simulations hold;
+ * 0 with none), then, when it has sampled
  * anything, ,"mrc_samples":N,"mrc":[{"size":"0.5x","lru_hit_ratio":H,"policy_hit_ratio":P},..]
  * with P the running policy's own curve (null when it has none: lru, or nothing sampled). */
 void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
@@ -435,8 +437,11 @@ void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
 	if (has_own)
 		kvt_minisim_curve(own, p);
 	size_t own_bytes = own ? kvt_minisim_bytes(own) : 0;
-	if (tier < 0)
+	if (tier < 0) { /* the counts under the same hold: one wait for the worker's batch */
+		kvd_out(o, ",\"curve_keys_worker\":%llu,\"curve_keys_loop\":%llu",
+		        (unsigned long long)d->cw.by_worker, (unsigned long long)d->cw.by_loop);
 		kvd_minisim_release(d);
+	}
 	kvd_out(o, ",\"curve_bytes\":%zu", own_bytes);
 	if (!m || !size || !kvt_mrc_samples(m))
 		return;

@@ -71,10 +71,6 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	        (unsigned long long)d->st.misses, (unsigned long long)d->st.evictions,
 	        (unsigned long long)d->st.told_evictions, (unsigned long long)d->st.puts,
 	        (unsigned long long)d->st.put_bytes, (unsigned long long)d->st.enospc);
-	uint64_t by_worker, by_loop;
-	kvd_minisim_counts(d, &by_worker, &by_loop);
-	kvd_out(&o, ",\"curve_keys_worker\":%llu,\"curve_keys_loop\":%llu",
-	        (unsigned long long)by_worker, (unsigned long long)by_loop);
 	kvd_mrc_json(d, -1, &o);
 	kvd_out(&o, "}");
 	kvd_tiers_stats_json(d, o.buf, o.len, &o.pos);
