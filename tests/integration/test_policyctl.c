@@ -256,6 +256,26 @@ static void test_policyctl_curve_replays_later(void **state)
 	print_message("%s (%llu sampled accesses)\n", inline_curve, n_inline);
 }
 
+/* The worker is woken once 256 keys wait, or naps 20 ms past the first of fewer: a few keys
+ * that come after it emptied the queue and fell asleep are replayed too, not left waiting
+ * for the next 256 (a first version of the nap did that). */
+static void test_policyctl_curve_worker_takes_a_few(void **state)
+{
+	(void)state;
+	const char *sets[] = {"host.bytes=4MiB", "host.policy=conv", NULL};
+	struct kvt_test_daemon pd;
+	kvt_client_t *c = start_client(&pd, sets);
+	kvt_id_t keys[16], ns = chain_keys(c, "pol-few", keys, 16);
+	kvt_lease_t l[16];
+	for (long long want = 4; want <= 12; want += 4) { /* three rounds, the worker asleep */
+		assert_int_equal(kvt_acquire(c, ns, keys + want - 4, 4, l), 0);
+		assert_int_equal(kvt_test_stat_wait(&pd, "curve_keys_worker", want, 0), want);
+	}
+	assert_int_equal(kvt_test_stat(&pd, "curve_keys_loop"), 0);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&pd);
+}
+
 static void test_policyctl_lower_tiers(void **state)
 {
 	enum { N = 96 }; /* 6 MiB against a 2 MiB host tier */
@@ -819,6 +839,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policyctl_switch_keeps_chunks),
 	    cmocka_unit_test(test_policyctl_curve_replays_later),
+	    cmocka_unit_test(test_policyctl_curve_worker_takes_a_few),
 	    cmocka_unit_test(test_policyctl_lower_tiers),
 	    cmocka_unit_test(test_policyctl_host_admission),
 	    cmocka_unit_test(test_policyctl_config_params),
