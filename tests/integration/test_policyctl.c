@@ -343,6 +343,12 @@ static void test_policyctl_lower_tiers(void **state)
 	assert_non_null(x1);
 	assert_true(fabs(strtod(x1 + strlen("{\"size\":\"1x\",\"lru_hit_ratio\":"), NULL) - h[1]) <
 	            1e-4);
+	/* what the tier's own curve holds: five lfu instances of 0.5x-8x 963 chunks */
+	const char *cbytes = rj ? strstr(rj, "\"curve_bytes\":") : NULL;
+	assert_non_null(cbytes);
+	long long held = strtoll(cbytes + strlen("\"curve_bytes\":"), NULL, 10);
+	if (held < 64 * 1024 || held > 64 << 20)
+		fail_msg("rocksdb curve_bytes %lld", held);
 	/* and lfu's own curve below it: the switch to lfu remade it before these reads, from the
 	 * chunks rocksdb held then, so it says ~1 at 1x too (started empty, it read ~0) */
 	const char *own = strstr(out, "\nlfu ");
