@@ -772,6 +772,49 @@ static void test_policy_sim_daemon_agrees(void **state)
 	                 9);
 }
 
+/* --rounds: each policy once a round, in turn, then each one's median and range against the
+ * first policy in the same round; the first against itself is 1 in every round. */
+static void test_policy_sim_bench_rounds(void **state)
+{
+	(void)state;
+	char trace[512], bin[512], tmp[256], out[300], cmd[2048], line[512];
+	trace_path(trace, sizeof(trace));
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	snprintf(cmd, sizeof(cmd),
+	         "%s --trace %s --requests 300 --capacity 256 --chunk-kib 16 --policy lru,conv "
+	         "--rounds 3 --check 0 > %s",
+	         kvt_test_bin("kvtier-bench-trace", bin, sizeof(bin)), trace, out);
+	assert_int_equal(system(cmd), 0);
+	FILE *f = fopen(out, "r");
+	assert_non_null(f);
+	int rounds = 0, summary = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char pol[32];
+		unsigned r;
+		double daemon, sim, med[3], lo[3], hi[3];
+		if (sscanf(line, "| %31s (round %u) | %lf | %lf |", pol, &r, &daemon, &sim) == 4) {
+			assert_true(r >= 1 && r <= 3);
+			assert_true(daemon == sim);
+			rounds++;
+		} else if (sscanf(line, "| %31s | %lf (%lf-%lf) | %lf (%lf-%lf) | %lf (%lf-%lf) |",
+		                  pol, &med[0], &lo[0], &hi[0], &med[1], &lo[1], &hi[1], &med[2],
+		                  &lo[2], &hi[2]) == 10) {
+			print_message("%s", line);
+			for (int m = 0; m < 3; m++) {
+				assert_true(lo[m] > 0 && lo[m] <= med[m] && med[m] <= hi[m]);
+				if (!strcmp(pol, "lru"))
+					assert_true(lo[m] == 1 && hi[m] == 1);
+			}
+			summary++;
+		}
+	}
+	fclose(f);
+	assert_int_equal(rounds, 6);
+	assert_int_equal(summary, 2);
+	kvt_test_rmtree(tmp);
+}
+
 /* A tier named nvme runs fifo, as kvtierd's log does, whatever --policy names for the others
  * (and --param is not applied to it); --policy nvme=P still runs P there. */
 static void test_policy_sim_nvme_is_fifo(void **state)
@@ -888,6 +931,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_bypass),
 	    cmocka_unit_test(test_policy_sim_streams),
 	    cmocka_unit_test(test_policy_sim_daemon_agrees),
+	    cmocka_unit_test(test_policy_sim_bench_rounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

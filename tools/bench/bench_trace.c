@@ -30,9 +30,13 @@
  *
  * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
  *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T]
- *                           [--clients K (1)]
+ *                           [--clients K (1)] [--rounds N (1)]
  * A policy may carry parameters, P:k=v[:k=v...] (conv:strict=0): host.policy_params in the
  * daemon, set_param in the simulator.
+ * --rounds N replays the policies N times, in turn (lru, conv, lru, conv, ...), so that a
+ * shared machine's slow minutes fall on each alike, and ends with each policy's median and
+ * range over the rounds of its p50, p99 and run time against the first policy's in the same
+ * round: the comparison docs/policies.md makes by hand.
  * --check T exits 1 when a policy's daemon and simulator prefix hit ratios differ by more than
  * T (the test suite runs it so).
  */
@@ -53,7 +57,7 @@
 
 struct args {
 	const char *trace;
-	size_t capacity, chunk, requests, clients;
+	size_t capacity, chunk, requests, clients, rounds;
 	char *pols[MAX_POL];
 	size_t n_pols;
 	double check; /* < 0: no check */
@@ -275,7 +279,7 @@ static void parse(int argc, char **argv, struct args *a)
 {
 	static char dflt[] = "lru,conv";
 	char *pols = dflt;
-	a->capacity = 4096, a->chunk = 64 << 10, a->check = -1, a->clients = 1;
+	a->capacity = 4096, a->chunk = 64 << 10, a->check = -1, a->clients = 1, a->rounds = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v) {
@@ -296,6 +300,8 @@ static void parse(int argc, char **argv, struct args *a)
 			a->clients = count_of(v, 1);
 		else if (!strcmp(o, "--check"))
 			a->check = strtod(v, NULL);
+		else if (!strcmp(o, "--rounds"))
+			a->rounds = count_of(v, 1);
 		else {
 			fprintf(stderr, "bench: unknown option %s\n", o);
 			exit(2);
@@ -314,6 +320,47 @@ static void parse(int argc, char **argv, struct args *a)
 		}
 		a->pols[a->n_pols++] = p;
 	}
+}
+
+static int by_value(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+/* " median (lo-hi)" of n values (sorted in place). */
+static void print_spread(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), by_value);
+	double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	printf(" %.2f (%.2f-%.2f) |", med, v[0], v[n - 1]);
+}
+
+/* Each policy against the first in the same round, over the rounds (--rounds). */
+static void print_rounds(const struct args *a, const struct row *rows)
+{
+	double *v = malloc(a->rounds * sizeof(*v));
+	if (!v)
+		die("malloc", -ENOMEM);
+	printf("\n%zu rounds: each policy's over %s's in the same round, median (range)\n\n",
+	       a->rounds, a->pols[0]);
+	printf("| host.policy | request p50 | request p99 | run time |\n|---|---|---|---|\n");
+	for (size_t k = 0; k < a->n_pols; k++) {
+		printf("| %s |", a->pols[k]);
+		for (int m = 0; m < 3; m++) {
+			for (size_t q = 0; q < a->rounds; q++) {
+				const struct row *r = &rows[q * a->n_pols + k],
+				                 *f = &rows[q * a->n_pols];
+				double x = m == 0   ? r->p50_us / f->p50_us
+				           : m == 1 ? r->p99_us / f->p99_us
+				                    : r->total_s / f->total_s;
+				v[q] = x;
+			}
+			print_spread(v, a->rounds);
+		}
+		printf("\n");
+	}
+	free(v);
 }
 
 int main(int argc, char **argv)
@@ -349,16 +396,23 @@ int main(int argc, char **argv)
 	       a.pols[0]);
 	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	int bad = 0;
-	double first = 0;
-	for (size_t k = 0; k < a.n_pols; k++) {
+	struct row *rows = calloc(a.rounds * a.n_pols, sizeof(*rows));
+	if (!rows)
+		die("calloc", -ENOMEM);
+	for (size_t i = 0; i < a.rounds * a.n_pols; i++) {
+		size_t k = i % a.n_pols;
 		struct row r;
 		replay(&a, &t, a.pols[k], &r);
-		first = k ? first : r.total_s;
+		rows[i] = r;
+		double first = rows[i - k].total_s;
+		char name[160];
+		snprintf(name, sizeof(name), a.rounds > 1 ? "%s (round %zu)" : "%s", a.pols[k],
+		         i / a.n_pols + 1);
 		printf(
 		    "| %s | %.4f | %.4f | %.0f / %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %lld | "
 		    "%lld / %lld | %.1f |\n",
-		    a.pols[k], r.daemon_phr, r.sim_phr, r.p50_us, r.p99_us, r.cold_p99_us,
-		    r.put_gbs, r.memcpy_gbs, r.memcpy_gbs > 0 ? r.put_gbs / r.memcpy_gbs : 0,
+		    name, r.daemon_phr, r.sim_phr, r.p50_us, r.p99_us, r.cold_p99_us, r.put_gbs,
+		    r.memcpy_gbs, r.memcpy_gbs > 0 ? r.put_gbs / r.memcpy_gbs : 0,
 		    r.total_s / first, r.evictions, r.curve_worker, r.curve_loop,
 		    r.curve_bytes / 1048576.0);
 		fflush(stdout);
@@ -370,6 +424,9 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 	}
+	if (a.rounds > 1)
+		print_rounds(&a, rows);
+	free(rows);
 	kvt_trace_free(&t);
 	return bad;
 }
