@@ -727,19 +727,28 @@ static void test_policy_sim_streams(void **state)
 	kvt_trace_free(&t);
 }
 
+/* Runs kvtier-bench-trace on the shared trace with args, its output to out (in tmp, a fresh
+ * directory the caller removes); it must exit 0. */
+static void bench_trace(const char *args, char tmp[256], char out[300])
+{
+	char trace[512], bin[512], cmd[2048];
+	trace_path(trace, sizeof(trace));
+	kvt_test_tmpdir(tmp, 256);
+	snprintf(out, 300, "%s/out", tmp);
+	snprintf(cmd, sizeof(cmd), "%s --trace %s %s > %s",
+	         kvt_test_bin("kvtier-bench-trace", bin, sizeof(bin)), trace, args, out);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* Runs kvtier-bench-trace on the first 1,500 requests with policies pols and clients engines;
  * every policy's daemon and simulator prefix hit ratios must be equal. @return : the rows. */
 static int daemon_agrees(const char *pols, int clients)
 {
-	char trace[512], bin[512], tmp[256], out[300], cmd[2048], line[512];
-	trace_path(trace, sizeof(trace));
-	kvt_test_tmpdir(tmp, sizeof(tmp));
-	snprintf(out, sizeof(out), "%s/out", tmp);
-	snprintf(cmd, sizeof(cmd),
-	         "%s --trace %s --requests 1500 --capacity 512 --chunk-kib 16 --policy %s "
-	         "--clients %d --check 0 > %s",
-	         kvt_test_bin("kvtier-bench-trace", bin, sizeof(bin)), trace, pols, clients, out);
-	assert_int_equal(system(cmd), 0);
+	char tmp[256], out[300], args[512], line[512];
+	snprintf(args, sizeof(args),
+	         "--requests 1500 --capacity 512 --chunk-kib 16 --policy %s --clients %d --check 0",
+	         pols, clients);
+	bench_trace(args, tmp, out);
 	FILE *f = fopen(out, "r");
 	assert_non_null(f);
 	int rows = 0;
@@ -777,15 +786,10 @@ static void test_policy_sim_daemon_agrees(void **state)
 static void test_policy_sim_bench_rounds(void **state)
 {
 	(void)state;
-	char trace[512], bin[512], tmp[256], out[300], cmd[2048], line[512];
-	trace_path(trace, sizeof(trace));
-	kvt_test_tmpdir(tmp, sizeof(tmp));
-	snprintf(out, sizeof(out), "%s/out", tmp);
-	snprintf(cmd, sizeof(cmd),
-	         "%s --trace %s --requests 300 --capacity 256 --chunk-kib 16 --policy lru,conv "
-	         "--rounds 3 --check 0 > %s",
-	         kvt_test_bin("kvtier-bench-trace", bin, sizeof(bin)), trace, out);
-	assert_int_equal(system(cmd), 0);
+	char tmp[256], out[300], line[512];
+	bench_trace("--requests 300 --capacity 256 --chunk-kib 16 --policy lru,conv --rounds 3 "
+	            "--check 0",
+	            tmp, out);
 	FILE *f = fopen(out, "r");
 	assert_non_null(f);
 	int rounds = 0, summary = 0;
