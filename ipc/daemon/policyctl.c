@@ -418,11 +418,11 @@ static int lower_mrc(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	return 0;
 }
 
-/* The curves of host (tier < 0) or of lower tier `tier` as stats members: for host
+/* The curves of host (tier < 0) or of lower tier `tier` as stats members. For host first
  * ,"curve_keys_worker":W,"curve_keys_loop":L (keys its curve's worker replayed, and the loop
- * thread in drains), then ,"curve_bytes":B (what the own curve's miniature simulations hold;
- * 0 with none), then, when it has sampled
- * anything, ,"mrc_samples":N,"mrc":[{"size":"0.5x","lru_hit_ratio":H,"policy_hit_ratio":P},..]
+ * thread in drains); then ,"curve_bytes":B (what the own curve's miniature simulations hold,
+ * 0 with none); then, when it has sampled anything,
+ * ,"mrc_samples":N,"mrc":[{"size":"0.5x","lru_hit_ratio":H,"policy_hit_ratio":P},..]
  * with P the running policy's own curve (null when it has none: lru, or nothing sampled). */
 void kvd_mrc_json(struct kvd *d, int tier, struct kvd_out *o)
 {
