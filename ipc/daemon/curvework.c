@@ -43,29 +43,29 @@
 #include <unistd.h>
 
 #define KVD_CURVE_BATCH 1024 /* keys the worker replays per hold of sim_lock */
-#define KVD_CURVE_WAKE  256  /* keys waiting that wake a sleeping worker */
-#define KVD_CURVE_NAP   20   /* ms a sleeping worker leaves fewer keys waiting */
+#define KVD_CURVE_WAKE  256  /* keys waiting that wake a napping worker */
+#define KVD_CURVE_NAP   20   /* ms a napping worker leaves fewer keys waiting */
+
+/* a with room for want elements of size bytes (*cap of them, doubled and at least least), or
+ * NULL (no memory; a is left as it was). */
+static void *room(void *a, size_t *cap, size_t want, size_t least, size_t size)
+{
+	if (a && want <= *cap)
+		return a;
+	size_t c = KVT_MAX(KVT_MAX(*cap * 2, want), least);
+	void *b = realloc(a, c * size);
+	*cap = b ? c : *cap;
+	return b;
+}
 
 /* Room for `keys` keys and `reqs` requests in q in all. @return : false (no memory) */
 static bool keyq_reserve(struct kvd_keyq *q, size_t keys, size_t reqs)
 {
-	if (keys > q->cap_keys) {
-		size_t cap = KVT_MAX(KVT_MAX(q->cap_keys * 2, keys), (size_t)1024);
-		uint64_t *k = realloc(q->keys, cap * sizeof(*k));
-		if (!k)
-			return false;
-		q->keys = k;
-		q->cap_keys = cap;
-	}
-	if (reqs > q->cap_reqs) {
-		size_t cap = KVT_MAX(KVT_MAX(q->cap_reqs * 2, reqs), (size_t)64);
-		uint32_t *e = realloc(q->ends, cap * sizeof(*e));
-		if (!e)
-			return false;
-		q->ends = e;
-		q->cap_reqs = cap;
-	}
-	return true;
+	uint64_t *k = room(q->keys, &q->cap_keys, keys, 1024, sizeof(*k));
+	q->keys = k ? k : q->keys;
+	uint32_t *e = k ? room(q->ends, &q->cap_reqs, reqs, 64, sizeof(*e)) : NULL;
+	q->ends = e ? e : q->ends;
+	return k && e;
 }
 
 /* Replays q's requests, oldest first, into m (sim_lock held), and empties q. @return : keys */
@@ -101,15 +101,15 @@ static void take_batch(struct kvd_curvework *w)
 }
 
 /* Waits (q_lock held) for KVD_CURVE_WAKE keys, or for KVD_CURVE_NAP ms once fewer wait, or
- * for stop. A feed wakes a worker that waits for a key at all; a napping one only once the
- * keys are many: one wake-up per batch instead of one per acquire. */
+ * for stop. A feed signals only the first request into an empty queue (which wakes a worker
+ * waiting for a key at all) and any that brings KVD_CURVE_WAKE keys (a napping one): one
+ * wake-up per batch instead of one per acquire, and a signal no thread waits for costs no
+ * system call. */
 static void wait_for_keys(struct kvd_curvework *w)
 {
 	while (!w->stop && w->in.n < KVD_CURVE_WAKE) {
 		if (!w->in.reqs) {
-			w->sleeping = true;
 			pthread_cond_wait(&w->wake, &w->q_lock);
-			w->sleeping = false;
 			continue;
 		}
 		struct timespec until;
@@ -117,10 +117,7 @@ static void wait_for_keys(struct kvd_curvework *w)
 		until.tv_nsec += KVD_CURVE_NAP * 1000000L;
 		until.tv_sec += until.tv_nsec / 1000000000L;
 		until.tv_nsec %= 1000000000L;
-		w->napping = true;
-		int rc = pthread_cond_timedwait(&w->wake, &w->q_lock, &until);
-		w->napping = false;
-		if (rc == ETIMEDOUT)
+		if (pthread_cond_timedwait(&w->wake, &w->q_lock, &until) == ETIMEDOUT)
 			return;
 	}
 }
@@ -233,7 +230,7 @@ void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t 
 		w->in.ends[w->in.reqs++] = (uint32_t)w->in.n;
 	}
 	bool over = w->in.n > most || !w->started;
-	if (fed && !over && (w->sleeping || (w->napping && w->in.n >= KVD_CURVE_WAKE)))
+	if (fed && !over && (w->in.reqs == 1 || w->in.n >= KVD_CURVE_WAKE))
 		pthread_cond_signal(&w->wake);
 	pthread_mutex_unlock(&w->q_lock);
 	if (fed && over)

@@ -217,7 +217,6 @@ struct kvd_curvework {
 	struct kvd_keyq in, work; /* what acquires add; what the worker replays */
 	pthread_t thread;
 	bool started, failed, stop;
-	bool sleeping, napping;      /* the worker waits for a key; for KVD_CURVE_WAKE of them */
 	uint64_t by_worker, by_loop; /* keys replayed on the worker, on the loop thread */
 };
 
