@@ -344,9 +344,7 @@ static void test_policyctl_lower_tiers(void **state)
 	assert_true(fabs(strtod(x1 + strlen("{\"size\":\"1x\",\"lru_hit_ratio\":"), NULL) - h[1]) <
 	            1e-4);
 	/* what the tier's own curve holds: five lfu instances of 0.5x-8x 963 chunks */
-	const char *cbytes = rj ? strstr(rj, "\"curve_bytes\":") : NULL;
-	assert_non_null(cbytes);
-	long long held = strtoll(cbytes + strlen("\"curve_bytes\":"), NULL, 10);
+	long long held = kvt_test_tier_stat(&ld, "rocksdb", "curve_bytes"); /* -1: absent */
 	if (held < 64 * 1024 || held > 64 << 20)
 		fail_msg("rocksdb curve_bytes %lld", held);
 	/* and lfu's own curve below it: the switch to lfu remade it before these reads, from the

@@ -322,18 +322,18 @@ static void parse(int argc, char **argv, struct args *a)
 	}
 }
 
-static int by_value(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return (a > b) - (a < b);
-}
-
 /* " median (lo-hi)" of n values (sorted in place). */
 static void print_spread(double *v, size_t n)
 {
-	qsort(v, n, sizeof(*v), by_value);
+	sort_doubles(v, n);
 	double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 	printf(" %.2f (%.2f-%.2f) |", med, v[0], v[n - 1]);
+}
+
+/* A row's request p50 (m 0), p99 (1) or run time (2). */
+static double metric(const struct row *r, int m)
+{
+	return m == 0 ? r->p50_us : m == 1 ? r->p99_us : r->total_s;
 }
 
 /* Each policy against the first in the same round, over the rounds (--rounds). */
@@ -348,14 +348,9 @@ static void print_rounds(const struct args *a, const struct row *rows)
 	for (size_t k = 0; k < a->n_pols; k++) {
 		printf("| %s |", a->pols[k]);
 		for (int m = 0; m < 3; m++) {
-			for (size_t q = 0; q < a->rounds; q++) {
-				const struct row *r = &rows[q * a->n_pols + k],
-				                 *f = &rows[q * a->n_pols];
-				double x = m == 0   ? r->p50_us / f->p50_us
-				           : m == 1 ? r->p99_us / f->p99_us
-				                    : r->total_s / f->total_s;
-				v[q] = x;
-			}
+			for (size_t q = 0; q < a->rounds; q++)
+				v[q] = metric(&rows[q * a->n_pols + k], m) /
+				       metric(&rows[q * a->n_pols], m);
 			print_spread(v, a->rounds);
 		}
 		printf("\n");
@@ -401,9 +396,8 @@ int main(int argc, char **argv)
 		die("calloc", -ENOMEM);
 	for (size_t i = 0; i < a.rounds * a.n_pols; i++) {
 		size_t k = i % a.n_pols;
-		struct row r;
-		replay(&a, &t, a.pols[k], &r);
-		rows[i] = r;
+		replay(&a, &t, a.pols[k], &rows[i]);
+		const struct row *r = &rows[i];
 		double first = rows[i - k].total_s;
 		char name[160];
 		snprintf(name, sizeof(name), a.rounds > 1 ? "%s (round %zu)" : "%s", a.pols[k],
@@ -411,16 +405,16 @@ int main(int argc, char **argv)
 		printf(
 		    "| %s | %.4f | %.4f | %.0f / %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %lld | "
 		    "%lld / %lld | %.1f |\n",
-		    name, r.daemon_phr, r.sim_phr, r.p50_us, r.p99_us, r.cold_p99_us, r.put_gbs,
-		    r.memcpy_gbs, r.memcpy_gbs > 0 ? r.put_gbs / r.memcpy_gbs : 0,
-		    r.total_s / first, r.evictions, r.curve_worker, r.curve_loop,
-		    r.curve_bytes / 1048576.0);
+		    name, r->daemon_phr, r->sim_phr, r->p50_us, r->p99_us, r->cold_p99_us,
+		    r->put_gbs, r->memcpy_gbs, r->memcpy_gbs > 0 ? r->put_gbs / r->memcpy_gbs : 0,
+		    r->total_s / first, r->evictions, r->curve_worker, r->curve_loop,
+		    r->curve_bytes / 1048576.0);
 		fflush(stdout);
-		if (a.check >= 0 && fabs(r.daemon_phr - r.sim_phr) > a.check) {
+		if (a.check >= 0 && fabs(r->daemon_phr - r->sim_phr) > a.check) {
 			fprintf(stderr,
 			        "bench: %s: the daemon's prefix hit ratio %.4f is not within %g of "
 			        "the simulator's %.4f\n",
-			        a.pols[k], r.daemon_phr, a.check, r.sim_phr);
+			        a.pols[k], r->daemon_phr, a.check, r->sim_phr);
 			bad = 1;
 		}
 	}

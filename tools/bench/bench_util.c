@@ -148,9 +148,14 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void pctl_ms(double *v, size_t n, double *p50, double *p99)
+void sort_doubles(double *v, size_t n)
 {
 	qsort(v, n, sizeof(double), cmp_double);
+}
+
+void pctl_ms(double *v, size_t n, double *p50, double *p99)
+{
+	sort_doubles(v, n);
 	*p50 = n ? v[n / 2] * 1e3 : 0;
 	*p99 = n ? v[n * 99 / 100] * 1e3 : 0;
 }

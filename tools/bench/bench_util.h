@@ -37,6 +37,8 @@ long long stat_in(const char *json, const char *tier, const char *key);
 /* A round trip (a ping): when it returns, the daemon has handled every message c sent before,
  * those with no reply (kvt_release, kvt_prefetch) included. @return : 0 or -errno. */
 int settle(kvt_client_t *c);
+/* Sorts v[0..n) in ascending order. */
+void sort_doubles(double *v, size_t n);
 /* Sorts v[0..n) (seconds) and gives its median and 99th percentile in milliseconds (0 when
  * empty). */
 void pctl_ms(double *v, size_t n, double *p50, double *p99);
