@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *trace_path(char *buf, size_t len)
@@ -819,6 +820,60 @@ static void test_policy_sim_bench_rounds(void **state)
 	kvt_test_rmtree(tmp);
 }
 
+/* BENCH_SET adds one option to the bench's daemons (no own curve: conv's row replays no key
+ * into one); set but empty it adds none (conv's curve takes keys); an option the daemon refuses
+ * ends the bench at once with the daemon's exit status, not a wait and a timeout. */
+static void test_policy_sim_bench_set(void **state)
+{
+	(void)state;
+	static const char *const sets[] = {"mrc.minisim_entries=0", ""};
+	char tmp[256], out[300], line[512];
+	for (int i = 0; i < 2; i++) {
+		setenv("BENCH_SET", sets[i], 1);
+		bench_trace("--requests 200 --capacity 256 --chunk-kib 16 --policy conv --check 0",
+		            tmp, out);
+		FILE *f = fopen(out, "r");
+		assert_non_null(f);
+		int rows = 0;
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "| conv |", 8))
+				continue;
+			/* the column before the last: "own curve keys: worker / loop" */
+			*strrchr(line, '|') = 0;
+			*strrchr(line, '|') = 0;
+			unsigned long long worker, loop;
+			assert_int_equal(
+			    sscanf(strrchr(line, '|') + 1, "%llu / %llu", &worker, &loop), 2);
+			print_message("BENCH_SET='%s': curve keys %llu / %llu\n", sets[i], worker,
+			              loop);
+			assert_true(i == 0 ? worker + loop == 0 : worker + loop > 0);
+			rows++;
+		}
+		fclose(f);
+		assert_int_equal(rows, 1);
+		kvt_test_rmtree(tmp);
+	}
+	unsetenv("BENCH_SET");
+	char trace[512], bin[512], cmd[2048];
+	trace_path(trace, sizeof(trace));
+	kvt_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "BENCH_SET=no.such.option=1 %s --trace %s --requests 10 --policy lru > %s/out 2>&1",
+	    kvt_test_bin("kvtier-bench-trace", bin, sizeof(bin)), trace, tmp);
+	int rc = system(cmd);
+	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) != 0);
+	snprintf(out, sizeof(out), "%s/out", tmp);
+	FILE *f = fopen(out, "r");
+	assert_non_null(f);
+	bool said = false;
+	while (fgets(line, sizeof(line), f))
+		said |= strstr(line, "kvtierd exited with") != NULL;
+	fclose(f);
+	assert_true(said);
+	kvt_test_rmtree(tmp);
+}
+
 /* A tier named nvme runs fifo, as kvtierd's log does, whatever --policy names for the others
  * (and --param is not applied to it); --policy nvme=P still runs P there. */
 static void test_policy_sim_nvme_is_fifo(void **state)
@@ -936,6 +991,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_streams),
 	    cmocka_unit_test(test_policy_sim_daemon_agrees),
 	    cmocka_unit_test(test_policy_sim_bench_rounds),
+	    cmocka_unit_test(test_policy_sim_bench_set),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

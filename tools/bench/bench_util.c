@@ -67,9 +67,10 @@ void start_daemon_with(const char *host_bytes, const char *const *sets)
 		argv[k++] = "--set";
 		argv[k++] = sets[i];
 	}
-	if (getenv("BENCH_SET")) { /* one more, last: what a comparison changes */
+	const char *extra = getenv("BENCH_SET"); /* one more, last: what a comparison changes */
+	if (extra && *extra) {                   /* set but empty: none */
 		argv[k++] = "--set";
-		argv[k++] = getenv("BENCH_SET");
+		argv[k++] = extra;
 	}
 	argv[k] = NULL;
 	daemon_pid = fork();
@@ -87,6 +88,15 @@ void start_daemon_with(const char *host_bytes, const char *const *sets)
 		if (!kvt_connect(sock, &c)) {
 			kvt_close(c);
 			return;
+		}
+		int st;
+		if (waitpid(daemon_pid, &st, WNOHANG) == daemon_pid) { /* refused its options */
+			daemon_pid = 0;
+			fprintf(stderr, "bench: kvtierd exited with %d before it served (%s)\n",
+			        WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+			        getenv("BENCH_LOG") ? "its log is $BENCH_LOG"
+			                            : "set BENCH_LOG=FILE for its log");
+			die("kvtierd did not start", -ECHILD);
 		}
 		usleep(5000);
 	}
