@@ -771,7 +771,8 @@ static void cv_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	}
 	add_pend(p, id);
 	reclass(p, id);
-	p->st[p->cur].prev = id;
+	if (!(m->flags & KVT_POLICY_META_REBUILT)) /* no engine touched it: not a hit's parent */
+		p->st[p->cur].prev = id;
 	p->strm[id] = p->cur;
 	p->last[id] = (uint32_t)p->now; /* reclass() marked its class */
 }

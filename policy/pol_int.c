@@ -129,6 +129,21 @@ size_t kvt__sample_victims(const struct kvt__res *r, uint64_t *rng, unsigned sam
 		if (best != KVT__NIL)
 			out[n++] = best;
 	}
+	/* A filter that takes few residents (a quota's: one tenant, above its guarantee) can
+	 * miss them in every round; then one look at every resident finds the best it takes, so
+	 * that none comes back only when no resident may go. */
+	uint32_t best = KVT__NIL;
+	float bs = 0;
+	for (size_t i = 0; !n && ok && i < r->n; i++) {
+		uint32_t id = r->ids[i];
+		float s = score(p, id);
+		if (best != KVT__NIL && (s > bs || (s == bs && last[id] >= last[best])))
+			continue;
+		if (ok(arg, id))
+			best = id, bs = s;
+	}
+	if (best != KVT__NIL)
+		out[n++] = best;
 	return n;
 }
 

@@ -199,7 +199,8 @@ static inline uint64_t kvt__xorshift(uint64_t *s)
 
 /* Sampled eviction (LHD, hindsight): up to max rounds' winners of `samples` uniform draws
  * from r, the lowest score(id) first, ties to the older last[id]; skips ids already proposed
- * and those ok() rejects. */
+ * and those ok() rejects. When no draw passes ok(), the best of every resident it takes: none
+ * comes back only when ok() takes no resident. */
 typedef float (*kvt__score_fn)(const void *p, uint32_t id);
 size_t kvt__sample_victims(const struct kvt__res *r, uint64_t *rng, unsigned samples,
                            kvt__score_fn score, const void *p, const uint64_t *last, uint32_t *out,

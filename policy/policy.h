@@ -33,8 +33,13 @@ struct kvt_policy_meta {
 	uint32_t parent;   /* id of the parent entry if resident, else KVT_POLICY_NONE */
 	uint32_t depth;    /* chunk index in its prefix (0 = first chunk) */
 	uint32_t tenant;
-	uint32_t reserved;
+	uint32_t flags; /* KVT_POLICY_META_*: how the entry comes in; 0 for a put */
 };
+
+/* The entry is replayed into a new policy by kvt_policy_switch(), not put or read by an engine:
+ * a policy that follows each engine's request (conv's "the chunk touched just before") must not
+ * take it for one. */
+#define KVT_POLICY_META_REBUILT 1u
 
 typedef bool (*kvt_policy_evictable_fn)(void *arg, uint32_t id);
 

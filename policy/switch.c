@@ -2,7 +2,9 @@
  * switch.c -- kvt_policy_switch(): a run-time policy change that keeps every entry. The old
  * policy's eviction order (export_order, else pick_victims over everything with no filter)
  * is replayed into the new one coldest first. Before an entry goes in, its resident ancestors
- * go in (depth first through meta.parent), so a prefix-aware policy rebuilds its tree. Then
+ * go in (depth first through meta.parent), so a prefix-aware policy rebuilds its tree; each goes
+ * in marked KVT_POLICY_META_REBUILT, since no engine touched it (conv took the last one replayed
+ * for the chunk a hit had just followed, and relinked that hit under it). Then
  * the engine's done hints (is_done) are told again, in the same order, to a new policy that
  * takes them (on_done), so first told stays first out. Memory: the order array and a bitmap
  * over ids, both freed before return.
@@ -39,6 +41,7 @@ static void insert_with_ancestors(const struct kvt_policy_ops *ops, struct kvt_p
 	}
 	while (n--) {
 		meta(arg, chain[n], &m);
+		m.flags |= KVT_POLICY_META_REBUILT;
 		ops->on_insert(p, chain[n], &m);
 		done[chain[n]] = 2;
 	}

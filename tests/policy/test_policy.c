@@ -1732,9 +1732,67 @@ static void test_policy_memory_reported(void **state)
 	}
 }
 
+/* A filter that takes one resident of many: the sampled policies (lhd, hindsight) drew their
+ * candidates at random and could miss it in every round, so a quota eviction came back empty
+ * while a chunk could go (test_policy_model, seed 1045310). Now they look at every resident
+ * when the draws find none: the one the filter takes always comes back. */
+static bool only_id(void *arg, uint32_t id)
+{
+	return id == *(const uint32_t *)arg;
+}
+
+static void test_policy_sampled_finds_the_only_victim(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"lhd", "hindsight"};
+	for (size_t k = 0; k < 2; k++) {
+		const struct kvt_policy_ops *o = kvt_policy_find(names[k]);
+		struct kvt_policy *p = make(names[k], 2048);
+		for (uint32_t id = 0; id < 2048; id++)
+			ins(o, p, id, KVT_POLICY_NONE, 0);
+		for (uint32_t want = 7; want < 2048; want += 331) {
+			uint32_t got[4];
+			size_t n = o->pick_victims(p, got, 1, only_id, &want);
+			if (n != 1 || got[0] != want)
+				fail_msg("%s: %zu victims (%u), want %u", names[k], n,
+				         n ? got[0] : 0, want);
+		}
+		uint32_t none = 5000; /* not resident: nothing may go */
+		uint32_t got[4];
+		assert_int_equal(o->pick_victims(p, got, 4, only_id, &none), 0);
+		o->destroy(p);
+	}
+}
+
+/* A switch replays the entries into the new policy; the last one replayed is no engine's
+ * "chunk touched just before". conv took it for one: the next hit one level below it relinked
+ * the hit chunk under it and cancelled its done hint (test_policy_model, seed 934449). */
+static void test_policy_conv_rebuild_is_no_touch(void **state)
+{
+	(void)state;
+	const struct kvt_policy_ops *lru = &kvt_policy_lru, *cv = &kvt_policy_conv;
+	struct kvt_policy *from = make("lru", 16), *to = NULL;
+	ins(lru, from, 1, KVT_POLICY_NONE, 0); /* a chain: 1 <- 2 */
+	ins(lru, from, 2, 1, 1);
+	ins(lru, from, 3, KVT_POLICY_NONE, 0); /* alone, the hottest: replayed last */
+	assert_int_equal(kvt_policy_switch(lru, from, 3, cv, 16, fill_meta, NULL, &to), 0);
+	cv->on_done(to, 3); /* the engine is done with 3's conversation */
+	assert_true(cv->is_done(to, 3));
+	cv->on_access(to, 2); /* a hit at depth 1, right after the switch */
+	assert_true(cv->is_done(to, 3));
+	uint32_t got[4];
+	size_t n = cv->pick_victims(to, got, 1, NULL, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(got[0], 3); /* the done chunk goes first */
+	lru->destroy(from);
+	cv->destroy(to);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_policy_sampled_finds_the_only_victim),
+	    cmocka_unit_test(test_policy_conv_rebuild_is_no_touch),
 	    cmocka_unit_test(test_policy_lru_order),
 	    cmocka_unit_test(test_policy_fifo_order),
 	    cmocka_unit_test(test_policy_clock_order),

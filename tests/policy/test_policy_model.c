@@ -83,10 +83,15 @@ static uint32_t random_id(struct model *m, bool held)
 	}
 }
 
-#define CHECK(cond, ...)                                                                           \
+/* The run a failure is in: KVT_MODEL_SEED=N replays that seed alone. */
+static unsigned long long run_seed;
+static int run_step;
+
+#define CHECK(cond, fmt, ...)                                                                      \
 	do {                                                                                       \
 		if (!(cond))                                                                       \
-			fail_msg("%s (began as %s): " __VA_ARGS__);                                \
+			fail_msg("seed %llu step %d: %s (began as %s): " fmt, run_seed, run_step,  \
+			         __VA_ARGS__);                                                     \
 	} while (0)
 
 /* Marks the held ids that may not go while they hold a child: prefix never takes a chunk
@@ -243,7 +248,7 @@ static void insert_id(struct model *m)
 	me->depth = parent != KVT_POLICY_NONE ? m->meta[parent].depth + 1
 	                                      : (r < 8 ? 0 : 1 + rnd(m, 20)); /* absent parent */
 	me->tenant = tenant;
-	me->reserved = 0;
+	me->flags = 0;
 	if (m->ops->admit && !m->ops->admit(m->p, me))
 		return;
 	m->ops->on_insert(m->p, id, me);
@@ -334,7 +339,9 @@ static void run(const struct kvt_policy_ops *ops, uint64_t seed)
 		}
 	}
 	uint32_t v[16];
+	run_seed = seed;
 	for (int step = 0; step < STEPS; step++) {
+		run_step = step;
 		uint32_t r = rnd(&m, 1000), id;
 		if (r < 350) {
 			insert_id(&m);
@@ -396,9 +403,13 @@ static void test_policy_model_random_ops(void **state)
 	size_t n = 0;
 	uint64_t seeds =
 	    getenv("KVT_MODEL_SEEDS") ? strtoull(getenv("KVT_MODEL_SEEDS"), NULL, 10) : SEEDS;
+	const char *only = getenv("KVT_MODEL_SEED");
 	for (size_t k = 0; kvt_policy_at(k); k++, n++)
-		for (uint64_t seed = 1; seed <= seeds; seed++)
-			run(kvt_policy_at(k), seed * 7919 + k);
+		if (only)
+			run(kvt_policy_at(k), strtoull(only, NULL, 10));
+		else
+			for (uint64_t seed = 1; seed <= seeds; seed++)
+				run(kvt_policy_at(k), seed * 7919 + k);
 	assert_true(n >= 13);
 }
 

@@ -78,7 +78,7 @@ static void make_meta(const struct run *u, const struct tier *t, uint32_t blk, u
 		m->depth = u->depth;
 	}
 	m->tenant = tenant;
-	m->reserved = 0;
+	m->flags = 0;
 }
 
 static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant);
