@@ -107,6 +107,13 @@ size_t kvt__res_export(const struct kvt__res *r, const uint64_t *key, uint32_t *
 	return n;
 }
 
+/* Whether id, of score s, loses to best (of score bs): a higher score, or the same and used
+ * no earlier. */
+static bool sample_loses(const uint64_t *last, uint32_t id, float s, uint32_t best, float bs)
+{
+	return best != KVT__NIL && (s > bs || (s == bs && last[id] >= last[best]));
+}
+
 size_t kvt__sample_victims(const struct kvt__res *r, uint64_t *rng, unsigned samples,
                            kvt__score_fn score, const void *p, const uint64_t *last, uint32_t *out,
                            size_t max, kvt_policy_evictable_fn ok, void *arg)
@@ -118,8 +125,7 @@ size_t kvt__sample_victims(const struct kvt__res *r, uint64_t *rng, unsigned sam
 		for (unsigned k = 0; k < samples; k++) {
 			uint32_t id = r->ids[kvt__xorshift(rng) % r->n];
 			float s = score(p, id);
-			if (kvt__proposed(out, n, id) || (best != KVT__NIL && s > bs) ||
-			    (best != KVT__NIL && s == bs && last[id] >= last[best]))
+			if (kvt__proposed(out, n, id) || sample_loses(last, id, s, best, bs))
 				continue;
 			if (ok && !ok(arg, id))
 				continue;
@@ -129,17 +135,17 @@ size_t kvt__sample_victims(const struct kvt__res *r, uint64_t *rng, unsigned sam
 		if (best != KVT__NIL)
 			out[n++] = best;
 	}
+	if (n || !ok)
+		return n;
 	/* A filter that takes few residents (a quota's: one tenant, above its guarantee) can
 	 * miss them in every round; then one look at every resident finds the best it takes, so
 	 * that none comes back only when no resident may go. */
 	uint32_t best = KVT__NIL;
 	float bs = 0;
-	for (size_t i = 0; !n && ok && i < r->n; i++) {
+	for (size_t i = 0; i < r->n; i++) {
 		uint32_t id = r->ids[i];
 		float s = score(p, id);
-		if (best != KVT__NIL && (s > bs || (s == bs && last[id] >= last[best])))
-			continue;
-		if (ok(arg, id))
+		if (!sample_loses(last, id, s, best, bs) && ok(arg, id))
 			best = id, bs = s;
 	}
 	if (best != KVT__NIL)

@@ -1791,8 +1791,6 @@ static void test_policy_conv_rebuild_is_no_touch(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_policy_sampled_finds_the_only_victim),
-	    cmocka_unit_test(test_policy_conv_rebuild_is_no_touch),
 	    cmocka_unit_test(test_policy_lru_order),
 	    cmocka_unit_test(test_policy_fifo_order),
 	    cmocka_unit_test(test_policy_clock_order),
@@ -1835,6 +1833,8 @@ int main(void)
 	    cmocka_unit_test(test_policy_admission_grow_keeps_counts),
 	    cmocka_unit_test(test_policy_memory_reported),
 	    cmocka_unit_test(test_policy_duel_follows_the_better),
+	    cmocka_unit_test(test_policy_sampled_finds_the_only_victim),
+	    cmocka_unit_test(test_policy_conv_rebuild_is_no_touch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -728,17 +728,23 @@ static void test_policy_sim_streams(void **state)
 	kvt_trace_free(&t);
 }
 
-/* Runs kvtier-bench-trace on the shared trace with args, its output to out (in tmp, a fresh
- * directory the caller removes); it must exit 0. */
-static void bench_trace(const char *args, char tmp[256], char out[300])
+/* Runs kvtier-bench-trace on the shared trace with args, its output to out and its errors to
+ * tmp/err (tmp: a fresh directory the caller removes). @return : system()'s status */
+static int bench_trace_rc(const char *args, char tmp[256], char out[300])
 {
 	char trace[512], bin[512], cmd[2048];
 	trace_path(trace, sizeof(trace));
 	kvt_test_tmpdir(tmp, 256);
 	snprintf(out, 300, "%s/out", tmp);
-	snprintf(cmd, sizeof(cmd), "%s --trace %s %s > %s",
-	         kvt_test_bin("kvtier-bench-trace", bin, sizeof(bin)), trace, args, out);
-	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s --trace %s %s > %s 2> %s/err",
+	         kvt_test_bin("kvtier-bench-trace", bin, sizeof(bin)), trace, args, out, tmp);
+	return system(cmd);
+}
+
+/* bench_trace_rc(), which must exit 0. */
+static void bench_trace(const char *args, char tmp[256], char out[300])
+{
+	assert_int_equal(bench_trace_rc(args, tmp, out), 0);
 }
 
 /* Runs kvtier-bench-trace on the first 1,500 requests with policies pols and clients engines;
@@ -853,24 +859,14 @@ static void test_policy_sim_bench_set(void **state)
 		assert_int_equal(rows, 1);
 		kvt_test_rmtree(tmp);
 	}
+	setenv("BENCH_SET", "no.such.option=1", 1);
+	int rc = bench_trace_rc("--requests 10 --policy lru", tmp, out);
 	unsetenv("BENCH_SET");
-	char trace[512], bin[512], cmd[2048];
-	trace_path(trace, sizeof(trace));
-	kvt_test_tmpdir(tmp, sizeof(tmp));
-	snprintf(
-	    cmd, sizeof(cmd),
-	    "BENCH_SET=no.such.option=1 %s --trace %s --requests 10 --policy lru > %s/out 2>&1",
-	    kvt_test_bin("kvtier-bench-trace", bin, sizeof(bin)), trace, tmp);
-	int rc = system(cmd);
 	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) != 0);
-	snprintf(out, sizeof(out), "%s/out", tmp);
-	FILE *f = fopen(out, "r");
-	assert_non_null(f);
-	bool said = false;
-	while (fgets(line, sizeof(line), f))
-		said |= strstr(line, "kvtierd exited with") != NULL;
-	fclose(f);
-	assert_true(said);
+	char err[300], text[4096];
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	assert_true(kvt_test_read_file(err, text, sizeof(text)) > 0);
+	assert_non_null(strstr(text, "kvtierd exited with"));
 	kvt_test_rmtree(tmp);
 }
 
