@@ -45,12 +45,19 @@ int kvt__model_validate(const kvt_model_t *m)
 	for (size_t i = 0; i < sizeof(m->reserved) / sizeof(m->reserved[0]); i++)
 		if (m->reserved[i])
 			return -EINVAL;
-	/* keep one chunk under 4 GiB so every size fits the wire's u32 fields */
-	uint64_t bytes = 2ull * m->n_layers * m->n_kv_heads * m->head_dim * m->tokens_per_chunk *
-	                 kvt__dtype_bytes(m->dtype);
-	if (bytes >= (1ull << 32) || m->n_layers > 65536 || m->n_kv_heads > 65536 ||
-	    m->head_dim > 65536 || m->tokens_per_chunk > 65536)
-		return -EINVAL;
+	/* keep one chunk under 4 GiB so every size fits the wire's u32 fields. The product is
+	 * bounded factor by factor: the whole of it can pass 2^64 and wrap to a size that looks
+	 * small (four dimensions of 65,536 wrap to 0). Each factor is at most 2^16 and the running
+	 * product below 2^32, so no step overflows. */
+	const uint64_t dims[] = {m->n_layers, m->n_kv_heads, m->head_dim, m->tokens_per_chunk};
+	uint64_t bytes = 2 * kvt__dtype_bytes(m->dtype);
+	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
+		if (dims[i] > 65536)
+			return -EINVAL;
+		bytes *= dims[i];
+		if (bytes >= (1ull << 32))
+			return -EINVAL;
+	}
 	return 0;
 }
 

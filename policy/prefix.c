@@ -1,10 +1,11 @@
 /*
  * prefix.c -- prefix-aware eviction. A chunk is useful only while all its ancestors are
- * resident, so only leaves (entries with no resident child) are ever proposed: an ancestor
- * outranks every descendant it carries, whatever their recency. Leaves are ordered by their
- * last access tick, so the least recently used leaf goes first; when a leaf goes, its parent
- * may become a leaf with its own (older) tick, so a cold branch is trimmed from its tip toward
- * the root.
+ * resident, so only leaves (entries with no resident child) are proposed: an ancestor
+ * outranks every descendant it carries, whatever their recency. (Only when no leaf may go --
+ * all leased, say -- does an entry whose descendants all must stay go: blocked_tips.) Leaves are
+ * ordered by their last access tick, so the least recently used leaf goes first; when a leaf goes,
+ * its parent may become a leaf with its own (older) tick, so a cold branch is trimmed from its tip
+ * toward the root.
  *
  * Order without a heap: a touched entry gets the newest tick, so it goes to the head of an LRU
  * list of leaves. A parent that becomes a leaf goes to the list's tail when it is older than
@@ -334,12 +335,56 @@ static size_t walk(struct kvt_policy *p, uint32_t *out, size_t max, kvt_policy_e
 	return n;
 }
 
+/*
+ * When no leaf may go (each is leased, in a tier job, or its tenant's), the entries that may go
+ * below which nothing may: the tips of what is left once the blocked leaves are set aside,
+ * oldest first. An ancestor still never goes while a descendant that may go stays; one whose
+ * every descendant is held where it is does, as the entry conv's strict walk falls back to.
+ * Without it a tenant at its maximum whose leaves were all leased could not bring a chunk up
+ * from a lower tier while its other chunks sat idle above them, and a get came back short
+ * (test_daemon_model, seed 115). O(residents log residents), and only then; ok() and open() are
+ * asked of every resident once, oldest first. @return : how many (0 also without memory).
+ */
+static size_t blocked_tips(struct kvt_policy *p, uint32_t *out, size_t max,
+                           kvt_policy_evictable_fn ok, uint32_t (*tenant_of)(void *, uint32_t),
+                           bool (*open)(void *, uint32_t), void *arg)
+{
+	enum { MAY_GO = 1, BELOW = 2 }; /* it may go; something below it may */
+	size_t n = 0, k = 0;
+	uint8_t *mark = calloc(p->cap ? p->cap : 1, 1);
+	uint32_t *ids = malloc((p->cap ? p->cap : 1) * sizeof(*ids));
+	if (!mark || !ids)
+		goto out;
+	for (uint32_t id = 0; id < p->cap; id++)
+		if (p->live[id])
+			ids[n++] = id;
+	kvt__sort_ids_by(ids, n, p->tick);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t id = ids[i];
+		if ((!ok || ok(arg, id)) && (!open || open(arg, tenant_of(arg, id))))
+			mark[id] |= MAY_GO;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (mark[ids[i]] & MAY_GO) /* stops at a marked one: each is marked once */
+			for (uint32_t a = p->parent[ids[i]]; a != KVT__NIL && !(mark[a] & BELOW);
+			     a = p->parent[a])
+				mark[a] |= BELOW;
+	for (size_t i = 0; i < n && k < max; i++)
+		if (mark[ids[i]] == MAY_GO)
+			out[k++] = ids[i];
+out:
+	free(mark);
+	free(ids);
+	return k;
+}
+
 static size_t prefix_victims(struct kvt_policy *p, uint32_t *out, size_t max,
                              kvt_policy_evictable_fn ok, void *arg)
 {
-	if (!p->late.n && !p->n_parked)
-		return kvt__list_walk(&p->leaves, p->lk, out, 0, max, ok, arg);
-	return walk(p, out, max, ok, NULL, NULL, arg);
+	size_t n = !p->late.n && !p->n_parked
+	               ? kvt__list_walk(&p->leaves, p->lk, out, 0, max, ok, arg)
+	               : walk(p, out, max, ok, NULL, NULL, arg);
+	return n || !max ? n : blocked_tips(p, out, max, ok, NULL, NULL, arg);
 }
 
 /* As prefix_victims with every leaf of a tenant open() refuses rejected; such leaves at the
@@ -349,7 +394,8 @@ static size_t prefix_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t
                                      uint32_t (*tenant_of)(void *, uint32_t),
                                      bool (*open)(void *, uint32_t), void *arg)
 {
-	return walk(p, out, max, ok, tenant_of, open, arg);
+	size_t n = walk(p, out, max, ok, tenant_of, open, arg);
+	return n || !max ? n : blocked_tips(p, out, max, ok, tenant_of, open, arg);
 }
 
 static size_t prefix_export(struct kvt_policy *p, uint32_t *out, size_t max)

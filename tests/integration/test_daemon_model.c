@@ -82,6 +82,8 @@ struct run {
 	struct hold holds[HOLDS];
 	int n_holds;
 	uint64_t rng;
+	uint64_t seed; /* the run's, and its step: a failure names both (KVT_MODEL_SEED=N) */
+	int step;
 };
 
 /* The tiers read these at open: the daemon's nvme and rocksdb tiers fail 1 % of their calls. */
@@ -176,6 +178,8 @@ static void connect_ns(struct run *r)
 		static char js_[1 << 15];                                                          \
 		if (kvt_test_stats_json(&(r)->d, js_, sizeof(js_)) > 0)                            \
 			fprintf(stderr, "stats: %s\n", js_);                                       \
+		fprintf(stderr, "seed %llu step %d (KVT_MODEL_SEED=%llu replays it)\n",            \
+		        (unsigned long long)(r)->seed, (r)->step, (unsigned long long)(r)->seed);  \
 		fail_msg(__VA_ARGS__);                                                             \
 	} while (0)
 
@@ -742,6 +746,9 @@ static void run_seed(uint64_t seed, int steps, int crash_every)
 	static struct run r;
 	memset(&r, 0, sizeof(r));
 	r.rng = seed * 0x9e3779b97f4a7c15ULL | 1;
+	r.seed = seed;
+	print_message("seed %llu%s\n", (unsigned long long)seed,
+	              crash_every ? " (crash loop)" : "");
 	make_sets(&r, seed, crash_every && geteuid() == 0);
 	faults_env(r.faults);
 	assert_int_equal(kvt_test_daemon_start(&r.d, r.sets), 0);
@@ -773,6 +780,7 @@ static void run_seed(uint64_t seed, int steps, int crash_every)
 		r.loaded = true;
 	}
 	for (int step = 0; step < steps; step++) {
+		r.step = step;
 		int p = (int)rnd(&r, PREFIXES), n = 1 + (int)rnd(&r, DEPTH);
 		uint32_t k = rnd(&r, 1000);
 		r.c = r.cl[rnd(&r, 2)];
@@ -870,7 +878,9 @@ static void test_daemon_model_random_calls(void **state)
 	uint64_t seeds = getenv("KVT_MODEL_SEEDS") ? strtoull(getenv("KVT_MODEL_SEEDS"), NULL, 10)
 	                                           : 4; /* the third is lossy, the fourth fails */
 	int steps = getenv("KVT_MODEL_STEPS") ? atoi(getenv("KVT_MODEL_STEPS")) : STEPS;
-	for (uint64_t s = 1; s <= seeds; s++)
+	const char *only = getenv("KVT_MODEL_SEED"); /* one run's seed, as a failure names it */
+	uint64_t first = only ? strtoull(only, NULL, 10) : 1;
+	for (uint64_t s = first; s < first + (only ? 1 : seeds); s++)
 		run_seed(s, steps, 0);
 }
 

@@ -615,6 +615,51 @@ static void test_ipc_one_unleased_chunk_is_found(void **state)
 	}
 }
 
+/*
+ * host.policy = prefix with a full host that is one chain whose tip alone is leased: a put of
+ * another chunk evicts the tip's parent, the deepest chunk below which nothing may go. prefix
+ * proposed only leaves, the one leaf was leased, and the put found no room (-ENOSPC) with 27
+ * chunks idle (test_daemon_model seed 115 met it as a get that came back short).
+ */
+static void test_ipc_prefix_leased_tip_lets_its_parent_go(void **state)
+{
+	(void)state;
+	const char *sets[] = {"host.bytes=1MiB", "tiers.order=host", "host.policy=prefix", NULL};
+	struct kvt_test_daemon d;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks: 28 fit in 1 MiB */
+	enum { N = 32 };
+	kvt_id_t ns, keys[N], other;
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	assert_int_equal(prefix_keys(ns, 64, keys, N, 5), N);
+	assert_int_equal(prefix_keys(ns, 64, &other, 1, 900), 1);
+	size_t cb = kvt_chunk_bytes(&m);
+	uint8_t *buf = calloc(1, cb);
+	const void *chunks[N];
+	for (int i = 0; i < N; i++)
+		chunks[i] = buf;
+	enum { FIT = 28 }; /* one chain fills host */
+	assert_int_equal(kvt_put(c, ns, NULL, keys, FIT, chunks, cb), FIT);
+	int full = kvt_lookup(c, ns, keys, N);
+	assert_int_equal(full, FIT);
+	kvt_lease_t tip;
+	assert_int_equal(kvt_acquire(c, ns, keys + full - 1, 1, &tip), 1);
+	int rc = kvt_put(c, ns, NULL, &other, 1, chunks, cb);
+	if (rc != 1)
+		fail_msg("a put failed (%d) with %d chunks at host, only the tip leased", rc, full);
+	assert_int_equal(kvt_lookup(c, ns, &other, 1), 1);
+	assert_int_equal(kvt_lookup(c, ns, keys + full - 1, 1), 1); /* the leased tip stays */
+	assert_int_equal(kvt_lookup(c, ns, keys + full - 2, 1), 0); /* its parent went */
+	assert_int_equal(kvt_lookup(c, ns, keys, (size_t)full), full - 2); /* the rest stays */
+	assert_int_equal(kvt_release(c, &tip, 1), 1);
+	assert_int_equal(tip.status, 0);
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 /* How many of keys[0..n) host holds now. */
 static int at_host(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, int n)
 {
@@ -2584,6 +2629,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_reserve_then_die),
 	    cmocka_unit_test(test_ipc_enospc_when_all_leased),
 	    cmocka_unit_test(test_ipc_one_unleased_chunk_is_found),
+	    cmocka_unit_test(test_ipc_prefix_leased_tip_lets_its_parent_go),
 	    cmocka_unit_test(test_ipc_done_hint),
 	    cmocka_unit_test(test_ipc_keep),
 	    cmocka_unit_test(test_ipc_lease_timeout_revokes),

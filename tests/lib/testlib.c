@@ -18,6 +18,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* KVT_TEST_ONLY=PATTERN runs only the tests of a program whose names match it (cmocka's filter,
+ * with * and ?): a soak of one test of several, e.g. test_daemon_model's random calls without
+ * its crash loop. Set before main() of any test that links this file. */
+__attribute__((constructor)) static void only_matching_tests(void)
+{
+	const char *pattern = getenv("KVT_TEST_ONLY");
+	if (pattern && *pattern)
+		cmocka_set_test_filter(pattern);
+}
+
 const char *kvt_test_shared(const char *rel, char *buf, size_t len)
 {
 	const char *root = getenv("KVT_SHARED_DATA");

@@ -1732,6 +1732,40 @@ static void test_policy_memory_reported(void **state)
 	}
 }
 
+/* Whether id is outside the leased set (a zero-terminated list of ids). */
+static bool not_leased(void *arg, uint32_t id)
+{
+	for (const uint32_t *l = arg; *l; l++)
+		if (*l == id)
+			return false;
+	return true;
+}
+
+/* When every leaf is leased, prefix proposes the entries below which nothing may go, oldest
+ * first, and still no ancestor of one that may: kvtierd found no room to bring a chunk up while
+ * a tenant's other chunks sat idle above its leased ones, and a get came back short
+ * (test_daemon_model, seed 115). Old code: no victim. */
+static void test_policy_prefix_leased_leaves(void **state)
+{
+	(void)state;
+	const struct kvt_policy_ops *o = &kvt_policy_prefix;
+	struct kvt_policy *p = prefix_chain_and_root(o); /* 1 -> 2 -> 3, and 4 */
+	uint32_t v[8];
+	size_t n = o->pick_victims(p, v, 8, not_leased, (uint32_t[]){3, 4, 0});
+	assert_int_equal(n, 1); /* 2; 1 stays while 2 may go */
+	assert_int_equal(v[0], 2);
+	n = o->pick_victims(p, v, 8, not_leased, (uint32_t[]){2, 3, 4, 0});
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0], 1);
+	assert_int_equal(o->pick_victims(p, v, 8, not_leased, (uint32_t[]){1, 2, 3, 4, 0}), 0);
+	/* a leaf that may go is still the only kind proposed */
+	ins(o, p, 5, 1, 1);
+	n = o->pick_victims(p, v, 8, not_leased, (uint32_t[]){3, 4, 0});
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0], 5);
+	o->destroy(p);
+}
+
 /* A filter that takes one resident of many: the sampled policies (lhd, hindsight) drew their
  * candidates at random and could miss it in every round, so a quota eviction came back empty
  * while a chunk could go (test_policy_model, seed 1045310). Now they look at every resident
@@ -1834,6 +1868,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_memory_reported),
 	    cmocka_unit_test(test_policy_duel_follows_the_better),
 	    cmocka_unit_test(test_policy_sampled_finds_the_only_victim),
+	    cmocka_unit_test(test_policy_prefix_leased_leaves),
 	    cmocka_unit_test(test_policy_conv_rebuild_is_no_touch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,7 @@
  * to every other policy. After each operation the policy must agree with the model:
  *  - victims are held, evictable, of an open tenant, distinct, and no more than asked;
  *  - while one held id is evictable, a request for one victim gets one (the daemon's reclaim
- *    relies on it to make progress); for prefix, one held id with no held child;
+ *    relies on it to make progress; prefix too, whose leaves may all be leased);
  *  - export_order lists exactly the held ids, each once;
  *  - is_done says what the model says: told since the last hit, as long as it is held (a
  *    policy may decline a hint when told, as conv does on a chunk that others' prefixes share,
@@ -94,18 +94,6 @@ static int run_step;
 			         __VA_ARGS__);                                                     \
 	} while (0)
 
-/* Marks the held ids that may not go while they hold a child: prefix never takes a chunk
- * before its children, so a leased child keeps its parent. Other policies: none. */
-static void kept_parents(const struct model *m, uint8_t *has_child)
-{
-	memset(has_child, 0, N_IDS);
-	if (strcmp(m->ops->name, "prefix"))
-		return;
-	for (uint32_t id = 0; id < N_IDS; id++)
-		if (m->held[id] && m->meta[id].parent != KVT_POLICY_NONE)
-			has_child[m->meta[id].parent] = 1;
-}
-
 /* Asks for up to max victims, leasing about a quarter of the held ids and, with tenants,
  * refusing some; checks what comes back. @return : how many. */
 static size_t victims(struct model *m, uint32_t *out, size_t max, bool tenants)
@@ -114,12 +102,10 @@ static size_t victims(struct model *m, uint32_t *out, size_t max, bool tenants)
 		m->leased[id] = m->held[id] && rnd(m, 4) == 0;
 	for (uint32_t t = 0; t < TENANT; t++)
 		m->closed[t] = tenants && rnd(m, 3) == 0;
-	static uint8_t has_child[N_IDS];
-	kept_parents(m, has_child);
 	size_t open_evictable = 0;
 	for (uint32_t id = 0; id < N_IDS; id++)
-		open_evictable += m->held[id] && !m->leased[id] && !has_child[id] &&
-		                  !(tenants && m->closed[m->meta[id].tenant]);
+		open_evictable +=
+		    m->held[id] && !m->leased[id] && !(tenants && m->closed[m->meta[id].tenant]);
 	size_t n = tenants ? m->ops->pick_victims_tenants(m->p, out, max, evictable, tenant_of,
 	                                                  tenant_open, m)
 	                   : m->ops->pick_victims(m->p, out, max, evictable, m);
@@ -196,7 +182,7 @@ static size_t quota_victims(struct model *m, uint32_t tenant, uint64_t need, uin
 	    .tenant_of = tenant_of, .bytes_of = bytes_of, .evictable = evictable, .arg = m};
 	size_t n = kvt_quota_pick_victims(m->quota, m->ops, m->p, tenant, need, &view, out, max);
 	uint64_t pending[TENANT] = {0};
-	static uint8_t seen[N_IDS], has_child[N_IDS];
+	static uint8_t seen[N_IDS];
 	memset(seen, 0, sizeof(seen));
 	CHECK(n <= max, "%zu quota victims for %zu", m->ops->name, m->first, n, max);
 	for (size_t i = 0; i < n; i++) {
@@ -212,9 +198,8 @@ static size_t quota_victims(struct model *m, uint32_t tenant, uint64_t need, uin
 	}
 	if (n)
 		return n;
-	kept_parents(m, has_child);
 	for (uint32_t id = 0; id < N_IDS; id++)
-		CHECK(!m->held[id] || m->leased[id] || has_child[id] ||
+		CHECK(!m->held[id] || m->leased[id] ||
 		          !quota_allows(m, own_only, tenant, pending, id),
 		      "no quota victim for tenant %u, but %u (tenant %u) may go", m->ops->name,
 		      m->first, tenant, id, m->meta[id].tenant);

@@ -43,7 +43,9 @@ static void test_policy_prop_opt_bounds_all(void **state)
 {
 	static const char *const adm[] = {"none", "tinylfu", "second_touch"};
 	static const size_t caps[] = {4, 16, 64, 256};
-	for (unsigned seed = 1; seed <= 6; seed++) {
+	/* KVT_PROP_SEEDS=N for a longer search (6 in make test); a failure names its seed */
+	unsigned seeds = getenv("KVT_PROP_SEEDS") ? (unsigned)atoi(getenv("KVT_PROP_SEEDS")) : 6;
+	for (unsigned seed = 1; seed <= seeds; seed++) {
 		struct kvt_trace t;
 		random_trace(seed, &t);
 		for (size_t c = 0; c < 4; c++) {
@@ -61,10 +63,11 @@ static void test_policy_prop_opt_bounds_all(void **state)
 					                            .capacity_blocks = caps[c]};
 					assert_int_equal(kvt_sim_run(&t, &tier, 1, &r), 0);
 					if (r.hits > opt.hits || r.prefix_hits > r.hits)
-						fail_msg("%s+%s at %zu: %llu hits > OPT %llu",
-						         tier.policy, adm[a], caps[c],
-						         (unsigned long long)r.hits,
-						         (unsigned long long)opt.hits);
+						fail_msg(
+						    "seed %u: %s+%s at %zu: %llu hits > OPT %llu",
+						    seed, tier.policy, adm[a], caps[c],
+						    (unsigned long long)r.hits,
+						    (unsigned long long)opt.hits);
 				}
 			/* two inclusive tiers never beat MIN at their summed capacity */
 			struct kvt_sim_tier two[2] = {
@@ -93,11 +96,16 @@ static void test_policy_prop_opt_bounds_all(void **state)
 				                            .capacity_blocks = caps[c]};
 				assert_int_equal(kvt_sim_run(&t, &tier, 1, &r), 0);
 				if (r.hits > opt.hits)
-					fail_msg("%s at %zu with hints: %llu hits > OPT %llu",
-					         tier.policy, caps[c], (unsigned long long)r.hits,
-					         (unsigned long long)opt.hits);
-				assert_true(!kvt_policy_at(k)->on_done || r.done_hints > 0 ||
-				            caps[c] < 16);
+					fail_msg(
+					    "seed %u: %s at %zu with hints: %llu hits > OPT %llu",
+					    seed, tier.policy, caps[c], (unsigned long long)r.hits,
+					    (unsigned long long)opt.hits);
+				/* hints reach the policy (not at every size: at 16 blocks sieve,
+				 * whose hand passes over the visited root and takes each new block,
+				 * holds none of seed 19's told blocks by the time they are told) */
+				if (kvt_policy_at(k)->on_done && !r.done_hints && caps[c] >= 64)
+					fail_msg("seed %u: %s at %zu: no done hint found its block",
+					         seed, tier.policy, caps[c]);
 			}
 			static const char *const logs[] = {"fifo", "clock"};
 			for (size_t l = 0; l < 2; l++) {

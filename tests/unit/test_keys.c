@@ -149,6 +149,18 @@ static void test_keys_model_validation(void **state)
 	assert_int_equal(kvt_namespace_id(&bad, &ns), -EINVAL);
 	bad = m, bad.n_layers = 0;
 	assert_int_equal(kvt_namespace_id(&bad, &ns), -EINVAL);
+	/* a chunk of 4 GiB or more, also one whose size wraps past 2^64 (to 0 here: found by
+	 * make fuzz), is refused; 2^31 bytes is the largest power of two taken */
+	bad = m, bad.n_layers = bad.n_kv_heads = bad.head_dim = bad.tokens_per_chunk = 65536;
+	assert_int_equal(kvt_namespace_id(&bad, &ns), -EINVAL);
+	assert_int_equal(kvt_chunk_bytes(&bad), 0);
+	bad.n_kv_heads = bad.head_dim = 1, bad.tokens_per_chunk = 16384; /* 2^32 bytes */
+	assert_int_equal(kvt_namespace_id(&bad, &ns), -EINVAL);
+	bad.tokens_per_chunk = 8192; /* 2^31 */
+	assert_int_equal(kvt_namespace_id(&bad, &ns), 0);
+	assert_int_equal(kvt_chunk_bytes(&bad), 1ull << 31);
+	bad.n_layers = 65537, bad.tokens_per_chunk = 1; /* a dimension past 65,536 */
+	assert_int_equal(kvt_namespace_id(&bad, &ns), -EINVAL);
 	/* tp_size 0 counts as 1; NULL revision is "" */
 	kvt_id_t a, b;
 	kvt_model_t t0 = m, t1 = m;
