@@ -335,6 +335,24 @@ static size_t walk(struct kvt_policy *p, uint32_t *out, size_t max, kvt_policy_e
 	return n;
 }
 
+static size_t prefix_export(struct kvt_policy *p, uint32_t *out, size_t max)
+{
+	size_t n = 0, total = 0;
+	for (uint32_t id = 0; id < p->cap; id++)
+		total += p->live[id];
+	uint32_t *tmp = malloc((total + 1) * sizeof(*tmp));
+	if (!tmp)
+		return 0;
+	for (uint32_t id = 0; id < p->cap; id++)
+		if (p->live[id])
+			tmp[n++] = id;
+	kvt__sort_ids_by(tmp, n, p->tick);
+	n = n < max ? n : max;
+	memcpy(out, tmp, n * sizeof(*out));
+	free(tmp);
+	return n;
+}
+
 /*
  * When no leaf may go (each is leased, in a tier job, or its tenant's), the entries that may go
  * below which nothing may: the tips of what is left once the blocked leaves are set aside,
@@ -353,12 +371,8 @@ static size_t blocked_tips(struct kvt_policy *p, uint32_t *out, size_t max,
 	size_t n = 0, k = 0;
 	uint8_t *mark = calloc(p->cap ? p->cap : 1, 1);
 	uint32_t *ids = malloc((p->cap ? p->cap : 1) * sizeof(*ids));
-	if (!mark || !ids)
+	if (!mark || !ids || !(n = prefix_export(p, ids, p->cap))) /* the residents, oldest first */
 		goto out;
-	for (uint32_t id = 0; id < p->cap; id++)
-		if (p->live[id])
-			ids[n++] = id;
-	kvt__sort_ids_by(ids, n, p->tick);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t id = ids[i];
 		if ((!ok || ok(arg, id)) && (!open || open(arg, tenant_of(arg, id))))
@@ -396,24 +410,6 @@ static size_t prefix_victims_tenants(struct kvt_policy *p, uint32_t *out, size_t
 {
 	size_t n = walk(p, out, max, ok, tenant_of, open, arg);
 	return n || !max ? n : blocked_tips(p, out, max, ok, tenant_of, open, arg);
-}
-
-static size_t prefix_export(struct kvt_policy *p, uint32_t *out, size_t max)
-{
-	size_t n = 0, total = 0;
-	for (uint32_t id = 0; id < p->cap; id++)
-		total += p->live[id];
-	uint32_t *tmp = malloc((total + 1) * sizeof(*tmp));
-	if (!tmp)
-		return 0;
-	for (uint32_t id = 0; id < p->cap; id++)
-		if (p->live[id])
-			tmp[n++] = id;
-	kvt__sort_ids_by(tmp, n, p->tick);
-	n = n < max ? n : max;
-	memcpy(out, tmp, n * sizeof(*out));
-	free(tmp);
-	return n;
 }
 
 /* What the policy holds: the struct, its per-id columns at capacity, and its other tables. */

@@ -872,15 +872,21 @@ static void run_seed(uint64_t seed, int steps, int crash_every)
 	kvt_test_daemon_destroy(&r.d);
 }
 
+/* The seeds a test runs: 1 to n, or KVT_MODEL_SEED=N alone (a failure's, or a soak's). */
+static void seeds_to_run(uint64_t n, uint64_t *first, uint64_t *last)
+{
+	uint64_t only = kvt_test_env_u64("KVT_MODEL_SEED", 0);
+	*first = only ? only : 1;
+	*last = only ? only : n;
+}
+
 static void test_daemon_model_random_calls(void **state)
 {
 	(void)state;
-	uint64_t seeds = getenv("KVT_MODEL_SEEDS") ? strtoull(getenv("KVT_MODEL_SEEDS"), NULL, 10)
-	                                           : 4; /* the third is lossy, the fourth fails */
-	int steps = getenv("KVT_MODEL_STEPS") ? atoi(getenv("KVT_MODEL_STEPS")) : STEPS;
-	const char *only = getenv("KVT_MODEL_SEED"); /* one run's seed, as a failure names it */
-	uint64_t first = only ? strtoull(only, NULL, 10) : 1;
-	for (uint64_t s = first; s < first + (only ? 1 : seeds); s++)
+	uint64_t first, last; /* 4 seeds: the third is lossy, the fourth fails */
+	seeds_to_run(kvt_test_env_u64("KVT_MODEL_SEEDS", 4), &first, &last);
+	int steps = (int)kvt_test_env_u64("KVT_MODEL_STEPS", STEPS);
+	for (uint64_t s = first; s <= last; s++)
 		run_seed(s, steps, 0);
 }
 
@@ -898,9 +904,9 @@ static void test_daemon_model_crash_loop(void **state)
 {
 	(void)state;
 	int rounds = getenv("KVT_TEST_DAEMON_WRAPPER") ? 10 : 50; /* under valgrind, fewer */
-	const char *only = getenv("KVT_MODEL_SEED"); /* a soak's seed, or a failure's */
-	uint64_t first = only ? strtoull(only, NULL, 10) : 1;
-	for (uint64_t s = first; s <= (only ? first : 2); s++)
+	uint64_t first, last;
+	seeds_to_run(2, &first, &last);
+	for (uint64_t s = first; s <= last; s++)
 		run_seed(s, rounds * 50, 50);
 }
 

@@ -1601,9 +1601,8 @@ static void test_robust_mutation_fuzzer(void **state)
 	uint8_t *want = malloc(cb), *got = malloc(cb);
 	static uint8_t buf[4096], rx[KVT_MSG_MAX];
 	/* KVT_FUZZ_SEED=N: another stream of frames (a soak; a failure's replay) */
-	const char *fuzz_seed_env = getenv("KVT_FUZZ_SEED");
-	uint64_t rng = fuzz_seed_env ? strtoull(fuzz_seed_env, NULL, 10) * 0x9e3779b97f4a7c15ull | 1
-	                             : 0x2545f4914f6cdd1dull;
+	uint64_t stream = kvt_test_env_u64("KVT_FUZZ_SEED", 0);
+	uint64_t rng = stream ? stream * 0x9e3779b97f4a7c15ull | 1 : 0x2545f4914f6cdd1dull;
 	int fd = fuzz_connect(), closed = 0, errors = 0, served = 0;
 	for (int i = 0; i < frames; i++) {
 		int seed = (int)(kvt_test_xorshift(&rng) % 10);

@@ -297,6 +297,12 @@ void kvt_test_sort_ms(double *ms, size_t n)
 	qsort(ms, n, sizeof(*ms), by_value);
 }
 
+uint64_t kvt_test_env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? strtoull(v, NULL, 10) : dflt;
+}
+
 bool kvt_test_slowed(void)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

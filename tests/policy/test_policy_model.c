@@ -386,12 +386,11 @@ static void test_policy_model_random_ops(void **state)
 {
 	(void)state;
 	size_t n = 0;
-	uint64_t seeds =
-	    getenv("KVT_MODEL_SEEDS") ? strtoull(getenv("KVT_MODEL_SEEDS"), NULL, 10) : SEEDS;
-	const char *only = getenv("KVT_MODEL_SEED"); /* one run's seed, as a failure names it */
+	uint64_t seeds = kvt_test_env_u64("KVT_MODEL_SEEDS", SEEDS);
+	uint64_t only = kvt_test_env_u64("KVT_MODEL_SEED", 0); /* a failure's seed, alone */
 	for (size_t k = 0; kvt_policy_at(k); k++, n++)
 		for (uint64_t seed = 1; seed <= (only ? 1 : seeds); seed++)
-			run(kvt_policy_at(k), only ? strtoull(only, NULL, 10) : seed * 7919 + k);
+			run(kvt_policy_at(k), only ? only : seed * 7919 + k);
 	assert_true(n >= 13);
 }
 

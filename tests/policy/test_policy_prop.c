@@ -44,7 +44,7 @@ static void test_policy_prop_opt_bounds_all(void **state)
 	static const char *const adm[] = {"none", "tinylfu", "second_touch"};
 	static const size_t caps[] = {4, 16, 64, 256};
 	/* KVT_PROP_SEEDS=N for a longer search (6 in make test); a failure names its seed */
-	unsigned seeds = getenv("KVT_PROP_SEEDS") ? (unsigned)atoi(getenv("KVT_PROP_SEEDS")) : 6;
+	unsigned seeds = (unsigned)kvt_test_env_u64("KVT_PROP_SEEDS", 6);
 	for (unsigned seed = 1; seed <= seeds; seed++) {
 		struct kvt_trace t;
 		random_trace(seed, &t);
