@@ -40,15 +40,22 @@ tsan: deps
 valgrind: build
 	tools/valgrind-daemon.sh $(BUILD)
 
-# The decoders under libFuzzer (clang), FUZZ_SECONDS each run (default 60).
+# The decoders, then every policy through the simulator, under libFuzzer (clang), FUZZ_SECONDS
+# each (default 60).
 FUZZ_SECONDS ?= 60
+FUZZ_CC = clang -g -O1 -D_GNU_SOURCE -DKVT_LIBFUZZER -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -I. -Iinclude
 fuzz: deps
-	mkdir -p $(BUILD)-fuzz/corpus
+	mkdir -p $(BUILD)-fuzz/corpus $(BUILD)-fuzz/corpus-sim
 	cp -n tests/fuzz/corpus/* $(BUILD)-fuzz/corpus/
-	clang -g -O1 -D_GNU_SOURCE -DKVT_LIBFUZZER -fsanitize=fuzzer,address,undefined -I. -Iinclude \
-		tests/fuzz/fuzz_decode.c core/chunk.c core/keys.c core/options.c core/util.c core/log.c \
-		core/errors.c ipc/proto.c ipc/sockpath.c -lxxhash -o $(BUILD)-fuzz/fuzz_decode
+	cp -n tests/fuzz/corpus-sim/* $(BUILD)-fuzz/corpus-sim/
+	$(FUZZ_CC) tests/fuzz/fuzz_decode.c core/chunk.c core/keys.c core/options.c core/util.c \
+		core/log.c core/errors.c ipc/proto.c ipc/sockpath.c -lxxhash -o $(BUILD)-fuzz/fuzz_decode
+	$(FUZZ_CC) -Itools/sim tests/fuzz/fuzz_sim.c $(filter-out %/main.c %/bench_policy.c \
+		%/bench_quota.c,$(wildcard tools/sim/*.c)) policy/*.c core/*.c -lxxhash -lm -lpthread \
+		-o $(BUILD)-fuzz/fuzz_sim
 	$(BUILD)-fuzz/fuzz_decode -max_total_time=$(FUZZ_SECONDS) $(BUILD)-fuzz/corpus
+	$(BUILD)-fuzz/fuzz_sim -max_total_time=$(FUZZ_SECONDS) $(BUILD)-fuzz/corpus-sim
 
 bench: build
 	$(BUILD)/bin/kvtier bench

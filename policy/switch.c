@@ -97,13 +97,22 @@ err:
 	return rc;
 }
 
-/* v as a parameter's value is written back: whole numbers whole, others to 7 digits. */
+/* v as a parameter's value is written back: whole numbers whole, others in the fewest digits
+ * (7 to 17) that read back as v, or, for a value a float holds, as that float: what `policy
+ * get` prints, `policy set` and a config file take back unchanged. */
 static void fmt_value(char *out, size_t out_len, double v)
 {
-	if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v) /* in range before the cast */
+	if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v) { /* in range before the cast */
 		snprintf(out, out_len, "%.0f", v);
-	else
-		snprintf(out, out_len, "%.7g", v);
+		return;
+	}
+	bool is_float = v == (double)(float)v;
+	for (int digits = 7; digits <= 17; digits++) {
+		snprintf(out, out_len, "%.*g", digits, v);
+		double back = strtod(out, NULL);
+		if (back == v || (is_float && (float)back == (float)v))
+			return;
+	}
 }
 
 void kvt_policy_params_str(const struct kvt_policy_ops *ops, struct kvt_policy *p, char *out,

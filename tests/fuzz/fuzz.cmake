@@ -6,3 +6,12 @@ target_link_libraries(fuzz_decode PRIVATE kvt_proto kvt_core)
 set_target_properties(fuzz_decode PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 add_test(NAME fuzz_decode COMMAND fuzz_decode 200000 ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus)
 set_tests_properties(fuzz_decode PROPERTIES TIMEOUT 120 LABELS unit)
+
+# Every policy against traces of any shape, through the simulator's loader and replay
+# (hits <= OPT and the counts' invariants); `make fuzz` runs it under libFuzzer too.
+add_executable(fuzz_sim fuzz/fuzz_sim.c)
+kvt_target(fuzz_sim)
+target_link_libraries(fuzz_sim PRIVATE kvt_sim)
+set_target_properties(fuzz_sim PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+add_test(NAME fuzz_sim COMMAND fuzz_sim 3000 ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus-sim)
+set_tests_properties(fuzz_sim PROPERTIES TIMEOUT 300 LABELS unit)

@@ -12,7 +12,6 @@
 #include "core/util.h"
 #include "ipc/proto.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef KVT_LIBFUZZER
+#include "fuzz_corpus.h"
+
 /* A valid NAMESPACE body, PUT body and record header to mutate. */
 static size_t seed_input(int which, uint8_t *buf)
 {
@@ -85,39 +86,11 @@ static size_t seed_input(int which, uint8_t *buf)
 	return KVT_CHUNK_HDR_BYTES + 64;
 }
 
-/* Every file of the corpus `make fuzz` grew (tests/fuzz/corpus, minimised, and where a crasher
- * found would be added): each run replays them all first. @return : how many. */
-static long replay_corpus(const char *dir)
-{
-	DIR *dp = opendir(dir);
-	if (!dp) {
-		fprintf(stderr, "corpus %s: cannot open\n", dir);
-		exit(1);
-	}
-	static uint8_t in[1 << 16];
-	long n = 0;
-	for (struct dirent *e; (e = readdir(dp));) {
-		char path[4096];
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		FILE *f = fopen(path, "rb");
-		if (!f)
-			continue;
-		size_t len = fread(in, 1, sizeof(in), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(in, len);
-		n++;
-	}
-	closedir(dp);
-	return n;
-}
-
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 200000;
 	if (argc > 2) {
-		long n = replay_corpus(argv[2]);
+		long n = fuzz_replay_corpus(argv[2]);
 		if (n == 0) {
 			fprintf(stderr, "corpus %s: empty\n", argv[2]);
 			return 1;

@@ -1167,7 +1167,26 @@ static void test_policy_params_listed(void **state)
 		size_t i = 0;
 		for (; !o->get_param(p, i, &pa); i++) {
 			assert_true(pa.lo <= pa.value && pa.value <= pa.hi);
-			char v[64];
+			char v[64], line[KVT_POLICY_LINE_MAX], words[KVT_POLICY_LINE_MAX], err[128];
+			/* a value of many digits: the words policy get prints set it exactly (they
+			 * had 7 digits, and duel's sample=13435208.4 came back as 13435210) */
+			snprintf(v, sizeof(v), "%.17g",
+			         pa.lo + (pa.hi - pa.lo) * 0.1234567891234567);
+			assert_int_equal(o->set_param(p, pa.name, v), 0);
+			assert_int_equal(o->get_param(p, i, &now), 0);
+			kvt_policy_params_str(o, p, line, sizeof(line));
+			memcpy(words, line, sizeof(words)); /* kvt_policy_set cuts line up */
+			struct kvt_policy *q = make(o->name, 64);
+			const struct kvt_policy_ops *qo = o;
+			struct kvt_policy_param back;
+			assert_int_equal(kvt_policy_set(&qo, &q, 0, o->name, line, 64, NULL, NULL,
+			                                err, sizeof(err)),
+			                 0);
+			assert_int_equal(o->get_param(q, i, &back), 0);
+			if (back.value != now.value)
+				fail_msg("%s %s=%.17g printed as '%s' reads back %.17g", o->name,
+				         pa.name, now.value, words, back.value);
+			o->destroy(q);
 			double ends[] = {pa.hi, pa.lo, pa.value};
 			for (size_t e = 0; e < 3; e++) {
 				snprintf(v, sizeof(v), "%.17g", ends[e]);

@@ -16,7 +16,8 @@
  *    guarantee (at the requester's maximum: are its own), and none comes back only when no
  *    single held id could go.
  * The sequences mimic the daemon: prefix chains that grow, parents removed before their
- * children, ids reused after removal. Under ASan (`make asan`) this is also a memory test.
+ * children, ids reused after removal. A second test runs them at tiers of 1 to 8 chunks. Under
+ * ASan (`make asan`) this is also a memory test.
  */
 #include "testlib.h"
 
@@ -28,23 +29,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_IDS  600
-#define CAP    128
-#define STEPS  40000
-#define SEEDS  3 /* per policy; KVT_MODEL_SEEDS=N for a longer search */
-#define TENANT 3
+#define IDS_MAX 600 /* ids a run may use (n_ids: 600, or 6 per chunk in the tiny tiers) */
+#define STEPS   40000
+#define SEEDS   3 /* per policy; KVT_MODEL_SEEDS=N for a longer search */
+#define TENANT  3
 
 struct model {
 	const struct kvt_policy_ops *ops;
 	struct kvt_policy *p;
-	uint8_t held[N_IDS], told[N_IDS], leased[N_IDS], closed[TENANT];
-	struct kvt_policy_meta meta[N_IDS];
+	uint8_t held[IDS_MAX], told[IDS_MAX], leased[IDS_MAX], closed[TENANT];
+	struct kvt_policy_meta meta[IDS_MAX];
 	size_t n_held;
 	uint32_t prev;           /* the id last inserted or hit */
 	struct kvt_quota *quota; /* NULL, or quotas on every tenant, charged in meta.bytes */
 	uint64_t rng;
 	const char *first; /* the policy the run began with, for messages */
 };
+
+/* The tier's size in chunks, the ids a run draws from and its steps
+ * (test_policy_model_tiny_tiers sets them smaller). */
+static uint32_t cap = 128, n_ids = IDS_MAX;
+static int steps = STEPS;
 
 static uint32_t rnd(struct model *m, uint32_t n)
 {
@@ -54,7 +59,7 @@ static uint32_t rnd(struct model *m, uint32_t n)
 static bool evictable(void *arg, uint32_t id)
 {
 	const struct model *m = arg;
-	return id < N_IDS && !m->leased[id];
+	return id < n_ids && !m->leased[id];
 }
 
 static uint32_t tenant_of(void *arg, uint32_t id)
@@ -77,7 +82,7 @@ static uint32_t random_id(struct model *m, bool held)
 	if (held && !m->n_held)
 		return KVT_POLICY_NONE;
 	for (;;) {
-		uint32_t id = rnd(m, N_IDS);
+		uint32_t id = rnd(m, n_ids);
 		if (m->held[id] == held)
 			return id;
 	}
@@ -90,31 +95,31 @@ static int run_step;
 #define CHECK(cond, fmt, ...)                                                                      \
 	do {                                                                                       \
 		if (!(cond))                                                                       \
-			fail_msg("seed %llu step %d: %s (began as %s): " fmt, run_seed, run_step,  \
-			         __VA_ARGS__);                                                     \
+			fail_msg("seed %llu step %d (tier of %u): %s (began as %s): " fmt,         \
+			         run_seed, run_step, cap, __VA_ARGS__);                            \
 	} while (0)
 
 /* Asks for up to max victims, leasing about a quarter of the held ids and, with tenants,
  * refusing some; checks what comes back. @return : how many. */
 static size_t victims(struct model *m, uint32_t *out, size_t max, bool tenants)
 {
-	for (uint32_t id = 0; id < N_IDS; id++)
+	for (uint32_t id = 0; id < n_ids; id++)
 		m->leased[id] = m->held[id] && rnd(m, 4) == 0;
 	for (uint32_t t = 0; t < TENANT; t++)
 		m->closed[t] = tenants && rnd(m, 3) == 0;
 	size_t open_evictable = 0;
-	for (uint32_t id = 0; id < N_IDS; id++)
+	for (uint32_t id = 0; id < n_ids; id++)
 		open_evictable +=
 		    m->held[id] && !m->leased[id] && !(tenants && m->closed[m->meta[id].tenant]);
 	size_t n = tenants ? m->ops->pick_victims_tenants(m->p, out, max, evictable, tenant_of,
 	                                                  tenant_open, m)
 	                   : m->ops->pick_victims(m->p, out, max, evictable, m);
 	CHECK(n <= max, "%zu victims for %zu", m->ops->name, m->first, n, max);
-	static uint8_t seen[N_IDS];
+	static uint8_t seen[IDS_MAX];
 	memset(seen, 0, sizeof(seen));
 	for (size_t i = 0; i < n; i++) {
 		uint32_t v = out[i];
-		CHECK(v < N_IDS && m->held[v], "victim %u is not held", m->ops->name, m->first, v);
+		CHECK(v < n_ids && m->held[v], "victim %u is not held", m->ops->name, m->first, v);
 		CHECK(!m->leased[v], "victim %u is leased", m->ops->name, m->first, v);
 		CHECK(!seen[v], "victim %u twice", m->ops->name, m->first, v);
 		CHECK(!tenants || !m->closed[m->meta[v].tenant], "victim %u of a refused tenant",
@@ -131,7 +136,7 @@ static size_t victims(struct model *m, uint32_t *out, size_t max, bool tenants)
  * Such a hint may go, but none may appear. */
 static void sync_hint(struct model *m, uint32_t id)
 {
-	if (id >= N_IDS || !m->held[id] || !m->ops->is_done)
+	if (id >= n_ids || !m->held[id] || !m->ops->is_done)
 		return;
 	bool now = m->ops->is_done(m->p, id);
 	CHECK(!now || m->told[id], "is_done(%u) without a hint", m->ops->name, m->first, id);
@@ -143,7 +148,7 @@ static void remove_id(struct model *m, uint32_t id)
 	if (m->quota)
 		assert_int_equal(
 		    kvt_quota_charge(m->quota, m->meta[id].tenant, -(int64_t)m->meta[id].bytes), 0);
-	for (uint32_t c = 0; c < N_IDS; c++) /* its children are orphans now */
+	for (uint32_t c = 0; c < n_ids; c++) /* its children are orphans now */
 		if (m->held[c] && m->meta[c].parent == id)
 			m->meta[c].parent = KVT_POLICY_NONE;
 	m->ops->on_remove(m->p, id);
@@ -175,21 +180,21 @@ static bool quota_allows(const struct model *m, bool own_only, uint32_t requeste
 static size_t quota_victims(struct model *m, uint32_t tenant, uint64_t need, uint32_t *out,
                             size_t max)
 {
-	for (uint32_t id = 0; id < N_IDS; id++)
+	for (uint32_t id = 0; id < n_ids; id++)
 		m->leased[id] = m->held[id] && rnd(m, 4) == 0;
 	bool own_only = !kvt_quota_fits(m->quota, tenant, need);
 	struct kvt_quota_view view = {
 	    .tenant_of = tenant_of, .bytes_of = bytes_of, .evictable = evictable, .arg = m};
 	size_t n = kvt_quota_pick_victims(m->quota, m->ops, m->p, tenant, need, &view, out, max);
 	uint64_t pending[TENANT] = {0};
-	static uint8_t seen[N_IDS];
+	static uint8_t seen[IDS_MAX];
 	memset(seen, 0, sizeof(seen));
 	CHECK(n <= max, "%zu quota victims for %zu", m->ops->name, m->first, n, max);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t v = out[i];
-		CHECK(v < N_IDS && m->held[v] && !m->leased[v] && !seen[v],
+		CHECK(v < n_ids && m->held[v] && !m->leased[v] && !seen[v],
 		      "quota victim %u: held %d, leased %d, twice %d", m->ops->name, m->first, v,
-		      v < N_IDS && m->held[v], v < N_IDS && m->leased[v], v < N_IDS && seen[v]);
+		      v < n_ids && m->held[v], v < n_ids && m->leased[v], v < n_ids && seen[v]);
 		CHECK(quota_allows(m, own_only, tenant, pending, v),
 		      "quota victim %u (tenant %u) breaks the quota for tenant %u", m->ops->name,
 		      m->first, v, m->meta[v].tenant, tenant);
@@ -198,7 +203,7 @@ static size_t quota_victims(struct model *m, uint32_t tenant, uint64_t need, uin
 	}
 	if (n)
 		return n;
-	for (uint32_t id = 0; id < N_IDS; id++)
+	for (uint32_t id = 0; id < n_ids; id++)
 		CHECK(!m->held[id] || m->leased[id] ||
 		          !quota_allows(m, own_only, tenant, pending, id),
 		      "no quota victim for tenant %u, but %u (tenant %u) may go", m->ops->name,
@@ -209,19 +214,19 @@ static size_t quota_victims(struct model *m, uint32_t tenant, uint64_t need, uin
 static void insert_id(struct model *m)
 {
 	uint32_t id = random_id(m, false), tenant = rnd(m, TENANT), bytes = 1 + rnd(m, 4);
-	if (m->quota && (m->n_held >= CAP || !kvt_quota_fits(m->quota, tenant, bytes))) {
+	if (m->quota && (m->n_held >= cap || !kvt_quota_fits(m->quota, tenant, bytes))) {
 		uint32_t v[8];
 		size_t n = quota_victims(m, tenant, bytes, v, 1 + rnd(m, 8));
 		for (size_t i = 0; i < n; i++)
 			remove_id(m, v[i]);
-		if (m->n_held >= CAP || !kvt_quota_fits(m->quota, tenant, bytes))
+		if (m->n_held >= cap || !kvt_quota_fits(m->quota, tenant, bytes))
 			return;        /* refused, as kvtierd refuses the put */
-	} else if (m->n_held >= CAP) { /* full: evict as the daemon does, one or a batch */
+	} else if (m->n_held >= cap) { /* full: evict as the daemon does, one or a batch */
 		uint32_t v[8];
 		size_t n = victims(m, v, 1 + rnd(m, 8), false);
 		for (size_t i = 0; i < n; i++)
 			remove_id(m, v[i]);
-		if (m->n_held >= CAP)
+		if (m->n_held >= cap)
 			return;
 	}
 	struct kvt_policy_meta *me = &m->meta[id];
@@ -247,15 +252,15 @@ static void insert_id(struct model *m)
 
 static void check_export(struct model *m)
 {
-	static uint32_t out[N_IDS + 1];
-	static uint8_t seen[N_IDS];
+	static uint32_t out[IDS_MAX + 1];
+	static uint8_t seen[IDS_MAX];
 	if (!m->ops->export_order)
 		return;
-	size_t n = m->ops->export_order(m->p, out, N_IDS + 1);
+	size_t n = m->ops->export_order(m->p, out, n_ids + 1);
 	CHECK(n == m->n_held, "exports %zu of %zu held", m->ops->name, m->first, n, m->n_held);
 	memset(seen, 0, sizeof(seen));
 	for (size_t i = 0; i < n; i++) {
-		CHECK(out[i] < N_IDS && m->held[out[i]] && !seen[out[i]], "exports %u wrongly",
+		CHECK(out[i] < n_ids && m->held[out[i]] && !seen[out[i]], "exports %u wrongly",
 		      m->ops->name, m->first, out[i]);
 		seen[out[i]] = 1;
 	}
@@ -265,7 +270,7 @@ static void check_hints(struct model *m)
 {
 	if (!m->ops->is_done)
 		return;
-	for (uint32_t id = 0; id < N_IDS; id++)
+	for (uint32_t id = 0; id < n_ids; id++)
 		if (m->held[id])
 			CHECK(m->ops->is_done(m->p, id) == m->told[id],
 			      "is_done(%u) is %d, told %d", m->ops->name, m->first, id,
@@ -295,10 +300,10 @@ static void change(struct model *m)
 		snprintf(words, sizeof(words), "%s=%.9g", pa.name, v);
 	}
 	const struct kvt_policy_ops *was = m->ops;
-	int rc = kvt_policy_set(&m->ops, &m->p, m->n_held, to->name, words, CAP, fill_meta, m, err,
+	int rc = kvt_policy_set(&m->ops, &m->p, m->n_held, to->name, words, cap, fill_meta, m, err,
 	                        sizeof(err));
 	CHECK(rc == 0, "-> %s %s: %s", was->name, m->first, to->name, words, err);
-	for (uint32_t id = 0; id < N_IDS; id++) { /* the new policy may decline some */
+	for (uint32_t id = 0; id < n_ids; id++) { /* the new policy may decline some */
 		bool now = m->ops->is_done && m->held[id] && m->ops->is_done(m->p, id);
 		CHECK(!now || m->told[id], "%u told after the switch only", m->ops->name, m->first,
 		      id);
@@ -315,17 +320,18 @@ static void run(const struct kvt_policy_ops *ops, uint64_t seed)
 	m.first = ops->name;
 	m.prev = KVT_POLICY_NONE;
 	m.rng = seed * 0x2545f4914f6cdd1dULL | 1;
-	assert_int_equal(ops->create(CAP, &m.p), 0);
+	assert_int_equal(ops->create(cap, &m.p), 0);
 	if (seed % 2 == 0) { /* guarantees within a third of the tier, maxima above them */
 		assert_int_equal(kvt_quota_create(&m.quota), 0);
 		for (uint32_t t = 0; t < TENANT; t++) {
-			uint64_t g = rnd(&m, CAP / 3), max = g + 20 + rnd(&m, 2 * CAP);
+			uint64_t g = rnd(&m, cap >= 3 ? cap / 3 : 1),
+			         max = g + 20 + rnd(&m, 2 * cap);
 			assert_int_equal(kvt_quota_set(m.quota, t, g, max), 0);
 		}
 	}
 	uint32_t v[16];
 	run_seed = seed;
-	for (int step = 0; step < STEPS; step++) {
+	for (int step = 0; step < steps; step++) {
 		run_step = step;
 		uint32_t r = rnd(&m, 1000), id;
 		if (r < 350) {
@@ -394,10 +400,33 @@ static void test_policy_model_random_ops(void **state)
 	assert_true(n >= 13);
 }
 
+/* The same at tiers of 1 to 8 chunks, 6 ids a chunk: every insert evicts, the one chunk is
+ * leased, a tenant's guarantee is the whole tier (a failure's KVT_MODEL_SEED replays at every
+ * size). */
+static void test_policy_model_tiny_tiers(void **state)
+{
+	(void)state;
+	static const uint32_t sizes[] = {1, 2, 3, 4, 8};
+	uint64_t seeds = kvt_test_env_u64("KVT_MODEL_SEEDS", 1);
+	uint64_t only = kvt_test_env_u64("KVT_MODEL_SEED", 0);
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		cap = sizes[z];
+		n_ids = 6 * cap;
+		steps = STEPS / 4;
+		for (size_t k = 0; kvt_policy_at(k); k++)
+			for (uint64_t seed = 1; seed <= (only ? 1 : seeds); seed++)
+				run(kvt_policy_at(k), only ? only : seed * 7919 + k + cap * 104729);
+	}
+	cap = 128;
+	n_ids = IDS_MAX;
+	steps = STEPS;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_policy_model_random_ops),
+	    cmocka_unit_test(test_policy_model_tiny_tiers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

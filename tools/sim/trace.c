@@ -40,7 +40,7 @@ static int idmap_get(struct idmap *m, uint64_t key, uint32_t *out)
 		return 0;
 	}
 	if ((m->n + 1) * 2 > m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 1 << 16;
+		size_t nc = m->cap ? m->cap * 2 : 1024;
 		uint64_t *k = calloc(nc, sizeof(*k));
 		uint32_t *v = calloc(nc, sizeof(*v));
 		if (!k || !v) {
@@ -88,7 +88,7 @@ static int push_req(struct builder *b, uint64_t ts, uint32_t tenant)
 {
 	struct kvt_trace *t = b->t;
 	if (t->n_req + 2 > b->cap_req) {
-		size_t nc = b->cap_req ? b->cap_req * 2 : 4096;
+		size_t nc = b->cap_req ? b->cap_req * 2 : 256;
 		uint64_t *off = realloc(t->req_off, nc * sizeof(*off));
 		if (!off)
 			return -ENOMEM;
@@ -136,7 +136,7 @@ static int push_blk(struct builder *b, uint64_t raw)
 {
 	struct kvt_trace *t = b->t;
 	if (t->n_acc == b->cap_acc) {
-		size_t nc = b->cap_acc ? b->cap_acc * 2 : 1 << 16;
+		size_t nc = b->cap_acc ? b->cap_acc * 2 : 1024;
 		uint32_t *blk = realloc(t->blk, nc * sizeof(*blk));
 		if (!blk)
 			return -ENOMEM;
