@@ -106,6 +106,12 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 		assert_int_equal(policy(c, cmd, out, sizeof(out)), 0);
 		assert_int_equal(kvt_lookup(c, ns, keys, 32), 32); /* nothing dropped */
 	}
+	/* a value of many digits is shown as it was set, so get's words set it back exactly (it
+	 * was shown to 7 digits: sample=1.343521e+07, which set takes as 13435210) */
+	assert_int_equal(policy(c, "set host duel sample=13435208.4", out, sizeof(out)), 0);
+	assert_int_equal(policy(c, "get host", out, sizeof(out)), 0);
+	if (!strstr(out, " sample=13435208.4 "))
+		fail_msg("policy get host: %s", out);
 	assert_int_equal(policy(c, "set host s3fifo small_ratio=0.2", out, sizeof(out)), 0);
 	assert_int_equal(policy(c, "set host nosuch", out, sizeof(out)), -ENOENT);
 	assert_int_equal(policy(c, "set host lru bogus=1", out, sizeof(out)), -ENOENT);

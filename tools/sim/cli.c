@@ -340,6 +340,11 @@ static int finish(struct opts *o, struct raw *w)
 			return rc;
 		*eq = 0;
 		t->name = w->tiers[k];
+		for (size_t j = 0; j + 1 < o->n_tiers; j++)
+			if (!strcmp(o->tiers[j].name, t->name)) {
+				fprintf(stderr, "sim: --tier %s given twice\n", t->name);
+				return -EINVAL;
+			}
 		/* the daemon's nvme tier is a log reclaimed in write order: fifo, unless named */
 		t->policy = !strcmp(t->name, "nvme") ? "fifo"
 		            : o->n_pols              ? o->pols[0]
