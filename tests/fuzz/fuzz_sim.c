@@ -46,6 +46,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char trace_path[64];
 
+/* The registry's policy b % (how many there are). */
+static const struct kvt_policy_ops *pick_policy(unsigned b)
+{
+	unsigned n = 0;
+	while (kvt_policy_at(n))
+		n++;
+	return kvt_policy_at(b % n);
+}
+
 static void fail(const char *what, const char *policy, unsigned long long a, unsigned long long b)
 {
 	fprintf(stderr, "fuzz_sim: %s (%s): %llu, %llu\n", what, policy ? policy : "-", a, b);
@@ -125,10 +134,7 @@ static void replay(struct kvt_trace *t, size_t cap, uint8_t layout, uint8_t draw
 		                              .guaranteed_blocks = g,
 		                              .max_blocks = g + 1 + (draw >> 6) * cap / 3};
 	}
-	size_t n_pol = 0;
-	while (kvt_policy_at(n_pol))
-		n_pol++;
-	const struct kvt_policy_ops *ops = kvt_policy_at(pick % n_pol);
+	const struct kvt_policy_ops *ops = pick_policy(pick);
 	char word[96];
 	const char *params[2] = {word, NULL};
 	param_word(ops, draw, word, sizeof(word));
@@ -149,6 +155,7 @@ static void replay(struct kvt_trace *t, size_t cap, uint8_t layout, uint8_t draw
 	                                 .fill_on_evict = true}};
 	struct kvt_sim_result r;
 	int rc = kvt_sim_run(t, tiers, n_tiers, &r);
+	t->engine = false;
 	if (rc == -EINVAL && layout & 0x20)
 		return; /* a trace tenant past the quota table's: refused, as documented */
 	if (rc)
@@ -163,7 +170,6 @@ static void replay(struct kvt_trace *t, size_t cap, uint8_t layout, uint8_t draw
 		sum += r.tier[i].hits, psum += r.tier[i].prefix_hits;
 	if (sum != r.hits || psum != r.prefix_hits)
 		fail("the tiers' hits do not add up", ops->name, sum, r.hits);
-	t->engine = false;
 }
 
 static void no_meta(void *arg, uint32_t id, struct kvt_policy_meta *out)
@@ -173,7 +179,7 @@ static void no_meta(void *arg, uint32_t id, struct kvt_policy_meta *out)
 }
 
 /* text as `kvtier policy set TIER NAME text` on policy ops: refused with a reason, or taken;
- * taken, the parameters `policy get` then prints are taken back and print the same. */
+ * taken, the words `policy get` then prints set every parameter to the same value. */
 static void policy_words(const struct kvt_policy_ops *ops, const char *text)
 {
 	char err[256] = "", words[1024], again[1024], line[KVT_POLICY_LINE_MAX],
@@ -181,15 +187,13 @@ static void policy_words(const struct kvt_policy_ops *ops, const char *text)
 	int rc = kvt_policy_check(ops->name, text, err, sizeof(err));
 	if (rc && (!err[0] || (rc != -EINVAL && rc != -ENOENT && rc != -ERANGE)))
 		fail("policy words refused oddly", ops->name, (unsigned long long)-rc, strlen(err));
-	if (rc)
+	if (rc || strlen(text) >= sizeof(words)) /* refused, or longer than any config line */
 		return;
+	memcpy(words, text, strlen(text) + 1);
 	const struct kvt_policy_ops *cur = ops;
 	struct kvt_policy *p;
 	if (ops->create(64, &p))
 		fail("create failed", ops->name, 0, 0);
-	if (strlen(text) >= sizeof(words))
-		return; /* longer than any config line */
-	memcpy(words, text, strlen(text) + 1);
 	if (kvt_policy_set(&cur, &p, 0, ops->name, words, 64, no_meta, NULL, err, sizeof(err)))
 		fail("words checked but not set", ops->name, 0, 0);
 	struct kvt_policy_param was[16], now;
@@ -227,12 +231,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	int rc;
 	if (data[0] % 4 == 2) {
-		size_t n = 0, len = size - 2 < sizeof(text) - 1 ? size - 2 : sizeof(text) - 1;
-		while (kvt_policy_at(n))
-			n++;
+		size_t len = size - 2 < sizeof(text) - 1 ? size - 2 : sizeof(text) - 1;
 		memcpy(text, data + 2, len);
 		text[len] = 0;
-		policy_words(kvt_policy_at(data[1] % n), text);
+		policy_words(pick_policy(data[1]), text);
 		return 0;
 	}
 	if (data[0] % 2 == 0)
@@ -282,21 +284,18 @@ static size_t random_words(uint64_t *x, uint8_t *buf)
 	                                     "18446744073709551616",
 	                                     "0.9999999999",
 	                                     "defaults"};
-	size_t n_pol = 0, len = 2;
-	while (kvt_policy_at(n_pol))
-		n_pol++;
+	size_t len = 2, n_par = 0;
 	buf[0] = 2;
-	buf[1] = (uint8_t)(next(x) % n_pol);
-	const struct kvt_policy_ops *ops = kvt_policy_at(buf[1]);
+	buf[1] = (uint8_t)next(x);
+	const struct kvt_policy_ops *ops = pick_policy(buf[1]);
 	struct kvt_policy *p;
+	struct kvt_policy_param pa;
 	if (ops->create(16, &p))
 		return len;
+	while (ops->get_param && !ops->get_param(p, n_par, &pa))
+		n_par++;
 	for (int w = 0, words = 1 + (int)(next(x) % 4); w < words; w++) {
-		struct kvt_policy_param pa;
 		const char *name = "ratio";
-		size_t n_par = 0;
-		while (ops->get_param && !ops->get_param(p, n_par, &pa))
-			n_par++;
 		if (n_par && next(x) % 8 && !ops->get_param(p, next(x) % n_par, &pa))
 			name = pa.name;
 		const char *v = values[next(x) % (sizeof(values) / sizeof(values[0]))];
@@ -330,10 +329,8 @@ int main(int argc, char **argv)
 	static uint8_t buf[1024];
 	for (long i = 0; i < iters; i++) {
 		size_t len = 5 + (size_t)(i % 400);
-		for (size_t j = 0; j < len; j++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			buf[j] = (uint8_t)x;
-		}
+		for (size_t j = 0; j < len; j++)
+			buf[j] = (uint8_t)next(&x);
 		buf[0] |= 1; /* programs: random text rarely parses */
 		if (i % 4 == 3)
 			len = random_words(&x, buf);

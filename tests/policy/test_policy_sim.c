@@ -477,8 +477,8 @@ static void small_trace(char *tmp, char *path, char *out, int n)
 
 /* Bad values get a usage error (exit 2) and a reason, never a run of some other number:
  * capacity 0 and 10^20 blocks ran as 0, "1,,2" and "lru," dropped the empty item, a block size
- * or sampling rate of 0 or below was taken, a tier named twice ran twice. Good ones run: a byte capacity, and --minisim,
- * whose curve at rate 1 is each policy's replay. */
+ * or sampling rate of 0 or below was taken, a tier named twice ran twice. Good ones run: a byte
+ * capacity, and --minisim, whose curve at rate 1 is each policy's replay. */
 static void test_policy_sim_cli_refuses_bad_values(void **state)
 {
 	char tmp[256], path[300], out[300];
