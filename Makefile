@@ -40,15 +40,17 @@ tsan: deps
 valgrind: build
 	tools/valgrind-daemon.sh $(BUILD)
 
-# The decoders, then every policy through the simulator, under libFuzzer (clang), FUZZ_SECONDS
-# each (default 60).
+# The decoders, every policy through the simulator, then kvtierd's dispatcher, tiers and
+# restarts in-process (a clang build of everything with libFuzzer's coverage, in
+# $(BUILD)-fuzz/daemon), under libFuzzer, FUZZ_SECONDS each (default 60).
 FUZZ_SECONDS ?= 60
 FUZZ_CC = clang -g -O1 -D_GNU_SOURCE -DKVT_LIBFUZZER -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -I. -Iinclude
 fuzz: deps
-	mkdir -p $(BUILD)-fuzz/corpus $(BUILD)-fuzz/corpus-sim
+	mkdir -p $(BUILD)-fuzz/corpus $(BUILD)-fuzz/corpus-sim $(BUILD)-fuzz/corpus-daemon
 	cp -n tests/fuzz/corpus/* $(BUILD)-fuzz/corpus/
 	cp -n tests/fuzz/corpus-sim/* $(BUILD)-fuzz/corpus-sim/
+	cp -n tests/fuzz/corpus-daemon/* $(BUILD)-fuzz/corpus-daemon/
 	$(FUZZ_CC) tests/fuzz/fuzz_decode.c core/chunk.c core/keys.c core/options.c core/util.c \
 		core/log.c core/errors.c ipc/proto.c ipc/sockpath.c -lxxhash -o $(BUILD)-fuzz/fuzz_decode
 	$(FUZZ_CC) -Itools/sim tests/fuzz/fuzz_sim.c $(filter-out %/main.c %/bench_policy.c \
@@ -56,6 +58,11 @@ fuzz: deps
 		-o $(BUILD)-fuzz/fuzz_sim
 	$(BUILD)-fuzz/fuzz_decode -max_total_time=$(FUZZ_SECONDS) $(BUILD)-fuzz/corpus
 	$(BUILD)-fuzz/fuzz_sim -max_total_time=$(FUZZ_SECONDS) $(BUILD)-fuzz/corpus-sim
+	CC=clang cmake -S . -B $(BUILD)-fuzz/daemon -DCMAKE_BUILD_TYPE=Debug -DKVT_SANITIZE=ON \
+		-DKVT_LIBFUZZER=ON -DKVT_WITH_CUDA=OFF
+	cmake --build $(BUILD)-fuzz/daemon -j$(JOBS) --target fuzz_daemon
+	$(BUILD)-fuzz/daemon/tests/fuzz_daemon -max_total_time=$(FUZZ_SECONDS) -timeout=60 \
+		$(BUILD)-fuzz/corpus-daemon
 
 bench: build
 	$(BUILD)/bin/kvtier bench

@@ -187,11 +187,11 @@ struct kvd_http {
 	char *out; /* the answer, once the request is in */
 	char in[2048];
 };
-/* epoll tags of the metrics server (main.c's loop dispatches them) */
+/* epoll tags of the metrics server (life.c's loop dispatches them) */
 enum { KVD_EV_METRICS = 5, KVD_EV_HTTP0 = 8 };
 /* | a connection's slot: the process that connected has exited (its pidfd is readable) */
 #define KVD_EV_PEER_GONE (1ull << 32)
-_Static_assert(KVD_EV_HTTP0 + KVD_HTTP_MAX <= 16, "below main.c's EV_CONN0");
+_Static_assert(KVD_EV_HTTP0 + KVD_HTTP_MAX <= 16, "below life.c's EV_CONN0");
 /* | k: refusing[k] is readable (refuse.c) */
 #define KVD_EV_REFUSING (1ull << 33)
 
@@ -229,6 +229,7 @@ struct kvd {
 	const char *const *arg_sets; /* the --set arguments, in order */
 	int n_arg_sets;
 	int ep, lfd, sigfd, timerfd;
+	int owner_fd; /* the data directory's lock (owner.c) */
 	bool draining;
 	uint64_t drain_deadline_ns;
 
@@ -519,6 +520,23 @@ void kvd_release_all(struct kvd *d, uint32_t conn);
 uint64_t kvd_leases_next_ns(const struct kvd *d);
 void kvd_leases_expire(struct kvd *d, uint64_t now_ns);
 
+/* life.c: the start, the loop and the stop (main.c reads the options before them) */
+/* The signals the loop takes through its signalfd (SIGTERM, SIGINT: drain; SIGHUP: reload). */
+const sigset_t *kvd_loop_signals(sigset_t *ss);
+/* Every check a start makes that touches nothing (--print-config runs it too). */
+int kvd_daemon_check(struct kvd *d);
+/* The data directory, its lock, the tiers, the loop's fds and the listening socket. */
+int kvd_daemon_setup(struct kvd *d);
+/* One turn of the loop, waiting at most timeout_ms (-1: until an event). @return : events
+ * handled, or -errno from epoll_wait. */
+int kvd_loop_once(struct kvd *d, int timeout_ms);
+/* Turns until a drain (kvd_drain, SIGTERM) ends. */
+void kvd_daemon_run(struct kvd *d);
+/* Stops taking connections; the run ends once the leases are released or the drain times out. */
+void kvd_drain(struct kvd *d);
+/* Closes every connection, tier, fd and table the start made: d can be started again. */
+void kvd_daemon_stop(struct kvd *d);
+
 /* conn.c */
 void kvd_conn_accept(struct kvd *d);
 /* The process that made connection i has exited: its session ends, whoever holds the socket. */
@@ -532,7 +550,8 @@ int kvd_become_user(struct kvd *d);
  * of this system and, started as anything but root, the uid and gid kvtierd runs as.
  * @return : 0, -ENOENT, -EPERM (logged). */
 int kvd_user_check(const struct kvd *d);
-/* owner.c: the data directory's lock, held until exit (-EBUSY: another kvtierd has it) */
+/* owner.c: the data directory's lock, held until kvd_daemon_stop closes the fd it returns
+ * (-EBUSY: another kvtierd has it) */
 int kvd_own_data_dir(const char *dir);
 /* Whether metrics.listen reads as ADDR:PORT or off (whether it binds is kvd_metrics_open's).
  * @return : 0, -EINVAL (logged). */

@@ -6,9 +6,10 @@
  * RocksDB its LOCK file), but with tiers.order = auto a tier that cannot open is skipped, and
  * the second daemon would run on host alone, unseen. So before any tier opens, kvtierd takes an
  * exclusive flock on the data directory itself and keeps it until it exits (after the tiers
- * close); a second one stops, naming the holder's pid when /proc/locks tells it. The lock goes
- * with the process: a daemon killed with -9 leaves nothing to clean up, and nothing is written
- * in the directory for it, so a run as root and one as daemon.user share it without a hand-over.
+ * close; kvd_daemon_stop closes its fd); a second one stops, naming the holder's pid when
+ * /proc/locks tells it. The lock goes with the process: a daemon killed with -9 leaves nothing to
+ * clean up, and nothing is written in the directory for it, so a run as root and one as daemon.user
+ * share it without a hand-over.
  */
 #include "daemon.h"
 #include "core/log.h"
@@ -55,7 +56,7 @@ int kvd_own_data_dir(const char *dir)
 		return rc;
 	}
 	if (!flock(fd, LOCK_EX | LOCK_NB))
-		return 0; /* fd stays open, and the lock held, until the process exits */
+		return fd; /* open, and the lock held, until kvd_daemon_stop or the exit */
 	int rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
 	struct stat st;
 	long pid = rc == -EBUSY && !fstat(fd, &st) ? holder_of(&st) : 0;
