@@ -96,7 +96,7 @@ static struct {
 	const uint8_t *in;
 	size_t n, at;
 	int base_fds, base_maps;
-	long long frames, replies, errors, closed, leased, restarts;
+	long long frames, replies, errors, closed, leased, restarts, stats;
 } F;
 
 __attribute__((format(printf, 1, 2), noreturn)) static void fail(const char *fmt, ...)
@@ -152,6 +152,12 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ft
 {
 	(void)st, (void)flag, (void)ftw;
 	return remove(p);
+}
+
+static void remove_dir(void)
+{
+	if (nftw(F.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS))
+		fprintf(stderr, "fuzz_daemon: could not remove %s\n", F.dir);
 }
 
 /* ---- the daemon ---- */
@@ -311,6 +317,28 @@ static void check_leases(struct client *c, const uint8_t *req, const uint8_t *rx
 	}
 }
 
+/* A stats reply renders as /metrics renders it (the daemon's state, whatever it is, is the
+ * stats object's shape), and every sample line is a name and a number. */
+static void check_stats(const char *json, size_t len)
+{
+	static char prom[512 << 10];
+	int n = kvd_prom_render(json, len, prom, sizeof(prom) - 1);
+	if (n < 0)
+		fail("stats (%zu bytes) do not render as metrics: %s", len, strerror(-n));
+	prom[n] = 0;
+	F.stats++;
+	for (char *save = NULL, *l = strtok_r(prom, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		if (*l == '#')
+			continue;
+		char *v = strrchr(l, ' '), *end = NULL;
+		if (v)
+			strtod(v + 1, &end);
+		if (strncmp(l, "kvtier_", 7) || !v || !end || *end || end == v + 1)
+			fail("a metrics line is not a kvtier_ sample: '%.120s'", l);
+	}
+}
+
 /* An operator command that names client.* (client.max, client.max_per_uid, client.allow) may
  * refuse or close connections from then on. */
 static void note_admin(const uint8_t *frame, size_t len)
@@ -390,6 +418,8 @@ static int exchange(struct client *c, const uint8_t *frame, size_t len, bool wel
 		F.errors += h->status < 0;
 		memcpy(F.last, rx, KVT_MIN((size_t)n, sizeof(F.last)));
 		status = h->status;
+		if (h->type == KVT_MSG_STATS && h->status >= 0)
+			check_stats((const char *)(h + 1), (size_t)n - sizeof(*h));
 		if (h->type == KVT_MSG_ACQUIRE && len >= sizeof(*h) &&
 		    ((const struct kvt_msg_hdr *)frame)->type == KVT_MSG_ACQUIRE &&
 		    ((const struct kvt_msg_hdr *)frame)->len == len)
@@ -903,6 +933,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mkdir(F.dir, 0750);
 		snprintf(F.sock, sizeof(F.sock), "%s/sock", F.dir);
 		snprintf(F.data, sizeof(F.data), "%s/data", F.dir);
+		atexit(remove_dir); /* kept after a failure, to be looked at */
 		/* a warm-up with every tier: what outlives a stop (RocksDB's threads) is made
 		 * before anything is counted */
 		static const uint8_t all_tiers[] = {3, 0};
@@ -965,13 +996,11 @@ int main(int argc, char **argv)
 			in[i] = (uint8_t)xorshift(&s);
 		LLVMFuzzerTestOneInput(in, n);
 	}
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", F.dir);
-	if (F.dir[0] && system(cmd))
-		fprintf(stderr, "fuzz_daemon: could not remove %s\n", F.dir);
 	printf("%ld corpus inputs and %ld programs: %lld frames, %lld replies (%lld errors), %lld "
-	       "connections closed, %lld leases checked, %lld restarts; no property broken\n",
-	       replayed, programs, F.frames, F.replies, F.errors, F.closed, F.leased, F.restarts);
+	       "connections closed, %lld leases checked, %lld stats rendered, %lld restarts; no "
+	       "property broken\n",
+	       replayed, programs, F.frames, F.replies, F.errors, F.closed, F.leased, F.stats,
+	       F.restarts);
 	return 0;
 }
 #endif
