@@ -24,6 +24,8 @@
  *   - every chunk an acquire leases is, byte for byte, one that some put (as the harness parsed
  *     the frame it sent, with kvt_proto_check_put) stored under that key, and its generation is
  *     the pool's; after a restart too, whatever the damage to the nvme file;
+ *   - while a held lease's generation is still the pool's, its bytes are those granted;
+ *   - every stats reply renders as /metrics renders it;
  *   - at the end, with every client gone: no lease left, `kvtier check` finds the books whole,
  *     and once stopped, this process has the fds and mappings it had before the start.
  *
@@ -70,7 +72,8 @@ struct client {
 	kvt_id_t ns[N_NS];
 	uint64_t cb[N_NS];
 	int n_ns;
-	uint64_t handles[N_HANDLES];
+	struct kvt_msg_lease held[N_HANDLES]; /* leases not released, as granted */
+	uint64_t held_hash[N_HANDLES];        /* their payloads' hashes when granted */
 	int n_handles;
 };
 
@@ -291,8 +294,6 @@ static void check_leases(struct client *c, const uint8_t *req, const uint8_t *rx
 	const struct kvt_msg_lease *l = (const void *)(h + 1);
 	for (int i = 0; i < h->status; i++) {
 		F.leased++;
-		if (c->n_handles < N_HANDLES)
-			c->handles[c->n_handles++] = l[i].handle;
 		if (l[i].payload_off > c->pool_bytes ||
 		    l[i].payload_bytes > c->pool_bytes - l[i].payload_off ||
 		    l[i].gen_index >= c->gen_bytes / 8)
@@ -303,10 +304,14 @@ static void check_leases(struct client *c, const uint8_t *req, const uint8_t *rx
 		if (gen != l[i].gen)
 			fail("lease %d: generation %llu is not the pool's (%llu)", i,
 			     (unsigned long long)l[i].gen, (unsigned long long)gen);
+		uint64_t x = XXH3_64bits(c->map + l[i].payload_off, l[i].payload_bytes);
+		if (c->n_handles < N_HANDLES) {
+			c->held_hash[c->n_handles] = x;
+			c->held[c->n_handles++] = l[i];
+		}
 		if (F.allow_full)
 			continue;
 		const struct allowed *a = allowed_of(k->ns, keys[i], false);
-		uint64_t x = XXH3_64bits(c->map + l[i].payload_off, l[i].payload_bytes);
 		bool ok = false;
 		for (int j = 0; a && j < a->n; j++)
 			ok |= a->h[j] == x;
@@ -314,6 +319,27 @@ static void check_leases(struct client *c, const uint8_t *req, const uint8_t *rx
 			fail("key %llu:%llu served bytes no put stored under it (%d payloads were)",
 			     (unsigned long long)keys[i].w[0], (unsigned long long)keys[i].w[1],
 			     a ? a->n : 0);
+	}
+}
+
+/* Invariant 2, as a client sees it: while a lease's generation is the pool's, its payload is
+ * the one granted (a chunk leased is never freed, moved or overwritten; one revoked or flushed
+ * has a new generation, and its reader knows the copy is stale). Read as a client reads: the
+ * bytes, then the generation. */
+static void check_held(void)
+{
+	for (int i = 0; i < N_CLIENTS; i++) {
+		const struct client *c = &F.c[i];
+		for (int j = 0; c->map && j < c->n_handles; j++) {
+			const struct kvt_msg_lease *l = &c->held[j];
+			uint64_t x = XXH3_64bits(c->map + l->payload_off, l->payload_bytes);
+			uint64_t gen = ((const uint64_t *)(c->map + c->pool_bytes))[l->gen_index];
+			if (gen == l->gen && x != c->held_hash[j])
+				fail("a leased chunk changed under its lease (offset %llu, "
+				     "generation "
+				     "%llu still the pool's)",
+				     (unsigned long long)l->payload_off, (unsigned long long)gen);
+		}
 	}
 }
 
@@ -609,10 +635,11 @@ static size_t frame_release(struct client *c, uint8_t *buf)
 	} else { /* all held, or some: the newest, or the oldest */
 		uint32_t want = a % 4 == 0 ? (uint32_t)c->n_handles : 1 + a / 4 % 16;
 		for (; n < want && c->n_handles; n++) {
-			hd[n] = c->handles[a % 4 == 2 ? c->n_handles - 1 : 0];
-			if (a % 4 == 1) /* the oldest: the newest takes its place */
-				c->handles[0] = c->handles[c->n_handles - 1];
-			c->n_handles--;
+			int j = a % 4 == 2 ? c->n_handles - 1 : 0;
+			hd[n] = c->held[j].handle;
+			c->n_handles--; /* the newest takes the place of the one released */
+			c->held[j] = c->held[c->n_handles];
+			c->held_hash[j] = c->held_hash[c->n_handles];
 		}
 	}
 	*r = (struct kvt_msg_release){.n = n};
@@ -829,7 +856,9 @@ static void layout(void)
 	snprintf(admit, sizeof(admit), "host.admit=%s", b & 4 ? "tinylfu" : "none");
 	snprintf(place, sizeof(place), "tiers.placement=%s", b & 8 ? "write-through" : "cascade");
 	snprintf(quota, sizeof(quota), "tenant.quota=%s", b & 16 ? "0=0/256KiB" : "");
-	const char *more[] = {host, order, policy, slots, admit, place, quota};
+	/* leases revoked within the input: their chunks may then go, and a reader must see it */
+	const char *lease = b & 32 ? "lease.timeout_ms=50" : "lease.timeout_ms=30000";
+	const char *more[] = {host, order, policy, slots, admit, place, quota, lease};
 	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
 		F.sets[F.n_sets++] = more[i];
 }
@@ -951,8 +980,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fds = count_dir("/proc/self/fd"), maps = count_shared_maps();
 	layout();
 	daemon_start();
-	for (int ops = 0; F.at < F.n && ops < MAX_OPS; ops++)
+	for (int ops = 0; F.at < F.n && ops < MAX_OPS; ops++) {
 		run_op();
+		check_held();
+	}
 	for (int i = 0; i < N_CLIENTS; i++)
 		client_drop(&F.c[i]);
 	pump_until(reply_deadline());
