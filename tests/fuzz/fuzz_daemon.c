@@ -387,10 +387,9 @@ static void client_drop(struct client *c)
 		munmap(c->map, c->map_bytes);
 	if (c->staging)
 		munmap(c->staging, c->staging_bytes);
-	struct client was = *c;
-	*c = (struct client){.fd = -1, .n_ns = was.n_ns};
-	memcpy(c->ns, was.ns, sizeof(c->ns));
-	memcpy(c->cb, was.cb, sizeof(c->cb));
+	c->fd = -1;
+	c->map = c->staging = NULL;
+	c->n_handles = 0; /* gone with the connection */
 }
 
 /*
@@ -402,6 +401,9 @@ static int exchange(struct client *c, const uint8_t *frame, size_t len, bool wel
 {
 	static _Alignas(8) uint8_t rx[KVT_MSG_MAX];
 	struct kvt_msg_hdr ping = {.type = KVT_MSG_PING, .len = sizeof(ping), .seq = PING_SEQ};
+	/* the frame's header as sent, when it has one (a raw or mutated frame may be shorter) */
+	const struct kvt_msg_hdr *q = len >= sizeof(*q) ? (const void *)frame : NULL;
+	int type = q ? q->type : -1;
 	note_put(c, frame, len);
 	note_admin(frame, len);
 	F.frames++;
@@ -417,8 +419,7 @@ static int exchange(struct client *c, const uint8_t *frame, size_t len, bool wel
 			if (kvt_now_ns() >= deadline)
 				fail("no reply past the waits the options allow (type %d, %zu "
 				     "bytes)",
-				     len >= 2 ? ((const struct kvt_msg_hdr *)frame)->type : -1,
-				     len);
+				     type, len);
 			kvd_loop_once(F.d, 1);
 			continue;
 		}
@@ -446,15 +447,13 @@ static int exchange(struct client *c, const uint8_t *frame, size_t len, bool wel
 		status = h->status;
 		if (h->type == KVT_MSG_STATS && h->status >= 0)
 			check_stats((const char *)(h + 1), (size_t)n - sizeof(*h));
-		if (h->type == KVT_MSG_ACQUIRE && len >= sizeof(*h) &&
-		    ((const struct kvt_msg_hdr *)frame)->type == KVT_MSG_ACQUIRE &&
-		    ((const struct kvt_msg_hdr *)frame)->len == len)
+		if (h->type == KVT_MSG_ACQUIRE && type == KVT_MSG_ACQUIRE && q->len == len)
 			check_leases(c, frame, rx, (size_t)n);
 	}
 	if (gone) {
 		if (well && !F.clients_open)
-			fail("a well-formed frame (type %d, %zu bytes) closed its connection",
-			     ((const struct kvt_msg_hdr *)frame)->type, len);
+			fail("a well-formed frame (type %d, %zu bytes) closed its connection", type,
+			     len);
 		F.closed++;
 		client_drop(c);
 		return 1;
@@ -512,7 +511,6 @@ static bool client_connect(struct client *c)
 	c->pool_bytes = r->pool_bytes;
 	c->gen_bytes = r->gen_bytes;
 	c->staging_bytes = r->staging_bytes;
-	c->n_handles = 0;
 	c->map_bytes = r->pool_bytes + r->gen_bytes;
 	if (hi->minor >= 1 && r->lookup_bytes)
 		c->map_bytes = r->lookup_off + r->lookup_bytes;
@@ -939,10 +937,12 @@ static void run_op(void)
 		    .type = b & 0x20 ? KVT_MSG_STATS : KVT_MSG_PING, .len = 16, .seq = 8};
 		len = 16;
 		break;
-	case 11:
-		len = frame_admin(buf, &well);
-		well = !well;
+	case 11: {
+		bool mutated;
+		len = frame_admin(buf, &mutated);
+		well = !mutated;
 		break;
+	}
 	case 12:
 		len = frame_raw(buf);
 		well = false;
