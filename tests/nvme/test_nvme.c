@@ -343,8 +343,8 @@ static void test_nvme_evicts_ahead(void **state)
 	struct handed h = {.n = &n, .payload = 200 << 10};
 	open_handing(&n, &h);
 	uint64_t loc[200], i = 0;
-	while (i < 60 ||
-	       !kvt_tier_nvme_ahead_due(n.t)) { /* round the log once, then half a region */
+	while (i < 60 || kvt_tier_nvme_ahead_due(n.t) != 1) { /* round the log once, then half
+		                                               * a region */
 		assert_int_equal(nvt_put(&n, i + 1, h.payload, &loc[i]), 0);
 		assert_true(++i < 200);
 	}

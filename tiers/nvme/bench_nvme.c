@@ -506,8 +506,8 @@ static void run_fio(const char *dir)
 /* ---- --recover ---- */
 
 struct recover_res {
-	uint64_t written, found_index, found_walk, index_bytes;
-	double close_s, index_open_s, index_raw_s, walk_open_s;
+	uint64_t written, found_index, found_sum, found_walk, index_bytes, sum_regions;
+	double close_s, index_open_s, index_raw_s, sum_open_s, walk_open_s;
 };
 
 static int count_all(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
@@ -548,7 +548,8 @@ static double read_seq(const char *path, uint64_t *bytes)
 }
 
 /* Fills a tier of file_bytes to 90 % with rec-byte records and closes it (timed: it saves the
- * index); times the open that reads the index, then (closed again) an open that walks the log. */
+ * index); times the open that reads the index, then (closed again) the open after a crash, which
+ * has no index and reads the region summaries, then the walk of every record's header alone. */
 static int recover_case(const char *dir, const char *backend, size_t rec, uint64_t file_bytes,
                         struct recover_res *res)
 {
@@ -597,6 +598,16 @@ static int recover_case(const char *dir, const char *backend, size_t rec, uint64
 	t0 = now_s();
 	if ((rc = kvt__nvme_open_hooked(&env, &hooks, &t)))
 		return rc;
+	res->sum_open_s = now_s() - t0;
+	kvt__nvme_xstats(t, &x);
+	res->sum_regions = x.sum_loaded;
+	res->found_sum = 0;
+	kvt_tier_nvme.iterate(t, count_all, &res->found_sum);
+	kvt_tier_nvme.close(t);
+	hooks.no_summary = true;
+	t0 = now_s();
+	if ((rc = kvt__nvme_open_hooked(&env, &hooks, &t)))
+		return rc;
 	res->walk_open_s = now_s() - t0;
 	res->found_walk = 0;
 	kvt_tier_nvme.iterate(t, count_all, &res->found_walk);
@@ -617,9 +628,11 @@ static int run_recover(const char *dir, const char *backend, const uint64_t *siz
 	snprintf(raw_path, sizeof(raw_path), "%s/raw.dat", dir);
 	printf("# kvtier-bench-nvme --recover: dir %s, backend %s, tier %llu MiB, queue depth 32\n",
 	       dir, backend, (unsigned long long)(file_bytes >> 20));
-	printf("| rec | records | found: index / walk | index MiB | close s | open from index s | "
-	       "raw read of index s | walk s | raw 4 KiB reads s | index/raw | walk/raw | index, "
-	       "walk s per TB |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| rec | records | found: index / summaries / walk | regions from summaries | index "
+	       "MiB | close s | open from index s | raw read of index s | open from summaries s | "
+	       "walk s | raw 4 KiB reads s | index/raw | summaries/raw | walk/raw | s per TB: "
+	       "index, summaries, walk |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	       "---|\n");
 	for (size_t i = 0; i < n_sizes; i++) {
 		size_t rec = (size_t)sizes[i];
 		struct recover_res res = {0};
@@ -643,13 +656,16 @@ static int run_recover(const char *dir, const char *backend, const uint64_t *siz
 		char bs[32];
 		double tb = 1e12 / ((double)res.written * (double)rec);
 		printf(
-		    "| %s | %llu | %llu / %llu | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | "
-		    "%.2f | %.1f, %.0f |\n",
+		    "| %s | %llu | %llu / %llu / %llu | %llu | %.1f | %.3f | %.3f | %.3f | %.3f | "
+		    "%.3f | %.3f | %.2f | %.2f | %.2f | %.1f, %.1f, %.0f |\n",
 		    kvt_fmt_bytes(rec, bs, sizeof(bs)), (unsigned long long)res.written,
-		    (unsigned long long)res.found_index, (unsigned long long)res.found_walk,
+		    (unsigned long long)res.found_index, (unsigned long long)res.found_sum,
+		    (unsigned long long)res.found_walk, (unsigned long long)res.sum_regions,
 		    (double)res.index_bytes / (1 << 20), res.close_s, res.index_open_s,
-		    res.index_raw_s, res.walk_open_s, raw_s, res.index_open_s / res.index_raw_s,
-		    res.walk_open_s / raw_s, res.index_open_s * tb, res.walk_open_s * tb);
+		    res.index_raw_s, res.sum_open_s, res.walk_open_s, raw_s,
+		    res.index_open_s / res.index_raw_s, res.sum_open_s / raw_s,
+		    res.walk_open_s / raw_s, res.index_open_s * tb, res.sum_open_s * tb,
+		    res.walk_open_s * tb);
 		fflush(stdout);
 	}
 	return 0;

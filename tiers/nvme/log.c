@@ -4,6 +4,7 @@
  *   [0, 4K)      superblock copy A     [4K, 8K) superblock copy B
  *   [1 MiB, ...) n_regions regions of region_bytes each, used as a ring
  *   region:      [header block: magic, instance, seq, index][record][record]...[zero block]
+ *                ... [summary: entries, live map, trailer] (summary.c; at the region's end)
  *   record:      the 128-byte chunk header + payload, padded to 4 KiB, written as one request
  *                together with a zero "terminator" block right after it
  *
@@ -37,7 +38,11 @@
  * there and the failed record never becomes visible (DESIGN.md invariant 4). Fences and
  * tombstones are tried KVT_NVME_FENCE_TRIES times; one that never lands is counted and logged.
  * Usage after recovery is the sum of the recovered records' padded lengths: exact. After a
- * close none of this runs: the open reads the index that close saved (index.c).
+ * close none of this runs: the open reads the index that close saved (index.c). Nor does most of
+ * it after a crash: a region the head has left carries a summary of its records at its end
+ * (summary.c), which the open reads instead of the region's header blocks; the walk covers only
+ * regions without one (the head's, a damaged one) and what lies past a summary's write pointer.
+ * A region opened again zeroes its last block (the old summary's trailer) first.
  */
 #include "nvme_int.h"
 #include "core/log.h"
@@ -59,12 +64,12 @@ static uint64_t block_sum(const uint8_t *b)
 	return XXH3_64bits(b, SUM_OFF);
 }
 
-static bool block_ok(const uint8_t *b, uint64_t magic)
+bool kvt__nvme_block_ok(const uint8_t *b, uint64_t magic)
 {
 	return kvt_load_le64(b) == magic && kvt_load_le64(b + SUM_OFF) == block_sum(b);
 }
 
-static void block_seal(uint8_t *b)
+void kvt__nvme_block_seal(uint8_t *b)
 {
 	kvt_store_le64(b + SUM_OFF, block_sum(b));
 }
@@ -102,7 +107,7 @@ int kvt__nvme_log_sb_write(struct kvt_nvme *t, bool clean)
 	kvt_store_le64(b + 48, t->file_bytes);
 	kvt_store_le64(b + 56, t->instance);
 	kvt_store_le32(b + 64, clean);
-	block_seal(b);
+	kvt__nvme_block_seal(b);
 	int rc =
 	    kvt__nvme_rw1(t, KVT_NVME_WRITE, (t->sb_gen & 1) * KVT_NVME_BLOCK, b, KVT_NVME_BLOCK);
 	if (!rc && fdatasync(t->fd))
@@ -119,7 +124,7 @@ struct sb {
 static struct sb sb_decode(const uint8_t *b)
 {
 	struct sb s = {0};
-	if (!block_ok(b, SB_MAGIC))
+	if (!kvt__nvme_block_ok(b, SB_MAGIC))
 		return s;
 	s.valid = true;
 	s.format = kvt_load_le32(b + 8);
@@ -183,16 +188,22 @@ int kvt__nvme_region_open(struct kvt_nvme *t, uint64_t r)
 	kvt_store_le64(b + 8, t->instance);
 	kvt_store_le64(b + 16, t->next_seq);
 	kvt_store_le64(b + 24, r);
-	block_seal(b);
+	kvt__nvme_block_seal(b);
 	/* The zero block after the header first, then the header: nothing of the region's past use
 	 * survives a scan. As one write, a power cut could land the header without the zero block
 	 * (a device keeps no order among a write's blocks), and the walk would go on into the
 	 * records of the region's past use, under the new header: records dropped, removed or
 	 * reported failed would come back (test_nvme_crash torn_writes). Now a cut between the two
-	 * leaves the old header over a zero block: an empty region of the old seq. */
+	 * leaves the old header over a zero block: an empty region of the old seq. Before both,
+	 * the region's last block is zeroed: the trailer of the old use's summary (summary.c),
+	 * which still names the old seq and, over that zero block, would bring back records whose
+	 * first block is gone. */
 	uint64_t at = kvt__nvme_region_start(t, r);
-	int rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, at + KVT_NVME_BLOCK, b + KVT_NVME_BLOCK,
-	                       KVT_NVME_BLOCK);
+	int rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, at + t->region_bytes - KVT_NVME_BLOCK,
+	                       b + KVT_NVME_BLOCK, KVT_NVME_BLOCK);
+	if (!rc)
+		rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, at + KVT_NVME_BLOCK, b + KVT_NVME_BLOCK,
+		                   KVT_NVME_BLOCK);
 	if (!rc)
 		rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, at, b, KVT_NVME_BLOCK);
 	if (rc)
@@ -201,6 +212,10 @@ int kvt__nvme_region_open(struct kvt_nvme *t, uint64_t r)
 	t->regions[r].wp = KVT_NVME_BLOCK;
 	t->regions[r].n_recs = 0;
 	t->regions[r].live_bytes = 0;
+	t->regions[r].n_placed = 0;
+	t->regions[r].sum_start = 0;
+	t->sums_due -= t->regions[r].sum_due;
+	t->regions[r].sum_due = false;
 	return 0;
 }
 
@@ -216,8 +231,10 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 				if (rc)
 					return rc;
 			}
-			if (R->wp + need <= t->region_bytes)
+			if (kvt__nvme_region_fits(t, R, need)) {
+				R->n_placed++;
 				return (int64_t)(kvt__nvme_region_start(t, t->head) + R->wp);
+			}
 		}
 		uint64_t next = (t->head + 1) % t->n_regions;
 		if (next == avoid)
@@ -225,6 +242,11 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 		if (__atomic_load_n(&t->regions[next].handovers_queued, __ATOMIC_ACQUIRE)) {
 			KVT_NVME_ADD(t, xs.handover_waits, 1); /* its records are not below yet */
 			return -EAGAIN;
+		}
+		if (!passed && R->seq && !R->sum_start && !R->sum_due) {
+			R->sum_due =
+			    true; /* the head leaves it: written after the run (summary.c) */
+			t->sums_due++;
 		}
 		t->head = next;
 		passed = false;
@@ -270,6 +292,7 @@ int kvt__nvme_log_append(struct kvt_nvme *t, const struct kvt_chunk_hdr *h, uint
 	rec->alive = true;
 	rec->hit = false;
 	rec->done = false;
+	rec->buried = false;
 	uint64_t need = kvt__nvme_padded(rec_len);
 	R->wp = KVT_MAX(R->wp, in + need); /* a write run may have placed records past it */
 	R->live_bytes += need;
@@ -314,7 +337,7 @@ static void tombstone_fill(const struct kvt_nvme *t, uint8_t *b, uint32_t rec_le
 	kvt_store_le64(b, TB_MAGIC);
 	kvt_store_le64(b + 8, t->instance);
 	kvt_store_le32(b + 16, rec_len);
-	block_seal(b);
+	kvt__nvme_block_seal(b);
 }
 
 void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_rec *rec,
@@ -327,7 +350,10 @@ void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_re
 	uint64_t loc = kvt__nvme_loc(off, t->regions[region].seq);
 	if (grave == KVT_NVME_GRAVE_NOW) {
 		tombstone_fill(t, t->blk, rec->rec_len);
-		kvt__nvme_log_fence(t, off, t->blk, "the tombstone of a dropped record");
+		if (!kvt__nvme_log_fence(t, off, t->blk, "the tombstone of a dropped record")) {
+			rec->buried = true;
+			kvt__nvme_livemaps_write(t, &region, 1);
+		}
 	} else if (grave == KVT_NVME_GRAVE_LATER) {
 		kvt__nvme_bury_later(t, loc);
 	}
@@ -409,6 +435,8 @@ void kvt__nvme_bury_due(struct kvt_nvme *t)
 	pthread_mutex_unlock(&t->bury_lock);
 	struct kvt__nvme_seg segs[KVT_NVME_RW_MAX];
 	uint32_t lens[KVT_NVME_RW_MAX];
+	struct kvt__nvme_rec *recs[KVT_NVME_RW_MAX];
+	uint64_t regions[KVT_NVME_RW_MAX];
 	uint8_t *buf =
 	    n ? aligned_alloc(KVT_TIER_ALIGN, (size_t)KVT_MIN(n, KVT_NVME_RW_MAX) * KVT_NVME_BLOCK)
 	      : NULL;
@@ -416,11 +444,13 @@ void kvt__nvme_bury_due(struct kvt_nvme *t)
 		unsigned m = 0;
 		for (; i < n && m < KVT_NVME_RW_MAX; i++) {
 			uint64_t r;
-			const struct kvt__nvme_rec *rec = rec_at(t, locs[i], &r);
+			struct kvt__nvme_rec *rec = rec_at(t, locs[i], &r);
 			if (!rec || rec->alive) /* its region was taken back: nothing to hide */
 				continue;
 			uint64_t off = kvt__nvme_rec_off(t, r, rec);
 			lens[m] = rec->rec_len;
+			recs[m] = rec;
+			regions[m] = r;
 			segs[m] = (struct kvt__nvme_seg){off, NULL, KVT_NVME_BLOCK};
 			if (buf) {
 				segs[m].buf = buf + (size_t)m * KVT_NVME_BLOCK;
@@ -432,11 +462,16 @@ void kvt__nvme_bury_due(struct kvt_nvme *t)
 			continue;
 		int rc = buf ? kvt__nvme_rw(t, KVT_NVME_WRITE, segs, m) : -ENOMEM;
 		kvt__nvme_health(t, rc);
-		for (unsigned k = 0; rc && k < m; k++) { /* one at a time, each with its retries */
-			tombstone_fill(t, t->blk, lens[k]);
-			kvt__nvme_log_fence(t, segs[k].off, t->blk,
-			                    "the tombstone of a dropped record");
+		for (unsigned k = 0; k < m; k++) { /* one at a time, each with its retries */
+			if (rc) {
+				tombstone_fill(t, t->blk, lens[k]);
+				recs[k]->buried = !kvt__nvme_log_fence(
+				    t, segs[k].off, t->blk, "the tombstone of a dropped record");
+			} else {
+				recs[k]->buried = true;
+			}
 		}
+		kvt__nvme_livemaps_write(t, regions, m);
 		KVT_NVME_ADD(t, xs.buried, m);
 	}
 	free(buf);
@@ -461,7 +496,8 @@ static int read_region_headers(struct kvt_nvme *t)
 			const uint8_t *b = t->scan_buf + (size_t)i * KVT_NVME_BLOCK;
 			struct kvt__nvme_region *R = &t->regions[r0 + i];
 			R->seq = 0;
-			if (block_ok(b, RG_MAGIC) && kvt_load_le64(b + 8) == t->instance &&
+			if (kvt__nvme_block_ok(b, RG_MAGIC) &&
+			    kvt_load_le64(b + 8) == t->instance &&
 			    kvt_load_le64(b + 24) == r0 + i && kvt_load_le64(b + 16)) {
 				R->seq = kvt_load_le64(b + 16);
 				R->wp = KVT_NVME_BLOCK;
@@ -477,8 +513,8 @@ static int read_region_headers(struct kvt_nvme *t)
 static bool scan_block(struct kvt_nvme *t, uint64_t r, const uint8_t *b)
 {
 	struct kvt__nvme_region *R = &t->regions[r];
-	uint64_t room = t->region_bytes - R->wp;
-	if (block_ok(b, TB_MAGIC) && kvt_load_le64(b + 8) == t->instance) {
+	uint64_t room = kvt__nvme_region_end(t, R) - R->wp;
+	if (kvt__nvme_block_ok(b, TB_MAGIC) && kvt_load_le64(b + 8) == t->instance) {
 		uint64_t need =
 		    KVT_ALIGN_UP((uint64_t)kvt_load_le32(b + 16), (uint64_t)KVT_NVME_BLOCK);
 		if (!need || need > room)
@@ -519,7 +555,7 @@ static int scan_regions(struct kvt_nvme *t)
 			for (unsigned i = 0; i < n; i++) {
 				struct kvt__nvme_region *R = &t->regions[active[i]];
 				if (scan_block(t, active[i], segs[i].buf) &&
-				    R->wp < t->region_bytes)
+				    R->wp < kvt__nvme_region_end(t, R))
 					active[m++] = active[i];
 			}
 			n = m;
@@ -528,34 +564,57 @@ static int scan_regions(struct kvt_nvme *t)
 	return 0;
 }
 
-/* Verifies every record of the head region (where a crash can tear a write). */
+/* Verifies every record of the head region (where a crash can tear a write): read in batches of
+ * up to KVT_NVME_RW_MAX records and VERIFY_BUF bytes (a larger record alone), all at once. */
+#define VERIFY_BUF (8u << 20)
 static int verify_head(struct kvt_nvme *t)
 {
 	struct kvt__nvme_region *R = &t->regions[t->head];
 	if (!R->seq || !R->n_recs)
 		return 0;
-	uint8_t *buf = aligned_alloc(KVT_TIER_ALIGN, t->region_bytes);
-	if (!buf)
+	size_t cap = (size_t)KVT_MIN((uint64_t)VERIFY_BUF, t->region_bytes);
+	for (uint32_t i = 0; i < R->n_recs; i++)
+		cap = KVT_MAX(cap, (size_t)kvt__nvme_padded(R->recs[i].rec_len));
+	uint8_t *buf = aligned_alloc(KVT_TIER_ALIGN, cap);
+	struct kvt__nvme_seg *segs = calloc(KVT_NVME_RW_MAX, sizeof(*segs));
+	if (!buf || !segs) {
+		free(buf), free(segs);
 		return -ENOMEM;
-	for (uint32_t i = 0; i < R->n_recs; i++) {
-		struct kvt__nvme_rec *rec = &R->recs[i];
-		uint64_t need = kvt__nvme_padded(rec->rec_len);
-		int rc =
-		    kvt__nvme_rw1(t, KVT_NVME_READ, kvt__nvme_rec_off(t, t->head, rec), buf, need);
-		struct kvt_chunk_hdr h;
-		bool ok = !rc && !kvt_chunk_hdr_decode(buf, &h) &&
-		          !kvt_chunk_verify(&h, buf + KVT_CHUNK_HDR_BYTES,
-		                            rec->rec_len - KVT_CHUNK_HDR_BYTES);
-		if (ok)
-			continue;
-		KVT_NVME_ADD(t, st.corruptions, 1);
-		bool last = i + 1 == R->n_recs;
-		kvt__nvme_log_kill(t, t->head, rec, KVT_NVME_NO_GRAVE);
-		if (last) { /* a torn tail: the next write goes where it was */
-			R->wp = (uint64_t)rec->off_blocks * KVT_NVME_BLOCK;
-			R->n_recs--;
+	}
+	for (uint32_t i0 = 0, m; i0 < R->n_recs; i0 += m) {
+		size_t used = 0;
+		for (m = 0; m < KVT_NVME_RW_MAX && i0 + m < R->n_recs; m++) {
+			const struct kvt__nvme_rec *rec = &R->recs[i0 + m];
+			size_t len = kvt__nvme_padded(rec->rec_len);
+			if (used + len > cap)
+				break;
+			segs[m] = (struct kvt__nvme_seg){kvt__nvme_rec_off(t, t->head, rec),
+			                                 buf + used, len};
+			used += len;
+		}
+		int batch_rc = kvt__nvme_rw(t, KVT_NVME_READ, segs, m);
+		for (uint32_t k = 0; k < m; k++) {
+			uint32_t i = i0 + k;
+			struct kvt__nvme_rec *rec = &R->recs[i];
+			/* a batch that failed: each record read again alone, to tell which */
+			int rc = batch_rc ? kvt__nvme_rw(t, KVT_NVME_READ, &segs[k], 1) : 0;
+			const uint8_t *b = segs[k].buf;
+			struct kvt_chunk_hdr h;
+			bool ok = !rc && !kvt_chunk_hdr_decode(b, &h) &&
+			          !kvt_chunk_verify(&h, b + KVT_CHUNK_HDR_BYTES,
+			                            rec->rec_len - KVT_CHUNK_HDR_BYTES);
+			if (ok)
+				continue;
+			KVT_NVME_ADD(t, st.corruptions, 1);
+			bool last = i + 1 == R->n_recs;
+			kvt__nvme_log_kill(t, t->head, rec, KVT_NVME_NO_GRAVE);
+			if (last) { /* a torn tail: the next write goes where it was */
+				R->wp = (uint64_t)rec->off_blocks * KVT_NVME_BLOCK;
+				R->n_recs--;
+			}
 		}
 	}
+	free(segs);
 	free(buf);
 	return 0;
 }
@@ -596,11 +655,21 @@ int kvt__nvme_log_open(struct kvt_nvme *t)
 		bool loaded = rc == 1;
 		if (loaded)
 			rc = 0;
-		else if (!rc && !(rc = read_region_headers(t)))
+		else if (!rc && !(rc = read_region_headers(t)) &&
+		         !(rc = kvt__nvme_sum_open(t, !t->hooks.no_summary)))
 			rc = scan_regions(t);
+		if (!rc && loaded) /* which regions have summaries, for their live maps */
+			rc = kvt__nvme_sum_open(t, false);
 		find_head(t);
 		if (!rc && !loaded)
 			rc = verify_head(t);
+		for (uint64_t r = 0; r < t->n_regions; r++) {
+			struct kvt__nvme_region *R = &t->regions[r];
+			R->n_placed = R->n_recs;
+			/* sealed before the crash (or by an older build) without one: owed now */
+			R->sum_due = R->seq && R->n_recs && !R->sum_start && r != t->head;
+			t->sums_due += R->sum_due;
+		}
 		if (!rc)
 			kvt__nvme_quota_trim_all(t);
 		t->recovering = false;

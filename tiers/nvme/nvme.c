@@ -191,6 +191,7 @@ static void nvme_close(struct kvt_tier *tier)
 		return;
 	if (t->opened && !KVT_NVME_GET(t, st.disabled)) {
 		kvt__nvme_bury_due(t);
+		kvt__nvme_sum_write_due(t, UINT32_MAX);
 		kvt__nvme_index_save(t, t->sb_gen + 1); /* for the superblock written next */
 		kvt__nvme_log_sb_write(t, true);
 	} else if (t->opened) {
@@ -451,7 +452,7 @@ static bool place(struct wrun *w, struct kvt_tier_wreq *q)
 		return false;
 	uint64_t need = KVT_ALIGN_UP((uint64_t)q->rec_len, (uint64_t)KVT_NVME_BLOCK);
 	const struct kvt__nvme_region *H = &t->regions[t->head];
-	bool change = H->seq && H->wp + need > t->region_bytes;
+	bool change = H->seq && !kvt__nvme_region_fits(t, H, need);
 	/* a second region change goes to the next run (no reclaim of our own records); so does
 	 * any region change or opening once the run is in flight, since opening a region writes
 	 * the superblock through the engine */
@@ -487,7 +488,7 @@ static bool place(struct wrun *w, struct kvt_tier_wreq *q)
 	*s = (struct kvt__nvme_bstate){.off = (uint64_t)off, .region = r, .q = q};
 	s->first = !m || t->bstate[m - 1].region != r;
 	t->regions[r].wp = (uint64_t)off - rstart + need; /* provisional: undone on failure */
-	bool term = (uint64_t)off + need < rstart + t->region_bytes;
+	bool term = (uint64_t)off + need < rstart + kvt__nvme_region_end(t, &t->regions[r]);
 	struct kvt__nvme_job *j = &t->bjobs[m * J_PER_REC];
 	j[J_BODY] = (struct kvt__nvme_job){.off = (uint64_t)off + KVT_NVME_BLOCK,
 	                                   .buf = (uint8_t *)q->buf + KVT_NVME_BLOCK,
@@ -638,7 +639,8 @@ static size_t nvme_write_stream(struct kvt_tier *tier, const struct kvt_tier_wso
 	struct wrun w = {.t = NV(tier), .src = src};
 	while (write_run(&w))
 		;
-	kvt__nvme_bury_due(w.t); /* graves of this write's quota trims, and any waiting */
+	kvt__nvme_bury_due(w.t);         /* graves of this write's quota trims, and any waiting */
+	kvt__nvme_sum_write_due(w.t, 4); /* regions the head left (summary.c) */
 	return w.ok;
 }
 

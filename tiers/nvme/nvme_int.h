@@ -202,6 +202,10 @@ struct kvt__nvme_xstats {
 	uint64_t index_saves;    /* indexes written at a clean close (index.c) */
 	uint64_t index_loads;    /* opens that read the index instead of walking the log */
 	uint64_t index_refused;  /* index files found and not trusted (the open walked) */
+	uint64_t sum_written;    /* region summaries written (summary.c) */
+	uint64_t sum_loaded;     /* regions an open read from their summary instead of walking */
+	uint64_t sum_refused;    /* summaries whose trailer held and whose body did not (walked) */
+	uint64_t livemaps;       /* live maps rewritten after tombstones in summarised regions */
 	/* the engine's books (RELIABILITY L6): every I/O it hands the backend is reaped once, as a
 	 * completion (done, short, or failed); reaped comes before queued so that a snapshot
 	 * (kvt__nvme_xstats, which reads in field order) never shows more reaped than queued */
@@ -300,8 +304,9 @@ struct kvt__nvme_rec {
 	uint32_t rec_len;
 	uint16_t tix; /* the tenant's index in t->quota (0 without nvme.quota) */
 	bool alive;
-	bool hit;  /* read since it was written (nvme.policy = clock) */
-	bool done; /* the engine is done with it (kvt_done): reclaim drops it, unread */
+	bool hit;    /* read since it was written (nvme.policy = clock) */
+	bool done;   /* the engine is done with it (kvt_done): reclaim drops it, unread */
+	bool buried; /* its tombstone landed: not on disk any more (summary.c's live map) */
 };
 
 struct kvt__nvme_region {
@@ -313,6 +318,11 @@ struct kvt__nvme_region {
 	/* records handed over ahead and queued by the caller, not yet landed below: the region is
 	 * not written again before (a crash would lose them); any thread drops it */
 	uint32_t handovers_queued;
+	/* summary.c: records placed since the region opened (the room its summary needs), where
+	 * its summary starts (0: none; nothing is placed past it), and whether one is owed */
+	uint32_t n_placed;
+	uint64_t sum_start;
+	bool sum_due;
 };
 
 struct kvt__nvme_hooks {
@@ -321,7 +331,8 @@ struct kvt__nvme_hooks {
 	uint32_t full_retry_ms;        /* while full, how often a write probes (default 1000) */
 	uint64_t region_bytes;         /* 0: chosen from the capacity */
 	bool full_retry_set;
-	bool no_index; /* never save or load the index (index.c): every open walks the log */
+	bool no_index;   /* never save or load the index (index.c): every open walks the log */
+	bool no_summary; /* never read region summaries at an open (summary.c): the walk alone */
 };
 
 /* Per-record state of a batch being written or read (nvme.c). */
@@ -349,7 +360,8 @@ struct kvt_nvme {
 	unsigned align;
 	uint64_t file_bytes, data_off, region_bytes, n_regions, max_rec;
 	uint64_t instance, sb_gen, next_seq;
-	uint64_t head; /* region index being written */
+	uint64_t head;     /* region index being written */
+	uint64_t sums_due; /* regions whose sum_due is set (summary.c) */
 	struct kvt__nvme_region *regions;
 	uint8_t *blk; /* KVT_NVME_BLOCK * 2 aligned scratch: zero terminator + header blocks */
 	uint8_t *scan_buf;
@@ -455,6 +467,32 @@ void kvt__nvme_log_unlink(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_
 /* Opens region r for writing: a fresh header, and a zero block after it. @return : 0, -errno. */
 int kvt__nvme_region_open(struct kvt_nvme *t, uint64_t r);
 uint64_t kvt__nvme_region_start(const struct kvt_nvme *t, uint64_t r);
+/* The tier's own checksummed blocks (log.c): magic in the first 8 bytes, XXH3 in the last 8. */
+bool kvt__nvme_block_ok(const uint8_t *b, uint64_t magic);
+void kvt__nvme_block_seal(uint8_t *b);
+
+/* ---- region summaries (summary.c) ---- */
+
+/* Where records may go in R: before its summary, or the region's end. */
+static inline uint64_t kvt__nvme_region_end(const struct kvt_nvme *t,
+                                            const struct kvt__nvme_region *R)
+{
+	return R->sum_start ? R->sum_start : t->region_bytes;
+}
+/* Whether a record of need padded bytes fits at R's write pointer, leaving room for the summary
+ * of every record placed so far and it (a region's first record needs no room beyond its own). */
+bool kvt__nvme_region_fits(const struct kvt_nvme *t, const struct kvt__nvme_region *R,
+                           uint64_t need);
+/* Writes up to max summaries owed (regions the head has left), after the writes that filled
+ * them are over. */
+void kvt__nvme_sum_write_due(struct kvt_nvme *t, unsigned max);
+/* Rewrites the live maps of the summarised regions among regions[0..n) (duplicates allowed),
+ * after tombstones landed there: what keeps a recovery from the summary from finding them. */
+void kvt__nvme_livemaps_write(struct kvt_nvme *t, const uint64_t *regions, unsigned n);
+/* At an open, after the region headers: reads every region's summary trailer; with load, also
+ * the summaries, appending their live records and leaving each such region's write pointer
+ * where its summary was taken (the walk goes on from there). @return : 0 or -errno. */
+int kvt__nvme_sum_open(struct kvt_nvme *t, bool load);
 /* One synchronous I/O of a tier's own (superblock, region header, reclaim). */
 int kvt__nvme_rw1(struct kvt_nvme *t, int op, uint64_t off, void *buf, size_t len);
 

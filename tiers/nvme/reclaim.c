@@ -486,6 +486,7 @@ int kvt__nvme_reclaim(struct kvt_nvme *t, uint64_t r, bool may_keep)
 		at += kvt__nvme_padded(k[i].rec_len);
 	}
 	R->wp = KVT_NVME_BLOCK + len; /* past every kept record, tracked or not */
+	R->n_placed = n;
 	free(buf);
 	free(k);
 	return 0;
