@@ -663,6 +663,16 @@ int kvt__nvme_log_open(struct kvt_nvme *t)
 		find_head(t);
 		if (!rc && !loaded)
 			rc = verify_head(t);
+		if (!rc && !loaded) {
+			uint64_t used = 0, with = KVT_NVME_GET(t, xs.sum_loaded);
+			for (uint64_t r = 0; r < t->n_regions; r++)
+				used += t->regions[r].seq != 0;
+			kvt_log(KVT_LOG_INFO,
+			        "nvme: %s: %llu records found without an index: %llu regions read "
+			        "from their summaries, %llu walked",
+			        t->path, (unsigned long long)KVT_NVME_GET(t, st.chunks),
+			        (unsigned long long)with, (unsigned long long)(used - with));
+		}
 		for (uint64_t r = 0; r < t->n_regions; r++) {
 			struct kvt__nvme_region *R = &t->regions[r];
 			R->n_placed = R->n_recs;
