@@ -47,6 +47,9 @@ struct kvt_tier_stats {
 	/* rocksdb: records whose whole value the open read (a database without complete metadata:
 	 * made by an older kvtier); 0 when it read the saved index or the metadata only */
 	uint64_t open_values_read;
+	/* nvme: regions the open read from their summaries instead of walking them (an open
+	 * without the index: after a crash); 0 elsewhere */
+	uint64_t opened_from_summaries;
 	/* the I/O engine (nvme; 0 elsewhere): I/Os handed to the kernel and completions reaped
 	 * (reaped read first, so never more than queued), the slowest I/O since the open, and
 	 * completions at which queued - reaped was not what the engine had in flight (0) */

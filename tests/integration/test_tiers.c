@@ -262,9 +262,15 @@ static void spill_restart(const char *order, const char *extra, int kill9)
 	assert_int_equal(kvt_test_daemon_restart(d, sets), 0);
 	assert_true(kvt_test_stat(d, "recovered") >= N);
 	/* a SIGTERM's clean close saved each tier's index, which the restart read; after kill -9
-	 * nvme walks its log and rocksdb walks its records' metadata (reading no value) */
-	if (strstr(order, "nvme") || !strcmp(order, "auto"))
+	 * nvme reads its full regions' summaries (walking the rest) and rocksdb walks its
+	 * records' metadata (reading no value) */
+	if (strstr(order, "nvme") || !strcmp(order, "auto")) {
 		assert_int_equal(kvt_test_tier_stat(d, "nvme", "opened_from_index"), !kill9);
+		if (kill9)
+			assert_true(kvt_test_tier_stat(d, "nvme", "opened_from_summaries") > 0);
+		else
+			assert_int_equal(kvt_test_tier_stat(d, "nvme", "opened_from_summaries"), 0);
+	}
 	if (strstr(order, "rocksdb") || !strcmp(order, "auto")) {
 		assert_int_equal(kvt_test_tier_stat(d, "rocksdb", "opened_from_index"), !kill9);
 		assert_int_equal(kvt_test_tier_stat(d, "rocksdb", "open_values_read"), 0);

@@ -901,6 +901,7 @@ static void nvme_stats(struct kvt_tier *tier, struct kvt_tier_stats *o)
 	o->pinned_bytes = atomic_load_explicit(&t->eng.pins.pinned_bytes, memory_order_relaxed);
 	o->pin_failures = atomic_load_explicit(&t->eng.pins.failures, memory_order_relaxed);
 	o->opened_from_index = __atomic_load_n(&t->xs.index_loads, __ATOMIC_RELAXED);
+	o->opened_from_summaries = __atomic_load_n(&t->xs.sum_loaded, __ATOMIC_RELAXED);
 	o->ios_reaped = __atomic_load_n(&t->xs.ios_reaped, __ATOMIC_ACQUIRE);
 	o->ios_queued = __atomic_load_n(&t->xs.ios_queued, __ATOMIC_ACQUIRE);
 	o->io_max_us = __atomic_load_n(&t->xs.io_max_us, __ATOMIC_RELAXED);
