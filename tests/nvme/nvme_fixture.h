@@ -8,10 +8,12 @@
 #include "tiers/nvme/nvme_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,6 +125,48 @@ static inline const char *nvt_path(const struct nvt *n, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/nvme.dat", n->dir);
 	return buf;
+}
+
+/* A whole file read into memory (the caller frees it), and written back whole. */
+static inline void *nvt_slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	void *p = malloc((size_t)st.st_size);
+	assert_non_null(p);
+	assert_int_equal(pread(fd, p, (size_t)st.st_size, 0), st.st_size);
+	close(fd);
+	*len = (size_t)st.st_size;
+	return p;
+}
+
+static inline void nvt_spill(const char *path, const void *p, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, p, len), (ssize_t)len);
+	close(fd);
+}
+
+/* Bytes as a bug would write them (tests of saved state whose checksums still hold): a 4-byte
+ * field of the body, or any byte, set to 0, 1, one off, all ones, or random. */
+static inline void nvt_mutate(uint8_t *body, size_t len, uint64_t *x)
+{
+	*x = *x * 6364136223846793005ull + 1442695040888963407ull;
+	size_t at = (size_t)(*x >> 20) % len;
+	uint32_t kind = (uint32_t)(*x >> 8) % 6;
+	if (kind == 5) {
+		body[at] = (uint8_t)(*x >> 40);
+		return;
+	}
+	at &= ~(size_t)3;
+	if (at + 4 > len)
+		return;
+	uint32_t v = kvt_load_le32(body + at);
+	uint32_t vals[5] = {0, 1, v + 1, v - 1, 0xffffffffu};
+	kvt_store_le32(body + at, vals[kind]);
 }
 
 /* The identity of record seed: tenant 7's, or the tenant in bits 48..63 of the seed when set. */

@@ -176,28 +176,6 @@ static void flip_byte(const char *path, off_t off)
 	close(fd);
 }
 
-static void *slurp(const char *path, size_t *len)
-{
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	struct stat st;
-	assert_int_equal(fstat(fd, &st), 0);
-	void *p = malloc((size_t)st.st_size);
-	assert_non_null(p);
-	assert_int_equal(pread(fd, p, (size_t)st.st_size, 0), st.st_size);
-	close(fd);
-	*len = (size_t)st.st_size;
-	return p;
-}
-
-static void spill(const char *path, const void *p, size_t len)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, p, len), (ssize_t)len);
-	close(fd);
-}
-
 /* Opens n (the index of the last close in place, damaged by the caller): refused, walked. */
 static void assert_refused(struct nvt *n, size_t want_records, const char *what)
 {
@@ -222,7 +200,7 @@ static void test_nvme_index_refused(void **state)
 	index_path(&n, ip, sizeof(ip));
 	nvt_close(&n);
 	size_t old_len;
-	void *old = slurp(ip, &old_len);
+	void *old = nvt_slurp(ip, &old_len);
 
 	/* stale: the index of an earlier close, after records were written since */
 	assert_int_equal(nvt_open(&n), 0);
@@ -231,7 +209,7 @@ static void test_nvme_index_refused(void **state)
 		assert_int_equal(nvt_put(&n, 20000 + i, 3000, &l), 0);
 	held = verify(&n);
 	nvt_close(&n);
-	spill(ip, old, old_len);
+	nvt_spill(ip, old, old_len);
 	assert_refused(&n, held, "an older index");
 
 	/* one byte of the body */
@@ -271,7 +249,7 @@ static void test_nvme_index_crash_after_open(void **state)
 	index_path(&n, ip, sizeof(ip));
 	nvt_close(&n);
 	size_t old_len;
-	void *old = slurp(ip, &old_len);
+	void *old = nvt_slurp(ip, &old_len);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -286,7 +264,7 @@ static void test_nvme_index_crash_after_open(void **state)
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	spill(ip, old, old_len);
+	nvt_spill(ip, old, old_len);
 	assert_int_equal(nvt_open(&n), 0);
 	struct kvt__nvme_xstats x = nvt_xstats(&n);
 	assert_int_equal(x.index_loads, 0);
@@ -438,25 +416,6 @@ static void test_nvme_index_disabled_removes_buried_at_enable(void **state)
 	nvt_fini(&n);
 }
 
-/* A 4-byte field of the body, or any byte, set to a value a bug would write: 0, 1, one off,
- * all ones, or random. */
-static void mutate(uint8_t *body, size_t len, uint64_t *x)
-{
-	*x = *x * 6364136223846793005ull + 1442695040888963407ull;
-	size_t at = (size_t)(*x >> 20) % len;
-	uint32_t kind = (uint32_t)(*x >> 8) % 6;
-	if (kind == 5) {
-		body[at] = (uint8_t)(*x >> 40);
-		return;
-	}
-	at &= ~(size_t)3;
-	if (at + 4 > len)
-		return;
-	uint32_t v = kvt_load_le32(body + at);
-	uint32_t vals[5] = {0, 1, v + 1, v - 1, 0xffffffffu};
-	kvt_store_le32(body + at, vals[kind]);
-}
-
 /*
  * 120 indexes whose checksums hold but whose contents are wrong (fields set to 0, 1, one off, all
  * ones, or random bytes; the checksums recomputed, as a bug that wrote them would): each open
@@ -477,7 +436,7 @@ static void test_nvme_index_mutated_never_wrong(void **state)
 		assert_int_equal(nvt_put(&n, i + 1, nvt_len(i + 1, 100, 60000), &l), 0);
 	nvt_close(&n);
 	size_t dat_len, ix_len;
-	uint8_t *dat = slurp(path, &dat_len), *ix = slurp(ip, &ix_len);
+	uint8_t *dat = nvt_slurp(path, &dat_len), *ix = nvt_slurp(ip, &ix_len);
 	uint8_t *m = malloc(ix_len);
 	assert_non_null(m);
 	uint64_t x = 77;
@@ -485,11 +444,11 @@ static void test_nvme_index_mutated_never_wrong(void **state)
 	for (int it = 0; it < 120; it++) {
 		memcpy(m, ix, ix_len);
 		for (int k = 0; k <= it % 3; k++)
-			mutate(m + 4096, ix_len - 4096, &x);
+			nvt_mutate(m + 4096, ix_len - 4096, &x);
 		kvt_store_le64(m + 72, XXH3_64bits(m + 4096, ix_len - 4096));
 		kvt_store_le64(m + 4088, XXH3_64bits(m, 4088));
-		spill(path, dat, dat_len); /* the device as the close left it */
-		spill(ip, m, ix_len);
+		nvt_spill(path, dat, dat_len); /* the device as the close left it */
+		nvt_spill(ip, m, ix_len);
 		assert_int_equal(nvt_open(&n), 0);
 		struct kvt__nvme_xstats xs = nvt_xstats(&n);
 		taken += (unsigned)xs.index_loads, refused += (unsigned)xs.index_refused;
