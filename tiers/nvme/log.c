@@ -243,9 +243,9 @@ int64_t kvt__nvme_log_place(struct kvt_nvme *t, uint32_t rec_len, uint64_t avoid
 			KVT_NVME_ADD(t, xs.handover_waits, 1); /* its records are not below yet */
 			return -EAGAIN;
 		}
+		/* the head leaves it: its summary is written after the run (summary.c) */
 		if (!passed && R->seq && !R->sum_start && !R->sum_due) {
-			R->sum_due =
-			    true; /* the head leaves it: written after the run (summary.c) */
+			R->sum_due = true;
 			t->sums_due++;
 		}
 		t->head = next;
