@@ -350,10 +350,7 @@ void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_re
 	uint64_t loc = kvt__nvme_loc(off, t->regions[region].seq);
 	if (grave == KVT_NVME_GRAVE_NOW) {
 		tombstone_fill(t, t->blk, rec->rec_len);
-		if (!kvt__nvme_log_fence(t, off, t->blk, "the tombstone of a dropped record")) {
-			rec->buried = true;
-			kvt__nvme_livemaps_write(t, &region, 1);
-		}
+		kvt__nvme_bury_now(t, region, rec, t->blk);
 	} else if (grave == KVT_NVME_GRAVE_LATER) {
 		kvt__nvme_bury_later(t, loc);
 	}

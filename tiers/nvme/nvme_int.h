@@ -489,6 +489,10 @@ void kvt__nvme_sum_write_due(struct kvt_nvme *t, unsigned max);
 /* Rewrites the live maps of the summarised regions among regions[0..n) (duplicates allowed),
  * after tombstones landed there: what keeps a recovery from the summary from finding them. */
 void kvt__nvme_livemaps_write(struct kvt_nvme *t, const uint64_t *regions, unsigned n);
+/* Writes tomb (a tombstone block) over rec in region r, and with it, when r is summarised, the
+ * live map without rec, in one round trip; each is tried again on its own when that fails.
+ * Sets rec->buried. @return : 0, or -EIO when the tombstone never landed (counted, logged). */
+int kvt__nvme_bury_now(struct kvt_nvme *t, uint64_t r, struct kvt__nvme_rec *rec, void *tomb);
 /* At an open, after the region headers: reads every region's summary trailer; with load, also
  * the summaries, appending their live records and leaving each such region's write pointer
  * where its summary was taken (the walk goes on from there). @return : 0 or -errno. */

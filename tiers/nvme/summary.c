@@ -246,6 +246,40 @@ void kvt__nvme_livemaps_write(struct kvt_nvme *t, const uint64_t *regions, unsig
 	free(map);
 }
 
+int kvt__nvme_bury_now(struct kvt_nvme *t, uint64_t r, struct kvt__nvme_rec *rec, void *tomb)
+{
+	uint64_t off = kvt__nvme_rec_off(t, r, rec);
+	const char *what = "the tombstone of a dropped record";
+	uint32_t L = map_blocks(t);
+	uint8_t *map = t->regions[r].sum_start
+	                   ? aligned_alloc(KVT_TIER_ALIGN, (size_t)L * KVT_NVME_BLOCK)
+	                   : NULL;
+	if (!map) { /* no summary (or no memory: the live map the slow way) */
+		rec->buried = !kvt__nvme_log_fence(t, off, tomb, what);
+		if (rec->buried)
+			kvt__nvme_livemaps_write(t, &r, 1);
+		return rec->buried ? 0 : -EIO;
+	}
+	/* the tombstone and the live map without it, side by side: one round trip */
+	rec->buried = true;
+	map_fill(t, r, map);
+	struct kvt__nvme_seg segs[2] = {
+	    {off, tomb, KVT_NVME_BLOCK},
+	    {kvt__nvme_region_start(t, r) + t->region_bytes - (uint64_t)(L + 1) * KVT_NVME_BLOCK,
+	     map, (size_t)L * KVT_NVME_BLOCK}};
+	int rc = kvt__nvme_rw(t, KVT_NVME_WRITE, segs, 2);
+	kvt__nvme_health(t, rc);
+	free(map);
+	if (!rc) {
+		KVT_NVME_ADD(t, xs.livemaps, 1);
+		return 0;
+	}
+	rec->buried = !kvt__nvme_log_fence(t, off, tomb, what); /* each again, with retries */
+	if (rec->buried)
+		kvt__nvme_livemaps_write(t, &r, 1);
+	return rec->buried ? 0 : -EIO;
+}
+
 /* ---- the open ---- */
 
 struct trailer {
