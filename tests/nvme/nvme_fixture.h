@@ -150,6 +150,18 @@ static inline void nvt_spill(const char *path, const void *p, size_t len)
 	close(fd);
 }
 
+/* One byte of the file at path changed in place (damage while the tier is closed). */
+static inline void nvt_flip_byte(const char *path, off_t off, uint8_t mask)
+{
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t c;
+	assert_int_equal(pread(fd, &c, 1, off), 1);
+	c ^= mask;
+	assert_int_equal(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
 /* Bytes as a bug would write them (tests of saved state whose checksums still hold): a 4-byte
  * field of the body, or any byte, set to 0, 1, one off, all ones, or random. */
 static inline void nvt_mutate(uint8_t *body, size_t len, uint64_t *x)
@@ -280,6 +292,28 @@ static inline int nvt_verify_visit(void *arg, const struct kvt_chunk_hdr *h, uin
 	return 0;
 }
 
+/* What the tier holds: (loc, seed) of every record, in the order iterate gives them. Large:
+ * callers keep theirs static. */
+#define NVT_SNAP_MAX 4096
+struct nvt_snap {
+	uint64_t loc[NVT_SNAP_MAX], seed[NVT_SNAP_MAX];
+	size_t n;
+};
+
+static inline int nvt_snap_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	struct nvt_snap *s = arg;
+	assert_true(s->n < NVT_SNAP_MAX);
+	s->loc[s->n] = loc, s->seed[s->n++] = h->key.w[0];
+	return 0;
+}
+
+static inline void nvt_snap_take(struct nvt *n, struct nvt_snap *s)
+{
+	s->n = 0;
+	assert_int_equal(kvt_tier_nvme.iterate(n->t, nvt_snap_visit, s), 0);
+}
+
 /* iterate() visitor for a damaged device: each record offered reads back as its own seed's
  * bytes, or is found bad (-EBADMSG, -ENOENT) -- never a wrong byte. Counts them. */
 struct nvt_offered {
@@ -346,6 +380,19 @@ static inline void nvt_ack_send(int fd, uint64_t seed, uint64_t loc, uint64_t le
 	struct nvt_ack a = {seed, loc, len};
 	if (write(fd, &a, sizeof(a)) != sizeof(a))
 		_exit(4);
+}
+
+/* A writer's loop: records of seeds first.. (1000 to max_len bytes), one put at a time, each
+ * acknowledged once it returned, until the process is killed. */
+static inline _Noreturn void nvt_write_acked(struct nvt *n, int fd, uint64_t first, size_t max_len)
+{
+	for (uint64_t seed = first;; seed++) {
+		size_t len = nvt_len(seed, 1000, max_len);
+		uint64_t loc;
+		if (nvt_put(n, seed, len, &loc))
+			_exit(3);
+		nvt_ack_send(fd, seed, loc, len);
+	}
 }
 
 /*

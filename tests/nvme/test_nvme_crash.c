@@ -17,13 +17,7 @@
 
 static void write_one_by_one(struct nvt *n, int fd, uint64_t first)
 {
-	for (uint64_t seed = first;; seed++) {
-		size_t len = nvt_len(seed, 1000, 600 << 10);
-		uint64_t loc;
-		if (nvt_put(n, seed, len, &loc))
-			_exit(3);
-		nvt_ack_send(fd, seed, loc, len);
-	}
+	nvt_write_acked(n, fd, first, 600 << 10);
 }
 
 static void test_nvme_crash_kill9(void **state)

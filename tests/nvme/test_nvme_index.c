@@ -48,26 +48,6 @@ static void fill(struct nvt *n, uint64_t *loc)
 	assert_true(nvt_stats(n).evictions > 0);
 }
 
-/* What the tier holds: (loc, seed) of every record, in the order iterate gives them. */
-struct snap {
-	uint64_t loc[N + 512], seed[N + 512];
-	size_t n;
-};
-
-static int snap_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
-{
-	struct snap *s = arg;
-	assert_true(s->n < N + 512);
-	s->loc[s->n] = loc, s->seed[s->n++] = h->key.w[0];
-	return 0;
-}
-
-static void take(struct nvt *n, struct snap *s)
-{
-	s->n = 0;
-	assert_int_equal(kvt_tier_nvme.iterate(n->t, snap_visit, s), 0);
-}
-
 /* Every record iterate offers reads back byte for byte, and the usage is theirs exactly. */
 static size_t verify(struct nvt *n)
 {
@@ -82,7 +62,7 @@ static size_t verify(struct nvt *n)
 static void test_nvme_index_matches_walk(void **state)
 {
 	(void)state;
-	static struct snap a, b;
+	static struct nvt_snap a, b;
 	struct nvt n;
 	uint64_t loc[N];
 	fill(&n, loc);
@@ -92,7 +72,7 @@ static void test_nvme_index_matches_walk(void **state)
 	assert_int_equal(nvt_open(&n), 0);
 	assert_int_equal(nvt_xstats(&n).index_loads, 1);
 	assert_false(index_exists(&n)); /* good for one open only */
-	take(&n, &a);
+	nvt_snap_take(&n, &a);
 	size_t held = verify(&n);
 	struct kvt_tier_stats sa = nvt_stats(&n);
 	nvt_close(&n);
@@ -100,7 +80,7 @@ static void test_nvme_index_matches_walk(void **state)
 	n.hooks.no_index = true; /* the same file, walked */
 	assert_int_equal(nvt_open(&n), 0);
 	assert_int_equal(nvt_xstats(&n).index_loads, 0);
-	take(&n, &b);
+	nvt_snap_take(&n, &b);
 	struct kvt_tier_stats sb = nvt_stats(&n);
 	print_message("%zu records written, %zu held; the index and the walk found %zu and %zu\n",
 	              (size_t)N, held, a.n, b.n);
@@ -115,7 +95,7 @@ static void test_nvme_index_matches_walk(void **state)
 
 /* After an open from the index the log goes on where it stopped: new records land, old ones
  * stay readable until the ring reclaims them (reported as dropped), and a walk agrees. */
-static bool holds(const struct snap *s, uint64_t loc)
+static bool holds(const struct nvt_snap *s, uint64_t loc)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (s->loc[i] == loc)
@@ -128,14 +108,14 @@ static bool holds(const struct snap *s, uint64_t loc)
 static void test_nvme_index_writes_after_load(void **state)
 {
 	(void)state;
-	static struct snap held, a, b;
+	static struct nvt_snap held, a, b;
 	struct nvt n;
 	uint64_t loc[N], more[200];
 	fill(&n, loc);
 	nvt_close(&n);
 	assert_int_equal(nvt_open(&n), 0);
 	assert_int_equal(nvt_xstats(&n).index_loads, 1);
-	take(&n, &held);
+	nvt_snap_take(&n, &held);
 	size_t dropped_before = n.n_dropped;
 	for (uint64_t i = 0; i < 200; i++)
 		assert_int_equal(nvt_put(&n, 10000 + i, len_of(10000 + i), &more[i]), 0);
@@ -154,26 +134,15 @@ static void test_nvme_index_writes_after_load(void **state)
 	              held.n, right);
 	assert_true(right > 0);
 	verify(&n);
-	take(&n, &a);
+	nvt_snap_take(&n, &a);
 	nvt_close(&n);
 	n.hooks.no_index = true;
 	assert_int_equal(nvt_open(&n), 0);
-	take(&n, &b);
+	nvt_snap_take(&n, &b);
 	assert_int_equal(a.n, b.n);
 	assert_memory_equal(a.loc, b.loc, a.n * sizeof(a.loc[0]));
 	verify(&n);
 	nvt_fini(&n);
-}
-
-static void flip_byte(const char *path, off_t off)
-{
-	int fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	uint8_t c;
-	assert_int_equal(pread(fd, &c, 1, off), 1);
-	c ^= 0x10;
-	assert_int_equal(pwrite(fd, &c, 1, off), 1);
-	close(fd);
 }
 
 /* Opens n (the index of the last close in place, damaged by the caller): refused, walked. */
@@ -213,7 +182,7 @@ static void test_nvme_index_refused(void **state)
 	assert_refused(&n, held, "an older index");
 
 	/* one byte of the body */
-	flip_byte(ip, 4096 + (off_t)(old_len / 2));
+	nvt_flip_byte(ip, 4096 + (off_t)(old_len / 2), 0x10);
 	assert_refused(&n, held, "a damaged body");
 
 	/* cut short */
@@ -221,7 +190,7 @@ static void test_nvme_index_refused(void **state)
 	assert_refused(&n, held, "a short file");
 
 	/* one byte of the header */
-	flip_byte(ip, 20);
+	nvt_flip_byte(ip, 20, 0x10);
 	assert_refused(&n, held, "a damaged header");
 
 	/* larger than any index of this tier could be: refused before it is read */
@@ -270,8 +239,8 @@ static void test_nvme_index_crash_after_open(void **state)
 	assert_int_equal(x.index_loads, 0);
 	assert_int_equal(x.index_refused, 1); /* its generation is not the device's */
 	assert_false(index_exists(&n));
-	static struct snap s;
-	take(&n, &s);
+	static struct nvt_snap s;
+	nvt_snap_take(&n, &s);
 	size_t found = 0;
 	for (size_t i = 0; i < s.n; i++)
 		found += s.seed[i] >= 30000 && s.seed[i] < 30020;

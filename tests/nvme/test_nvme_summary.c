@@ -11,32 +11,11 @@
 #include <sys/wait.h>
 #include <xxhash.h>
 
-#define N   1500
-#define CAP (N + 512)
+#define N 1500
 
 static size_t len_of(uint64_t seed)
 {
 	return nvt_len(seed, 1000, 200 << 10);
-}
-
-/* What the tier holds: (loc, seed) of every record, in the order iterate gives them. */
-struct snap {
-	uint64_t loc[CAP], seed[CAP];
-	size_t n;
-};
-
-static int snap_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
-{
-	struct snap *s = arg;
-	assert_true(s->n < CAP);
-	s->loc[s->n] = loc, s->seed[s->n++] = h->key.w[0];
-	return 0;
-}
-
-static void take(struct nvt *n, struct snap *s)
-{
-	s->n = 0;
-	assert_int_equal(kvt_tier_nvme.iterate(n->t, snap_visit, s), 0);
 }
 
 static struct kvt_nvme *tier(struct nvt *n)
@@ -47,10 +26,12 @@ static struct kvt_nvme *tier(struct nvt *n)
 /* A 64 MiB tier (8 MiB regions) written N records through (the ring goes round about twice),
  * with every seventh record removed right away, every eleventh removed once the ring has moved
  * on (in a summarised region: its live map), and every third read once (what clock keeps).
- * Never an index: each open is the open after a crash. removed[seed] is set for what was
- * removed. */
-static void fill(struct nvt *n, const char *policy, bool *removed)
+ * Never an index: each open is the open after a crash. @return : removed[seed] set for what was
+ * removed (the caller frees it). */
+static bool *fill(struct nvt *n, const char *policy)
 {
+	bool *removed = calloc(N + 1, sizeof(bool));
+	assert_non_null(removed);
 	uint64_t *loc = calloc(N, sizeof(*loc));
 	assert_non_null(loc);
 	nvt_init(n, "64MiB", "8");
@@ -77,6 +58,7 @@ static void fill(struct nvt *n, const char *policy, bool *removed)
 	assert_true(x.livemaps > 10);
 	assert_int_equal(x.unfenced, 0);
 	free(loc);
+	return removed;
 }
 
 /* Every record iterate offers reads back byte for byte, none was removed, and the usage is
@@ -88,9 +70,9 @@ static size_t verify(struct nvt *n, const bool *removed)
 	struct kvt_tier_stats s = nvt_stats(n);
 	assert_int_equal(s.chunks, w.n);
 	assert_int_equal(s.used_bytes, w.bytes);
-	struct snap *sn = malloc(sizeof(*sn));
+	struct nvt_snap *sn = malloc(sizeof(*sn));
 	assert_non_null(sn);
-	take(n, sn);
+	nvt_snap_take(n, sn);
 	for (size_t i = 0; i < sn->n; i++)
 		if (sn->seed[i] <= N && removed[sn->seed[i]])
 			fail_msg("record %llu was removed, and came back",
@@ -103,11 +85,11 @@ static size_t verify(struct nvt *n, const bool *removed)
  * regions read from summaries. */
 static uint64_t same_both_ways(struct nvt *n, const bool *removed, uint64_t *refused)
 {
-	static struct snap a, b;
+	static struct nvt_snap a, b;
 	n->hooks.no_summary = false;
 	assert_int_equal(nvt_open(n), 0);
 	struct kvt__nvme_xstats x = nvt_xstats(n);
-	take(n, &a);
+	nvt_snap_take(n, &a);
 	size_t held = verify(n, removed);
 	struct kvt_tier_stats sa = nvt_stats(n);
 	nvt_close(n);
@@ -115,7 +97,7 @@ static uint64_t same_both_ways(struct nvt *n, const bool *removed, uint64_t *ref
 	n->hooks.no_summary = true; /* the same file, walked */
 	assert_int_equal(nvt_open(n), 0);
 	assert_int_equal(nvt_xstats(n).sum_loaded, 0);
-	take(n, &b);
+	nvt_snap_take(n, &b);
 	struct kvt_tier_stats sb = nvt_stats(n);
 	nvt_close(n);
 	n->hooks.no_summary = false;
@@ -140,9 +122,7 @@ static void test_nvme_summary_matches_walk(void **state)
 	const char *policies[] = {"fifo", "clock"};
 	for (int p = 0; p < 2; p++) {
 		struct nvt n;
-		bool *removed = calloc(N + 1, sizeof(bool));
-		assert_non_null(removed);
-		fill(&n, policies[p], removed);
+		bool *removed = fill(&n, policies[p]);
 		uint64_t sealed = 0;
 		for (uint64_t r = 0; r < tier(&n)->n_regions; r++)
 			sealed += tier(&n)->regions[r].sum_start != 0;
@@ -166,19 +146,6 @@ static void test_nvme_summary_matches_walk(void **state)
 	}
 }
 
-/* Flips one byte at off of n's file (closed). */
-static void flip(struct nvt *n, uint64_t off)
-{
-	char p[600];
-	int fd = open(nvt_path(n, p, sizeof(p)), O_RDWR);
-	assert_true(fd >= 0);
-	uint8_t b;
-	assert_int_equal(pread(fd, &b, 1, (off_t)off), 1);
-	b ^= 0x5a;
-	assert_int_equal(pwrite(fd, &b, 1, (off_t)off), 1);
-	close(fd);
-}
-
 /* A byte damaged in a summary's entries, its live map or its trailer: that region is walked
  * (refused: counted; a trailer that does not hold: no summary), the rest read from theirs, and
  * the result is the walk's. */
@@ -186,9 +153,7 @@ static void test_nvme_summary_damaged_walked(void **state)
 {
 	(void)state;
 	struct nvt n;
-	bool *removed = calloc(N + 1, sizeof(bool));
-	assert_non_null(removed);
-	fill(&n, "fifo", removed);
+	bool *removed = fill(&n, "fifo");
 	struct kvt_nvme *t = tier(&n);
 	uint64_t at[3], r = 0;
 	for (int k = 0; k < 3; k++, r++) { /* three summarised regions, one damage each */
@@ -203,8 +168,9 @@ static void test_nvme_summary_damaged_walked(void **state)
 	uint64_t refused_before = 0;
 	uint64_t loaded = same_both_ways(&n, removed, &refused_before);
 	assert_int_equal(refused_before, 0);
+	char p[600];
 	for (int k = 0; k < 3; k++)
-		flip(&n, at[k]);
+		nvt_flip_byte(nvt_path(&n, p, sizeof(p)), (off_t)at[k], 0x5a);
 	uint64_t refused = 0;
 	uint64_t now = same_both_ways(&n, removed, &refused);
 	assert_int_equal(refused, 2);      /* the entries and the live map */
@@ -235,9 +201,7 @@ static void test_nvme_summary_stale_never_read(void **state)
 {
 	(void)state;
 	struct nvt n;
-	bool *removed = calloc(N + 1, sizeof(bool));
-	assert_non_null(removed);
-	fill(&n, "fifo", removed);
+	bool *removed = fill(&n, "fifo");
 	struct kvt_nvme *t = tier(&n);
 	/* the next region the head takes back holds a summary of its current use */
 	uint64_t r = (t->head + 1) % t->n_regions;
@@ -344,13 +308,7 @@ static void test_nvme_summary_mutated_never_wrong(void **state)
  * after each of three kills, regions read from their summaries, and a walk agrees. */
 static void writer(struct nvt *n, int ack_fd, uint64_t first)
 {
-	for (uint64_t seed = first;; seed++) {
-		size_t len = nvt_len(seed, 1000, 300 << 10);
-		uint64_t loc;
-		if (nvt_put(n, seed, len, &loc))
-			_exit(3);
-		nvt_ack_send(ack_fd, seed, loc, len);
-	}
+	nvt_write_acked(n, ack_fd, first, 300 << 10);
 }
 
 static void test_nvme_summary_kill9(void **state)
@@ -366,13 +324,13 @@ static void test_nvme_summary_kill9(void **state)
 	assert_int_equal(nvt_open(&n), 0);
 	uint64_t loaded = nvt_xstats(&n).sum_loaded;
 	nvt_close(&n);
-	static struct snap a, b;
+	static struct nvt_snap a, b;
 	assert_int_equal(nvt_open(&n), 0);
-	take(&n, &a);
+	nvt_snap_take(&n, &a);
 	nvt_close(&n);
 	n.hooks.no_summary = true;
 	assert_int_equal(nvt_open(&n), 0);
-	take(&n, &b);
+	nvt_snap_take(&n, &b);
 	nvt_close(&n);
 	print_message("after the kills: %llu regions read from summaries; %zu records, the walk "
 	              "%zu\n",

@@ -315,18 +315,23 @@ void kvt__nvme_log_unlink(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_
 
 int kvt__nvme_log_fence(struct kvt_nvme *t, uint64_t off, void *blk, const char *what)
 {
+	return kvt__nvme_log_fence_len(t, off, blk, KVT_NVME_BLOCK, what);
+}
+
+int kvt__nvme_log_fence_len(struct kvt_nvme *t, uint64_t off, void *buf, size_t len,
+                            const char *what)
+{
 	int rc = -EIO;
 	for (unsigned i = 0; i < KVT_NVME_FENCE_TRIES && rc; i++) {
-		rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, off, blk, KVT_NVME_BLOCK);
+		rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, off, buf, len);
 		kvt__nvme_health(t, rc);
 	}
 	if (rc) {
 		KVT_NVME_ADD(t, xs.unfenced, 1);
-		kvt_log_rl(
-		    KVT_LOG_ERROR,
-		    "nvme: %s at %s+%llu not written (%s): that record may come back after a "
-		    "restart",
-		    what, t->path, (unsigned long long)off, strerror(-rc));
+		kvt_log_rl(KVT_LOG_ERROR,
+		           "nvme: %s at %s+%llu not written (%s): what it hides may come back "
+		           "after a restart",
+		           what, t->path, (unsigned long long)off, strerror(-rc));
 	}
 	return rc;
 }
@@ -431,7 +436,6 @@ void kvt__nvme_bury_due(struct kvt_nvme *t)
 	t->bury = NULL, t->n_bury = 0, t->cap_bury = 0;
 	pthread_mutex_unlock(&t->bury_lock);
 	struct kvt__nvme_seg segs[KVT_NVME_RW_MAX];
-	uint32_t lens[KVT_NVME_RW_MAX];
 	struct kvt__nvme_rec *recs[KVT_NVME_RW_MAX];
 	uint64_t regions[KVT_NVME_RW_MAX];
 	uint8_t *buf =
@@ -445,7 +449,6 @@ void kvt__nvme_bury_due(struct kvt_nvme *t)
 			if (!rec || rec->alive) /* its region was taken back: nothing to hide */
 				continue;
 			uint64_t off = kvt__nvme_rec_off(t, r, rec);
-			lens[m] = rec->rec_len;
 			recs[m] = rec;
 			regions[m] = r;
 			segs[m] = (struct kvt__nvme_seg){off, NULL, KVT_NVME_BLOCK};
@@ -461,7 +464,7 @@ void kvt__nvme_bury_due(struct kvt_nvme *t)
 		kvt__nvme_health(t, rc);
 		for (unsigned k = 0; k < m; k++) { /* one at a time, each with its retries */
 			if (rc) {
-				tombstone_fill(t, t->blk, lens[k]);
+				tombstone_fill(t, t->blk, recs[k]->rec_len);
 				recs[k]->buried = !kvt__nvme_log_fence(
 				    t, segs[k].off, t->blk, "the tombstone of a dropped record");
 			} else {
@@ -660,22 +663,22 @@ int kvt__nvme_log_open(struct kvt_nvme *t)
 		find_head(t);
 		if (!rc && !loaded)
 			rc = verify_head(t);
+		uint64_t used = 0;
+		for (uint64_t r = 0; r < t->n_regions; r++) {
+			struct kvt__nvme_region *R = &t->regions[r];
+			used += R->seq != 0;
+			R->n_placed = R->n_recs;
+			/* sealed before the crash (or by an older build) without one: owed now */
+			R->sum_due = R->seq && R->n_recs && !R->sum_start && r != t->head;
+			t->sums_due += R->sum_due;
+		}
 		if (!rc && !loaded) {
-			uint64_t used = 0, with = KVT_NVME_GET(t, xs.sum_loaded);
-			for (uint64_t r = 0; r < t->n_regions; r++)
-				used += t->regions[r].seq != 0;
+			uint64_t with = KVT_NVME_GET(t, xs.sum_loaded);
 			kvt_log(KVT_LOG_INFO,
 			        "nvme: %s: %llu records found without an index: %llu regions read "
 			        "from their summaries, %llu walked",
 			        t->path, (unsigned long long)KVT_NVME_GET(t, st.chunks),
 			        (unsigned long long)with, (unsigned long long)(used - with));
-		}
-		for (uint64_t r = 0; r < t->n_regions; r++) {
-			struct kvt__nvme_region *R = &t->regions[r];
-			R->n_placed = R->n_recs;
-			/* sealed before the crash (or by an older build) without one: owed now */
-			R->sum_due = R->seq && R->n_recs && !R->sum_start && r != t->head;
-			t->sums_due += R->sum_due;
 		}
 		if (!rc)
 			kvt__nvme_quota_trim_all(t);

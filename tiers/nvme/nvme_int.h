@@ -360,8 +360,9 @@ struct kvt_nvme {
 	unsigned align;
 	uint64_t file_bytes, data_off, region_bytes, n_regions, max_rec;
 	uint64_t instance, sb_gen, next_seq;
-	uint64_t head;     /* region index being written */
-	uint64_t sums_due; /* regions whose sum_due is set (summary.c) */
+	uint64_t head;       /* region index being written */
+	uint64_t sums_due;   /* regions whose sum_due is set (summary.c) */
+	uint64_t sum_cursor; /* where the next look for them starts */
 	struct kvt__nvme_region *regions;
 	uint8_t *blk; /* KVT_NVME_BLOCK * 2 aligned scratch: zero terminator + header blocks */
 	uint8_t *scan_buf;
@@ -455,6 +456,9 @@ void kvt__nvme_log_kill(struct kvt_nvme *t, uint64_t region, struct kvt__nvme_re
  * keeps a removed record, or one whose write was reported failed, from being recovered. On
  * failure it counts xs.unfenced and logs what may come back. @return : 0 or -errno. */
 int kvt__nvme_log_fence(struct kvt_nvme *t, uint64_t off, void *blk, const char *what);
+/* The same for len bytes of the tier's own blocks (a live map: summary.c). */
+int kvt__nvme_log_fence_len(struct kvt_nvme *t, uint64_t off, void *buf, size_t len,
+                            const char *what);
 /* Graves: a record dropped while its region stays on disk (evicted ahead once its copy has
  * landed below, trimmed at a tenant's maximum, dropped ahead as done) would be found again by
  * a restart's walk, where a delete sent since cannot reach it. bury_later (any thread) notes

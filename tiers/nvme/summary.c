@@ -192,7 +192,11 @@ void kvt__nvme_sum_write_due(struct kvt_nvme *t, unsigned max)
 {
 	if (KVT_NVME_GET(t, st.disabled) || !t->sums_due)
 		return;
-	for (uint64_t r = 0; r < t->n_regions && max && t->sums_due; r++) {
+	/* from where the last call stopped: many owed (an open after an older build) cost a
+	 * walk of the regions once, not once per call */
+	for (uint64_t step = 0; step < t->n_regions && max && t->sums_due; step++) {
+		uint64_t r = t->sum_cursor;
+		t->sum_cursor = (r + 1) % t->n_regions;
 		struct kvt__nvme_region *R = &t->regions[r];
 		if (!R->sum_due || r == t->head)
 			continue;
@@ -227,21 +231,9 @@ void kvt__nvme_livemaps_write(struct kvt_nvme *t, const uint64_t *regions, unsig
 		map_fill(t, r, map);
 		uint64_t at = kvt__nvme_region_start(t, r) + t->region_bytes -
 		              (uint64_t)(L + 1) * KVT_NVME_BLOCK;
-		int rc = -EIO;
-		for (unsigned k = 0; k < KVT_NVME_FENCE_TRIES && rc; k++) {
-			rc = kvt__nvme_rw1(t, KVT_NVME_WRITE, at, map, (size_t)L * KVT_NVME_BLOCK);
-			kvt__nvme_health(t, rc);
-		}
-		if (rc) {
-			KVT_NVME_ADD(t, xs.unfenced, 1);
-			kvt_log_rl(
-			    KVT_LOG_ERROR,
-			    "nvme: %s: the live map of region %llu not written (%s): removed "
-			    "records may come back after a crash",
-			    t->path, (unsigned long long)r, strerror(-rc));
-		} else {
+		if (!kvt__nvme_log_fence_len(t, at, map, (size_t)L * KVT_NVME_BLOCK,
+		                             "a summarised region's live map"))
 			KVT_NVME_ADD(t, xs.livemaps, 1);
-		}
 	}
 	free(map);
 }
@@ -249,32 +241,27 @@ void kvt__nvme_livemaps_write(struct kvt_nvme *t, const uint64_t *regions, unsig
 int kvt__nvme_bury_now(struct kvt_nvme *t, uint64_t r, struct kvt__nvme_rec *rec, void *tomb)
 {
 	uint64_t off = kvt__nvme_rec_off(t, r, rec);
-	const char *what = "the tombstone of a dropped record";
 	uint32_t L = map_blocks(t);
 	uint8_t *map = t->regions[r].sum_start
 	                   ? aligned_alloc(KVT_TIER_ALIGN, (size_t)L * KVT_NVME_BLOCK)
 	                   : NULL;
-	if (!map) { /* no summary (or no memory: the live map the slow way) */
-		rec->buried = !kvt__nvme_log_fence(t, off, tomb, what);
-		if (rec->buried)
-			kvt__nvme_livemaps_write(t, &r, 1);
-		return rec->buried ? 0 : -EIO;
+	if (map) { /* the tombstone and the live map without it, side by side: one round trip */
+		rec->buried = true;
+		map_fill(t, r, map);
+		struct kvt__nvme_seg segs[2] = {{off, tomb, KVT_NVME_BLOCK},
+		                                {kvt__nvme_region_start(t, r) + t->region_bytes -
+		                                     (uint64_t)(L + 1) * KVT_NVME_BLOCK,
+		                                 map, (size_t)L * KVT_NVME_BLOCK}};
+		int rc = kvt__nvme_rw(t, KVT_NVME_WRITE, segs, 2);
+		kvt__nvme_health(t, rc);
+		free(map);
+		if (!rc) {
+			KVT_NVME_ADD(t, xs.livemaps, 1);
+			return 0;
+		}
 	}
-	/* the tombstone and the live map without it, side by side: one round trip */
-	rec->buried = true;
-	map_fill(t, r, map);
-	struct kvt__nvme_seg segs[2] = {
-	    {off, tomb, KVT_NVME_BLOCK},
-	    {kvt__nvme_region_start(t, r) + t->region_bytes - (uint64_t)(L + 1) * KVT_NVME_BLOCK,
-	     map, (size_t)L * KVT_NVME_BLOCK}};
-	int rc = kvt__nvme_rw(t, KVT_NVME_WRITE, segs, 2);
-	kvt__nvme_health(t, rc);
-	free(map);
-	if (!rc) {
-		KVT_NVME_ADD(t, xs.livemaps, 1);
-		return 0;
-	}
-	rec->buried = !kvt__nvme_log_fence(t, off, tomb, what); /* each again, with retries */
+	/* no summary, no memory for its map, or the pair failed: each alone, with retries */
+	rec->buried = !kvt__nvme_log_fence(t, off, tomb, "the tombstone of a dropped record");
 	if (rec->buried)
 		kvt__nvme_livemaps_write(t, &r, 1);
 	return rec->buried ? 0 : -EIO;
