@@ -50,6 +50,9 @@ struct kvt_tier_stats {
 	/* nvme: regions the open read from their summaries instead of walking them (an open
 	 * without the index: after a crash); 0 elsewhere */
 	uint64_t opened_from_summaries;
+	/* rocksdb: times RocksDB's repair rebuilt the database from its tables (a damaged or
+	 * missing manifest, or a damaged table the tier could not drop: salvage.c); 0 elsewhere */
+	uint64_t repairs;
 	/* the I/O engine (nvme; 0 elsewhere): I/Os handed to the kernel and completions reaped
 	 * (reaped read first, so never more than queued), the slowest I/O since the open, and
 	 * completions at which queued - reaped was not what the engine had in flight (0) */

@@ -236,6 +236,29 @@ static void test_tiers_hello_pins_nothing(void **state)
 	unspill(&s);
 }
 
+/* Inverts 64 bytes in the middle of the manifest of kvtierd's rocksdb tier (stopped). */
+static void damage_manifest(const struct kvt_test_daemon *d)
+{
+	char path[600], name[128] = {0};
+	snprintf(path, sizeof(path), "%s/rocksdb/CURRENT", d->data);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(name, sizeof(name), f));
+	fclose(f);
+	name[strcspn(name, "\n")] = 0;
+	snprintf(path, sizeof(path), "%s/rocksdb/%s", d->data, name);
+	int fd = open(path, O_RDWR);
+	struct stat st;
+	assert_true(fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 128);
+	uint8_t b[64];
+	assert_int_equal(pread(fd, b, 64, st.st_size / 2 - 32), 64);
+	for (int k = 0; k < 64; k++)
+		b[k] = (uint8_t)~b[k];
+	assert_int_equal(pwrite(fd, b, 64, st.st_size / 2 - 32), 64);
+	close(fd);
+}
+
+/* kill9: 0 SIGTERM, 1 SIGKILL, 2 SIGTERM and then rocksdb's manifest damaged (repaired) */
 static void spill_restart(const char *order, const char *extra, int kill9)
 {
 	char o[64];
@@ -258,15 +281,17 @@ static void spill_restart(const char *order, const char *extra, int kill9)
 	}
 
 	/* restart: everything acknowledged as demoted is a hit afterwards, byte-identical */
-	kvt_test_daemon_stop(d, kill9 ? SIGKILL : SIGTERM);
+	kvt_test_daemon_stop(d, kill9 == 1 ? SIGKILL : SIGTERM);
+	if (kill9 == 2)
+		damage_manifest(d);
 	assert_int_equal(kvt_test_daemon_restart(d, sets), 0);
 	assert_true(kvt_test_stat(d, "recovered") >= N);
 	/* a SIGTERM's clean close saved each tier's index, which the restart read; after kill -9
 	 * nvme reads its full regions' summaries (walking the rest) and rocksdb walks its
 	 * records' metadata (reading no value) */
 	if (strstr(order, "nvme") || !strcmp(order, "auto")) {
-		assert_int_equal(kvt_test_tier_stat(d, "nvme", "opened_from_index"), !kill9);
-		if (kill9)
+		assert_int_equal(kvt_test_tier_stat(d, "nvme", "opened_from_index"), kill9 != 1);
+		if (kill9 == 1)
 			assert_true(kvt_test_tier_stat(d, "nvme", "opened_from_summaries") > 0);
 		else
 			assert_int_equal(kvt_test_tier_stat(d, "nvme", "opened_from_summaries"), 0);
@@ -274,6 +299,7 @@ static void spill_restart(const char *order, const char *extra, int kill9)
 	if (strstr(order, "rocksdb") || !strcmp(order, "auto")) {
 		assert_int_equal(kvt_test_tier_stat(d, "rocksdb", "opened_from_index"), !kill9);
 		assert_int_equal(kvt_test_tier_stat(d, "rocksdb", "open_values_read"), 0);
+		assert_int_equal(kvt_test_tier_stat(d, "rocksdb", "repairs"), kill9 == 2);
 	}
 	int rc = -ENOTCONN;
 	for (int i = 0; i < 200 && rc == -ENOTCONN; i++) {
@@ -299,6 +325,12 @@ static void test_tiers_nvme_kill9(void **state)
 static void test_tiers_rocksdb_spill_and_sigterm(void **state)
 {
 	spill_restart("host,rocksdb", NULL, 0);
+}
+
+/* RELIABILITY B7: a manifest damaged while kvtierd was down costs no chunk */
+static void test_tiers_rocksdb_manifest_damaged(void **state)
+{
+	spill_restart("host,rocksdb", NULL, 2);
 }
 
 static void test_tiers_rocksdb_kill9_with_wal(void **state)
@@ -1641,6 +1673,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_nvme_kill9),
 	    cmocka_unit_test(test_tiers_hello_pins_nothing),
 	    cmocka_unit_test(test_tiers_rocksdb_spill_and_sigterm),
+	    cmocka_unit_test(test_tiers_rocksdb_manifest_damaged),
 	    cmocka_unit_test(test_tiers_rocksdb_kill9_with_wal),
 	    cmocka_unit_test(test_tiers_three_levels),
 	    cmocka_unit_test(test_tiers_auto_order),

@@ -9,6 +9,7 @@
  */
 #include "rdb_fixture.h"
 #include "core/file.h"
+#include "core/log.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -1588,6 +1589,328 @@ static void test_rocksdb_one_bad_table(void **state)
 	free(exp);
 }
 
+/* ---- damage only RocksDB's repair gets past (salvage.c, kvt__rdb_repair) ---- */
+
+enum repair_case {
+	MANIFEST_BYTES,   /* 64 bytes of the manifest inverted */
+	MANIFEST_GONE,    /* the manifest CURRENT names removed */
+	CURRENT_GONE,     /* CURRENT removed: an open would start anew over the tables */
+	MANIFEST_A_TABLE, /* the manifest's bytes and the footer of a table of records */
+	NEWER_LEVEL0,     /* the footer of a level-0 table that is not the oldest */
+	BLOB_FILES,       /* the manifest's bytes, values in blob files: made anew */
+	NESTED_SEQNOS,    /* the manifest's bytes, tables whose sequence ranges nest: rebuilt */
+	NESTED_A_TABLE,   /* the same and the footer of a table of records */
+	SWAP_CUT,         /* a rebuild's swap cut short: the new database not yet in place */
+	TOO_BIG,          /* the manifest's bytes, tables past rocksdb.repair_max_bytes: anew */
+	REPAIR_CASES
+};
+
+static const char *const repair_names[] = {"manifest bytes",
+                                           "manifest gone",
+                                           "CURRENT gone",
+                                           "manifest and a table",
+                                           "a newer level-0 table",
+                                           "manifest bytes, blob files",
+                                           "manifest bytes, nested sequence ranges",
+                                           "nested sequence ranges and a table",
+                                           "a rebuild's swap cut short",
+                                           "manifest bytes, past repair_max_bytes"};
+
+static int repair_lines;  /* "repaired (rebuilt) from its tables" lines logged */
+static int rebuild_lines; /* of them, rebuilt table by table */
+
+static void repair_log(enum kvt_log_level lvl, const char *msg)
+{
+	(void)lvl;
+	repair_lines += strstr(msg, "from its tables") != NULL; /* repaired, or rebuilt */
+	rebuild_lines += strstr(msg, "rebuilt from its tables one by one") != NULL;
+	if (getenv("KVT_TEST_VERBOSE"))
+		fprintf(stderr, "log: %s\n", msg);
+}
+
+/* The path of the manifest CURRENT names, into out. */
+static void manifest_of(const char *db, char *out, size_t len)
+{
+	char cur[600], name[256] = {0};
+	snprintf(cur, sizeof(cur), "%s/CURRENT", db);
+	FILE *f = fopen(cur, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(name, sizeof(name), f));
+	fclose(f);
+	name[strcspn(name, "\n")] = 0;
+	snprintf(out, len, "%s/%s", db, name);
+}
+
+/* The newest of the database's level-0 tables (of two at least), into out. */
+static void newest_level0(const char *db, char *out, size_t len)
+{
+	struct rdb_raw r;
+	rdb_raw_open(&r, db);
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(r.db);
+	uint64_t best = 0;
+	int l0 = 0;
+	for (int i = 0; i < rocksdb_livefiles_count(lf); i++) {
+		if (rocksdb_livefiles_level(lf, i) != 0)
+			continue;
+		l0++;
+		uint64_t no = kvt__rdb_table_named(rocksdb_livefiles_name(lf, i));
+		if (no > best) {
+			best = no;
+			snprintf(out, len, "%s%s", db, rocksdb_livefiles_name(lf, i));
+		}
+	}
+	rocksdb_livefiles_destroy(lf);
+	rdb_raw_close(&r);
+	assert_true(l0 >= 2);
+}
+
+/* Inverts the last 64 bytes of file (a table's footer) or, with mid, 64 from its middle. */
+static void invert64(const char *file, bool mid)
+{
+	struct stat st;
+	assert_int_equal(stat(file, &st), 0);
+	assert_true(st.st_size > 128);
+	off_t at = mid ? st.st_size / 2 - 32 : st.st_size - 64;
+	int fd = open(file, O_RDWR);
+	uint8_t b[64];
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, b, 64, at), 64);
+	for (int k = 0; k < 64; k++)
+		b[k] = (uint8_t)~b[k];
+	assert_int_equal(pwrite(fd, b, 64, at), 64);
+	close(fd);
+}
+
+enum { N = 300, MORE = 60, PAYLOAD = 20000 };
+
+/* A database of N + MORE records in tables of about 12, compacted, and two level-0 tables of
+ * MORE / 2 records on top; closed. The compaction moves everything to the last level, which
+ * zeroes sequence numbers, unless a snapshot older than them keeps them (nested: written out
+ * of key order, the compacted tables' sequence ranges then nest, which RocksDB's repair
+ * refuses in level 0). */
+static void repair_fill(const struct kvt_tier_env *env, struct kvt__rdb_conf *c, uint8_t *buf,
+                        bool nested)
+{
+	struct kvt_tier *t = NULL;
+	c->write_buffer_bytes = 1 << 20;  /* a level-0 table per MiB */
+	c->target_file_bytes = 256 << 10; /* and, compacted, tables of about 12 records */
+	assert_int_equal(kvt__rdb_open_conf(env, c, &t), 0);
+	/* a snapshot older than every record: a compaction to the last level keeps them */
+	const rocksdb_snapshot_t *snap = nested ? rocksdb_create_snapshot(t->db.db) : NULL;
+	for (uint64_t i = 0; i < N; i++) /* nested: out of key order, so every table's range
+	                                  * of sequence numbers spans most of the writes */
+		assert_int_equal(write_waiting(t, buf, nested ? i * 7 % N : i, PAYLOAD), 0);
+	assert_int_equal(kvt__rdb_flush(t, true), 0);
+	assert_int_equal(kvt__rdb_compact(t), 0);
+	if (snap)
+		rocksdb_release_snapshot(t->db.db, snap);
+	for (uint64_t i = N; i < N + MORE; i++) {
+		assert_int_equal(write_waiting(t, buf, i, PAYLOAD), 0);
+		if (i == N + MORE / 2 - 1)
+			assert_int_equal(kvt__rdb_flush(t, true), 0);
+	}
+	kvt_tier_rocksdb.close(t);
+}
+
+/*
+ * RELIABILITY B7, RocksDB's own books: a manifest damaged or gone, CURRENT gone, a level-0
+ * table salvage cannot delete. The tier used to destroy the database for each (or, CURRENT
+ * gone, RocksDB started a new one over the tables and deleted them); RocksDB's repair now
+ * rebuilds it from its tables. Every record of a table that could be read is found again, byte
+ * for byte; a damaged table's records are misses, never wrong bytes; the tier takes writes,
+ * and the next open is an ordinary one. With blob files the database is made anew (RocksDB's
+ * repair would lose them), as before.
+ */
+static void test_rocksdb_repaired(void **state)
+{
+	const char *blob[] = {"rocksdb.blob_min_bytes=16384", NULL};
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	kvt_log_set(repair_log, KVT_LOG_INFO);
+	for (int k = 0; k < REPAIR_CASES; k++) {
+		repair_lines = rebuild_lines = 0;
+		struct kvt_options o;
+		struct rdb_drops d = {0};
+		struct kvt__rdb_conf c;
+		struct kvt_tier *t = NULL;
+		char db[512], f[1200];
+		rdb_opts(&o, dir, 1ull << 30, k == BLOB_FILES ? blob : NULL);
+		snprintf(db, sizeof(db), "%s/db", dir);
+		struct kvt_tier_env env = rdb_env(&o, &d);
+		assert_int_equal(kvt__rdb_conf_from_opts(&c, &o, NULL), 0);
+		bool nested = k == NESTED_SEQNOS || k == NESTED_A_TABLE;
+		repair_fill(&env, &c, buf, nested);
+
+		if (k == MANIFEST_A_TABLE || k == NESTED_A_TABLE) { /* while the manifest reads */
+			records_table(db, 5, f, sizeof(f));
+			invert64(f, false);
+		}
+		if (k == MANIFEST_BYTES || k == MANIFEST_A_TABLE || k == BLOB_FILES ||
+		    k == MANIFEST_GONE || nested || k == TOO_BIG) {
+			manifest_of(db, f, sizeof(f));
+			if (k == MANIFEST_GONE)
+				assert_int_equal(unlink(f), 0);
+			else
+				invert64(f, true);
+		}
+		if (k == CURRENT_GONE) {
+			snprintf(f, sizeof(f), "%s/CURRENT", db);
+			assert_int_equal(unlink(f), 0);
+		}
+		if (k == NEWER_LEVEL0) {
+			newest_level0(db, f, sizeof(f));
+			invert64(f, false);
+		}
+		if (k == SWAP_CUT) { /* the old one set aside, the new one not yet renamed */
+			char fresh[600], old[600];
+			snprintf(fresh, sizeof(fresh), "%s.rebuild", db);
+			snprintf(old, sizeof(old), "%s.old", db);
+			assert_int_equal(rename(db, fresh), 0);
+			assert_int_equal(mkdir(old, 0700), 0);
+			snprintf(f, sizeof(f), "%s.index",
+			         db); /* a rebuilt one is another database */
+			assert_int_equal(unlink(f), 0);
+			snprintf(f, sizeof(f), "%s/000009.sst", old);
+			int fd = open(f, O_CREAT | O_WRONLY, 0600);
+			assert_true(fd >= 0);
+			close(fd);
+		}
+
+		if (k == TOO_BIG)
+			c.repair_max_bytes = 1 << 20; /* the tables hold about 7 MiB */
+		assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+		struct kvt_tier_stats s = rdb_stats(t);
+		int right = 0, missing = 0;
+		for (uint64_t i = 0; i < N + MORE; i++) {
+			ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp); /* never a wrong byte */
+			assert_true(n > 0 || n == -ENOENT);
+			right += n > 0, missing += n == -ENOENT;
+		}
+		print_message("%s: %llu repairs, %d of %d records found, %llu tables lost, %llu "
+		              "values read\n",
+		              repair_names[k], (unsigned long long)s.repairs, right, N + MORE,
+		              (unsigned long long)t->db.tables_dropped,
+		              (unsigned long long)s.open_values_read);
+		assert_int_equal(s.chunks, right);
+		assert_int_equal(s.opened_from_index, 0);       /* the saved index is not trusted */
+		assert_int_equal(repair_lines, (int)s.repairs); /* and the log says so */
+		assert_int_equal(rebuild_lines, nested);
+		if (k == SWAP_CUT) { /* finished: an ordinary open of the new database */
+			assert_int_equal(s.repairs, 0);
+			assert_int_equal(right, N + MORE);
+			snprintf(f, sizeof(f), "%s.old", db);
+			assert_int_not_equal(access(f, F_OK), 0);
+			snprintf(f, sizeof(f), "%s.rebuild", db);
+			assert_int_not_equal(access(f, F_OK), 0);
+		} else if (k == BLOB_FILES || k == TOO_BIG) {
+			assert_int_equal(s.repairs, 0);
+			assert_int_equal(right, 0);
+		} else {
+			assert_int_equal(s.repairs, 1);
+			if (k == MANIFEST_A_TABLE || k == NEWER_LEVEL0 || k == NESTED_A_TABLE) {
+				assert_true(missing > 0 && right >= N + MORE - (N + MORE) / 4);
+				assert_true(t->db.tables_dropped >= 1);
+			} else {
+				assert_int_equal(right, N + MORE);
+			}
+			/* a table's loss may have taken metadata: every value is read then */
+			bool lost =
+			    k == MANIFEST_A_TABLE || k == NEWER_LEVEL0 || k == NESTED_A_TABLE;
+			assert_int_equal(s.open_values_read, lost ? (uint64_t)right : 0);
+		}
+		for (uint64_t i = N + MORE; i < N + MORE + 20; i++) /* writes go on */
+			assert_int_equal(write_waiting(t, buf, i, PAYLOAD), 0);
+		assert_int_equal(kvt__rdb_flush(t, true), 0);
+		kvt_tier_rocksdb.close(t);
+
+		/* the next open is an ordinary one, from the index the close saved */
+		assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+		s = rdb_stats(t);
+		assert_int_equal(s.repairs, 0);
+		assert_int_equal(s.opened_from_index, 1);
+		assert_int_equal(s.chunks, (uint64_t)right + 20);
+		for (uint64_t i = 0; i < N + MORE + 20; i++) {
+			ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp);
+			assert_true(n > 0 || (i < N + MORE && n == -ENOENT));
+		}
+		char lost[600];
+		snprintf(lost, sizeof(lost), "%s/lost", db);
+		assert_int_not_equal(access(lost, F_OK), 0); /* what the repair set aside is gone */
+		kvt_tier_rocksdb.close(t);
+		kvt_test_rmtree(dir);
+		kvt_test_tmpdir(dir, sizeof(dir));
+	}
+	kvt_log_set(NULL, KVT_LOG_INFO);
+	free(buf);
+	free(exp);
+}
+
+/*
+ * The same, met while the tier runs: a bit of a record flipped in the newest level-0 table. The
+ * open does not read it; a compaction does and leaves a background error, and the write that
+ * meets the error cannot drop the table (salvage.c: level 0, not the oldest). The database is
+ * repaired instead of destroyed: that table's records are lost and reported dropped, every
+ * other record is kept, and writes go on.
+ */
+static void test_rocksdb_repaired_running(void **state)
+{
+	struct kvt_options o;
+	struct rdb_drops d = {.seen = calloc(N + MORE, 1), .max_id = N + MORE};
+	struct kvt__rdb_conf c;
+	struct kvt_tier *t = NULL;
+	char db[512], f[1200];
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	rdb_opts(&o, dir, 1ull << 30, NULL);
+	snprintf(db, sizeof(db), "%s/db", dir);
+	struct kvt_tier_env env = rdb_env(&o, &d);
+	assert_int_equal(kvt__rdb_conf_from_opts(&c, &o, NULL), 0);
+	repair_fill(&env, &c, buf, false);
+	newest_level0(db, f, sizeof(f));
+	struct stat st;
+	assert_int_equal(stat(f, &st), 0);
+	flip(f, st.st_size / 3);
+
+	kvt_log_set(repair_log, KVT_LOG_INFO);
+	repair_lines = 0;
+	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+	assert_int_equal(rdb_stats(t).repairs, 0);
+	assert_int_equal(rdb_stats(t).chunks, N + MORE);
+	assert_int_equal(kvt__rdb_compact(t), 0);
+	int rc, tries = 0;
+	while ((rc = write_waiting(t, buf, N + MORE, PAYLOAD)) && tries < 3)
+		tries++;
+	assert_int_equal(rc, 0);
+	struct kvt_tier_stats s = rdb_stats(t);
+	int right = 0, missing = 0;
+	for (uint64_t i = 0; i < N + MORE; i++) {
+		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp); /* never a wrong byte */
+		assert_true(n > 0 || n == -ENOENT || n == -EBADMSG);
+		right += n > 0, missing += n <= 0;
+		if (n == -ENOENT)
+			assert_true(d.seen[i]); /* the daemon is told */
+	}
+	print_message("a damaged block in a newer level-0 table, met by a compaction: %d failed "
+	              "writes, %llu repairs, %d of %d records kept, %llu reported dropped\n",
+	              tries, (unsigned long long)s.repairs, right, N + MORE,
+	              (unsigned long long)d.n);
+	assert_int_equal(s.repairs, 1);
+	assert_int_equal(repair_lines, 1);
+	assert_true(missing > 0 && right >= N + MORE - (N + MORE) / 4);
+	for (uint64_t i = N + MORE + 1; i < N + MORE + 20; i++) /* writes and compactions go on */
+		assert_int_equal(write_waiting(t, buf, i, PAYLOAD), 0);
+	assert_int_equal(kvt__rdb_flush(t, true), 0);
+	assert_int_equal(kvt__rdb_compact(t), 0);
+	for (uint64_t i = N + MORE; i < N + MORE + 20; i++)
+		assert_true(rdb_check(t, i, PAYLOAD, buf, exp) > 0);
+	assert_int_equal(rdb_stats(t).repairs, 1);
+	kvt_tier_rocksdb.close(t);
+	kvt_log_set(NULL, KVT_LOG_INFO);
+	free(d.seen);
+	free(buf);
+	free(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1609,6 +1932,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_graves_given_up, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_closed_db_keeps_records, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_one_bad_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_repaired, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_repaired_running, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
  */
 #include "rocksdb_int.h"
 #include "core/chunk.h"
+#include "core/log.h"
 #include "core/util.h"
 
 #include <dirent.h>
@@ -335,6 +336,28 @@ static int drop_meta(const struct kvt__rdb_conf *conf)
 	return rc;
 }
 
+/* Fills a tier at c->dir/tier (conf) with n records of payload bytes from rec (its payload
+ * written here, *sum its checksum) and closes it, saving its index. @return : 0 or -errno. */
+static int fill_closed(const struct cfg *c, struct kvt__rdb_conf *conf, uint8_t *rec,
+                       size_t payload, uint64_t n, uint64_t *sum)
+{
+	struct kvt_tier_env env = {.opts = &c->opts};
+	struct kvt_tier *t;
+	struct result r = {0};
+	for (size_t i = 0; i < payload; i++)
+		rec[KVT_CHUNK_HDR_BYTES + i] = (uint8_t)(i * 131 + 7);
+	*sum = kvt_chunk_sum(rec + KVT_CHUNK_HDR_BYTES, payload);
+	snprintf(conf->path, sizeof(conf->path), "%s/tier", c->dir);
+	mkdir(c->dir, 0700);
+	int rc = kvt__rdb_open_conf(&env, conf, &t);
+	struct side sd = {.tier = t};
+	for (uint64_t i = 0; !rc && i < n; i++)
+		rc = tier_put(&sd, i, rec, payload, *sum, &r);
+	if (!rc)
+		kvt_tier_rocksdb.close(t);
+	return rc;
+}
+
 /* Fills a tier with total_bytes of payload-byte records, closes it (saving its index), and times
  * its open, with the iterate() kvtierd makes after it, from that index, then (the index removed,
  * as after a crash) walking the records' metadata; then raw iterators over the metadata and
@@ -348,20 +371,10 @@ static int recover_size(const struct cfg *c, size_t payload)
 	size_t len = KVT_CHUNK_HDR_BYTES + payload;
 	uint64_t n = KVT_MAX(c->total_bytes / payload, 1);
 	uint8_t *rec = aligned_alloc(KVT_TIER_ALIGN, KVT_ALIGN_UP(len, KVT_TIER_ALIGN));
-	struct result r = {0};
+	uint64_t sum;
 	if (!rec)
 		return -ENOMEM;
-	for (size_t i = 0; i < payload; i++)
-		rec[KVT_CHUNK_HDR_BYTES + i] = (uint8_t)(i * 131 + 7);
-	uint64_t sum = kvt_chunk_sum(rec + KVT_CHUNK_HDR_BYTES, payload);
-	snprintf(conf.path, sizeof(conf.path), "%s/tier", c->dir);
-	mkdir(c->dir, 0700);
-	int rc = kvt__rdb_open_conf(&env, &conf, &t);
-	struct side sd = {.tier = t};
-	for (uint64_t i = 0; !rc && i < n; i++)
-		rc = tier_put(&sd, i, rec, payload, sum, &r);
-	if (!rc)
-		kvt_tier_rocksdb.close(t);
+	int rc = fill_closed(c, &conf, rec, payload, n, &sum);
 	free(rec);
 	if (rc)
 		return rc;
@@ -412,6 +425,136 @@ static int recover_size(const struct cfg *c, size_t payload)
 	return 0;
 }
 
+/* ---- --repair: what a damaged manifest costs ---- */
+
+/* Inverts 64 bytes in the middle of the manifest that path/CURRENT names. */
+static int damage_manifest(const char *path)
+{
+	char f[PATH_MAX + 300], name[256] = {0};
+	snprintf(f, sizeof(f), "%s/CURRENT", path);
+	FILE *cur = fopen(f, "r");
+	if (!cur)
+		return -errno;
+	bool ok = fgets(name, sizeof(name), cur) != NULL;
+	fclose(cur);
+	name[strcspn(name, "\n")] = 0;
+	snprintf(f, sizeof(f), "%s/%s", path, name);
+	int fd = ok ? open(f, O_RDWR | O_CLOEXEC) : -1;
+	struct stat st;
+	uint8_t b[64];
+	if (fd < 0 || fstat(fd, &st) || st.st_size < 128 ||
+	    pread(fd, b, 64, st.st_size / 2 - 32) != 64) {
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	for (int k = 0; k < 64; k++)
+		b[k] = (uint8_t)~b[k];
+	ok = pwrite(fd, b, 64, st.st_size / 2 - 32) == 64 && !fdatasync(fd);
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
+/* Mean microseconds of a read of each of 1,000 records spread over 0..n-1 through the tier
+ * (-1: one was not found whole). */
+static double read_us(struct kvt_tier *t, uint64_t n, size_t len, uint8_t *out)
+{
+	enum { SAMPLES = 1000 };
+	uint64_t t0 = kvt_now_ns();
+	for (uint64_t s = 0; s < SAMPLES; s++) {
+		struct kvt_tier_id id = bench_id(s * 2654435761u % n);
+		if (kvt_tier_rocksdb.read(t, &id, 0, out, KVT_ALIGN_UP(len, KVT_TIER_ALIGN)) !=
+		    (ssize_t)len)
+			return -1;
+	}
+	return (double)(kvt_now_ns() - t0) / 1e3 / SAMPLES;
+}
+
+/* Seconds until a write of record i lands (refused meanwhile: a write stall). */
+static double first_write_s(struct kvt_tier *t, uint8_t *rec, size_t payload, uint64_t sum,
+                            uint64_t i)
+{
+	struct side sd = {.tier = t};
+	struct result r = {0};
+	uint64_t t0 = kvt_now_ns();
+	return tier_put(&sd, i, rec, payload, sum, &r) ? -1 : secs(kvt_now_ns() - t0);
+}
+
+/* Fills a tier with total_bytes of payload-byte records and closes it; times its open (with
+ * kvtierd's iterate() after it) from the saved index, a read of 1,000 records and the first
+ * write; then a raw iterator over every value (what a repair must read at least); then the
+ * manifest damaged, the same open, which repairs the database from its tables, the same reads
+ * and write, and the reads again once that write got through. */
+static int repair_size(const struct cfg *c, size_t payload)
+{
+	struct kvt__rdb_conf conf = c->conf;
+	struct kvt_tier_env env = {.opts = &c->opts};
+	struct kvt_tier *t;
+	size_t len = KVT_CHUNK_HDR_BYTES + payload;
+	uint64_t n = KVT_MAX(c->total_bytes / payload, 1);
+	uint8_t *rec = aligned_alloc(KVT_TIER_ALIGN, KVT_ALIGN_UP(len, KVT_TIER_ALIGN));
+	uint8_t *out = aligned_alloc(KVT_TIER_ALIGN, KVT_ALIGN_UP(len, KVT_TIER_ALIGN));
+	uint64_t sum;
+	int rc = rec && out ? fill_closed(c, &conf, rec, payload, n, &sum) : -ENOMEM;
+	double open_s[2], rd[3], wr[2], raw_s = 0;
+	uint64_t found[2], visited, raw_n = 0;
+	struct kvt_tier_stats st;
+	for (int k = 0; !rc && k < 2; k++) { /* from the index; then repaired */
+		if (k) {
+			uncache_dir(conf.path);
+			if ((rc = raw_scan(&conf, false, &raw_n, &raw_s)) ||
+			    (rc = damage_manifest(conf.path)))
+				break;
+		}
+		uncache_dir(conf.path);
+		uint64_t t0 = kvt_now_ns();
+		if ((rc = kvt__rdb_open_conf(&env, &conf, &t)))
+			break;
+		visited = 0;
+		rc = kvt_tier_rocksdb.iterate(t, count_visit, &visited);
+		open_s[k] = secs(kvt_now_ns() - t0);
+		kvt_tier_rocksdb.stats(t, &st);
+		found[k] = st.chunks == visited ? st.chunks : 0;
+		if (!rc && st.repairs != (uint64_t)k && (k == 0 || found[k]))
+			rc = -EIO;      /* a repair that failed made it anew: found 0 */
+		uncache_dir(conf.path); /* the repair read every table: each read set starts cold */
+		rd[k] = read_us(t, n, len, out);
+		wr[k] = first_write_s(t, rec, payload, sum, n + (uint64_t)k);
+		if (k) {
+			uncache_dir(conf.path);
+			rd[2] = read_us(t, n, len, out);
+		}
+		kvt_tier_rocksdb.close(t);
+	}
+	free(rec);
+	free(out);
+	if (rc)
+		return rc < 0 ? rc : -EIO;
+	char bs[32];
+	double tb = 1e12 / ((double)n * (double)len);
+	printf("| %s | %llu | %llu / %llu | %.3f | %.3f | %.3f | %.2f | %.0f / %.0f / %.0f | "
+	       "%.3f / %.3f | %.0f |\n",
+	       kvt_fmt_bytes(payload, bs, sizeof(bs)), (unsigned long long)n,
+	       (unsigned long long)found[0], (unsigned long long)found[1], open_s[0], open_s[1],
+	       raw_s, open_s[1] / raw_s, rd[0], rd[1], rd[2], wr[0], wr[1], open_s[1] * tb);
+	fflush(stdout);
+	rmtree(c->dir);
+	if (raw_n != n + 1 || found[0] != n || (found[1] != n + 1 && found[1]))
+		fprintf(stderr, "bench: records: raw %llu, from the index %llu, repaired %llu\n",
+		        (unsigned long long)raw_n, (unsigned long long)found[0],
+		        (unsigned long long)found[1]);
+	return raw_n == n + 1 && found[0] == n && (found[1] == n + 1 || found[1] == 0) &&
+	               rd[0] > 0 && wr[1] >= 0
+	           ? 0
+	           : -ENOENT;
+}
+
+static void log_stderr(enum kvt_log_level lvl, const char *msg)
+{
+	(void)lvl;
+	fprintf(stderr, "%s\n", msg);
+}
+
 static void usage(void)
 {
 	puts("kvtier-bench-rocksdb: the rocksdb tier against raw RocksDB, same options, same run\n"
@@ -426,7 +569,10 @@ static void usage(void)
 	     "                      walking the records' metadata (after a crash) and reading "
 	     "every\n"
 	     "                      value (a database from before the metadata), against raw\n"
-	     "                      iterators over the metadata and over the values");
+	     "                      iterators over the metadata and over the values\n"
+	     "  --repair            the same tier's open from its index, then with its manifest\n"
+	     "                      damaged (RocksDB's repair), against a raw iterator over\n"
+	     "                      every value; reads and the first write after each");
 }
 
 int main(int argc, char **argv)
@@ -434,16 +580,18 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 	    {"dir", 1, 0, 'd'},   {"mib", 1, 0, 'm'},     {"reps", 1, 0, 'r'},
 	    {"sizes", 1, 0, 's'}, {"set", 1, 0, 'o'},     {"universal", 0, 0, 'u'},
-	    {"help", 0, 0, 'h'},  {"recover", 0, 0, 'R'}, {0, 0, 0, 0},
+	    {"help", 0, 0, 'h'},  {"recover", 0, 0, 'R'}, {"repair", 0, 0, 'P'},
+	    {0, 0, 0, 0},
 	};
 	struct cfg c = {.total_bytes = 256ull << 20, .reps = 3};
 	char dir[PATH_MAX], sizes[256] = "256KiB,2MiB";
-	bool universal = false, recover = false;
+	bool universal = false, recover = false, repair = false;
 	int opt;
 	snprintf(dir, sizeof(dir), "/tmp/kvtier-bench-rocksdb.%d", (int)getpid());
 	c.dir = dir;
 	kvt_opts_defaults(&c.opts);
 	kvt_opts_set(&c.opts, "rocksdb.bytes", "1TiB");
+	kvt_log_set(log_stderr, KVT_LOG_WARN); /* why a phase failed */
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
@@ -469,6 +617,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			recover = true;
+			break;
+		case 'P':
+			repair = true;
 			break;
 		default:
 			usage();
@@ -496,6 +647,13 @@ int main(int argc, char **argv)
 		    "the same reading values s | raw value iterator s | values/raw | s per TB: "
 		    "index, metadata, values |\n"
 		    "|---|---|---|---|---|---|---|---|---|---|---|\n");
+	else if (repair)
+		printf("| payload | records | found: index / repaired | open + iterate from index "
+		       "s | the same repairing s | raw value iterator s | repair/raw | read us: "
+		       "index / repaired / after the first write | first write s: index / repaired "
+		       "| s "
+		       "per TB repairing |\n"
+		       "|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (char *save = NULL, *s = strtok_r(sizes, ",", &save); s;
 	     s = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
@@ -503,7 +661,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench: bad size %s\n", s);
 			return 2;
 		}
-		int rc = recover ? recover_size(&c, (size_t)v) : bench_size(&c, (size_t)v);
+		int rc = recover  ? recover_size(&c, (size_t)v)
+		         : repair ? repair_size(&c, (size_t)v)
+		                  : bench_size(&c, (size_t)v);
 		if (rc) {
 			fprintf(stderr, "bench: %s\n", strerror(rc < 0 ? -rc : EIO));
 			return 1;

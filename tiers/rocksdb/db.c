@@ -106,6 +106,7 @@ int kvt__rdb_conf_from_opts(struct kvt__rdb_conf *c, const struct kvt_options *o
 		return -ENAMETOOLONG;
 	c->wal = kvt_opt_u64(o, KVT_OPT_ROCKSDB_WAL) != 0;
 	c->blob_min_bytes = kvt_opt_u64(o, KVT_OPT_ROCKSDB_BLOB_MIN_BYTES);
+	c->repair_max_bytes = kvt_opt_u64(o, KVT_OPT_ROCKSDB_REPAIR_MAX_BYTES);
 	c->block_cache_bytes = kvt_opt_u64(o, KVT_OPT_ROCKSDB_BLOCK_CACHE_BYTES);
 	c->write_buffer_bytes = WRITE_BUFFER_BYTES;
 	c->compaction = KVT__RDB_LEVEL;
@@ -182,7 +183,13 @@ static int open_db(struct kvt__rdb_db *d)
 	char *err = NULL;
 	d->meta_whole = false;
 	d->db = rocksdb_open(d->opts, d->path, &err);
+	/* a manifest that CURRENT names and that is not there is damage, not a failing disk */
+	bool gone = err && strstr(err, "MANIFEST") && strstr(err, "No such file");
+	if (err) /* once per open, not rate-limited as kvt__rdb_err's line is */
+		kvt_log(KVT_LOG_WARN, "rocksdb: %s: open: %s", d->path, err);
 	int rc = kvt__rdb_err(err);
+	if (rc == -EIO && gone)
+		rc = -EBADMSG;
 	if (rc)
 		return rc;
 	rocksdb_pinnableslice_t *ps =
@@ -236,6 +243,8 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	snprintf(d->path, sizeof(d->path), "%s", c->path);
 	d->fault_ppm = c->fault_ppm;
 	d->fault_rng = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull | 1;
+	d->repair_max_bytes = c->repair_max_bytes;
+	kvt__rdb_rebuild_finish(d->path);
 	if (mkdir(d->path, 0750) && errno != EEXIST)
 		return -errno;
 	d->opts = rocksdb_options_create();
@@ -256,10 +265,19 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	snprintf(current, sizeof(current), "%s/CURRENT", d->path);
 	d->created = access(current, F_OK) && errno == ENOENT;
 	build_options(d, c);
-	int rc = open_db(d);
-	if (rc == -EBADMSG) /* a table RocksDB cannot open: dropped (salvage.c) */
-		rc = kvt__rdb_salvage_open(d);
-	/* a damaged manifest, or tables that cannot be dropped: it is a cache, made anew */
+	d->blob_files = c->blob_min_bytes != 0;
+	int rc;
+	if (d->created && kvt__rdb_orphan_tables(d->path)) { /* an open would delete them */
+		d->created = false;
+		rc = kvt__rdb_repair(d, "its tables are there and its CURRENT file is not");
+	} else {
+		rc = open_db(d);
+		if (rc == -EBADMSG) /* a table RocksDB cannot open: dropped (salvage.c) */
+			rc = kvt__rdb_salvage_open(d);
+		if (rc == -EBADMSG) /* a damaged manifest, or tables that cannot be dropped */
+			rc = kvt__rdb_repair(d, "the database cannot be opened");
+	}
+	/* not repairable: it is a cache, made anew */
 	if (rc == -EBADMSG) {
 		kvt_log(KVT_LOG_ERROR, "rocksdb: %s is corrupt: destroying it and starting empty",
 		        d->path);

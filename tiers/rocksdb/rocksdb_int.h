@@ -68,6 +68,7 @@ struct kvt__rdb_conf {
 	bool wal;
 	int compression; /* rocksdb_no_compression, rocksdb_lz4_compression, ... */
 	uint64_t blob_min_bytes;
+	uint64_t repair_max_bytes; /* rocksdb.repair_max_bytes (salvage.c) */
 	uint64_t block_cache_bytes;
 	uint64_t write_buffer_bytes;
 	int compaction;             /* KVT__RDB_LEVEL or KVT__RDB_UNIVERSAL */
@@ -80,8 +81,11 @@ struct kvt__rdb_db {
 	rocksdb_t *db;   /* NULL while closed (a failed reopen) */
 	bool meta_whole; /* the meta range holds every record's metadata (its marker was found) */
 	bool created;    /* this open made the database (no CURRENT file before it) */
-	uint64_t bad_table;      /* the table the last Corruption error named (0: none) */
-	uint64_t tables_dropped; /* damaged tables deleted (salvage.c) */
+	uint64_t bad_table;        /* the table the last Corruption error named (0: none) */
+	uint64_t tables_dropped;   /* damaged tables deleted (salvage.c) */
+	uint64_t repairs;          /* RocksDB repairs run (kvt__rdb_repair) */
+	bool blob_files;           /* values may live in blob files (no repair: salvage.c) */
+	uint64_t repair_max_bytes; /* conf.repair_max_bytes */
 	rocksdb_options_t *opts;
 	rocksdb_block_based_table_options_t *bbto;
 	rocksdb_cache_t *cache;     /* NULL when block_cache_bytes is 0 */
@@ -138,6 +142,16 @@ uint64_t kvt__rdb_table_named(const char *msg);
 int kvt__rdb_salvage_open(struct kvt__rdb_db *d);
 /* Drops table file_no (named by an error) and reopens. @return : as kvt__rdb_salvage_open. */
 int kvt__rdb_drop_table(struct kvt__rdb_db *d, uint64_t file_no);
+/* Damage past dropping tables (why: for the log): RocksDB's repair rebuilds the manifest from
+ * the tables it can read, the rest deleted; then the database opens again. The metadata counts
+ * as incomplete when a table went. @return : 0, -EBADMSG (not repairable: make it anew) or
+ * -errno. */
+int kvt__rdb_repair(struct kvt__rdb_db *d, const char *why);
+/* Whether path holds table files but no CURRENT (lost: an open would start a new database
+ * over them and delete them). */
+bool kvt__rdb_orphan_tables(const char *path);
+/* Before an open of path: finishes a rebuild's swap that a crash cut short (salvage.c). */
+void kvt__rdb_rebuild_finish(const char *path);
 /* Applies batch b (not cleared). @return : 0 or -errno; -EAGAIN: refused, nothing applied;
  * any other error: the batch may have been applied. */
 int kvt__rdb_write(struct kvt__rdb_db *d, rocksdb_writebatch_t *b);

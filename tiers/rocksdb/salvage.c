@@ -16,14 +16,35 @@
  * manifest, so kvt__rdb_salvage_open opens without paranoid checks (tables that fail to load do
  * not stop it) and seeks into each table's key range, with checksums verified: a table that
  * cannot be opened fails the seek.
+ *
+ * Repair (kvt__rdb_repair): damage no table can be dropped for -- a damaged or missing manifest
+ * or CURRENT, a level-0 table that is not the oldest (DeleteFile takes only the oldest, and
+ * DeleteFilesInRange skips level 0), damage that goes on past SALVAGE_TRIES -- used to destroy
+ * the database. RocksDB's RepairDB rebuilds a manifest from the tables it can read instead;
+ * those it cannot are moved to lost/, which the tier empties (a cache keeps no evidence: the
+ * log says what went). The cost: every table comes back in level 0, so point reads check every
+ * table's bloom filter and writes stall (refused: no_slowdown) until compactions have moved
+ * them down. RepairDB in RocksDB 7.8 refuses a tree whose tables came from several levels
+ * (their sequence ranges nest in level 0: Debian's build runs that check always), which is most
+ * databases the tier has run for a while; then each table is read alone and its entries
+ * written into a new database that takes the old one's place (rebuild_by_tables): every table
+ * read twice and written once, about 5x RepairDB's time (docs/rocksdb.md). Both block the open
+ * (or the tier's worker), so a database whose tables hold more than rocksdb.repair_max_bytes
+ * is made anew instead. Not with blob files (rocksdb.blob_min_bytes): RepairDB in RocksDB 7.8
+ * leaves them out of the manifest it writes, and the next open deletes them (rocksdb#13090);
+ * those databases are made anew, as before.
  */
 #include "rocksdb_int.h"
 #include "core/log.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define SALVAGE_MAX 16u /* tables dropped at one open, at most; past it: rebuild */
 
@@ -76,18 +97,39 @@ static bool table_live(struct kvt__rdb_db *d, uint64_t no)
 	return live;
 }
 
-/* Deletes one table: DeleteFile takes a table of the last level or the oldest of level 0,
- * DeleteFilesInRange (over its keys) one of levels 1 and up. @return : whether it is gone. */
-static bool delete_table(struct kvt__rdb_db *d, uint64_t no, const char *name, const char *lo,
-                         size_t lo_len, const char *hi, size_t hi_len)
+/* How many tables the database has. */
+static int live_tables(struct kvt__rdb_db *d)
+{
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(d->db);
+	int n = lf ? rocksdb_livefiles_count(lf) : 0;
+	if (lf)
+		rocksdb_livefiles_destroy(lf);
+	return n;
+}
+
+/* Deletes table i of lf: DeleteFile takes a table of the last level or the oldest of level 0,
+ * DeleteFilesInRange (over its keys) one of levels 1 and up, and with it any other table of
+ * those levels whose keys all lie in that range (counted in *others). A level-0 table that is
+ * not the oldest is left to a repair: a range over its keys spans nearly every table (each
+ * flush reaches the meta range). @return : whether it is gone. */
+static bool delete_table(struct kvt__rdb_db *d, const rocksdb_livefiles_t *lf, int i, uint64_t no,
+                         int *others)
 {
 	char *err = NULL;
-	rocksdb_delete_file(d->db, name); /* no error to read: whether it went is checked */
+	rocksdb_delete_file(d->db, rocksdb_livefiles_name(lf, i)); /* whether it went is checked */
 	if (!table_live(d, no))
 		return true;
+	if (rocksdb_livefiles_level(lf, i) < 1)
+		return false;
+	size_t lo_len, hi_len;
+	const char *lo = rocksdb_livefiles_smallestkey(lf, i, &lo_len);
+	const char *hi = rocksdb_livefiles_largestkey(lf, i, &hi_len);
+	int before = live_tables(d);
 	rocksdb_delete_file_in_range(d->db, lo, lo_len, hi, hi_len, &err);
 	free(err);
-	return !table_live(d, no);
+	bool gone = !table_live(d, no);
+	*others += gone ? before - live_tables(d) - 1 : 0;
+	return gone;
 }
 
 /* Whether key k sorts at or after the start of the meta range. */
@@ -116,24 +158,38 @@ static int delete_tables(struct kvt__rdb_db *d, uint64_t file_no, bool probe, bo
 			want = table_unreadable(d, lo, lo_len, hi, hi_len);
 		if (!want)
 			continue;
-		if ((unsigned)dropped == SALVAGE_MAX ||
-		    !delete_table(d, no, name, lo, lo_len, hi, hi_len)) {
+		int others = 0;
+		if ((unsigned)dropped == SALVAGE_MAX || !delete_table(d, lf, i, no, &others)) {
 			kvt_log(KVT_LOG_ERROR,
 			        "rocksdb: %s: table %s is damaged and cannot be dropped", d->path,
 			        name);
 			rc = -EBADMSG;
 			break;
 		}
-		dropped++;
-		*meta |= in_meta_range(d, hi, hi_len);
-		kvt_log(
-		    KVT_LOG_ERROR,
-		    "rocksdb: %s: table %s (level %d) is damaged: dropped, with its %llu entries",
-		    d->path, name, rocksdb_livefiles_level(lf, i),
-		    (unsigned long long)rocksdb_livefiles_entries(lf, i));
+		dropped += 1 + others;
+		*meta |= in_meta_range(d, hi, hi_len) || others; /* theirs may reach it */
+		kvt_log(KVT_LOG_ERROR,
+		        "rocksdb: %s: table %s (level %d) is damaged: dropped, with its %llu "
+		        "entries (and %d other tables inside its keys)",
+		        d->path, name, rocksdb_livefiles_level(lf, i),
+		        (unsigned long long)rocksdb_livefiles_entries(lf, i), others);
 	}
 	rocksdb_livefiles_destroy(lf);
 	return rc ? rc : dropped;
+}
+
+/* The records whose metadata went with a table are found by a walk of the values: the marker
+ * goes, and the next open reads every record (and puts their metadata back). */
+static int meta_incomplete(struct kvt__rdb_db *d)
+{
+	rocksdb_writebatch_t *b = rocksdb_writebatch_create();
+	if (!b)
+		return -ENOMEM;
+	kvt__rdb_marker_del(b);
+	int rc = kvt__rdb_write(d, b);
+	rocksdb_writebatch_destroy(b);
+	d->meta_whole = false;
+	return rc;
 }
 
 /* Opens without paranoid checks, deletes the table asked for (or those found), and opens again
@@ -149,15 +205,8 @@ static int salvage(struct kvt__rdb_db *d, uint64_t file_no, bool probe)
 		return dropped ? dropped : -EBADMSG;
 	d->tables_dropped += (uint64_t)dropped;
 	rc = kvt__rdb_db_reopen(d);
-	if (!rc && meta) { /* the records whose metadata went: found by a walk of the values */
-		rocksdb_writebatch_t *b = rocksdb_writebatch_create();
-		if (!b)
-			return -ENOMEM;
-		kvt__rdb_marker_del(b);
-		rc = kvt__rdb_write(d, b);
-		rocksdb_writebatch_destroy(b);
-		d->meta_whole = false;
-	}
+	if (!rc && meta)
+		rc = meta_incomplete(d);
 	return rc;
 }
 
@@ -169,4 +218,294 @@ int kvt__rdb_salvage_open(struct kvt__rdb_db *d)
 int kvt__rdb_drop_table(struct kvt__rdb_db *d, uint64_t file_no)
 {
 	return file_no ? salvage(d, file_no, false) : -EBADMSG;
+}
+
+/* Whether name ends in suffix. */
+static bool ends_with(const char *name, const char *suffix)
+{
+	size_t l = strlen(name), k = strlen(suffix);
+	return l > k && !strcmp(name + l - k, suffix);
+}
+
+/* Empties and removes path/lost, where RepairDB moves what it could not use (damaged tables,
+ * the old manifests, replayed logs). @return : how many tables it held. */
+static int lost_clear(const char *path)
+{
+	char lost[PATH_MAX], f[PATH_MAX + 256];
+	if (snprintf(lost, sizeof(lost), "%s/lost", path) >= (int)sizeof(lost))
+		return 0;
+	DIR *dp = opendir(lost);
+	if (!dp)
+		return 0;
+	int tables = 0;
+	for (struct dirent *e; (e = readdir(dp));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		tables += ends_with(e->d_name, ".sst");
+		snprintf(f, sizeof(f), "%s/%s", lost, e->d_name);
+		unlink(f);
+	}
+	closedir(dp);
+	rmdir(lost);
+	return tables;
+}
+
+bool kvt__rdb_orphan_tables(const char *path)
+{
+	char f[PATH_MAX + 16];
+	snprintf(f, sizeof(f), "%s/CURRENT", path);
+	if (!access(f, F_OK))
+		return false;
+	DIR *dp = opendir(path);
+	bool tables = false;
+	for (struct dirent *e; dp && !tables && (e = readdir(dp));)
+		tables = ends_with(e->d_name, ".sst");
+	if (dp)
+		closedir(dp);
+	return tables;
+}
+
+/* Removes dir and everything under it (a database's directory: files, and lost/). */
+static void remove_dir(const char *dir)
+{
+	char f[PATH_MAX + 256];
+	DIR *dp = opendir(dir);
+	for (struct dirent *e; dp && (e = readdir(dp));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", dir, e->d_name);
+		if (unlink(f) && errno == EISDIR)
+			remove_dir(f);
+	}
+	if (dp)
+		closedir(dp);
+	rmdir(dir);
+}
+
+/* Where a rebuild writes the new database, and where the old one waits for its removal. */
+static void rebuild_paths(const char *path, char *fresh, char *old, size_t len)
+{
+	snprintf(fresh, len, "%s.rebuild", path);
+	snprintf(old, len, "%s.old", path);
+}
+
+void kvt__rdb_rebuild_finish(const char *path)
+{
+	char fresh[PATH_MAX + 16], old[PATH_MAX + 16], tmp[PATH_MAX + 16];
+	rebuild_paths(path, fresh, old, sizeof(fresh));
+	snprintf(tmp, sizeof(tmp), "%s.table", path);
+	if (access(path, F_OK) && !access(fresh, F_OK) && !rename(fresh, path))
+		kvt_log(KVT_LOG_WARN, "rocksdb: %s: a rebuild's last step done at this open", path);
+	if (access(path, F_OK))
+		return;
+	remove_dir(old); /* a finished rebuild's, or a cut short one's, */
+	remove_dir(fresh);
+	remove_dir(tmp);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The numbers of path's table files, ascending (malloc'd into *out), and their bytes.
+ * @return : how many, or -errno. */
+static int list_tables(const char *path, uint64_t **out, uint64_t *bytes)
+{
+	char f[PATH_MAX + 256];
+	int n = 0, cap = 0;
+	*out = NULL, *bytes = 0;
+	DIR *dp = opendir(path);
+	if (!dp)
+		return -errno;
+	for (struct dirent *e; (e = readdir(dp));) {
+		uint64_t no = ends_with(e->d_name, ".sst") ? kvt__rdb_table_named(e->d_name) : 0;
+		struct stat st;
+		snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
+		if (!no || stat(f, &st))
+			continue;
+		if (n == cap) {
+			uint64_t *g =
+			    realloc(*out, sizeof(*g) * (size_t)(cap = cap ? 2 * cap : 64));
+			if (!g) {
+				closedir(dp);
+				return -ENOMEM;
+			}
+			*out = g;
+		}
+		(*out)[n++] = no;
+		*bytes += (uint64_t)st.st_size;
+	}
+	closedir(dp);
+	if (n)
+		qsort(*out, (size_t)n, sizeof(**out), cmp_u64);
+	return n;
+}
+
+/* Writes every entry of d's table no into to: the table is linked alone into tmp, where
+ * RepairDB makes a database of it (one table cannot fail the tree's check), and read with
+ * checksums verified. @return : 0, -EBADMSG (unreadable; what was read of it stays written)
+ * or -errno (writing to failed). */
+static int copy_table(const struct kvt__rdb_db *d, uint64_t no, const char *tmp, rocksdb_t *to,
+                      rocksdb_writeoptions_t *wo)
+{
+	char src[PATH_MAX + 32], dst[PATH_MAX + 32], *err = NULL;
+	snprintf(src, sizeof(src), "%s/%06llu.sst", d->path, (unsigned long long)no);
+	snprintf(dst, sizeof(dst), "%s/%06llu.sst", tmp, (unsigned long long)no);
+	remove_dir(tmp);
+	if (mkdir(tmp, 0700) || link(src, dst))
+		return -errno;
+	rocksdb_repair_db(d->opts, tmp, &err);
+	int rc = kvt__rdb_err(err);
+	rocksdb_t *one = rc ? NULL : rocksdb_open(d->opts, tmp, &err);
+	if (!rc && (rc = kvt__rdb_err(err))) {
+		remove_dir(tmp);
+		return rc == -ENOMEM ? rc : -EBADMSG;
+	}
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	rocksdb_writebatch_t *b = rocksdb_writebatch_create();
+	rocksdb_iterator_t *it = ro ? rocksdb_create_iterator(one, ro) : NULL;
+	size_t bytes = 0;
+	rc = it && b ? 0 : -ENOMEM;
+	if (ro)
+		rocksdb_readoptions_set_fill_cache(ro, 0);
+	for (rocksdb_iter_seek_to_first(it); !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
+		rocksdb_writebatch_put(b, k, kl, v, vl);
+		if ((bytes += kl + vl) >= (4u << 20)) {
+			rocksdb_write(to, wo, b, &err);
+			rc = kvt__rdb_err(err);
+			rocksdb_writebatch_clear(b);
+			bytes = 0;
+		}
+	}
+	if (!rc && rocksdb_writebatch_count(b)) {
+		rocksdb_write(to, wo, b, &err);
+		rc = kvt__rdb_err(err);
+	}
+	if (!rc && it) {
+		rocksdb_iter_get_error(it, &err);
+		rc = kvt__rdb_err(err) ? -EBADMSG : 0;
+	}
+	if (it)
+		rocksdb_iter_destroy(it);
+	if (b)
+		rocksdb_writebatch_destroy(b);
+	if (ro)
+		rocksdb_readoptions_destroy(ro);
+	rocksdb_close(one);
+	remove_dir(tmp);
+	return rc;
+}
+
+/*
+ * When RepairDB refuses the tree its tables make: in RocksDB 7.8 (Debian's build runs the
+ * tree's consistency checks always) every table goes to level 0, and tables that came from
+ * different levels have sequence ranges that nest, which the check calls corrupt. Each table is
+ * then read alone (copy_table) into a new database beside the old, oldest table first, so that
+ * a later version of a key is written last; the new database takes the old one's place. A key
+ * deleted in one table and still put in an older one comes back (a record the tier checks when
+ * read, as after a crash). A crash before the swap leaves the old database to repair again;
+ * one between its two renames is finished by the next open (kvt__rdb_rebuild_finish).
+ * @return : 0 or -errno; *lost: tables that could not be read.
+ */
+static int rebuild_by_tables(const struct kvt__rdb_db *d, const uint64_t *tables, int n, int *lost)
+{
+	char fresh[PATH_MAX + 16], old[PATH_MAX + 16], tmp[PATH_MAX + 16], *err = NULL;
+	rebuild_paths(d->path, fresh, old, sizeof(fresh));
+	snprintf(tmp, sizeof(tmp), "%s.table", d->path);
+	remove_dir(fresh);
+	rocksdb_t *to = rocksdb_open(d->opts, fresh, &err);
+	int rc = kvt__rdb_err(err);
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	if (!rc && (!wo || !fo))
+		rc = -ENOMEM;
+	if (wo)
+		rocksdb_writeoptions_disable_WAL(wo, 1); /* waits out stalls: no_slowdown is off */
+	for (int i = 0; !rc && i < n; i++) {
+		int c = copy_table(d, tables[i], tmp, to, wo);
+		if (c == -EBADMSG) {
+			++*lost;
+			kvt_log(KVT_LOG_ERROR,
+			        "rocksdb: %s: table %06llu.sst cannot be read: left out", d->path,
+			        (unsigned long long)tables[i]);
+		} else {
+			rc = c;
+		}
+	}
+	if (!rc) {
+		rocksdb_flush(to, fo, &err); /* waits: the flush options' default */
+		rc = kvt__rdb_err(err);
+	}
+	if (to)
+		rocksdb_close(to);
+	if (wo)
+		rocksdb_writeoptions_destroy(wo);
+	if (fo)
+		rocksdb_flushoptions_destroy(fo);
+	if (!rc && (rename(d->path, old) || rename(fresh, d->path)))
+		rc = -errno;
+	if (rc)
+		remove_dir(fresh);
+	remove_dir(old);
+	return rc;
+}
+
+int kvt__rdb_repair(struct kvt__rdb_db *d, const char *why)
+{
+	if (d->blob_files) {
+		kvt_log(KVT_LOG_ERROR,
+		        "rocksdb: %s: %s; not repaired: RocksDB's repair loses blob files "
+		        "(rocksdb.blob_min_bytes is set)",
+		        d->path, why);
+		return -EBADMSG;
+	}
+	uint64_t *tables, bytes;
+	int n = list_tables(d->path, &tables, &bytes);
+	if (n >= 0 && bytes > d->repair_max_bytes) {
+		kvt_log(KVT_LOG_ERROR,
+		        "rocksdb: %s: %s; not repaired: its tables hold %llu MiB, more than "
+		        "rocksdb.repair_max_bytes",
+		        d->path, why, (unsigned long long)(bytes >> 20));
+		free(tables);
+		return -EBADMSG;
+	}
+	if (d->db)
+		rocksdb_close(d->db);
+	d->db = NULL;
+	lost_clear(d->path); /* an earlier repair's, if it could not empty it */
+	char *err = NULL;
+	rocksdb_repair_db(d->opts, d->path, &err);
+	int rc = kvt__rdb_err(err);
+	int lost = lost_clear(d->path);
+	const char *how = "repaired from its tables";
+	if (rc == -EBADMSG && n > 0) {
+		/* The tree refused. RepairDB has set the old manifests aside (and left a new, empty
+		 * one: the directory must not be opened as it is now) and the tables it could not
+		 * read (counted in lost); the rest are read table by table. */
+		free(tables);
+		how = "rebuilt from its tables one by one";
+		n = list_tables(d->path, &tables, &bytes);
+		rc = n < 0 ? n : rebuild_by_tables(d, tables, n, &lost);
+	}
+	free(tables);
+	if (!rc)
+		rc = kvt__rdb_db_reopen(d);
+	if (rc) {
+		kvt_log(KVT_LOG_ERROR, "rocksdb: %s: %s; RocksDB's repair failed: %s", d->path, why,
+		        strerror(-rc));
+		return rc == -ENOMEM ? rc : -EBADMSG;
+	}
+	d->repairs++;
+	d->tables_dropped += (uint64_t)lost;
+	kvt_log(KVT_LOG_ERROR, "rocksdb: %s: %s; %s (%d unreadable, left out)%s", d->path, why, how,
+	        lost,
+	        strcmp(how, "repaired from its tables")
+	            ? ""
+	            : "; every table is in level 0 until compactions move it, and writes may be "
+	              "refused until then");
+	return lost && d->meta_whole ? meta_incomplete(d) : 0;
 }

@@ -44,12 +44,15 @@
  * by the next read of its record (a length that does not match, or no value: a miss). A table
  * RocksDB cannot read (a damaged footer or index stops its open; a damaged block stops a walk,
  * or, met by a compaction, fails every later write) is dropped with its records (salvage.c),
- * and the index reconciled with what is left. Only damage no table is named for, a damaged
- * manifest, or more than SALVAGE_TRIES tables in a row is not repairable in place: the database
- * is destroyed and made again, empty, every record it held reported dropped and the loss
- * logged (rebuild). It is a cache; the alternative is a tier that never takes a write again, or
- * a daemon that does not start. A walk of every record at iterate() that meets such damage
- * still rebuilds: part of it was visited.
+ * and the index reconciled with what is left. Damage no table is named for, a damaged or
+ * missing manifest, a table that cannot be dropped or more than SALVAGE_TRIES tables in a row
+ * go to RocksDB's repair, or, where it refuses, a rebuild table by table (salvage.c); what
+ * is left is reconciled. Only a database that cannot be repaired (blob files, tables past
+ * rocksdb.repair_max_bytes, a repair that fails) is destroyed and made again, empty, every
+ * record it held reported dropped and the loss logged (rebuild). It is a cache; the
+ * alternative is a tier that never takes a write again, or a daemon that does not start. A
+ * walk of every record at iterate() that meets such damage still rebuilds: part of it was
+ * visited.
  *
  * Deletes that fail: a value whose delete did not land (RocksDB refused it, or failed) would be
  * found by the next open's scan, and a deleted chunk would come back after a restart. Its id
@@ -546,6 +549,16 @@ static int rebuild(struct kvt_tier *t, bool report, const char *why)
 	return rc;
 }
 
+/* Whether RocksDB's repair (salvage.c) rebuilt the database from its tables; counted. */
+static bool repaired(struct kvt_tier *t, const char *why)
+{
+	uint64_t lost = t->db.tables_dropped;
+	bool ok = kvt__rdb_repair(&t->db, why) == 0;
+	ST_SET(t, repairs, t->db.repairs);
+	ST_ADD(t, corruptions, t->db.tables_dropped - lost + ok);
+	return ok;
+}
+
 /*
  * Damage a write or a walk met after the open: drops the table the error named (salvage.c) and
  * reconciles the index with what is left, reporting what went; or, when no table is named or
@@ -559,6 +572,11 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
 		if (!no || kvt__rdb_drop_table(&t->db, no))
 			break;
 		ST_ADD(t, corruptions, 1);
+		int rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+		if (rc != -EBADMSG)
+			return rc;
+	}
+	if (repaired(t, why)) { /* what the repair left is reconciled, the rest reported */
 		int rc = scan(t, SCAN_RECONCILE, NULL, NULL);
 		if (rc != -EBADMSG)
 			return rc;
@@ -982,8 +1000,16 @@ static int open_scan(struct kvt_tier *t)
 		if (!rc) /* the metadata if still whole, else the records (filling the range) */
 			rc = scan(t, SCAN_OPEN, NULL, NULL);
 	}
+	static const char why[] = "a walk at open met damage it cannot read past";
+	if (rc == -EBADMSG) {
+		for (uint32_t s = 0; s < t->ix.n_slots; s++)
+			if (t->ix.slots[s].live)
+				forget(t, s, false);
+		if (repaired(t, why))
+			rc = scan(t, SCAN_OPEN, NULL, NULL);
+	}
 	if (rc == -EBADMSG)
-		rc = rebuild(t, false, "a walk at open met damage it cannot read past");
+		rc = rebuild(t, false, why);
 	return rc;
 }
 
@@ -1059,8 +1085,9 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	 * open walks the records' metadata; a database whose metadata is not complete (made by an
 	 * older kvtier, or a crash while a walk filled it) has its records read instead, which
 	 * completes it. */
-	ST_ADD(t, corruptions, t->db.tables_dropped); /* damaged tables the open dropped */
-	if (t->db.tables_dropped)
+	ST_ADD(t, corruptions, t->db.tables_dropped + t->db.repairs); /* damage the open met */
+	ST_SET(t, repairs, t->db.repairs);
+	if (t->db.tables_dropped || t->db.repairs)
 		kvt__rdb_saved_drop(&t->db); /* it names records those tables held */
 	else
 		rc = kvt__rdb_saved_read(
