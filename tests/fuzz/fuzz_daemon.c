@@ -2,7 +2,8 @@
  * fuzz_daemon.c -- kvtierd's dispatcher and its tiers, in this process: the same start, loop
  * and stop as the daemon's (ipc/daemon/life.c), real sockets, real shared memory, a real nvme
  * file (and RocksDB), driven by up to three clients that speak the protocol well, badly, or not
- * at all, with restarts that recover the nvme tier from a file the input damaged.
+ * at all, with restarts that recover the nvme tier from a file the input damaged (and the
+ * rocksdb tier from a damaged or missing manifest).
  *
  * An input is two layout bytes (tiers, host's policy and size, admission, placement, quota, the
  * shared lookup table), then a program of operations, one byte each (b % 32 picks one, more
@@ -12,7 +13,8 @@
  *   prefetch, done or release mutated 1-4 times), an operator command (policy, config,
  *   inspect, tier enable: a seed, maybe mutated), connect, delete, keep, prefetch, done,
  *   stats or ping, a raw frame (any type, body from the input), close the client (with its
- *   leases) or wait, restart kvtierd (the nvme file damaged first, or not)
+ *   leases) or wait, restart kvtierd (the nvme file or rocksdb's manifest damaged first, or
+ *   not)
  *
  * A client connects (hello) and registers a namespace when it is first used.
  * Every frame is followed by a ping; the replies before the ping's are read and checked. What
@@ -23,7 +25,7 @@
  *   - every reply's length is its header's and an acquire's is its leases';
  *   - every chunk an acquire leases is, byte for byte, one that some put (as the harness parsed
  *     the frame it sent, with kvt_proto_check_put) stored under that key, and its generation is
- *     the pool's; after a restart too, whatever the damage to the nvme file;
+ *     the pool's; after a restart too, whatever the damage to the nvme file or the manifest;
  *   - while a held lease's generation is still the pool's, its bytes are those granted;
  *   - every stats reply renders as /metrics renders it;
  *   - at the end, with every client gone: no lease left, `kvtier check` finds the books whole,
@@ -100,6 +102,7 @@ static struct {
 	size_t n, at;
 	int base_fds, base_maps;
 	long long frames, replies, errors, closed, leased, restarts, stats;
+	long long repairs; /* rocksdb databases repaired (or rebuilt) from their tables */
 } F;
 
 __attribute__((format(printf, 1, 2), noreturn)) static void fail(const char *fmt, ...)
@@ -120,6 +123,7 @@ static unsigned next(void)
 
 static void quiet_log(enum kvt_log_level lvl, const char *msg)
 {
+	F.repairs += strstr(msg, "from its tables (") != NULL;
 	if (getenv("KVT_FUZZ_VERBOSE"))
 		fprintf(stderr, "kvtierd %d: %s\n", (int)lvl, msg);
 }
@@ -799,10 +803,11 @@ static void damage_file(const char *path)
 
 /* While the daemon is down: the nvme log damaged (its records, its superblock), the index
  * saved at the clean stop damaged, or that index removed, so that the start walks the log as
- * after a crash. */
-static void damage_nvme(void)
+ * after a crash; and (the same draw's next bits) rocksdb's manifest damaged or removed, or its
+ * CURRENT removed, so that the start repairs the database from its tables. */
+static void damage_files(void)
 {
-	char log[160], index[176];
+	char log[160], index[176], cur[176], man[240], name[64] = {0};
 	snprintf(log, sizeof(log), "%s/nvme.dat", F.data);
 	snprintf(index, sizeof(index), "%s.index", log);
 	unsigned how = next();
@@ -812,6 +817,20 @@ static void damage_nvme(void)
 		damage_file(index);
 	if (how % 4 >= 2)
 		unlink(index);
+	snprintf(cur, sizeof(cur), "%s/rocksdb/CURRENT", F.data);
+	FILE *f = how / 4 % 4 ? fopen(cur, "r") : NULL;
+	if (!f)
+		return;
+	bool named = fgets(name, sizeof(name), f) != NULL;
+	fclose(f);
+	name[strcspn(name, "\n")] = 0;
+	snprintf(man, sizeof(man), "%s/rocksdb/%s", F.data, name);
+	if (named && how / 4 % 4 == 1)
+		damage_file(man);
+	if (named && how / 4 % 4 == 2)
+		unlink(man);
+	if (how / 4 % 4 == 3)
+		unlink(cur);
 }
 
 /* kvtierd stopped and started again; its clients come back and register their namespaces
@@ -825,7 +844,7 @@ static void restart(void)
 	pump_until(reply_deadline());
 	daemon_stop();
 	if (next() % 2)
-		damage_nvme();
+		damage_files();
 	daemon_start();
 	F.restarts++;
 }
@@ -1028,10 +1047,10 @@ int main(int argc, char **argv)
 		LLVMFuzzerTestOneInput(in, n);
 	}
 	printf("%ld corpus inputs and %ld programs: %lld frames, %lld replies (%lld errors), %lld "
-	       "connections closed, %lld leases checked, %lld stats rendered, %lld restarts; no "
-	       "property broken\n",
+	       "connections closed, %lld leases checked, %lld stats rendered, %lld restarts (%lld "
+	       "rocksdb repairs); no property broken\n",
 	       replayed, programs, F.frames, F.replies, F.errors, F.closed, F.leased, F.stats,
-	       F.restarts);
+	       F.restarts, F.repairs);
 	return 0;
 }
 #endif
