@@ -358,8 +358,14 @@ static int copy_table(const struct kvt__rdb_db *d, uint64_t no, const char *tmp,
 		return -errno;
 	rocksdb_repair_db(d->opts, tmp, &err);
 	int rc = kvt__rdb_err(err);
-	rocksdb_t *one = rc ? NULL : rocksdb_open(d->opts, tmp, &err);
-	if (!rc && (rc = kvt__rdb_err(err))) {
+	rocksdb_t *one = NULL;
+	if (!rc) {
+		one = rocksdb_open(d->opts, tmp, &err);
+		rc = kvt__rdb_err(err);
+	}
+	if (rc) {
+		if (one)
+			rocksdb_close(one);
 		remove_dir(tmp);
 		return rc == -ENOMEM ? rc : -EBADMSG;
 	}
@@ -370,7 +376,9 @@ static int copy_table(const struct kvt__rdb_db *d, uint64_t no, const char *tmp,
 	rc = it && b ? 0 : -ENOMEM;
 	if (ro)
 		rocksdb_readoptions_set_fill_cache(ro, 0);
-	for (rocksdb_iter_seek_to_first(it); !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+	if (!rc)
+		rocksdb_iter_seek_to_first(it);
+	for (; !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
 		size_t kl, vl;
 		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
 		rocksdb_writebatch_put(b, k, kl, v, vl);
@@ -465,11 +473,12 @@ int kvt__rdb_repair(struct kvt__rdb_db *d, const char *why)
 	}
 	uint64_t *tables, bytes;
 	int n = list_tables(d->path, &tables, &bytes);
-	if (n >= 0 && bytes > d->repair_max_bytes) {
+	if (!d->repair_max_bytes || (n >= 0 && bytes > d->repair_max_bytes)) {
 		kvt_log(KVT_LOG_ERROR,
-		        "rocksdb: %s: %s; not repaired: its tables hold %llu MiB, more than "
-		        "rocksdb.repair_max_bytes",
-		        d->path, why, (unsigned long long)(bytes >> 20));
+		        "rocksdb: %s: %s; not repaired: its tables hold %llu MiB, "
+		        "rocksdb.repair_max_bytes is %llu MiB",
+		        d->path, why, (unsigned long long)(bytes >> 20),
+		        (unsigned long long)(d->repair_max_bytes >> 20));
 		free(tables);
 		return -EBADMSG;
 	}
