@@ -227,29 +227,6 @@ static bool ends_with(const char *name, const char *suffix)
 	return l > k && !strcmp(name + l - k, suffix);
 }
 
-/* Empties and removes path/lost, where RepairDB moves what it could not use (damaged tables,
- * the old manifests, replayed logs). @return : how many tables it held. */
-static int lost_clear(const char *path)
-{
-	char lost[PATH_MAX], f[PATH_MAX + 256];
-	if (snprintf(lost, sizeof(lost), "%s/lost", path) >= (int)sizeof(lost))
-		return 0;
-	DIR *dp = opendir(lost);
-	if (!dp)
-		return 0;
-	int tables = 0;
-	for (struct dirent *e; (e = readdir(dp));) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		tables += ends_with(e->d_name, ".sst");
-		snprintf(f, sizeof(f), "%s/%s", lost, e->d_name);
-		unlink(f);
-	}
-	closedir(dp);
-	rmdir(lost);
-	return tables;
-}
-
 bool kvt__rdb_orphan_tables(const char *path)
 {
 	char f[PATH_MAX + 16];
@@ -298,7 +275,7 @@ void kvt__rdb_rebuild_finish(const char *path)
 		kvt_log(KVT_LOG_WARN, "rocksdb: %s: a rebuild's last step done at this open", path);
 	if (access(path, F_OK))
 		return;
-	remove_dir(old); /* a finished rebuild's, or a cut short one's, */
+	remove_dir(old); /* a finished rebuild's leftovers, or an unfinished one's */
 	remove_dir(fresh);
 	remove_dir(tmp);
 }
@@ -341,6 +318,19 @@ static int list_tables(const char *path, uint64_t **out, uint64_t *bytes)
 	if (n)
 		qsort(*out, (size_t)n, sizeof(**out), cmp_u64);
 	return n;
+}
+
+/* Empties and removes path/lost, where RepairDB moves what it could not use (damaged tables,
+ * the old manifests, replayed logs). @return : how many tables it held. */
+static int lost_clear(const char *path)
+{
+	char lost[PATH_MAX + 8];
+	uint64_t *tables, bytes;
+	snprintf(lost, sizeof(lost), "%s/lost", path);
+	int n = list_tables(lost, &tables, &bytes);
+	free(tables);
+	remove_dir(lost);
+	return KVT_MAX(n, 0);
 }
 
 /* Writes every entry of d's table no into to: the table is linked alone into tmp, where
