@@ -96,8 +96,8 @@
 	X(ROCKSDB_BLOCK_CACHE_BYTES, "rocksdb.block_cache_bytes", SIZE, "8MiB", 0, 1ull << 40, 0,  \
 	  "rocksdb block cache")                                                                   \
 	X(ROCKSDB_REPAIR_MAX_BYTES, "rocksdb.repair_max_bytes", SIZE, "32GiB", 0, 1ull << 50, 0,   \
-	  "a database too damaged to open is rebuilt from its tables up to this size, read and "  \
-	  "maybe rewritten before the tier opens; larger ones start empty (0: never)")            \
+	  "a database too damaged to open is rebuilt from its tables up to this size, read and "   \
+	  "maybe rewritten before the tier opens; larger ones start empty (0: never)")             \
 	X(METRICS_LISTEN, "metrics.listen", STR, "127.0.0.1:9464", 0, 0, 0,                        \
 	  "Prometheus metrics over HTTP (GET /metrics): ADDR:PORT (port 0: any free one), or "     \
 	  "off; "                                                                                  \

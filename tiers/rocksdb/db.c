@@ -60,10 +60,9 @@ static const char meta_marker[] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\
                                   "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
                                   "\0kvtier.meta.complete.v2"; /* v1: 16-byte metadata, no header */
 
-int kvt__rdb_err(char *err)
+/* What a RocksDB error string means, as -errno. */
+static int err_code(const char *err)
 {
-	if (!err)
-		return 0;
 	int rc = -EIO;
 	if (strstr(err, "No space left") || strstr(err, "NoSpace"))
 		rc = -ENOSPC;
@@ -77,6 +76,14 @@ int kvt__rdb_err(char *err)
 		rc = -EBADMSG;
 	else if (!strncmp(err, "Invalid argument", 16) || !strncmp(err, "Not implemented", 15))
 		rc = -EINVAL;
+	return rc;
+}
+
+int kvt__rdb_err(char *err)
+{
+	if (!err)
+		return 0;
+	int rc = err_code(err);
 	kvt_log_rl(KVT_LOG_WARN, "rocksdb: %s", err);
 	rocksdb_free(err);
 	return rc;
@@ -183,15 +190,16 @@ static int open_db(struct kvt__rdb_db *d)
 	char *err = NULL;
 	d->meta_whole = false;
 	d->db = rocksdb_open(d->opts, d->path, &err);
-	/* a manifest that CURRENT names and that is not there is damage, not a failing disk */
-	bool gone = err && strstr(err, "MANIFEST") && strstr(err, "No such file");
-	if (err) /* once per open, not rate-limited as kvt__rdb_err's line is */
+	if (err) { /* logged once per open, not rate-limited as kvt__rdb_err's line is */
+		int rc = err_code(err);
+		/* a manifest that CURRENT names and that is not there is damage, not a failing disk
+		 */
+		if (rc == -EIO && strstr(err, "MANIFEST") && strstr(err, "No such file"))
+			rc = -EBADMSG;
 		kvt_log(KVT_LOG_WARN, "rocksdb: %s: open: %s", d->path, err);
-	int rc = kvt__rdb_err(err);
-	if (rc == -EIO && gone)
-		rc = -EBADMSG;
-	if (rc)
+		rocksdb_free(err);
 		return rc;
+	}
 	rocksdb_pinnableslice_t *ps =
 	    rocksdb_get_pinned(d->db, d->ro, meta_marker, sizeof(meta_marker) - 1, &err);
 	d->meta_whole = ps != NULL && !err;
