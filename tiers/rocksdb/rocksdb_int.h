@@ -181,6 +181,7 @@ struct kvt_tier {
 	uint32_t exclude;  /* slot not to evict while making room for it */
 	uint32_t *victims; /* owned; scratch for pick_victims, cap_victims long */
 	uint32_t cap_victims;
+	uint8_t *visited;            /* owned during iterate(): slots visited, n_slots long */
 	rocksdb_writebatch_t *batch; /* owned; reused for every write */
 	struct XXH3_state_s *xxh;    /* owned; read verification */
 	/* owned; ids whose delete is still owed to the database (tier.c), cap_graves long */

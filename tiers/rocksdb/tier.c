@@ -50,9 +50,10 @@
  * is left is reconciled. Only a database that cannot be repaired (blob files, tables past
  * rocksdb.repair_max_bytes, a repair that fails) is destroyed and made again, empty, every
  * record it held reported dropped and the loss logged (rebuild). It is a cache; the
- * alternative is a tier that never takes a write again, or a daemon that does not start. A
- * walk of every record at iterate() that meets such damage still rebuilds: part of it was
- * visited.
+ * alternative is a tier that never takes a write again, or a daemon that does not start.
+ * iterate() (the daemon's walk at every start, after an open that may have walked nothing: a
+ * saved index) mends what it meets as the open's walk does (walk_mending), visiting each
+ * record once over its walks and reporting what a dropped table took.
  *
  * Deletes that fail: a value whose delete did not land (RocksDB refused it, or failed) would be
  * found by the next open's scan, and a deleted chunk would come back after a restart. Its id
@@ -439,8 +440,10 @@ static void scan_one(struct kvt_tier *t, struct scan_ctx *c, const char *k, size
 	}
 	if (!bad && s != KVT__RDB_NIL) {
 		t->ix.slots[s].mark = 1;
-		if (c->mode == SCAN_ITERATE)
+		if (c->mode == SCAN_ITERATE && !t->visited[s]) {
+			t->visited[s] = 1;
 			c->stop = c->visit(c->arg, &h, 0);
+		}
 		return;
 	}
 	/* Corrupt, or not in the index (a delete lost with the memtable): remove it. */
@@ -582,6 +585,61 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
 			return rc;
 	}
 	return rebuild(t, true, why);
+}
+
+/* OPEN's walk starts from an empty index: what an earlier walk added goes, unreported. */
+static void forget_all(struct kvt_tier *t)
+{
+	for (uint32_t s = 0; s < t->ix.n_slots; s++)
+		if (t->ix.slots[s].live)
+			forget(t, s, false);
+}
+
+/*
+ * A walk (scan: OPEN or ITERATE) that mends the damage it cannot read past, and walks again:
+ * damaged metadata is cleared and the records read instead (their values are read past
+ * RocksDB's checksums: they lose nothing); a table the error names is dropped with its records
+ * (salvage.c); damage neither mends, or more than SALVAGE_TRIES in a row, goes to RocksDB's
+ * repair. ITERATE visits each record once over its walks (t->visited), and its last walk
+ * reports what a dropped table took, visited or not. @return : 0, -EBADMSG (nothing mended it:
+ * the caller makes the database anew) or -errno.
+ */
+static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg,
+                        const char *why)
+{
+	int rc = scan(t, mode, visit, arg);
+	for (unsigned tries = 0; rc == -EBADMSG && tries < SALVAGE_TRIES; tries++) {
+		bool meta = t->db.meta_whole; /* the walk that failed was of the metadata */
+		uint64_t no = t->db.bad_table;
+		t->db.bad_table = 0;
+		ST_ADD(t, corruptions, 1);
+		if (mode == SCAN_OPEN)
+			forget_all(t);
+		if (meta) {
+			kvt_log(KVT_LOG_WARN,
+			        "rocksdb: %s: the records' metadata is damaged: dropping it and "
+			        "reading every record",
+			        t->db.path);
+			rocksdb_writebatch_clear(t->batch);
+			kvt__rdb_meta_clear(t->batch);
+			t->db.meta_whole = false;
+			rc = kvt__rdb_write(&t->db, t->batch);
+		} else if (no) {
+			rc = kvt__rdb_drop_table(&t->db, no);
+		} else {
+			break;
+		}
+		if (!rc) /* the metadata if still whole, else the records (an open fills the range)
+		          */
+			rc = scan(t, mode, visit, arg);
+	}
+	if (rc == -EBADMSG) {
+		if (mode == SCAN_OPEN)
+			forget_all(t);
+		if (repaired(t, why))
+			rc = scan(t, mode, visit, arg);
+	}
+	return rc;
 }
 
 /* ---- eviction ---- */
@@ -929,7 +987,12 @@ static int rdb_iterate(struct kvt_tier *t, kvt_tier_visit_fn visit, void *arg)
 {
 	if (!t->db.db)
 		return -EIO;
-	int rc = scan(t, SCAN_ITERATE, visit, arg);
+	if (!(t->visited = calloc(KVT_MAX(t->ix.n_slots, 1u), 1)))
+		return -ENOMEM;
+	int rc = walk_mending(t, SCAN_ITERATE, visit, arg,
+	                      "a walk of every record met damage it cannot read past");
+	free(t->visited);
+	t->visited = NULL;
 	if (rc == -EBADMSG) /* what was visited is reported dropped */
 		rc = rebuild(t, true, "a walk of every record met damage it cannot read past");
 	return rc;
@@ -969,45 +1032,12 @@ static int rdb_policy_set(struct kvt_tier *t, const char *name, char *params, ch
 	                      err, err_len);
 }
 
-/* The open's walk of the metadata, or of the records; damage in the metadata sends it to the
- * records, and damage there makes the database anew. @return : 0 or -errno. */
+/* The open's walk of the metadata, or of the records, mended; what cannot be mended makes the
+ * database anew. @return : 0 or -errno. */
 static int open_scan(struct kvt_tier *t)
 {
-	int rc = scan(t, SCAN_OPEN, NULL, NULL);
-	for (unsigned tries = 0; rc == -EBADMSG && tries < SALVAGE_TRIES; tries++) {
-		bool meta = t->db.meta_whole; /* the walk that failed was of the metadata */
-		uint64_t no = t->db.bad_table;
-		t->db.bad_table = 0;
-		ST_ADD(t, corruptions, 1);
-		for (uint32_t s = 0; s < t->ix.n_slots; s++)
-			if (t->ix.slots[s].live)
-				forget(t, s, false);
-		if (meta) { /* the values are read past their checksums: the records lose nothing */
-			kvt_log(KVT_LOG_WARN,
-			        "rocksdb: %s: the records' metadata is damaged: dropping it and "
-			        "reading every record",
-			        t->db.path);
-			rocksdb_writebatch_clear(t->batch);
-			kvt__rdb_meta_clear(t->batch);
-			t->db.meta_whole = false;
-			rc = kvt__rdb_write(&t->db, t->batch);
-		} else if (no) { /* the table the error named goes (salvage.c), and the walk again
-			          */
-			rc = kvt__rdb_drop_table(&t->db, no);
-		} else {
-			break;
-		}
-		if (!rc) /* the metadata if still whole, else the records (filling the range) */
-			rc = scan(t, SCAN_OPEN, NULL, NULL);
-	}
 	static const char why[] = "a walk at open met damage it cannot read past";
-	if (rc == -EBADMSG) {
-		for (uint32_t s = 0; s < t->ix.n_slots; s++)
-			if (t->ix.slots[s].live)
-				forget(t, s, false);
-		if (repaired(t, why))
-			rc = scan(t, SCAN_OPEN, NULL, NULL);
-	}
+	int rc = walk_mending(t, SCAN_OPEN, NULL, NULL, why);
 	if (rc == -EBADMSG)
 		rc = rebuild(t, false, why);
 	return rc;
