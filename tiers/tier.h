@@ -44,8 +44,9 @@ struct kvt_tier_stats {
 	uint64_t pin_failures;   /* regions that could not be pinned (memlock): plain I/O */
 	uint64_t told_evictions; /* of evictions: records the engine was done with (kvt_done) */
 	uint64_t opened_from_index; /* 1 when the open read the index a clean close saved */
-	/* rocksdb: records whose whole value the open read (a database without complete metadata:
-	 * made by an older kvtier); 0 when it read the saved index or the metadata only */
+	/* rocksdb: records whose whole value the open, or the start's iterate(), read (a database
+	 * without complete metadata: made by an older kvtier, or its metadata damaged); 0 when they
+	 * read the saved index or the metadata only */
 	uint64_t open_values_read;
 	/* nvme: regions the open read from their summaries instead of walking them (an open
 	 * without the index: after a crash); 0 elsewhere */

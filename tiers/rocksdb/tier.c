@@ -146,12 +146,13 @@ static int check_record(const struct kvt_tier_id *id, const void *val, size_t le
 /* ---- the records' metadata (db.c: the meta range) ---- */
 
 /* Adds the put of the metadata of the record under key k (its header hdr, written now) to b. */
-static void batch_put_meta(rocksdb_writebatch_t *b, const uint8_t *k, const void *hdr)
+static void batch_put_meta(rocksdb_writebatch_t *b, const uint8_t *k, const void *hdr,
+                           uint64_t age_s)
 {
 	uint8_t mk[KVT__RDB_META_KEY_BYTES], m[KVT__RDB_META_BYTES];
 	kvt__rdb_meta_key(mk, k);
 	memcpy(m, hdr, KVT_CHUNK_HDR_BYTES);
-	kvt_store_le64(m + KVT_CHUNK_HDR_BYTES, (uint64_t)time(NULL));
+	kvt_store_le64(m + KVT_CHUNK_HDR_BYTES, (uint64_t)time(NULL) - age_s);
 	rocksdb_writebatch_put(b, (const char *)mk, sizeof(mk), (const char *)m, sizeof(m));
 }
 
@@ -159,7 +160,7 @@ static void batch_put_meta(rocksdb_writebatch_t *b, const uint8_t *k, const void
 static void batch_put(rocksdb_writebatch_t *b, const uint8_t *k, const void *v, size_t len)
 {
 	rocksdb_writebatch_put(b, (const char *)k, KVT__RDB_KEY_BYTES, v, len);
-	batch_put_meta(b, k, v);
+	batch_put_meta(b, k, v, 0);
 }
 
 /* Adds the deletes of the record under key k and of its metadata to b. */
@@ -434,12 +435,15 @@ static void scan_one(struct kvt_tier *t, struct scan_ctx *c, const char *k, size
 			policy_insert(t, s);
 			account(t, s, (int64_t)bytes);
 			if (c->fill)
-				batch_put_meta(c->fix, (const uint8_t *)k, v);
+				batch_put_meta(c->fix, (const uint8_t *)k, v, 0);
 		}
 		return;
 	}
 	if (!bad && s != KVT__RDB_NIL) {
 		t->ix.slots[s].mark = 1;
+		if (c->fill) /* the record keeps its age */
+			batch_put_meta(c->fix, (const uint8_t *)k, v,
+			               now_s(t) - t->ix.slots[s].born_s);
 		if (c->mode == SCAN_ITERATE && !t->visited[s]) {
 			t->visited[s] = 1;
 			c->stop = c->visit(c->arg, &h, 0);
@@ -467,14 +471,14 @@ static int scan_fix(struct kvt_tier *t, struct scan_ctx *c)
 
 /*
  * Walks the database: the metadata when it is complete, except for ITERATE, which wants the
- * records; the records otherwise. OPEN fills the index (a walk of the records also fills the
- * metadata, and marks it complete); RECONCILE and ITERATE mark what they find and then drop
- * (and report) every slot that has no valid record or metadata any more.
+ * records; the records otherwise. OPEN fills the index; RECONCILE and ITERATE mark what they
+ * find and then drop (and report) every slot that has no valid record or metadata any more. A
+ * walk of the records by OPEN or ITERATE also fills the metadata, and marks it complete.
  */
 static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg)
 {
 	struct scan_ctx c = {.mode = mode, .meta = t->db.meta_whole, .visit = visit, .arg = arg};
-	c.fill = mode == SCAN_OPEN && !c.meta;
+	c.fill = mode != SCAN_RECONCILE && !c.meta; /* and puts the marker after a whole walk */
 	if (!(c.fix = rocksdb_writebatch_create()))
 		return -ENOMEM;
 	/* damage met in the metadata's walk (it verifies checksums) sends the open to the records
@@ -514,6 +518,7 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 				forget(t, s, true);
 	for (uint32_t s = 0; s < t->ix.n_slots; s++)
 		t->ix.slots[s].mark = 0; /* mark is the victim flag outside scans */
+	c.fill = c.fill && !c.stop;      /* a walk cut short leaves records without metadata */
 	if (c.fill && !rc && !fix_rc)
 		kvt__rdb_marker_put(c.fix); /* after every put of the walk, or with them */
 	int last_rc = scan_fix(t, &c);
