@@ -536,6 +536,14 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 	return rc;
 }
 
+/* Drops every record from the index (reported when report: the daemon knows them). */
+static void forget_all(struct kvt_tier *t, bool report)
+{
+	for (uint32_t s = 0; s < t->ix.n_slots; s++)
+		if (t->ix.slots[s].live)
+			forget(t, s, report);
+}
+
 /*
  * Destroys the database and opens it again, empty: every record is dropped (reported when
  * report: the daemon knows them), and nothing is owed to the old files. @return : 0 or -errno.
@@ -543,9 +551,7 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 static int rebuild(struct kvt_tier *t, bool report, const char *why)
 {
 	uint32_t lost = t->ix.n_live;
-	for (uint32_t s = 0; s < t->ix.n_slots; s++)
-		if (t->ix.slots[s].live)
-			forget(t, s, report);
+	forget_all(t, report);
 	t->n_graves = 0;
 	t->full = false;
 	ST_ADD(t, corruptions, 1);
@@ -592,14 +598,6 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
 	return rebuild(t, true, why);
 }
 
-/* OPEN's walk starts from an empty index: what an earlier walk added goes, unreported. */
-static void forget_all(struct kvt_tier *t)
-{
-	for (uint32_t s = 0; s < t->ix.n_slots; s++)
-		if (t->ix.slots[s].live)
-			forget(t, s, false);
-}
-
 /*
  * A walk (scan: OPEN or ITERATE) that mends the damage it cannot read past, and walks again:
  * damaged metadata is cleared and the records read instead (their values are read past
@@ -618,8 +616,8 @@ static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_
 		uint64_t no = t->db.bad_table;
 		t->db.bad_table = 0;
 		ST_ADD(t, corruptions, 1);
-		if (mode == SCAN_OPEN)
-			forget_all(t);
+		if (mode == SCAN_OPEN) /* which walks again from an empty index */
+			forget_all(t, false);
 		if (meta) {
 			kvt_log(KVT_LOG_WARN,
 			        "rocksdb: %s: the records' metadata is damaged: dropping it and "
@@ -634,13 +632,12 @@ static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_
 		} else {
 			break;
 		}
-		if (!rc) /* the metadata if still whole, else the records (an open fills the range)
-		          */
+		if (!rc) /* the metadata if still whole, else the records (filling the range) */
 			rc = scan(t, mode, visit, arg);
 	}
 	if (rc == -EBADMSG) {
 		if (mode == SCAN_OPEN)
-			forget_all(t);
+			forget_all(t, false);
 		if (repaired(t, why))
 			rc = scan(t, mode, visit, arg);
 	}
@@ -994,12 +991,12 @@ static int rdb_iterate(struct kvt_tier *t, kvt_tier_visit_fn visit, void *arg)
 		return -EIO;
 	if (!(t->visited = calloc(KVT_MAX(t->ix.n_slots, 1u), 1)))
 		return -ENOMEM;
-	int rc = walk_mending(t, SCAN_ITERATE, visit, arg,
-	                      "a walk of every record met damage it cannot read past");
+	static const char why[] = "a walk of every record met damage it cannot read past";
+	int rc = walk_mending(t, SCAN_ITERATE, visit, arg, why);
 	free(t->visited);
 	t->visited = NULL;
 	if (rc == -EBADMSG) /* what was visited is reported dropped */
-		rc = rebuild(t, true, "a walk of every record met damage it cannot read past");
+		rc = rebuild(t, true, why);
 	return rc;
 }
 
