@@ -13,6 +13,7 @@
  */
 #include "rocksdb_int.h"
 #include "core/chunk.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/util.h"
 
@@ -358,6 +359,20 @@ static int fill_closed(const struct cfg *c, struct kvt__rdb_conf *conf, uint8_t 
 	return rc;
 }
 
+/* A tier at c->dir/tier (its configuration into conf) filled with total_bytes of payload-byte
+ * records (*n of them) and closed. @return : 0 or -errno. */
+static int filled(const struct cfg *c, size_t payload, struct kvt__rdb_conf *conf, uint64_t *n)
+{
+	size_t len = KVT_CHUNK_HDR_BYTES + payload;
+	uint8_t *rec = aligned_alloc(KVT_TIER_ALIGN, KVT_ALIGN_UP(len, KVT_TIER_ALIGN));
+	uint64_t sum;
+	*conf = c->conf;
+	*n = KVT_MAX(c->total_bytes / payload, 1);
+	int rc = rec ? fill_closed(c, conf, rec, payload, *n, &sum) : -ENOMEM;
+	free(rec);
+	return rc;
+}
+
 /* Fills a tier with total_bytes of payload-byte records, closes it (saving its index), and times
  * its open, with the iterate() kvtierd makes after it, from that index, then (the index removed,
  * as after a crash) walking the records' metadata; then raw iterators over the metadata and
@@ -365,17 +380,12 @@ static int fill_closed(const struct cfg *c, struct kvt__rdb_conf *conf, uint8_t 
  * older kvtier), its open reading every value. */
 static int recover_size(const struct cfg *c, size_t payload)
 {
-	struct kvt__rdb_conf conf = c->conf;
+	struct kvt__rdb_conf conf;
 	struct kvt_tier_env env = {.opts = &c->opts};
 	struct kvt_tier *t;
 	size_t len = KVT_CHUNK_HDR_BYTES + payload;
-	uint64_t n = KVT_MAX(c->total_bytes / payload, 1);
-	uint8_t *rec = aligned_alloc(KVT_TIER_ALIGN, KVT_ALIGN_UP(len, KVT_TIER_ALIGN));
-	uint64_t sum;
-	if (!rec)
-		return -ENOMEM;
-	int rc = fill_closed(c, &conf, rec, payload, n, &sum);
-	free(rec);
+	uint64_t n;
+	int rc = filled(c, payload, &conf, &n);
 	if (rc)
 		return rc;
 	char ix[PATH_MAX + 16];
@@ -549,6 +559,104 @@ static int repair_size(const struct cfg *c, size_t payload)
 	           : -ENOENT;
 }
 
+/* ---- --mend: what a damaged block of metadata costs a start ---- */
+
+/* Flips a bit of the first record's metadata key (0xff x 36, 0, ...) in the tables of the
+ * database at path (not compressed: the key is there as written), so that the block fails its
+ * checksum. @return : 0, or -ENOENT where there is none. */
+static int damage_metadata(const char *path)
+{
+	uint8_t lo[KVT__RDB_META_LO_BYTES];
+	kvt__rdb_meta_lo(lo);
+	DIR *d = opendir(path);
+	char f[PATH_MAX + 256];
+	int rc = -ENOENT;
+	for (struct dirent *e; d && rc && (e = readdir(d));) {
+		size_t l = strlen(e->d_name);
+		if (l < 5 || strcmp(e->d_name + l - 4, ".sst"))
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
+		const uint8_t *m;
+		size_t size;
+		if (kvt_file_map(f, SIZE_MAX, &m, &size))
+			continue;
+		const uint8_t *at = memmem(m, size, lo, sizeof(lo));
+		off_t off = at && (size_t)(at - m) + sizeof(lo) + 8 < size
+		                ? (off_t)(at - m) + (off_t)sizeof(lo) + 8
+		                : -1;
+		kvt_file_unmap(m, size);
+		int fd = off < 0 ? -1 : open(f, O_RDWR | O_CLOEXEC);
+		uint8_t b;
+		if (fd >= 0 && pread(fd, &b, 1, off) == 1) {
+			b ^= 1;
+			rc = pwrite(fd, &b, 1, off) == 1 && !fdatasync(fd) ? 0 : -EIO;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+/* Fills a tier with total_bytes of payload-byte records and closes it; times its open with
+ * kvtierd's iterate() after it, from the saved index; then a raw iterator over every value (the
+ * least a walk of the records can do); then a block of the metadata damaged, the same open and
+ * iterate(), which walks the records instead and puts their metadata again; then the same once
+ * more (the metadata whole again: what the next start costs). */
+static int mend_size(const struct cfg *c, size_t payload)
+{
+	struct kvt__rdb_conf conf;
+	struct kvt_tier_env env = {.opts = &c->opts};
+	struct kvt_tier *t;
+	size_t len = KVT_CHUNK_HDR_BYTES + payload;
+	uint64_t n, raw_n = 0, found[3] = {0}, values[3] = {0};
+	double open_s[3] = {0}, raw_s = 0;
+	int rc = filled(c, payload, &conf, &n);
+	for (int k = 0; !rc && k < 3; k++) { /* whole; damaged; mended */
+		if (k == 1) {
+			uncache_dir(conf.path);
+			if ((rc = raw_scan(&conf, false, &raw_n, &raw_s)) ||
+			    (rc = damage_metadata(conf.path)))
+				break;
+		}
+		uncache_dir(conf.path);
+		uint64_t t0 = kvt_now_ns(), visited = 0;
+		if ((rc = kvt__rdb_open_conf(&env, &conf, &t)))
+			break;
+		rc = kvt_tier_rocksdb.iterate(t, count_visit, &visited);
+		open_s[k] = secs(kvt_now_ns() - t0);
+		struct kvt_tier_stats st;
+		kvt_tier_rocksdb.stats(t, &st);
+		found[k] = st.chunks == visited && st.opened_from_index ? visited : 0;
+		values[k] = st.open_values_read;
+		kvt_tier_rocksdb.close(t);
+	}
+	if (rc)
+		return rc < 0 ? rc : -EIO;
+	char bs[32];
+	double tb = 1e12 / ((double)n * (double)len);
+	printf(
+	    "| %s | %llu | %llu / %llu / %llu | %.3f | %.3f | %.3f | %.2f | %.3f | %.0f, %.0f |\n",
+	    kvt_fmt_bytes(payload, bs, sizeof(bs)), (unsigned long long)n,
+	    (unsigned long long)found[0], (unsigned long long)found[1],
+	    (unsigned long long)found[2], open_s[0], open_s[1], raw_s, open_s[1] / raw_s, open_s[2],
+	    open_s[1] * tb, open_s[2] * tb);
+	fflush(stdout);
+	rmtree(c->dir);
+	bool right = raw_n == n && found[0] == n && found[1] == n && found[2] == n &&
+	             values[0] == 0 && values[1] == n && values[2] == 0;
+	if (!right)
+		fprintf(stderr,
+		        "bench: records: raw %llu, found %llu / %llu / %llu, values read %llu / "
+		        "%llu / %llu\n",
+		        (unsigned long long)raw_n, (unsigned long long)found[0],
+		        (unsigned long long)found[1], (unsigned long long)found[2],
+		        (unsigned long long)values[0], (unsigned long long)values[1],
+		        (unsigned long long)values[2]);
+	return right ? 0 : -ENOENT;
+}
+
 static void log_stderr(enum kvt_log_level lvl, const char *msg)
 {
 	(void)lvl;
@@ -572,7 +680,10 @@ static void usage(void)
 	     "                      iterators over the metadata and over the values\n"
 	     "  --repair            the same tier's open from its index, then with its manifest\n"
 	     "                      damaged (RocksDB's repair), against a raw iterator over\n"
-	     "                      every value; reads and the first write after each");
+	     "                      every value; reads and the first write after each\n"
+	     "  --mend              the same tier's open and iterate() from its index, then with\n"
+	     "                      a block of its metadata damaged (the records walked instead),\n"
+	     "                      against a raw iterator over every value");
 }
 
 int main(int argc, char **argv)
@@ -581,11 +692,11 @@ int main(int argc, char **argv)
 	    {"dir", 1, 0, 'd'},   {"mib", 1, 0, 'm'},     {"reps", 1, 0, 'r'},
 	    {"sizes", 1, 0, 's'}, {"set", 1, 0, 'o'},     {"universal", 0, 0, 'u'},
 	    {"help", 0, 0, 'h'},  {"recover", 0, 0, 'R'}, {"repair", 0, 0, 'P'},
-	    {0, 0, 0, 0},
+	    {"mend", 0, 0, 'M'},  {0, 0, 0, 0},
 	};
 	struct cfg c = {.total_bytes = 256ull << 20, .reps = 3};
 	char dir[PATH_MAX], sizes[256] = "256KiB,2MiB";
-	bool universal = false, recover = false, repair = false;
+	bool universal = false, recover = false, repair = false, mend = false;
 	int opt;
 	snprintf(dir, sizeof(dir), "/tmp/kvtier-bench-rocksdb.%d", (int)getpid());
 	c.dir = dir;
@@ -621,6 +732,9 @@ int main(int argc, char **argv)
 		case 'P':
 			repair = true;
 			break;
+		case 'M':
+			mend = true;
+			break;
 		default:
 			usage();
 			return opt == 'h' ? 0 : 2;
@@ -654,6 +768,11 @@ int main(int argc, char **argv)
 		       "| s "
 		       "per TB repairing |\n"
 		       "|---|---|---|---|---|---|---|---|---|---|---|\n");
+	else if (mend)
+		printf("| payload | records | found: index / damaged / after | open + iterate from "
+		       "index s | the same, a metadata block damaged s | raw value iterator s | "
+		       "damaged/raw | the next start s | s per TB: damaged, next |\n"
+		       "|---|---|---|---|---|---|---|---|---|\n");
 	for (char *save = NULL, *s = strtok_r(sizes, ",", &save); s;
 	     s = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
@@ -663,6 +782,7 @@ int main(int argc, char **argv)
 		}
 		int rc = recover  ? recover_size(&c, (size_t)v)
 		         : repair ? repair_size(&c, (size_t)v)
+		         : mend   ? mend_size(&c, (size_t)v)
 		                  : bench_size(&c, (size_t)v);
 		if (rc) {
 			fprintf(stderr, "bench: %s\n", strerror(rc < 0 ? -rc : EIO));
