@@ -9,7 +9,6 @@
 #include "testlib.h"
 #include "kvtier.h"
 #include "put_chain.h"
-#include "core/file.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -19,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -260,40 +258,12 @@ static void damage_manifest(const struct kvt_test_daemon *d)
 	close(fd);
 }
 
-/* Flips a bit of the first record's metadata key (0xff x 36, 0, then the record's key: this
- * process's uid, little-endian, first) in a table of kvtierd's rocksdb tier (stopped; tables are
- * not compressed). The block's checksum fails when a walk of the metadata reads it. */
+/* A bit of a record's metadata key flipped in a table of kvtierd's rocksdb tier (stopped). */
 static void damage_metadata(const struct kvt_test_daemon *d)
 {
-	uint8_t lo[41];
-	memset(lo, 0xff, 36);
-	lo[36] = 0;
-	kvt_store_le32(lo + 37, (uint32_t)geteuid());
-	char dbdir[600];
-	snprintf(dbdir, sizeof(dbdir), "%s/rocksdb", d->data);
-	DIR *dp = opendir(dbdir);
-	assert_non_null(dp);
-	off_t off = -1;
-	char f[900];
-	for (struct dirent *e; off < 0 && (e = readdir(dp));) {
-		size_t l = strlen(e->d_name), size;
-		const uint8_t *m;
-		if (l < 5 || strcmp(e->d_name + l - 4, ".sst"))
-			continue;
-		snprintf(f, sizeof(f), "%s/%s", dbdir, e->d_name);
-		assert_int_equal(kvt_file_map(f, SIZE_MAX, &m, &size), 0);
-		const uint8_t *at = memmem(m, size, lo, sizeof(lo));
-		off = at ? (off_t)(at - m) + (off_t)sizeof(lo) + 4 : -1;
-		kvt_file_unmap(m, size);
-	}
-	closedir(dp);
-	assert_true(off >= 0);
-	int fd = open(f, O_RDWR);
-	uint8_t b;
-	assert_true(fd >= 0 && pread(fd, &b, 1, off) == 1);
-	b ^= 1;
-	assert_int_equal(pwrite(fd, &b, 1, off), 1);
-	close(fd);
+	char db[600];
+	snprintf(db, sizeof(db), "%s/rocksdb", d->data);
+	assert_true(kvt_test_rdb_flip_meta(db, (uint32_t)geteuid()));
 }
 
 /* kill9: 0 SIGTERM, 1 SIGKILL, 2 SIGTERM and then rocksdb's manifest damaged (repaired), 3

@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -493,4 +495,43 @@ int kvt_test_fd_count(pid_t pid)
 			n++;
 	closedir(d);
 	return n;
+}
+
+bool kvt_test_rdb_flip_meta(const char *db, uint32_t tenant)
+{
+	uint8_t lo[41]; /* the meta range's start, and the tenant */
+	memset(lo, 0xff, 36);
+	lo[36] = 0;
+	for (int i = 0; i < 4; i++)
+		lo[37 + i] = (uint8_t)(tenant >> (8 * i));
+	DIR *dp = opendir(db);
+	bool found = false;
+	for (struct dirent *e; dp && !found && (e = readdir(dp));) {
+		size_t l = strlen(e->d_name);
+		char f[PATH_MAX];
+		struct stat st;
+		if (l < 5 || strcmp(e->d_name + l - 4, ".sst"))
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", db, e->d_name);
+		int fd = open(f, O_RDWR | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) || st.st_size < (off_t)sizeof(lo) + 8) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		uint8_t *m =
+		    mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		uint8_t *at =
+		    m == MAP_FAILED ? NULL : memmem(m, (size_t)st.st_size, lo, sizeof(lo));
+		if (at && at + sizeof(lo) + 4 < m + st.st_size) {
+			at[sizeof(lo) + 4] ^= 1; /* the namespace's first word */
+			found = msync(m, (size_t)st.st_size, MS_SYNC) == 0;
+		}
+		if (m != MAP_FAILED)
+			munmap(m, (size_t)st.st_size);
+		close(fd);
+	}
+	if (dp)
+		closedir(dp);
+	return found;
 }

@@ -100,4 +100,9 @@ void kvt_test_fill(void *buf, size_t len, uint64_t seed);
 uint64_t kvt_test_xorshift(uint64_t *s);
 /* Counts open fds of pid. */
 int kvt_test_fd_count(pid_t pid);
+/* Flips a bit of the first metadata key of a record of tenant (0xff x 36, 0, then the record's
+ * key, its tenant first, little-endian) in a table of the closed rocksdb database at db: a bit
+ * 8 bytes into that key, whose block then fails RocksDB's checksum (tables are not compressed,
+ * so the key is there as written). @return : whether one was found. */
+bool kvt_test_rdb_flip_meta(const char *db, uint32_t tenant);
 #endif

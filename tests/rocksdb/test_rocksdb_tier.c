@@ -1094,39 +1094,6 @@ static void test_rocksdb_saved_index(void **state)
 	free(exp);
 }
 
-/* Flips a bit inside the first record's metadata key (0xff x 36, 0, tenant, ...) of the first
- * table of the database at path that holds one (tables are not compressed: the key is there
- * as written). @return : whether one was found. */
-static bool flip_first_meta_key(const char *path)
-{
-	uint8_t lo[KVT__RDB_META_LO_BYTES];
-	kvt__rdb_meta_lo(lo);
-	DIR *dp = opendir(path);
-	assert_non_null(dp);
-	bool found = false;
-	for (struct dirent *e; !found && (e = readdir(dp));) {
-		size_t l = strlen(e->d_name);
-		if (l < 5 || strcmp(e->d_name + l - 4, ".sst"))
-			continue;
-		char f[1200];
-		snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
-		const uint8_t *m;
-		size_t size;
-		assert_int_equal(kvt_file_map(f, SIZE_MAX, &m, &size), 0);
-		const uint8_t *at = memmem(m, size, lo, sizeof(lo));
-		while (at && at[sizeof(lo)] != RDB_TENANT) /* the marker's, or a shared prefix */
-			at = memmem(at + 1, size - (size_t)(at + 1 - m), lo, sizeof(lo));
-		off_t off = at ? (off_t)(at - m) + (off_t)sizeof(lo) + 8 : -1;
-		kvt_file_unmap(m, size);
-		if (at) {
-			flip(f, off);
-			found = true;
-		}
-	}
-	closedir(dp);
-	return found;
-}
-
 /* Opens the tier at o after a "crash": the index a clean close saved is removed first. */
 static struct kvt_tier *open_unsaved(struct kvt_options *o, struct rdb_drops *d)
 {
@@ -1267,7 +1234,7 @@ static void test_rocksdb_metadata(void **state)
 	assert_int_equal(kvt__rdb_flush(t, true), 0);
 	assert_int_equal(kvt__rdb_compact(t), 0);
 	kvt_tier_rocksdb.close(t);
-	assert_true(flip_first_meta_key(path));
+	assert_true(kvt_test_rdb_flip_meta(path, RDB_TENANT));
 	t = open_unsaved(&o, &d);
 	s = rdb_stats(t);
 	assert_int_equal(s.open_values_read, 5 * N);
@@ -1340,7 +1307,7 @@ static void test_rocksdb_iterate_mends(void **state)
 	assert_int_equal(kvt__rdb_flush(t, true), 0);
 	assert_int_equal(kvt__rdb_compact(t), 0);
 	kvt_tier_rocksdb.close(t);
-	assert_true(flip_first_meta_key(path));
+	assert_true(kvt_test_rdb_flip_meta(path, RDB_TENANT));
 
 	t = open_tier(&o, &d);
 	assert_int_equal(rdb_stats(t).opened_from_index, 1);
