@@ -239,23 +239,10 @@ static void test_tiers_hello_pins_nothing(void **state)
 /* Inverts 64 bytes in the middle of the manifest of kvtierd's rocksdb tier (stopped). */
 static void damage_manifest(const struct kvt_test_daemon *d)
 {
-	char path[600], name[128] = {0};
-	snprintf(path, sizeof(path), "%s/rocksdb/CURRENT", d->data);
-	FILE *f = fopen(path, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(name, sizeof(name), f));
-	fclose(f);
-	name[strcspn(name, "\n")] = 0;
-	snprintf(path, sizeof(path), "%s/rocksdb/%s", d->data, name);
-	int fd = open(path, O_RDWR);
-	struct stat st;
-	assert_true(fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 128);
-	uint8_t b[64];
-	assert_int_equal(pread(fd, b, 64, st.st_size / 2 - 32), 64);
-	for (int k = 0; k < 64; k++)
-		b[k] = (uint8_t)~b[k];
-	assert_int_equal(pwrite(fd, b, 64, st.st_size / 2 - 32), 64);
-	close(fd);
+	char db[600], man[900];
+	snprintf(db, sizeof(db), "%s/rocksdb", d->data);
+	assert_true(kvt_test_rdb_manifest(db, man, sizeof(man)));
+	assert_true(kvt_test_invert64(man, true));
 }
 
 /* A bit of a record's metadata key flipped in a table of kvtierd's rocksdb tier (stopped). */

@@ -497,6 +497,36 @@ int kvt_test_fd_count(pid_t pid)
 	return n;
 }
 
+bool kvt_test_invert64(const char *file, bool mid)
+{
+	struct stat st;
+	int fd = open(file, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	uint8_t b[64];
+	bool ok = !fstat(fd, &st) && st.st_size > 128;
+	off_t at = mid ? st.st_size / 2 - 32 : st.st_size - 64;
+	ok = ok && pread(fd, b, 64, at) == 64;
+	for (int k = 0; ok && k < 64; k++)
+		b[k] = (uint8_t)~b[k];
+	ok = ok && pwrite(fd, b, 64, at) == 64;
+	close(fd);
+	return ok;
+}
+
+bool kvt_test_rdb_manifest(const char *db, char *out, size_t len)
+{
+	char cur[PATH_MAX], name[256] = {0};
+	snprintf(cur, sizeof(cur), "%s/CURRENT", db);
+	FILE *f = fopen(cur, "r");
+	bool ok = f && fgets(name, sizeof(name), f);
+	if (f)
+		fclose(f);
+	name[strcspn(name, "\n")] = 0;
+	snprintf(out, len, "%s/%s", db, name);
+	return ok && name[0];
+}
+
 bool kvt_test_rdb_flip_meta(const char *db, uint32_t tenant)
 {
 	uint8_t lo[41]; /* the meta range's start, and the tenant */

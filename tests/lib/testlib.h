@@ -100,6 +100,12 @@ void kvt_test_fill(void *buf, size_t len, uint64_t seed);
 uint64_t kvt_test_xorshift(uint64_t *s);
 /* Counts open fds of pid. */
 int kvt_test_fd_count(pid_t pid);
+/* Inverts the last 64 bytes of file (a table's footer) or, with mid, 64 from its middle.
+ * @return : whether it could (the file is over 128 bytes and writable). */
+bool kvt_test_invert64(const char *file, bool mid);
+/* The path of the manifest that the rocksdb database at db names in its CURRENT, into out.
+ * @return : whether CURRENT named one. */
+bool kvt_test_rdb_manifest(const char *db, char *out, size_t len);
 /* Flips a bit of the first metadata key of a record of tenant (0xff x 36, 0, then the record's
  * key, its tenant first, little-endian) in a table of the closed rocksdb database at db: a bit
  * 8 bytes into that key, whose block then fails RocksDB's checksum (tables are not compressed,

@@ -148,16 +148,18 @@ static void test_rocksdb_cap_churn(void **state)
 	free(exp);
 }
 
+/* iterate()'s visits of records 0..max-1 (64 when max is 0), each at most once. */
 struct visit_ctx {
-	uint64_t n, bytes;
+	uint64_t n, bytes, max;
 	uint8_t *seen;
 };
 
 static int visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
 {
 	struct visit_ctx *v = arg;
+	(void)loc;
 	assert_int_equal(h->tenant, RDB_TENANT);
-	assert_true(h->key.w[0] < 64);
+	assert_true(h->key.w[0] < (v->max ? v->max : 64));
 	assert_false(v->seen[h->key.w[0]]);
 	v->seen[h->key.w[0]] = 1;
 	v->n++;
@@ -676,23 +678,6 @@ static void test_rocksdb_faults(void **state)
 	free(exp);
 }
 
-/* Inverts the last 64 bytes of file (a table's footer) or, with mid, 64 from its middle. */
-static void invert64(const char *file, bool mid)
-{
-	struct stat st;
-	assert_int_equal(stat(file, &st), 0);
-	assert_true(st.st_size > 128);
-	off_t at = mid ? st.st_size / 2 - 32 : st.st_size - 64;
-	int fd = open(file, O_RDWR);
-	uint8_t b[64];
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, b, 64, at), 64);
-	for (int k = 0; k < 64; k++)
-		b[k] = (uint8_t)~b[k];
-	assert_int_equal(pwrite(fd, b, 64, at), 64);
-	close(fd);
-}
-
 /* Flips one random bit per 64 KiB of every SST and blob file of dir/db (RocksDB's own files:
  * data blocks, index, footers), or with footers, every bit of each SST's last 64 bytes (its
  * footer and magic number). @return : how many files were hit. */
@@ -711,7 +696,7 @@ static int damage_tables(uint64_t seed, bool footers)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", db, e->d_name);
 		if (footers && e->d_name[l - 1] == 't')
-			invert64(path, false);
+			assert_true(kvt_test_invert64(path, false));
 		int fd = open(path, O_RDWR);
 		assert_true(fd >= 0);
 		struct stat st;
@@ -1268,23 +1253,6 @@ static void test_rocksdb_metadata(void **state)
 	free(exp);
 }
 
-/* Counts iterate()'s visits of records 0..max-1, each at most once. */
-struct visit_once {
-	uint8_t *seen;
-	uint64_t max, n;
-};
-
-static int visit_once(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
-{
-	struct visit_once *v = arg;
-	(void)loc;
-	assert_true(h->key.w[0] < v->max);
-	assert_false(v->seen[h->key.w[0]]);
-	v->seen[h->key.w[0]] = 1;
-	v->n++;
-	return 0;
-}
-
 /*
  * iterate() (the daemon's walk at every start) after an open from the saved index, so that no
  * walk at the open met the damage: a damaged block of metadata sends it to the records, as the
@@ -1295,7 +1263,7 @@ static void test_rocksdb_iterate_mends(void **state)
 	enum { N = 200, PAYLOAD = 20000 };
 	struct kvt_options o;
 	struct rdb_drops d = {.seen = calloc(N, 1), .max_id = N};
-	struct visit_once v = {.seen = calloc(N, 1), .max = N};
+	struct visit_ctx v = {.seen = calloc(N, 1), .max = N};
 	char path[512];
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
@@ -1312,7 +1280,7 @@ static void test_rocksdb_iterate_mends(void **state)
 	t = open_tier(&o, &d);
 	assert_int_equal(rdb_stats(t).opened_from_index, 1);
 	assert_int_equal(rdb_stats(t).chunks, N);
-	assert_int_equal(kvt_tier_rocksdb.iterate(t, visit_once, &v), 0);
+	assert_int_equal(kvt_tier_rocksdb.iterate(t, visit, &v), 0);
 	struct kvt_tier_stats s = rdb_stats(t);
 	assert_int_equal(v.n, N);
 	assert_int_equal(d.n, 0);
@@ -1328,7 +1296,7 @@ static void test_rocksdb_iterate_mends(void **state)
 		t = unsaved ? open_unsaved(&o, &d) : open_tier(&o, &d);
 		memset(v.seen, 0, N);
 		v.n = 0;
-		assert_int_equal(kvt_tier_rocksdb.iterate(t, visit_once, &v), 0);
+		assert_int_equal(kvt_tier_rocksdb.iterate(t, visit, &v), 0);
 		assert_int_equal(v.n, N);
 		assert_int_equal(rdb_stats(t).open_values_read, 0);
 		assert_int_equal(rdb_stats(t).opened_from_index, !unsaved);
@@ -1681,19 +1649,6 @@ static void repair_log(enum kvt_log_level lvl, const char *msg)
 		fprintf(stderr, "log: %s\n", msg);
 }
 
-/* The path of the manifest CURRENT names, into out. */
-static void manifest_of(const char *db, char *out, size_t len)
-{
-	char cur[600], name[256] = {0};
-	snprintf(cur, sizeof(cur), "%s/CURRENT", db);
-	FILE *f = fopen(cur, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(name, sizeof(name), f));
-	fclose(f);
-	name[strcspn(name, "\n")] = 0;
-	snprintf(out, len, "%s/%s", db, name);
-}
-
 /* The newest of the database's level-0 tables (of two at least), into out. */
 static void newest_level0(const char *db, char *out, size_t len)
 {
@@ -1779,15 +1734,15 @@ static void test_rocksdb_repaired(void **state)
 
 		if (k == MANIFEST_A_TABLE || k == NESTED_A_TABLE) { /* while the manifest reads */
 			records_table(db, 5, f, sizeof(f));
-			invert64(f, false);
+			assert_true(kvt_test_invert64(f, false));
 		}
 		if (k == MANIFEST_BYTES || k == MANIFEST_A_TABLE || k == BLOB_FILES ||
 		    k == MANIFEST_GONE || nested || k == TOO_BIG) {
-			manifest_of(db, f, sizeof(f));
+			assert_true(kvt_test_rdb_manifest(db, f, sizeof(f)));
 			if (k == MANIFEST_GONE)
 				assert_int_equal(unlink(f), 0);
 			else
-				invert64(f, true);
+				assert_true(kvt_test_invert64(f, true));
 		}
 		if (k == CURRENT_GONE) {
 			snprintf(f, sizeof(f), "%s/CURRENT", db);
@@ -1795,7 +1750,7 @@ static void test_rocksdb_repaired(void **state)
 		}
 		if (k == NEWER_LEVEL0) {
 			newest_level0(db, f, sizeof(f));
-			invert64(f, false);
+			assert_true(kvt_test_invert64(f, false));
 		}
 		if (k == SWAP_CUT) { /* the old one set aside, the new one not yet renamed */
 			char fresh[600], old[600];

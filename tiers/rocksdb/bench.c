@@ -322,6 +322,27 @@ static int count_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
 	return 0;
 }
 
+/* kvtierd's start of the tier at conf from a cold page cache: its open and the iterate() after
+ * it, timed (*s), and its stats; *found: the records it holds when iterate() visited each of
+ * them, else 0. The tier stays open in *t. @return : 0 or -errno (the tier closed). */
+static int timed_start(const struct kvt_tier_env *env, const struct kvt__rdb_conf *conf,
+                       struct kvt_tier **t, double *s, struct kvt_tier_stats *st, uint64_t *found)
+{
+	uint64_t visited = 0;
+	uncache_dir(conf->path);
+	uint64_t t0 = kvt_now_ns();
+	int rc = kvt__rdb_open_conf(env, conf, t);
+	if (rc)
+		return rc;
+	rc = kvt_tier_rocksdb.iterate(*t, count_visit, &visited);
+	*s = secs(kvt_now_ns() - t0);
+	kvt_tier_rocksdb.stats(*t, st);
+	*found = st->chunks == visited ? visited : 0;
+	if (rc)
+		kvt_tier_rocksdb.close(*t);
+	return rc > 0 ? -EIO : rc;
+}
+
 /* Makes the database at conf look as one from before the metadata: the meta range deleted. */
 static int drop_meta(const struct kvt__rdb_conf *conf)
 {
@@ -404,17 +425,9 @@ static int recover_size(const struct cfg *c, size_t payload)
 			if ((rc = drop_meta(&conf)))
 				return rc;
 		}
-		uncache_dir(conf.path);
-		uint64_t t0 = kvt_now_ns(), visited = 0;
-		if ((rc = kvt__rdb_open_conf(&env, &conf, &t)))
-			return rc;
-		/* and the walk kvtierd makes next to learn what the tier holds */
-		if ((rc = kvt_tier_rocksdb.iterate(t, count_visit, &visited)))
-			return rc < 0 ? rc : -EIO;
-		open_s[k] = secs(kvt_now_ns() - t0);
 		struct kvt_tier_stats st;
-		kvt_tier_rocksdb.stats(t, &st);
-		found[k] = st.chunks == visited ? st.chunks : 0;
+		if ((rc = timed_start(&env, &conf, &t, &open_s[k], &st, &found[k])))
+			return rc;
 		kvt_tier_rocksdb.close(t);
 		if (st.opened_from_index != (k == 0) || (st.open_values_read != 0) != (k == 2))
 			return -ENOENT;
@@ -507,7 +520,7 @@ static int repair_size(const struct cfg *c, size_t payload)
 	uint64_t sum;
 	int rc = rec && out ? fill_closed(c, &conf, rec, payload, n, &sum) : -ENOMEM;
 	double open_s[2], rd[3], wr[2], raw_s = 0;
-	uint64_t found[2], visited, raw_n = 0;
+	uint64_t found[2], raw_n = 0;
 	struct kvt_tier_stats st;
 	for (int k = 0; !rc && k < 2; k++) { /* from the index; then repaired */
 		if (k) {
@@ -516,16 +529,9 @@ static int repair_size(const struct cfg *c, size_t payload)
 			    (rc = damage_manifest(conf.path)))
 				break;
 		}
-		uncache_dir(conf.path);
-		uint64_t t0 = kvt_now_ns();
-		if ((rc = kvt__rdb_open_conf(&env, &conf, &t)))
+		if ((rc = timed_start(&env, &conf, &t, &open_s[k], &st, &found[k])))
 			break;
-		visited = 0;
-		rc = kvt_tier_rocksdb.iterate(t, count_visit, &visited);
-		open_s[k] = secs(kvt_now_ns() - t0);
-		kvt_tier_rocksdb.stats(t, &st);
-		found[k] = st.chunks == visited ? st.chunks : 0;
-		if (!rc && st.repairs != (uint64_t)k && (k == 0 || found[k]))
+		if (st.repairs != (uint64_t)k && (k == 0 || found[k]))
 			rc = -EIO;      /* a repair that failed made it anew: found 0 */
 		uncache_dir(conf.path); /* the repair read every table: each read set starts cold */
 		rd[k] = read_us(t, n, len, out);
@@ -620,15 +626,10 @@ static int mend_size(const struct cfg *c, size_t payload)
 			    (rc = damage_metadata(conf.path)))
 				break;
 		}
-		uncache_dir(conf.path);
-		uint64_t t0 = kvt_now_ns(), visited = 0;
-		if ((rc = kvt__rdb_open_conf(&env, &conf, &t)))
-			break;
-		rc = kvt_tier_rocksdb.iterate(t, count_visit, &visited);
-		open_s[k] = secs(kvt_now_ns() - t0);
 		struct kvt_tier_stats st;
-		kvt_tier_rocksdb.stats(t, &st);
-		found[k] = st.chunks == visited && st.opened_from_index ? visited : 0;
+		if ((rc = timed_start(&env, &conf, &t, &open_s[k], &st, &found[k])))
+			break;
+		found[k] = st.opened_from_index ? found[k] : 0;
 		values[k] = st.open_values_read;
 		kvt_tier_rocksdb.close(t);
 	}
