@@ -527,41 +527,79 @@ bool kvt_test_rdb_manifest(const char *db, char *out, size_t len)
 	return ok && name[0];
 }
 
-bool kvt_test_rdb_flip_meta(const char *db, uint32_t tenant)
+bool kvt_test_rdb_flip_meta_in(const char *sst, uint32_t tenant)
 {
 	uint8_t lo[41]; /* the meta range's start, and the tenant */
 	memset(lo, 0xff, 36);
 	lo[36] = 0;
 	for (int i = 0; i < 4; i++)
 		lo[37 + i] = (uint8_t)(tenant >> (8 * i));
-	DIR *dp = opendir(db);
+	struct stat st;
 	bool found = false;
-	for (struct dirent *e; dp && !found && (e = readdir(dp));) {
+	int fd = open(sst, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || st.st_size < (off_t)sizeof(lo) + 8) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	uint8_t *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	uint8_t *at = m == MAP_FAILED ? NULL : memmem(m, (size_t)st.st_size, lo, sizeof(lo));
+	if (at && at + sizeof(lo) + 4 < m + st.st_size) {
+		at[sizeof(lo) + 4] ^= 1; /* the namespace's first word */
+		found = msync(m, (size_t)st.st_size, MS_SYNC) == 0;
+	}
+	if (m != MAP_FAILED)
+		munmap(m, (size_t)st.st_size);
+	close(fd);
+	return found;
+}
+
+/* Calls each on every table file of db (its path) until one answers true. */
+static bool each_table(const char *db, bool (*each)(const char *sst, void *arg), void *arg)
+{
+	DIR *dp = opendir(db);
+	bool done = false;
+	for (struct dirent *e; dp && !done && (e = readdir(dp));) {
 		size_t l = strlen(e->d_name);
 		char f[PATH_MAX];
-		struct stat st;
 		if (l < 5 || strcmp(e->d_name + l - 4, ".sst"))
 			continue;
 		snprintf(f, sizeof(f), "%s/%s", db, e->d_name);
-		int fd = open(f, O_RDWR | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st) || st.st_size < (off_t)sizeof(lo) + 8) {
-			if (fd >= 0)
-				close(fd);
-			continue;
-		}
-		uint8_t *m =
-		    mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		uint8_t *at =
-		    m == MAP_FAILED ? NULL : memmem(m, (size_t)st.st_size, lo, sizeof(lo));
-		if (at && at + sizeof(lo) + 4 < m + st.st_size) {
-			at[sizeof(lo) + 4] ^= 1; /* the namespace's first word */
-			found = msync(m, (size_t)st.st_size, MS_SYNC) == 0;
-		}
-		if (m != MAP_FAILED)
-			munmap(m, (size_t)st.st_size);
-		close(fd);
+		done = each(f, arg);
 	}
 	if (dp)
 		closedir(dp);
-	return found;
+	return done;
+}
+
+static bool flip_in(const char *sst, void *arg)
+{
+	return kvt_test_rdb_flip_meta_in(sst, *(const uint32_t *)arg);
+}
+
+bool kvt_test_rdb_flip_meta(const char *db, uint32_t tenant)
+{
+	return each_table(db, flip_in, &tenant);
+}
+
+struct newest {
+	char *out;
+	size_t len;
+};
+
+static bool newer_table(const char *sst, void *arg)
+{
+	struct newest *b = arg;
+	const char *n = strrchr(sst, '/') + 1, *o = b->out[0] ? strrchr(b->out, '/') + 1 : "";
+	if (strtoull(n, NULL, 10) > strtoull(o, NULL, 10))
+		snprintf(b->out, b->len, "%s", sst);
+	return false;
+}
+
+bool kvt_test_rdb_newest_table(const char *db, char *out, size_t len)
+{
+	struct newest b = {out, len};
+	out[0] = 0;
+	each_table(db, newer_table, &b);
+	return out[0] != 0;
 }

@@ -111,4 +111,9 @@ bool kvt_test_rdb_manifest(const char *db, char *out, size_t len);
  * 8 bytes into that key, whose block then fails RocksDB's checksum (tables are not compressed,
  * so the key is there as written). @return : whether one was found. */
 bool kvt_test_rdb_flip_meta(const char *db, uint32_t tenant);
+/* The same in one table file (its path). */
+bool kvt_test_rdb_flip_meta_in(const char *sst, uint32_t tenant);
+/* Writes to out the path of db's table file with the highest number (the newest).
+ * @return : whether db has one. */
+bool kvt_test_rdb_newest_table(const char *db, char *out, size_t len);
 #endif

@@ -29,6 +29,7 @@
 
 struct cfg {
 	const char *dir;
+	bool level0;          /* --mend: the damage in a table of level 0 */
 	uint64_t total_bytes; /* per size and phase */
 	int reps;
 	struct kvt__rdb_conf conf;
@@ -567,63 +568,90 @@ static int repair_size(const struct cfg *c, size_t payload)
 
 /* ---- --mend: what a damaged block of metadata costs a start ---- */
 
-/* Flips a bit of the first record's metadata key (0xff x 36, 0, ...) in the tables of the
- * database at path (not compressed: the key is there as written), so that the block fails its
- * checksum. @return : 0, or -ENOENT where there is none. */
-static int damage_metadata(const char *path)
+/* The table of the closed database at conf to damage: one holding metadata, in level 0 when
+ * level0, else in the deepest level that holds metadata, one that also holds records where
+ * there is one (its records are what the mend must keep). @return : its number (its level in
+ * *at_level), or 0. */
+static uint64_t meta_table(const struct kvt__rdb_conf *conf, bool level0, int *at_level)
+{
+	struct kvt__rdb_db raw = {0};
+	if (kvt__rdb_db_open(&raw, conf))
+		return 0;
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(raw.db);
+	uint64_t pick = 0;
+	int best = -1; /* level * 2 + holds records */
+	for (int i = 0; lf && i < rocksdb_livefiles_count(lf); i++) {
+		size_t lo_len, hi_len;
+		const char *lo = rocksdb_livefiles_smallestkey(lf, i, &lo_len);
+		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hi_len);
+		int level = rocksdb_livefiles_level(lf, i);
+		bool meta = memcmp(hi, raw.meta_lo, KVT_MIN(hi_len, sizeof(raw.meta_lo))) >= 0;
+		bool records = memcmp(lo, raw.meta_lo, KVT_MIN(lo_len, sizeof(raw.meta_lo))) < 0;
+		int score = level * 2 + records;
+		if (meta && (level == 0) == level0 && score > best) {
+			best = score, *at_level = level;
+			pick = kvt__rdb_table_named(rocksdb_livefiles_name(lf, i));
+		}
+	}
+	if (lf)
+		rocksdb_livefiles_destroy(lf);
+	kvt__rdb_db_close(&raw);
+	return pick;
+}
+
+/* Flips a bit of the first metadata key (0xff x 36, 0, ...) in table no of the database at
+ * conf (not compressed: the key is there as written), so that its block fails its checksum.
+ * @return : 0, or -ENOENT where there is none. */
+static int damage_metadata(const struct kvt__rdb_conf *conf, uint64_t no)
 {
 	uint8_t lo[KVT__RDB_META_LO_BYTES];
+	char f[PATH_MAX + 32];
+	const uint8_t *m;
+	size_t size;
 	kvt__rdb_meta_lo(lo);
-	DIR *d = opendir(path);
-	char f[PATH_MAX + 256];
-	int rc = -ENOENT;
-	for (struct dirent *e; d && rc && (e = readdir(d));) {
-		size_t l = strlen(e->d_name);
-		if (l < 5 || strcmp(e->d_name + l - 4, ".sst"))
-			continue;
-		snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
-		const uint8_t *m;
-		size_t size;
-		if (kvt_file_map(f, SIZE_MAX, &m, &size))
-			continue;
-		const uint8_t *at = memmem(m, size, lo, sizeof(lo));
-		off_t off = at && (size_t)(at - m) + sizeof(lo) + 8 < size
-		                ? (off_t)(at - m) + (off_t)sizeof(lo) + 8
-		                : -1;
-		kvt_file_unmap(m, size);
-		int fd = off < 0 ? -1 : open(f, O_RDWR | O_CLOEXEC);
-		uint8_t b;
-		if (fd >= 0 && pread(fd, &b, 1, off) == 1) {
-			b ^= 1;
-			rc = pwrite(fd, &b, 1, off) == 1 && !fdatasync(fd) ? 0 : -EIO;
-		}
-		if (fd >= 0)
-			close(fd);
+	snprintf(f, sizeof(f), "%s/%06llu.sst", conf->path, (unsigned long long)no);
+	if (!no || kvt_file_map(f, SIZE_MAX, &m, &size))
+		return -ENOENT;
+	const uint8_t *at = memmem(m, size, lo, sizeof(lo));
+	off_t off = at && (size_t)(at - m) + sizeof(lo) + 8 < size
+	                ? (off_t)(at - m) + (off_t)sizeof(lo) + 8
+	                : -1;
+	kvt_file_unmap(m, size);
+	int fd = off < 0 ? -1 : open(f, O_RDWR | O_CLOEXEC), rc = -ENOENT;
+	uint8_t b;
+	if (fd >= 0 && pread(fd, &b, 1, off) == 1) {
+		b ^= 1;
+		rc = pwrite(fd, &b, 1, off) == 1 && !fdatasync(fd) ? 0 : -EIO;
 	}
-	if (d)
-		closedir(d);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
 /* Fills a tier with total_bytes of payload-byte records and closes it; times its open with
  * kvtierd's iterate() after it, from the saved index; then a raw iterator over every value (the
- * least a walk of the records can do); then a block of the metadata damaged, the same open and
- * iterate(), which walks the records instead and puts their metadata again; then the same once
- * more (the metadata whole again: what the next start costs). */
+ * least a walk of the records can do); then a block of metadata damaged (in a table of the
+ * deepest level holding metadata, or with c->level0 of level 0), the same open and iterate(),
+ * which walks the records instead and puts their metadata again; then the same once more (the
+ * next start), and in it a compaction of every table and a write: a damaged block left in a
+ * table fails the compaction, and then the write, which sends the tier to its mend. */
 static int mend_size(const struct cfg *c, size_t payload)
 {
-	struct kvt__rdb_conf conf;
+	struct kvt__rdb_conf conf = c->conf;
 	struct kvt_tier_env env = {.opts = &c->opts};
 	struct kvt_tier *t;
 	size_t len = KVT_CHUNK_HDR_BYTES + payload;
-	uint64_t n, raw_n = 0, found[3] = {0}, values[3] = {0};
-	double open_s[3] = {0}, raw_s = 0;
-	int rc = filled(c, payload, &conf, &n);
-	for (int k = 0; !rc && k < 3; k++) { /* whole; damaged; mended */
+	uint64_t n = KVT_MAX(c->total_bytes / payload, 1), raw_n = 0, found[3] = {0},
+	         values[3] = {0}, after = 0, sum, no = 0;
+	double open_s[3] = {0}, raw_s = 0, write_s = -1;
+	uint8_t *rec = aligned_alloc(KVT_TIER_ALIGN, KVT_ALIGN_UP(len, KVT_TIER_ALIGN));
+	int rc = rec ? fill_closed(c, &conf, rec, payload, n, &sum) : -ENOMEM, level = -1;
+	for (int k = 0; !rc && k < 3; k++) { /* whole; damaged; the next start */
 		if (k == 1) {
 			uncache_dir(conf.path);
 			if ((rc = raw_scan(&conf, false, &raw_n, &raw_s)) ||
-			    (rc = damage_metadata(conf.path)))
+			    (rc =
+			         damage_metadata(&conf, no = meta_table(&conf, c->level0, &level))))
 				break;
 		}
 		struct kvt_tier_stats st;
@@ -631,30 +659,42 @@ static int mend_size(const struct cfg *c, size_t payload)
 			break;
 		found[k] = st.opened_from_index ? found[k] : 0;
 		values[k] = st.open_values_read;
+		if (k == 2) {
+			if (!kvt__rdb_compact(t))
+				write_s = first_write_s(t, rec, payload, sum, n);
+			kvt_tier_rocksdb.stats(t, &st);
+			after = st.chunks;
+		}
 		kvt_tier_rocksdb.close(t);
 	}
+	free(rec);
 	if (rc)
 		return rc < 0 ? rc : -EIO;
 	char bs[32];
 	double tb = 1e12 / ((double)n * (double)len);
-	printf(
-	    "| %s | %llu | %llu / %llu / %llu | %.3f | %.3f | %.3f | %.2f | %.3f | %.0f, %.0f |\n",
-	    kvt_fmt_bytes(payload, bs, sizeof(bs)), (unsigned long long)n,
-	    (unsigned long long)found[0], (unsigned long long)found[1],
-	    (unsigned long long)found[2], open_s[0], open_s[1], raw_s, open_s[1] / raw_s, open_s[2],
-	    open_s[1] * tb, open_s[2] * tb);
+	printf("| %s | %llu | %d | %llu / %llu / %llu | %.3f | %.3f | %.3f | %.2f | %.3f | %llu, "
+	       "%llu | %s | %llu | %.0f, %.0f |\n",
+	       kvt_fmt_bytes(payload, bs, sizeof(bs)), (unsigned long long)n, level,
+	       (unsigned long long)found[0], (unsigned long long)found[1],
+	       (unsigned long long)found[2], open_s[0], open_s[1], raw_s, open_s[1] / raw_s,
+	       open_s[2], (unsigned long long)values[1], (unsigned long long)values[2],
+	       write_s >= 0 ? "lands" : "fails", (unsigned long long)after, open_s[1] * tb,
+	       open_s[2] * tb);
 	fflush(stdout);
 	rmtree(c->dir);
-	bool right = raw_n == n && found[0] == n && found[1] == n && found[2] == n &&
-	             values[0] == 0 && values[1] == n && values[2] == 0;
+	/* in level 0 the damaged table stays (evacuate.c): only the mend itself is promised */
+	bool right =
+	    raw_n == n && found[0] == n && found[1] == n && values[0] == 0 && values[1] == n &&
+	    (c->level0 || (found[2] == n && values[2] == 0 && write_s >= 0 && after == n + 1));
 	if (!right)
 		fprintf(stderr,
 		        "bench: records: raw %llu, found %llu / %llu / %llu, values read %llu / "
-		        "%llu / %llu\n",
+		        "%llu / %llu, the write after a compaction %s, %llu records after it\n",
 		        (unsigned long long)raw_n, (unsigned long long)found[0],
 		        (unsigned long long)found[1], (unsigned long long)found[2],
 		        (unsigned long long)values[0], (unsigned long long)values[1],
-		        (unsigned long long)values[2]);
+		        (unsigned long long)values[2], write_s >= 0 ? "landed" : "failed",
+		        (unsigned long long)after);
 	return right ? 0 : -ENOENT;
 }
 
@@ -684,7 +724,10 @@ static void usage(void)
 	     "                      every value; reads and the first write after each\n"
 	     "  --mend              the same tier's open and iterate() from its index, then with\n"
 	     "                      a block of its metadata damaged (the records walked instead),\n"
-	     "                      against a raw iterator over every value");
+	     "                      against a raw iterator over every value; then the next\n"
+	     "                      start, a compaction of every table and a write\n"
+	     "  --level0            with --mend: the damaged block in a table of level 0 (the\n"
+	     "                      default: the deepest level holding metadata)");
 }
 
 int main(int argc, char **argv)
@@ -693,7 +736,7 @@ int main(int argc, char **argv)
 	    {"dir", 1, 0, 'd'},   {"mib", 1, 0, 'm'},     {"reps", 1, 0, 'r'},
 	    {"sizes", 1, 0, 's'}, {"set", 1, 0, 'o'},     {"universal", 0, 0, 'u'},
 	    {"help", 0, 0, 'h'},  {"recover", 0, 0, 'R'}, {"repair", 0, 0, 'P'},
-	    {"mend", 0, 0, 'M'},  {0, 0, 0, 0},
+	    {"mend", 0, 0, 'M'},  {"level0", 0, 0, 'L'},  {0, 0, 0, 0},
 	};
 	struct cfg c = {.total_bytes = 256ull << 20, .reps = 3};
 	char dir[PATH_MAX], sizes[256] = "256KiB,2MiB";
@@ -736,6 +779,9 @@ int main(int argc, char **argv)
 		case 'M':
 			mend = true;
 			break;
+		case 'L':
+			c.level0 = true;
+			break;
 		default:
 			usage();
 			return opt == 'h' ? 0 : 2;
@@ -770,10 +816,13 @@ int main(int argc, char **argv)
 		       "per TB repairing |\n"
 		       "|---|---|---|---|---|---|---|---|---|---|---|\n");
 	else if (mend)
-		printf("| payload | records | found: index / damaged / after | open + iterate from "
-		       "index s | the same, a metadata block damaged s | raw value iterator s | "
-		       "damaged/raw | the next start s | s per TB: damaged, next |\n"
-		       "|---|---|---|---|---|---|---|---|---|\n");
+		printf(
+		    "| payload | records | damaged table's level | found: index / damaged / next | "
+		    "open + iterate from "
+		    "index s | the same, a metadata block damaged s | raw value iterator s | "
+		    "damaged/raw | the next start s | values read: damaged, next | then a "
+		    "compaction and a write | records after | s per TB: damaged, next |\n"
+		    "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (char *save = NULL, *s = strtok_r(sizes, ",", &save); s;
 	     s = strtok_r(NULL, ",", &save)) {
 		uint64_t v;

@@ -42,6 +42,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
@@ -189,6 +190,7 @@ static int open_db(struct kvt__rdb_db *d)
 {
 	char *err = NULL;
 	d->meta_whole = false;
+	rocksdb_options_set_disable_auto_compactions(d->opts, d->quiet);
 	d->db = rocksdb_open(d->opts, d->path, &err);
 	if (err) { /* logged once per open, not rate-limited as kvt__rdb_err's line is */
 		int rc = err_code(err);
@@ -428,4 +430,42 @@ rocksdb_pinnableslice_t *kvt__rdb_get(struct kvt__rdb_db *d, const void *k, size
 		ps = NULL;
 	}
 	return ps;
+}
+
+bool kvt__rdb_iter_more(rocksdb_iterator_t *it, struct kvt__rdb_cursor *c)
+{
+	char *err = NULL;
+	if (!rocksdb_iter_valid(it)) {
+		rocksdb_iter_get_error(it, &err);
+		bool failed = err != NULL;
+		rocksdb_free(err);
+		if (failed || c->confirmed || !c->last)
+			return false; /* a walk that read nothing began with a seek: it reports */
+		c->confirmed = true;
+		rocksdb_iter_seek(it, c->last, c->len + 1);
+		if (!rocksdb_iter_valid(it))
+			return false;
+	}
+	size_t kl;
+	const char *k = rocksdb_iter_key(it, &kl);
+	if (kl + 1 > c->cap) {
+		size_t cap = KVT_MAX(kl + 1, 2 * c->cap);
+		char *g = realloc(c->last, KVT_MAX(cap, (size_t)128));
+		if (!g) { /* the key is read; only the check of the end is lost */
+			kvt__rdb_cursor_fini(c);
+			return true;
+		}
+		c->last = g, c->cap = KVT_MAX(cap, (size_t)128);
+	}
+	memcpy(c->last, k, kl);
+	c->last[kl] = 0;
+	c->len = kl;
+	c->confirmed = false;
+	return true;
+}
+
+void kvt__rdb_cursor_fini(struct kvt__rdb_cursor *c)
+{
+	free(c->last);
+	*c = (struct kvt__rdb_cursor){0};
 }

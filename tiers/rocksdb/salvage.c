@@ -7,7 +7,9 @@
  * one bad 64 MiB table cost a terabyte of cache. Now it deletes that table's files from the
  * database (DeleteFilesInRange over the table's keys, an edit of the manifest that reads nothing
  * of the table) and goes on with the rest. A record whose value was in the table is a miss from
- * then on (found when read, or by the walk that follows). When a dropped table held metadata,
+ * then on (found when read, or by the walk that follows), unless evacuate.c could write the
+ * table's records elsewhere first (the tier tries it before each drop a walk or a write asks
+ * for). When a dropped table held metadata,
  * the meta range counts as incomplete (meta_whole false), so the next open walks the values and
  * finds again the records whose metadata went, and puts it back.
  *
@@ -368,7 +370,8 @@ static int copy_table(const struct kvt__rdb_db *d, uint64_t no, const char *tmp,
 		rocksdb_readoptions_set_fill_cache(ro, 0);
 	if (!rc)
 		rocksdb_iter_seek_to_first(it);
-	for (; !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+	struct kvt__rdb_cursor cur = {0};
+	for (; !rc && kvt__rdb_iter_more(it, &cur); rocksdb_iter_next(it)) {
 		size_t kl, vl;
 		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
 		rocksdb_writebatch_put(b, k, kl, v, vl);
@@ -389,6 +392,7 @@ static int copy_table(const struct kvt__rdb_db *d, uint64_t no, const char *tmp,
 	}
 	if (it)
 		rocksdb_iter_destroy(it);
+	kvt__rdb_cursor_fini(&cur);
 	if (b)
 		rocksdb_writebatch_destroy(b);
 	if (ro)

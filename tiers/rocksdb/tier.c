@@ -43,17 +43,19 @@
  * RocksDB's checksums (db.c), so a damaged value does not stop an open; damaged metadata is found
  * by the next read of its record (a length that does not match, or no value: a miss). A table
  * RocksDB cannot read (a damaged footer or index stops its open; a damaged block stops a walk,
- * or, met by a compaction, fails every later write) is dropped with its records (salvage.c),
- * and the index reconciled with what is left. Damage no table is named for, a damaged or
- * missing manifest, a table that cannot be dropped or more than SALVAGE_TRIES tables in a row
- * go to RocksDB's repair, or, where it refuses, a rebuild table by table (salvage.c); what
- * is left is reconciled. Only a database that cannot be repaired (blob files, tables past
- * rocksdb.repair_max_bytes, a repair that fails) is destroyed and made again, empty, every
- * record it held reported dropped and the loss logged (rebuild). It is a cache; the
- * alternative is a tier that never takes a write again, or a daemon that does not start.
- * iterate() (the daemon's walk at every start, after an open that may have walked nothing: a
- * saved index) mends what it meets as the open's walk does (walk_mending), visiting each
- * record once over its walks and reporting what a dropped table took.
+ * or, met by a compaction, fails every later write) is dropped (salvage.c), after its records
+ * are written again where RocksDB can drop it and a walk can read them (evacuate.c; a damaged
+ * block then costs the records it hit), else with its records; the index is reconciled with
+ * what is left. Every walk confirms its end (kvt__rdb_iter_more: RocksDB 7.8 can end one early
+ * with no error). Damage no table is named for, a damaged or missing manifest, a table that
+ * cannot be dropped or more than SALVAGE_TRIES tables in a row go to RocksDB's repair, or,
+ * where it refuses, a rebuild table by table (salvage.c); what is left is reconciled. Only a
+ * database that cannot be repaired (blob files, tables past rocksdb.repair_max_bytes, a repair that
+ * fails) is destroyed and made again, empty, every record it held reported dropped and the loss
+ * logged (rebuild). It is a cache; the alternative is a tier that never takes a write again, or a
+ * daemon that does not start. iterate() (the daemon's walk at every start, after an open that may
+ * have walked nothing: a saved index) mends what it meets as the open's walk does (walk_mending),
+ * visiting each record once over its walks and reporting what a dropped table took.
  *
  * Deletes that fail: a value whose delete did not land (RocksDB refused it, or failed) would be
  * found by the next open's scan, and a deleted chunk would come back after a restart. Its id
@@ -488,7 +490,8 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 	int rc, fix_rc = 0;
 	for (uint32_t s = 0; s < t->ix.n_slots; s++)
 		t->ix.slots[s].mark = 0;
-	for (rocksdb_iter_seek_to_first(it); !c.stop && rocksdb_iter_valid(it);
+	struct kvt__rdb_cursor cur = {0}; /* a walk ended early is found (db.c) */
+	for (rocksdb_iter_seek_to_first(it); !c.stop && kvt__rdb_iter_more(it, &cur);
 	     rocksdb_iter_next(it)) {
 		size_t klen, vlen;
 		const char *k = rocksdb_iter_key(it, &klen);
@@ -512,6 +515,7 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 	rocksdb_iter_get_error(it, &err);
 	rc = kvt__rdb_err_db(&t->db, err);
 	rocksdb_iter_destroy(it);
+	kvt__rdb_cursor_fini(&cur);
 	if (!rc && !c.stop && mode != SCAN_OPEN)
 		for (uint32_t s = 0; s < t->ix.n_slots; s++)
 			if (t->ix.slots[s].live && !t->ix.slots[s].mark)
@@ -583,7 +587,7 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
 	for (unsigned tries = 0; tries < SALVAGE_TRIES; tries++) {
 		uint64_t no = t->db.bad_table;
 		t->db.bad_table = 0;
-		if (!no || kvt__rdb_drop_table(&t->db, no))
+		if (!no || (kvt__rdb_evacuate(&t->db, no) && kvt__rdb_drop_table(&t->db, no)))
 			break;
 		ST_ADD(t, corruptions, 1);
 		int rc = scan(t, SCAN_RECONCILE, NULL, NULL);
@@ -623,12 +627,14 @@ static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_
 			        "rocksdb: %s: the records' metadata is damaged: dropping it and "
 			        "reading every record",
 			        t->db.path);
+			if (no) /* so that no later walk or compaction meets the block */
+				kvt__rdb_evacuate(&t->db, no);
 			rocksdb_writebatch_clear(t->batch);
 			kvt__rdb_meta_clear(t->batch);
 			t->db.meta_whole = false;
 			rc = kvt__rdb_write(&t->db, t->batch);
-		} else if (no) {
-			rc = kvt__rdb_drop_table(&t->db, no);
+		} else if (no) { /* its records written elsewhere first, where that can be done */
+			rc = kvt__rdb_evacuate(&t->db, no) ? kvt__rdb_drop_table(&t->db, no) : 0;
 		} else {
 			break;
 		}
