@@ -102,8 +102,9 @@ static struct {
 	size_t n, at;
 	int base_fds, base_maps;
 	long long frames, replies, errors, closed, leased, restarts, stats;
-	long long repairs; /* rocksdb databases repaired (or rebuilt) from their tables */
-	long long mended;  /* rocksdb walks sent from damaged metadata to the records */
+	long long repairs;   /* rocksdb databases repaired (or rebuilt) from their tables */
+	long long mended;    /* rocksdb walks sent from damaged metadata to the records */
+	long long evacuated; /* damaged rocksdb tables dropped after their records were copied */
 } F;
 
 __attribute__((format(printf, 1, 2), noreturn)) static void fail(const char *fmt, ...)
@@ -126,6 +127,7 @@ static void quiet_log(enum kvt_log_level lvl, const char *msg)
 {
 	F.repairs += strstr(msg, "from its tables (") != NULL;
 	F.mended += strstr(msg, "metadata is damaged: dropping it") != NULL;
+	F.evacuated += strstr(msg, "is damaged: dropped after the") != NULL;
 	if (getenv("KVT_FUZZ_VERBOSE"))
 		fprintf(stderr, "kvtierd %d: %s\n", (int)lvl, msg);
 }
@@ -1095,9 +1097,10 @@ int main(int argc, char **argv)
 	}
 	printf("%ld corpus inputs and %ld programs: %lld frames, %lld replies (%lld errors), %lld "
 	       "connections closed, %lld leases checked, %lld stats rendered, %lld restarts (%lld "
-	       "rocksdb repairs, %lld walks past damaged metadata); no property broken\n",
+	       "rocksdb repairs, %lld walks past damaged metadata, %lld damaged tables dropped "
+	       "after their records were written again); no property broken\n",
 	       replayed, programs, F.frames, F.replies, F.errors, F.closed, F.leased, F.stats,
-	       F.restarts, F.repairs, F.mended);
+	       F.restarts, F.repairs, F.mended, F.evacuated);
 	return 0;
 }
 #endif

@@ -143,7 +143,6 @@ uint64_t kvt__rdb_table_named(const char *msg);
 int kvt__rdb_salvage_open(struct kvt__rdb_db *d);
 /* Drops table file_no (named by an error) and reopens. @return : as kvt__rdb_salvage_open. */
 int kvt__rdb_drop_table(struct kvt__rdb_db *d, uint64_t file_no);
-
 /* Damage past dropping tables (why: for the log): RocksDB's repair rebuilds the manifest from
  * the tables it can read, the rest deleted; then the database opens again. The metadata counts
  * as incomplete when a table went. @return : 0, -EBADMSG (not repairable: make it anew) or
@@ -154,7 +153,6 @@ int kvt__rdb_repair(struct kvt__rdb_db *d, const char *why);
 bool kvt__rdb_orphan_tables(const char *path);
 /* Before an open of path: finishes a rebuild's swap that a crash cut short (salvage.c). */
 void kvt__rdb_rebuild_finish(const char *path);
-
 /* Applies batch b (not cleared). @return : 0 or -errno; -EAGAIN: refused, nothing applied;
  * any other error: the batch may have been applied. */
 int kvt__rdb_write(struct kvt__rdb_db *d, rocksdb_writebatch_t *b);

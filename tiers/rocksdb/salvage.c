@@ -9,9 +9,9 @@
  * of the table) and goes on with the rest. A record whose value was in the table is a miss from
  * then on (found when read, or by the walk that follows), unless evacuate.c could write the
  * table's records elsewhere first (the tier tries it before each drop a walk or a write asks
- * for). When a dropped table held metadata,
- * the meta range counts as incomplete (meta_whole false), so the next open walks the values and
- * finds again the records whose metadata went, and puts it back.
+ * for). When a dropped table held metadata, the meta range counts as incomplete (meta_whole
+ * false), so the next open walks the values and finds again the records whose metadata went,
+ * and puts it back.
  *
  * Finding the tables: an error from a read, a walk or a write names the table ("... in
  * /path/000123.sst ..."; kvt__rdb_err_db keeps its number). An open that fails names only the
