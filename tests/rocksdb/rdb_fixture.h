@@ -115,6 +115,14 @@ static inline void rdb_put_range(struct kvt_tier *t, void *buf, uint64_t lo, uin
 	}
 }
 
+/* Puts records [0, n) and moves them to the bottom level (a flush, then a full compaction). */
+static inline void rdb_put_compacted(struct kvt_tier *t, void *buf, uint64_t n, size_t payload_len)
+{
+	rdb_put_range(t, buf, 0, n, payload_len);
+	assert_int_equal(kvt__rdb_flush(t, true), 0);
+	assert_int_equal(kvt__rdb_compact(t), 0);
+}
+
 /* Reads record i and checks it byte for byte. @return : read()'s result. */
 static inline ssize_t rdb_check(struct kvt_tier *t, uint64_t i, size_t payload_len, void *scratch,
                                 void *expect)

@@ -1276,9 +1276,7 @@ static void test_rocksdb_iterate_mends(void **state)
 	rdb_opts(&o, dir, 256 << 20, NULL);
 	snprintf(path, sizeof(path), "%s/db", dir);
 	struct kvt_tier *t = open_tier(&o, &d);
-	rdb_put_range(t, buf, 0, N, PAYLOAD);
-	assert_int_equal(kvt__rdb_flush(t, true), 0);
-	assert_int_equal(kvt__rdb_compact(t), 0);
+	rdb_put_compacted(t, buf, N, PAYLOAD);
 	kvt_tier_rocksdb.close(t);
 	assert_true(kvt_test_rdb_flip_meta(path, RDB_TENANT));
 
@@ -1322,6 +1320,14 @@ static void test_rocksdb_iterate_mends(void **state)
 	free(exp);
 }
 
+/* Flips a bit of the first metadata key in the newest table of the closed database at path
+ * (its file into newest). */
+static void flip_newest_meta(const char *path, char *newest, size_t len)
+{
+	assert_true(kvt_test_rdb_newest_table(path, newest, len));
+	assert_true(kvt_test_rdb_flip_meta_in(newest, RDB_TENANT));
+}
+
 /* One entry of a table the test writes itself: a record's put (val) or delete (val NULL). */
 struct sst_entry {
 	uint8_t k[KVT__RDB_META_KEY_BYTES];
@@ -1353,23 +1359,20 @@ static int rdb_ingest_table(const char *path, uint64_t gone, uint64_t from, uint
 	char sst[600], *err = NULL;
 	assert_non_null(e);
 	assert_non_null(vals);
-	for (uint64_t i = 0; i < gone; i++, at += 2) {
+	/* records [0, gone) deleted, [from, to) put: each key and its metadata's key */
+	for (uint64_t j = 0; j < gone + to - from; j++, at += 2) {
+		uint64_t i = j < gone ? j : from + j - gone;
 		struct kvt_tier_id id = rdb_id(i);
 		kvt__rdb_key_encode(e[at].k, &id);
 		kvt__rdb_meta_key(e[at + 1].k, e[at].k);
 		e[at].klen = KVT__RDB_KEY_BYTES, e[at + 1].klen = KVT__RDB_META_KEY_BYTES;
-	}
-	for (uint64_t i = from; i < to; i++, at += 2) {
-		struct kvt_tier_id id = rdb_id(i);
+		if (j < gone)
+			continue;
 		uint8_t *v = vals + (i - from) * (rec + KVT__RDB_META_BYTES), *m = v + rec;
 		rdb_record(v, i, payload);
 		memcpy(m, v, KVT_CHUNK_HDR_BYTES);
 		kvt_store_le64(m + KVT_CHUNK_HDR_BYTES, (uint64_t)time(NULL));
-		kvt__rdb_key_encode(e[at].k, &id);
-		kvt__rdb_meta_key(e[at + 1].k, e[at].k);
-		e[at] = (struct sst_entry){.klen = KVT__RDB_KEY_BYTES, .val = v, .vlen = rec};
-		kvt__rdb_key_encode(e[at].k, &id);
-		e[at + 1].klen = KVT__RDB_META_KEY_BYTES;
+		e[at].val = v, e[at].vlen = rec;
 		e[at + 1].val = m, e[at + 1].vlen = KVT__RDB_META_BYTES;
 	}
 	qsort(e, n, sizeof(*e), sst_entry_cmp);
@@ -1437,14 +1440,11 @@ static void test_rocksdb_meta_table_evacuated(void **state)
 	rdb_opts(&o, dir, 256 << 20, NULL);
 	snprintf(path, sizeof(path), "%s/db", dir);
 	struct kvt_tier *t = open_tier(&o, &d);
-	rdb_put_range(t, buf, 0, N, PAYLOAD);
-	assert_int_equal(kvt__rdb_flush(t, true), 0);
-	assert_int_equal(kvt__rdb_compact(t), 0); /* one table at the bottom, the marker in it */
+	rdb_put_compacted(t, buf, N, PAYLOAD); /* one table at the bottom, the marker in it */
 	kvt_tier_rocksdb.close(t);
 	int level = rdb_ingest_table(path, GONE, N, N + MORE, PAYLOAD);
 	assert_in_range(level, 1, 5);
-	assert_true(kvt_test_rdb_newest_table(path, newest, sizeof(newest)));
-	assert_true(kvt_test_rdb_flip_meta_in(newest, RDB_TENANT));
+	flip_newest_meta(path, newest, sizeof(newest));
 
 	t = open_unsaved(&o, &d);
 	struct kvt_tier_stats s = rdb_stats(t);
@@ -1493,13 +1493,10 @@ static void test_rocksdb_meta_table_level0(void **state)
 	rdb_opts(&o, dir, 256 << 20, NULL);
 	snprintf(path, sizeof(path), "%s/db", dir);
 	struct kvt_tier *t = open_tier(&o, &d);
-	rdb_put_range(t, buf, 0, N, PAYLOAD);
-	assert_int_equal(kvt__rdb_flush(t, true), 0);
-	assert_int_equal(kvt__rdb_compact(t), 0);
+	rdb_put_compacted(t, buf, N, PAYLOAD);
 	rdb_put_range(t, buf, N, N + MORE, PAYLOAD);
 	kvt_tier_rocksdb.close(t); /* its flush: a table in level 0 */
-	assert_true(kvt_test_rdb_newest_table(path, newest, sizeof(newest)));
-	assert_true(kvt_test_rdb_flip_meta_in(newest, RDB_TENANT));
+	flip_newest_meta(path, newest, sizeof(newest));
 
 	t = open_unsaved(&o, &d);
 	assert_int_equal(rdb_stats(t).corruptions, 1);
@@ -1545,13 +1542,10 @@ static void test_rocksdb_meta_only_table(void **state)
 	assert_int_equal(kvt__rdb_conf_from_opts(&c, &o, NULL), 0);
 	c.target_file_bytes = 16 << 10; /* 200 records' metadata: ~42 KiB */
 	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
-	rdb_put_range(t, buf, 0, N, PAYLOAD);
-	assert_int_equal(kvt__rdb_flush(t, true), 0);
-	assert_int_equal(kvt__rdb_compact(t), 0);
+	rdb_put_compacted(t, buf, N, PAYLOAD);
 	kvt_tier_rocksdb.close(t);
 	/* the compaction's last table: the end of the meta range */
-	assert_true(kvt_test_rdb_newest_table(path, newest, sizeof(newest)));
-	assert_true(kvt_test_rdb_flip_meta_in(newest, RDB_TENANT));
+	flip_newest_meta(path, newest, sizeof(newest));
 
 	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
 	struct visit_ctx v = {.seen = calloc(N, 1), .max = N};

@@ -469,3 +469,47 @@ void kvt__rdb_cursor_fini(struct kvt__rdb_cursor *c)
 	free(c->last);
 	*c = (struct kvt__rdb_cursor){0};
 }
+
+int kvt__rdb_write_to(rocksdb_t *to, rocksdb_writeoptions_t *wo, rocksdb_writebatch_t *b)
+{
+	char *err = NULL;
+	if (rocksdb_writebatch_count(b))
+		rocksdb_write(to, wo, b, &err);
+	rocksdb_writebatch_clear(b);
+	return kvt__rdb_err(err);
+}
+
+int kvt__rdb_copy_walk(rocksdb_iterator_t *it, rocksdb_t *to, rocksdb_writeoptions_t *wo,
+                       int (*keep)(void *arg, const char *k, size_t klen), void *arg)
+{
+	rocksdb_writebatch_t *b = rocksdb_writebatch_create();
+	struct kvt__rdb_cursor cur = {0};
+	size_t bytes = 0;
+	int rc = b ? 0 : -ENOMEM;
+	for (; !rc && kvt__rdb_iter_more(it, &cur); rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		int take = keep ? keep(arg, k, kl) : 1;
+		if (take <= 0) {
+			rc = take;
+			continue;
+		}
+		const char *v = rocksdb_iter_value(it, &vl);
+		rocksdb_writebatch_put(b, k, kl, v, vl);
+		if ((bytes += kl + vl) >= (4u << 20)) {
+			rc = kvt__rdb_write_to(to, wo, b);
+			bytes = 0;
+		}
+	}
+	if (!rc)
+		rc = kvt__rdb_write_to(to, wo, b);
+	if (!rc) {
+		char *err = NULL;
+		rocksdb_iter_get_error(it, &err);
+		rc = kvt__rdb_err(err) ? -EBADMSG : 0;
+	}
+	kvt__rdb_cursor_fini(&cur);
+	if (b)
+		rocksdb_writebatch_destroy(b);
+	return rc;
+}

@@ -17,9 +17,9 @@
  * unverified (the tier checks each record when it is read or walked: a value the damage hit is
  * copied as it is and caught there), and written again (the memtable, flushed: a new table).
  * Then the table is dropped (salvage.c; a drop over a key range may take other tables lying
- * inside it, whose records were copied too), and the database reopened as before. A record
- * deleted in the dropped table may still be put in an older table the drop left: it would come
- * back, so the range is walked once more and whatever the first walk did not see is deleted.
+ * inside it, whose records were copied too). A record deleted in the dropped table may still be
+ * put in an older table the drop left: it would come back, so the range is walked once more and
+ * whatever the first walk did not see is deleted. Then compactions are turned back on.
  *
  * What it cannot do: RocksDB drops a level-0 table only when it is the oldest and no deeper
  * level holds a table (DeleteFile; a drop over a key range skips level 0), so a young table
@@ -30,8 +30,8 @@
  * then dropped with its records, as before.
  *
  * Cost: the records of the range are read and written once, and the database reopened three
- * times; a range holding more than EVACUATE_MAX_BYTES is not copied. A table of metadata alone
- * (most of the meta range, at the bottom level) has no records to copy.
+ * times (quietly; the drop's two); a range holding more than EVACUATE_MAX_BYTES is not copied. A
+ * table of metadata alone (most of the meta range, at the bottom level) has no records to copy.
  */
 #include "rocksdb_int.h"
 #include "core/log.h"
@@ -41,7 +41,6 @@
 #include <string.h>
 
 #define EVACUATE_MAX_BYTES (1ull << 30)
-#define EVACUATE_BATCH     (4u << 20)
 
 /* The key range of table no: [lo, end), end just past its largest key or the meta range's
  * start, whichever is first. */
@@ -115,16 +114,6 @@ static int walk_open(struct kvt__rdb_db *d, const struct evac_range *r, struct r
 	return 0;
 }
 
-static int write_batch(struct kvt__rdb_db *d, rocksdb_writeoptions_t *wo, rocksdb_writebatch_t *b)
-{
-	char *err = NULL;
-	if (!rocksdb_writebatch_count(b))
-		return 0;
-	rocksdb_write(d->db, wo, b, &err);
-	rocksdb_writebatch_clear(b);
-	return kvt__rdb_err(err);
-}
-
 /* Ends a walk that wrote b as it went (rc: how that went): the walk's error, or the last
  * write's. */
 static int walk_close(struct kvt__rdb_db *d, struct range_walk *w, int rc,
@@ -137,7 +126,7 @@ static int walk_close(struct kvt__rdb_db *d, struct range_walk *w, int rc,
 	rocksdb_readoptions_destroy(w->ro);
 	kvt__rdb_cursor_fini(&w->cur);
 	if (!rc)
-		rc = it_rc ? it_rc : write_batch(d, wo, b);
+		rc = it_rc ? it_rc : kvt__rdb_write_to(d->db, wo, b);
 	return rc;
 }
 
@@ -160,29 +149,25 @@ static int keys_add(struct evac_keys *s, const char *k)
 	return 0;
 }
 
-/* Writes again every record of the range (a key of another length is not a record: left to
- * the tier's walk, which deletes it). @return : 0 or -errno. */
+/* Takes a record's key (another length is not a record: left to the tier's walk, which
+ * deletes it), noting it. */
+static int keep_record(void *arg, const char *k, size_t klen)
+{
+	return klen != KVT__RDB_KEY_BYTES ? 0 : keys_add(arg, k) ? -ENOMEM : 1;
+}
+
+/* Writes again every record of the range. @return : 0 or -errno. */
 static int copy_range(struct kvt__rdb_db *d, const struct evac_range *r, struct evac_keys *keys,
-                      rocksdb_writeoptions_t *wo, rocksdb_writebatch_t *b)
+                      rocksdb_writeoptions_t *wo)
 {
 	struct range_walk w;
-	size_t bytes = 0;
 	int rc = walk_open(d, r, &w);
 	if (rc)
 		return rc;
-	for (; !rc && kvt__rdb_iter_more(w.it, &w.cur); rocksdb_iter_next(w.it)) {
-		size_t kl, vl;
-		const char *k = rocksdb_iter_key(w.it, &kl), *v = rocksdb_iter_value(w.it, &vl);
-		if (kl != KVT__RDB_KEY_BYTES)
-			continue;
-		rocksdb_writebatch_put(b, k, kl, v, vl);
-		rc = keys_add(keys, k);
-		if (!rc && (bytes += kl + vl) >= EVACUATE_BATCH) {
-			rc = write_batch(d, wo, b);
-			bytes = 0;
-		}
-	}
-	return walk_close(d, &w, rc, wo, b);
+	rc = kvt__rdb_copy_walk(w.it, d->db, wo, keep_record, keys);
+	rocksdb_iter_destroy(w.it);
+	rocksdb_readoptions_destroy(w.ro);
+	return rc;
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -212,14 +197,24 @@ static int delete_returned(struct kvt__rdb_db *d, const struct evac_range *r,
 		rocksdb_writebatch_delete(b, k, kl);
 		n++;
 		if (rocksdb_writebatch_count(b) >= 8192)
-			rc = write_batch(d, wo, b);
+			rc = kvt__rdb_write_to(d->db, wo, b);
 	}
 	rc = walk_close(d, &w, rc, wo, b);
 	return rc ? rc : n;
 }
 
+/* Turns automatic compactions back on in the open database, without a reopen. */
+static int compactions_on(struct kvt__rdb_db *d)
+{
+	static const char *const key[] = {"disable_auto_compactions"}, *const off[] = {"false"};
+	char *err = NULL;
+	rocksdb_set_options(d->db, 1, key, off, &err);
+	return kvt__rdb_err(err);
+}
+
 /* Reopens quietly, copies, flushes (the copies must be in a table before the drop reopens the
- * database), drops table no, deletes what came back, and reopens as before. */
+ * database), drops table no, deletes what came back, and turns compactions back on (a reopen
+ * only where the drop failed: it may have left the database open without paranoid checks). */
 static int evacuate(struct kvt__rdb_db *d, uint64_t no, const struct evac_range *r,
                     struct evac_keys *keys, int *returned)
 {
@@ -228,6 +223,7 @@ static int evacuate(struct kvt__rdb_db *d, uint64_t no, const struct evac_range 
 	rocksdb_writebatch_t *b = rocksdb_writebatch_create();
 	char *err = NULL;
 	int rc = wo && fo && b ? 0 : -ENOMEM;
+	bool drop_failed = false;
 	if (!rc) {
 		/* no WAL: the flush follows; no no_slowdown: stalls are waited out */
 		rocksdb_writeoptions_disable_WAL(wo, 1);
@@ -236,23 +232,25 @@ static int evacuate(struct kvt__rdb_db *d, uint64_t no, const struct evac_range 
 		rc = kvt__rdb_db_reopen(d);
 	}
 	if (!rc && !r->empty)
-		rc = copy_range(d, r, keys, wo, b);
-	if (!rc) {
+		rc = copy_range(d, r, keys, wo);
+	if (!rc && keys->n) {
 		rocksdb_flush(d->db, fo, &err);
 		rc = kvt__rdb_err(err);
 	}
 	if (!rc)
-		rc = kvt__rdb_drop_table(d, no);
+		drop_failed = (rc = kvt__rdb_drop_table(d, no)) != 0;
 	if (!rc && !r->empty && (*returned = delete_returned(d, r, keys, wo, b)) < 0)
 		rc = *returned;
 	if (!rc && *returned) {
 		rocksdb_flush(d->db, fo, &err);
 		rc = kvt__rdb_err(err);
 	}
-	if (d->quiet) { /* compactions on, and paranoid checks if a failed drop left them off */
+	if (d->quiet) {
 		d->quiet = false;
-		int reopen_rc = kvt__rdb_db_reopen(d);
-		rc = rc ? rc : reopen_rc;
+		int on_rc = d->db && !drop_failed ? compactions_on(d) : -EIO;
+		if (on_rc)
+			on_rc = kvt__rdb_db_reopen(d);
+		rc = rc ? rc : on_rc;
 	}
 	if (b)
 		rocksdb_writebatch_destroy(b);

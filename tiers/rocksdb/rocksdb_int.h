@@ -174,6 +174,14 @@ struct kvt__rdb_cursor {
  * the end, the seek past the last key decides (its error, if any, stays on it). */
 bool kvt__rdb_iter_more(rocksdb_iterator_t *it, struct kvt__rdb_cursor *c);
 void kvt__rdb_cursor_fini(struct kvt__rdb_cursor *c);
+/* Applies b (then cleared; nothing when it is empty) to database to with options wo, not
+ * through the fault injector. @return : 0 or -errno. */
+int kvt__rdb_write_to(rocksdb_t *to, rocksdb_writeoptions_t *wo, rocksdb_writebatch_t *b);
+/* Walks it on from where it stands (its end confirmed) and writes each entry keep() takes (it
+ * answers 1, 0 to pass over, or -errno to stop; NULL: every entry) into to, 4 MiB a batch.
+ * @return : 0, -EBADMSG (the walk failed: what it read before is written) or -errno. */
+int kvt__rdb_copy_walk(rocksdb_iterator_t *it, rocksdb_t *to, rocksdb_writeoptions_t *wo,
+                       int (*keep)(void *arg, const char *k, size_t klen), void *arg);
 
 /* ---- evacuate.c: a damaged table dropped, its records written elsewhere first ---- */
 

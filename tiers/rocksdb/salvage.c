@@ -362,39 +362,15 @@ static int copy_table(const struct kvt__rdb_db *d, uint64_t no, const char *tmp,
 		return rc == -ENOMEM ? rc : -EBADMSG;
 	}
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-	rocksdb_writebatch_t *b = rocksdb_writebatch_create();
 	rocksdb_iterator_t *it = ro ? rocksdb_create_iterator(one, ro) : NULL;
-	size_t bytes = 0;
-	rc = it && b ? 0 : -ENOMEM;
+	rc = it ? 0 : -ENOMEM;
 	if (ro)
 		rocksdb_readoptions_set_fill_cache(ro, 0);
-	if (!rc)
+	if (!rc) {
 		rocksdb_iter_seek_to_first(it);
-	struct kvt__rdb_cursor cur = {0};
-	for (; !rc && kvt__rdb_iter_more(it, &cur); rocksdb_iter_next(it)) {
-		size_t kl, vl;
-		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
-		rocksdb_writebatch_put(b, k, kl, v, vl);
-		if ((bytes += kl + vl) >= (4u << 20)) {
-			rocksdb_write(to, wo, b, &err);
-			rc = kvt__rdb_err(err);
-			rocksdb_writebatch_clear(b);
-			bytes = 0;
-		}
-	}
-	if (!rc && rocksdb_writebatch_count(b)) {
-		rocksdb_write(to, wo, b, &err);
-		rc = kvt__rdb_err(err);
-	}
-	if (!rc && it) {
-		rocksdb_iter_get_error(it, &err);
-		rc = kvt__rdb_err(err) ? -EBADMSG : 0;
-	}
-	if (it)
+		rc = kvt__rdb_copy_walk(it, to, wo, NULL, NULL);
 		rocksdb_iter_destroy(it);
-	kvt__rdb_cursor_fini(&cur);
-	if (b)
-		rocksdb_writebatch_destroy(b);
+	}
 	if (ro)
 		rocksdb_readoptions_destroy(ro);
 	rocksdb_close(one);
