@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,6 +32,16 @@ static int teardown(void **state)
 {
 	kvt_test_rmtree(dir);
 	return 0;
+}
+
+static int passed_lines; /* "passed over a block it cannot read" lines logged */
+
+static void passed_log(enum kvt_log_level lvl, const char *msg)
+{
+	(void)lvl;
+	passed_lines += strstr(msg, "passed over a block it cannot read") != NULL;
+	if (getenv("KVT_TEST_VERBOSE"))
+		fprintf(stderr, "log: %s\n", msg);
 }
 
 static struct kvt_tier *open_tier(struct kvt_options *o, struct rdb_drops *d)
@@ -735,6 +746,7 @@ static void test_rocksdb_sst_bit_flips(void **state)
 		rdb_put_range(t, buf, 0, N, PAYLOAD);
 		kvt_tier_rocksdb.close(t);
 		assert_true(damage_tables(900 + (uint64_t)trial, false) > 0);
+		kvt_log_set(passed_log, KVT_LOG_INFO);
 		t = open_tier(&o, &d);
 		int right = 0, bad = 0, missing = 0, other = 0;
 		for (uint64_t i = 0; i < N; i++) {
@@ -766,8 +778,13 @@ static void test_rocksdb_sst_bit_flips(void **state)
 			kept += n > 0;
 		}
 		/* the table the compaction failed on went after its records were written again
-		 * (evacuate.c): every record that read right is kept (with them: none was) */
-		assert_int_equal(kept, right);
+		 * (evacuate.c), past the damaged blocks: with blocks this densely damaged (one in
+		 * two) the search for the next readable key can land past a good record too, so
+		 * some of those that read right go with the table (39 of 121 kept in trial 0; all
+		 * of them when the copy read blocks unverified, which could abort the process:
+		 * unparseable_entry). None comes back wrong. */
+		print_message("  %d of the %d that read right kept\n", kept, right);
+		assert_true(kept > 0 && kept <= right);
 		kvt_tier_rocksdb.close(t);
 		kvt_test_rmtree(dir);
 		kvt_test_tmpdir(dir, sizeof(dir));
@@ -1498,6 +1515,7 @@ static void test_rocksdb_meta_table_level0(void **state)
 	kvt_tier_rocksdb.close(t); /* its flush: a table in level 0 */
 	flip_newest_meta(path, newest, sizeof(newest));
 
+	kvt_log_set(passed_log, KVT_LOG_INFO);
 	t = open_unsaved(&o, &d);
 	assert_int_equal(rdb_stats(t).corruptions, 1);
 	assert_int_equal(rdb_stats(t).chunks, N + MORE);
@@ -1562,6 +1580,94 @@ static void test_rocksdb_meta_only_table(void **state)
 	kvt_tier_rocksdb.close(t);
 	assert_int_equal(d.n, 0);
 	free(v.seen);
+	free(buf);
+	free(exp);
+}
+
+/*
+ * Damage the unverified walk cannot read past: record i's entry in table sst says its value is
+ * 2 MiB long (its length's three bytes, 0xff 0xff 0x7f), past the end of its block. A walk that
+ * reads blocks unverified (evacuate.c's copy) fails there with "bad entry in block", which names
+ * no table; a verified read fails the block's checksum. @return : whether the entry was found.
+ */
+static bool mangle_entry(const char *sst, uint64_t i)
+{
+	uint8_t k[KVT__RDB_KEY_BYTES];
+	struct kvt_tier_id id = rdb_id(i);
+	kvt__rdb_key_encode(k, &id);
+	struct stat st;
+	int fd = open(sst, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	uint8_t *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	uint8_t *at = memmem(m, (size_t)st.st_size, k, sizeof(k));
+	/* at a restart: shared 0, unshared the key and its 8-byte sequence, a 3-byte length */
+	bool found = at && at - m >= 5 && at[-5] == 0 && at[-4] == sizeof(k) + 8 && at[-1] < 0x80;
+	if (found) {
+		at[-3] = 0xff, at[-2] = 0xff, at[-1] = 0x7f;
+		assert_int_equal(msync(m, (size_t)st.st_size, MS_SYNC), 0);
+	}
+	munmap(m, (size_t)st.st_size);
+	close(fd);
+	return found;
+}
+
+/*
+ * A compaction meets a table with an entry no walk can parse: the write after it sends the
+ * tier to drop the table (the error names it), its records written elsewhere first
+ * (evacuate.c). The copy verifies checksums and passes over the block it cannot read, so the
+ * table costs that one record; the rest of it, and every other table, stay. Before, the copy
+ * read blocks unverified and Debian's RocksDB aborted the process on an assertion
+ * (block.cc: DecodeEntry); with the copy stopped there instead, 30 of the 50 went with the
+ * table.
+ */
+static void test_rocksdb_unparseable_entry(void **state)
+{
+	enum { N = 100, MORE = 50, BAD = N + 20, PAYLOAD = 20000 };
+	struct kvt_options o;
+	struct rdb_drops d = {.seen = calloc(N + MORE + 1, 1), .max_id = N + MORE + 1};
+	char path[512], newest[1024];
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	const ssize_t rec = KVT_CHUNK_HDR_BYTES + PAYLOAD;
+	rdb_opts(&o, dir, 256 << 20, NULL);
+	snprintf(path, sizeof(path), "%s/db", dir);
+	struct kvt_tier *t = open_tier(&o, &d);
+	rdb_put_compacted(t, buf, N, PAYLOAD);
+	kvt_tier_rocksdb.close(t);
+	assert_in_range(rdb_ingest_table(path, 0, N, N + MORE, PAYLOAD), 1, 5);
+	assert_true(kvt_test_rdb_newest_table(path, newest, sizeof(newest)));
+	assert_true(mangle_entry(newest, BAD));
+
+	passed_lines = 0;
+	kvt_log_set(passed_log, KVT_LOG_INFO);
+	t = open_tier(&o, &d);
+	assert_int_equal(rdb_stats(t).chunks, N + MORE);
+	assert_int_equal(kvt__rdb_compact(t), 0); /* fails in the background */
+	/* the write finds the compaction's error: the table is dropped, the rest written first */
+	size_t len = rdb_record(buf, N + MORE, PAYLOAD);
+	uint64_t loc;
+	assert_int_equal(kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc), -EIO);
+	struct kvt_tier_stats s = rdb_stats(t);
+	assert_int_equal(s.repairs, 0);
+	assert_int_equal(s.corruptions, 1);
+	assert_int_equal(passed_lines, 1);
+	assert_int_not_equal(access(newest, F_OK), 0);
+	assert_int_equal(d.n, 1); /* the one record the damage hit, reported */
+	assert_int_equal(d.seen[BAD], 1);
+	for (uint64_t i = 0; i < N + MORE; i++)
+		assert_int_equal(rdb_check(t, i, PAYLOAD, buf, exp), i == BAD ? -ENOENT : rec);
+	assert_int_equal(s.chunks, N + MORE - 1);
+	assert_int_equal(kvt__rdb_compact(t), 0); /* every table read, and writes land */
+	rdb_put_range(t, buf, N + MORE, N + MORE + 1, PAYLOAD);
+	kvt_tier_rocksdb.close(t);
+	kvt_log_set(NULL, KVT_LOG_INFO);
+	t = open_unsaved(&o, &d);
+	assert_int_equal(rdb_stats(t).chunks, N + MORE);
+	assert_int_equal(rdb_stats(t).corruptions, 0);
+	kvt_tier_rocksdb.close(t);
+	free(d.seen);
 	free(buf);
 	free(exp);
 }
@@ -2183,6 +2289,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_meta_table_evacuated, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_meta_table_level0, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_meta_only_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_unparseable_entry, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_graves_given_up, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_closed_db_keeps_records, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_one_bad_table, setup, teardown),

@@ -52,6 +52,8 @@
 
 #define WRITE_BUFFER_BYTES (64ull << 20)
 #define BLOB_FILE_BYTES    (256ull << 20)
+#define PASS_KEY_MAX       128u
+#define PASS_STRETCHES_MAX 4096u /* damaged stretches one walk passes over; then it fails */
 
 /* In the meta range, and not a record's metadata (not KVT__RDB_META_KEY_BYTES long). Present
  * once the range holds every record's metadata: written at the first open of a database, new
@@ -170,15 +172,13 @@ static void build_options(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 
 	rocksdb_writeoptions_set_no_slowdown(d->wo, 1);
 	rocksdb_writeoptions_disable_WAL(d->wo, !c->wal);
-	/* A walk of the records reads past blocks whose checksum fails (a flipped bit in a value):
-	 * the tier checks every record it finds itself, and point reads still verify, so such a
-	 * record is dropped when read instead of failing the whole walk (tier.c, "Damage"). The
-	 * metadata is believed as found, so its walk verifies them. */
+	/* Every read verifies RocksDB's checksums (the default): a damaged block read unverified
+	 * can trip an assertion Debian's build keeps, and abort the daemon (the cursor's note in
+	 * rocksdb_int.h). A walk of the records passes over a block it cannot read instead
+	 * (tier.c, "Damage"). */
 	kvt__rdb_meta_lo(d->meta_lo);
-	for (int m = 0; m < 2; m++) {
+	for (int m = 0; m < 2; m++)
 		rocksdb_readoptions_set_fill_cache(d->walk[m], 0);
-		rocksdb_readoptions_set_verify_checksums(d->walk[m], (unsigned char)m);
-	}
 	rocksdb_readoptions_set_iterate_upper_bound(d->walk[0], (const char *)d->meta_lo,
 	                                            sizeof(d->meta_lo));
 	rocksdb_readoptions_set_iterate_lower_bound(d->walk[1], (const char *)d->meta_lo,
@@ -432,27 +432,143 @@ rocksdb_pinnableslice_t *kvt__rdb_get(struct kvt__rdb_db *d, const void *k, size
 	return ps;
 }
 
-bool kvt__rdb_iter_more(rocksdb_iterator_t *it, struct kvt__rdb_cursor *c)
+/* Whether it stands nowhere because a read failed (not at the end). */
+static bool iter_failed(rocksdb_iterator_t *it)
 {
 	char *err = NULL;
-	if (!rocksdb_iter_valid(it)) {
-		rocksdb_iter_get_error(it, &err);
-		bool failed = err != NULL;
-		rocksdb_free(err);
-		if (failed || c->confirmed || !c->last)
-			return false; /* a walk that read nothing began with a seek: it reports */
-		c->confirmed = true;
-		rocksdb_iter_seek(it, c->last, c->len + 1);
-		if (!rocksdb_iter_valid(it))
-			return false;
+	if (rocksdb_iter_valid(it))
+		return false;
+	rocksdb_iter_get_error(it, &err);
+	rocksdb_free(err);
+	return err != NULL;
+}
+
+/* A new iterator of c's database at the first key >= k (NULL: out of memory). */
+static rocksdb_iterator_t *seek_fresh(const struct kvt__rdb_cursor *c, const uint8_t *k, size_t n)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(c->db, c->ro);
+	if (it)
+		rocksdb_iter_seek(it, (const char *)k, n);
+	return it;
+}
+
+/* Whether a seek to k fails, made by an iterator of its own: one that failed a seek may fail
+ * the next into a block it had read before (RocksDB 7.8 reuses that block's state). */
+static bool seek_fails(const struct kvt__rdb_cursor *c, const uint8_t *k, size_t n)
+{
+	rocksdb_iterator_t *it = seek_fresh(c, k, n);
+	bool failed = !it || iter_failed(it);
+	if (it)
+		rocksdb_iter_destroy(it);
+	return failed;
+}
+
+/* m = (f + s) / 2, keys read as n-byte big-endian numbers. */
+static void key_mid(const uint8_t *f, const uint8_t *s, uint8_t *m, size_t n)
+{
+	unsigned carry = 0;
+	for (size_t i = n; i-- > 0;) {
+		unsigned v = f[i] + s[i] + carry;
+		m[i] = (uint8_t)v, carry = v >> 8;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned v = carry << 8 | m[i];
+		m[i] = (uint8_t)(v >> 1), carry = v & 1;
+	}
+}
+
+/* m = f + 2^k, keys read as n-byte big-endian numbers; all ones past the largest. */
+static void key_add_pow2(const uint8_t *f, unsigned k, uint8_t *m, size_t n)
+{
+	unsigned carry = 1u << (k % 8);
+	memcpy(m, f, n);
+	for (size_t i = n - 1 - k / 8; carry && i < n; i--) {
+		unsigned v = m[i] + carry;
+		m[i] = (uint8_t)v, carry = v >> 8;
+	}
+	if (carry)
+		memset(m, 0xff, n);
+}
+
+/*
+ * After a read failed just past c->last: finds the first key (one byte longer than the last key
+ * read) past it that a seek reaches without an error (a seek into a block that cannot be read
+ * fails; one past it lands on the first key after it): seeks at doubling distances past it
+ * until one reaches, then halves the stretch between that one and the last that failed (other
+ * damaged blocks may lie further on: the first one reached is the one wanted). At most 16
+ * seeks per byte of key. Then *it is replaced by an iterator that stands there. @return :
+ * whether it stands past the damage (at a key, or at the end).
+ */
+static bool pass_damage(rocksdb_iterator_t **it, struct kvt__rdb_cursor *c, const char *why)
+{
+	uint8_t f[PASS_KEY_MAX], s[PASS_KEY_MAX], m[PASS_KEY_MAX], f0[PASS_KEY_MAX];
+	const char *from = c->last ? c->last : c->lo; /* the last key read, or the walk's start */
+	size_t from_len = c->last ? c->len : c->lo_len, n = from_len + 1;
+	if (n > sizeof(f) || c->stretches >= PASS_STRETCHES_MAX)
+		return false;
+	memset(f, 0, n);
+	if (from_len)
+		memcpy(f, from, from_len); /* and a zero: just past it */
+	memcpy(s, f, n);
+	memcpy(f0, f, n);
+	if (seek_fails(c, f, n)) {
+		bool reached = false;
+		for (unsigned k = 0; !reached && k <= 8 * n; k++) {
+			key_add_pow2(f, KVT_MIN(k, 8 * (unsigned)n - 1), m, n);
+			if (k == 8 * n)
+				memset(m, 0xff, n);
+			reached = !seek_fails(c, m, n);
+			memcpy(reached ? s : f, m, n);
+		}
+		if (!reached)
+			return false; /* damage up to the end of the key space */
+		for (;;) {
+			key_mid(f, s, m, n);
+			if (!memcmp(m, f, n))
+				break; /* s = f + 1: the first key a seek reaches */
+			memcpy(seek_fails(c, m, n) ? f : s, m, n);
+		}
+	} /* else a seek reads past what Next() could not */
+	rocksdb_iterator_t *at = seek_fresh(c, s, n);
+	if (!at || iter_failed(at)) { /* damage up to the end of the key space */
+		if (at)
+			rocksdb_iter_destroy(at);
+		return false;
+	}
+	rocksdb_iter_destroy(*it);
+	*it = at;
+	c->stretches++;
+	c->confirmed = true; /* a seek's end is the end */
+	c->passed(c->arg, (const char *)f0, n, (const char *)s, n, why);
+	return true;
+}
+
+bool kvt__rdb_iter_more(rocksdb_iterator_t **it, struct kvt__rdb_cursor *c)
+{
+	while (!rocksdb_iter_valid(*it)) {
+		char *err = NULL;
+		rocksdb_iter_get_error(*it, &err);
+		if (err) {
+			bool past = c->passed && pass_damage(it, c, err);
+			rocksdb_free(err);
+			if (!past)
+				return false;
+		} else {
+			if (c->confirmed || !c->last)
+				return false; /* a walk that read nothing began with a seek: it
+				                 reports */
+			c->confirmed = true;
+			rocksdb_iter_seek(*it, c->last, c->len + 1);
+		}
 	}
 	size_t kl;
-	const char *k = rocksdb_iter_key(it, &kl);
+	const char *k = rocksdb_iter_key(*it, &kl);
 	if (kl + 1 > c->cap) {
 		size_t cap = KVT_MAX(kl + 1, 2 * c->cap);
 		char *g = realloc(c->last, KVT_MAX(cap, (size_t)128));
 		if (!g) { /* the key is read; only the check of the end is lost */
-			kvt__rdb_cursor_fini(c);
+			free(c->last);
+			c->last = NULL, c->len = c->cap = 0, c->confirmed = false;
 			return true;
 		}
 		c->last = g, c->cap = KVT_MAX(cap, (size_t)128);
@@ -479,22 +595,22 @@ int kvt__rdb_write_to(rocksdb_t *to, rocksdb_writeoptions_t *wo, rocksdb_writeba
 	return kvt__rdb_err(err);
 }
 
-int kvt__rdb_copy_walk(rocksdb_iterator_t *it, rocksdb_t *to, rocksdb_writeoptions_t *wo,
+int kvt__rdb_copy_walk(rocksdb_iterator_t **it, struct kvt__rdb_cursor *cur, rocksdb_t *to,
+                       rocksdb_writeoptions_t *wo,
                        int (*keep)(void *arg, const char *k, size_t klen), void *arg)
 {
 	rocksdb_writebatch_t *b = rocksdb_writebatch_create();
-	struct kvt__rdb_cursor cur = {0};
 	size_t bytes = 0;
 	int rc = b ? 0 : -ENOMEM;
-	for (; !rc && kvt__rdb_iter_more(it, &cur); rocksdb_iter_next(it)) {
+	for (; !rc && kvt__rdb_iter_more(it, cur); rocksdb_iter_next(*it)) {
 		size_t kl, vl;
-		const char *k = rocksdb_iter_key(it, &kl);
+		const char *k = rocksdb_iter_key(*it, &kl);
 		int take = keep ? keep(arg, k, kl) : 1;
 		if (take <= 0) {
 			rc = take;
 			continue;
 		}
-		const char *v = rocksdb_iter_value(it, &vl);
+		const char *v = rocksdb_iter_value(*it, &vl);
 		rocksdb_writebatch_put(b, k, kl, v, vl);
 		if ((bytes += kl + vl) >= (4u << 20)) {
 			rc = kvt__rdb_write_to(to, wo, b);
@@ -505,10 +621,9 @@ int kvt__rdb_copy_walk(rocksdb_iterator_t *it, rocksdb_t *to, rocksdb_writeoptio
 		rc = kvt__rdb_write_to(to, wo, b);
 	if (!rc) {
 		char *err = NULL;
-		rocksdb_iter_get_error(it, &err);
+		rocksdb_iter_get_error(*it, &err);
 		rc = kvt__rdb_err(err) ? -EBADMSG : 0;
 	}
-	kvt__rdb_cursor_fini(&cur);
 	if (b)
 		rocksdb_writebatch_destroy(b);
 	return rc;

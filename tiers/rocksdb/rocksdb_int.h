@@ -164,29 +164,48 @@ rocksdb_pinnableslice_t *kvt__rdb_get(struct kvt__rdb_db *d, const void *k, size
  * error when Next() comes to a table whose first data block fails its checksum, and every key
  * after it is missed (test_rocksdb_tier meta_only_table: a walk of the metadata that met such
  * a table dropped every record whose metadata lay past it); a seek there reports the error. So
- * the end of a walk is confirmed by a seek just past the last key read. */
+ * the end of a walk is confirmed by a seek just past the last key read.
+ *
+ * A walk given passed() goes on past a block it cannot read, instead of stopping: the next key
+ * a seek can reach is found by a binary search over seeks (db.c, pass_damage), and passed() is
+ * told the stretch [lo, hi) of keys it did not read and RocksDB's error, which names the table.
+ * Such a walk must verify checksums: Debian's RocksDB keeps its assertions, and a block whose
+ * entry lengths are damaged, read unverified, aborts the process (test_rocksdb_tier
+ * unparseable_entry). */
 struct kvt__rdb_cursor {
 	char *last; /* owned: the last key read, then a zero byte */
 	size_t len, cap;
 	bool confirmed; /* the seek past last was made */
+	/* to pass over damage (NULL: a walk stops at it); the walk's database and read options */
+	void (*passed)(void *arg, const char *lo, size_t lo_len, const char *hi, size_t hi_len,
+	               const char *why);
+	void *arg;
+	rocksdb_t *db;
+	const rocksdb_readoptions_t *ro;
+	const char *lo; /* where the walk began (NULL: the first key) */
+	size_t lo_len;
+	unsigned stretches; /* passed over so far */
 };
-/* The loop condition of a walk: whether it is at a key (remembered in c); at what looks like
- * the end, the seek past the last key decides (its error, if any, stays on it). */
-bool kvt__rdb_iter_more(rocksdb_iterator_t *it, struct kvt__rdb_cursor *c);
+/* The loop condition of a walk: whether *it is at a key (remembered in c); at what looks like
+ * the end, the seek past the last key decides (its error, if any, stays on it). A walk that
+ * passes over damage goes on with a new iterator in *it. */
+bool kvt__rdb_iter_more(rocksdb_iterator_t **it, struct kvt__rdb_cursor *c);
 void kvt__rdb_cursor_fini(struct kvt__rdb_cursor *c);
 /* Applies b (then cleared; nothing when it is empty) to database to with options wo, not
  * through the fault injector. @return : 0 or -errno. */
 int kvt__rdb_write_to(rocksdb_t *to, rocksdb_writeoptions_t *wo, rocksdb_writebatch_t *b);
-/* Walks it on from where it stands (its end confirmed) and writes each entry keep() takes (it
- * answers 1, 0 to pass over, or -errno to stop; NULL: every entry) into to, 4 MiB a batch.
- * @return : 0, -EBADMSG (the walk failed: what it read before is written) or -errno. */
-int kvt__rdb_copy_walk(rocksdb_iterator_t *it, rocksdb_t *to, rocksdb_writeoptions_t *wo,
+/* Walks it on from where it stands (cur: its cursor, which may pass over damage) and writes
+ * each entry keep() takes (it answers 1, 0 to pass over, or -errno to stop; NULL: every entry)
+ * into to, 4 MiB a batch. @return : 0, -EBADMSG (the walk failed: what it read before is
+ * written) or -errno. */
+int kvt__rdb_copy_walk(rocksdb_iterator_t **it, struct kvt__rdb_cursor *cur, rocksdb_t *to,
+                       rocksdb_writeoptions_t *wo,
                        int (*keep)(void *arg, const char *k, size_t klen), void *arg);
 
 /* ---- evacuate.c: a damaged table dropped, its records written elsewhere first ---- */
 
-/* Writes again the records under table no's keys (the newest version of each, read past
- * RocksDB's checksums), drops the table, and deletes what its deletes had hidden; the database
+/* Writes again the records under table no's keys (the newest version of each, passing over
+ * the blocks it cannot read), drops the table, and deletes what its deletes had hidden; the database
  * is reopened (a background error cleared). Logged either way. @return : 0 (dropped, nothing
  * lost but what the damage hit); the table is left by -EPERM (level 0: RocksDB would not drop
  * it), -E2BIG (more than 1 GiB of records under its keys), -EBADMSG (the drop failed; the
@@ -212,6 +231,7 @@ struct kvt_tier {
 	uint64_t ttl_s;
 	uint64_t open_ns, last_sweep_ns, last_flush_ns, last_probe_ns;
 	bool full;         /* the last write met ENOSPC; probe before the next one */
+	bool pass_damage;  /* a walk of the records passes over damage (a level-0 table's) */
 	uint32_t exclude;  /* slot not to evict while making room for it */
 	uint32_t *victims; /* owned; scratch for pick_victims, cap_victims long */
 	uint32_t cap_victims;

@@ -368,7 +368,9 @@ static int copy_table(const struct kvt__rdb_db *d, uint64_t no, const char *tmp,
 		rocksdb_readoptions_set_fill_cache(ro, 0);
 	if (!rc) {
 		rocksdb_iter_seek_to_first(it);
-		rc = kvt__rdb_copy_walk(it, to, wo, NULL, NULL);
+		struct kvt__rdb_cursor cur = {0};
+		rc = kvt__rdb_copy_walk(&it, &cur, to, wo, NULL, NULL);
+		kvt__rdb_cursor_fini(&cur);
 		rocksdb_iter_destroy(it);
 	}
 	if (ro)

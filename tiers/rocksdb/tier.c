@@ -39,12 +39,12 @@
  *
  * Damage: a record whose bytes changed fails the tier's own checks (header, identity, length,
  * payload checksum) or RocksDB's block checksum on a point read: it is deleted, counted as a
- * corruption, reported, and the read answers -EBADMSG. Walks of the values do not verify
- * RocksDB's checksums (db.c), so a damaged value does not stop an open; damaged metadata is found
- * by the next read of its record (a length that does not match, or no value: a miss). A table
- * RocksDB cannot read (a damaged footer or index stops its open; a damaged block stops a walk,
- * or, met by a compaction, fails every later write) is dropped (salvage.c), after its records
- * are written again where RocksDB can drop it and a walk can read them (evacuate.c; a damaged
+ * corruption, reported, and the read answers -EBADMSG. Every read verifies RocksDB's checksums
+ * (an unverified read of a damaged block can abort the process: db.c), so a damaged block stops
+ * a walk, and the error names its table. A table RocksDB cannot read (a damaged footer or index
+ * stops its open; a damaged block stops a walk, or, met by a compaction, fails every later
+ * write) is dropped (salvage.c), after its records are written again where RocksDB can drop it
+ * and a walk can read them (evacuate.c, which passes over the damaged blocks; a damaged
  * block then costs the records it hit), else with its records; the index is reconciled with
  * what is left. Every walk confirms its end (kvt__rdb_iter_more: RocksDB 7.8 can end one early
  * with no error). Damage no table is named for, a damaged or missing manifest, a table that
@@ -471,6 +471,20 @@ static int scan_fix(struct kvt_tier *t, struct scan_ctx *c)
 	return rc;
 }
 
+/* A walk of the records passed over [lo, hi), a block it cannot read: the records there are
+ * missed (a walk that reconciles drops them, reported); the table stays until the compaction
+ * that meets it fails and the tier repairs. */
+static void scan_passed(void *arg, const char *lo, size_t lo_len, const char *hi, size_t hi_len,
+                        const char *why)
+{
+	struct kvt_tier *t = arg;
+	(void)lo, (void)lo_len, (void)hi, (void)hi_len; /* counted when the walk first met it */
+	kvt_log(KVT_LOG_WARN,
+	        "rocksdb: %s: a walk of the records passed over a block it cannot read (%s); the "
+	        "records in it are missed",
+	        t->db.path, why);
+}
+
 /*
  * Walks the database: the metadata when it is complete, except for ITERATE, which wants the
  * records; the records otherwise. OPEN fills the index; RECONCILE and ITERATE mark what they
@@ -491,7 +505,10 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 	for (uint32_t s = 0; s < t->ix.n_slots; s++)
 		t->ix.slots[s].mark = 0;
 	struct kvt__rdb_cursor cur = {0}; /* a walk ended early is found (db.c) */
-	for (rocksdb_iter_seek_to_first(it); !c.stop && kvt__rdb_iter_more(it, &cur);
+	if (!c.meta && t->pass_damage)
+		cur = (struct kvt__rdb_cursor){
+		    .passed = scan_passed, .arg = t, .db = t->db.db, .ro = t->db.walk[0]};
+	for (rocksdb_iter_seek_to_first(it); !c.stop && kvt__rdb_iter_more(&it, &cur);
 	     rocksdb_iter_next(it)) {
 		size_t klen, vlen;
 		const char *k = rocksdb_iter_key(it, &klen);
@@ -604,10 +621,11 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
 
 /*
  * A walk (scan: OPEN or ITERATE) that mends the damage it cannot read past, and walks again:
- * damaged metadata is cleared and the records read instead (their values are read past
- * RocksDB's checksums: they lose nothing); a table the error names is dropped with its records
- * (salvage.c); damage neither mends, or more than SALVAGE_TRIES in a row, goes to RocksDB's
- * repair. ITERATE visits each record once over its walks (t->visited), and its last walk
+ * damaged metadata is cleared and the records read instead; a table the error names is dropped,
+ * its readable records written elsewhere first (evacuate.c), or, in level 0 (which RocksDB
+ * will not drop), the walk of the records passes over its damaged blocks (pass_damage, whose
+ * records it misses); damage neither mends, or more than SALVAGE_TRIES in a row, goes to
+ * RocksDB's repair. ITERATE visits each record once over its walks (t->visited), and its last walk
  * reports what a dropped table took, visited or not. @return : 0, -EBADMSG (nothing mended it:
  * the caller makes the database anew) or -errno.
  */
@@ -627,14 +645,21 @@ static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_
 			        "rocksdb: %s: the records' metadata is damaged: dropping it and "
 			        "reading every record",
 			        t->db.path);
-			if (no) /* so that no later walk or compaction meets the block */
-				kvt__rdb_evacuate(&t->db, no);
+			/* so that no later walk or compaction meets the block; a level-0 table
+			 * stays, and the walk of the records passes over it (its end's seek reads
+			 * it) */
+			if (no && kvt__rdb_evacuate(&t->db, no) == -EPERM)
+				t->pass_damage = true;
 			rocksdb_writebatch_clear(t->batch);
 			kvt__rdb_meta_clear(t->batch);
 			t->db.meta_whole = false;
 			rc = kvt__rdb_write(&t->db, t->batch);
 		} else if (no) { /* its records written elsewhere first, where that can be done */
-			rc = kvt__rdb_evacuate(&t->db, no) ? kvt__rdb_drop_table(&t->db, no) : 0;
+			rc = kvt__rdb_evacuate(&t->db, no);
+			if (rc == -EPERM && !t->pass_damage) /* level 0: walked past instead */
+				t->pass_damage = true, rc = 0;
+			else if (rc)
+				rc = kvt__rdb_drop_table(&t->db, no);
 		} else {
 			break;
 		}
@@ -647,6 +672,7 @@ static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_
 		if (repaired(t, why))
 			rc = scan(t, mode, visit, arg);
 	}
+	t->pass_damage = false;
 	return rc;
 }
 
