@@ -52,6 +52,7 @@
 
 #define WRITE_BUFFER_BYTES (64ull << 20)
 #define BLOB_FILE_BYTES    (256ull << 20)
+#define PASS_KEY_MIN       40u /* bytes of the keys a walk past damage seeks to, at least */
 #define PASS_KEY_MAX       128u
 #define PASS_STRETCHES_MAX 4096u /* damaged stretches one walk passes over; then it fails */
 
@@ -423,9 +424,23 @@ rocksdb_pinnableslice_t *kvt__rdb_get(struct kvt__rdb_db *d, const void *k, size
 		*rc = -EIO;
 		return NULL;
 	}
-	rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(d->db, d->ro, k, klen, &err);
+	rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(d->db, d->ro, (const char *)k, klen, &err);
 	*rc = kvt__rdb_err_db(d, err);
 	if (*rc && ps) {
+		rocksdb_pinnableslice_destroy(ps);
+		ps = NULL;
+	}
+	return ps;
+}
+
+rocksdb_pinnableslice_t *kvt__rdb_get_quiet(struct kvt__rdb_db *d, const void *k, size_t klen,
+                                            const char **v, size_t *vlen)
+{
+	char *err = NULL;
+	rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(d->db, d->ro, (const char *)k, klen, &err);
+	*v = ps && !err ? rocksdb_pinnableslice_value(ps, vlen) : NULL;
+	rocksdb_free(err);
+	if (ps && !*v) {
 		rocksdb_pinnableslice_destroy(ps);
 		ps = NULL;
 	}
@@ -477,45 +492,49 @@ static void key_mid(const uint8_t *f, const uint8_t *s, uint8_t *m, size_t n)
 	}
 }
 
-/* m = f + 2^k, keys read as n-byte big-endian numbers; all ones past the largest. */
-static void key_add_pow2(const uint8_t *f, unsigned k, uint8_t *m, size_t n)
+/* m = a + b, keys read as n-byte big-endian numbers. @return : whether it overflowed. */
+static bool key_add(const uint8_t *a, const uint8_t *b, uint8_t *m, size_t n)
 {
-	unsigned carry = 1u << (k % 8);
-	memcpy(m, f, n);
-	for (size_t i = n - 1 - k / 8; carry && i < n; i--) {
-		unsigned v = m[i] + carry;
+	unsigned carry = 0;
+	for (size_t i = n; i-- > 0;) {
+		unsigned v = a[i] + b[i] + carry;
 		m[i] = (uint8_t)v, carry = v >> 8;
 	}
-	if (carry)
-		memset(m, 0xff, n);
+	return carry != 0;
 }
 
 /*
- * After a read failed just past c->last: finds the first key (one byte longer than the last key
- * read) past it that a seek reaches without an error (a seek into a block that cannot be read
- * fails; one past it lands on the first key after it): seeks at doubling distances past it
- * until one reaches, then halves the stretch between that one and the last that failed (other
- * damaged blocks may lie further on: the first one reached is the one wanted). At most 16
- * seeks per byte of key. Then *it is replaced by an iterator that stands there. @return :
- * whether it stands past the damage (at a key, or at the end).
+ * After a read failed just past c->last: finds the first key (at least PASS_KEY_MIN bytes, one
+ * longer than the last key read) past it that a seek reaches without an error (a seek into a
+ * block that cannot be read fails; one past it lands on the first key after it). Seeks at
+ * doubling distances until one reaches, then halves the stretch between that one and the last
+ * that failed: 16 seeks per byte of key at most. Another damaged block in that stretch can make
+ * it pass a good block too (the keys are spaced unevenly); evacuate.c reads the records it knows
+ * there one by one. Then *it is replaced by an iterator that stands there. @return : whether it
+ * stands past the damage (at a key, or at the end).
  */
 static bool pass_damage(rocksdb_iterator_t **it, struct kvt__rdb_cursor *c, const char *why)
 {
-	uint8_t f[PASS_KEY_MAX], s[PASS_KEY_MAX], m[PASS_KEY_MAX], f0[PASS_KEY_MAX];
+	uint8_t f[PASS_KEY_MAX], s[PASS_KEY_MAX], m[PASS_KEY_MAX], f0[PASS_KEY_MAX],
+	    d[PASS_KEY_MAX];
 	const char *from = c->last ? c->last : c->lo; /* the last key read, or the walk's start */
-	size_t from_len = c->last ? c->len : c->lo_len, n = from_len + 1;
+	size_t from_len = c->last ? c->len : c->lo_len;
+	size_t n = KVT_MAX(from_len + 1, (size_t)PASS_KEY_MIN);
 	if (n > sizeof(f) || c->stretches >= PASS_STRETCHES_MAX)
 		return false;
-	memset(f, 0, n);
+	memset(f0, 0, n);
 	if (from_len)
-		memcpy(f, from, from_len); /* and a zero: just past it */
-	memcpy(s, f, n);
-	memcpy(f0, f, n);
+		memcpy(f0, from, from_len); /* and zeros: just past it */
+	memcpy(f, f0, n);
+	memcpy(s, f0, n);
 	if (seek_fails(c, f, n)) {
-		bool reached = false;
-		for (unsigned k = 0; !reached && k <= 8 * n; k++) {
-			key_add_pow2(f, KVT_MIN(k, 8 * (unsigned)n - 1), m, n);
-			if (k == 8 * n)
+		bool reached = false, last = false;
+		memset(d, 0, n);
+		d[n - 1] = 1;
+		while (!reached && !last) {
+			/* past the largest key (or a step that no longer fits): the last try, all
+			 * ones */
+			if ((last = key_add(f0, d, m, n) || key_add(d, d, d, n)))
 				memset(m, 0xff, n);
 			reached = !seek_fails(c, m, n);
 			memcpy(reached ? s : f, m, n);
@@ -578,6 +597,35 @@ bool kvt__rdb_iter_more(rocksdb_iterator_t **it, struct kvt__rdb_cursor *c)
 	c->len = kl;
 	c->confirmed = false;
 	return true;
+}
+
+/* A key cut or padded with zeros to a record key's length. */
+static void key_fit(uint8_t *to, const char *k, size_t len)
+{
+	memset(to, 0, KVT__RDB_KEY_BYTES);
+	memcpy(to, k, KVT_MIN(len, (size_t)KVT__RDB_KEY_BYTES));
+}
+
+void kvt__rdb_passed_add(struct kvt__rdb_passed *p, const char *lo, size_t lo_len, const char *hi,
+                         size_t hi_len)
+{
+	bool apart = p->n < KVT__RDB_PASSED_MAX;
+	unsigned i = apart ? p->n++ : KVT__RDB_PASSED_MAX - 1; /* past the last: it widens */
+	if (apart)
+		key_fit(p->lo[i], lo, lo_len);
+	key_fit(p->hi[i], hi, hi_len);
+	for (int b = KVT__RDB_KEY_BYTES - 1; hi_len > KVT__RDB_KEY_BYTES && b >= 0; b--)
+		if (++p->hi[i][b]) /* up to the next record key */
+			break;
+}
+
+bool kvt__rdb_passed_has(const struct kvt__rdb_passed *p, const uint8_t *k)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		if (memcmp(k, p->lo[i], KVT__RDB_KEY_BYTES) >= 0 &&
+		    memcmp(k, p->hi[i], KVT__RDB_KEY_BYTES) < 0)
+			return true;
+	return false;
 }
 
 void kvt__rdb_cursor_fini(struct kvt__rdb_cursor *c)

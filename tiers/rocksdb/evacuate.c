@@ -15,21 +15,22 @@
  * the table's keys (from its smallest key up to the meta range) are read through the database's
  * merged view, which gives the newest version of each, whichever table holds it, checksums
  * verified, and written again (the memtable, flushed: a new table). The walk passes over each
- * block it cannot read (db.c, pass_damage: the next key a seek reaches): the damage costs the
- * records in that block. (It read blocks unverified before, and Debian's RocksDB, which keeps
- * its assertions, aborted the process on a block whose entry lengths were damaged.)
- * Then the table is dropped (salvage.c; a drop over a key range may take other tables lying
- * inside it, whose records were copied too). A record deleted in the dropped table may still be
- * put in an older table the drop left: it would come back, so the range is walked once more and
- * whatever the first walk did not see is deleted. Then compactions are turned back on.
+ * block it cannot read (db.c, pass_damage: the next key a seek reaches); a pass can take a good
+ * block lying between damaged ones too, so the records the tier's index knows in what it
+ * passed are read one by one (copy_passed): the damage costs the records in its blocks. (The
+ * walk read blocks unverified before, and Debian's RocksDB, which keeps its assertions, aborted
+ * the process on a block whose entry lengths were damaged.) Then the table is dropped (salvage.c; a
+ * drop over a key range may take other tables lying inside it, whose records were copied too). A
+ * record deleted in the dropped table may still be put in an older table the drop left: it would
+ * come back, so the range is walked once more and whatever the first walk did not see is deleted.
+ * Then compactions are turned back on.
  *
  * What it cannot do: RocksDB drops a level-0 table only when it is the oldest and no deeper
  * level holds a table (DeleteFile; a drop over a key range skips level 0), so a young table
  * (level 0 holds the last few flushes) goes on as before: the tier's mend of the failing
  * compaction goes to a repair, which loses the table's records. Such a table spans every key
- * (each flush reaches the meta range), so its records are not copied. Where damaged blocks lie
- * close together (one in two), the search for the next readable key can land past a good block
- * too, whose records go with the table (test_rocksdb_tier sst_bit_flips: 39 of 121 kept).
+ * (each flush reaches the meta range), so its records are not copied. Records the index does
+ * not know (the walk at open, before the index is whole) that a pass took go with the table.
  *
  * Cost: the records of the range are read and written once, and the database reopened three
  * times (quietly; the drop's two); a range holding more than EVACUATE_MAX_BYTES is not copied. A
@@ -43,7 +44,6 @@
 #include <string.h>
 
 #define EVACUATE_MAX_BYTES (1ull << 30)
-#define PASSED_MAX         16u /* stretches noted apart; past it, the last widens */
 
 /* The key range of table no: [lo, end), end just past its largest key or the meta range's
  * start, whichever is first. */
@@ -133,13 +133,11 @@ static int walk_close(struct kvt__rdb_db *d, struct range_walk *w, int rc,
 }
 
 /* The keys the copy saw (records' keys are KVT__RDB_KEY_BYTES long), and the stretches of
- * keys it passed over, unread (damaged blocks: lo, hi pairs, each KVT__RDB_KEY_BYTES long and
- * cut there, which keeps every record key between them). */
+ * keys it passed over, unread (damaged blocks). */
 struct evac_keys {
 	uint8_t *k;
 	size_t n, cap;
-	uint8_t lo[PASSED_MAX][KVT__RDB_KEY_BYTES], hi[PASSED_MAX][KVT__RDB_KEY_BYTES];
-	unsigned passed;
+	struct kvt__rdb_passed passed;
 	const char *path;
 };
 
@@ -163,39 +161,59 @@ static int keep_record(void *arg, const char *k, size_t klen)
 	return klen != KVT__RDB_KEY_BYTES ? 0 : keys_add(arg, k) ? -ENOMEM : 1;
 }
 
-/* A key cut or padded with zeros to a record key's length. */
-static void key_fit(uint8_t *to, const char *k, size_t len)
-{
-	memset(to, 0, KVT__RDB_KEY_BYTES);
-	memcpy(to, k, KVT_MIN(len, (size_t)KVT__RDB_KEY_BYTES));
-}
-
-/* The copy passed over [lo, hi): the records of the table there are lost with it. lo is cut
- * down and hi rounded up to a record key's length, so that the stretch holds every record key
- * the walk did not read. */
+/* The copy passed over a damaged block: the records of the table there are lost with it. */
 static void note_passed(void *arg, const char *lo, size_t lo_len, const char *hi, size_t hi_len,
                         const char *why)
 {
 	struct evac_keys *s = arg;
-	bool first = s->passed < PASSED_MAX;
-	unsigned i = first ? s->passed++ : PASSED_MAX - 1; /* past the last: it widens */
-	if (first)
-		key_fit(s->lo[i], lo, lo_len);
-	key_fit(s->hi[i], hi, hi_len); /* a walk goes up: hi grows */
-	for (int b = KVT__RDB_KEY_BYTES - 1; hi_len > KVT__RDB_KEY_BYTES && b >= 0; b--)
-		if (++s->hi[i][b]) /* up to the next record key */
-			break;
+	kvt__rdb_passed_add(&s->passed, lo, lo_len, hi, hi_len);
 	kvt_log(KVT_LOG_WARN, "rocksdb: %s: the copy passed over a block it cannot read (%s)",
 	        s->path, why);
 }
 
-static bool in_passed(const struct evac_keys *s, const char *k)
+static int key_cmp(const void *a, const void *b)
 {
-	for (unsigned i = 0; i < s->passed; i++)
-		if (memcmp(k, s->lo[i], KVT__RDB_KEY_BYTES) >= 0 &&
-		    memcmp(k, s->hi[i], KVT__RDB_KEY_BYTES) < 0)
-			return true;
-	return false;
+	return memcmp(a, b, KVT__RDB_KEY_BYTES);
+}
+
+/*
+ * Writes again the records the index knows in the stretches the copy passed over, read one by
+ * one: a point read reads only its record's block, and the search for the next key a seek
+ * reaches can pass a good block lying between two damaged ones (their keys are spaced very
+ * unevenly). What fails its read went with the damage. @return : 0 or -errno.
+ */
+static int copy_passed(struct kvt__rdb_db *d, const struct kvt__rdb_index *ix,
+                       struct evac_keys *keys, rocksdb_writeoptions_t *wo, rocksdb_writebatch_t *b)
+{
+	size_t seen = keys->n, bytes = 0;
+	int rc = 0;
+	if (!ix || !keys->passed.n)
+		return 0;
+	if (seen)
+		qsort(keys->k, seen, KVT__RDB_KEY_BYTES, key_cmp);
+	for (uint32_t sl = 0; !rc && sl < ix->n_slots; sl++) {
+		uint8_t k[KVT__RDB_KEY_BYTES];
+		if (!ix->slots[sl].live)
+			continue;
+		kvt__rdb_key_encode(k, &ix->slots[sl].id);
+		if (!kvt__rdb_passed_has(&keys->passed, k) ||
+		    (seen && bsearch(k, keys->k, seen, KVT__RDB_KEY_BYTES, key_cmp)))
+			continue;
+		const char *v;
+		size_t vl;
+		rocksdb_pinnableslice_t *ps = kvt__rdb_get_quiet(d, k, sizeof(k), &v, &vl);
+		if (ps) { /* else a record in a damaged block: gone with it */
+			rocksdb_writebatch_put(b, (const char *)k, sizeof(k), v, vl);
+			bytes += vl;
+			rc = keys_add(keys, (const char *)k);
+			rocksdb_pinnableslice_destroy(ps);
+		}
+		if (!rc && bytes >= (4u << 20)) {
+			rc = kvt__rdb_write_to(d->db, wo, b);
+			bytes = 0;
+		}
+	}
+	return rc ? rc : kvt__rdb_write_to(d->db, wo, b);
 }
 
 /* Writes again every record of the range it can read. @return : 0 or -errno. */
@@ -213,11 +231,6 @@ static int copy_range(struct kvt__rdb_db *d, const struct evac_range *r, struct 
 	rocksdb_readoptions_destroy(w.ro);
 	kvt__rdb_cursor_fini(&w.cur);
 	return rc;
-}
-
-static int key_cmp(const void *a, const void *b)
-{
-	return memcmp(a, b, KVT__RDB_KEY_BYTES);
 }
 
 /* Deletes every key of the range the copy did not see (a record the drop brought back), but
@@ -238,7 +251,7 @@ static int delete_returned(struct kvt__rdb_db *d, const struct evac_range *r,
 		const char *k = rocksdb_iter_key(w.it, &kl);
 		if (kl == KVT__RDB_KEY_BYTES &&
 		    ((keys->n && bsearch(k, keys->k, keys->n, KVT__RDB_KEY_BYTES, key_cmp)) ||
-		     in_passed(keys, k)))
+		     kvt__rdb_passed_has(&keys->passed, (const uint8_t *)k)))
 			continue;
 		rocksdb_writebatch_delete(b, k, kl);
 		n++;
@@ -261,8 +274,8 @@ static int compactions_on(struct kvt__rdb_db *d)
 /* Reopens quietly, copies, flushes (the copies must be in a table before the drop reopens the
  * database), drops table no, deletes what came back, and turns compactions back on (a reopen
  * only where the drop failed: it may have left the database open without paranoid checks). */
-static int evacuate(struct kvt__rdb_db *d, uint64_t no, const struct evac_range *r,
-                    struct evac_keys *keys, int *returned)
+static int evacuate(struct kvt__rdb_db *d, const struct kvt__rdb_index *ix, uint64_t no,
+                    const struct evac_range *r, struct evac_keys *keys, int *returned)
 {
 	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
 	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
@@ -279,6 +292,8 @@ static int evacuate(struct kvt__rdb_db *d, uint64_t no, const struct evac_range 
 	}
 	if (!rc && !r->empty)
 		rc = copy_range(d, r, keys, wo);
+	if (!rc && !r->empty)
+		rc = copy_passed(d, ix, keys, wo, b);
 	if (!rc && keys->n) {
 		rocksdb_flush(d->db, fo, &err);
 		rc = kvt__rdb_err(err);
@@ -307,7 +322,7 @@ static int evacuate(struct kvt__rdb_db *d, uint64_t no, const struct evac_range 
 	return rc;
 }
 
-int kvt__rdb_evacuate(struct kvt__rdb_db *d, uint64_t no)
+int kvt__rdb_evacuate(struct kvt__rdb_db *d, const struct kvt__rdb_index *ix, uint64_t no)
 {
 	struct evac_range r = {0};
 	struct evac_keys keys = {.path = d->path};
@@ -322,7 +337,7 @@ int kvt__rdb_evacuate(struct kvt__rdb_db *d, uint64_t no)
 	if (!rc && bytes > EVACUATE_MAX_BYTES)
 		rc = -E2BIG;
 	if (!rc)
-		rc = evacuate(d, no, &r, &keys, &returned);
+		rc = evacuate(d, ix, no, &r, &keys, &returned);
 	if (!rc)
 		kvt_log(
 		    KVT_LOG_WARN,

@@ -159,6 +159,10 @@ int kvt__rdb_write(struct kvt__rdb_db *d, rocksdb_writebatch_t *b);
 /* Point read of key k. @return : the value (destroy it), or NULL with *rc 0 (absent) or
  * -errno. */
 rocksdb_pinnableslice_t *kvt__rdb_get(struct kvt__rdb_db *d, const void *k, size_t klen, int *rc);
+/* Point read of k for a walk that passed over damage: checksums verified, no fault injected, no
+ * table noted. @return : the value at *v, *vlen long (destroy it), or NULL (absent, unreadable). */
+rocksdb_pinnableslice_t *kvt__rdb_get_quiet(struct kvt__rdb_db *d, const void *k, size_t klen,
+                                            const char **v, size_t *vlen);
 
 /* Where a walk is: the last key it read. RocksDB 7.8 (Debian 12's) ends an iteration with no
  * error when Next() comes to a table whose first data block fails its checksum, and every key
@@ -186,6 +190,20 @@ struct kvt__rdb_cursor {
 	size_t lo_len;
 	unsigned stretches; /* passed over so far */
 };
+/* Stretches of keys a walk passed over, as [lo, hi) pairs cut down (lo) or rounded up (hi) to a
+ * record key's length, so that they hold every record key the walk did not read; past
+ * KVT__RDB_PASSED_MAX the last one widens. */
+#define KVT__RDB_PASSED_MAX 16u
+struct kvt__rdb_passed {
+	uint8_t lo[KVT__RDB_PASSED_MAX][KVT__RDB_KEY_BYTES],
+	    hi[KVT__RDB_PASSED_MAX][KVT__RDB_KEY_BYTES];
+	unsigned n;
+};
+/* Notes [lo, hi) (a walk goes up: each stretch lies past the ones before). */
+void kvt__rdb_passed_add(struct kvt__rdb_passed *p, const char *lo, size_t lo_len, const char *hi,
+                         size_t hi_len);
+/* Whether record key k (KVT__RDB_KEY_BYTES long) lies in a stretch of p. */
+bool kvt__rdb_passed_has(const struct kvt__rdb_passed *p, const uint8_t *k);
 /* The loop condition of a walk: whether *it is at a key (remembered in c); at what looks like
  * the end, the seek past the last key decides (its error, if any, stays on it). A walk that
  * passes over damage goes on with a new iterator in *it. */
@@ -205,12 +223,13 @@ int kvt__rdb_copy_walk(rocksdb_iterator_t **it, struct kvt__rdb_cursor *cur, roc
 /* ---- evacuate.c: a damaged table dropped, its records written elsewhere first ---- */
 
 /* Writes again the records under table no's keys (the newest version of each, passing over
- * the blocks it cannot read), drops the table, and deletes what its deletes had hidden; the database
+ * the blocks it cannot read; of those, the ones ix (NULL: none) knows are read one by one),
+ * drops the table, and deletes what its deletes had hidden; the database
  * is reopened (a background error cleared). Logged either way. @return : 0 (dropped, nothing
  * lost but what the damage hit); the table is left by -EPERM (level 0: RocksDB would not drop
  * it), -E2BIG (more than 1 GiB of records under its keys), -EBADMSG (the drop failed; the
  * copies are harmless), -ENOENT (no such table) or -errno. */
-int kvt__rdb_evacuate(struct kvt__rdb_db *d, uint64_t no);
+int kvt__rdb_evacuate(struct kvt__rdb_db *d, const struct kvt__rdb_index *ix, uint64_t no);
 
 /* ---- tier.c ---- */
 

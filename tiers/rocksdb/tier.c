@@ -416,6 +416,8 @@ struct scan_ctx {
 	int stop;
 	kvt_tier_visit_fn visit;
 	void *arg;
+	struct kvt_tier *t;
+	struct kvt__rdb_passed passed; /* damaged blocks a walk of the records passed over */
 };
 
 static void scan_one(struct kvt_tier *t, struct scan_ctx *c, const char *k, size_t klen,
@@ -471,18 +473,45 @@ static int scan_fix(struct kvt_tier *t, struct scan_ctx *c)
 	return rc;
 }
 
-/* A walk of the records passed over [lo, hi), a block it cannot read: the records there are
- * missed (a walk that reconciles drops them, reported); the table stays until the compaction
- * that meets it fails and the tier repairs. */
+/* A walk of the records passed over [lo, hi), a block it cannot read (in a level-0 table, which
+ * stays until the compaction that meets it fails and the tier repairs): the records there are
+ * missed, but those the index knows are read one by one (reread) before a walk that reconciles
+ * drops them. */
 static void scan_passed(void *arg, const char *lo, size_t lo_len, const char *hi, size_t hi_len,
                         const char *why)
 {
-	struct kvt_tier *t = arg;
-	(void)lo, (void)lo_len, (void)hi, (void)hi_len; /* counted when the walk first met it */
+	struct scan_ctx *c = arg; /* the damage was counted when the walk first met it */
+	kvt__rdb_passed_add(&c->passed, lo, lo_len, hi, hi_len);
 	kvt_log(KVT_LOG_WARN,
-	        "rocksdb: %s: a walk of the records passed over a block it cannot read (%s); the "
-	        "records in it are missed",
-	        t->db.path, why);
+	        "rocksdb: %s: a walk of the records passed over a block it cannot read (%s)",
+	        c->t->db.path, why);
+}
+
+/* Whether slot s's record, unseen by a walk that passed over damage, lies where it passed and
+ * reads right by itself (a point read reads only its own block): then it is marked, and visited
+ * by ITERATE. */
+static bool reread(struct kvt_tier *t, struct scan_ctx *c, uint32_t s)
+{
+	uint8_t k[KVT__RDB_KEY_BYTES];
+	struct kvt_chunk_hdr h;
+	const char *v;
+	size_t vl;
+	kvt__rdb_key_encode(k, &t->ix.slots[s].id);
+	if (!kvt__rdb_passed_has(&c->passed, k))
+		return false;
+	rocksdb_pinnableslice_t *ps = kvt__rdb_get_quiet(&t->db, k, sizeof(k), &v, &vl);
+	bool right = ps && vl == t->ix.slots[s].bytes &&
+	             !check_record(&t->ix.slots[s].id, v, vl, c->mode == SCAN_ITERATE, &h);
+	if (ps)
+		rocksdb_pinnableslice_destroy(ps);
+	if (right) {
+		t->ix.slots[s].mark = 1;
+		if (c->mode == SCAN_ITERATE && !t->visited[s] && !c->stop) {
+			t->visited[s] = 1;
+			c->stop = c->visit(c->arg, &h, 0);
+		}
+	}
+	return right;
 }
 
 /*
@@ -493,7 +522,8 @@ static void scan_passed(void *arg, const char *lo, size_t lo_len, const char *hi
  */
 static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg)
 {
-	struct scan_ctx c = {.mode = mode, .meta = t->db.meta_whole, .visit = visit, .arg = arg};
+	struct scan_ctx c = {
+	    .mode = mode, .meta = t->db.meta_whole, .visit = visit, .arg = arg, .t = t};
 	c.fill = mode != SCAN_RECONCILE && !c.meta; /* and puts the marker after a whole walk */
 	if (!(c.fix = rocksdb_writebatch_create()))
 		return -ENOMEM;
@@ -507,7 +537,7 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 	struct kvt__rdb_cursor cur = {0}; /* a walk ended early is found (db.c) */
 	if (!c.meta && t->pass_damage)
 		cur = (struct kvt__rdb_cursor){
-		    .passed = scan_passed, .arg = t, .db = t->db.db, .ro = t->db.walk[0]};
+		    .passed = scan_passed, .arg = &c, .db = t->db.db, .ro = t->db.walk[0]};
 	for (rocksdb_iter_seek_to_first(it); !c.stop && kvt__rdb_iter_more(&it, &cur);
 	     rocksdb_iter_next(it)) {
 		size_t klen, vlen;
@@ -534,8 +564,9 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 	rocksdb_iter_destroy(it);
 	kvt__rdb_cursor_fini(&cur);
 	if (!rc && !c.stop && mode != SCAN_OPEN)
-		for (uint32_t s = 0; s < t->ix.n_slots; s++)
-			if (t->ix.slots[s].live && !t->ix.slots[s].mark)
+		for (uint32_t s = 0; s < t->ix.n_slots && !c.stop; s++)
+			if (t->ix.slots[s].live && !t->ix.slots[s].mark &&
+			    !(c.passed.n && reread(t, &c, s)))
 				forget(t, s, true);
 	for (uint32_t s = 0; s < t->ix.n_slots; s++)
 		t->ix.slots[s].mark = 0; /* mark is the victim flag outside scans */
@@ -604,7 +635,8 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
 	for (unsigned tries = 0; tries < SALVAGE_TRIES; tries++) {
 		uint64_t no = t->db.bad_table;
 		t->db.bad_table = 0;
-		if (!no || (kvt__rdb_evacuate(&t->db, no) && kvt__rdb_drop_table(&t->db, no)))
+		if (!no ||
+		    (kvt__rdb_evacuate(&t->db, &t->ix, no) && kvt__rdb_drop_table(&t->db, no)))
 			break;
 		ST_ADD(t, corruptions, 1);
 		int rc = scan(t, SCAN_RECONCILE, NULL, NULL);
@@ -648,14 +680,14 @@ static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_
 			/* so that no later walk or compaction meets the block; a level-0 table
 			 * stays, and the walk of the records passes over it (its end's seek reads
 			 * it) */
-			if (no && kvt__rdb_evacuate(&t->db, no) == -EPERM)
+			if (no && kvt__rdb_evacuate(&t->db, &t->ix, no) == -EPERM)
 				t->pass_damage = true;
 			rocksdb_writebatch_clear(t->batch);
 			kvt__rdb_meta_clear(t->batch);
 			t->db.meta_whole = false;
 			rc = kvt__rdb_write(&t->db, t->batch);
 		} else if (no) { /* its records written elsewhere first, where that can be done */
-			rc = kvt__rdb_evacuate(&t->db, no);
+			rc = kvt__rdb_evacuate(&t->db, &t->ix, no);
 			if (rc == -EPERM && !t->pass_damage) /* level 0: walked past instead */
 				t->pass_damage = true, rc = 0;
 			else if (rc)
