@@ -437,7 +437,8 @@ rocksdb_pinnableslice_t *kvt__rdb_get_quiet(struct kvt__rdb_db *d, const void *k
                                             const char **v, size_t *vlen)
 {
 	char *err = NULL;
-	rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(d->db, d->ro, (const char *)k, klen, &err);
+	rocksdb_pinnableslice_t *ps =
+	    d->db ? rocksdb_get_pinned(d->db, d->ro, (const char *)k, klen, &err) : NULL;
 	*v = ps && !err ? rocksdb_pinnableslice_value(ps, vlen) : NULL;
 	rocksdb_free(err);
 	if (ps && !*v) {
@@ -528,16 +529,19 @@ static bool pass_damage(rocksdb_iterator_t **it, struct kvt__rdb_cursor *c, cons
 	memcpy(f, f0, n);
 	memcpy(s, f0, n);
 	if (seek_fails(c, f, n)) {
-		bool reached = false, last = false;
+		bool reached = false, top = false;
 		memset(d, 0, n);
 		d[n - 1] = 1;
-		while (!reached && !last) {
-			/* past the largest key (or a step that no longer fits): the last try, all
-			 * ones */
-			if ((last = key_add(f0, d, m, n) || key_add(d, d, d, n)))
-				memset(m, 0xff, n);
+		while (!reached && !top) {
+			if (key_add(f0, d, m, n))
+				memset(m, 0xff, n); /* past the largest key */
+			top = true;
+			for (size_t i = 0; i < n; i++)
+				top &= m[i] == 0xff; /* the last try */
 			reached = !seek_fails(c, m, n);
 			memcpy(reached ? s : f, m, n);
+			if (key_add(d, d, d, n)) /* twice as far, or as far as keys go */
+				memset(d, 0xff, n);
 		}
 		if (!reached)
 			return false; /* damage up to the end of the key space */

@@ -171,8 +171,8 @@ rocksdb_pinnableslice_t *kvt__rdb_get_quiet(struct kvt__rdb_db *d, const void *k
  * the end of a walk is confirmed by a seek just past the last key read.
  *
  * A walk given passed() goes on past a block it cannot read, instead of stopping: the next key
- * a seek can reach is found by a binary search over seeks (db.c, pass_damage), and passed() is
- * told the stretch [lo, hi) of keys it did not read and RocksDB's error, which names the table.
+ * a seek can reach is searched for with seeks (db.c, pass_damage), and passed() is told the
+ * stretch [lo, hi) of keys it did not read and RocksDB's error, which names the table.
  * Such a walk must verify checksums: Debian's RocksDB keeps its assertions, and a block whose
  * entry lengths are damaged, read unverified, aborts the process (test_rocksdb_tier
  * unparseable_entry). */
@@ -223,9 +223,9 @@ int kvt__rdb_copy_walk(rocksdb_iterator_t **it, struct kvt__rdb_cursor *cur, roc
 /* ---- evacuate.c: a damaged table dropped, its records written elsewhere first ---- */
 
 /* Writes again the records under table no's keys (the newest version of each, passing over
- * the blocks it cannot read; of those, the ones ix (NULL: none) knows are read one by one),
- * drops the table, and deletes what its deletes had hidden; the database
- * is reopened (a background error cleared). Logged either way. @return : 0 (dropped, nothing
+ * the blocks it cannot read; the records ix (NULL: none) knows in what it passed are read one by
+ * one), drops the table, and deletes what its deletes had hidden; the database is reopened (a
+ * background error cleared). Logged either way. @return : 0 (dropped, nothing
  * lost but what the damage hit); the table is left by -EPERM (level 0: RocksDB would not drop
  * it), -E2BIG (more than 1 GiB of records under its keys), -EBADMSG (the drop failed; the
  * copies are harmless), -ENOENT (no such table) or -errno. */

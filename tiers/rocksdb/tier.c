@@ -656,10 +656,10 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
  * damaged metadata is cleared and the records read instead; a table the error names is dropped,
  * its readable records written elsewhere first (evacuate.c), or, in level 0 (which RocksDB
  * will not drop), the walk of the records passes over its damaged blocks (pass_damage, whose
- * records it misses); damage neither mends, or more than SALVAGE_TRIES in a row, goes to
- * RocksDB's repair. ITERATE visits each record once over its walks (t->visited), and its last walk
- * reports what a dropped table took, visited or not. @return : 0, -EBADMSG (nothing mended it:
- * the caller makes the database anew) or -errno.
+ * records it misses, but for those the index knows); damage neither mends, or more than
+ * SALVAGE_TRIES in a row, goes to RocksDB's repair. ITERATE visits each record once over its
+ * walks (t->visited), and its last walk reports what a dropped table took, visited or not.
+ * @return : 0, -EBADMSG (nothing mended it: the caller makes the database anew) or -errno.
  */
 static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg,
                         const char *why)
