@@ -1279,6 +1279,18 @@ static void test_rocksdb_metadata(void **state)
 	free(exp);
 }
 
+/* A tier of 256 MiB in dir (its database's path into path) holding records [0, n) at the
+ * bottom level, open. */
+static struct kvt_tier *open_compacted(struct kvt_options *o, struct rdb_drops *d, char *path,
+                                       size_t len, void *buf, uint64_t n, size_t payload)
+{
+	rdb_opts(o, dir, 256 << 20, NULL);
+	snprintf(path, len, "%s/db", dir);
+	struct kvt_tier *t = open_tier(o, d);
+	rdb_put_compacted(t, buf, n, payload);
+	return t;
+}
+
 /*
  * iterate() (the daemon's walk at every start) after an open from the saved index, so that no
  * walk at the open met the damage: a damaged block of metadata sends it to the records, as the
@@ -1294,10 +1306,7 @@ static void test_rocksdb_iterate_mends(void **state)
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
 	const uint64_t rec = KVT_CHUNK_HDR_BYTES + PAYLOAD;
-	rdb_opts(&o, dir, 256 << 20, NULL);
-	snprintf(path, sizeof(path), "%s/db", dir);
-	struct kvt_tier *t = open_tier(&o, &d);
-	rdb_put_compacted(t, buf, N, PAYLOAD);
+	struct kvt_tier *t = open_compacted(&o, &d, path, sizeof(path), buf, N, PAYLOAD);
 	kvt_tier_rocksdb.close(t);
 	assert_true(kvt_test_rdb_flip_meta(path, RDB_TENANT));
 
@@ -1458,10 +1467,9 @@ static void test_rocksdb_meta_table_evacuated(void **state)
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
 	const uint64_t rec = KVT_CHUNK_HDR_BYTES + PAYLOAD;
-	rdb_opts(&o, dir, 256 << 20, NULL);
-	snprintf(path, sizeof(path), "%s/db", dir);
-	struct kvt_tier *t = open_tier(&o, &d);
-	rdb_put_compacted(t, buf, N, PAYLOAD); /* one table at the bottom, the marker in it */
+	struct kvt_tier *t =
+	    open_compacted(&o, &d, path, sizeof(path), buf, N,
+	                   PAYLOAD); /* one table at the bottom, the marker in it */
 	kvt_tier_rocksdb.close(t);
 	int level = rdb_ingest_table(path, GONE, N, N + MORE, PAYLOAD);
 	assert_in_range(level, 1, 5);
@@ -1511,10 +1519,7 @@ static void test_rocksdb_meta_table_level0(void **state)
 	char path[512], newest[1024];
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
-	rdb_opts(&o, dir, 256 << 20, NULL);
-	snprintf(path, sizeof(path), "%s/db", dir);
-	struct kvt_tier *t = open_tier(&o, &d);
-	rdb_put_compacted(t, buf, N, PAYLOAD);
+	struct kvt_tier *t = open_compacted(&o, &d, path, sizeof(path), buf, N, PAYLOAD);
 	rdb_put_range(t, buf, N, N + MORE, PAYLOAD);
 	kvt_tier_rocksdb.close(t); /* its flush: a table in level 0 */
 	flip_newest_meta(path, newest, sizeof(newest));
@@ -1640,10 +1645,7 @@ static void test_rocksdb_unparseable_entry(void **state)
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
 	const ssize_t rec = KVT_CHUNK_HDR_BYTES + PAYLOAD;
-	rdb_opts(&o, dir, 256 << 20, NULL);
-	snprintf(path, sizeof(path), "%s/db", dir);
-	struct kvt_tier *t = open_tier(&o, &d);
-	rdb_put_compacted(t, buf, N, PAYLOAD);
+	struct kvt_tier *t = open_compacted(&o, &d, path, sizeof(path), buf, N, PAYLOAD);
 	kvt_tier_rocksdb.close(t);
 	assert_in_range(rdb_ingest_table(path, 0, N, N + MORE, PAYLOAD), 1, 5);
 	assert_true(kvt_test_rdb_newest_table(path, newest, sizeof(newest)));
@@ -1701,10 +1703,7 @@ static void test_rocksdb_walk_passes_level0(void **state)
 	char path[512], newest[1024];
 	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
-	rdb_opts(&o, dir, 256 << 20, NULL);
-	snprintf(path, sizeof(path), "%s/db", dir);
-	struct kvt_tier *t = open_tier(&o, &d);
-	rdb_put_compacted(t, buf, N, PAYLOAD);
+	struct kvt_tier *t = open_compacted(&o, &d, path, sizeof(path), buf, N, PAYLOAD);
 	rdb_put_range(t, buf, N, N + MORE, PAYLOAD);
 	kvt_tier_rocksdb.close(t); /* its flush: a table in level 0, the index saved */
 	assert_true(kvt_test_rdb_newest_table(path, newest, sizeof(newest)));

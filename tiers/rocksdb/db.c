@@ -479,20 +479,6 @@ static bool seek_fails(const struct kvt__rdb_cursor *c, const uint8_t *k, size_t
 	return failed;
 }
 
-/* m = (f + s) / 2, keys read as n-byte big-endian numbers. */
-static void key_mid(const uint8_t *f, const uint8_t *s, uint8_t *m, size_t n)
-{
-	unsigned carry = 0;
-	for (size_t i = n; i-- > 0;) {
-		unsigned v = f[i] + s[i] + carry;
-		m[i] = (uint8_t)v, carry = v >> 8;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned v = carry << 8 | m[i];
-		m[i] = (uint8_t)(v >> 1), carry = v & 1;
-	}
-}
-
 /* m = a + b, keys read as n-byte big-endian numbers. @return : whether it overflowed. */
 static bool key_add(const uint8_t *a, const uint8_t *b, uint8_t *m, size_t n)
 {
@@ -502,6 +488,16 @@ static bool key_add(const uint8_t *a, const uint8_t *b, uint8_t *m, size_t n)
 		m[i] = (uint8_t)v, carry = v >> 8;
 	}
 	return carry != 0;
+}
+
+/* m = (f + s) / 2 (n-byte big-endian). */
+static void key_mid(const uint8_t *f, const uint8_t *s, uint8_t *m, size_t n)
+{
+	unsigned carry = key_add(f, s, m, n);
+	for (size_t i = 0; i < n; i++) {
+		unsigned v = carry << 8 | m[i];
+		m[i] = (uint8_t)(v >> 1), carry = v & 1;
+	}
 }
 
 /*

@@ -250,7 +250,6 @@ struct kvt_tier {
 	uint64_t ttl_s;
 	uint64_t open_ns, last_sweep_ns, last_flush_ns, last_probe_ns;
 	bool full;         /* the last write met ENOSPC; probe before the next one */
-	bool pass_damage;  /* a walk of the records passes over damage (a level-0 table's) */
 	uint32_t exclude;  /* slot not to evict while making room for it */
 	uint32_t *victims; /* owned; scratch for pick_victims, cap_victims long */
 	uint32_t cap_victims;

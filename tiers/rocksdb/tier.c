@@ -518,9 +518,11 @@ static bool reread(struct kvt_tier *t, struct scan_ctx *c, uint32_t s)
  * Walks the database: the metadata when it is complete, except for ITERATE, which wants the
  * records; the records otherwise. OPEN fills the index; RECONCILE and ITERATE mark what they
  * find and then drop (and report) every slot that has no valid record or metadata any more. A
- * walk of the records by OPEN or ITERATE also fills the metadata, and marks it complete.
+ * walk of the records by OPEN or ITERATE also fills the metadata, and marks it complete. pass:
+ * a walk of the records passes over the blocks it cannot read (scan_passed) instead of failing.
  */
-static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg)
+static int scan(struct kvt_tier *t, enum scan_mode mode, bool pass, kvt_tier_visit_fn visit,
+                void *arg)
 {
 	struct scan_ctx c = {
 	    .mode = mode, .meta = t->db.meta_whole, .visit = visit, .arg = arg, .t = t};
@@ -535,7 +537,7 @@ static int scan(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit
 	for (uint32_t s = 0; s < t->ix.n_slots; s++)
 		t->ix.slots[s].mark = 0;
 	struct kvt__rdb_cursor cur = {0}; /* a walk ended early is found (db.c) */
-	if (!c.meta && t->pass_damage)
+	if (!c.meta && pass)
 		cur = (struct kvt__rdb_cursor){
 		    .passed = scan_passed, .arg = &c, .db = t->db.db, .ro = t->db.walk[0]};
 	for (rocksdb_iter_seek_to_first(it); !c.stop && kvt__rdb_iter_more(&it, &cur);
@@ -639,12 +641,12 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
 		    (kvt__rdb_evacuate(&t->db, &t->ix, no) && kvt__rdb_drop_table(&t->db, no)))
 			break;
 		ST_ADD(t, corruptions, 1);
-		int rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+		int rc = scan(t, SCAN_RECONCILE, false, NULL, NULL);
 		if (rc != -EBADMSG)
 			return rc;
 	}
 	if (repaired(t, why)) { /* what the repair left is reconciled, the rest reported */
-		int rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+		int rc = scan(t, SCAN_RECONCILE, false, NULL, NULL);
 		if (rc != -EBADMSG)
 			return rc;
 	}
@@ -655,7 +657,7 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
  * A walk (scan: OPEN or ITERATE) that mends the damage it cannot read past, and walks again:
  * damaged metadata is cleared and the records read instead; a table the error names is dropped,
  * its readable records written elsewhere first (evacuate.c), or, in level 0 (which RocksDB
- * will not drop), the walk of the records passes over its damaged blocks (pass_damage, whose
+ * will not drop), the walk of the records passes over its damaged blocks (scan's pass, whose
  * records it misses, but for those the index knows); damage neither mends, or more than
  * SALVAGE_TRIES in a row, goes to RocksDB's repair. ITERATE visits each record once over its
  * walks (t->visited), and its last walk reports what a dropped table took, visited or not.
@@ -664,7 +666,8 @@ static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
 static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg,
                         const char *why)
 {
-	int rc = scan(t, mode, visit, arg);
+	bool pass = false; /* the walks of the records pass over damage (a level-0 table's) */
+	int rc = scan(t, mode, pass, visit, arg);
 	for (unsigned tries = 0; rc == -EBADMSG && tries < SALVAGE_TRIES; tries++) {
 		bool meta = t->db.meta_whole; /* the walk that failed was of the metadata */
 		uint64_t no = t->db.bad_table;
@@ -681,30 +684,29 @@ static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_
 			 * stays, and the walk of the records passes over it (its end's seek reads
 			 * it) */
 			if (no && kvt__rdb_evacuate(&t->db, &t->ix, no) == -EPERM)
-				t->pass_damage = true;
+				pass = true;
 			rocksdb_writebatch_clear(t->batch);
 			kvt__rdb_meta_clear(t->batch);
 			t->db.meta_whole = false;
 			rc = kvt__rdb_write(&t->db, t->batch);
 		} else if (no) { /* its records written elsewhere first, where that can be done */
 			rc = kvt__rdb_evacuate(&t->db, &t->ix, no);
-			if (rc == -EPERM && !t->pass_damage) /* level 0: walked past instead */
-				t->pass_damage = true, rc = 0;
+			if (rc == -EPERM && !pass) /* level 0: walked past instead */
+				pass = true, rc = 0;
 			else if (rc)
 				rc = kvt__rdb_drop_table(&t->db, no);
 		} else {
 			break;
 		}
 		if (!rc) /* the metadata if still whole, else the records (filling the range) */
-			rc = scan(t, mode, visit, arg);
+			rc = scan(t, mode, pass, visit, arg);
 	}
 	if (rc == -EBADMSG) {
 		if (mode == SCAN_OPEN)
 			forget_all(t, false);
 		if (repaired(t, why))
-			rc = scan(t, mode, visit, arg);
+			rc = scan(t, mode, pass, visit, arg);
 	}
-	t->pass_damage = false;
 	return rc;
 }
 
@@ -825,7 +827,7 @@ static void sweep_ttl(struct kvt_tier *t)
  * (and a table the walk cannot read). @return : 0 or -errno. */
 static int reconcile(struct kvt_tier *t)
 {
-	int rc = scan(t, SCAN_RECONCILE, NULL, NULL);
+	int rc = scan(t, SCAN_RECONCILE, false, NULL, NULL);
 	if (rc == -EBADMSG)
 		rc = salvage_or_rebuild(t, "a walk after disk full met damage it cannot read past");
 	return rc;
