@@ -2065,6 +2065,7 @@ enum repair_case {
 	NESTED_A_TABLE,   /* the same and the footer of a table of records */
 	SWAP_CUT,         /* a rebuild's swap cut short: the new database not yet in place */
 	TOO_BIG,          /* the manifest's bytes, tables past rocksdb.repair_max_bytes: anew */
+	ZEROED_TABLE, /* CURRENT removed and a table zeroed past its first block: RepairDB dies */
 	REPAIR_CASES
 };
 
@@ -2077,18 +2078,38 @@ static const char *const repair_names[] = {"manifest bytes",
                                            "manifest bytes, nested sequence ranges",
                                            "nested sequence ranges and a table",
                                            "a rebuild's swap cut short",
-                                           "manifest bytes, past repair_max_bytes"};
+                                           "manifest bytes, past repair_max_bytes",
+                                           "CURRENT gone, a table zeroed"};
 
 static int repair_lines;  /* "repaired (rebuilt) from its tables" lines logged */
 static int rebuild_lines; /* of them, rebuilt table by table */
+static int died_lines;    /* "RocksDB's repair died" (of a signal, or a sanitizer's exit) */
 
 static void repair_log(enum kvt_log_level lvl, const char *msg)
 {
 	(void)lvl;
 	repair_lines += strstr(msg, "from its tables") != NULL; /* repaired, or rebuilt */
 	rebuild_lines += strstr(msg, "rebuilt from its tables one by one") != NULL;
+	died_lines += strstr(msg, "RocksDB's repair died") != NULL;
 	if (getenv("KVT_TEST_VERBOSE"))
 		fprintf(stderr, "log: %s\n", msg);
+}
+
+/* Zeroes file from byte 200 through the first byte of its footer (the last 53 bytes), the
+ * checksum type, which is then "none": RocksDB reads the zeroed blocks unchecked, and 7.8's
+ * RepairDB dereferences null reading such a table (repair_child.c). */
+static void zero_past_first_block(const char *file)
+{
+	struct stat st;
+	assert_int_equal(stat(file, &st), 0);
+	assert_true(st.st_size > 200 + 53);
+	size_t len = (size_t)st.st_size - 200 - 52;
+	char *zeros = calloc(1, len);
+	int fd = open(file, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, zeros, len, 200), (ssize_t)len);
+	close(fd);
+	free(zeros);
 }
 
 /* The newest of the database's level-0 tables (of two at least), into out. */
@@ -2161,7 +2182,7 @@ static void test_rocksdb_repaired(void **state)
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
 	kvt_log_set(repair_log, KVT_LOG_INFO);
 	for (int k = 0; k < REPAIR_CASES; k++) {
-		repair_lines = rebuild_lines = 0;
+		repair_lines = rebuild_lines = died_lines = 0;
 		struct kvt_options o;
 		struct rdb_drops d = {0};
 		struct kvt__rdb_conf c;
@@ -2186,7 +2207,11 @@ static void test_rocksdb_repaired(void **state)
 			else
 				assert_true(kvt_test_invert64(f, true));
 		}
-		if (k == CURRENT_GONE) {
+		if (k == ZEROED_TABLE) {
+			records_table(db, 5, f, sizeof(f));
+			zero_past_first_block(f);
+		}
+		if (k == CURRENT_GONE || k == ZEROED_TABLE) {
 			snprintf(f, sizeof(f), "%s/CURRENT", db);
 			assert_int_equal(unlink(f), 0);
 		}
@@ -2227,7 +2252,8 @@ static void test_rocksdb_repaired(void **state)
 		assert_int_equal(s.chunks, right);
 		assert_int_equal(s.opened_from_index, 0);       /* the saved index is not trusted */
 		assert_int_equal(repair_lines, (int)s.repairs); /* and the log says so */
-		assert_int_equal(rebuild_lines, nested);
+		assert_int_equal(rebuild_lines, nested || k == ZEROED_TABLE);
+		assert_int_equal(died_lines, k == ZEROED_TABLE ? 2 : 0); /* the whole, the table */
 		if (k == SWAP_CUT) { /* finished: an ordinary open of the new database */
 			assert_int_equal(s.repairs, 0);
 			assert_int_equal(right, N + MORE);
@@ -2240,15 +2266,15 @@ static void test_rocksdb_repaired(void **state)
 			assert_int_equal(right, 0);
 		} else {
 			assert_int_equal(s.repairs, 1);
-			if (k == MANIFEST_A_TABLE || k == NEWER_LEVEL0 || k == NESTED_A_TABLE) {
+			bool lost = k == MANIFEST_A_TABLE || k == NEWER_LEVEL0 ||
+			            k == NESTED_A_TABLE || k == ZEROED_TABLE;
+			if (lost) {
 				assert_true(missing > 0 && right >= N + MORE - (N + MORE) / 4);
 				assert_true(t->db.tables_dropped >= 1);
 			} else {
 				assert_int_equal(right, N + MORE);
 			}
 			/* a table's loss may have taken metadata: every value is read then */
-			bool lost =
-			    k == MANIFEST_A_TABLE || k == NEWER_LEVEL0 || k == NESTED_A_TABLE;
 			assert_int_equal(s.open_values_read, lost ? (uint64_t)right : 0);
 		}
 		for (uint64_t i = N + MORE; i < N + MORE + 20; i++) /* writes go on */
@@ -2278,6 +2304,93 @@ static void test_rocksdb_repaired(void **state)
 	free(exp);
 }
 
+/* A database of repair_fill's (not nested), closed, and what a test needs to open and check it
+ * again. */
+struct filled {
+	struct kvt_options o;
+	struct kvt__rdb_conf c;
+	struct kvt_tier_env env;
+	char db[512];
+	uint8_t *buf, *exp;
+};
+
+static void filled_make(struct filled *f, struct rdb_drops *d)
+{
+	rdb_opts(&f->o, dir, 1ull << 30, NULL);
+	snprintf(f->db, sizeof(f->db), "%s/db", dir);
+	f->env = rdb_env(&f->o, d);
+	assert_int_equal(kvt__rdb_conf_from_opts(&f->c, &f->o, NULL), 0);
+	f->buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	f->exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	repair_fill(&f->env, &f->c, f->buf, false);
+}
+
+/*
+ * The table RocksDB's repair dies on (zero_past_first_block: its footer says "no checksums"),
+ * met by an ordinary open: RocksDB reads its zeroed blocks unchecked, and only the tier's own
+ * checks stand between them and the engine. Each of the table's records is read as -EBADMSG
+ * once, dropped, then a miss; every other record is right; a compaction over the table, writes
+ * and the next open go on.
+ */
+static void test_rocksdb_zeroed_table(void **state)
+{
+	struct rdb_drops d = {0};
+	struct filled bed;
+	struct kvt_tier *t = NULL;
+	char f[1200];
+	filled_make(&bed, &d);
+	uint8_t *buf = bed.buf, *exp = bed.exp;
+	records_table(bed.db, 5, f, sizeof(f));
+	zero_past_first_block(f);
+	kvt_log_set(repair_log, KVT_LOG_INFO);
+	assert_int_equal(kvt__rdb_open_conf(&bed.env, &bed.c, &t), 0);
+	int right = 0, bad = 0;
+	for (uint64_t i = 0; i < N + MORE; i++) {
+		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp); /* never a wrong byte */
+		assert_true(n > 0 || n == -EBADMSG);
+		right += n > 0, bad += n == -EBADMSG;
+	}
+	print_message("a table zeroed: %d of %d records right, %d read as damaged\n", right,
+	              N + MORE, bad);
+	assert_true(bad > 0 && bad < (N + MORE) / 10);
+	int after = 0;
+	for (uint64_t i = 0; i < N + MORE; i++) { /* dropped: misses now */
+		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp);
+		assert_true(n > 0 || n == -ENOENT);
+		after += n > 0;
+	}
+	assert_int_equal(after, right);
+	assert_int_equal(rdb_stats(t).chunks, (uint64_t)(N + MORE - bad));
+	/* the compaction reads the table and fails; the write that meets its error answers -EIO
+	 * and the tier repairs: RepairDB dies on the table (twice: the whole, the table alone),
+	 * the rest is rebuilt table by table */
+	repair_lines = rebuild_lines = died_lines = 0;
+	assert_int_equal(kvt__rdb_compact(t), 0);
+	int failed = 0;
+	for (uint64_t i = N + MORE; i < N + MORE + 20; i++) { /* writes go on */
+		int rc = write_waiting(t, buf, i, PAYLOAD);
+		assert_true(rc == 0 || (rc == -EIO && !failed++));
+	}
+	assert_int_equal(kvt__rdb_flush(t, true), 0);
+	assert_int_equal(rdb_stats(t).repairs, 1);
+	assert_int_equal(rebuild_lines, 1);
+	assert_int_equal(died_lines, 2);
+	kvt_tier_rocksdb.close(t);
+	assert_int_equal(kvt__rdb_open_conf(&bed.env, &bed.c, &t), 0); /* from the index */
+	assert_int_equal(rdb_stats(t).opened_from_index, 1);
+	int again = 0;
+	for (uint64_t i = 0; i < N + MORE + 20; i++) {
+		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp);
+		assert_true(n > 0 || n == -ENOENT);
+		again += n > 0;
+	}
+	assert_int_equal(again, N + MORE - bad + 20 - failed);
+	kvt_tier_rocksdb.close(t);
+	kvt_log_set(NULL, KVT_LOG_INFO);
+	free(buf);
+	free(exp);
+}
+
 /*
  * The same, met while the tier runs: a bit of a record flipped in the newest level-0 table. The
  * open does not read it; a compaction does and leaves a background error, and the write that
@@ -2287,26 +2400,20 @@ static void test_rocksdb_repaired(void **state)
  */
 static void test_rocksdb_repaired_running(void **state)
 {
-	struct kvt_options o;
 	struct rdb_drops d = {.seen = calloc(N + MORE, 1), .max_id = N + MORE};
-	struct kvt__rdb_conf c;
+	struct filled bed;
 	struct kvt_tier *t = NULL;
-	char db[512], f[1200];
-	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
-	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
-	rdb_opts(&o, dir, 1ull << 30, NULL);
-	snprintf(db, sizeof(db), "%s/db", dir);
-	struct kvt_tier_env env = rdb_env(&o, &d);
-	assert_int_equal(kvt__rdb_conf_from_opts(&c, &o, NULL), 0);
-	repair_fill(&env, &c, buf, false);
-	newest_level0(db, f, sizeof(f));
+	char f[1200];
+	filled_make(&bed, &d);
+	uint8_t *buf = bed.buf, *exp = bed.exp;
+	newest_level0(bed.db, f, sizeof(f));
 	struct stat st;
 	assert_int_equal(stat(f, &st), 0);
 	flip(f, st.st_size / 3);
 
 	kvt_log_set(repair_log, KVT_LOG_INFO);
 	repair_lines = 0;
-	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+	assert_int_equal(kvt__rdb_open_conf(&bed.env, &bed.c, &t), 0);
 	assert_int_equal(rdb_stats(t).repairs, 0);
 	assert_int_equal(rdb_stats(t).chunks, N + MORE);
 	assert_int_equal(kvt__rdb_compact(t), 0);
@@ -2373,6 +2480,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_one_bad_table, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_repaired, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_repaired_running, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_zeroed_table, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,8 +64,7 @@ static const char meta_marker[] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\
                                   "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
                                   "\0kvtier.meta.complete.v2"; /* v1: 16-byte metadata, no header */
 
-/* What a RocksDB error string means, as -errno. */
-static int err_code(const char *err)
+int kvt__rdb_err_code(const char *err)
 {
 	int rc = -EIO;
 	if (strstr(err, "No space left") || strstr(err, "NoSpace"))
@@ -87,7 +86,7 @@ int kvt__rdb_err(char *err)
 {
 	if (!err)
 		return 0;
-	int rc = err_code(err);
+	int rc = kvt__rdb_err_code(err);
 	kvt_log_rl(KVT_LOG_WARN, "rocksdb: %s", err);
 	rocksdb_free(err);
 	return rc;
@@ -163,8 +162,8 @@ static void build_options(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	/* Every table's key range reaches the meta range at the end of the key space, so the
 	 * level-0 tables all overlap and a point read would read a data block of each; a bloom
 	 * filter (10 bits a key, owned by bbto) skips the tables that do not hold the key. */
-	rocksdb_block_based_options_set_filter_policy(d->bbto,
-	                                              rocksdb_filterpolicy_create_bloom_full(10));
+	rocksdb_block_based_options_set_filter_policy(
+	    d->bbto, rocksdb_filterpolicy_create_bloom_full(KVT__RDB_BLOOM_BITS));
 	if (d->cache)
 		rocksdb_block_based_options_set_block_cache(d->bbto, d->cache);
 	else
@@ -194,7 +193,7 @@ static int open_db(struct kvt__rdb_db *d)
 	rocksdb_options_set_disable_auto_compactions(d->opts, d->quiet);
 	d->db = rocksdb_open(d->opts, d->path, &err);
 	if (err) { /* logged once per open, not rate-limited as kvt__rdb_err's line is */
-		int rc = err_code(err);
+		int rc = kvt__rdb_err_code(err);
 		/* a manifest that CURRENT names and that is not there is damage, not a failing disk
 		 */
 		if (rc == -EIO && strstr(err, "MANIFEST") && strstr(err, "No such file"))
@@ -255,6 +254,8 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	d->fault_ppm = c->fault_ppm;
 	d->fault_rng = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull | 1;
 	d->repair_max_bytes = c->repair_max_bytes;
+	d->compression = c->compression;
+	d->write_buffer_bytes = c->write_buffer_bytes;
 	kvt__rdb_rebuild_finish(d->path);
 	if (mkdir(d->path, 0750) && errno != EEXIST)
 		return -errno;

@@ -60,6 +60,7 @@ int kvt__rdb_key_decode(const void *k, size_t len, struct kvt_tier_id *id);
 /* ---- db.c: the RocksDB handle and every RocksDB options object ---- */
 
 enum { KVT__RDB_LEVEL = 0, KVT__RDB_UNIVERSAL = 1 };
+#define KVT__RDB_BLOOM_BITS 10 /* per key, of every table's bloom filter (db.c) */
 #define KVT__RDB_REFUSE_ALL 2000000u
 
 /* Everything that shapes the database, resolved from the options table (or set by the bench). */
@@ -82,18 +83,20 @@ struct kvt__rdb_db {
 	bool meta_whole; /* the meta range holds every record's metadata (its marker was found) */
 	bool created;    /* this open made the database (no CURRENT file before it) */
 	bool quiet;      /* opens with automatic compactions off (evacuate.c) */
-	uint64_t bad_table;        /* the table the last Corruption error named (0: none) */
-	uint64_t tables_dropped;   /* damaged tables deleted (salvage.c) */
-	uint64_t repairs;          /* RocksDB repairs run (kvt__rdb_repair) */
-	bool blob_files;           /* values may live in blob files (no repair: salvage.c) */
-	uint64_t repair_max_bytes; /* conf.repair_max_bytes */
+	uint64_t bad_table;          /* the table the last Corruption error named (0: none) */
+	uint64_t tables_dropped;     /* damaged tables deleted (salvage.c) */
+	uint64_t repairs;            /* RocksDB repairs run (kvt__rdb_repair) */
+	bool blob_files;             /* values may live in blob files (no repair: salvage.c) */
+	uint64_t repair_max_bytes;   /* conf.repair_max_bytes */
+	int compression;             /* conf's, for the repair's own options (repair_child.c) */
+	uint64_t write_buffer_bytes; /* the same */
 	rocksdb_options_t *opts;
 	rocksdb_block_based_table_options_t *bbto;
 	rocksdb_cache_t *cache;     /* NULL when block_cache_bytes is 0 */
 	rocksdb_writeoptions_t *wo; /* no_slowdown; WAL per conf */
 	rocksdb_readoptions_t *ro;  /* point reads */
-	/* walks, no block-cache fill: [0] of the records, up to the meta range, checksums not
-	 * verified; [1] of the meta range, verified (db.c) */
+	/* walks, no block-cache fill, checksums verified: [0] of the records, up to the meta
+	 * range; [1] of the meta range (db.c) */
 	rocksdb_readoptions_t *walk[2];
 	uint8_t meta_lo[KVT__RDB_META_LO_BYTES]; /* both walks' bound (kvt__rdb_meta_lo) */
 	rocksdb_flushoptions_t *fo;              /* wait = false */
@@ -129,6 +132,8 @@ bool kvt__rdb_is_marker(const void *k, size_t len);
 void kvt__rdb_meta_clear(rocksdb_writebatch_t *b);
 /* Maps a RocksDB error string to -errno and frees it (NULL -> 0). */
 int kvt__rdb_err(char *err);
+/* What a RocksDB error string means, as -errno (-EIO when nothing more is known). */
+int kvt__rdb_err_code(const char *err);
 /* The same, noting in d->bad_table the table a Corruption error names. */
 int kvt__rdb_err_db(struct kvt__rdb_db *d, char *err);
 /* Closes and reopens without paranoid checks: tables that fail to load do not stop it. */
@@ -148,6 +153,13 @@ int kvt__rdb_drop_table(struct kvt__rdb_db *d, uint64_t file_no);
  * as incomplete when a table went. @return : 0, -EBADMSG (not repairable: make it anew) or
  * -errno. */
 int kvt__rdb_repair(struct kvt__rdb_db *d, const char *why);
+/* ---- repair_child.c: RocksDB's repair in a process of its own ---- */
+
+/* RocksDB's RepairDB on path with d's options, in a child process: a repair that dies (RocksDB
+ * 7.8 dereferences null on some damaged tables) is one that failed. @return : 0, -EBADMSG
+ * (RocksDB's Corruption, or the child died), or -errno. */
+int kvt__rdb_repair_db(const struct kvt__rdb_db *d, const char *path);
+
 /* Whether path holds table files but no CURRENT (lost: an open would start a new database
  * over them and delete them). */
 bool kvt__rdb_orphan_tables(const char *path);

@@ -22,9 +22,10 @@
  * Repair (kvt__rdb_repair): damage no table can be dropped for -- a damaged or missing manifest
  * or CURRENT, a level-0 table that is not the oldest (DeleteFile takes only the oldest, and
  * DeleteFilesInRange skips level 0), damage that goes on past SALVAGE_TRIES -- used to destroy
- * the database. RocksDB's RepairDB rebuilds a manifest from the tables it can read instead;
- * those it cannot are moved to lost/, which the tier empties (a cache keeps no evidence: the
- * log says what went). The cost: every table comes back in level 0, so point reads check every
+ * the database. RocksDB's RepairDB (in a child process, which may die of the damage:
+ * repair_child.c) rebuilds a manifest from the tables it can read instead; those it cannot
+ * are moved to lost/, which the tier empties (a cache keeps no evidence: the log says what
+ * went). The cost: every table comes back in level 0, so point reads check every
  * table's bloom filter and writes stall (refused: no_slowdown) until compactions have moved
  * them down. RepairDB in RocksDB 7.8 refuses a tree whose tables came from several levels
  * (their sequence ranges nest in level 0: Debian's build runs that check always), which is most
@@ -348,8 +349,7 @@ static int copy_table(const struct kvt__rdb_db *d, uint64_t no, const char *tmp,
 	remove_dir(tmp);
 	if (mkdir(tmp, 0700) || link(src, dst))
 		return -errno;
-	rocksdb_repair_db(d->opts, tmp, &err);
-	int rc = kvt__rdb_err(err);
+	int rc = kvt__rdb_repair_db(d, tmp);
 	rocksdb_t *one = NULL;
 	if (!rc) {
 		one = rocksdb_open(d->opts, tmp, &err);
@@ -458,9 +458,7 @@ int kvt__rdb_repair(struct kvt__rdb_db *d, const char *why)
 		rocksdb_close(d->db);
 	d->db = NULL;
 	lost_clear(d->path); /* an earlier repair's, if it could not empty it */
-	char *err = NULL;
-	rocksdb_repair_db(d->opts, d->path, &err);
-	int rc = kvt__rdb_err(err);
+	int rc = kvt__rdb_repair_db(d, d->path);
 	int lost = lost_clear(d->path);
 	const char *how = "repaired from its tables";
 	if (rc == -EBADMSG && n > 0) {
