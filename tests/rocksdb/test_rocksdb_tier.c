@@ -13,12 +13,17 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static char dir[256];
 
@@ -2084,6 +2089,7 @@ static const char *const repair_names[] = {"manifest bytes",
 static int repair_lines;  /* "repaired (rebuilt) from its tables" lines logged */
 static int rebuild_lines; /* of them, rebuilt table by table */
 static int died_lines;    /* "RocksDB's repair died" (of a signal, or a sanitizer's exit) */
+static int here_lines;    /* "repairing here": no child could be started */
 
 static void repair_log(enum kvt_log_level lvl, const char *msg)
 {
@@ -2091,6 +2097,7 @@ static void repair_log(enum kvt_log_level lvl, const char *msg)
 	repair_lines += strstr(msg, "from its tables") != NULL; /* repaired, or rebuilt */
 	rebuild_lines += strstr(msg, "rebuilt from its tables one by one") != NULL;
 	died_lines += strstr(msg, "RocksDB's repair died") != NULL;
+	here_lines += strstr(msg, "repairing here") != NULL;
 	if (getenv("KVT_TEST_VERBOSE"))
 		fprintf(stderr, "log: %s\n", msg);
 }
@@ -2391,6 +2398,78 @@ static void test_rocksdb_zeroed_table(void **state)
 	free(exp);
 }
 
+/* main() of the process test_rocksdb_repair_without_proc starts: hides /proc (a mount namespace
+ * of its own, tmpfs over it), then opens the database in path, whose CURRENT is gone.
+ * @return : 0 when it was repaired in this process (no child to exec) with every record found,
+ * KVT_TEST_SKIP when /proc cannot be hidden (not root), 1 otherwise. */
+static int without_proc(const char *path)
+{
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("none", "/proc", "tmpfs", 0, NULL)) {
+		fprintf(stderr, "cannot hide /proc: %s\n", strerror(errno));
+		return KVT_TEST_SKIP;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (!access("/proc/self/exe", F_OK))
+		return 1;
+	struct rdb_drops d = {0};
+	struct kvt_options o;
+	struct kvt__rdb_conf c;
+	struct kvt_tier *t = NULL;
+	rdb_opts(&o, dir, 1ull << 30, NULL);
+	struct kvt_tier_env env = rdb_env(&o, &d);
+	kvt_log_set(repair_log, KVT_LOG_INFO);
+	if (kvt__rdb_conf_from_opts(&c, &o, NULL) || kvt__rdb_open_conf(&env, &c, &t))
+		return 1;
+	uint8_t *buf = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD),
+	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
+	int right = 0;
+	for (uint64_t i = 0; i < N + MORE; i++)
+		right += rdb_check(t, i, PAYLOAD, buf, exp) > 0;
+	struct kvt_tier_stats s = rdb_stats(t);
+	fprintf(stderr, "/proc hidden: %llu repairs (%d here), %d of %d records found\n",
+	        (unsigned long long)s.repairs, here_lines, right, N + MORE);
+	kvt_tier_rocksdb.close(t);
+	free(buf);
+	free(exp);
+	return s.repairs == 1 && here_lines == 1 && right == N + MORE ? 0 : 1;
+}
+
+/*
+ * Where there is no /proc/self/exe to run (no /proc mounted), RocksDB's repair runs in the
+ * daemon's own process, as it did before repair_child.c, and says so: CURRENT removed, every
+ * record found again. Run in a process of its own that hides /proc; skipped where that cannot
+ * be done (not root).
+ */
+static void test_rocksdb_repair_without_proc(void **state)
+{
+	struct rdb_drops d = {0};
+	struct filled bed;
+	char f[600], env[300];
+	filled_make(&bed, &d);
+	snprintf(f, sizeof(f), "%s/CURRENT", bed.db);
+	assert_int_equal(unlink(f), 0);
+	snprintf(env, sizeof(env), "KVT_TEST_WITHOUT_PROC=%s", dir);
+	size_t ne = 0;
+	while (environ[ne])
+		ne++;
+	char **envp = calloc(ne + 2, sizeof(*envp)); /* this environment, and the directory */
+	memcpy(envp, environ, ne * sizeof(*envp));
+	envp[ne] = env;
+	char *argv[] = {"test_rocksdb_tier", NULL};
+	pid_t pid;
+	assert_int_equal(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, envp), 0);
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	free(envp);
+	free(bed.buf);
+	free(bed.exp);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) == KVT_TEST_SKIP)
+		skip();
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /*
  * The same, met while the tier runs: a bit of a record flipped in the newest level-0 table. The
  * open does not read it; a compaction does and leaves a background error, and the write that
@@ -2453,6 +2532,9 @@ static void test_rocksdb_repaired_running(void **state)
 
 int main(void)
 {
+	const char *without = getenv("KVT_TEST_WITHOUT_PROC");
+	if (without)
+		return without_proc(without);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_rocksdb_roundtrip, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_cap_churn, setup, teardown),
@@ -2481,6 +2563,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_repaired, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_repaired_running, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_zeroed_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_repair_without_proc, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
