@@ -2086,10 +2086,11 @@ static const char *const repair_names[] = {"manifest bytes",
                                            "manifest bytes, past repair_max_bytes",
                                            "CURRENT gone, a table zeroed"};
 
-static int repair_lines;  /* "repaired (rebuilt) from its tables" lines logged */
-static int rebuild_lines; /* of them, rebuilt table by table */
-static int died_lines;    /* "RocksDB's repair died" (of a signal, or a sanitizer's exit) */
-static int here_lines;    /* "repairing here": no child could be started */
+static int repair_lines;    /* "repaired (rebuilt) from its tables" lines logged */
+static int rebuild_lines;   /* of them, rebuilt table by table */
+static int died_lines;      /* "RocksDB's repair died" (of a signal, or a sanitizer's exit) */
+static int here_lines;      /* "repairing here": no child could be started */
+static int unchecked_lines; /* "says its blocks carry no checksums" */
 
 static void repair_log(enum kvt_log_level lvl, const char *msg)
 {
@@ -2098,6 +2099,7 @@ static void repair_log(enum kvt_log_level lvl, const char *msg)
 	rebuild_lines += strstr(msg, "rebuilt from its tables one by one") != NULL;
 	died_lines += strstr(msg, "RocksDB's repair died") != NULL;
 	here_lines += strstr(msg, "repairing here") != NULL;
+	unchecked_lines += strstr(msg, "says its blocks carry no checksums") != NULL;
 	if (getenv("KVT_TEST_VERBOSE"))
 		fprintf(stderr, "log: %s\n", msg);
 }
@@ -2189,7 +2191,7 @@ static void test_rocksdb_repaired(void **state)
 	        *exp = rdb_buf(KVT_CHUNK_HDR_BYTES + PAYLOAD);
 	kvt_log_set(repair_log, KVT_LOG_INFO);
 	for (int k = 0; k < REPAIR_CASES; k++) {
-		repair_lines = rebuild_lines = died_lines = 0;
+		repair_lines = rebuild_lines = unchecked_lines = 0;
 		struct kvt_options o;
 		struct rdb_drops d = {0};
 		struct kvt__rdb_conf c;
@@ -2259,8 +2261,8 @@ static void test_rocksdb_repaired(void **state)
 		assert_int_equal(s.chunks, right);
 		assert_int_equal(s.opened_from_index, 0);       /* the saved index is not trusted */
 		assert_int_equal(repair_lines, (int)s.repairs); /* and the log says so */
-		assert_int_equal(rebuild_lines, nested || k == ZEROED_TABLE);
-		assert_int_equal(died_lines, k == ZEROED_TABLE ? 2 : 0); /* the whole, the table */
+		assert_int_equal(rebuild_lines, nested);
+		assert_int_equal(unchecked_lines, k == ZEROED_TABLE); /* left out before RepairDB */
 		if (k == SWAP_CUT) { /* finished: an ordinary open of the new database */
 			assert_int_equal(s.repairs, 0);
 			assert_int_equal(right, N + MORE);
@@ -2333,11 +2335,12 @@ static void filled_make(struct filled *f, struct rdb_drops *d)
 }
 
 /*
- * The table RocksDB's repair dies on (zero_past_first_block: its footer says "no checksums"),
- * met by an ordinary open: RocksDB reads its zeroed blocks unchecked, and only the tier's own
- * checks stand between them and the engine. Each of the table's records is read as -EBADMSG
- * once, dropped, then a miss; every other record is right; a compaction over the table, writes
- * and the next open go on.
+ * A table whose footer says its blocks carry no checksums (zero_past_first_block) met by an
+ * ordinary open: RocksDB opens it and would read its zeroed blocks unchecked (before the check,
+ * each of its 14 records read as -EBADMSG, the tier's own check, then a compaction failed on
+ * it, the next write answered -EIO and the tier repaired); the tier drops it at the open
+ * instead (salvage.c footer_unchecked). Every other record is right, and compactions, writes
+ * and the next open go on with no repair.
  */
 static void test_rocksdb_zeroed_table(void **state)
 {
@@ -2351,37 +2354,24 @@ static void test_rocksdb_zeroed_table(void **state)
 	zero_past_first_block(f);
 	kvt_log_set(repair_log, KVT_LOG_INFO);
 	assert_int_equal(kvt__rdb_open_conf(&bed.env, &bed.c, &t), 0);
-	int right = 0, bad = 0;
+	assert_int_equal(t->db.tables_dropped, 1);
+	int right = 0;
 	for (uint64_t i = 0; i < N + MORE; i++) {
 		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp); /* never a wrong byte */
-		assert_true(n > 0 || n == -EBADMSG);
-		right += n > 0, bad += n == -EBADMSG;
-	}
-	print_message("a table zeroed: %d of %d records right, %d read as damaged\n", right,
-	              N + MORE, bad);
-	assert_true(bad > 0 && bad < (N + MORE) / 10);
-	int after = 0;
-	for (uint64_t i = 0; i < N + MORE; i++) { /* dropped: misses now */
-		ssize_t n = rdb_check(t, i, PAYLOAD, buf, exp);
 		assert_true(n > 0 || n == -ENOENT);
-		after += n > 0;
+		right += n > 0;
 	}
-	assert_int_equal(after, right);
-	assert_int_equal(rdb_stats(t).chunks, (uint64_t)(N + MORE - bad));
-	/* the compaction reads the table and fails; the write that meets its error answers -EIO
-	 * and the tier repairs: RepairDB dies on the table (twice: the whole, the table alone),
-	 * the rest is rebuilt table by table */
-	repair_lines = rebuild_lines = died_lines = 0;
+	print_message("a table zeroed, its footer's checksum type with it: dropped at the open, "
+	              "%d of %d records right\n",
+	              right, N + MORE);
+	assert_true(right < N + MORE && right >= N + MORE - (N + MORE) / 10);
+	assert_int_equal(rdb_stats(t).chunks, (uint64_t)right);
 	assert_int_equal(kvt__rdb_compact(t), 0);
-	int failed = 0;
-	for (uint64_t i = N + MORE; i < N + MORE + 20; i++) { /* writes go on */
-		int rc = write_waiting(t, buf, i, PAYLOAD);
-		assert_true(rc == 0 || (rc == -EIO && !failed++));
-	}
+	for (uint64_t i = N + MORE; i < N + MORE + 20; i++) /* writes go on */
+		assert_int_equal(write_waiting(t, buf, i, PAYLOAD), 0);
 	assert_int_equal(kvt__rdb_flush(t, true), 0);
-	assert_int_equal(rdb_stats(t).repairs, 1);
-	assert_int_equal(rebuild_lines, 1);
-	assert_int_equal(died_lines, 2);
+	assert_int_equal(kvt__rdb_compact(t), 0);
+	assert_int_equal(rdb_stats(t).repairs, 0);
 	kvt_tier_rocksdb.close(t);
 	assert_int_equal(kvt__rdb_open_conf(&bed.env, &bed.c, &t), 0); /* from the index */
 	assert_int_equal(rdb_stats(t).opened_from_index, 1);
@@ -2391,11 +2381,39 @@ static void test_rocksdb_zeroed_table(void **state)
 		assert_true(n > 0 || n == -ENOENT);
 		again += n > 0;
 	}
-	assert_int_equal(again, N + MORE - bad + 20 - failed);
+	assert_int_equal(again, right + 20);
 	kvt_tier_rocksdb.close(t);
 	kvt_log_set(NULL, KVT_LOG_INFO);
 	free(buf);
 	free(exp);
+}
+
+/*
+ * RocksDB 7.8's RepairDB dies of SIGSEGV on that table (CURRENT removed: the repair reads every
+ * table). The tier now leaves such tables out before a repair, but RepairDB runs in a child
+ * all the same (repair_child.c), for the damage no check foresees: here, called on the
+ * directory as it is, the child dies, the repair answers -EBADMSG and says so, and this
+ * process lives (before repair_child.c, the test binary died with it).
+ */
+static void test_rocksdb_repair_dies(void **state)
+{
+	struct rdb_drops d = {0};
+	struct filled bed;
+	char f[1200];
+	filled_make(&bed, &d);
+	records_table(bed.db, 5, f, sizeof(f));
+	zero_past_first_block(f);
+	snprintf(f, sizeof(f), "%s/CURRENT", bed.db);
+	assert_int_equal(unlink(f), 0);
+	struct kvt__rdb_db db = {.compression = bed.c.compression,
+	                         .write_buffer_bytes = bed.c.write_buffer_bytes};
+	died_lines = 0;
+	kvt_log_set(repair_log, KVT_LOG_INFO);
+	assert_int_equal(kvt__rdb_repair_db(&db, bed.db), -EBADMSG);
+	assert_int_equal(died_lines, 1);
+	kvt_log_set(NULL, KVT_LOG_INFO);
+	free(bed.buf);
+	free(bed.exp);
 }
 
 /* main() of the process test_rocksdb_repair_without_proc starts: hides /proc (a mount namespace
@@ -2563,6 +2581,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rocksdb_repaired, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_repaired_running, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_zeroed_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_repair_dies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_repair_without_proc, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

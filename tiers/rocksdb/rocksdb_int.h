@@ -146,6 +146,9 @@ uint64_t kvt__rdb_table_named(const char *msg);
 /* After an open that failed with Corruption: drops every table a seek cannot read and opens
  * again. @return : 0, -EBADMSG (none found, or still failing: make it anew), or -errno. */
 int kvt__rdb_salvage_open(struct kvt__rdb_db *d);
+/* Whether a table of the open database says its blocks carry no checksums (its footer damaged:
+ * salvage.c); kvt__rdb_salvage_open drops such tables. */
+bool kvt__rdb_unchecked_table(struct kvt__rdb_db *d);
 /* Drops table file_no (named by an error) and reopens. @return : as kvt__rdb_salvage_open. */
 int kvt__rdb_drop_table(struct kvt__rdb_db *d, uint64_t file_no);
 /* Damage past dropping tables (why: for the log): RocksDB's repair rebuilds the manifest from

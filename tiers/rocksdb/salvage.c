@@ -39,9 +39,11 @@
  */
 #include "rocksdb_int.h"
 #include "core/log.h"
+#include "core/util.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +88,44 @@ static bool table_unreadable(struct kvt__rdb_db *d, const char *lo, size_t lo_le
 	bool bad = err != NULL;
 	free(err);
 	return bad;
+}
+
+/*
+ * Whether the table file at f says its blocks carry no checksums: the first byte of the 53-byte
+ * footer of block-based format versions 1-5 (RocksDB 7.8 writes 5) is the checksum type, and 0
+ * is none. The tier's tables carry crc32c (RocksDB's default), so that byte is damage; and it
+ * is damage RocksDB does not see: it then compares each block's stored checksum to 0, so a
+ * zeroed block passes and is parsed, and RepairDB dies on such a table (repair_child.c).
+ */
+static bool footer_unchecked(const char *f)
+{
+	enum { FOOTER = 53 };
+	const uint64_t magic = 0x88e241b785f4cff7ull; /* a block-based table's */
+	uint8_t b[FOOTER];
+	struct stat st;
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+	bool read = fd >= 0 && !fstat(fd, &st) && st.st_size >= FOOTER &&
+	            pread(fd, b, FOOTER, st.st_size - FOOTER) == FOOTER;
+	if (fd >= 0)
+		close(fd);
+	if (!read)
+		return false;
+	uint32_t version = kvt_load_le32(b + FOOTER - 12);
+	return kvt_load_le64(b + FOOTER - 8) == magic && version >= 1 && version <= 5 && !b[0];
+}
+
+bool kvt__rdb_unchecked_table(struct kvt__rdb_db *d)
+{
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(d->db);
+	bool any = false;
+	for (int i = 0; lf && !any && i < rocksdb_livefiles_count(lf); i++) {
+		char f[PATH_MAX + 256];
+		snprintf(f, sizeof(f), "%s%s", d->path, rocksdb_livefiles_name(lf, i));
+		any = footer_unchecked(f);
+	}
+	if (lf)
+		rocksdb_livefiles_destroy(lf);
+	return any;
 }
 
 /* Whether table no is still one of the database's. */
@@ -157,8 +197,11 @@ static int delete_tables(struct kvt__rdb_db *d, uint64_t file_no, bool probe, bo
 		const char *lo = rocksdb_livefiles_smallestkey(lf, i, &lo_len);
 		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hi_len);
 		bool want = no == file_no;
-		if (probe && !want)
-			want = table_unreadable(d, lo, lo_len, hi, hi_len);
+		if (probe && !want) {
+			char f[PATH_MAX + 256];
+			snprintf(f, sizeof(f), "%s%s", d->path, name);
+			want = footer_unchecked(f) || table_unreadable(d, lo, lo_len, hi, hi_len);
+		}
 		if (!want)
 			continue;
 		int others = 0;
@@ -434,6 +477,25 @@ static int rebuild_by_tables(const struct kvt__rdb_db *d, const uint64_t *tables
 	return rc;
 }
 
+/* Deletes those of path's n tables whose footer says they carry no checksums, before a repair
+ * reads them (RepairDB dies on some). @return : how many. */
+static int unlink_unchecked(const char *path, const uint64_t *tables, int n)
+{
+	int gone = 0;
+	for (int i = 0; i < n; i++) {
+		char f[PATH_MAX + 32];
+		snprintf(f, sizeof(f), "%s/%06llu.sst", path, (unsigned long long)tables[i]);
+		if (!footer_unchecked(f) || unlink(f))
+			continue;
+		gone++;
+		kvt_log(KVT_LOG_ERROR,
+		        "rocksdb: %s: table %06llu.sst says its blocks carry no checksums (its "
+		        "footer is damaged): left out",
+		        path, (unsigned long long)tables[i]);
+	}
+	return gone;
+}
+
 int kvt__rdb_repair(struct kvt__rdb_db *d, const char *why)
 {
 	if (d->blob_files) {
@@ -458,8 +520,9 @@ int kvt__rdb_repair(struct kvt__rdb_db *d, const char *why)
 		rocksdb_close(d->db);
 	d->db = NULL;
 	lost_clear(d->path); /* an earlier repair's, if it could not empty it */
+	int unchecked = n > 0 ? unlink_unchecked(d->path, tables, n) : 0;
 	int rc = kvt__rdb_repair_db(d, d->path);
-	int lost = lost_clear(d->path);
+	int lost = lost_clear(d->path) + unchecked;
 	const char *how = "repaired from its tables";
 	if (rc == -EBADMSG && n > 0) {
 		/* The tree refused. RepairDB has set the old manifests aside (and left a new, empty
