@@ -2551,8 +2551,8 @@ static void test_rocksdb_repaired_running(void **state)
 int main(void)
 {
 	const char *without = getenv("KVT_TEST_WITHOUT_PROC");
-	if (without)
-		return without_proc(without);
+	if (without) /* _exit: a leak checker at exit reads /proc, hidden there */
+		_exit(without_proc(without));
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_rocksdb_roundtrip, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rocksdb_cap_churn, setup, teardown),
