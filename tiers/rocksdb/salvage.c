@@ -196,11 +196,12 @@ static int delete_tables(struct kvt__rdb_db *d, uint64_t file_no, bool probe, bo
 		size_t lo_len, hi_len;
 		const char *lo = rocksdb_livefiles_smallestkey(lf, i, &lo_len);
 		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hi_len);
-		bool want = no == file_no;
+		bool want = no == file_no, unchecked = false;
 		if (probe && !want) {
 			char f[PATH_MAX + 256];
 			snprintf(f, sizeof(f), "%s%s", d->path, name);
-			want = footer_unchecked(f) || table_unreadable(d, lo, lo_len, hi, hi_len);
+			unchecked = footer_unchecked(f);
+			want = unchecked || table_unreadable(d, lo, lo_len, hi, hi_len);
 		}
 		if (!want)
 			continue;
@@ -215,9 +216,10 @@ static int delete_tables(struct kvt__rdb_db *d, uint64_t file_no, bool probe, bo
 		dropped += 1 + others;
 		*meta |= in_meta_range(d, hi, hi_len) || others; /* theirs may reach it */
 		kvt_log(KVT_LOG_ERROR,
-		        "rocksdb: %s: table %s (level %d) is damaged: dropped, with its %llu "
+		        "rocksdb: %s: table %s (level %d) is damaged%s: dropped, with its %llu "
 		        "entries (and %d other tables inside its keys)",
 		        d->path, name, rocksdb_livefiles_level(lf, i),
+		        unchecked ? " (its footer says its blocks carry no checksums)" : "",
 		        (unsigned long long)rocksdb_livefiles_entries(lf, i), others);
 	}
 	rocksdb_livefiles_destroy(lf);
