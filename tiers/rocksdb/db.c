@@ -284,7 +284,8 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 		rc = kvt__rdb_repair(d, "its tables are there and its CURRENT file is not");
 	} else {
 		rc = open_db(d);
-		if (!rc && kvt__rdb_unchecked_table(d)) /* opens, and reads it unchecked */
+		/* a table whose footer says "no checksums" opens, and would be read unchecked */
+		if (!rc && kvt__rdb_unchecked_table(d))
 			rc = -EBADMSG;
 		if (rc == -EBADMSG) /* a table RocksDB cannot open: dropped (salvage.c) */
 			rc = kvt__rdb_salvage_open(d);

@@ -17,7 +17,9 @@
  * /path/000123.sst ..."; kvt__rdb_err_db keeps its number). An open that fails names only the
  * manifest, so kvt__rdb_salvage_open opens without paranoid checks (tables that fail to load do
  * not stop it) and seeks into each table's key range, with checksums verified: a table that
- * cannot be opened fails the seek.
+ * cannot be opened fails the seek. A table whose footer says its blocks carry no checksums
+ * (footer_unchecked) is dropped too, found by reading its footer at every open: RocksDB opens
+ * it, and would read its zeroed blocks as good ones.
  *
  * Repair (kvt__rdb_repair): damage no table can be dropped for -- a damaged or missing manifest
  * or CURRENT, a level-0 table that is not the oldest (DeleteFile takes only the oldest, and
@@ -114,15 +116,20 @@ static bool footer_unchecked(const char *f)
 	return kvt_load_le64(b + FOOTER - 8) == magic && version >= 1 && version <= 5 && !b[0];
 }
 
+/* The same for a live table, by the name RocksDB gives it ("/000123.sst"). */
+static bool live_unchecked(const struct kvt__rdb_db *d, const char *name)
+{
+	char f[PATH_MAX + 256];
+	snprintf(f, sizeof(f), "%s%s", d->path, name);
+	return footer_unchecked(f);
+}
+
 bool kvt__rdb_unchecked_table(struct kvt__rdb_db *d)
 {
 	const rocksdb_livefiles_t *lf = rocksdb_livefiles(d->db);
 	bool any = false;
-	for (int i = 0; lf && !any && i < rocksdb_livefiles_count(lf); i++) {
-		char f[PATH_MAX + 256];
-		snprintf(f, sizeof(f), "%s%s", d->path, rocksdb_livefiles_name(lf, i));
-		any = footer_unchecked(f);
-	}
+	for (int i = 0; lf && !any && i < rocksdb_livefiles_count(lf); i++)
+		any = live_unchecked(d, rocksdb_livefiles_name(lf, i));
 	if (lf)
 		rocksdb_livefiles_destroy(lf);
 	return any;
@@ -198,9 +205,7 @@ static int delete_tables(struct kvt__rdb_db *d, uint64_t file_no, bool probe, bo
 		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hi_len);
 		bool want = no == file_no, unchecked = false;
 		if (probe && !want) {
-			char f[PATH_MAX + 256];
-			snprintf(f, sizeof(f), "%s%s", d->path, name);
-			unchecked = footer_unchecked(f);
+			unchecked = live_unchecked(d, name);
 			want = unchecked || table_unreadable(d, lo, lo_len, hi, hi_len);
 		}
 		if (!want)
