@@ -11,15 +11,11 @@
 #include "gpu/gpu.h"
 
 #include <errno.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #define IPC_BYTES (16u << 20)
-
-extern char **environ;
 
 static void test_gpu_device_roundtrip(void **state)
 {
@@ -147,20 +143,7 @@ static void test_gpu_device_ipc_across_processes(void **state)
 	char env[64 + 2 * KVT_GPU_IPC_HANDLE_BYTES] = "KVT_TEST_GPU_IPC_CHILD=";
 	for (size_t i = 0; i < sizeof(h); i++)
 		sprintf(env + strlen(env), "%02x", h[i]);
-	size_t ne = 0;
-	while (environ[ne])
-		ne++;
-	char **envp = calloc(ne + 2, sizeof(*envp)); /* this environment, and the handle */
-	memcpy(envp, environ, ne * sizeof(*envp));
-	envp[ne] = env;
-	char *argv[] = {"test_gpu_device", NULL};
-	pid_t pid;
-	assert_int_equal(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, envp), 0);
-	int st = 0;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	free(envp);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(kvt_test_run_self("test_gpu_device", env), 0);
 	kvt_test_fill(a, half, 12);
 	assert_int_equal(kvt_gpu_copy_from(&m, half, b, half), 0);
 	assert_memory_equal(a, b, half); /* the importer's bytes, in the owner's memory */

@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 /* KVT_TEST_ONLY=PATTERN runs only the tests of a program whose names match it (cmocka's filter,
  * with * and ?): a soak of one test of several, e.g. test_daemon_model's random calls without
@@ -602,4 +605,23 @@ bool kvt_test_rdb_newest_table(const char *db, char *out, size_t len)
 	out[0] = 0;
 	each_table(db, newer_table, &b);
 	return out[0] != 0;
+}
+
+int kvt_test_run_self(const char *argv0, const char *var)
+{
+	size_t ne = 0;
+	while (environ[ne])
+		ne++;
+	char **envp = calloc(ne + 2, sizeof(*envp)); /* this environment, and var */
+	assert_non_null(envp);
+	memcpy(envp, environ, ne * sizeof(*envp));
+	envp[ne] = (char *)var;
+	char *argv[] = {(char *)argv0, NULL};
+	pid_t pid;
+	int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, envp);
+	free(envp);
+	assert_int_equal(rc, 0);
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -21,6 +21,10 @@ const char *kvt_test_tmpdir(char *buf, size_t len);
 void kvt_test_rmtree(const char *path);
 /* Path of a built binary (KVT_BIN_DIR/name). */
 const char *kvt_test_bin(const char *name, char *buf, size_t len);
+/* Runs this test binary again (/proc/self/exe, argv[0] argv0) with var ("NAME=value") added to
+ * this environment, and waits for it: its main() looks for NAME and plays the child's part.
+ * @return : its exit status, or -1 when it did not exit (killed by a signal). */
+int kvt_test_run_self(const char *argv0, const char *var);
 
 /* A kvtierd started on a temporary socket. */
 struct kvt_test_daemon {
