@@ -383,6 +383,11 @@ void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
 void kvd_tiers_done(struct kvd *d, uint32_t id);
 /* Handles the worker's completions (evfd readable). */
 void kvd_tiers_complete(struct kvd *d);
+/* Lower tier l's lock, from the loop thread: a write stream in progress stops pulling, so the
+ * wait is the I/O already in flight, not the whole backlog of demotions. */
+void kvd_lower_lock(struct kvd_lower *l);
+
+/* tierctl.c: the lower tiers at run time (enable, quotas, policies), their curves' reads, stats */
 int kvd_tiers_enable(struct kvd *d, const char *name);
 /* @return : the index of the lower tier named name, or -ENOENT, with err (may be NULL) saying
  * which tiers run. */
