@@ -220,12 +220,19 @@ static int delete_tables(struct kvt__rdb_db *d, uint64_t file_no, bool probe, bo
 		}
 		dropped += 1 + others;
 		*meta |= in_meta_range(d, hi, hi_len) || others; /* theirs may reach it */
+		/* RocksDB counts a table's entries from its properties block: 0 when that is
+		 * damaged too (no table of this tier is written empty) */
+		char entries[48] = "its entries (their count unreadable)";
+		uint64_t n = rocksdb_livefiles_entries(lf, i);
+		if (n)
+			snprintf(entries, sizeof(entries), "its %llu entries",
+			         (unsigned long long)n);
 		kvt_log(KVT_LOG_ERROR,
-		        "rocksdb: %s: table %s (level %d) is damaged%s: dropped, with its %llu "
-		        "entries (and %d other tables inside its keys)",
+		        "rocksdb: %s: table %s (level %d) is damaged%s: dropped, with %s (and %d "
+		        "other tables inside its keys)",
 		        d->path, name, rocksdb_livefiles_level(lf, i),
 		        unchecked ? " (its footer says its blocks carry no checksums)" : "",
-		        (unsigned long long)rocksdb_livefiles_entries(lf, i), others);
+		        entries, others);
 	}
 	rocksdb_livefiles_destroy(lf);
 	return rc ? rc : dropped;
