@@ -192,6 +192,10 @@ static kvt_id_t put_ns(kvt_client_t *c, const char *name, size_t n, kvt_id_t *ke
 	return ns;
 }
 
+#define TIER_USAGE                                                                                 \
+	"usage: kvtier tier enable NAME (a lower tier disabled after device errors: nvme or "      \
+	"rocksdb)\n"
+
 static void test_operator_scrape_matches_stats(void **state)
 {
 	struct kvt_test_daemon d;
@@ -209,21 +213,51 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_non_null(strstr(none, "nvme: no reads sampled yet"));
 	const char *nl = strchr(none, '\n');
 	assert_true(nl && !nl[1]); /* one line: no errno line after the daemon's words */
-	/* a wrong command line: its usage, one line, exit 1; the same from the daemon's side */
-	static const char *const wrong[][2] = {
-	    {"stats --bogus", "usage: kvtier stats [--json]\n"},
-	    {"mrc", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n"},
-	    {"config set host.policy", "usage: kvtier config get [NAME] | kvtier config set NAME "
-	                               "VALUE | kvtier config reload\n"},
-	    {"policy set host", "usage: kvtier policy set TIER NAME [defaults] [k=v ...]\n"},
-	    {"flush", "usage: kvtier flush all | NAMESPACE | tenant UID\n"},
+	/* a wrong command line: its usage, one line, exit 1; the same from the daemon's side.
+	 * The third word: the CLI tells it alone, before any connection (its shape is wrong). */
+	static const char *const wrong[][3] = {
+	    {"stats --bogus", "usage: kvtier stats [--json]\n", ""},
+	    {"mrc", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n", "alone"},
+	    {"mrc host nvme", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n", "alone"},
+	    {"config set host.policy",
+	     "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | kvtier config "
+	     "reload\n",
+	     ""},
+	    {"config",
+	     "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | kvtier "
+	     "config reload\n",
+	     "alone"},
+	    {"policy set host", "usage: kvtier policy set TIER NAME [defaults] [k=v ...]\n", ""},
+	    {"flush", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
+	    {"tier", TIER_USAGE, "alone"},
+	    {"tier enable", TIER_USAGE, "alone"},
+	    {"tier enable nvme rocksdb", TIER_USAGE, "alone"},
 	    {"tier enable nosuch",
-	     "kvtier: no tier named 'nosuch' here (kvtier stats lists them)\n"}};
+	     "kvtier: no tier named 'nosuch' here (kvtier stats lists them)\n", ""},
+	    {"tier enable host",
+	     "kvtier: host is never disabled (a lower tier is, after device errors: nvme or "
+	     "rocksdb)\n",
+	     ""}};
+	/* with no daemon at the socket, a line of the wrong shape still gets its usage, not
+	 * "cannot reach kvtierd" */
+	struct kvt_test_daemon gone = d;
+	snprintf(gone.sock, sizeof(gone.sock), "%s/no-daemon.sock", d.dir);
 	for (size_t k = 0; k < sizeof(wrong) / sizeof(wrong[0]); k++) {
 		assert_int_equal(kvt_test_cli(&d, wrong[k][0], none, sizeof(none)), 1);
 		if (strcmp(none, wrong[k][1]))
 			fail_msg("kvtier %s: '%s', want '%s'", wrong[k][0], none, wrong[k][1]);
+		if (!*wrong[k][2])
+			continue;
+		assert_int_equal(kvt_test_cli(&gone, wrong[k][0], none, sizeof(none)), 1);
+		if (strcmp(none, wrong[k][1]))
+			fail_msg("kvtier %s, no daemon: '%s', want '%s'", wrong[k][0], none,
+			         wrong[k][1]);
 	}
+	const char *unknown = "kvtier: unknown command 'nosuch'\nusage: kvtier ";
+	assert_int_equal(kvt_test_cli(&gone, "nosuch", none, sizeof(none)), 1);
+	assert_true(!strncmp(none, unknown, strlen(unknown)));
+	assert_int_equal(kvt_test_cli(&gone, "tier enable nvme", none, sizeof(none)), 1);
+	assert_non_null(strstr(none, "cannot reach kvtierd at"));
 	/* and the benchmarks: a name or a word they do not know is refused before anything runs */
 	assert_int_equal(kvt_test_cli(&d, "bench nosuch", none, sizeof(none)), 2);
 	assert_non_null(strstr(none, "no benchmark named 'nosuch' (host, tiers,"));

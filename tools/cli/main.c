@@ -65,6 +65,44 @@ int cli_exec_sibling(const char *name, int argc, char **argv)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+#define POLICY_USAGE                                                                               \
+	"usage: kvtier policy get TIER | kvtier policy set TIER NAME [defaults] [k=v ...]"
+#define CONFIG_USAGE                                                                               \
+	"usage: kvtier config get [NAME] | kvtier config set NAME VALUE | kvtier config reload"
+#define TIER_USAGE                                                                                 \
+	"usage: kvtier tier enable NAME (a lower tier disabled after device errors: nvme or "      \
+	"rocksdb)"
+
+static bool is(const char *a, const char *b)
+{
+	return !strcmp(a, b);
+}
+
+/*
+ * The command line's shape (argv[0] the command), checked before any connection, so that a
+ * wrong one gets its usage whether or not a daemon runs. What needs the daemon's knowledge (a
+ * tier's or a policy's name, NAME VALUE) the daemon checks, and stats and top parse their own.
+ * @return : NULL (well formed), "" (no such command) or the command's usage line.
+ */
+static const char *misshapen(int argc, char **argv)
+{
+	const char *cmd = argv[0], *sub = argc > 1 ? argv[1] : "";
+	if (is(cmd, "ping") || is(cmd, "stats") || is(cmd, "top") || is(cmd, "inspect") ||
+	    is(cmd, "check"))
+		return NULL;
+	if (is(cmd, "flush"))
+		return argc > 1 ? NULL : "usage: kvtier flush all | NAMESPACE | tenant UID";
+	if (is(cmd, "mrc"))
+		return argc == 2 ? NULL : "usage: kvtier mrc TIER (host, nvme or rocksdb)";
+	if (is(cmd, "tier"))
+		return argc == 3 && is(sub, "enable") ? NULL : TIER_USAGE;
+	if (is(cmd, "policy"))
+		return is(sub, "get") || is(sub, "set") ? NULL : POLICY_USAGE;
+	if (is(cmd, "config"))
+		return is(sub, "get") || is(sub, "set") || is(sub, "reload") ? NULL : CONFIG_USAGE;
+	return "";
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL;
@@ -89,6 +127,16 @@ int main(int argc, char **argv)
 		return cli_exec_sibling("sim", argc - i, argv + i);
 	if (!strcmp(cmd, "bench"))
 		return cli_bench(sock, argc - i, argv + i);
+	const char *bad = misshapen(argc - i, argv + i);
+	if (bad && !*bad) {
+		fprintf(stderr, "kvtier: unknown command '%s'\n", cmd);
+		usage(stderr);
+		return 1;
+	}
+	if (bad) {
+		fprintf(stderr, "%s\n", bad);
+		return 1;
+	}
 	kvt_client_t *c;
 	int rc = kvt_connect(sock, &c);
 	if (rc) {
@@ -108,22 +156,6 @@ int main(int argc, char **argv)
 		rc = cli_stats(c, argc - i, argv + i);
 	} else if (!strcmp(cmd, "top")) {
 		rc = cli_top(c, argc - i, argv + i);
-	} else if (!strcmp(cmd, "flush") && i + 1 >= argc) {
-		fprintf(stderr, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
-		rc = KVT_CLI_SAID;
-	} else if (!strcmp(cmd, "mrc") && i + 1 >= argc) {
-		fprintf(stderr, "usage: kvtier mrc TIER (host, nvme or rocksdb)\n");
-		rc = KVT_CLI_SAID;
-	} else if ((!strcmp(cmd, "policy") || !strcmp(cmd, "config")) &&
-	           (i + 1 >= argc || (strcmp(argv[i + 1], "get") && strcmp(argv[i + 1], "set") &&
-	                              (cmd[0] == 'p' || strcmp(argv[i + 1], "reload"))))) {
-		fprintf(stderr, "%s\n",
-		        cmd[0] == 'p'
-		            ? "usage: kvtier policy get TIER | kvtier policy set TIER NAME "
-		              "[defaults] [k=v ...]"
-		            : "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | "
-		              "kvtier config reload");
-		rc = KVT_CLI_SAID;
 	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config") ||
 	           !strcmp(cmd, "inspect") || !strcmp(cmd, "flush") || !strcmp(cmd, "check")) {
 		char body[1024] = "", out[8192] = "";
@@ -146,11 +178,15 @@ int main(int argc, char **argv)
 			        out[len - 1] == '\n' ? "" : "\n");
 		if (rc < 0 && len) /* the daemon's own words said why: no errno line after them */
 			rc = KVT_CLI_SAID;
-	} else if (!strcmp(cmd, "tier") && i + 2 < argc && !strcmp(argv[i + 1], "enable")) {
+	} else if (!strcmp(cmd, "tier")) {
 		rc = kvt__client_simple(c, KVT_MSG_TIER_ENABLE, argv[i + 2], NULL, 0);
 		if (!rc)
 			printf("tier %s enabled\n", argv[i + 2]);
-		if (rc == -ENOENT) {
+		if (rc == -ENOENT && !strcmp(argv[i + 2], "host")) {
+			fprintf(stderr, "kvtier: host is never disabled (a lower tier is, after "
+			                "device errors: nvme or rocksdb)\n");
+			rc = KVT_CLI_SAID;
+		} else if (rc == -ENOENT) {
 			fprintf(stderr,
 			        "kvtier: no tier named '%s' here (kvtier stats lists them)\n",
 			        argv[i + 2]);
@@ -168,10 +204,6 @@ int main(int argc, char **argv)
 			        argv[i + 2], kvt_strerror(rc));
 			rc = KVT_CLI_SAID;
 		}
-	} else {
-		fprintf(stderr, "kvtier: unknown command '%s'\n", cmd);
-		usage(stderr);
-		rc = KVT_CLI_SAID;
 	}
 	kvt_close(c);
 	if (rc < 0 && rc != KVT_CLI_SAID)
