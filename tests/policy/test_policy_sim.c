@@ -534,6 +534,25 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++)
 		if (sim_words(path, out, usage[i]) != 2)
 			fail_msg("'%s' is not a usage error", usage[i]);
+	/* the reason quotes a list as given, not as cut at its empty item ("--policy lru") */
+	static const char *const quoted[][2] = {
+	    {"--capacity 1,,2", "'1,,2': an empty item"},
+	    {"--capacity 4 --policy lru,,arc", "bad option --policy lru,,arc ("}};
+	char err[300], said[512];
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	for (size_t i = 0; i < 2; i++) {
+		fflush(stderr);
+		FILE *saved = stderr;
+		stderr = fopen(err, "w");
+		assert_non_null(stderr);
+		int rc = sim_words(path, out, quoted[i][0]);
+		fclose(stderr);
+		stderr = saved;
+		assert_int_equal(rc, 2);
+		assert_true(kvt_test_read_file(err, said, sizeof(said)) > 0);
+		if (!strstr(said, quoted[i][1]))
+			fail_msg("'%s' said '%s', not '%s'", quoted[i][0], said, quoted[i][1]);
+	}
 	/* a run that cannot write its plot fails */
 	assert_int_equal(sim_words(path, out, "--capacity 4 --plot /nonexistent/dir/x.svg"), 1);
 	kvt_test_rmtree(tmp);

@@ -140,15 +140,20 @@ static int parse_capacity(const char *what, const char *s, uint64_t block_bytes,
 	return rc;
 }
 
-/* Splits a comma-separated list in place; an empty item ("1,,2", "lru,") is an error. */
+/* Splits a comma-separated list in place; an empty item ("1,,2", "lru,") is an error, and
+ * leaves s as it was (its commas back), for the message that quotes it. */
 static int split_list(char *s, char **out, size_t *n)
 {
+	size_t len = strlen(s);
 	for (char *tok = s; tok;) {
 		char *comma = strchr(tok, ',');
 		if (comma)
 			*comma = 0;
-		if (!*tok || *n == MAX_LIST)
+		if (!*tok || *n == MAX_LIST) {
+			for (size_t i = 0; i < len; i++)
+				s[i] = s[i] ? s[i] : ',';
 			return *tok ? -E2BIG : -EINVAL;
+		}
 		out[(*n)++] = tok;
 		tok = comma ? comma + 1 : NULL;
 	}
@@ -320,10 +325,8 @@ static int finish(struct opts *o, struct raw *w)
 	char *l[MAX_LIST];
 	size_t n = 0;
 	int rc = 0;
-	char whole[256];
-	snprintf(whole, sizeof(whole), "%s", w->caps ? w->caps : "");
 	if (w->caps && (rc = split_list(w->caps, l, &n))) {
-		fprintf(stderr, "sim: --capacity '%s': an empty item, or more than %d\n", whole,
+		fprintf(stderr, "sim: --capacity '%s': an empty item, or more than %d\n", w->caps,
 		        MAX_LIST);
 		return rc;
 	}
