@@ -765,6 +765,14 @@ int kvd_tiers_check(const struct kvt_options *o)
 	int n_lower = 0;
 	const struct kvt_tier_ops *seen[KVD_MAX_LOWER];
 	for (char *name = strtok_r(order, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+		if (!seen_host && !n_lower && strcmp(name, "host")) {
+			/* "nvme,host" ran as host,nvme: the order said is not the one run */
+			kvt_log(KVT_LOG_ERROR,
+			        "tiers.order must start with host, the fastest tier (it starts "
+			        "with %s)",
+			        name);
+			return -EINVAL;
+		}
 		const struct kvt_tier_ops *ops = kvt_tier_find(name);
 		bool twice = !strcmp(name, "host") && seen_host;
 		for (int k = 0; ops && k < n_lower && k < KVD_MAX_LOWER; k++)

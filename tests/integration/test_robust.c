@@ -1133,6 +1133,8 @@ static void test_robust_print_config_checks(void **state)
 	     "tiers.placement: 'sideways' is not cascade or write-through"},
 	    {"--set tiers.order=host,tape", "tiers.order: no tier named 'tape' in this build"},
 	    {"--set tiers.order=nvme", "tiers.order must start with host"},
+	    {"--set tiers.order=nvme,host", /* ran as host,nvme */
+	     "tiers.order must start with host, the fastest tier (it starts with nvme)"},
 	    {"--set tiers.order=host,nvme,nvme", "tiers.order: nvme is named twice"},
 	    {"--set metrics.listen=nowhere", "metrics.listen: 'nowhere' is not ADDR:PORT (or off)"},
 	    {"--set daemon.user=no-such-kvtier-user",
