@@ -49,6 +49,14 @@ const char *kvt_opts_reason(const char *name, int rc, char *buf, size_t len)
 	} else if (rc == -ERANGE && id >= 0 && defs[id].type == KVT_OPT_U64)
 		snprintf(buf, len, "out of range (%llu to %llu)", (unsigned long long)defs[id].min,
 		         (unsigned long long)defs[id].max);
+	else if (rc == -EINVAL && id >= 0 && defs[id].type == KVT_OPT_U64)
+		snprintf(buf, len, "not a whole number (%llu to %llu)",
+		         (unsigned long long)defs[id].min, (unsigned long long)defs[id].max);
+	else if (rc == -EINVAL && id >= 0 && defs[id].type == KVT_OPT_SIZE)
+		snprintf(buf, len,
+		         "not a size (a whole number, then B, KiB, MiB, GiB or TiB: 512MiB)");
+	else if (rc == -EINVAL && id >= 0 && defs[id].type == KVT_OPT_BOOL)
+		snprintf(buf, len, "not true or false (or on, off, yes, no, 1, 0)");
 	else
 		snprintf(buf, len, "%s", strerror(-rc));
 	return buf;

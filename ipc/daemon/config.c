@@ -314,6 +314,10 @@ int kvd_options_read(struct kvt_options *o, const char *file, const char *const 
 	    kvt_opts_load_env(o, err, err_len))
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
+		if (!strchr(sets[i], '=')) {
+			snprintf(err, err_len, "--set %s: want NAME=VALUE", sets[i]);
+			return -EINVAL;
+		}
 		int rc = kvt_opts_set_pair(o, sets[i]);
 		if (rc) {
 			char why[96];

@@ -1082,6 +1082,10 @@ static void test_robust_tier_option_typos_refused(void **state)
 	    {"rocksdb.quota=x", "rocksdb.quota: 'x' is not WHO=GUARANTEED/MAX"},
 	    {"nvme.policy=lru", "nvme.policy: nvme: no policy 'lru': its log is reclaimed as fifo"},
 	    {"nvme.quota=4294967296=0/1MiB", "nvme.quota: uid 4294967296 is out of range"},
+	    /* the form wanted, where they said "Invalid argument" */
+	    {"nvme.bytes", "--set nvme.bytes: want NAME=VALUE"},
+	    {"nvme.bytes=64M5", "--set nvme.bytes=64M5: not a size (a whole number, then B, KiB"},
+	    {"rocksdb.wal=maybe", "--set rocksdb.wal=maybe: not true or false"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char args[256];

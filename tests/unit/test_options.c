@@ -33,6 +33,13 @@ static void test_options_units_and_bounds(void **state)
 	                    "out of range (1 to 86400000)");
 	assert_string_equal(kvt_opts_reason("no.such=1", -ENOENT, why, sizeof(why)),
 	                    "no such option");
+	/* a value of the wrong form says what form is wanted (it said "Invalid argument") */
+	assert_string_equal(kvt_opts_reason("host.bytes=12 parsecs", -EINVAL, why, sizeof(why)),
+	                    "not a size (a whole number, then B, KiB, MiB, GiB or TiB: 512MiB)");
+	assert_string_equal(kvt_opts_reason("lease.timeout_ms", -EINVAL, why, sizeof(why)),
+	                    "not a whole number (1 to 86400000)");
+	assert_string_equal(kvt_opts_reason("rocksdb.wal = maybe", -EINVAL, why, sizeof(why)),
+	                    "not true or false (or on, off, yes, no, 1, 0)");
 	/* the pool counts 4 KiB granules in 32 bits: 16 TiB was taken, and every attach failed */
 	assert_int_equal(kvt_opts_set(&o, "host.bytes", "16TiB"), -ERANGE);
 	assert_int_equal(kvt_opts_set(&o, "host.bytes", "15TiB"), 0);
