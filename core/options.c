@@ -278,7 +278,8 @@ int kvt_opts_load_file(struct kvt_options *o, const char *path, char *err, size_
 		if (rc) {
 			char why[96];
 			snprintf(err, err_len, "%s:%d: %s: %s", path, lineno, s,
-			         kvt_opts_reason(s, rc, why, sizeof(why)));
+			         strchr(s, '=') ? kvt_opts_reason(s, rc, why, sizeof(why))
+			                        : "not NAME = VALUE");
 			break;
 		}
 	}

@@ -131,6 +131,17 @@ static void test_options_file_and_env(void **state)
 	assert_int_equal(kvt_opts_load_file(&o, path, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, ":2:"));
 	assert_non_null(strstr(err, "no such option"));
+	/* a line that is no option at all, and a value of the wrong form, say what is wanted */
+	f = fopen(path, "w");
+	fprintf(f, "host.bytes = 1MiB\nroot:x:0:0:root:/root:/bin/bash\n");
+	fclose(f);
+	assert_int_equal(kvt_opts_load_file(&o, path, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, ":2: root:x:0:0:root:/root:/bin/bash: not NAME = VALUE"));
+	f = fopen(path, "w");
+	fprintf(f, "lease.timeout_ms = soon\n");
+	fclose(f);
+	assert_int_equal(kvt_opts_load_file(&o, path, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, ":1: lease.timeout_ms = soon: not a whole number (1 to "));
 	/* a line too long to read whole is refused, not split into two (its tail an option) */
 	f = fopen(path, "w");
 	fprintf(f, "# %01021d lease.timeout_ms = 7\nhost.bytes = 2MiB\n", 0);
