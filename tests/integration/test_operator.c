@@ -266,6 +266,16 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 64 lru --bogus", none, sizeof(none)),
 	                 2);
 	assert_non_null(strstr(none, "'--bogus' is not a policy, mrc, switch or minisim"));
+	/* a list the nvme bench cannot run is refused (it ran with -1 MB/s raw columns at sizes
+	 * O_DIRECT refuses, and with nothing at all for a word it skipped) */
+	static const char *const nvme_bad[] = {"bench nvme --sizes 1000", "bench nvme --size x",
+	                                       "bench nvme --qd 0", "bench nvme --mib-per-case x",
+	                                       "bench nvme --backend spdk"};
+	for (size_t k = 0; k < sizeof(nvme_bad) / sizeof(nvme_bad[0]); k++) {
+		assert_int_equal(kvt_test_cli(&d, nvme_bad[k], none, sizeof(none)), 2);
+		if (!strstr(none, "usage: kvtier bench nvme"))
+			fail_msg("kvtier %s said '%s'", nvme_bad[k], none);
+	}
 	assert_int_equal(kvt_test_cli(&d, "bench policy 20000 64 lru", none, sizeof(none)), 0);
 	assert_non_null(strstr(none, "\nlru "));
 	kvt_client_t *c;

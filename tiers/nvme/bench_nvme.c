@@ -672,15 +672,16 @@ static int run_recover(const char *dir, const char *backend, const uint64_t *siz
 #endif
 }
 
+/* A list of sizes or counts, "256K,2M": @return : how many, or 0 when one is not a size, is 0,
+ * or is past max (a word the bench skipped ran it with a list of none, or with its default). */
 static size_t parse_list(const char *s, uint64_t *out, size_t max)
 {
 	size_t n = 0;
 	char tmp[256];
 	snprintf(tmp, sizeof(tmp), "%s", s);
-	for (char *save, *tok = strtok_r(tmp, ",", &save); tok && n < max;
-	     tok = strtok_r(NULL, ",", &save))
-		if (!kvt_parse_size(tok, &out[n]))
-			n++;
+	for (char *save, *tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (n == max || kvt_parse_size(tok, &out[n]) || !out[n++])
+			return 0;
 	return n;
 }
 
@@ -691,7 +692,9 @@ static int usage(void)
 	                "       kvtier bench nvme --quota [--dir DIR] [--sizes 2M] "
 	                "[--mib-per-case 512]\n"
 	                "       kvtier bench nvme --recover [--dir DIR] [--sizes 64K,512K,2M] "
-	                "[--mib-per-case 2048]\n");
+	                "[--mib-per-case 2048]\n"
+	                "(at most 8 sizes, each a multiple of 4 KiB for O_DIRECT; queue depths "
+	                "and MiB at least 1)\n");
 	return 2;
 }
 
@@ -715,16 +718,27 @@ int main(int argc, char **argv)
 		case 's':
 			n_sizes = parse_list(optarg, sizes, 8);
 			sized = true;
+			for (size_t k = 0; k < n_sizes; k++)
+				if (sizes[k] % 4096) /* O_DIRECT: the raw I/Os failed */
+					return usage();
+			if (!n_sizes)
+				return usage();
 			break;
 		case 'q':
 			n_qds = parse_list(optarg, qds, 8);
+			if (!n_qds)
+				return usage();
 			break;
 		case 'm':
-			per_case = strtoull(optarg, NULL, 0) << 20;
+			if (parse_list(optarg, &per_case, 1) != 1 || per_case > (1ull << 24))
+				return usage();
+			per_case <<= 20;
 			sized_mib = true;
 			break;
 		case 'b':
 			backend = optarg;
+			if (strcmp(backend, "uring") && strcmp(backend, "pio"))
+				return usage();
 			break;
 		case 'f':
 			fio = true;

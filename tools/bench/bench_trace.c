@@ -371,6 +371,11 @@ int main(int argc, char **argv)
 	}
 	struct kvt_trace t;
 	int rc = kvt_trace_load(a.trace, &t);
+	if (rc == -ENOENT && a.trace == path)
+		fprintf(stderr,
+		        "bench: the default trace is not here: run from the repository's "
+		        "root, set KVT_SHARED_DATA to the shared data folder, or name one with "
+		        "--trace\n");
 	if (rc)
 		die(a.trace, rc);
 	if (!a.requests || a.requests > t.n_req)
