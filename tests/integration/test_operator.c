@@ -276,6 +276,18 @@ static void test_operator_scrape_matches_stats(void **state)
 		if (!strstr(none, "usage: kvtier bench nvme"))
 			fail_msg("kvtier %s said '%s'", nvme_bad[k], none);
 	}
+	/* and the rocksdb bench's counts and options (0 MiB ran a phase of one record, 0 reps
+	 * one, and a host option was taken and not used) */
+	static const char *const rdb_bad[][2] = {
+	    {"bench rocksdb --mib 0", "bench: --mib 0: not a count of MiB from 1"},
+	    {"bench rocksdb --reps 17", "bench: --reps 17: not a count from 1 to 16"},
+	    {"bench rocksdb --set host.bytes=1MiB",
+	     "bench: --set host.bytes=1MiB: not a rocksdb.* option"}};
+	for (size_t k = 0; k < sizeof(rdb_bad) / sizeof(rdb_bad[0]); k++) {
+		assert_int_equal(kvt_test_cli(&d, rdb_bad[k][0], none, sizeof(none)), 2);
+		if (strncmp(none, rdb_bad[k][1], strlen(rdb_bad[k][1])))
+			fail_msg("kvtier %s said '%s'", rdb_bad[k][0], none);
+	}
 	assert_int_equal(kvt_test_cli(&d, "bench policy 20000 64 lru", none, sizeof(none)), 0);
 	assert_non_null(strstr(none, "\nlru "));
 	kvt_client_t *c;

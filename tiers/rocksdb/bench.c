@@ -735,6 +735,18 @@ static void usage(void)
 	     "                      default: the deepest level holding metadata)");
 }
 
+/* s as a whole number from lo to hi. @return : 0 or -EINVAL. */
+static int whole(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -757,16 +769,34 @@ int main(int argc, char **argv)
 		case 'd':
 			snprintf(dir, sizeof(dir), "%s", optarg);
 			break;
-		case 'm':
-			c.total_bytes = strtoull(optarg, NULL, 0) << 20;
+		case 'm': /* a word it could not read ran as 0 MiB: a phase of one record */
+			if (whole(optarg, 1, 1 << 24, &c.total_bytes)) {
+				fprintf(stderr, "bench: --mib %s: not a count of MiB from 1\n",
+				        optarg);
+				return 2;
+			}
+			c.total_bytes <<= 20;
 			break;
-		case 'r':
-			c.reps = KVT_MIN(KVT_MAX(atoi(optarg), 1), 16);
+		case 'r': {
+			uint64_t reps;
+			if (whole(optarg, 1, 16, &reps)) { /* 0 and "x" ran as 1, 99 as 16 */
+				fprintf(stderr, "bench: --reps %s: not a count from 1 to 16\n",
+				        optarg);
+				return 2;
+			}
+			c.reps = (int)reps;
 			break;
+		}
 		case 's':
 			snprintf(sizes, sizeof(sizes), "%s", optarg);
 			break;
 		case 'o':
+			if (strncmp(optarg, "rocksdb.",
+			            8)) { /* host.bytes=1MiB was taken, unused */
+				fprintf(stderr, "bench: --set %s: not a rocksdb.* option\n",
+				        optarg);
+				return 2;
+			}
 			if (kvt_opts_set_pair(&c.opts, optarg)) {
 				fprintf(stderr, "bench: bad option %s\n", optarg);
 				return 2;
