@@ -276,6 +276,17 @@ static void test_operator_scrape_matches_stats(void **state)
 		if (!strstr(none, "usage: kvtier bench nvme"))
 			fail_msg("kvtier %s said '%s'", nvme_bad[k], none);
 	}
+	/* a size the tiers bench does not measure ran nothing, and one past 4 GiB was refused
+	 * only after its daemon had started; a tolerance of "x" checked with 0 */
+	static const char *const words_bad[][2] = {
+	    {"bench tiers nvme 1000", "usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]"},
+	    {"bench tiers cascade 99999999999", "usage: kvtier bench tiers"},
+	    {"bench trace --check x", "bench: --check 'x' is not a tolerance from 0 to 1"}};
+	for (size_t k = 0; k < sizeof(words_bad) / sizeof(words_bad[0]); k++) {
+		assert_int_equal(kvt_test_cli(&d, words_bad[k][0], none, sizeof(none)), 2);
+		if (strncmp(none, words_bad[k][1], strlen(words_bad[k][1])))
+			fail_msg("kvtier %s said '%s'", words_bad[k][0], none);
+	}
 	/* and the rocksdb bench's counts and options (0 MiB ran a phase of one record, 0 reps
 	 * one, and a host option was taken and not used) */
 	static const char *const rdb_bad[][2] = {

@@ -13,7 +13,7 @@
  * same run and on the same filesystem (/var/tmp): O_DIRECT writes and reads of the same bytes
  * and block size, one thread (QD1) and 8 threads (QD8) with pread/pwrite.
  *
- * usage: kvtier-bench-tiers [nvme|rocksdb [CHUNK_KIB]]
+ * usage: kvtier-bench-tiers [nvme|rocksdb [256|2048|32768]]
  *        kvtier-bench-tiers cascade [CHUNK_KIB]   (tiers.placement, below)
  *        kvtier-bench-tiers busy [CHUNK_KIB]      (gets while the tiers write, below)
  */
@@ -427,7 +427,7 @@ static void bench_busy(const char *placement, size_t chunk)
 static int both_placements(char **argv, size_t chunk_kib, const char *layout, const char *columns,
                            void (*run)(const char *placement, size_t chunk))
 {
-	size_t chunk = (argv[2] ? (size_t)strtoull(argv[2], NULL, 0) : chunk_kib) << 10;
+	size_t chunk = (argv[2] ? (size_t)strtoull(argv[2], NULL, 10) : chunk_kib) << 10;
 	printf("# kvtier bench tiers %s (%ld cores; %s; files under /var/tmp)\n\n", argv[1],
 	       sysconf(_SC_NPROCESSORS_ONLN), layout);
 	printf("%s", columns);
@@ -438,23 +438,35 @@ static int both_placements(char **argv, size_t chunk_kib, const char *layout, co
 	return 0;
 }
 
-/* Whether the command line is one of the usage lines at the top. */
+/* Whether the command line is one of the usage lines at the top: nvme and rocksdb measure
+ * 256, 2,048 and 32,768 KiB (any other size ran nothing), cascade and busy any size from 4 KiB
+ * to 64 MiB (a quarter of their host tier; past 4 GiB the namespace was refused after the
+ * daemon had started). */
 static bool args_ok(int argc, char **argv)
 {
 	static const char *const first[] = {"nvme", "rocksdb", "cascade", "busy"};
 	bool known = argc < 2;
 	for (size_t k = 0; k < 4 && !known; k++)
 		known = !strcmp(argv[1], first[k]);
+	if (!known || argc > 3)
+		return false;
+	if (argc < 3)
+		return true;
 	char *end = NULL;
-	return known && argc <= 3 &&
-	       (argc < 3 || (strtoull(argv[2], &end, 0) > 0 && end && !*end && argv[2][0] != '-'));
+	unsigned long long kib = strtoull(argv[2], &end, 10);
+	if (!end || *end || argv[2][0] == '-' || argv[2][0] == 0)
+		return false;
+	if (argv[1][0] == 'n' || argv[1][0] == 'r')
+		return kib == 256 || kib == 2048 || kib == 32768;
+	return kib >= 4 && kib <= 65536;
 }
 
 int main(int argc, char **argv)
 {
 	if (!args_ok(argc, argv)) {
-		fprintf(stderr, "usage: kvtier bench tiers [nvme|rocksdb [CHUNK_KIB]]\n"
-		                "       kvtier bench tiers cascade|busy [CHUNK_KIB]\n");
+		fprintf(stderr,
+		        "usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]\n"
+		        "       kvtier bench tiers cascade|busy [CHUNK_KIB (4 to 65536)]\n");
 		return 2;
 	}
 	if (argc > 1 && !strcmp(argv[1], "busy"))
@@ -486,7 +498,7 @@ int main(int argc, char **argv)
 		if (only && strcmp(only, tiers[t]))
 			continue;
 		for (int s = 0; s < 3; s++)
-			if (argc < 3 || (size_t)strtoull(argv[2], NULL, 0) << 10 == sizes[s])
+			if (argc < 3 || (size_t)strtoull(argv[2], NULL, 10) << 10 == sizes[s])
 				bench_one(tiers[t], sizes[s], 1u << 30);
 	}
 	return 0;

@@ -298,9 +298,15 @@ static void parse(int argc, char **argv, struct args *a)
 			pols = argv[i + 1];
 		else if (!strcmp(o, "--clients"))
 			a->clients = count_of(v, 1);
-		else if (!strcmp(o, "--check"))
-			a->check = strtod(v, NULL);
-		else if (!strcmp(o, "--rounds"))
+		else if (!strcmp(o, "--check")) {
+			char *end;
+			a->check = strtod(v, &end); /* "x" was 0: any difference failed */
+			if (end == v || *end || !(a->check >= 0 && a->check <= 1)) {
+				fprintf(stderr,
+				        "bench: --check '%s' is not a tolerance from 0 to 1\n", v);
+				exit(2);
+			}
+		} else if (!strcmp(o, "--rounds"))
 			a->rounds = count_of(v, 1);
 		else {
 			fprintf(stderr, "bench: unknown option %s\n", o);
