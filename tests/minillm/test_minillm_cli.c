@@ -40,6 +40,13 @@ static void test_minillm_cli_refusals(void **state)
 	assert_non_null(strstr(err, "outside the vocabulary"));
 	assert_int_equal(mllm_exec("--prompt-ids \"1 x\"", out, sizeof(out), err, sizeof(err)), 1);
 	assert_int_equal(mllm_exec("--steps -3", out, sizeof(out), err, sizeof(err)), 2);
+	/* a bad value names its option and what it wants ("bad value for an option: -3"), and
+	 * an empty one is no number (--seed '' ran with seed 0) */
+	assert_non_null(strstr(err, "minillm: --steps -3: not a whole number from 0"));
+	assert_int_equal(mllm_exec("--seed ''", out, sizeof(out), err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "minillm: --seed : not a whole number from 0"));
+	assert_int_equal(mllm_exec("--kv-dtype f8", out, sizeof(out), err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "minillm: --kv-dtype f8: not f16 or f32"));
 	assert_int_equal(mllm_exec("--prompt a --prompt-ids 1", out, sizeof(out), err, sizeof(err)),
 	                 2);
 	/* a word with no option before it (a glob that matched two files) is named */

@@ -135,9 +135,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	                   .tokens_per_chunk = 16,
 	                   .keep_ms = -1,
 	                   .kv_dtype = KVT_LLM_F16};
-	int c;
+	int c, at = 0;
 	char *end;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", lo, &at)) != -1) {
 		switch (c) {
 		case O_MODEL:
 			o->model = optarg;
@@ -156,17 +156,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_STEPS:
 			o->steps = (int)strtol(optarg, &end, 10);
-			if (*end || o->steps < 0)
+			if (*end || end == optarg || o->steps < 0)
 				goto bad;
 			break;
 		case O_TEMP:
 			o->temperature = strtof(optarg, &end);
-			if (*end || !(o->temperature >= 0))
+			if (*end || end == optarg || !(o->temperature >= 0))
 				goto bad;
 			break;
 		case O_SEED:
 			o->seed = strtoull(optarg, &end, 10);
-			if (*end)
+			if (*end || end == optarg || optarg[0] == '-')
 				goto bad;
 			break;
 		case O_KVT:
@@ -175,7 +175,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_TPC:
 			o->tokens_per_chunk = (int)strtol(optarg, &end, 10);
-			if (*end || o->tokens_per_chunk <= 0)
+			if (*end || end == optarg || o->tokens_per_chunk <= 0)
 				goto bad;
 			break;
 		case O_JSON:
@@ -232,8 +232,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return -EINVAL;
 	}
 	return 0;
-bad:
-	fprintf(stderr, "minillm: bad value for an option: %s\n", optarg);
+bad: /* which option: "bad value for an option: -1" named none */
+	fprintf(stderr, "minillm: --%s %s: %s\n", lo[at].name, optarg,
+	        c == O_TEMP    ? "not a number from 0"
+	        : c == O_DTYPE ? "not f16 or f32"
+	        : c == O_TPC   ? "not a whole number from 1"
+	        : c == O_KEEP  ? "not a whole number of ms from 0 to 2^32 - 1"
+	                       : "not a whole number from 0");
 	return -EINVAL;
 }
 
