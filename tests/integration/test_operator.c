@@ -230,6 +230,13 @@ static void test_operator_scrape_matches_stats(void **state)
 	     "alone"},
 	    {"policy set host", "usage: kvtier policy set TIER NAME [defaults] [k=v ...]\n", ""},
 	    {"flush", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
+	    /* a word too many was dropped: "flush all extra" flushed everything */
+	    {"flush all extra", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
+	    {"flush tenant", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
+	    {"check extra", "usage: kvtier check\n", "alone"},
+	    {"policy get host nvme",
+	     "usage: kvtier policy get TIER | kvtier policy set TIER NAME [defaults] [k=v ...]\n",
+	     "alone"},
 	    {"tier", TIER_USAGE, "alone"},
 	    {"tier enable", TIER_USAGE, "alone"},
 	    {"tier enable nvme rocksdb", TIER_USAGE, "alone"},

@@ -87,19 +87,30 @@ static bool is(const char *a, const char *b)
 static const char *misshapen(int argc, char **argv)
 {
 	const char *cmd = argv[0], *sub = argc > 1 ? argv[1] : "";
-	if (is(cmd, "ping") || is(cmd, "stats") || is(cmd, "top") || is(cmd, "inspect") ||
-	    is(cmd, "check"))
+	if (is(cmd, "stats") || is(cmd, "top"))
 		return NULL;
-	if (is(cmd, "flush"))
-		return argc > 1 ? NULL : "usage: kvtier flush all | NAMESPACE | tenant UID";
+	if (is(cmd, "ping") || is(cmd, "check")) /* "check extra" checked */
+		return argc == 1         ? NULL
+		       : is(cmd, "ping") ? "usage: kvtier ping"
+		                         : "usage: kvtier check";
+	if (is(cmd, "inspect"))
+		return argc <= 3 ? NULL
+		                 : "usage: kvtier inspect [NAMESPACE [KEY]] (ids: 32 hex digits)";
+	if (is(cmd, "flush")) /* "flush all extra" flushed everything */
+		return (argc == 2 && !is(sub, "tenant")) || (argc == 3 && is(sub, "tenant"))
+		           ? NULL
+		           : "usage: kvtier flush all | NAMESPACE | tenant UID";
 	if (is(cmd, "mrc"))
 		return argc == 2 ? NULL : "usage: kvtier mrc TIER (host, nvme or rocksdb)";
 	if (is(cmd, "tier"))
 		return argc == 3 && is(sub, "enable") ? NULL : TIER_USAGE;
-	if (is(cmd, "policy"))
-		return is(sub, "get") || is(sub, "set") ? NULL : POLICY_USAGE;
+	if (is(cmd, "policy")) /* set: the daemon says what its words lack */
+		return (is(sub, "get") && argc == 3) || is(sub, "set") ? NULL : POLICY_USAGE;
 	if (is(cmd, "config"))
-		return is(sub, "get") || is(sub, "set") || is(sub, "reload") ? NULL : CONFIG_USAGE;
+		return (is(sub, "get") && argc <= 3) || is(sub, "set") ||
+		               (is(sub, "reload") && argc == 2)
+		           ? NULL
+		           : CONFIG_USAGE;
 	return "";
 }
 
