@@ -9,7 +9,8 @@
  * counters end in _total; every value a number), carries the same numbers as `kvtier stats --json`,
  * and bad or slow HTTP clients get an error status or a closed socket while the daemon keeps
  * serving and leaks no descriptor. An address that cannot be bound stops the start when the
- * operator chose it.
+ * operator chose it. A command line of the wrong shape gets its usage, with or without a daemon,
+ * and the benchmarks refuse words they cannot run.
  */
 #include "testlib.h"
 #include "kvtier.h"
@@ -193,10 +194,6 @@ static kvt_id_t put_ns(kvt_client_t *c, const char *name, size_t n, kvt_id_t *ke
 	return ns;
 }
 
-#define TIER_USAGE                                                                                 \
-	"usage: kvtier tier enable NAME (a lower tier disabled after device errors: nvme or "      \
-	"rocksdb)\n"
-
 static void test_operator_scrape_matches_stats(void **state)
 {
 	struct kvt_test_daemon d;
@@ -214,99 +211,6 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_non_null(strstr(none, "nvme: no reads sampled yet"));
 	const char *nl = strchr(none, '\n');
 	assert_true(nl && !nl[1]); /* one line: no errno line after the daemon's words */
-	/* a wrong command line: its usage, one line, exit 1; the same from the daemon's side.
-	 * The third word: the CLI tells it alone, before any connection (its shape is wrong). */
-	static const char *const wrong[][3] = {
-	    {"stats --bogus", "usage: kvtier stats [--json]\n", ""},
-	    {"mrc", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n", "alone"},
-	    {"mrc host nvme", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n", "alone"},
-	    {"config set host.policy",
-	     "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | kvtier config "
-	     "reload\n",
-	     ""},
-	    {"config",
-	     "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | kvtier "
-	     "config reload\n",
-	     "alone"},
-	    {"policy set host", "usage: kvtier policy set TIER NAME [defaults] [k=v ...]\n", ""},
-	    {"flush", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
-	    /* a word too many was dropped: "flush all extra" flushed everything */
-	    {"flush all extra", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
-	    {"flush tenant", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
-	    {"check extra", "usage: kvtier check\n", "alone"},
-	    {"policy get host nvme",
-	     "usage: kvtier policy get TIER | kvtier policy set TIER NAME [defaults] [k=v ...]\n",
-	     "alone"},
-	    {"tier", TIER_USAGE, "alone"},
-	    {"tier enable", TIER_USAGE, "alone"},
-	    {"tier enable nvme rocksdb", TIER_USAGE, "alone"},
-	    {"tier enable nosuch",
-	     "kvtier: no tier named 'nosuch' here (kvtier stats lists them)\n", ""},
-	    {"tier enable host",
-	     "kvtier: host is never disabled (a lower tier is, after device errors: nvme or "
-	     "rocksdb)\n",
-	     ""}};
-	/* with no daemon at the socket, a line of the wrong shape still gets its usage, not
-	 * "cannot reach kvtierd" */
-	struct kvt_test_daemon gone = d;
-	snprintf(gone.sock, sizeof(gone.sock), "%s/no-daemon.sock", d.dir);
-	for (size_t k = 0; k < sizeof(wrong) / sizeof(wrong[0]); k++) {
-		assert_int_equal(kvt_test_cli(&d, wrong[k][0], none, sizeof(none)), 1);
-		if (strcmp(none, wrong[k][1]))
-			fail_msg("kvtier %s: '%s', want '%s'", wrong[k][0], none, wrong[k][1]);
-		if (!*wrong[k][2])
-			continue;
-		assert_int_equal(kvt_test_cli(&gone, wrong[k][0], none, sizeof(none)), 1);
-		if (strcmp(none, wrong[k][1]))
-			fail_msg("kvtier %s, no daemon: '%s', want '%s'", wrong[k][0], none,
-			         wrong[k][1]);
-	}
-	const char *unknown = "kvtier: unknown command 'nosuch'\nusage: kvtier ";
-	assert_int_equal(kvt_test_cli(&gone, "nosuch", none, sizeof(none)), 1);
-	assert_true(!strncmp(none, unknown, strlen(unknown)));
-	assert_int_equal(kvt_test_cli(&gone, "tier enable nvme", none, sizeof(none)), 1);
-	assert_non_null(strstr(none, "cannot reach kvtierd at"));
-	/* and the benchmarks: a name or a word they do not know is refused before anything runs */
-	assert_int_equal(kvt_test_cli(&d, "bench nosuch", none, sizeof(none)), 2);
-	assert_non_null(strstr(none, "no benchmark named 'nosuch' (host, tiers,"));
-	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 0", none, sizeof(none)), 2);
-	assert_non_null(strstr(none, "usage: kvtier bench policy [OPS"));
-	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 64 lru --bogus", none, sizeof(none)),
-	                 2);
-	assert_non_null(strstr(none, "'--bogus' is not a policy, mrc, switch or minisim"));
-	/* a list the nvme bench cannot run is refused (it ran with -1 MB/s raw columns at sizes
-	 * O_DIRECT refuses, and with nothing at all for a word it skipped) */
-	static const char *const nvme_bad[] = {"bench nvme --sizes 1000", "bench nvme --size x",
-	                                       "bench nvme --qd 0", "bench nvme --mib-per-case x",
-	                                       "bench nvme --backend spdk"};
-	for (size_t k = 0; k < sizeof(nvme_bad) / sizeof(nvme_bad[0]); k++) {
-		assert_int_equal(kvt_test_cli(&d, nvme_bad[k], none, sizeof(none)), 2);
-		if (!strstr(none, "usage: kvtier bench nvme"))
-			fail_msg("kvtier %s said '%s'", nvme_bad[k], none);
-	}
-	/* a size the tiers bench does not measure ran nothing, and one past 4 GiB was refused
-	 * only after its daemon had started; a tolerance of "x" checked with 0 */
-	static const char *const words_bad[][2] = {
-	    {"bench tiers nvme 1000", "usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]"},
-	    {"bench tiers cascade 99999999999", "usage: kvtier bench tiers"},
-	    {"bench trace --check x", "bench: --check 'x' is not a tolerance from 0 to 1"}};
-	for (size_t k = 0; k < sizeof(words_bad) / sizeof(words_bad[0]); k++) {
-		assert_int_equal(kvt_test_cli(&d, words_bad[k][0], none, sizeof(none)), 2);
-		if (strncmp(none, words_bad[k][1], strlen(words_bad[k][1])))
-			fail_msg("kvtier %s said '%s'", words_bad[k][0], none);
-	}
-	/* and the rocksdb bench's counts and options (0 MiB ran a phase of one record, 0 reps
-	 * one, and a host option was taken and not used) */
-	static const char *const rdb_bad[][2] = {
-	    {"bench rocksdb --mib 0", "bench: --mib 0: not a count of MiB from 1"},
-	    {"bench rocksdb --reps 17", "bench: --reps 17: not a count from 1 to 16"},
-	    {"bench rocksdb --set host.bytes=1MiB",
-	     "bench: --set host.bytes=1MiB: not a rocksdb.* option"}};
-	for (size_t k = 0; k < sizeof(rdb_bad) / sizeof(rdb_bad[0]); k++) {
-		assert_int_equal(kvt_test_cli(&d, rdb_bad[k][0], none, sizeof(none)), 2);
-		if (strncmp(none, rdb_bad[k][1], strlen(rdb_bad[k][1])))
-			fail_msg("kvtier %s said '%s'", rdb_bad[k][0], none);
-	}
 	assert_int_equal(kvt_test_cli(&d, "bench policy 20000 64 lru", none, sizeof(none)), 0);
 	assert_non_null(strstr(none, "\nlru "));
 	kvt_client_t *c;
@@ -445,6 +349,114 @@ static void expect_status(int port, const char *req, size_t len, const char *sta
 	assert_true(http(port, req, len, resp, sizeof(resp)) > 0);
 	if (strncmp(resp, status, strlen(status)))
 		fail_msg("'%.40s' answered '%.60s', want '%s'", req, resp, status);
+}
+
+#define TIER_USAGE                                                                                 \
+	"usage: kvtier tier enable NAME (a lower tier disabled after device errors: nvme or "      \
+	"rocksdb)\n"
+
+/* Command lines the CLI and the benchmarks refuse: each gets its usage or its reason, with the
+ * exit status the tools document, and nothing runs. */
+static void test_operator_command_lines_refused(void **state)
+{
+	struct kvt_test_daemon d;
+	const char *sets[] = {"tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	char none[512];
+	/* a wrong command line: its usage, one line, exit 1; the same from the daemon's side.
+	 * The third word: the CLI tells it alone, before any connection (its shape is wrong). */
+	static const char *const wrong[][3] = {
+	    {"stats --bogus", "usage: kvtier stats [--json]\n", ""},
+	    {"mrc", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n", "alone"},
+	    {"mrc host nvme", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n", "alone"},
+	    {"config set host.policy",
+	     "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | kvtier config "
+	     "reload\n",
+	     ""},
+	    {"config",
+	     "usage: kvtier config get [NAME] | kvtier config set NAME VALUE | kvtier "
+	     "config reload\n",
+	     "alone"},
+	    {"policy set host", "usage: kvtier policy set TIER NAME [defaults] [k=v ...]\n", ""},
+	    {"flush", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
+	    /* a word too many was dropped: "flush all extra" flushed everything */
+	    {"flush all extra", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
+	    {"flush tenant", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
+	    {"check extra", "usage: kvtier check\n", "alone"},
+	    {"policy get host nvme",
+	     "usage: kvtier policy get TIER | kvtier policy set TIER NAME [defaults] [k=v ...]\n",
+	     "alone"},
+	    {"tier", TIER_USAGE, "alone"},
+	    {"tier enable", TIER_USAGE, "alone"},
+	    {"tier enable nvme rocksdb", TIER_USAGE, "alone"},
+	    {"tier enable nosuch",
+	     "kvtier: no tier named 'nosuch' here (kvtier stats lists them)\n", ""},
+	    {"tier enable host",
+	     "kvtier: host is never disabled (a lower tier is, after device errors: nvme or "
+	     "rocksdb)\n",
+	     ""}};
+	/* with no daemon at the socket, a line of the wrong shape still gets its usage, not
+	 * "cannot reach kvtierd" */
+	struct kvt_test_daemon gone = d;
+	snprintf(gone.sock, sizeof(gone.sock), "%s/no-daemon.sock", d.dir);
+	for (size_t k = 0; k < sizeof(wrong) / sizeof(wrong[0]); k++) {
+		assert_int_equal(kvt_test_cli(&d, wrong[k][0], none, sizeof(none)), 1);
+		if (strcmp(none, wrong[k][1]))
+			fail_msg("kvtier %s: '%s', want '%s'", wrong[k][0], none, wrong[k][1]);
+		if (!*wrong[k][2])
+			continue;
+		assert_int_equal(kvt_test_cli(&gone, wrong[k][0], none, sizeof(none)), 1);
+		if (strcmp(none, wrong[k][1]))
+			fail_msg("kvtier %s, no daemon: '%s', want '%s'", wrong[k][0], none,
+			         wrong[k][1]);
+	}
+	const char *unknown = "kvtier: unknown command 'nosuch'\nusage: kvtier ";
+	assert_int_equal(kvt_test_cli(&gone, "nosuch", none, sizeof(none)), 1);
+	assert_true(!strncmp(none, unknown, strlen(unknown)));
+	assert_int_equal(kvt_test_cli(&gone, "tier enable nvme", none, sizeof(none)), 1);
+	assert_non_null(strstr(none, "cannot reach kvtierd at"));
+	/* and the benchmarks: a name or a word they do not know is refused before anything runs */
+	assert_int_equal(kvt_test_cli(&d, "bench nosuch", none, sizeof(none)), 2);
+	assert_non_null(strstr(none, "no benchmark named 'nosuch' (host, tiers,"));
+	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 0", none, sizeof(none)), 2);
+	assert_non_null(strstr(none, "usage: kvtier bench policy [OPS"));
+	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 64 lru --bogus", none, sizeof(none)),
+	                 2);
+	assert_non_null(strstr(none, "'--bogus' is not a policy, mrc, switch or minisim"));
+	/* a list the nvme bench cannot run is refused (it ran with -1 MB/s raw columns at sizes
+	 * O_DIRECT refuses, and with nothing at all for a word it skipped) */
+	static const char *const nvme_bad[] = {"bench nvme --sizes 1000", "bench nvme --size x",
+	                                       "bench nvme --qd 0", "bench nvme --mib-per-case x",
+	                                       "bench nvme --backend spdk"};
+	for (size_t k = 0; k < sizeof(nvme_bad) / sizeof(nvme_bad[0]); k++) {
+		assert_int_equal(kvt_test_cli(&d, nvme_bad[k], none, sizeof(none)), 2);
+		if (!strstr(none, "usage: kvtier bench nvme"))
+			fail_msg("kvtier %s said '%s'", nvme_bad[k], none);
+	}
+	/* a size the tiers bench does not measure ran nothing, and one past 4 GiB was refused
+	 * only after its daemon had started; a tolerance of "x" checked with 0 */
+	static const char *const words_bad[][2] = {
+	    {"bench tiers nvme 1000", "usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]"},
+	    {"bench tiers cascade 99999999999", "usage: kvtier bench tiers"},
+	    {"bench trace --check x", "bench: --check 'x' is not a tolerance from 0 to 1"}};
+	for (size_t k = 0; k < sizeof(words_bad) / sizeof(words_bad[0]); k++) {
+		assert_int_equal(kvt_test_cli(&d, words_bad[k][0], none, sizeof(none)), 2);
+		if (strncmp(none, words_bad[k][1], strlen(words_bad[k][1])))
+			fail_msg("kvtier %s said '%s'", words_bad[k][0], none);
+	}
+	/* and the rocksdb bench's counts and options (0 MiB ran a phase of one record, 0 reps
+	 * one, and a host option was taken and not used) */
+	static const char *const rdb_bad[][2] = {
+	    {"bench rocksdb --mib 0", "bench: --mib 0: not a count of MiB from 1"},
+	    {"bench rocksdb --reps 17", "bench: --reps 17: not a count from 1 to 16"},
+	    {"bench rocksdb --set host.bytes=1MiB",
+	     "bench: --set host.bytes=1MiB: not a rocksdb.* option"}};
+	for (size_t k = 0; k < sizeof(rdb_bad) / sizeof(rdb_bad[0]); k++) {
+		assert_int_equal(kvt_test_cli(&d, rdb_bad[k][0], none, sizeof(none)), 2);
+		if (strncmp(none, rdb_bad[k][1], strlen(rdb_bad[k][1])))
+			fail_msg("kvtier %s said '%s'", rdb_bad[k][0], none);
+	}
+	kvt_test_daemon_destroy(&d);
 }
 
 static void test_operator_bad_clients(void **state)
@@ -862,6 +874,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_operator_scrape_matches_stats),
+	    cmocka_unit_test(test_operator_command_lines_refused),
 	    cmocka_unit_test(test_operator_bad_clients),
 	    cmocka_unit_test(test_operator_listen_choices),
 	    cmocka_unit_test(test_operator_top_shows_rates),
