@@ -791,8 +791,8 @@ int main(int argc, char **argv)
 			snprintf(sizes, sizeof(sizes), "%s", optarg);
 			break;
 		case 'o':
-			if (strncmp(optarg, "rocksdb.",
-			            8)) { /* host.bytes=1MiB was taken, unused */
+			/* another option (host.bytes=1MiB) was taken, and nothing read it */
+			if (strncmp(optarg, "rocksdb.", 8)) {
 				fprintf(stderr, "bench: --set %s: not a rocksdb.* option\n",
 				        optarg);
 				return 2;
