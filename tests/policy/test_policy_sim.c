@@ -553,6 +553,12 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 		if (!strstr(said, quoted[i][1]))
 			fail_msg("'%s' said '%s', not '%s'", quoted[i][0], said, quoted[i][1]);
 	}
+	/* a parameter a policy refuses stops the run before anything is printed (the table's
+	 * header was, and then the run stopped) */
+	assert_int_equal(sim_words(path, out, "--capacity 4 --policy lru,conv --param horizon=2"),
+	                 1);
+	assert_int_equal(kvt_test_read_file(out, said, sizeof(said)), 0);
+	assert_int_equal(sim_words(path, out, "--capacity 4 --policy conv --param horizon=2"), 0);
 	/* a run that cannot write its plot fails */
 	assert_int_equal(sim_words(path, out, "--capacity 4 --plot /nonexistent/dir/x.svg"), 1);
 	kvt_test_rmtree(tmp);

@@ -591,6 +591,41 @@ static int set_warmup(const struct opts *o, struct kvt_trace *t)
 	return 0;
 }
 
+/* Every --param on every --policy, tried on a policy of each before anything runs: a word a
+ * policy refuses stopped the run after the table's header was printed. @return : 0, or -ENOENT
+ * (said). */
+static int params_taken(const struct opts *o)
+{
+	for (size_t p = 0; p < o->n_pols && o->n_params; p++) {
+		const struct kvt_policy_ops *ops = kvt_policy_find(o->pols[p]);
+		struct kvt_policy *pol;
+		if (ops->create(64, &pol))
+			return -ENOMEM;
+		int rc = 0;
+		for (size_t i = 0; !rc && i < o->n_params; i++) {
+			char name[64];
+			const char *eq = strchr(o->params[i], '=');
+			size_t len = eq ? (size_t)(eq - o->params[i]) : 0;
+			if (!eq || len >= sizeof(name)) {
+				rc = -EINVAL;
+			} else {
+				memcpy(name, o->params[i], len);
+				name[len] = 0;
+				rc = ops->set_param ? ops->set_param(pol, name, eq + 1) : -ENOENT;
+			}
+			if (rc)
+				fprintf(stderr,
+				        "sim: %s: cannot set %s (docs/policies.md names each "
+				        "policy's parameters and their ranges)\n",
+				        ops->name, o->params[i]);
+		}
+		ops->destroy(pol);
+		if (rc)
+			return -ENOENT;
+	}
+	return 0;
+}
+
 int kvt_sim_main(int argc, char **argv)
 {
 	struct opts o;
@@ -672,6 +707,8 @@ int kvt_sim_main(int argc, char **argv)
 			rc = -ENOENT;
 			goto out;
 		}
+	if ((rc = params_taken(&o)))
+		goto out;
 	double hr[MAX_LIST * MAX_LIST], opt[MAX_LIST];
 	if (!o.json)
 		printf("%-12s %10s %9s %9s %9s %9s\n", "policy", "capacity", "hit", "prefix", "opt",
