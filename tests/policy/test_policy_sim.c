@@ -530,6 +530,13 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	    "--tier host=4 --tier nvme=8 --tier host=16", /* ran as two tiers named host */
 	    "--capacity 4 --quota 1=-1/-",
 	    "--capacity",
+	    /* a word of the other form was dropped without a word; an unknown admission stopped
+	     * the run after the table's header */
+	    "--tier host=4 --capacity 8",
+	    "--tier host=4 --plot x.svg",
+	    "--tier host=4 --mrc",
+	    "--capacity 4 --placement on-evict",
+	    "--capacity 4 --admission bogus",
 	};
 	for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++)
 		if (sim_words(path, out, usage[i]) != 2)

@@ -9,6 +9,7 @@
  */
 #include "sim.h"
 #include "sim_int.h"
+#include "policy/admit.h"
 
 #include "policy/policy.h"
 #include "core/util.h"
@@ -32,6 +33,7 @@ struct opts {
 	double hint_ends;    /* --hint-ends F: the fraction of conversation ends told (< 0: off) */
 	uint64_t hint_delay; /* --hint-delay N: told N requests after the last turn */
 	bool json;
+	bool placement;  /* --placement was given (the --tier form's) */
 	bool on_evict;   /* --placement on-evict */
 	bool cascade;    /* --placement cascade (the default) */
 	double mrc_rate; /* --mrc [--mrc-rate R]: > 0 prints curves */
@@ -315,16 +317,53 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 	         (!strcmp(v, "write-through") || !strcmp(v, "on-evict") || !strcmp(v, "cascade"))) {
 		o->on_evict = !strcmp(v, "on-evict");
 		o->cascade = !strcmp(v, "cascade");
+		o->placement = true;
 	} else
 		return -EINVAL;
 	return 0;
+}
+
+/* An admission name, tried before anything runs: "--admission bogus" stopped the run after
+ * the table's header. @return : 0 or -EINVAL (said). */
+static int admission_known(const char *name)
+{
+	struct kvt_admit *a = NULL;
+	if (!name || !strcmp(name, "none"))
+		return 0;
+	int rc = kvt_admit_create(name, 64, &a);
+	kvt_admit_destroy(a);
+	if (rc)
+		fprintf(stderr, "sim: unknown admission '%s' (none, tinylfu or second_touch)\n",
+		        name);
+	return rc ? -EINVAL : 0;
+}
+
+/* The single-tier form (--capacity, --plot, --mrc, --minisim) or the tiers' (--tier,
+ * --placement): a word of the other form was dropped without a word. @return : 0, -EINVAL. */
+static int one_form(const struct opts *o, const struct raw *w)
+{
+	const char *single = w->caps           ? "--capacity"
+	                     : o->plot         ? "--plot"
+	                     : o->mrc_rate > 0 ? "--mrc"
+	                     : o->minisim      ? "--minisim"
+	                                       : NULL;
+	if (w->n_tiers && single)
+		fprintf(stderr, "sim: %s is the single-tier form's, --tier the tiers' (give one)\n",
+		        single);
+	else if (!w->n_tiers && o->placement)
+		fprintf(stderr, "sim: --placement places blocks among --tier tiers (none given)\n");
+	else
+		return 0;
+	return -EINVAL;
 }
 
 static int finish(struct opts *o, struct raw *w)
 {
 	char *l[MAX_LIST];
 	size_t n = 0;
-	int rc = 0;
+	int rc = one_form(o, w);
+	if (rc || (rc = admission_known(o->admission)))
+		return rc;
 	if (w->caps && (rc = split_list(w->caps, l, &n))) {
 		fprintf(stderr, "sim: --capacity '%s': an empty item, or more than %d\n", w->caps,
 		        MAX_LIST);
