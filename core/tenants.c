@@ -30,9 +30,18 @@ int kvt_quota_list_each(const char *list, kvt_quota_item_fn fn, void *arg, char 
 			return -EINVAL;
 		}
 		*eq = *slash = 0;
-		if (kvt_parse_size(eq + 1, &g) || kvt_parse_size(slash + 1, &m) || g > m) {
-			if (err)
-				snprintf(err, err_len, "bad sizes for %s", it);
+		const char *bad = kvt_parse_size(eq + 1, &g)      ? eq + 1
+		                  : kvt_parse_size(slash + 1, &m) ? slash + 1
+		                                                  : NULL;
+		if (bad || g > m) { /* "bad sizes for 0" said neither which nor why */
+			if (err && bad)
+				snprintf(err, err_len,
+				         "bad sizes for %s: '%s' is not a size (512MiB)", it, bad);
+			else if (err)
+				snprintf(
+				    err, err_len,
+				    "bad sizes for %s: its guarantee %s is above its maximum %s",
+				    it, eq + 1, slash + 1);
 			return -EINVAL;
 		}
 		char *num_end;

@@ -661,7 +661,10 @@ static void test_policyctl_config_runtime(void **state)
 	assert_null(strstr(out, "\"guaranteed_bytes\":1048576"));
 	assert_int_equal(config(c, "set rocksdb.quota 0=1MiB/32MiB", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "set rocksdb.quota 0=1GiB/1MiB", out, sizeof(out)), -EINVAL);
-	assert_non_null(strstr(out, "rocksdb.quota: bad sizes for 0"));
+	assert_non_null(strstr(
+	    out, "rocksdb.quota: bad sizes for 0: its guarantee 1GiB is above its maximum 1MiB"));
+	assert_int_equal(config(c, "set rocksdb.quota 0=lots/1MiB", out, sizeof(out)), -EINVAL);
+	assert_non_null(strstr(out, "rocksdb.quota: bad sizes for 0: 'lots' is not a size"));
 	assert_int_equal(config(c, "set nvme.quota 0=9MiB/16MiB", out, sizeof(out)), -EINVAL);
 	assert_int_equal(config(c, "set nvme.quota 0=1MiB/16MiB", out, sizeof(out)), 0);
 	assert_int_equal(config(c, "get rocksdb.quota", out, sizeof(out)), 0);
