@@ -2094,9 +2094,23 @@ static int here_lines;      /* "repairing here": no child could be started */
 static int unchecked_lines; /* "says its blocks carry no checksums" */
 static int uncounted_lines; /* "their count unreadable": the properties block went too */
 
+/* The last lines the tier logged, printed when a repair finds fewer records than it should
+ * (a run under load read "manifest bytes: 1 repairs, 0 of 360 records found" twice in about
+ * forty; not reproduced with KVT_TEST_VERBOSE, so the lines are kept always). */
+#define LOG_KEPT 48
+static char log_kept[LOG_KEPT][240];
+static unsigned log_next;
+
+static void print_log_kept(void)
+{
+	for (unsigned i = log_next > LOG_KEPT ? log_next - LOG_KEPT : 0; i < log_next; i++)
+		print_message("log: %s\n", log_kept[i % LOG_KEPT]);
+}
+
 static void repair_log(enum kvt_log_level lvl, const char *msg)
 {
 	(void)lvl;
+	snprintf(log_kept[log_next++ % LOG_KEPT], sizeof(log_kept[0]), "%s", msg);
 	repair_lines += strstr(msg, "from its tables") != NULL; /* repaired, or rebuilt */
 	rebuild_lines += strstr(msg, "rebuilt from its tables one by one") != NULL;
 	died_lines += strstr(msg, "RocksDB's repair died") != NULL;
@@ -2284,6 +2298,8 @@ static void test_rocksdb_repaired(void **state)
 				assert_true(missing > 0 && right >= N + MORE - (N + MORE) / 4);
 				assert_true(t->db.tables_dropped >= 1);
 			} else {
+				if (right != N + MORE)
+					print_log_kept();
 				assert_int_equal(right, N + MORE);
 			}
 			/* a table's loss may have taken metadata: every value is read then */
