@@ -9,8 +9,8 @@
  */
 #include "sim.h"
 #include "sim_int.h"
-#include "policy/admit.h"
 
+#include "policy/admit.h"
 #include "policy/policy.h"
 #include "core/util.h"
 
@@ -631,7 +631,7 @@ static int set_warmup(const struct opts *o, struct kvt_trace *t)
 }
 
 /* Every --param on every --policy, tried on a policy of each before anything runs: a word a
- * policy refuses stopped the run after the table's header was printed. @return : 0, or -ENOENT
+ * policy refused stopped the run after the table's header was printed. @return : 0, or -ENOENT
  * (said). */
 static int params_taken(const struct opts *o)
 {
@@ -640,24 +640,7 @@ static int params_taken(const struct opts *o)
 		struct kvt_policy *pol;
 		if (ops->create(64, &pol))
 			return -ENOMEM;
-		int rc = 0;
-		for (size_t i = 0; !rc && i < o->n_params; i++) {
-			char name[64];
-			const char *eq = strchr(o->params[i], '=');
-			size_t len = eq ? (size_t)(eq - o->params[i]) : 0;
-			if (!eq || len >= sizeof(name)) {
-				rc = -EINVAL;
-			} else {
-				memcpy(name, o->params[i], len);
-				name[len] = 0;
-				rc = ops->set_param ? ops->set_param(pol, name, eq + 1) : -ENOENT;
-			}
-			if (rc)
-				fprintf(stderr,
-				        "sim: %s: cannot set %s (docs/policies.md names each "
-				        "policy's parameters and their ranges)\n",
-				        ops->name, o->params[i]);
-		}
+		int rc = kvt__sim_set_params(ops, pol, o->params);
 		ops->destroy(pol);
 		if (rc)
 			return -ENOENT;

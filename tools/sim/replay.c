@@ -296,18 +296,24 @@ static int access_blk(struct run *u, uint32_t blk)
 	return -1;
 }
 
-static int apply_params(struct tier *t, const char *const *params)
+int kvt__sim_set_params(const struct kvt_policy_ops *ops, struct kvt_policy *p,
+                        const char *const *params)
 {
 	for (size_t i = 0; params && params[i]; i++) {
 		char name[64];
 		const char *eq = strchr(params[i], '=');
-		if (!eq || (size_t)(eq - params[i]) >= sizeof(name))
-			return -EINVAL;
-		memcpy(name, params[i], (size_t)(eq - params[i]));
-		name[eq - params[i]] = 0;
-		int rc = t->ops->set_param ? t->ops->set_param(t->p, name, eq + 1) : -ENOENT;
+		size_t len = eq ? (size_t)(eq - params[i]) : 0;
+		int rc = -EINVAL;
+		if (eq && len < sizeof(name)) {
+			memcpy(name, params[i], len);
+			name[len] = 0;
+			rc = ops->set_param ? ops->set_param(p, name, eq + 1) : -ENOENT;
+		}
 		if (rc) {
-			fprintf(stderr, "sim: %s: cannot set %s\n", t->ops->name, params[i]);
+			fprintf(stderr,
+			        "sim: %s: cannot set %s (docs/policies.md names each policy's "
+			        "parameters and their ranges)\n",
+			        ops->name, params[i]);
 			return rc;
 		}
 	}
@@ -387,7 +393,7 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 			t->p = NULL;
 			return rc;
 		}
-		if ((rc = apply_params(t, tiers[i].params)))
+		if ((rc = kvt__sim_set_params(t->ops, t->p, tiers[i].params)))
 			return rc;
 		if (tiers[i].admission && strcmp(tiers[i].admission, "none") &&
 		    (rc = kvt_admit_create(tiers[i].admission, t->cap, &t->adm))) {

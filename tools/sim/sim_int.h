@@ -16,6 +16,13 @@ static inline uint64_t kvt__sim_mix(uint64_t z)
 	return z ^ (z >> 31);
 }
 
+/* Sets each "name=value" of params (NULL-terminated, may be NULL) on policy p of ops; the first
+ * refused is said on stderr. @return : 0, -EINVAL (not name=value) or set_param's error. */
+struct kvt_policy;
+struct kvt_policy_ops;
+int kvt__sim_set_params(const struct kvt_policy_ops *ops, struct kvt_policy *p,
+                        const char *const *params);
+
 /* Writes an SVG of hit ratio against capacity (log scale): one line per policy, plus OPT.
  * hr[p * stride + c] is policy p at caps[c]. @return : 0 or -errno. */
 int kvt__sim_plot(const char *path, char *const *pols, size_t n_pols, const size_t *caps,
