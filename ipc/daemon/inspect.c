@@ -213,6 +213,10 @@ static int flush(struct kvd *d, char *save, struct kvd_out *o)
 		kvd_out(o, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
 		return -EINVAL;
 	}
+	if (strtok_r(NULL, " ", &save)) { /* "flush all extra" flushed everything */
+		kvd_out(o, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
+		return -EINVAL;
+	}
 	uint64_t n = 0, leased = 0;
 	for (uint32_t id = 0; id < d->idx.cap; id++) {
 		struct kvd_entry *e = &d->idx.e[id];
@@ -235,6 +239,10 @@ int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, si
 	char *save = NULL, *verb = strtok_r(cmd, " ", &save);
 	if (verb && !strcmp(verb, "flush"))
 		return flush(d, save, &o);
+	if (verb && !strcmp(verb, "check") && strtok_r(NULL, " ", &save)) {
+		kvd_out(&o, "usage: kvtier check\n");
+		return -EINVAL;
+	}
 	if (verb && !strcmp(verb, "check")) /* counts only: no tenant's keys are shown */
 		return kvd_check(d, out, out_len);
 	if (verb && strcmp(verb, "inspect")) {

@@ -35,6 +35,9 @@
 
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
+/* libkvtier's internal request call (client.c), as test_ipc uses it */
+int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
+
 static int dial(int port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -857,6 +860,20 @@ static void test_operator_inspect_and_flush(void **state)
 	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
 	assert_int_equal(kvt_test_stat(&d, "recovered"), 4);
 
+	/* the daemon itself refuses a word too many, as a client other than the CLI may send it
+	 * ("flush all extra" flushed everything): nothing goes */
+	static const char *const raw_bad[] = {"flush all extra", "flush tenant 0 extra",
+	                                      "check extra"};
+	kvt_client_t *raw;
+	assert_int_equal(kvt_connect(d.sock, &raw), 0);
+	for (size_t k = 0; k < sizeof(raw_bad) / sizeof(raw_bad[0]); k++) {
+		assert_int_equal(
+		    kvt__client_simple(raw, KVT_MSG_INSPECT, raw_bad[k], out, sizeof(out)),
+		    -EINVAL);
+		assert_non_null(strstr(out, "usage: kvtier "));
+	}
+	kvt_close(raw);
+	assert_int_equal(kvt_test_stat(&d, "chunks"), 4);
 	/* flush a tenant (ours: uid 0 or whoever runs the test) */
 	snprintf(cmd, sizeof(cmd), "flush tenant %u", (unsigned)geteuid());
 	assert_int_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
