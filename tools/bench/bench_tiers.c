@@ -442,6 +442,9 @@ static int both_placements(char **argv, size_t chunk_kib, const char *layout, co
  * 256, 2,048 and 32,768 KiB (any other size ran nothing), cascade and busy any size from 4 KiB
  * to 64 MiB (a quarter of their host tier; past 4 GiB the namespace was refused after the
  * daemon had started). */
+/* The chunk sizes `nvme` and `rocksdb` measure. */
+static const size_t measured[] = {256u << 10, 2u << 20, 32u << 20};
+
 static bool args_ok(int argc, char **argv)
 {
 	static const char *const first[] = {"nvme", "rocksdb", "cascade", "busy"};
@@ -456,9 +459,12 @@ static bool args_ok(int argc, char **argv)
 	unsigned long long kib = strtoull(argv[2], &end, 10);
 	if (!end || *end || argv[2][0] == '-' || argv[2][0] == 0)
 		return false;
-	if (argv[1][0] == 'n' || argv[1][0] == 'r')
-		return kib == 256 || kib == 2048 || kib == 32768;
-	return kib >= 4 && kib <= 65536;
+	if (argv[1][0] == 'c' || argv[1][0] == 'b')
+		return kib >= 4 && kib <= 65536;
+	for (size_t s = 0; s < 3 && kib <= 65536; s++)
+		if (kib << 10 == measured[s])
+			return true;
+	return false;
 }
 
 int main(int argc, char **argv)
@@ -493,13 +499,12 @@ int main(int argc, char **argv)
 	    "get/raw QD8 | get p50 / p99 ms | raw read p50 / p99 ms | p99 ratio | promoted |\n"
 	    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	static const char *tiers[] = {"nvme", "rocksdb"};
-	static const size_t sizes[] = {256u << 10, 2u << 20, 32u << 20};
 	for (int t = 0; t < 2; t++) {
 		if (only && strcmp(only, tiers[t]))
 			continue;
 		for (int s = 0; s < 3; s++)
-			if (argc < 3 || (size_t)strtoull(argv[2], NULL, 10) << 10 == sizes[s])
-				bench_one(tiers[t], sizes[s], 1u << 30);
+			if (argc < 3 || (size_t)strtoull(argv[2], NULL, 10) << 10 == measured[s])
+				bench_one(tiers[t], measured[s], 1u << 30);
 	}
 	return 0;
 }
