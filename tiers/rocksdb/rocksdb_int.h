@@ -163,6 +163,13 @@ int kvt__rdb_repair(struct kvt__rdb_db *d, const char *why);
  * (RocksDB's Corruption, or the child died), or -errno. */
 int kvt__rdb_repair_db(const struct kvt__rdb_db *d, const char *path);
 
+/* ---- manifest.c ---- */
+
+/* Whether the manifest that path's CURRENT names holds a record whose length runs past its
+ * 32 KiB block: damage RocksDB's open may take for a cut tail, opening an older version of the
+ * database (manifest.c). */
+bool kvt__rdb_manifest_overlong(const char *path);
+
 /* Whether path holds table files but no CURRENT (lost: an open would start a new database
  * over them and delete them). */
 bool kvt__rdb_orphan_tables(const char *path);
