@@ -14,9 +14,11 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RDB_TENANT 7u
 
@@ -180,4 +182,73 @@ static inline struct kvt_tier_stats rdb_stats(struct kvt_tier *t)
 	kvt_tier_rocksdb.stats(t, &s);
 	return s;
 }
+
+/* Writes record i (payload bytes), waiting out write stalls for up to 10 s. @return : write()'s
+ * result. */
+static inline int rdb_write_waiting(struct kvt_tier *t, uint8_t *buf, uint64_t i, size_t payload)
+{
+	size_t len = rdb_record(buf, i, payload);
+	uint64_t loc;
+	int rc;
+	for (int k = 0;
+	     (rc = kvt_tier_rocksdb.write(t, buf, len, rdb_pad(len), &loc)) == -EAGAIN && k < 10000;
+	     k++)
+		usleep(1000); /* a write stall: RocksDB's flushes are behind */
+	return rc;
+}
+
+/* The path of the nth table (1..) of the database at path that holds records only (its keys all
+ * before the meta range), into out. @return : how many tables the database has. */
+static inline int rdb_records_table(const char *path, int nth, char *out, size_t len)
+{
+	uint8_t lo[KVT__RDB_META_LO_BYTES];
+	kvt__rdb_meta_lo(lo);
+	struct rdb_raw r;
+	rdb_raw_open(&r, path);
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(r.db);
+	int tables = rocksdb_livefiles_count(lf), k = 0;
+	out[0] = 0;
+	for (int i = 0; i < tables && !out[0]; i++) {
+		size_t hl;
+		const char *hi = rocksdb_livefiles_largestkey(lf, i, &hl);
+		if (hl == KVT__RDB_KEY_BYTES && memcmp(hi, lo, KVT__RDB_KEY_BYTES) < 0 &&
+		    ++k == nth)
+			snprintf(out, len, "%s%s", path, rocksdb_livefiles_name(lf, i));
+	}
+	rocksdb_livefiles_destroy(lf);
+	rdb_raw_close(&r);
+	assert_true(out[0] != 0);
+	return tables;
+}
+
+/* Flips bit 2 of the byte at off of the file at path. */
+static inline void rdb_flip(const char *path, off_t off)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t c;
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, off), 1);
+	c ^= 4;
+	assert_int_equal(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+/* The temporary directory a test's database lives in: made before each test, removed after
+ * (rdb_setup, rdb_teardown). */
+static char dir[256];
+
+static inline int rdb_setup(void **state)
+{
+	(void)state;
+	kvt_test_tmpdir(dir, sizeof(dir));
+	return 0;
+}
+
+static inline int rdb_teardown(void **state)
+{
+	(void)state;
+	kvt_test_rmtree(dir);
+	return 0;
+}
+
 #endif

@@ -18,20 +18,6 @@
 
 enum { PAYLOAD = 48 << 10, MAX_REC = 4000, KILL_AFTER = 300, FLUSHED = 100 };
 
-static char dir[256];
-
-static int setup(void **state)
-{
-	kvt_test_tmpdir(dir, sizeof(dir));
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	kvt_test_rmtree(dir);
-	return 0;
-}
-
 /* The child: writes records 0.., acknowledging each on the pipe after write() returned. */
 static _Noreturn void writer(const struct kvt_options *o, int fd, bool flush_first)
 {
@@ -198,8 +184,9 @@ int main(int argc, char **argv)
 		writer(&o, atoi(argv[4]), !atoi(argv[3]));
 	}
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_rocksdb_crash_wal, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_rocksdb_crash_nowal_flushed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_crash_wal, rdb_setup, rdb_teardown),
+	    cmocka_unit_test_setup_teardown(test_rocksdb_crash_nowal_flushed, rdb_setup,
+	                                    rdb_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

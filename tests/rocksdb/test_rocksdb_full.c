@@ -14,7 +14,7 @@
 
 enum { PAYLOAD = 256 << 10, MAX_REC = 400 };
 
-static char dir[256], mnt[300];
+static char mnt[300]; /* a tmpfs mounted under dir */
 
 static int setup(void **state)
 {

@@ -8,7 +8,7 @@
  * SIGSEGV too). Run in the daemon, the repair killed kvtierd at every start, and the damage
  * stayed on disk. In a child of its own, a repair that dies is one that failed (-EBADMSG): the
  * whole database's goes on to the rebuild table by table, one table's leaves that table out
- * (salvage.c; test_rocksdb_tier repaired and zeroed_table).
+ * (salvage.c; test_rocksdb_repair repaired and zeroed_table).
  *
  * How: the child is the running binary again (/proc/self/exe: nothing is installed beside the
  * daemon, and the tests and fuzzers that link the tier work the same), exec'd with argv[0]
