@@ -517,7 +517,7 @@ bool kvt_test_invert64(const char *file, bool mid)
 	return ok;
 }
 
-bool kvt_test_rdb_manifest_length(const char *manifest)
+bool kvt_test_rdb_manifest_header(const char *manifest, bool zero)
 {
 	enum { BLOCK = 32768, HEADER = 7 }; /* RocksDB's log format: blocks of records */
 	int fd = open(manifest, O_RDWR | O_CLOEXEC);
@@ -537,9 +537,9 @@ bool kvt_test_rdb_manifest_length(const char *manifest)
 				continue;
 			}
 			if (p >= size / 2) {
-				b[p + 4] = (uint8_t)~b[p + 4];
-				b[p + 5] = (uint8_t)~b[p + 5];
-				found = pwrite(fd, b + p + 4, 2, (off_t)p + 4) == 2;
+				for (int i = zero ? 0 : 4; i < (zero ? HEADER : 6); i++)
+					b[p + i] = zero ? 0 : (uint8_t)~b[p + i];
+				found = pwrite(fd, b + p, HEADER, (off_t)p) == HEADER;
 				break;
 			}
 			p += HEADER + (b[p + 4] | (size_t)b[p + 5] << 8);

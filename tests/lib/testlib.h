@@ -110,10 +110,12 @@ bool kvt_test_invert64(const char *file, bool mid);
 /* The path of the manifest that the rocksdb database at db names in its CURRENT, into out.
  * @return : whether CURRENT named one. */
 bool kvt_test_rdb_manifest(const char *db, char *out, size_t len);
-/* Inverts the length of the first record of the rocksdb manifest file that starts at or past
- * the file's middle: a length that runs past its block, which RocksDB's reader takes for the
- * cut end of the file when it is in the last block. @return : whether there was one. */
-bool kvt_test_rdb_manifest_length(const char *manifest);
+/* Damages the header of the first record of the rocksdb manifest file that starts at or past
+ * the file's middle: its length inverted (one that runs past its block, which RocksDB's reader
+ * takes for the cut end of the file when it is in the last block) or, with zero, its 7 bytes
+ * zeroed (a record RocksDB's reader skips with the rest of its block, as a preallocated
+ * region). @return : whether there was one. */
+bool kvt_test_rdb_manifest_header(const char *manifest, bool zero);
 /* Flips a bit of the first metadata key of a record of tenant (0xff x 36, 0, then the record's
  * key, its tenant first, little-endian) in a table of the closed rocksdb database at db: a bit
  * 8 bytes into that key, whose block then fails RocksDB's checksum (tables are not compressed,

@@ -34,6 +34,7 @@ enum repair_case {
 	TOO_BIG,          /* the manifest's bytes, tables past rocksdb.repair_max_bytes: anew */
 	ZEROED_TABLE, /* CURRENT removed and a table zeroed past its first block: RepairDB dies */
 	MANIFEST_LENGTH, /* a record's length in the manifest's last block inverted */
+	MANIFEST_ZEROED, /* a record's header in the manifest zeroed */
 	REPAIR_CASES
 };
 
@@ -48,7 +49,8 @@ static const char *const repair_names[] = {"manifest bytes",
                                            "a rebuild's swap cut short",
                                            "manifest bytes, past repair_max_bytes",
                                            "CURRENT gone, a table zeroed",
-                                           "a manifest record's length"};
+                                           "a manifest record's length",
+                                           "a manifest record's header zeroed"};
 
 static int repair_lines;    /* "repaired (rebuilt) from its tables" lines logged */
 static int rebuild_lines;   /* of them, rebuilt table by table */
@@ -60,7 +62,8 @@ static int uncounted_lines; /* "their count unreadable": the properties block we
 /* The last lines the tier logged, printed when a repair finds fewer records than it should.
  * (Runs under load once read "manifest bytes: 1 repairs, 0 of 360 records found": the middle
  * of a manifest laid out otherwise fell on a record's length, which RocksDB took for a cut
- * tail, opening an older version; MANIFEST_LENGTH now damages one every time.) */
+ * tail, opening an older version; MANIFEST_LENGTH now damages one every time, and
+ * MANIFEST_ZEROED a header RocksDB reads as a preallocated region: manifest.c.) */
 #define LOG_KEPT 48
 static char log_kept[LOG_KEPT][240];
 static unsigned log_next;
@@ -197,9 +200,9 @@ static void test_rocksdb_repaired(void **state)
 			else
 				assert_true(kvt_test_invert64(f, true));
 		}
-		if (k == MANIFEST_LENGTH) {
+		if (k == MANIFEST_LENGTH || k == MANIFEST_ZEROED) {
 			assert_true(kvt_test_rdb_manifest(db, f, sizeof(f)));
-			assert_true(kvt_test_rdb_manifest_length(f));
+			assert_true(kvt_test_rdb_manifest_header(f, k == MANIFEST_ZEROED));
 		}
 		if (k == ZEROED_TABLE) {
 			rdb_records_table(db, 5, f, sizeof(f));
@@ -505,10 +508,11 @@ static void test_rocksdb_repair_without_exec(void **state)
 }
 
 /*
- * The manifest's lengths are read before RocksDB's open (manifest.c), and only a length that
- * runs past its 32 KiB block sends the open to a repair (test_rocksdb_repaired damages one).
- * A manifest of several blocks, records split across them, opens as it is; so does one whose
- * last record was cut short (a crash while it was written), which RocksDB reads up to the cut.
+ * The manifest's headers are read before RocksDB's open (manifest.c), and only a length that
+ * runs past its 32 KiB block, or a zeroed header before other records, sends the open to a
+ * repair (test_rocksdb_repaired damages each). A manifest of several blocks, records split
+ * across them, opens as it is; so does one whose last record was cut short (a crash while it
+ * was written), which RocksDB reads up to the cut, and one with zeros after its last record.
  */
 static void test_rocksdb_manifest_lengths(void **state)
 {
@@ -534,7 +538,7 @@ static void test_rocksdb_manifest_lengths(void **state)
 	assert_true(kvt_test_rdb_manifest(db, f, sizeof(f)));
 	assert_int_equal(stat(f, &st), 0);
 	assert_true(st.st_size > 2 * 32768); /* three blocks at least */
-	assert_false(kvt__rdb_manifest_overlong(db));
+	assert_false(kvt__rdb_manifest_read_short(db));
 	kvt_tier_rocksdb.close(t);
 
 	/* an ordinary open; then, compacted (no compaction's edit left to come), a table more */
@@ -547,19 +551,22 @@ static void test_rocksdb_manifest_lengths(void **state)
 	assert_int_equal(kvt__rdb_flush(t, true), 0);
 	kvt_tier_rocksdb.close(t);
 
-	/* the manifest's last edit cut short, as by a crash while it was written: an ordinary
-	 * open, no repair, the tables before it all there */
-	assert_true(kvt_test_rdb_manifest(db, f, sizeof(f)));
-	assert_int_equal(stat(f, &st), 0);
-	assert_int_equal(truncate(f, st.st_size - 3), 0);
-	assert_false(kvt__rdb_manifest_overlong(db));
-	assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
-	assert_int_equal(rdb_stats(t).repairs, 0);
-	for (uint64_t i = 0; i < RECORDS; i++)
-		assert_true(rdb_check(t, i, SMALL, buf, exp) > 0);
-	ssize_t n = rdb_check(t, RECORDS, SMALL, buf, exp); /* the close may have edited after */
-	assert_true(n > 0 || n == -ENOENT);
-	kvt_tier_rocksdb.close(t);
+	/* the manifest's last edit cut short, as by a crash while it was written; then zeros after
+	 * its last record (a region allocated and not written): each an ordinary open, no repair,
+	 * every table before it there */
+	for (int zeros = 0; zeros < 2; zeros++) {
+		assert_true(kvt_test_rdb_manifest(db, f, sizeof(f)));
+		assert_int_equal(stat(f, &st), 0);
+		assert_int_equal(truncate(f, zeros ? st.st_size + 4096 : st.st_size - 3), 0);
+		assert_false(kvt__rdb_manifest_read_short(db));
+		assert_int_equal(kvt__rdb_open_conf(&env, &c, &t), 0);
+		assert_int_equal(rdb_stats(t).repairs, 0);
+		for (uint64_t i = 0; i < RECORDS; i++)
+			assert_true(rdb_check(t, i, SMALL, buf, exp) > 0);
+		ssize_t n = rdb_check(t, RECORDS, SMALL, buf, exp); /* the close may edit after */
+		assert_true(n > 0 || n == -ENOENT);
+		kvt_tier_rocksdb.close(t);
+	}
 	free(buf);
 	free(exp);
 }

@@ -282,8 +282,9 @@ int kvt__rdb_db_open(struct kvt__rdb_db *d, const struct kvt__rdb_conf *c)
 	if (d->created && kvt__rdb_orphan_tables(d->path)) { /* an open would delete them */
 		d->created = false;
 		rc = kvt__rdb_repair(d, "its tables are there and its CURRENT file is not");
-	} else if (!d->created && kvt__rdb_manifest_overlong(d->path)) { /* not an older version */
-		rc = kvt__rdb_repair(d, "its manifest has a record longer than its block (damage)");
+	} else if (!d->created && kvt__rdb_manifest_read_short(d->path)) { /* no older version */
+		rc = kvt__rdb_repair(
+		    d, "its manifest is damaged where RocksDB would read it as its end");
 	} else {
 		rc = open_db(d);
 		/* a table whose footer says "no checksums" opens, and would be read unchecked */

@@ -165,10 +165,10 @@ int kvt__rdb_repair_db(const struct kvt__rdb_db *d, const char *path);
 
 /* ---- manifest.c ---- */
 
-/* Whether the manifest that path's CURRENT names holds a record whose length runs past its
- * 32 KiB block: damage RocksDB's open may take for a cut tail, opening an older version of the
- * database (manifest.c). */
-bool kvt__rdb_manifest_overlong(const char *path);
+/* Whether the manifest that path's CURRENT names is damaged where RocksDB's open would read it
+ * as its end, with no error (a record's length past its 32 KiB block, a zeroed header before
+ * other records), and open an older version of the database (manifest.c). */
+bool kvt__rdb_manifest_read_short(const char *path);
 
 /* Whether path holds table files but no CURRENT (lost: an open would start a new database
  * over them and delete them). */

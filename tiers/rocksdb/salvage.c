@@ -22,19 +22,19 @@
  * it, and would read its zeroed blocks as good ones.
  *
  * Repair (kvt__rdb_repair): damage no table can be dropped for -- a damaged or missing manifest
- * or CURRENT, a level-0 table that is not the oldest (DeleteFile takes only the oldest, and
- * DeleteFilesInRange skips level 0), damage that goes on past SALVAGE_TRIES -- used to destroy
- * the database. RocksDB's RepairDB (in a child process, which may die of the damage:
- * repair_child.c) rebuilds a manifest from the tables it can read instead; those it cannot
- * are moved to lost/, which the tier empties (a cache keeps no evidence: the log says what
- * went). The cost: every table comes back in level 0, so point reads check every
- * table's bloom filter and writes stall (refused: no_slowdown) until compactions have moved
- * them down. RepairDB in RocksDB 7.8 refuses a tree whose tables came from several levels
- * (their sequence ranges nest in level 0: Debian's build runs that check always), which is most
- * databases the tier has run for a while; then each table is read alone and its entries
- * written into a new database that takes the old one's place (rebuild_by_tables): every table
- * read twice and written once, about 5x RepairDB's time (docs/rocksdb.md). Both block the open
- * (or the tier's worker), so a database whose tables hold more than rocksdb.repair_max_bytes
+ * (damage RocksDB would read as its end found before the open: manifest.c) or CURRENT, a level-0
+ * table that is not the oldest (DeleteFile takes only the oldest, and DeleteFilesInRange skips
+ * level 0), damage that goes on past SALVAGE_TRIES -- used to destroy the database. RocksDB's
+ * RepairDB (in a child process, which may die of the damage: repair_child.c) rebuilds a manifest
+ * from the tables it can read instead; those it cannot are moved to lost/, which the tier empties
+ * (a cache keeps no evidence: the log says what went). The cost: every table comes back in level 0,
+ * so point reads check every table's bloom filter and writes stall (refused: no_slowdown) until
+ * compactions have moved them down. RepairDB in RocksDB 7.8 refuses a tree whose tables came from
+ * several levels (their sequence ranges nest in level 0: Debian's build runs that check always),
+ * which is most databases the tier has run for a while; then each table is read alone and its
+ * entries written into a new database that takes the old one's place (rebuild_by_tables): every
+ * table read twice and written once, about 5x RepairDB's time (docs/rocksdb.md). Both block the
+ * open (or the tier's worker), so a database whose tables hold more than rocksdb.repair_max_bytes
  * is made anew instead. Not with blob files (rocksdb.blob_min_bytes): RepairDB in RocksDB 7.8
  * leaves them out of the manifest it writes, and the next open deletes them (rocksdb#13090);
  * those databases are made anew, as before.
