@@ -493,6 +493,11 @@ int kvd_policy_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		snprintf(out, out_len, "unknown verb '%s'", verb);
 		return -EINVAL;
 	}
+	if (strcmp(verb, "set") && strtok_r(NULL, " ", &save)) { /* "get host nvme" said host's */
+		snprintf(out, out_len, "usage: kvtier %s TIER (one tier)",
+		         strcmp(verb, "get") ? "mrc" : "policy get");
+		return -EINVAL;
+	}
 	if (strcmp(tier, "host"))
 		return lower_command(d, verb, tier, save, out, out_len);
 	if (!strcmp(verb, "set")) {

@@ -125,6 +125,11 @@ static void test_policyctl_switch_keeps_chunks(void **state)
 	assert_string_equal(out, "host s3fifo small_ratio=0.2 move_threshold=1");
 	assert_int_equal(policy(c, "get nvme", out, sizeof(out)), -ENOENT); /* not configured */
 	assert_int_equal(policy(c, "frobnicate", out, sizeof(out)), -EINVAL);
+	/* a word too many, from a client other than the CLI: refused, where host's was said */
+	assert_int_equal(policy(c, "get host nvme", out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "usage: kvtier policy get TIER (one tier)");
+	assert_int_equal(policy(c, "mrc host nvme", out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "usage: kvtier mrc TIER (one tier)");
 
 	/* the new policy evicts: 4 MiB holds < 64 chunks of 68 KiB (prefixes of their own: a
 	 * put never evicts its own prefix) */
@@ -312,6 +317,7 @@ static void test_policyctl_lower_tiers(void **state)
 	assert_int_equal(policy(c, "set rocksdb", out, sizeof(out)), -EINVAL);
 	assert_int_equal(policy(c, "get rocksdb", out, sizeof(out)), 0);
 	assert_string_equal(out, "rocksdb lfu max_count=100"); /* failed switches changed nothing */
+	assert_int_equal(policy(c, "get rocksdb host", out, sizeof(out)), -EINVAL);
 	char js[1 << 14];
 	assert_true(kvt_test_stats_json(&ld, js, sizeof(js)) > 0);
 	assert_non_null(
