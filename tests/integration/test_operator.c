@@ -437,11 +437,16 @@ static void test_operator_command_lines_refused(void **state)
 			fail_msg("kvtier %s said '%s'", nvme_bad[k], none);
 	}
 	/* a size the tiers bench does not measure ran nothing, and one past 4 GiB was refused
-	 * only after its daemon had started; a tolerance of "x" checked with 0 */
+	 * only after its daemon had started; a tolerance of "x" checked with 0; and the gpu
+	 * bench's words are checked before it looks for a GPU (none here: exit 77) */
 	static const char *const words_bad[][2] = {
 	    {"bench tiers nvme 1000", "usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]"},
 	    {"bench tiers cascade 99999999999", "usage: kvtier bench tiers"},
-	    {"bench trace --check x", "bench: --check 'x' is not a tolerance from 0 to 1"}};
+	    {"bench trace --check x", "bench: --check 'x' is not a tolerance from 0 to 1"},
+	    /* the gpu bench ran 0 runs (rows of 0 GB/s), 0 seconds, and dropped a last word */
+	    {"bench gpu --runs 0", "usage: kvtier-bench-gpu"},
+	    {"bench gpu --seconds x", "usage: kvtier-bench-gpu"},
+	    {"bench gpu --batch 64 --runs", "usage: kvtier-bench-gpu"}};
 	for (size_t k = 0; k < sizeof(words_bad) / sizeof(words_bad[0]); k++) {
 		assert_int_equal(kvt_test_cli(&d, words_bad[k][0], none, sizeof(none)), 2);
 		if (strncmp(none, words_bad[k][1], strlen(words_bad[k][1])))

@@ -23,6 +23,7 @@
 #include "gpu/gpu.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,23 +106,41 @@ static double rate(struct env *e, enum op op, char *host, size_t len)
 	return best;
 }
 
+/* v as a whole number from lo to hi into *out. @return : whether it is one. */
+static bool whole(const char *v, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno || end == v || *end || x < lo || x > hi)
+		return false;
+	*out = x;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	struct env e = {.seconds = 0.3, .runs = 3, .batch = 64};
 	int device = 0;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--seconds"))
-			e.seconds = atof(argv[i + 1]);
-		else if (!strcmp(argv[i], "--runs"))
-			e.runs = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--device"))
-			device = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--batch") && atoi(argv[i + 1]) >= 1 &&
-		         atoi(argv[i + 1]) <= MAX_BATCH)
-			e.batch = (size_t)atoi(argv[i + 1]);
-		else {
-			fprintf(stderr, "usage: kvtier-bench-gpu [--seconds S] [--runs N] "
-			                "[--device D] [--batch 1-1024]\n");
+	for (int i = 1; i < argc; i += 2) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+		char *end;
+		long x = 0;
+		bool ok = false;
+		if (!strcmp(o, "--seconds")) {
+			e.seconds = strtod(v, &end);
+			ok = end != v && !*end && e.seconds > 0 && e.seconds <= 3600;
+		} else if (!strcmp(o, "--runs") && (ok = whole(v, 1, 100, &x)))
+			e.runs = (int)x;
+		else if (!strcmp(o, "--device") && (ok = whole(v, 0, 255, &x)))
+			device = (int)x;
+		else if (!strcmp(o, "--batch") && (ok = whole(v, 1, MAX_BATCH, &x)))
+			e.batch = (size_t)x;
+		if (!ok) { /* a word it does not know, or a value it cannot run: refused */
+			fprintf(stderr,
+			        "usage: kvtier-bench-gpu [--seconds S (0-3600)] [--runs N (1-100)] "
+			        "[--device D] [--batch 1-%d] (not '%s%s%s')\n",
+			        MAX_BATCH, o, *v ? " " : "", v);
 			return 2;
 		}
 	}
