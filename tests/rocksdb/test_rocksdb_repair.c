@@ -1,10 +1,11 @@
 /*
  * test_rocksdb_repair.c -- damage only RocksDB's repair gets past, against a real database in a
- * temporary directory: a manifest damaged or gone (its bytes, a record's length), CURRENT gone,
+ * temporary directory: a manifest damaged or gone (its bytes, a header), CURRENT gone,
  * a level-0 table salvage cannot drop, tables whose sequence ranges nest (rebuilt table by
  * table), a rebuild's swap cut short, RocksDB's repair dying in its child process or run
- * without one, and the same damage met while the tier runs. Every read is the right bytes or a
- * miss, every record of a table that could be read is found again, and writes go on.
+ * without one, and the same damage met while the tier runs; and a manifest whose damage
+ * RocksDB would read as its end, found before the open (manifest.c). Every read is the right
+ * bytes or a miss, every record of a table that could be read is found again, and writes go on.
  */
 #include "rdb_fixture.h"
 #include "core/log.h"
