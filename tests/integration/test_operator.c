@@ -369,7 +369,16 @@ static void test_operator_command_lines_refused(void **state)
 	/* a wrong command line: its usage, one line, exit 1; the same from the daemon's side.
 	 * The third word: the CLI tells it alone, before any connection (its shape is wrong). */
 	static const char *const wrong[][3] = {
-	    {"stats --bogus", "usage: kvtier stats [--json]\n", ""},
+	    {"stats --bogus", "usage: kvtier stats [--json]\n", "alone"},
+	    {"stats --json extra", "usage: kvtier stats [--json]\n", "alone"},
+	    {"top --bogus", "usage: kvtier top [--interval SECONDS >= 0.1] [--count N]\n", "alone"},
+	    {"top --interval 0.01", "usage: kvtier top [--interval SECONDS >= 0.1] [--count N]\n",
+	     "alone"},
+	    {"top --count x", "usage: kvtier top [--interval SECONDS >= 0.1] [--count N]\n",
+	     "alone"},
+	    /* NaN passed both comparisons and went to nanosleep */
+	    {"top --interval nan", "usage: kvtier top [--interval SECONDS >= 0.1] [--count N]\n",
+	     "alone"},
 	    {"mrc", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n", "alone"},
 	    {"mrc host nvme", "usage: kvtier mrc TIER (host, nvme or rocksdb)\n", "alone"},
 	    {"config set host.policy",

@@ -8,6 +8,10 @@
 #define KVT_CLI_SAID (-100000)
 
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
+/* The words of `kvtier stats` and `kvtier top` (argv[0] the command), checked before any
+ * connection. @return : NULL (well formed) or the usage line. */
+const char *cli_stats_misshapen(int argc, char **argv);
+const char *cli_top_misshapen(int argc, char **argv);
 int cli_stats(kvt_client_t *c, int argc, char **argv);
 int cli_top(kvt_client_t *c, int argc, char **argv);
 int cli_bench(const char *sock, int argc, char **argv);

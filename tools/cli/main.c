@@ -87,8 +87,10 @@ static bool is(const char *a, const char *b)
 static const char *misshapen(int argc, char **argv)
 {
 	const char *cmd = argv[0], *sub = argc > 1 ? argv[1] : "";
-	if (is(cmd, "stats") || is(cmd, "top"))
-		return NULL;
+	if (is(cmd, "stats"))
+		return cli_stats_misshapen(argc, argv);
+	if (is(cmd, "top"))
+		return cli_top_misshapen(argc, argv);
 	if (is(cmd, "ping") || is(cmd, "check")) /* "check extra" checked */
 		return argc == 1         ? NULL
 		       : is(cmd, "ping") ? "usage: kvtier ping"

@@ -44,14 +44,17 @@ static void lower_tenants(const char *tiers, const char *tiers_end)
 	}
 }
 
+const char *cli_stats_misshapen(int argc, char **argv)
+{
+	return argc == 1 || (argc == 2 && !strcmp(argv[1], "--json"))
+	           ? NULL
+	           : "usage: kvtier stats [--json]";
+}
+
 int cli_stats(kvt_client_t *c, int argc, char **argv)
 {
 	static char json[KVT_MSG_MAX];
-	bool as_json = argc == 2 && !strcmp(argv[1], "--json");
-	if (argc > 1 && !as_json) {
-		fprintf(stderr, "usage: kvtier stats [--json]\n");
-		return KVT_CLI_SAID;
-	}
+	bool as_json = argc == 2; /* --json: cli_stats_misshapen took nothing else */
 	int rc = kvt__client_simple(c, KVT_MSG_STATS, NULL, json, sizeof(json));
 	if (rc < 0)
 		return rc;

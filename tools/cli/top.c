@@ -198,22 +198,39 @@ static void frame(const struct snap *a, const struct snap *b, double every, int 
 	fflush(stdout);
 }
 
-int cli_top(kvt_client_t *c, int argc, char **argv)
+/* top's words into *every (seconds) and *count (frames, -1: until stopped). @return : whether
+ * they are well formed. */
+static bool top_words(int argc, char **argv, double *every, long *count)
 {
-	double every = 1.0;
-	long count = -1;
+	*every = 1.0, *count = -1;
 	for (int i = 1; i < argc; i++) {
 		char *end = NULL;
 		if (!strcmp(argv[i], "--interval") && i + 1 < argc)
-			every = strtod(argv[++i], &end);
+			*every = strtod(argv[++i], &end);
 		else if (!strcmp(argv[i], "--count") && i + 1 < argc)
-			count = strtol(argv[++i], &end, 10);
-		if (!end || *end || every < 0.1 || every > 3600 || count == 0 || count < -1) {
-			fprintf(stderr,
-			        "usage: kvtier top [--interval SECONDS >= 0.1] [--count N]\n");
-			return KVT_CLI_SAID;
-		}
+			*count = strtol(argv[++i], &end, 10);
+		if (!end || *end || !(*every >= 0.1 && *every <= 3600) || *count == 0 ||
+		    *count < -1)
+			return false;
 	}
+	return true;
+}
+
+const char *cli_top_misshapen(int argc, char **argv)
+{
+	double every;
+	long count;
+	return top_words(argc, argv, &every, &count)
+	           ? NULL
+	           : "usage: kvtier top [--interval SECONDS >= 0.1] [--count N]";
+}
+
+int cli_top(kvt_client_t *c, int argc, char **argv)
+{
+	double every;
+	long count;
+	if (!top_words(argc, argv, &every, &count)) /* cli_top_misshapen said so */
+		return -EINVAL;
 	bool tty = isatty(1);
 	struct snap s[2];
 	int rc = take(c, &s[0]);
