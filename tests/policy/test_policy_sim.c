@@ -344,9 +344,10 @@ static void test_policy_sim_cli_warmup(void **state)
 	assert_non_null(fgets(line, sizeof(line), f));
 	fclose(f);
 	assert_non_null(strstr(line, want));
-	char all[] = "12031", bad[] = "5x", pct[] = "100%";
-	char *const refused[] = {all, bad, pct};
-	for (size_t k = 0; k < 3; k++) {
+	char all[] = "12031", bad[] = "5x", pct[] = "100%", nan[] = "nan", inf[] = "inf",
+	     nanpct[] = "nan%", huge[] = "1e30";
+	char *const refused[] = {all, bad, pct, nan, inf, nanpct, huge};
+	for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
 		argv[9] = refused[k];
 		assert_int_equal(sim_to_file(out, 10, argv), 1);
 	}

@@ -612,7 +612,9 @@ static int set_warmup(const struct opts *o, struct kvt_trace *t)
 	char *end;
 	double v = strtod(o->warmup, &end);
 	bool pct = *end == '%';
-	if (end == o->warmup || (*end && !(pct && !end[1])) || v < 0 || (pct && v >= 100)) {
+	/* nan, inf and counts past any trace are refused before the cast (undefined) */
+	if (end == o->warmup || (*end && !(pct && !end[1])) ||
+	    !(v >= 0 && v < (pct ? 100 : 1e15))) {
 		fprintf(stderr, "sim: --warmup %s: not N or P%% (P below 100)\n", o->warmup);
 		return -EINVAL;
 	}
