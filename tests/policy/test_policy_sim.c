@@ -462,6 +462,22 @@ static int sim_words(const char *trace, const char *out, const char *args)
 	return sim_to_file(out, argc, argv);
 }
 
+/* sim_words with stderr in the file err, read back into said. @return : the exit status. */
+static int sim_said(const char *trace, const char *out, const char *args, const char *err,
+                    char *said, size_t len)
+{
+	fflush(stderr);
+	FILE *saved = stderr;
+	stderr = fopen(err, "w");
+	assert_non_null(stderr);
+	int rc = sim_words(trace, out, args);
+	fclose(stderr);
+	stderr = saved;
+	said[0] = 0;
+	assert_true(kvt_test_read_file(err, said, len) >= 0);
+	return rc;
+}
+
 /* A temp dir tmp holding path, a native trace of n two-block requests over a few ids (i mod 7
  * and 100 + i mod 5), and the name out for a run's output. Each buffer holds 256-300 bytes. */
 static void small_trace(char *tmp, char *path, char *out, int n)
@@ -549,17 +565,23 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	char err[300], said[512];
 	snprintf(err, sizeof(err), "%s/err", tmp);
 	for (size_t i = 0; i < 2; i++) {
-		fflush(stderr);
-		FILE *saved = stderr;
-		stderr = fopen(err, "w");
-		assert_non_null(stderr);
-		int rc = sim_words(path, out, quoted[i][0]);
-		fclose(stderr);
-		stderr = saved;
-		assert_int_equal(rc, 2);
-		assert_true(kvt_test_read_file(err, said, sizeof(said)) > 0);
+		assert_int_equal(sim_said(path, out, quoted[i][0], err, said, sizeof(said)), 2);
 		if (!strstr(said, quoted[i][1]))
 			fail_msg("'%s' said '%s', not '%s'", quoted[i][0], said, quoted[i][1]);
+	}
+	/* a run refused after the words were read says why in one line (a second one, "sim:
+	 * Invalid argument", followed each) */
+	static const char *const one_line[][2] = {
+	    {"--capacity 4 --warmup 5x", "sim: --warmup 5x: not N or P% (P below 100)\n"},
+	    {"--capacity 4 --bypass /nonexistent",
+	     "sim: --bypass /nonexistent: No such file or directory\n"},
+	    {"--capacity 4 --engine --mrc",
+	     "sim: --engine applies to replays, not to --mrc or --minisim\n"},
+	    {"--policy lru", "sim: --capacity is required\n"}};
+	for (size_t i = 0; i < sizeof(one_line) / sizeof(one_line[0]); i++) {
+		assert_int_equal(sim_said(path, out, one_line[i][0], err, said, sizeof(said)), 1);
+		if (strcmp(said, one_line[i][1]))
+			fail_msg("'%s' said '%s', not '%s'", one_line[i][0], said, one_line[i][1]);
 	}
 	/* a parameter a policy refuses stops the run before anything is printed (the table's
 	 * header was, and then the run stopped) */

@@ -20,6 +20,8 @@
 #include <string.h>
 
 #define MAX_LIST 32
+/* An error already described on stderr: the run's end adds no "sim: <errno>" line of its own. */
+#define SAID (-100000)
 /* The best measured policy (docs/policies.md): what --policy defaults to. */
 #define KVT_SIM_DEFAULT_POLICY "conv"
 
@@ -606,7 +608,8 @@ static int dump(const char *path, const struct kvt_trace *t)
 	return rc;
 }
 
-/* --warmup N or P%: sets t->warmup_req, which must leave at least one request to count. */
+/* --warmup N or P%: sets t->warmup_req, which must leave at least one request to count.
+ * @return : 0 or SAID. */
 static int set_warmup(const struct opts *o, struct kvt_trace *t)
 {
 	char *end;
@@ -616,17 +619,17 @@ static int set_warmup(const struct opts *o, struct kvt_trace *t)
 	if (end == o->warmup || (*end && !(pct && !end[1])) ||
 	    !(v >= 0 && v < (pct ? 100 : 1e15))) {
 		fprintf(stderr, "sim: --warmup %s: not N or P%% (P below 100)\n", o->warmup);
-		return -EINVAL;
+		return SAID;
 	}
 	if (o->mrc_rate > 0) {
 		fprintf(stderr, "sim: --warmup does not apply to --mrc\n");
-		return -EINVAL;
+		return SAID;
 	}
 	size_t n = pct ? (size_t)(v / 100.0 * (double)t->n_req) : (size_t)v;
 	if (n && n >= t->n_req) {
 		fprintf(stderr, "sim: --warmup %s: the trace has %zu requests\n", o->warmup,
 		        t->n_req);
-		return -EINVAL;
+		return SAID;
 	}
 	t->warmup_req = n;
 	return 0;
@@ -676,20 +679,22 @@ int kvt_sim_main(int argc, char **argv)
 		goto out;
 	if (o.bypass && (o.mrc_rate > 0 || o.minisim)) {
 		fprintf(stderr, "sim: --bypass applies to replays, not to --mrc or --minisim\n");
-		rc = -EINVAL;
+		rc = SAID;
 		goto out;
 	}
-	if (o.bypass && (rc = kvt_trace_bypass(&t, o.bypass)))
+	if (o.bypass && (rc = kvt_trace_bypass(&t, o.bypass))) {
+		rc = rc == -ENOMEM ? rc : SAID; /* it named the file and what is wrong */
 		goto out;
+	}
 	if (o.engine && (o.mrc_rate > 0 || o.minisim)) {
 		fprintf(stderr, "sim: --engine applies to replays, not to --mrc or --minisim\n");
-		rc = -EINVAL;
+		rc = SAID;
 		goto out;
 	}
 	t.engine = o.engine;
 	if (o.streams > 1 && (o.mrc_rate > 0 || o.minisim)) {
 		fprintf(stderr, "sim: --streams applies to replays, not to --mrc or --minisim\n");
-		rc = -EINVAL;
+		rc = SAID;
 		goto out;
 	}
 	t.streams = (size_t)o.streams;
@@ -721,7 +726,7 @@ int kvt_sim_main(int argc, char **argv)
 	}
 	if (!o.n_caps) {
 		fprintf(stderr, "sim: --capacity is required\n");
-		rc = -EINVAL;
+		rc = SAID;
 		goto out;
 	}
 	for (size_t p = 0; p < o.n_pols; p++)
@@ -743,11 +748,11 @@ int kvt_sim_main(int argc, char **argv)
 	if (!rc && o.plot &&
 	    (rc = kvt__sim_plot(o.plot, o.pols, o.n_pols, o.caps, o.n_caps, hr, MAX_LIST, opt))) {
 		fprintf(stderr, "sim: --plot %s: %s\n", o.plot, strerror(-rc));
-		rc = -ENOENT; /* said */
+		rc = SAID;
 	}
 out:
 	kvt_trace_free(&t);
-	if (rc && rc != -ENOENT)
+	if (rc && rc != -ENOENT && rc != SAID) /* -ENOENT: an unknown policy, said */
 		fprintf(stderr, "sim: %s\n", strerror(-rc));
 	return rc ? 1 : 0;
 }
