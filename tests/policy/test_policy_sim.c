@@ -570,14 +570,21 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 			fail_msg("'%s' said '%s', not '%s'", quoted[i][0], said, quoted[i][1]);
 	}
 	/* a run refused after the words were read says why in one line (a second one, "sim:
-	 * Invalid argument", followed each) */
+	 * Invalid argument", followed the first four) */
 	static const char *const one_line[][2] = {
 	    {"--capacity 4 --warmup 5x", "sim: --warmup 5x: not N or P% (P below 100)\n"},
 	    {"--capacity 4 --bypass /nonexistent",
 	     "sim: --bypass /nonexistent: No such file or directory\n"},
 	    {"--capacity 4 --engine --mrc",
 	     "sim: --engine applies to replays, not to --mrc or --minisim\n"},
-	    {"--policy lru", "sim: --capacity is required\n"}};
+	    {"--policy lru", "sim: --capacity is required\n"},
+	    /* silent: its -ENOENT was taken for one already said */
+	    {"--dump /nonexistent/x", "sim: --dump /nonexistent/x: No such file or directory\n"},
+	    /* printed the table's header, then a name-less "unknown policy" */
+	    {"--capacity 4 --minisim 64 --policy bogus",
+	     "sim: unknown policy 'bogus' (see --list-policies)\n"},
+	    {"--tier host=4 --policy host=bogus",
+	     "sim: unknown policy 'bogus' (see --list-policies)\n"}};
 	for (size_t i = 0; i < sizeof(one_line) / sizeof(one_line[0]); i++) {
 		assert_int_equal(sim_said(path, out, one_line[i][0], err, said, sizeof(said)), 1);
 		if (strcmp(said, one_line[i][1]))

@@ -635,20 +635,32 @@ static int set_warmup(const struct opts *o, struct kvt_trace *t)
 	return 0;
 }
 
-/* Every --param on every --policy, tried on a policy of each before anything runs: a word a
- * policy refused stopped the run after the table's header was printed. @return : 0, or -ENOENT
- * (said). */
-static int params_taken(const struct opts *o)
+/* Every policy a run will use is one, and takes its --param words, tried before the trace is
+ * read: the single form's --policy list (its words unused by --minisim), or each --tier's.
+ * An unknown name in --minisim printed the table's header first, and a refused word stopped
+ * the run after it. @return : 0, SAID or -ENOMEM. */
+static int policies_known(const struct opts *o)
 {
-	for (size_t p = 0; p < o->n_pols && o->n_params; p++) {
-		const struct kvt_policy_ops *ops = kvt_policy_find(o->pols[p]);
+	size_t n = o->n_tiers ? o->n_tiers : o->n_pols;
+	for (size_t k = 0; k < n; k++) {
+		const char *name = o->n_tiers ? o->tiers[k].policy : o->pols[k];
+		const char *const *params = o->n_tiers   ? o->tiers[k].params
+		                            : o->minisim ? NULL
+		                                         : o->params;
+		const struct kvt_policy_ops *ops = kvt_policy_find(name);
+		if (!ops) {
+			fprintf(stderr, "sim: unknown policy '%s' (see --list-policies)\n", name);
+			return SAID;
+		}
 		struct kvt_policy *pol;
+		if (!params || !params[0])
+			continue;
 		if (ops->create(64, &pol))
 			return -ENOMEM;
-		int rc = kvt__sim_set_params(ops, pol, o->params);
+		int rc = kvt__sim_set_params(ops, pol, params); /* says which it refused */
 		ops->destroy(pol);
 		if (rc)
-			return -ENOENT;
+			return SAID;
 	}
 	return 0;
 }
@@ -664,6 +676,11 @@ int kvt_sim_main(int argc, char **argv)
 		if (rc < 0)
 			usage(stderr);
 		return rc < 0 ? 2 : 0;
+	}
+	if ((rc = policies_known(&o))) {
+		if (rc != SAID)
+			fprintf(stderr, "sim: %s\n", strerror(-rc));
+		return 1;
 	}
 	rc = o.trace ? kvt_trace_load(o.trace, &t) : kvt_sim_synth(o.synth, o.seed, &t);
 	if (rc) {
@@ -698,8 +715,11 @@ int kvt_sim_main(int argc, char **argv)
 		goto out;
 	}
 	t.streams = (size_t)o.streams;
-	if (o.dump && (rc = dump(o.dump, &t)))
+	if (o.dump && (rc = dump(o.dump, &t))) { /* was silent: -ENOENT counted as said */
+		fprintf(stderr, "sim: --dump %s: %s\n", o.dump, strerror(-rc));
+		rc = SAID;
 		goto out;
+	}
 	if (o.dump && !o.n_caps && !o.n_tiers)
 		goto out;
 	if (o.n_tiers) {
@@ -716,8 +736,6 @@ int kvt_sim_main(int argc, char **argv)
 		char *one[] = {dflt};
 		rc = kvt__sim_minisim(&t, o.caps, o.n_caps, o.n_pols ? o.pols : one,
 		                      o.n_pols ? o.n_pols : 1, o.minisim, o.json);
-		if (rc == -ENOENT)
-			fprintf(stderr, "sim: unknown policy (see --list-policies)\n");
 		goto out;
 	}
 	if (!o.n_pols) {
@@ -729,15 +747,6 @@ int kvt_sim_main(int argc, char **argv)
 		rc = SAID;
 		goto out;
 	}
-	for (size_t p = 0; p < o.n_pols; p++)
-		if (!kvt_policy_find(o.pols[p])) {
-			fprintf(stderr, "sim: unknown policy '%s' (see --list-policies)\n",
-			        o.pols[p]);
-			rc = -ENOENT;
-			goto out;
-		}
-	if ((rc = params_taken(&o)))
-		goto out;
 	double hr[MAX_LIST * MAX_LIST], opt[MAX_LIST];
 	if (!o.json)
 		printf("%-12s %10s %9s %9s %9s %9s\n", "policy", "capacity", "hit", "prefix", "opt",
@@ -752,7 +761,7 @@ int kvt_sim_main(int argc, char **argv)
 	}
 out:
 	kvt_trace_free(&t);
-	if (rc && rc != -ENOENT && rc != SAID) /* -ENOENT: an unknown policy, said */
+	if (rc && rc != SAID)
 		fprintf(stderr, "sim: %s\n", strerror(-rc));
 	return rc ? 1 : 0;
 }
