@@ -188,6 +188,8 @@ static int show_chunk(struct kvd *d, uint32_t tenant, kvt_id_t ns, kvt_id_t key,
 	return -ENOENT;
 }
 
+static const char FLUSH_USAGE[] = "usage: kvtier flush all | NAMESPACE | tenant UID\n";
+
 static int flush(struct kvd *d, char *save, struct kvd_out *o)
 {
 	const char *what = strtok_r(NULL, " ", &save);
@@ -199,7 +201,7 @@ static int flush(struct kvd *d, char *save, struct kvd_out *o)
 		char *end;
 		unsigned long uid = u ? strtoul(u, &end, 10) : 0;
 		if (!u || *end || uid > UINT32_MAX) {
-			kvd_out(o, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
+			kvd_out(o, "%s", FLUSH_USAGE);
 			return -EINVAL;
 		}
 		for (uint32_t t = 0; t < d->n_tenants; t++)
@@ -209,12 +211,10 @@ static int flush(struct kvd *d, char *save, struct kvd_out *o)
 			kvd_out(o, "no tenant %lu\n", uid);
 			return -ENOENT;
 		}
-	} else if (!all && parse_id(what, &ns)) {
-		kvd_out(o, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
-		return -EINVAL;
 	}
-	if (strtok_r(NULL, " ", &save)) { /* "flush all extra" flushed everything */
-		kvd_out(o, "usage: kvtier flush all | NAMESPACE | tenant UID\n");
+	/* a word too many is refused: "flush all extra" flushed everything */
+	if ((!all && tenant == KVD_NIL && parse_id(what, &ns)) || strtok_r(NULL, " ", &save)) {
+		kvd_out(o, "%s", FLUSH_USAGE);
 		return -EINVAL;
 	}
 	uint64_t n = 0, leased = 0;
@@ -239,12 +239,12 @@ int kvd_inspect_command(struct kvd *d, uint32_t tenant, char *cmd, char *out, si
 	char *save = NULL, *verb = strtok_r(cmd, " ", &save);
 	if (verb && !strcmp(verb, "flush"))
 		return flush(d, save, &o);
-	if (verb && !strcmp(verb, "check") && strtok_r(NULL, " ", &save)) {
+	if (verb && !strcmp(verb, "check")) { /* counts only: no tenant's keys are shown */
+		if (!strtok_r(NULL, " ", &save))
+			return kvd_check(d, out, out_len);
 		kvd_out(&o, "usage: kvtier check\n");
 		return -EINVAL;
 	}
-	if (verb && !strcmp(verb, "check")) /* counts only: no tenant's keys are shown */
-		return kvd_check(d, out, out_len);
 	if (verb && strcmp(verb, "inspect")) {
 		kvd_out(&o, "unknown command '%s'\n", verb);
 		return -EINVAL;
