@@ -18,6 +18,7 @@
  *        kvtier-bench-tiers busy [CHUNK_KIB]      (gets while the tiers write, below)
  */
 #include "bench_util.h"
+#include "core/util.h"
 
 #include <stdbool.h>
 
@@ -424,11 +425,10 @@ static void bench_busy(const char *placement, size_t chunk)
 }
 
 /* A mode that compares the placements: each twice, alternating (the machine's noise). */
-static int both_placements(char **argv, size_t chunk_kib, const char *layout, const char *columns,
+static int both_placements(const char *name, size_t chunk, const char *layout, const char *columns,
                            void (*run)(const char *placement, size_t chunk))
 {
-	size_t chunk = (argv[2] ? (size_t)strtoull(argv[2], NULL, 10) : chunk_kib) << 10;
-	printf("# kvtier bench tiers %s (%ld cores; %s; files under /var/tmp)\n\n", argv[1],
+	printf("# kvtier bench tiers %s (%ld cores; %s; files under /var/tmp)\n\n", name,
 	       sysconf(_SC_NPROCESSORS_ONLN), layout);
 	printf("%s", columns);
 	for (int r = 0; r < 2; r++) {
@@ -438,15 +438,16 @@ static int both_placements(char **argv, size_t chunk_kib, const char *layout, co
 	return 0;
 }
 
-/* Whether the command line is one of the usage lines at the top: nvme and rocksdb measure
- * 256, 2,048 and 32,768 KiB (any other size ran nothing), cascade and busy any size from 4 KiB
- * to 64 MiB (a quarter of their host tier; past 4 GiB the namespace was refused after the
- * daemon had started). */
 /* The chunk sizes `nvme` and `rocksdb` measure. */
 static const size_t measured[] = {256u << 10, 2u << 20, 32u << 20};
 
-static bool args_ok(int argc, char **argv)
+/* Whether the command line is one of the usage lines at the top: nvme and rocksdb measure
+ * 256, 2,048 and 32,768 KiB (any other size ran nothing), cascade and busy any size from 4 KiB
+ * to 64 MiB (a quarter of their host tier; past 4 GiB the namespace was refused after the
+ * daemon had started). *chunk: the size given in bytes, or 0. */
+static bool args_ok(int argc, char **argv, size_t *chunk)
 {
+	*chunk = 0;
 	static const char *const first[] = {"nvme", "rocksdb", "cascade", "busy"};
 	bool known = argc < 2;
 	for (size_t k = 0; k < 4 && !known; k++)
@@ -457,19 +458,21 @@ static bool args_ok(int argc, char **argv)
 		return true;
 	char *end = NULL;
 	unsigned long long kib = strtoull(argv[2], &end, 10);
-	if (!end || *end || argv[2][0] == '-' || argv[2][0] == 0)
+	if (!end || *end || argv[2][0] == '-' || argv[2][0] == 0 || kib < 4 || kib > 65536)
 		return false;
+	*chunk = (size_t)kib << 10;
 	if (argv[1][0] == 'c' || argv[1][0] == 'b')
-		return kib >= 4 && kib <= 65536;
-	for (size_t s = 0; s < 3 && kib <= 65536; s++)
-		if (kib << 10 == measured[s])
+		return true;
+	for (size_t s = 0; s < KVT_ARRAY_SIZE(measured); s++)
+		if (*chunk == measured[s])
 			return true;
 	return false;
 }
 
 int main(int argc, char **argv)
 {
-	if (!args_ok(argc, argv)) {
+	size_t chunk;
+	if (!args_ok(argc, argv, &chunk)) {
 		fprintf(stderr,
 		        "usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]\n"
 		        "       kvtier bench tiers cascade|busy [CHUNK_KIB (4 to 65536)]\n");
@@ -477,14 +480,15 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "busy"))
 		return both_placements(
-		    argv, 2048, "host 256 MiB, nvme 512 MiB, rocksdb 1 GiB",
+		    "busy", chunk ? chunk : 2048 << 10, "host 256 MiB, nvme 512 MiB, rocksdb 1 GiB",
 		    "| placement | chunk | gets under load | get p50 / p99 ms | raw read p50 / p99 "
 		    "ms | "
 		    "p99 ratio | idle get p50 / p99 ms | idle raw p50 / p99 ms | cascaded |\n"
 		    "|---|---|---|---|---|---|---|---|---|\n",
 		    bench_busy);
 	if (argc > 1 && !strcmp(argv[1], "cascade"))
-		return both_placements(argv, 256, "host 256 MiB, nvme and rocksdb 512 MiB",
+		return both_placements("cascade", chunk ? chunk : 256 << 10,
+		                       "host 256 MiB, nvme and rocksdb 512 MiB",
 		                       "| placement | chunk | chunks | put to demoted GB/s | still "
 		                       "held | nvme MiB written | "
 		                       "nvme MiB read | rocksdb MiB written | cascaded | failed |\n"
@@ -502,8 +506,8 @@ int main(int argc, char **argv)
 	for (int t = 0; t < 2; t++) {
 		if (only && strcmp(only, tiers[t]))
 			continue;
-		for (int s = 0; s < 3; s++)
-			if (argc < 3 || (size_t)strtoull(argv[2], NULL, 10) << 10 == measured[s])
+		for (size_t s = 0; s < KVT_ARRAY_SIZE(measured); s++)
+			if (!chunk || chunk == measured[s])
 				bench_one(tiers[t], measured[s], 1u << 30);
 	}
 	return 0;
