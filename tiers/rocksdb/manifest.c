@@ -52,10 +52,12 @@ static bool block_read_short(const uint8_t *b, size_t n, bool *zeroed)
 			p += LOG_HEADER;
 			continue;
 		}
-		if (*zeroed || p + LOG_HEADER + len > LOG_BLOCK)
+		if (*zeroed)
 			return true;
 		if (type >= LOG_RECYCLED_LO && type <= LOG_RECYCLED_LO + 3)
-			return false;  /* not a manifest's: left to RocksDB */
+			return false; /* not a manifest's (its header is longer): left to RocksDB */
+		if (p + LOG_HEADER + len > LOG_BLOCK)
+			return true;
 		p += LOG_HEADER + len; /* past n: a cut tail, RocksDB's to judge */
 	}
 	return false;
