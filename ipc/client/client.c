@@ -24,6 +24,7 @@
  * for another request's, since the connection it would come on is gone.
  */
 #include "kvtier.h"
+#include "ipc/client/simple.h"
 #include "core/keys.h"
 #include "core/util.h"
 #include "ipc/proto.h"
@@ -983,8 +984,6 @@ KVT_API int kvt_get(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t n
 	return (int)total;
 }
 
-/* Not exported from libkvtier.so: for the kvtier CLI, which links the static library. */
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len)
 {
 	pthread_mutex_lock(&c->io);

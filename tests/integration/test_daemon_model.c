@@ -30,6 +30,7 @@
  * back (DESIGN.md 4), nor a chunk deleted while a delete below failed.
  */
 #include "testlib.h"
+#include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "ipc/proto.h"
 
@@ -43,8 +44,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 #define PREFIXES 24
 #define DEPTH    8

@@ -4,6 +4,7 @@
  * leased chunks, lease revocation by timeout, reconnection after a daemon restart.
  */
 #include "testlib.h"
+#include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "ipc/proto.h"
 #include "core/util.h"
@@ -21,8 +22,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 #define N_CHUNKS 64
 

@@ -13,6 +13,7 @@
  * and the benchmarks refuse words they cannot run.
  */
 #include "testlib.h"
+#include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "put_chain.h"
 #include "ipc/proto.h"
@@ -32,11 +33,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
-
-/* libkvtier's internal request call (client.c), as test_ipc uses it */
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 static int dial(int port)
 {

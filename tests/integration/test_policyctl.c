@@ -6,6 +6,7 @@
  * get|set: the running options, and runtime changes through the same paths.
  */
 #include "testlib.h"
+#include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "put_chain.h"
 #include "ipc/proto.h"
@@ -16,8 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 static struct kvt_test_daemon d;
 

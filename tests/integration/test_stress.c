@@ -15,6 +15,7 @@
  * under 256 MiB, and flat once warm.
  */
 #include "testlib.h"
+#include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "ipc/proto.h"
 
@@ -31,8 +32,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 #define PREFIXES 48
 #define DEPTH    8

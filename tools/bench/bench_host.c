@@ -19,6 +19,7 @@
  * Starts its own kvtierd (next to this binary) on a temporary socket unless --socket is given.
  */
 #include "bench_util.h"
+#include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "ipc/proto.h"
 
@@ -39,8 +40,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 
 /* memcpy of n chunks out of a pre-faulted memfd mapping. @return : GB/s. */
 static double memcpy_gbps(size_t chunk, size_t n, int iters, void *const *dst)

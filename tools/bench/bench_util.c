@@ -1,5 +1,6 @@
 /* bench_util.c -- see bench_util.h. */
 #include "bench_util.h"
+#include "ipc/client/simple.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -170,7 +171,6 @@ void pctl_ms(double *v, size_t n, double *p50, double *p99)
 	*p99 = n ? v[n * 99 / 100] * 1e3 : 0;
 }
 
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 int settle(kvt_client_t *c)
 {
 	return kvt__client_simple(c, 9 /* KVT_MSG_PING */, NULL, NULL, 0);

@@ -2,12 +2,12 @@
 #ifndef KVT_CLI_H
 #define KVT_CLI_H
 #include "kvtier.h"
+#include "ipc/client/simple.h"
 #include <stdint.h>
 /* A subcommand's answer when it has already said on stderr what went wrong (a usage line):
  * kvtier exits 1 without an errno line after it. */
 #define KVT_CLI_SAID (-100000)
 
-int kvt__client_simple(kvt_client_t *c, uint16_t type, const char *in, char *out, size_t out_len);
 /* The words of `kvtier stats` and `kvtier top` (argv[0] the command), checked before any
  * connection. @return : NULL (well formed) or the usage line. */
 const char *cli_stats_misshapen(int argc, char **argv);
