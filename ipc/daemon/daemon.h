@@ -159,7 +159,7 @@ struct kvd_latency {
 };
 extern const uint64_t kvd_lat_bound_us[KVD_LAT_BUCKETS];
 
-/* A persistent tier below host, driven by the tier worker thread (tiers.c). */
+/* A persistent tier below host, driven by the tier worker thread (tierwork.c). */
 struct kvd_lower {
 	const struct kvt_tier_ops *ops;
 	struct kvt_tier *t;
@@ -176,7 +176,7 @@ struct kvd_lower {
 	                              * no promotion from it before this time or its enable */
 };
 
-struct kvd_job; /* tiers.c */
+struct kvd_job; /* tierjob.h */
 
 /* One metrics scrape (metrics.c). */
 #define KVD_HTTP_MAX 8
@@ -260,7 +260,7 @@ struct kvd {
 
 	struct kvd_lower lower[KVD_MAX_LOWER];
 	uint32_t n_lower;
-	struct kvd_worker *workers; /* tiers.c: one per lower tier */
+	struct kvd_worker *workers; /* tierwork.c: one per lower tier */
 	int evfd;                   /* the workers' completions wake the loop */
 	uint32_t demotes_inflight, promotes_inflight;
 	uint64_t dirty_bytes;  /* host records of chunks with a demotion pending (host.dirty_pct) */
@@ -323,7 +323,7 @@ void kvd_entry_unjob(struct kvd *d, uint32_t id);
 int kvd_keep(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
              uint32_t ttl_ms);
 bool kvd_kept(const struct kvd *d, uint32_t id);
-/* A promotion of id landed at host (tiers.c): @return : whether a keep waited for it, and id
+/* A promotion of id landed at host (tierdone.c): @return : whether a keep waited for it, and id
  * is kept now (the policy must not take it); false when none waited or its keep has ended. */
 bool kvd_keep_landed(struct kvd *d, uint32_t id);
 /* Whether id is on its way up to a keep (a keep named it while it was only in a lower tier). */
@@ -358,7 +358,7 @@ int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload);
 uint64_t kvd_rec_bytes(uint64_t payload);
 int kvd_tenant_of_uid(const struct kvd *d, uint32_t uid);
 
-/* tiers.c: lower tiers, the worker thread, demotion, promotion, recovery */
+/* tiers.c: lower tiers, demotion, promotion, recovery (workers: tierwork.c, tierdone.c) */
 /* The tier options a start checks before any tier opens, without a device: tiers.placement,
  * tiers.order (each tier in this build, at most KVD_MAX_LOWER below host, host named), and
  * each named tier's admit and its options (kvt_tier_ops.check). @return : 0, -EINVAL (logged). */

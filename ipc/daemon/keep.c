@@ -19,7 +19,7 @@
  *
  * A chunk only in a lower tier is *pending*: until[id] is set and its bit in pending[], its
  * bytes are reserved under host.keep_pct (pending_bytes), and a promotion is started. When the
- * promotion lands (kvd_keep_landed, from tiers.c) the chunk skips the policy and is kept, unless
+ * promotion lands (kvd_keep_landed, from tierdone.c) the chunk skips the policy and is kept, unless
  * its keep ended meanwhile. A pending keep that ends, is ended, or whose chunk is dropped just
  * goes: the chunk is not at host, so there is nothing to hand back to the policy. kvd_kept() is
  * true only of chunks kept at host.

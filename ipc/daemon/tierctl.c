@@ -2,7 +2,7 @@
  * tierctl.c -- the lower tiers as an operator sees them: enable after a failure, quotas and
  * policies set at run time (`kvtier quota`, `kvtier policy get|set TIER`, TIER.policy = auto),
  * the reads that feed their miss-ratio curves, and their stats. Loop thread only; every call
- * into a tier takes its lock (kvd_lower_lock), as the worker threads of tiers.c do.
+ * into a tier takes its lock (kvd_lower_lock), as the worker threads of tierwork.c do.
  */
 #include "daemon.h"
 #include "core/log.h"
