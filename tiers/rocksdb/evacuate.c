@@ -6,8 +6,8 @@
  * its input and fails on it, and every write fails after that. The tier's way past such a table
  * is to drop it (salvage.c), and with it every record it holds, ~64 MiB of them for one bad
  * block. And damage in the metadata, which the walks mend by clearing the meta range and reading
- * the records (tier.c, walk_mending), left its block in its table: a delete in RocksDB is a
- * tombstone, so the first compaction to take that table failed and dropped records that were
+ * the records (walk.c, kvt__rdb_walk_mending), left its block in its table: a delete in RocksDB is
+ * a tombstone, so the first compaction to take that table failed and dropped records that were
  * never damaged.
  *
  * How: the database is reopened with automatic compactions off (no compaction meets the block

@@ -2,14 +2,16 @@
  * rocksdb_int.h -- folder-private: the rocksdb tier's state, its in-memory index and its DB handle.
  *
  * Layering inside the folder: index.c (identity -> dense slot, no RocksDB), db.c (options, open,
- * close, reopen, error mapping: every RocksDB object lives there), tier.c (the ops table: write,
- * read, eviction through the policy seam, TTL, recovery scan, disk-full state).
+ * close, reopen, error mapping: every RocksDB object lives there), record.c (a record and its
+ * metadata as values), tier.c (the ops table: write, read, eviction through the policy seam, TTL,
+ * disk-full state), walk.c (the walks at open and after damage, and what mends it).
  *
  * Concurrency: one thread (the daemon's tier worker) drives a tier; only the counters in
  * struct kvt_tier's st (read with relaxed atomics by stats()) are shared with other threads.
  */
 #ifndef KVT_TIERS_ROCKSDB_INT_H
 #define KVT_TIERS_ROCKSDB_INT_H
+#include "core/util.h"
 #include "tiers/tier.h"
 #include "policy/policy.h"
 
@@ -284,6 +286,67 @@ struct kvt_tier {
 	uint64_t buried, unburied; /* graves that landed; graves given up (logged) */
 	struct kvt_tier_stats st;  /* counters: written by the worker, read atomically */
 };
+
+#define ST_ADD(t, f, v) __atomic_fetch_add(&(t)->st.f, (v), __ATOMIC_RELAXED)
+#define ST_SET(t, f, v) __atomic_store_n(&(t)->st.f, (v), __ATOMIC_RELAXED)
+
+/* The tier's clock: seconds since its open (records' ages, TTL). */
+static inline uint32_t kvt__rdb_now_s(const struct kvt_tier *t)
+{
+	return (uint32_t)((kvt_now_ns() - t->open_ns) / 1000000000ull);
+}
+
+/* The usage stats() reports, from the tier's own counts. */
+static inline void kvt__rdb_publish_usage(struct kvt_tier *t)
+{
+	ST_SET(t, used_bytes, t->used_bytes);
+	ST_SET(t, chunks, (uint64_t)t->ix.n_live);
+	ST_SET(t, full, t->full);
+}
+
+/* Drops slot s from the index, the policy and its tenant's account; report tells the daemon. */
+void kvt__rdb_forget(struct kvt_tier *t, uint32_t s, bool report);
+/* Slot s, just added to the index: into its tenant's account, the tier's usage and the policy. */
+void kvt__rdb_adopt(struct kvt_tier *t, uint32_t s);
+
+/* ---- record.c ---- */
+
+bool kvt__rdb_same_id(const struct kvt_tier_id *a, const struct kvt_tier_id *b);
+/* Checks a stored value against the identity it is stored under (its payload's checksum too
+ * when payload), decoding its header into h. @return : 0 or -EBADMSG. */
+int kvt__rdb_check_record(const struct kvt_tier_id *id, const void *val, size_t len, bool payload,
+                          struct kvt_chunk_hdr *h);
+/* Adds the put of the metadata of the record under key k (its header hdr, written age_s ago). */
+void kvt__rdb_batch_put_meta(rocksdb_writebatch_t *b, const uint8_t *k, const void *hdr,
+                             uint64_t age_s);
+/* Adds the puts of record k (value v, len bytes: header and payload) and its metadata to b. */
+void kvt__rdb_batch_put(rocksdb_writebatch_t *b, const uint8_t *k, const void *v, size_t len);
+/* Adds the deletes of the record under key k and of its metadata to b. */
+void kvt__rdb_batch_delete(rocksdb_writebatch_t *b, const uint8_t *k);
+/* The header, length and age a metadata value records, for the record under id. @return : 0,
+ * or -EBADMSG (the header fails its checksum, names another record, or the size is wrong). */
+int kvt__rdb_meta_decode(const struct kvt_tier_id *id, const char *v, size_t len,
+                         struct kvt_chunk_hdr *h, uint64_t *bytes, uint32_t *age_s);
+
+/* ---- walk.c ---- */
+
+/* OPEN fills the index; RECONCILE and ITERATE mark what they find and drop the rest. */
+enum kvt__rdb_scan_mode { SCAN_OPEN, SCAN_RECONCILE, SCAN_ITERATE };
+/* One walk of the database (pass: a walk of the records passes over blocks it cannot read).
+ * @return : 0, -EBADMSG (damage stopped it) or -errno. */
+int kvt__rdb_scan(struct kvt_tier *t, enum kvt__rdb_scan_mode mode, bool pass,
+                  kvt_tier_visit_fn visit, void *arg);
+/* A walk that mends the damage it cannot read past and walks again. @return : 0, -EBADMSG
+ * (nothing mended it) or -errno. */
+int kvt__rdb_walk_mending(struct kvt_tier *t, enum kvt__rdb_scan_mode mode, kvt_tier_visit_fn visit,
+                          void *arg, const char *why);
+/* Damage a write or a walk met after the open: a table dropped and the index reconciled, or a
+ * repair, or a database made anew. @return : 0 or -errno. */
+int kvt__rdb_salvage_or_rebuild(struct kvt_tier *t, const char *why);
+/* Makes the database anew, empty (every record dropped, reported when report). */
+int kvt__rdb_rebuild(struct kvt_tier *t, bool report, const char *why);
+/* The open's walk (without a saved index to trust), mending, else a database made anew. */
+int kvt__rdb_open_scan(struct kvt_tier *t);
 
 /* The index saved at a clean close (saved.c), "<db path>.index". write() saves ix for the
  * database just closed (its close flushed it; now_s: the tier's clock, for the records' ages);

@@ -30,7 +30,8 @@
  * record with RocksDB's checksums verified, instead of every value; payloads are checked when
  * read. A database whose meta range is not complete (made by an older kvtier: no marker) has
  * its values read once; that walk puts every record's metadata and then the marker. Damage in
- * the meta range sends the open to the values, after clearing the range (open_scan).
+ * the meta range sends the open to the values, after clearing the range (walk.c,
+ * kvt__rdb_open_scan).
  *
  * Disk full: a write that meets ENOSPC marks the tier full and fails; later writes fail at once
  * (-ENOSPC, no RocksDB call) until a probe (every PROBE_NS) sees RESUME_FREE_BYTES free, then the
@@ -54,7 +55,7 @@
  * fails) is destroyed and made again, empty, every record it held reported dropped and the loss
  * logged (rebuild). It is a cache; the alternative is a tier that never takes a write again, or a
  * daemon that does not start. iterate() (the daemon's walk at every start, after an open that may
- * have walked nothing: a saved index) mends what it meets as the open's walk does (walk_mending),
+ * have walked nothing: a saved index) mends what it meets as the open's walk does (walk.c),
  * visiting each record once over its walks and reporting what a dropped table took.
  *
  * Deletes that fail: a value whose delete did not land (RocksDB refused it, or failed) would be
@@ -85,7 +86,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <xxhash.h>
 
 #define PROBE_NS          (500ull * 1000 * 1000)
@@ -96,96 +96,6 @@
 #define GRAVE_STEP        256u        /* graves retried with each write or delete */
 #define GRAVES_MAX        (1u << 16)  /* beyond: unburied, logged */
 #define CLOSE_TRIES       3
-#define FIX_STEP          8192u /* a scan's metadata puts and deletes per batch */
-#define SALVAGE_TRIES     8u    /* damaged tables dropped in a row before a rebuild */
-
-enum scan_mode { SCAN_OPEN, SCAN_RECONCILE, SCAN_ITERATE };
-
-#define ST_ADD(t, f, v) __atomic_fetch_add(&(t)->st.f, (v), __ATOMIC_RELAXED)
-#define ST_SET(t, f, v) __atomic_store_n(&(t)->st.f, (v), __ATOMIC_RELAXED)
-
-static uint32_t now_s(const struct kvt_tier *t)
-{
-	return (uint32_t)((kvt_now_ns() - t->open_ns) / 1000000000ull);
-}
-
-static void publish_usage(struct kvt_tier *t)
-{
-	ST_SET(t, used_bytes, t->used_bytes);
-	ST_SET(t, chunks, (uint64_t)t->ix.n_live);
-	ST_SET(t, full, t->full);
-}
-
-static bool same_id(const struct kvt_tier_id *a, const struct kvt_tier_id *b)
-{
-	return a->tenant == b->tenant && !memcmp(&a->ns, &b->ns, sizeof(a->ns)) &&
-	       !memcmp(&a->key, &b->key, sizeof(a->key));
-}
-
-/* Decodes the 128-byte header at p into h and checks that it names id. @return : 0 or
- * -EBADMSG. */
-static int check_hdr(const struct kvt_tier_id *id, const void *p, struct kvt_chunk_hdr *h)
-{
-	if (kvt_chunk_hdr_decode(p, h))
-		return -EBADMSG;
-	struct kvt_tier_id named = {.tenant = h->tenant, .ns = h->ns, .key = h->key};
-	return same_id(&named, id) ? 0 : -EBADMSG;
-}
-
-/* Checks a stored value against the identity it is stored under. */
-static int check_record(const struct kvt_tier_id *id, const void *val, size_t len, bool payload,
-                        struct kvt_chunk_hdr *h)
-{
-	if (len < KVT_CHUNK_HDR_BYTES || check_hdr(id, val, h) ||
-	    h->payload_bytes != len - KVT_CHUNK_HDR_BYTES)
-		return -EBADMSG;
-	if (payload)
-		return kvt_chunk_verify(h, (const uint8_t *)val + KVT_CHUNK_HDR_BYTES,
-		                        len - KVT_CHUNK_HDR_BYTES);
-	return 0;
-}
-
-/* ---- the records' metadata (db.c: the meta range) ---- */
-
-/* Adds the put of the metadata of the record under key k (its header hdr, written now) to b. */
-static void batch_put_meta(rocksdb_writebatch_t *b, const uint8_t *k, const void *hdr,
-                           uint64_t age_s)
-{
-	uint8_t mk[KVT__RDB_META_KEY_BYTES], m[KVT__RDB_META_BYTES];
-	kvt__rdb_meta_key(mk, k);
-	memcpy(m, hdr, KVT_CHUNK_HDR_BYTES);
-	kvt_store_le64(m + KVT_CHUNK_HDR_BYTES, (uint64_t)time(NULL) - age_s);
-	rocksdb_writebatch_put(b, (const char *)mk, sizeof(mk), (const char *)m, sizeof(m));
-}
-
-/* Adds the puts of record k (value v, len bytes: header and payload) and its metadata to b. */
-static void batch_put(rocksdb_writebatch_t *b, const uint8_t *k, const void *v, size_t len)
-{
-	rocksdb_writebatch_put(b, (const char *)k, KVT__RDB_KEY_BYTES, v, len);
-	batch_put_meta(b, k, v, 0);
-}
-
-/* Adds the deletes of the record under key k and of its metadata to b. */
-static void batch_delete(rocksdb_writebatch_t *b, const uint8_t *k)
-{
-	uint8_t mk[KVT__RDB_META_KEY_BYTES];
-	kvt__rdb_meta_key(mk, k);
-	rocksdb_writebatch_delete(b, (const char *)k, KVT__RDB_KEY_BYTES);
-	rocksdb_writebatch_delete(b, (const char *)mk, sizeof(mk));
-}
-
-/* The header, length and age a metadata value records, for the record under id. @return : 0,
- * or -EBADMSG (the header fails its checksum, names another record, or the size is wrong). */
-static int meta_decode(const struct kvt_tier_id *id, const char *v, size_t len,
-                       struct kvt_chunk_hdr *h, uint64_t *bytes, uint32_t *age_s)
-{
-	if (len != KVT__RDB_META_BYTES || check_hdr(id, v, h) || h->payload_bytes > 1ull << 40)
-		return -EBADMSG;
-	*bytes = KVT_CHUNK_HDR_BYTES + h->payload_bytes;
-	uint64_t at = kvt_load_le64(v + KVT_CHUNK_HDR_BYTES), now = (uint64_t)time(NULL);
-	*age_s = at < now ? (uint32_t)KVT_MIN(now - at, (uint64_t)INT32_MAX) : 0;
-	return 0;
-}
 
 static void slot_meta(void *arg, uint32_t s, struct kvt_policy_meta *m)
 {
@@ -288,7 +198,7 @@ static uint64_t slot_bytes(void *arg, uint32_t s)
 }
 
 /* Drops slot s from the index and the policy; report tells the daemon. */
-static void forget(struct kvt_tier *t, uint32_t s, bool report)
+void kvt__rdb_forget(struct kvt_tier *t, uint32_t s, bool report)
 {
 	struct kvt_tier_id id = t->ix.slots[s].id;
 	t->pol_ops->on_remove(t->pol, s);
@@ -296,6 +206,13 @@ static void forget(struct kvt_tier *t, uint32_t s, bool report)
 	kvt__rdb_index_del(&t->ix, s);
 	if (report && t->env.dropped)
 		t->env.dropped(t->env.arg, &id, 0);
+}
+
+void kvt__rdb_adopt(struct kvt_tier *t, uint32_t s)
+{
+	t->ix.slots[s].tix = t->quota ? tenant_ix(t, t->ix.slots[s].id.tenant) : 0;
+	policy_insert(t, s);
+	account(t, s, (int64_t)t->ix.slots[s].bytes);
 }
 
 /* ---- graves: deletes still owed to the database ---- */
@@ -313,7 +230,7 @@ static void lost_graves(struct kvt_tier *t, uint64_t n, const char *why)
 static void grave_add(struct kvt_tier *t, const struct kvt_tier_id *id)
 {
 	for (uint32_t i = 0; i < t->n_graves; i++)
-		if (same_id(&t->graves[i], id))
+		if (kvt__rdb_same_id(&t->graves[i], id))
 			return;
 	if (t->n_graves == t->cap_graves) {
 		uint32_t cap = t->cap_graves ? 2 * t->cap_graves : 64;
@@ -333,7 +250,7 @@ static void grave_add(struct kvt_tier *t, const struct kvt_tier_id *id)
 static void grave_cancel(struct kvt_tier *t, const struct kvt_tier_id *id)
 {
 	for (uint32_t i = 0; i < t->n_graves; i++)
-		if (same_id(&t->graves[i], id)) {
+		if (kvt__rdb_same_id(&t->graves[i], id)) {
 			t->graves[i] = t->graves[--t->n_graves];
 			return;
 		}
@@ -346,7 +263,7 @@ static uint32_t graves_to_batch(struct kvt_tier *t, rocksdb_writebatch_t *b, uin
 	for (uint32_t i = t->n_graves - n; i < t->n_graves; i++) {
 		uint8_t k[KVT__RDB_KEY_BYTES];
 		kvt__rdb_key_encode(k, &t->graves[i]);
-		batch_delete(b, k);
+		kvt__rdb_batch_delete(b, k);
 	}
 	return n;
 }
@@ -380,7 +297,7 @@ static int delete_key(struct kvt_tier *t, const struct kvt_tier_id *id)
 	rocksdb_writebatch_clear(t->batch);
 	uint32_t n_gr = graves_to_batch(t, t->batch, GRAVE_STEP);
 	kvt__rdb_key_encode(k, id);
-	batch_delete(t->batch, k);
+	kvt__rdb_batch_delete(t->batch, k);
 	int rc = kvt__rdb_write(&t->db, t->batch);
 	if (rc) {
 		grave_add(t, id);
@@ -403,311 +320,6 @@ static void count_err(struct kvt_tier *t, int rc)
 	} else {
 		ST_ADD(t, err_other, 1);
 	}
-}
-
-/* ---- recovery scans ---- */
-
-/* What a scan walks and what it fixes as it goes. */
-struct scan_ctx {
-	enum scan_mode mode;
-	bool meta;                 /* walks the meta range, not the records */
-	bool fill;                 /* puts the metadata of every record it adds (a records walk) */
-	rocksdb_writebatch_t *fix; /* metadata puts and deletes, written FIX_STEP at a time */
-	int stop;
-	kvt_tier_visit_fn visit;
-	void *arg;
-	struct kvt_tier *t;
-	struct kvt__rdb_passed passed; /* damaged blocks a walk of the records passed over */
-};
-
-static void scan_one(struct kvt_tier *t, struct scan_ctx *c, const char *k, size_t klen,
-                     const char *v, size_t vlen)
-{
-	struct kvt_tier_id id;
-	struct kvt_chunk_hdr h;
-	uint64_t bytes = vlen;
-	uint32_t age_s = 0;
-	bool bad = kvt__rdb_key_decode(k, klen, &id) != 0 ||
-	           (c->meta ? meta_decode(&id, v, vlen, &h, &bytes, &age_s)
-	                    : check_record(&id, v, vlen, c->mode == SCAN_ITERATE, &h)) != 0;
-	uint32_t s = bad ? KVT__RDB_NIL : kvt__rdb_index_find(&t->ix, &id);
-	if (s != KVT__RDB_NIL && t->ix.slots[s].bytes != bytes)
-		bad = true; /* records are immutable: another length is a corrupt value */
-	if (!bad && c->mode == SCAN_OPEN && s == KVT__RDB_NIL) {
-		if (kvt__rdb_index_add(&t->ix, &id, bytes, now_s(t) - age_s, &s) == 0) {
-			t->ix.slots[s].tix = t->quota ? tenant_ix(t, id.tenant) : 0;
-			policy_insert(t, s);
-			account(t, s, (int64_t)bytes);
-			if (c->fill)
-				batch_put_meta(c->fix, (const uint8_t *)k, v, 0);
-		}
-		return;
-	}
-	if (!bad && s != KVT__RDB_NIL) {
-		t->ix.slots[s].mark = 1;
-		if (c->fill) /* the record keeps its age */
-			batch_put_meta(c->fix, (const uint8_t *)k, v,
-			               now_s(t) - t->ix.slots[s].born_s);
-		if (c->mode == SCAN_ITERATE && !t->visited[s]) {
-			t->visited[s] = 1;
-			c->stop = c->visit(c->arg, &h, 0);
-		}
-		return;
-	}
-	/* Corrupt, or not in the index (a delete lost with the memtable): remove it. */
-	if (klen == KVT__RDB_KEY_BYTES)
-		batch_delete(c->fix, (const uint8_t *)k);
-	else
-		rocksdb_writebatch_delete(c->fix, k, klen);
-	if (bad)
-		ST_ADD(t, corruptions, 1);
-	if (s != KVT__RDB_NIL)
-		forget(t, s, c->mode != SCAN_OPEN);
-}
-
-/* Writes c->fix (best effort: a scan deletes again what it finds). @return : 0 or -errno. */
-static int scan_fix(struct kvt_tier *t, struct scan_ctx *c)
-{
-	int rc = rocksdb_writebatch_count(c->fix) ? kvt__rdb_write(&t->db, c->fix) : 0;
-	rocksdb_writebatch_clear(c->fix);
-	return rc;
-}
-
-/* A walk of the records passed over [lo, hi), a block it cannot read (in a level-0 table, which
- * stays until the compaction that meets it fails and the tier repairs): the records there are
- * missed, but those the index knows are read one by one (reread) before a walk that reconciles
- * drops them. */
-static void scan_passed(void *arg, const char *lo, size_t lo_len, const char *hi, size_t hi_len,
-                        const char *why)
-{
-	struct scan_ctx *c = arg; /* the damage was counted when the walk first met it */
-	kvt__rdb_passed_add(&c->passed, lo, lo_len, hi, hi_len);
-	kvt_log(KVT_LOG_WARN,
-	        "rocksdb: %s: a walk of the records passed over a block it cannot read (%s)",
-	        c->t->db.path, why);
-}
-
-/* Whether slot s's record, unseen by a walk that passed over damage, lies where it passed and
- * reads right by itself (a point read reads only its own block): then it is marked, and visited
- * by ITERATE. */
-static bool reread(struct kvt_tier *t, struct scan_ctx *c, uint32_t s)
-{
-	uint8_t k[KVT__RDB_KEY_BYTES];
-	struct kvt_chunk_hdr h;
-	const char *v;
-	size_t vl;
-	kvt__rdb_key_encode(k, &t->ix.slots[s].id);
-	if (!kvt__rdb_passed_has(&c->passed, k))
-		return false;
-	rocksdb_pinnableslice_t *ps = kvt__rdb_get_quiet(&t->db, k, sizeof(k), &v, &vl);
-	bool right = ps && vl == t->ix.slots[s].bytes &&
-	             !check_record(&t->ix.slots[s].id, v, vl, c->mode == SCAN_ITERATE, &h);
-	if (ps)
-		rocksdb_pinnableslice_destroy(ps);
-	if (right) {
-		t->ix.slots[s].mark = 1;
-		if (c->mode == SCAN_ITERATE && !t->visited[s] && !c->stop) {
-			t->visited[s] = 1;
-			c->stop = c->visit(c->arg, &h, 0);
-		}
-	}
-	return right;
-}
-
-/*
- * Walks the database: the metadata when it is complete, except for ITERATE, which wants the
- * records; the records otherwise. OPEN fills the index; RECONCILE and ITERATE mark what they
- * find and then drop (and report) every slot that has no valid record or metadata any more. A
- * walk of the records by OPEN or ITERATE also fills the metadata, and marks it complete. pass:
- * a walk of the records passes over the blocks it cannot read (scan_passed) instead of failing.
- */
-static int scan(struct kvt_tier *t, enum scan_mode mode, bool pass, kvt_tier_visit_fn visit,
-                void *arg)
-{
-	struct scan_ctx c = {
-	    .mode = mode, .meta = t->db.meta_whole, .visit = visit, .arg = arg, .t = t};
-	c.fill = mode != SCAN_RECONCILE && !c.meta; /* and puts the marker after a whole walk */
-	if (!(c.fix = rocksdb_writebatch_create()))
-		return -ENOMEM;
-	/* damage met in the metadata's walk (it verifies checksums) sends the open to the records
-	 * (open_scan) */
-	rocksdb_iterator_t *it = rocksdb_create_iterator(t->db.db, t->db.walk[c.meta]);
-	char *err = NULL;
-	int rc, fix_rc = 0;
-	for (uint32_t s = 0; s < t->ix.n_slots; s++)
-		t->ix.slots[s].mark = 0;
-	struct kvt__rdb_cursor cur = {0}; /* a walk ended early is found (db.c) */
-	if (!c.meta && pass)
-		cur = (struct kvt__rdb_cursor){
-		    .passed = scan_passed, .arg = &c, .db = t->db.db, .ro = t->db.walk[0]};
-	for (rocksdb_iter_seek_to_first(it); !c.stop && kvt__rdb_iter_more(&it, &cur);
-	     rocksdb_iter_next(it)) {
-		size_t klen, vlen;
-		const char *k = rocksdb_iter_key(it, &klen);
-		if (c.meta && kvt__rdb_is_marker(k, klen))
-			continue;
-		if (c.meta) { /* the record's key: what follows the range's start */
-			if (klen != KVT__RDB_META_KEY_BYTES) {
-				rocksdb_writebatch_delete(c.fix, k, klen);
-				ST_ADD(t, corruptions, 1);
-				continue;
-			}
-			k += KVT__RDB_META_LO_BYTES, klen -= KVT__RDB_META_LO_BYTES;
-		}
-		const char *v = rocksdb_iter_value(it, &vlen);
-		if (c.fill)
-			ST_ADD(t, open_values_read, 1);
-		scan_one(t, &c, k, klen, v, vlen);
-		if ((uint32_t)rocksdb_writebatch_count(c.fix) >= FIX_STEP && (rc = scan_fix(t, &c)))
-			fix_rc = rc;
-	}
-	rocksdb_iter_get_error(it, &err);
-	rc = kvt__rdb_err_db(&t->db, err);
-	rocksdb_iter_destroy(it);
-	kvt__rdb_cursor_fini(&cur);
-	if (!rc && !c.stop && mode != SCAN_OPEN)
-		for (uint32_t s = 0; s < t->ix.n_slots && !c.stop; s++)
-			if (t->ix.slots[s].live && !t->ix.slots[s].mark &&
-			    !(c.passed.n && reread(t, &c, s)))
-				forget(t, s, true);
-	for (uint32_t s = 0; s < t->ix.n_slots; s++)
-		t->ix.slots[s].mark = 0; /* mark is the victim flag outside scans */
-	c.fill = c.fill && !c.stop;      /* a walk cut short leaves records without metadata */
-	if (c.fill && !rc && !fix_rc)
-		kvt__rdb_marker_put(c.fix); /* after every put of the walk, or with them */
-	int last_rc = scan_fix(t, &c);
-	/* On disk at once when it walked any record: a crash before the next flush would cost the
-	 * walk again. (A new database's marker goes with its first records.) */
-	if (c.fill && !rc && !fix_rc && !last_rc && (!t->ix.n_live || !kvt__rdb_flush(t, true)))
-		t->db.meta_whole = true;
-	else if (c.fill && !rc)
-		kvt_log(KVT_LOG_WARN,
-		        "rocksdb: %s: the records' metadata could not be written: the next open "
-		        "reads every record again",
-		        t->db.path);
-	rocksdb_writebatch_destroy(c.fix);
-	publish_usage(t);
-	return rc;
-}
-
-/* Drops every record from the index (reported when report: the daemon knows them). */
-static void forget_all(struct kvt_tier *t, bool report)
-{
-	for (uint32_t s = 0; s < t->ix.n_slots; s++)
-		if (t->ix.slots[s].live)
-			forget(t, s, report);
-}
-
-/*
- * Destroys the database and opens it again, empty: every record is dropped (reported when
- * report: the daemon knows them), and nothing is owed to the old files. @return : 0 or -errno.
- */
-static int rebuild(struct kvt_tier *t, bool report, const char *why)
-{
-	uint32_t lost = t->ix.n_live;
-	forget_all(t, report);
-	t->n_graves = 0;
-	t->full = false;
-	ST_ADD(t, corruptions, 1);
-	kvt_log(KVT_LOG_ERROR,
-	        "rocksdb: %s: %s; destroying it and starting empty (%u records lost)", t->db.path,
-	        why, lost);
-	int rc = kvt__rdb_db_wipe(&t->db);
-	publish_usage(t);
-	return rc;
-}
-
-/* Whether RocksDB's repair (salvage.c) rebuilt the database from its tables; counted. */
-static bool repaired(struct kvt_tier *t, const char *why)
-{
-	uint64_t lost = t->db.tables_dropped;
-	bool ok = kvt__rdb_repair(&t->db, why) == 0;
-	ST_SET(t, repairs, t->db.repairs);
-	ST_ADD(t, corruptions, t->db.tables_dropped - lost + ok);
-	return ok;
-}
-
-/*
- * Damage a write or a walk met after the open: drops the table the error named (salvage.c) and
- * reconciles the index with what is left, reporting what went; or, when no table is named or
- * the damage goes on, makes the database anew (rebuild). @return : 0 or -errno.
- */
-static int salvage_or_rebuild(struct kvt_tier *t, const char *why)
-{
-	for (unsigned tries = 0; tries < SALVAGE_TRIES; tries++) {
-		uint64_t no = t->db.bad_table;
-		t->db.bad_table = 0;
-		if (!no ||
-		    (kvt__rdb_evacuate(&t->db, &t->ix, no) && kvt__rdb_drop_table(&t->db, no)))
-			break;
-		ST_ADD(t, corruptions, 1);
-		int rc = scan(t, SCAN_RECONCILE, false, NULL, NULL);
-		if (rc != -EBADMSG)
-			return rc;
-	}
-	if (repaired(t, why)) { /* what the repair left is reconciled, the rest reported */
-		int rc = scan(t, SCAN_RECONCILE, false, NULL, NULL);
-		if (rc != -EBADMSG)
-			return rc;
-	}
-	return rebuild(t, true, why);
-}
-
-/*
- * A walk (scan: OPEN or ITERATE) that mends the damage it cannot read past, and walks again:
- * damaged metadata is cleared and the records read instead; a table the error names is dropped,
- * its readable records written elsewhere first (evacuate.c), or, in level 0 (which RocksDB
- * will not drop), the walk of the records passes over its damaged blocks (scan's pass, whose
- * records it misses, but for those the index knows); damage neither mends, or more than
- * SALVAGE_TRIES in a row, goes to RocksDB's repair. ITERATE visits each record once over its
- * walks (t->visited), and its last walk reports what a dropped table took, visited or not.
- * @return : 0, -EBADMSG (nothing mended it: the caller makes the database anew) or -errno.
- */
-static int walk_mending(struct kvt_tier *t, enum scan_mode mode, kvt_tier_visit_fn visit, void *arg,
-                        const char *why)
-{
-	bool pass = false; /* the walks of the records pass over damage (a level-0 table's) */
-	int rc = scan(t, mode, pass, visit, arg);
-	for (unsigned tries = 0; rc == -EBADMSG && tries < SALVAGE_TRIES; tries++) {
-		bool meta = t->db.meta_whole; /* the walk that failed was of the metadata */
-		uint64_t no = t->db.bad_table;
-		t->db.bad_table = 0;
-		ST_ADD(t, corruptions, 1);
-		if (mode == SCAN_OPEN) /* which walks again from an empty index */
-			forget_all(t, false);
-		if (meta) {
-			kvt_log(KVT_LOG_WARN,
-			        "rocksdb: %s: the records' metadata is damaged: dropping it and "
-			        "reading every record",
-			        t->db.path);
-			/* so that no later walk or compaction meets the block; a level-0 table
-			 * stays, and the walk of the records passes over it (its end's seek reads
-			 * it) */
-			if (no && kvt__rdb_evacuate(&t->db, &t->ix, no) == -EPERM)
-				pass = true;
-			rocksdb_writebatch_clear(t->batch);
-			kvt__rdb_meta_clear(t->batch);
-			t->db.meta_whole = false;
-			rc = kvt__rdb_write(&t->db, t->batch);
-		} else if (no) { /* its records written elsewhere first, where that can be done */
-			rc = kvt__rdb_evacuate(&t->db, &t->ix, no);
-			if (rc == -EPERM && !pass) /* level 0: walked past instead */
-				pass = true, rc = 0;
-			else if (rc)
-				rc = kvt__rdb_drop_table(&t->db, no);
-		} else {
-			break;
-		}
-		if (!rc) /* the metadata if still whole, else the records (filling the range) */
-			rc = scan(t, mode, pass, visit, arg);
-	}
-	if (rc == -EBADMSG) {
-		if (mode == SCAN_OPEN)
-			forget_all(t, false);
-		if (repaired(t, why))
-			rc = scan(t, mode, pass, visit, arg);
-	}
-	return rc;
 }
 
 /* ---- eviction ---- */
@@ -746,7 +358,7 @@ static size_t propose(struct kvt_tier *t, uint32_t r, uint64_t old, uint64_t nee
  * no quota), replacing old bytes of the same record, fits the cap and the requester's maximum;
  * marks them and adds their deletes to t->batch. Chosen victims are taken off their tenants'
  * accounts while choosing, so that later rounds see them gone, and put back before returning
- * (forget() takes them off for good). @return : how many victims (t->victims), or -ENOSPC.
+ * (kvt__rdb_forget() takes them off for good). @return : how many victims (t->victims), or -ENOSPC.
  */
 static int choose_victims(struct kvt_tier *t, uint32_t requester, uint64_t old, uint64_t need,
                           uint32_t *n_out)
@@ -777,7 +389,7 @@ static int choose_victims(struct kvt_tier *t, uint32_t requester, uint64_t old, 
 				kvt_quota_charge(t->quota, t->ix.slots[s].tix,
 				                 -(int64_t)t->ix.slots[s].bytes);
 			kvt__rdb_key_encode(k, &t->ix.slots[s].id);
-			batch_delete(t->batch, k);
+			kvt__rdb_batch_delete(t->batch, k);
 		}
 	}
 	rc = 0;
@@ -800,7 +412,7 @@ static void commit_victims(struct kvt_tier *t, uint32_t n, bool report)
 		if (t->pol_ops->is_done && t->pol_ops->is_done(t->pol, t->victims[i]))
 			ST_ADD(t, told_evictions, 1);
 		t->ix.slots[t->victims[i]].mark = 0;
-		forget(t, t->victims[i], report);
+		kvt__rdb_forget(t, t->victims[i], report);
 	}
 	ST_ADD(t, evictions, n);
 }
@@ -811,12 +423,12 @@ static void sweep_ttl(struct kvt_tier *t)
 	if (!t->ttl_s || now - t->last_sweep_ns < SWEEP_NS)
 		return;
 	t->last_sweep_ns = now;
-	uint32_t sec = now_s(t);
+	uint32_t sec = kvt__rdb_now_s(t);
 	for (uint32_t s = 0; s < t->ix.n_slots; s++) {
 		if (!t->ix.slots[s].live || sec - t->ix.slots[s].born_s < t->ttl_s)
 			continue;
 		delete_key(t, &t->ix.slots[s].id);
-		forget(t, s, true);
+		kvt__rdb_forget(t, s, true);
 		ST_ADD(t, evictions, 1);
 	}
 }
@@ -827,9 +439,10 @@ static void sweep_ttl(struct kvt_tier *t)
  * (and a table the walk cannot read). @return : 0 or -errno. */
 static int reconcile(struct kvt_tier *t)
 {
-	int rc = scan(t, SCAN_RECONCILE, false, NULL, NULL);
+	int rc = kvt__rdb_scan(t, SCAN_RECONCILE, false, NULL, NULL);
 	if (rc == -EBADMSG)
-		rc = salvage_or_rebuild(t, "a walk after disk full met damage it cannot read past");
+		rc = kvt__rdb_salvage_or_rebuild(
+		    t, "a walk after disk full met damage it cannot read past");
 	return rc;
 }
 
@@ -851,7 +464,7 @@ static int probe_full(struct kvt_tier *t)
 	if ((rc = reconcile(t)))
 		return rc;
 	t->full = false;
-	publish_usage(t);
+	kvt__rdb_publish_usage(t);
 	kvt_log(KVT_LOG_INFO, "rocksdb: resumed after disk full, %u records", t->ix.n_live);
 	return 0;
 }
@@ -890,13 +503,13 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 	}
 	uint8_t k[KVT__RDB_KEY_BYTES];
 	kvt__rdb_key_encode(k, &id);
-	batch_put(t->batch, k, buf, rec_len);
+	kvt__rdb_batch_put(t->batch, k, buf, rec_len);
 	rc = kvt__rdb_write(&t->db, t->batch);
 	if (rc == -EBADMSG) { /* a background error from damage: writes fail until made anew */
 		for (uint32_t i = 0; i < n_vic; i++)
 			t->ix.slots[t->victims[i]].mark = 0;
 		t->exclude = KVT__RDB_NIL;
-		rc = salvage_or_rebuild(t, "a write met a corruption error");
+		rc = kvt__rdb_salvage_or_rebuild(t, "a write met a corruption error");
 		count_err(t, -EIO);
 		return rc ? rc : -EIO;
 	}
@@ -909,7 +522,7 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 	grave_cancel(t, &id);
 	commit_victims(t, n_vic, true);
 	if (s == KVT__RDB_NIL) {
-		rc = kvt__rdb_index_add(&t->ix, &id, rec_len, now_s(t), &s);
+		rc = kvt__rdb_index_add(&t->ix, &id, rec_len, kvt__rdb_now_s(t), &s);
 		if (rc) {
 			delete_key(t, &id);
 			goto err;
@@ -919,14 +532,14 @@ static int rdb_write(struct kvt_tier *t, const void *buf, size_t rec_len, size_t
 	} else {
 		account(t, s, -(int64_t)old);
 		t->ix.slots[s].bytes = rec_len;
-		t->ix.slots[s].born_s = now_s(t);
+		t->ix.slots[s].born_s = kvt__rdb_now_s(t);
 		t->pol_ops->on_access(t->pol, s);
 	}
 	account(t, s, (int64_t)rec_len);
 	t->exclude = KVT__RDB_NIL;
 	ST_ADD(t, writes, 1);
 	ST_ADD(t, write_bytes, rec_len);
-	publish_usage(t);
+	kvt__rdb_publish_usage(t);
 	*loc = 0;
 	return 0;
 err_unmark:
@@ -935,16 +548,16 @@ err_unmark:
 err:
 	t->exclude = KVT__RDB_NIL;
 	count_err(t, rc);
-	publish_usage(t);
+	kvt__rdb_publish_usage(t);
 	return rc;
 }
 
 static void drop_corrupt(struct kvt_tier *t, uint32_t s)
 {
 	delete_key(t, &t->ix.slots[s].id);
-	forget(t, s, true);
+	kvt__rdb_forget(t, s, true);
 	ST_ADD(t, corruptions, 1);
-	publish_usage(t);
+	kvt__rdb_publish_usage(t);
 	kvt_log_rl(KVT_LOG_WARN, "rocksdb: corrupt record dropped");
 }
 
@@ -957,7 +570,7 @@ static int copy_verify(struct kvt_tier *t, const struct kvt_tier_id *id, uint8_t
                        const char *v, size_t len, struct kvt_chunk_hdr *h)
 {
 	memcpy(buf, v, KVT_CHUNK_HDR_BYTES);
-	if (check_record(id, buf, len, false, h))
+	if (kvt__rdb_check_record(id, buf, len, false, h))
 		return -EBADMSG;
 	XXH3_64bits_reset(t->xxh);
 	for (size_t off = KVT_CHUNK_HDR_BYTES; off < len; off += COPY_STEP) {
@@ -977,11 +590,11 @@ static ssize_t rdb_read(struct kvt_tier *t, const struct kvt_tier_id *id, uint64
 	size_t len;
 	if (s == KVT__RDB_NIL)
 		goto miss;
-	if (t->ttl_s && now_s(t) - t->ix.slots[s].born_s >= t->ttl_s) {
+	if (t->ttl_s && kvt__rdb_now_s(t) - t->ix.slots[s].born_s >= t->ttl_s) {
 		delete_key(t, id);
-		forget(t, s, true);
+		kvt__rdb_forget(t, s, true);
 		ST_ADD(t, evictions, 1);
-		publish_usage(t);
+		kvt__rdb_publish_usage(t);
 		goto miss;
 	}
 	kvt__rdb_key_encode(k, id);
@@ -996,14 +609,14 @@ static ssize_t rdb_read(struct kvt_tier *t, const struct kvt_tier_id *id, uint64
 	if (rc) { /* unreadable: dropped, as the daemon takes it (tiers/tier.h) */
 		count_err(t, -EIO);
 		delete_key(t, id);
-		forget(t, s, true);
-		publish_usage(t);
+		kvt__rdb_forget(t, s, true);
+		kvt__rdb_publish_usage(t);
 		return -EIO;
 	}
 	if (!ps) { /* lost behind the index's back (damage, a manual flush cut short): a miss */
 		delete_key(t, id); /* its metadata */
-		forget(t, s, true);
-		publish_usage(t);
+		kvt__rdb_forget(t, s, true);
+		kvt__rdb_publish_usage(t);
 		goto miss;
 	}
 	const char *v = rocksdb_pinnableslice_value(ps, &len);
@@ -1038,8 +651,8 @@ static int rdb_remove(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t
 	if (s == KVT__RDB_NIL)
 		return -ENOENT;
 	delete_key(t, id); /* one that fails is a grave, retried */
-	forget(t, s, false);
-	publish_usage(t);
+	kvt__rdb_forget(t, s, false);
+	kvt__rdb_publish_usage(t);
 	return 0;
 }
 
@@ -1058,11 +671,11 @@ static int rdb_iterate(struct kvt_tier *t, kvt_tier_visit_fn visit, void *arg)
 	if (!(t->visited = calloc(KVT_MAX(t->ix.n_slots, 1u), 1)))
 		return -ENOMEM;
 	static const char why[] = "a walk of every record met damage it cannot read past";
-	int rc = walk_mending(t, SCAN_ITERATE, visit, arg, why);
+	int rc = kvt__rdb_walk_mending(t, SCAN_ITERATE, visit, arg, why);
 	free(t->visited);
 	t->visited = NULL;
 	if (rc == -EBADMSG) /* what was visited is reported dropped */
-		rc = rebuild(t, true, why);
+		rc = kvt__rdb_rebuild(t, true, why);
 	return rc;
 }
 
@@ -1102,15 +715,6 @@ static int rdb_policy_set(struct kvt_tier *t, const char *name, char *params, ch
 
 /* The open's walk of the metadata, or of the records, mended; what cannot be mended makes the
  * database anew. @return : 0 or -errno. */
-static int open_scan(struct kvt_tier *t)
-{
-	static const char why[] = "a walk at open met damage it cannot read past";
-	int rc = walk_mending(t, SCAN_OPEN, NULL, NULL, why);
-	if (rc == -EBADMSG)
-		rc = rebuild(t, false, why);
-	return rc;
-}
-
 /* One record of the index a clean close saved: as a walk at open would add it, with its age; or
  * (bytes 0) a delete it still owed. */
 static int saved_one(void *arg, const struct kvt_tier_id *id, uint64_t bytes, uint32_t age_s)
@@ -1123,12 +727,10 @@ static int saved_one(void *arg, const struct kvt_tier_id *id, uint64_t bytes, ui
 	uint32_t s;
 	if (kvt__rdb_index_find(&t->ix, id) != KVT__RDB_NIL)
 		return 0; /* once (a file we wrote has no twins) */
-	int rc = kvt__rdb_index_add(&t->ix, id, bytes, now_s(t) - age_s, &s);
+	int rc = kvt__rdb_index_add(&t->ix, id, bytes, kvt__rdb_now_s(t) - age_s, &s);
 	if (rc)
 		return rc;
-	t->ix.slots[s].tix = t->quota ? tenant_ix(t, id->tenant) : 0;
-	policy_insert(t, s);
-	account(t, s, (int64_t)bytes);
+	kvt__rdb_adopt(t, s);
 	return 0;
 }
 
@@ -1199,7 +801,7 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 		ST_SET(t, opened_from_index, 1);
 		rc = 0;
 	} else if (rc == 0) {
-		rc = open_scan(t);
+		rc = kvt__rdb_open_scan(t);
 	}
 	if (rc)
 		goto err_db;
@@ -1207,7 +809,7 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 	for (uint32_t i = 0; i < t->n_graves; i++) {
 		uint32_t s = kvt__rdb_index_find(&t->ix, &t->graves[i]);
 		if (s != KVT__RDB_NIL)
-			forget(t, s, false);
+			kvt__rdb_forget(t, s, false);
 	}
 	/* Deletes are not durable with the WAL off: evict back under the cap before serving. */
 	uint32_t n_vic = 0;
@@ -1216,7 +818,7 @@ int kvt__rdb_open_conf(const struct kvt_tier_env *env, const struct kvt__rdb_con
 		kvt__rdb_write(&t->db, t->batch);
 		commit_victims(t, n_vic, false);
 	}
-	publish_usage(t);
+	kvt__rdb_publish_usage(t);
 	*out = t;
 	return 0;
 err_db:
@@ -1293,7 +895,8 @@ static void rdb_close(struct kvt_tier *t)
 	uint64_t seq = was_open ? rocksdb_get_latest_sequence_number(t->db.db) : 0;
 	kvt__rdb_db_close(&t->db);
 	if (was_open)
-		kvt__rdb_saved_write(t->db.path, seq, &t->ix, now_s(t), t->graves, t->n_graves);
+		kvt__rdb_saved_write(t->db.path, seq, &t->ix, kvt__rdb_now_s(t), t->graves,
+		                     t->n_graves);
 	else if (t->n_graves && !kvt__rdb_saved_write(t->db.path, 0, NULL, 0, t->graves,
 	                                              t->n_graves)) /* the deletes alone */
 		kvt_log(KVT_LOG_INFO, "rocksdb: %s: %u removes owed to the next open", t->db.path,
