@@ -361,7 +361,7 @@ static void test_operator_command_lines_refused(void **state)
 	struct kvt_test_daemon d;
 	const char *sets[] = {"tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	char none[512];
+	char none[2048];
 	/* a wrong command line: its usage, one line, exit 1; the same from the daemon's side.
 	 * The third word: the CLI tells it alone, before any connection (its shape is wrong). */
 	static const char *const wrong[][3] = {
@@ -425,7 +425,17 @@ static void test_operator_command_lines_refused(void **state)
 	assert_non_null(strstr(none, "cannot reach kvtierd at"));
 	/* and the benchmarks: a name or a word they do not know is refused before anything runs */
 	assert_int_equal(kvt_test_cli(&d, "bench nosuch", none, sizeof(none)), 2);
-	assert_non_null(strstr(none, "no benchmark named 'nosuch' (host, tiers,"));
+	assert_non_null(strstr(none, "no benchmark named 'nosuch'\nusage: kvtier bench [NAME]"));
+	/* the list, each with its baseline; each name in it is one cli_bench runs */
+	static const char *const names[] = {"host",   "tiers", "nvme",  "rocksdb",
+	                                    "policy", "quota", "trace", "gpu"};
+	assert_int_equal(kvt_test_cli(&d, "bench --help", none, sizeof(none)), 0);
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		char line[32];
+		snprintf(line, sizeof(line), "\n  %-8s ", names[k]);
+		if (!strstr(none, line) || !strstr(strstr(none, line), "against"))
+			fail_msg("kvtier bench --help has no line for %s:\n%s", names[k], none);
+	}
 	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 0", none, sizeof(none)), 2);
 	assert_non_null(strstr(none, "usage: kvtier bench policy [OPS"));
 	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 64 lru --bogus", none, sizeof(none)),
@@ -448,6 +458,9 @@ static void test_operator_command_lines_refused(void **state)
 	    {"bench tiers nvme 1000", "usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]"},
 	    {"bench tiers cascade 99999999999", "usage: kvtier bench tiers"},
 	    {"bench trace --check x", "bench: --check 'x' is not a tolerance from 0 to 1"},
+	    /* its usage was "see the top of tools/bench/bench_trace.c" */
+	    {"bench trace --bogus 1", "bench: --bogus: unknown option\nusage: kvtier bench trace"},
+	    {"bench trace --trace", "bench: --trace: needs a value\nusage: kvtier bench trace"},
 	    /* the gpu bench ran 0 runs (rows of 0 GB/s), 0 seconds, and dropped a last word */
 	    {"bench gpu --runs 0", "usage: kvtier-bench-gpu"},
 	    {"bench gpu --seconds x", "usage: kvtier-bench-gpu"},

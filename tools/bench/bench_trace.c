@@ -275,6 +275,24 @@ static size_t count_of(const char *v, size_t min)
 	return (size_t)x;
 }
 
+static const char usage_text[] =
+    "usage: kvtier bench trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]\n"
+    "                          [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T]\n"
+    "                          [--clients K (1, at most 64)] [--rounds N (1)]\n"
+    "  a Mooncake JSONL or native trace through a fresh kvtierd per policy (host tier of N\n"
+    "  chunks of K KiB, no lower tier), beside kvtier sim's replay of the same requests;\n"
+    "  P may carry parameters, P:k=v[:k=v...]; --check T exits 1 when the daemon's and the\n"
+    "  simulator's prefix hit ratios differ by more than T; --rounds N runs the policies N\n"
+    "  times in turn and ends with their medians; the default trace is the shared\n"
+    "  conversation trace (KVT_SHARED_DATA, or ../shared/data)\n";
+
+/* A word parse() cannot take: the word, why, then the usage; exit 2. */
+static void refuse(const char *word, const char *why)
+{
+	fprintf(stderr, "bench: %s: %s\n%s", word, why, usage_text);
+	exit(2);
+}
+
 static void parse(int argc, char **argv, struct args *a)
 {
 	static char dflt[] = "lru,conv";
@@ -282,10 +300,14 @@ static void parse(int argc, char **argv, struct args *a)
 	a->capacity = 4096, a->chunk = 64 << 10, a->check = -1, a->clients = 1, a->rounds = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v) {
-			fprintf(stderr, "usage: see the top of tools/bench/bench_trace.c\n");
-			exit(2);
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(usage_text, stdout);
+			exit(0);
 		}
+		if (strncmp(o, "--", 2))
+			refuse(o, "not an option");
+		if (!v)
+			refuse(o, "needs a value");
 		if (!strcmp(o, "--trace"))
 			a->trace = v;
 		else if (!strcmp(o, "--capacity"))
@@ -308,10 +330,8 @@ static void parse(int argc, char **argv, struct args *a)
 			}
 		} else if (!strcmp(o, "--rounds"))
 			a->rounds = count_of(v, 1);
-		else {
-			fprintf(stderr, "bench: unknown option %s\n", o);
-			exit(2);
-		}
+		else
+			refuse(o, "unknown option");
 		i++;
 	}
 	if (a->clients > 64) {

@@ -38,7 +38,8 @@ static void usage(FILE *f)
 	       "mismatch)\n"
 	       "  sim ARGS                  replay a trace through the daemon's policies\n"
 	       "  bench [NAME] [ARGS]       benchmarks with their baselines (host, tiers, nvme, "
-	       "rocksdb, policy)\n");
+	       "rocksdb,\n"
+	       "                            policy, quota, trace, gpu; kvtier bench --help)\n");
 }
 
 int cli_exec_sibling(const char *name, int argc, char **argv)
