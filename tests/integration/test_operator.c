@@ -17,6 +17,7 @@
 #include "kvtier.h"
 #include "put_chain.h"
 #include "ipc/proto.h"
+#include "core/util.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -225,6 +226,24 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_int_equal(kvt_test_cli(&d, "stats", text, sizeof(text)), 0);
 	assert_non_null(strstr(text, "engine hints: kept 3 chunks ("));
 	assert_non_null(strstr(text, "bytes), 0 on their way up; keeps 3, refused 0; done 0\n"));
+	/* the tiers' table: sizes for a reader, the hit ratio worked out from the counts */
+	const char *host = strstr(text, "\nhost "), *nvme = strstr(text, "\nnvme ");
+	assert_true(host && nvme);
+	char cap[32], cap_col[40]; /* 64 MiB less the log's own space */
+	long long nvme_cap = kvt_test_tier_stat(&d, "nvme", "capacity_bytes");
+	assert_true(nvme_cap > 0);
+	snprintf(cap_col, sizeof(cap_col), " %10s ",
+	         kvt_fmt_bytes((uint64_t)nvme_cap, cap, sizeof(cap)));
+	if (!strstr(nvme, cap_col) || strstr(nvme, cap_col) > strchr(nvme + 1, '\n'))
+		fail_msg("kvtier stats: no '%s' in its nvme row:\n%s", cap_col, text);
+	long long hits = kvt_test_tier_stat(&d, "host", "hits"),
+	          misses = kvt_test_tier_stat(&d, "host", "misses");
+	char row[64];
+	assert_true(hits > 0 && misses >= 0);
+	snprintf(row, sizeof(row), " %10lld %10lld %6.3f ", hits, misses,
+	         (double)hits / (double)(hits + misses));
+	if (!strstr(host, row) || strstr(host, row) > strchr(host + 1, '\n'))
+		fail_msg("kvtier stats: no '%s' in its host row:\n%s", row, text);
 
 	static char resp[1 << 18];
 	const char get[] = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";

@@ -1,5 +1,6 @@
 /* stats.c -- kvtier stats: the daemon's JSON as is (--json), or a short table. */
 #include "cli.h"
+#include "core/util.h"
 #include "ipc/proto.h"
 
 #include <stdbool.h>
@@ -63,17 +64,26 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 		return 0;
 	}
 	const char *tiers = strstr(json, "\"tiers\":");
-	printf("%-8s %-11s %14s %14s %10s %10s %10s %10s\n", "tier", "policy", "capacity", "used",
-	       "chunks", "hits", "misses", "evictions");
+	/* sizes for a reader (--json has the bytes), the fill and hit ratio worked out */
+	printf("%-8s %-11s %10s %10s %5s %10s %10s %10s %6s %10s\n", "tier", "policy", "capacity",
+	       "used", "fill", "chunks", "hits", "misses", "hit", "evictions");
 	for (const char *t = tiers; t && (t = strstr(t, "{\"name\":\"")); t++) {
-		char name[32] = "", pol[32] = "-";
+		char name[32] = "", pol[32] = "-", cap[24], used[24], fill[8] = "-", hit[8] = "-";
 		const char *pp = strstr(t, "\"policy\":\"");
 		sscanf(t + 9, "%31[^\"]", name);
 		if (pp && pp < strstr(t + 1, "}"))
 			sscanf(pp + 10, "%31[^\"]", pol);
-		printf("%-8s %-11s %14lld %14lld %10lld %10lld %10lld %10lld\n", name, pol,
-		       num(t, "capacity_bytes"), num(t, "used_bytes"), num(t, "chunks"),
-		       num(t, "hits"), num(t, "misses"), num(t, "evictions"));
+		long long cb = num(t, "capacity_bytes"), u = num(t, "used_bytes");
+		long long h = num(t, "hits"), m = num(t, "misses");
+		double pct = cb > 0 && u >= 0 ? 100.0 * (double)u / (double)cb : -1;
+		if (pct >= 0)
+			snprintf(fill, sizeof(fill), u && pct < 0.5 ? "<1%%" : "%.0f%%", pct);
+		if (h >= 0 && m >= 0 && h + m > 0)
+			snprintf(hit, sizeof(hit), "%.3f", (double)h / (double)(h + m));
+		printf("%-8s %-11s %10s %10s %5s %10lld %10lld %10lld %6s %10lld\n", name, pol,
+		       kvt_fmt_bytes(cb < 0 ? 0 : (uint64_t)cb, cap, sizeof(cap)),
+		       kvt_fmt_bytes(u < 0 ? 0 : (uint64_t)u, used, sizeof(used)), fill,
+		       num(t, "chunks"), h, m, hit, num(t, "evictions"));
 	}
 	if (strstr(json, "\"name\":\"nvme\"") || strstr(json, "\"name\":\"rocksdb\""))
 		printf("below host: %lld bytes waiting for demotion; demoted %lld, promoted %lld, "
