@@ -43,19 +43,10 @@ struct kvd_job {
 	struct kvt_tier_wreq wr; /* a demotion in a write stream */
 };
 
-/* Hand-overs (on_evicted) waiting as copies for the next tier's worker: past the first,
- * demotions into the tier above wait for them; past the second, a hand-over is not copied but
- * written at once, inside the reclaim that made it. */
-#define HANDOVER_SOFT_BYTES ((uint64_t)64 << 20)
-#define HANDOVER_HARD_BYTES ((uint64_t)192 << 20)
-
 /* How long a demotion the tier pushes back (-EAGAIN: a RocksDB write stall) is tried again
  * before it counts as failed. The chunk stays at host meanwhile, its bytes in host.dirty_pct's
- * share, so a long stall slows puts (demote.wait_ms, then -EAGAIN) instead of dropping chunks.
- * The worker waits 1 ms after a pushed-back batch, twice as long each time in a row, to 8 ms
- * (a promotion queued behind it waits that long at most). */
-#define DEMOTE_STALL_NS   ((uint64_t)10 * 1000 * 1000 * 1000)
-#define STALL_WAIT_MAX_US 8000
+ * share, so a long stall slows puts (demote.wait_ms, then -EAGAIN) instead of dropping chunks. */
+#define DEMOTE_STALL_NS ((uint64_t)10 * 1000 * 1000 * 1000)
 
 /* The worker thread of one lower tier: its jobs, and the finished ones for the loop. */
 struct kvd_worker {

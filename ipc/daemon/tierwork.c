@@ -22,6 +22,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Hand-overs (on_evicted) waiting as copies for the next tier's worker: past the first,
+ * demotions into the tier above wait for them; past the second, a hand-over is not copied but
+ * written at once, inside the reclaim that made it. */
+#define HANDOVER_SOFT_BYTES ((uint64_t)64 << 20)
+#define HANDOVER_HARD_BYTES ((uint64_t)192 << 20)
+
+/* After a batch the tier pushed back (DEMOTE_STALL_NS), the worker waits 1 ms, twice as long
+ * each time in a row, to this (a promotion queued behind it waits that long at most). */
+#define STALL_WAIT_MAX_US 8000
+
 /* Tier k's worker, or NULL (tiers being opened or closed). */
 static struct kvd_worker *worker_of(const struct kvd *d, uint8_t k)
 {
