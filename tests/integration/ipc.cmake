@@ -1,5 +1,7 @@
 kvt_add_test(NAME test_ipc SOURCES integration/test_ipc.c LIBS kvtier_static LABELS integration
   TIMEOUT 120)
+kvt_add_test(NAME test_tenants SOURCES integration/test_tenants.c LIBS kvtier_static
+  LABELS integration TIMEOUT 120)
 kvt_add_test(NAME test_robust SOURCES integration/test_robust.c LIBS kvtier_static
   LABELS integration TIMEOUT 120)
 # about 40 s; 170 s under ASan with two tests at once, so the limit leaves room for CI's
