@@ -16,6 +16,7 @@
 #include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "put_chain.h"
+#include "chunk_in.h"
 #include "ipc/proto.h"
 #include "core/util.h"
 
@@ -171,12 +172,6 @@ static void mrc_row(const struct kvt_test_daemon *d, const char *tier, const cha
 	if (!r ||
 	    sscanf(r + strlen(pat), "%lf %lf %lf %lf %lf", &h[0], &h[1], &h[2], &h[3], &h[4]) != 5)
 		fail_msg("no row '%s' in: %s", row, out);
-}
-
-static void hex(kvt_id_t id, char out[33])
-{
-	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1],
-	         (unsigned long long)id.w[0]);
 }
 
 /* A namespace of the given model name with n chunks put and demoted; keys out. */
@@ -828,8 +823,8 @@ static void test_operator_inspect_and_flush(void **state)
 	kvt_id_t ns1 = put_ns(c, "inspect-a", 6, k1), ns2 = put_ns(c, "inspect-b", 4, k2);
 	assert_true(kvt_test_stat_wait(&d, "demoted", 10, 1) >= 10);
 	char h1[33], h2[33], key[33], parent[33], cmd[128];
-	hex(ns1, h1);
-	hex(ns2, h2);
+	kvt_test_hex(ns1, h1);
+	kvt_test_hex(ns2, h2);
 	static char out[1 << 15];
 
 	/* namespaces: chunks, and where they are */
@@ -848,7 +843,7 @@ static void test_operator_inspect_and_flush(void **state)
 	assert_int_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
 	const char *p = out;
 	for (unsigned i = 0; i < 6; i++) {
-		hex(k1[i], key);
+		kvt_test_hex(k1[i], key);
 		assert_non_null(p = strstr(p, key));
 		unsigned depth;
 		assert_int_equal(sscanf(p + 32, "%u", &depth), 1);
@@ -857,8 +852,8 @@ static void test_operator_inspect_and_flush(void **state)
 	assert_non_null(strstr(out, "6 chunks, depth 0..5"));
 
 	/* one chunk */
-	hex(k1[3], key);
-	hex(k1[2], parent);
+	kvt_test_hex(k1[3], key);
+	kvt_test_hex(k1[2], parent);
 	snprintf(cmd, sizeof(cmd), "inspect %s %s", h1, key);
 	assert_int_equal(kvt_test_cli(&d, cmd, out, sizeof(out)), 0);
 	char want[128];

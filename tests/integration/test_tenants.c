@@ -5,6 +5,7 @@
  * commands only the owner may run, fuzzed from both sides.
  */
 #include "ipc_fixture.h"
+#include "chunk_in.h"
 
 /* A daemon whose socket another uid may reach, and a client of ours with m's namespace. */
 static kvt_client_t *start_for_two(struct kvt_test_daemon *d, const char *const *sets,
@@ -701,12 +702,6 @@ static void test_tenants_timing_oracle(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
-static void hex(kvt_id_t id, char out[33])
-{
-	snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.w[1],
-	         (unsigned long long)id.w[0]);
-}
-
 /* Puts n chunks of model(tpc) as one prefix; ns and the hex of it and of the first key out.
  * @return : 0, or what failed (for a child's exit status). */
 static int put_named(kvt_client_t *c, uint32_t tpc, size_t n, kvt_id_t *ns, char hns[33],
@@ -723,8 +718,8 @@ static int put_named(kvt_client_t *c, uint32_t tpc, size_t n, kvt_id_t *ns, char
 		ch[i] = z;
 	int rc = kvt_put(c, *ns, NULL, keys, n, ch, cb);
 	free(z);
-	hex(*ns, hns);
-	hex(keys[0], hkey);
+	kvt_test_hex(*ns, hns);
+	kvt_test_hex(keys[0], hkey);
 	return rc == (int)n ? 0 : 2;
 }
 
