@@ -95,6 +95,23 @@ static void unspill(struct spilled *s)
 	kvt_test_daemon_destroy(&s->d);
 }
 
+/* The first n of sp's keys (from the end when backwards) whose chunk is at host (host) or only
+ * below it (!host), as kvtier inspect tells: which ones host keeps is the policy's choice and the
+ * demotions' timing's, so a test that needs a chunk in one place picks it so. */
+static void keys_where(struct spilled *sp, bool host, bool backwards, size_t *out, size_t n)
+{
+	size_t got = 0;
+	for (size_t j = 0; j < N && got < n; j++) {
+		size_t i = backwards ? N - 1 - j : j;
+		char in[64];
+		assert_int_equal(kvt_test_chunk_in(&sp->d, sp->ns, sp->keys[i], in, sizeof(in)), 0);
+		if ((strstr(in, "host") != NULL) == host)
+			out[got++] = i;
+	}
+	if (got < n)
+		fail_msg("%zu of %zu chunks %s host", got, n, host ? "at" : "below");
+}
+
 /* Every chunk is a hit and byte-identical (get promotes from the lower tier as needed). */
 static void check_all(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, size_t cb, uint32_t salt)
 {
@@ -937,12 +954,15 @@ static void test_tiers_slow_device_bounded_wait(void **state)
 	kvt_model_t m = model(1);
 	kvt_id_t ns;
 	assert_int_equal(kvt_namespace(other, &m, &ns), 0);
-	assert_int_equal(kvt_lookup(sp.c, sp.ns, sp.keys, 1), 1);
+	size_t below[2], up; /* two chunks only in nvme, one at host */
+	keys_where(&sp, false, false, below, 2);
+	keys_where(&sp, true, true, &up, 1);
+	assert_int_equal(kvt_lookup(sp.c, sp.ns, &sp.keys[below[0]], 1), 1);
 	uint64_t t0 = kvt_now_ns();
-	int rc = get_checked(sp.c, sp.ns, &sp.keys[0], sp.cb, 90000); /* only in nvme */
+	int rc = get_checked(sp.c, sp.ns, &sp.keys[below[0]], sp.cb, 90000 + below[0]);
 	double waited = ms_since(t0);
 	t0 = kvt_now_ns();
-	int hit = get_checked(other, ns, &sp.keys[N - 1], sp.cb, 90000 + N - 1); /* at host */
+	int hit = get_checked(other, ns, &sp.keys[up], sp.cb, 90000 + up);
 	double host_ms = ms_since(t0);
 	print_message("nvme chunk: %d after %.1f ms; host chunk meanwhile: %d after %.2f ms\n", rc,
 	              waited, hit, host_ms);
@@ -952,22 +972,23 @@ static void test_tiers_slow_device_bounded_wait(void **state)
 	assert_true(host_ms < 1000.0); /* the device is still busy for 1.4 s */
 	/* the promotion went on, and lands */
 	assert_true(kvt_test_stat_wait(&sp.d, "promoted", 1, 1) >= 1);
-	assert_int_equal(get_checked(sp.c, sp.ns, &sp.keys[0], sp.cb, 90000), 1);
+	assert_int_equal(get_checked(sp.c, sp.ns, &sp.keys[below[0]], sp.cb, 90000 + below[0]), 1);
 	/* the client's timeout bounds the wait too: the daemon waits at most half of it, so a
 	 * promote.wait_ms past it costs a miss, not the connection (it was -ETIMEDOUT) */
 	char out[256];
 	assert_int_equal(kvt_test_cli(&sp.d, "config set promote.wait_ms 60000", out, sizeof(out)),
 	                 0);
 	assert_int_equal(kvt_set_timeout(sp.c, 600), 0);
-	assert_int_equal(kvt_lookup(sp.c, sp.ns, &sp.keys[1], 1), 1);
+	assert_int_equal(kvt_lookup(sp.c, sp.ns, &sp.keys[below[1]], 1), 1);
 	t0 = kvt_now_ns();
-	rc = get_checked(sp.c, sp.ns, &sp.keys[1], sp.cb, 90001); /* only in nvme */
+	rc = get_checked(sp.c, sp.ns, &sp.keys[below[1]], sp.cb, 90000 + below[1]);
 	waited = ms_since(t0);
 	print_message("with a 600 ms client timeout and promote.wait_ms 60000: %d after %.1f ms\n",
 	              rc, waited);
 	assert_int_equal(rc, 0);      /* a miss, and not -ETIMEDOUT */
 	assert_true(waited >= 299.0); /* after half the client's timeout */
-	assert_int_equal(kvt_lookup(sp.c, sp.ns, sp.keys, 2), 2); /* on the same connection */
+	assert_int_equal(kvt_lookup(sp.c, sp.ns, &sp.keys[below[1]], 1),
+	                 1); /* the same connection */
 	kvt_close(other);
 	unspill(&sp);
 }
@@ -1158,16 +1179,8 @@ static void test_tiers_kill9_frees_waiting_client(void **state)
 	assert_int_equal(pipe(out), 0);
 	enum { WAITERS = 96 };
 	pid_t pid[WAITERS];
-	/* 96 of the keys only in nvme, as the test assumes: host holds ~30 of the 128, and which
-	 * ones its policy and the demotions' timing say (it took keys[0..95] on trust) */
-	size_t only[WAITERS], n_only = 0;
-	for (size_t i = 0; i < N && n_only < WAITERS; i++) {
-		char in[64];
-		assert_int_equal(kvt_test_chunk_in(&sp.d, sp.ns, sp.keys[i], in, sizeof(in)), 0);
-		if (!strstr(in, "host"))
-			only[n_only++] = i;
-	}
-	assert_int_equal(n_only, WAITERS);
+	size_t only[WAITERS]; /* host holds ~30 of the 128 (it took keys[0..95] on trust) */
+	keys_where(&sp, false, false, only, WAITERS);
 	for (int k = 0; k < WAITERS; k++)
 		pid[k] = get_child(sp.d.sock, 5, only[k], ready[1], out[1]);
 	for (int k = 0; k < WAITERS; k++)
