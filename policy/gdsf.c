@@ -570,116 +570,60 @@ static void gdsf_remove(struct kvt_policy *p, uint32_t id)
 	add_garbage(p);
 }
 
+/* pend: a min-heap of entries, by value. */
+static bool pend_less(const void *ctx, const void *a, const void *b)
+{
+	(void)ctx;
+	return ent_less(a, b);
+}
+
 static int pend_push(struct kvt_policy *p, size_t *n, struct gent x)
 {
-	if (*n == p->pend_cap) {
-		size_t nc = p->pend_cap ? p->pend_cap * 2 : 64;
-		if (kvt__pol_grow((void **)&p->pend, sizeof(*p->pend), p->pend_cap, nc))
-			return -ENOMEM;
-		p->pend_cap = nc;
-	}
-	size_t i = (*n)++;
-	while (i > 0 && ent_less(&x, &p->pend[(i - 1) / 2])) {
-		p->pend[i] = p->pend[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	p->pend[i] = x;
-	return 0;
+	return kvt__bheap_push((void **)&p->pend, &p->pend_cap, n, sizeof(x), &x, pend_less, NULL);
 }
 
 static struct gent pend_pop(struct kvt_policy *p, size_t *n)
 {
-	struct gent top = p->pend[0], v = p->pend[--(*n)];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && ent_less(&p->pend[c + 1], &p->pend[c]))
-			c++;
-		if (!ent_less(&p->pend[c], &v))
-			break;
-		p->pend[i] = p->pend[c];
-		i = c;
-	}
-	if (*n)
-		p->pend[i] = v;
+	struct gent top;
+	kvt__bheap_pop(p->pend, n, sizeof(top), &top, pend_less, NULL);
 	return top;
 }
 
 /* sf: a min-heap of side heap entries, by value. */
+static bool sf_less(const void *ctx, const void *a, const void *b)
+{
+	(void)ctx;
+	return ent_less(&((const struct cand *)a)->x, &((const struct cand *)b)->x);
+}
+
 static int sf_push(struct kvt_policy *p, size_t *n, struct cand x)
 {
-	if (*n == p->sf_cap) {
-		size_t nc = p->sf_cap ? p->sf_cap * 2 : 64;
-		if (kvt__pol_grow((void **)&p->sf, sizeof(*p->sf), p->sf_cap, nc))
-			return -ENOMEM;
-		p->sf_cap = nc;
-	}
-	size_t i = (*n)++;
-	while (i > 0 && ent_less(&x.x, &p->sf[(i - 1) / 2].x)) {
-		p->sf[i] = p->sf[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	p->sf[i] = x;
-	return 0;
+	return kvt__bheap_push((void **)&p->sf, &p->sf_cap, n, sizeof(x), &x, sf_less, NULL);
 }
 
 static struct cand sf_pop(struct kvt_policy *p, size_t *n)
 {
-	struct cand top = p->sf[0], v = p->sf[--(*n)];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && ent_less(&p->sf[c + 1].x, &p->sf[c].x))
-			c++;
-		if (!ent_less(&p->sf[c].x, &v.x))
-			break;
-		p->sf[i] = p->sf[c];
-		i = c;
-	}
-	if (*n)
-		p->sf[i] = v;
+	struct cand top;
+	kvt__bheap_pop(p->sf, n, sizeof(top), &top, sf_less, NULL);
 	return top;
 }
 
 /* front: a min-heap of heap positions, by the entries stored there. */
+static bool front_less(const void *ctx, const void *a, const void *b)
+{
+	const struct kvt_policy *p = ctx;
+	return ent_less(&p->e[*(const uint32_t *)a], &p->e[*(const uint32_t *)b]);
+}
+
 static int front_push(struct kvt_policy *p, size_t *n, uint32_t v)
 {
-	if (*n == p->front_cap) {
-		size_t nc = p->front_cap ? p->front_cap * 2 : 64;
-		if (kvt__pol_grow((void **)&p->front, sizeof(*p->front), p->front_cap, nc))
-			return -ENOMEM;
-		p->front_cap = nc;
-	}
-	size_t i = (*n)++;
-	while (i > 0 && ent_less(&p->e[v], &p->e[p->front[(i - 1) / 2]])) {
-		p->front[i] = p->front[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	p->front[i] = v;
-	return 0;
+	return kvt__bheap_push((void **)&p->front, &p->front_cap, n, sizeof(v), &v, front_less, p);
 }
 
 static uint32_t front_pop(struct kvt_policy *p, size_t *n)
 {
-	uint32_t top = p->front[0], v = p->front[--(*n)];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && ent_less(&p->e[p->front[c + 1]], &p->e[p->front[c]]))
-			c++;
-		if (!ent_less(&p->e[p->front[c]], &p->e[v]))
-			break;
-		p->front[i] = p->front[c];
-		i = c;
-	}
-	if (*n)
-		p->front[i] = v;
+	uint32_t top;
+	kvt__bheap_pop(p->front, n, sizeof(top), &top, front_less, p);
 	return top;
 }
 

@@ -185,45 +185,21 @@ uint32_t kvt__heap_min(const struct kvt__heap *h)
 }
 
 /* aux is a min-heap of heap positions, compared by the entries they hold. */
-static bool aux_less(const struct kvt__heap *h, uint32_t a, uint32_t b)
+static bool aux_less(const void *ctx, const void *a, const void *b)
 {
-	return ent_less(&h->e[a], &h->e[b]);
+	const struct kvt__heap *h = ctx;
+	return ent_less(&h->e[*(const uint32_t *)a], &h->e[*(const uint32_t *)b]);
 }
 
 static int aux_push(struct kvt__heap *h, size_t *n, uint32_t v)
 {
-	if (*n == h->aux_cap) {
-		size_t nc = h->aux_cap ? h->aux_cap * 2 : 64;
-		if (kvt__pol_grow((void **)&h->aux, sizeof(*h->aux), h->aux_cap, nc))
-			return -ENOMEM;
-		h->aux_cap = nc;
-	}
-	size_t i = (*n)++;
-	while (i > 0 && aux_less(h, v, h->aux[(i - 1) / 2])) {
-		h->aux[i] = h->aux[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->aux[i] = v;
-	return 0;
+	return kvt__bheap_push((void **)&h->aux, &h->aux_cap, n, sizeof(v), &v, aux_less, h);
 }
 
 static uint32_t aux_pop(struct kvt__heap *h, size_t *n)
 {
-	uint32_t top = h->aux[0], v = h->aux[--(*n)];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && aux_less(h, h->aux[c + 1], h->aux[c]))
-			c++;
-		if (!aux_less(h, h->aux[c], v))
-			break;
-		h->aux[i] = h->aux[c];
-		i = c;
-	}
-	if (*n)
-		h->aux[i] = v;
+	uint32_t top;
+	kvt__bheap_pop(h->aux, n, sizeof(top), &top, aux_less, h);
 	return top;
 }
 

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define KVT__NIL UINT32_MAX
 
@@ -33,6 +34,52 @@ static inline int kvt__park_tenant_fit(uint16_t **tenant1, size_t *n, size_t cap
 		*n = cap;
 	}
 	return 0;
+}
+/*
+ * A binary min-heap of sz-byte elements in a growable array (*arr, *cap of them, *n in use),
+ * ordered by less(ctx, a, b): the small heaps a walk keeps beside a policy's own (heap.c's aux,
+ * gdsf's). Inline, so that each user's element size and comparison are compiled in.
+ */
+typedef bool (*kvt__bheap_less_fn)(const void *ctx, const void *a, const void *b);
+/* Adds *x. @return : 0, -ENOMEM. */
+static inline int kvt__bheap_push(void **arr, size_t *cap, size_t *n, size_t sz, const void *x,
+                                  kvt__bheap_less_fn less, const void *ctx)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		if (kvt__pol_grow(arr, sz, *cap, nc))
+			return -ENOMEM;
+		*cap = nc;
+	}
+	char *a = *arr;
+	size_t i = (*n)++;
+	while (i > 0 && less(ctx, x, a + (i - 1) / 2 * sz)) {
+		memcpy(a + i * sz, a + (i - 1) / 2 * sz, sz);
+		i = (i - 1) / 2;
+	}
+	memcpy(a + i * sz, x, sz);
+	return 0;
+}
+/* Takes the least element into *out (*n > 0). */
+static inline void kvt__bheap_pop(void *arr, size_t *n, size_t sz, void *out,
+                                  kvt__bheap_less_fn less, const void *ctx)
+{
+	char *a = arr;
+	size_t i = 0, last = --(*n); /* the last element, placed where the sift ends */
+	memcpy(out, a, sz);
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && less(ctx, a + (c + 1) * sz, a + c * sz))
+			c++;
+		if (!less(ctx, a + c * sz, a + last * sz))
+			break;
+		memcpy(a + i * sz, a + c * sz, sz);
+		i = c;
+	}
+	if (*n)
+		memcpy(a + i * sz, a + last * sz, sz);
 }
 /* The next power-of-two capacity holding id (at least 1024). */
 size_t kvt__pol_cap_for(size_t cur, uint32_t id);
