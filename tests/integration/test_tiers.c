@@ -95,14 +95,16 @@ static void unspill(struct spilled *s)
 	kvt_test_daemon_destroy(&s->d);
 }
 
-/* The first n of sp's keys (from the end when backwards) whose chunk is at host (host) or only
- * below it (!host), as kvtier inspect tells: which ones host keeps is the policy's choice and the
- * demotions' timing's, so a test that needs a chunk in one place picks it so. */
-static void keys_where(struct spilled *sp, bool host, bool backwards, size_t *out, size_t n)
+/* The first n of sp's keys, going from index first to last (either way), whose chunk is at
+ * host (host) or only below it (!host), as kvtier inspect tells: which ones host keeps is the
+ * policy's choice and the demotions' timing's, so a test that needs a chunk in one place picks
+ * it so. */
+static void keys_where(struct spilled *sp, bool host, size_t first, size_t last, size_t *out,
+                       size_t n)
 {
-	size_t got = 0;
-	for (size_t j = 0; j < N && got < n; j++) {
-		size_t i = backwards ? N - 1 - j : j;
+	size_t got = 0, steps = (first <= last ? last - first : first - last) + 1;
+	for (size_t j = 0; j < steps && got < n; j++) {
+		size_t i = first <= last ? first + j : first - j;
 		char in[64];
 		assert_int_equal(kvt_test_chunk_in(&sp->d, sp->ns, sp->keys[i], in, sizeof(in)), 0);
 		if ((strstr(in, "host") != NULL) == host)
@@ -955,8 +957,8 @@ static void test_tiers_slow_device_bounded_wait(void **state)
 	kvt_id_t ns;
 	assert_int_equal(kvt_namespace(other, &m, &ns), 0);
 	size_t below[2], up; /* two chunks only in nvme, one at host */
-	keys_where(&sp, false, false, below, 2);
-	keys_where(&sp, true, true, &up, 1);
+	keys_where(&sp, false, 0, N - 1, below, 2);
+	keys_where(&sp, true, N - 1, 0, &up, 1);
 	assert_int_equal(kvt_lookup(sp.c, sp.ns, &sp.keys[below[0]], 1), 1);
 	uint64_t t0 = kvt_now_ns();
 	int rc = get_checked(sp.c, sp.ns, &sp.keys[below[0]], sp.cb, 90000 + below[0]);
@@ -1100,11 +1102,15 @@ static void test_tiers_slow_device_50ms(void **state)
 	close(fd);
 	usleep(200000);
 	double slow = better_p99(&sp, 13);
-	/* a chunk only in nvme (the streamer reads 0..63): a miss after promote.wait_ms */
+	/* chunks only in nvme (the streamer reads 0..63, the hot ones are N-8..N-1): each a miss
+	 * after promote.wait_ms */
+	size_t below[8];
+	keys_where(&sp, false, 64, N - 9, below, 8);
 	/* the catalogue's 10 ms holds on an idle machine (20.2-21.3 ms); beside another test on
 	 * 2 cores one miss took 30.5 ms. 25 ms still tells a wait on the device (50 ms) apart */
 	double worst = 0, least = 1e9, slack = kvt_test_slowed() ? 100 : 25;
-	for (size_t k = 64; k < 72; k++) {
+	for (size_t j = 0; j < 8; j++) {
+		size_t k = below[j];
 		uint64_t t0 = kvt_now_ns();
 		int rc = get_checked(sp.c, sp.ns, &sp.keys[k], sp.cb, 13 * 10000ull + k);
 		double waited = ms_since(t0);
@@ -1180,7 +1186,7 @@ static void test_tiers_kill9_frees_waiting_client(void **state)
 	enum { WAITERS = 96 };
 	pid_t pid[WAITERS];
 	size_t only[WAITERS]; /* host holds ~30 of the 128 (it took keys[0..95] on trust) */
-	keys_where(&sp, false, false, only, WAITERS);
+	keys_where(&sp, false, 0, N - 1, only, WAITERS);
 	for (int k = 0; k < WAITERS; k++)
 		pid[k] = get_child(sp.d.sock, 5, only[k], ready[1], out[1]);
 	for (int k = 0; k < WAITERS; k++)

@@ -225,7 +225,12 @@ static unsigned long env_ul(const char *name, unsigned long max)
 	const char *v = getenv(name);
 	char *end = NULL;
 	unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
-	return n && !*end && n <= max ? n : 0;
+	if (v && *v && (*end || n > max || v[0] == '-')) { /* a test that set it hears so */
+		kvt_log(KVT_LOG_WARN, "nvme: %s=%s is not a count from 0 to %lu: ignored", name, v,
+		        max);
+		return 0;
+	}
+	return n;
 }
 
 static void env_faults(struct kvt_nvme *t)
