@@ -130,4 +130,27 @@ static inline kvt_client_t *daemon_and_client(struct kvt_test_daemon *d, const c
 	return c;
 }
 
+/* A test that acts as a second uid (65534) needs root, to setuid: without it the test is
+ * reported skipped, saying why, not passed having checked nothing. CI runs as root. */
+static inline void skip_unless_root(void)
+{
+	if (geteuid() == 0)
+		return;
+	print_message("skipped: acting as a second uid (65534) needs root\n");
+	skip();
+}
+
+/* One process puts salt's 64-chunk prefix; another (uid 65534 when nobody) reads all of it back,
+ * byte for byte. */
+static inline void put_then_get_elsewhere(const char *sock, uint32_t salt, bool nobody)
+{
+	pid_t a = fork();
+	if (!a)
+		_exit(put_prefix(sock, salt));
+	assert_int_equal(child_wait(a), 0);
+	pid_t b = nobody ? kvt_test_fork_as_nobody() : fork();
+	if (!b)
+		_exit(get_prefix(sock, salt, N_CHUNKS));
+	assert_int_equal(child_wait(b), 0);
+}
 #endif

@@ -10,14 +10,7 @@ static void test_ipc_share_across_processes(void **state)
 {
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
-	pid_t a = fork();
-	if (!a)
-		_exit(put_prefix(d.sock, 1));
-	assert_int_equal(child_wait(a), 0);
-	pid_t b = fork();
-	if (!b)
-		_exit(get_prefix(d.sock, 1, N_CHUNKS));
-	assert_int_equal(child_wait(b), 0);
+	put_then_get_elsewhere(d.sock, 1, false);
 
 	/* another model description (tokens_per_chunk, dtype): same tokens, no hits */
 	kvt_client_t *c;

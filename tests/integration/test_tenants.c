@@ -168,10 +168,7 @@ static int nvme_flood_survivors(const char *quota, bool runtime, long long *move
 static void test_tenants_nvme_quota(void **state)
 {
 	(void)state;
-	if (geteuid() != 0) {
-		fprintf(stderr, "note: not root, cannot act as a second uid; quota test skipped\n");
-		return;
-	}
+	skip_unless_root();
 	long long moved;
 	assert_int_equal(nvme_flood_survivors("0=3MiB/16MiB", false, &moved), QN);
 	assert_true(moved >= 2 * QN); /* each went round with the log, at least twice */
@@ -196,10 +193,7 @@ static void test_tenants_nvme_quota(void **state)
  * and tenant.map merges uids into one named tenant. */
 static void test_tenants_host_quota(void **state)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr, "note: not root, cannot act as a second uid; quota test skipped\n");
-		return;
-	}
+	skip_unless_root();
 	const char *sets[] = {"host.bytes=4MiB", "tenant.quota=0=2MiB/4MiB,65534=0/4MiB", NULL};
 	struct kvt_test_daemon d;
 	kvt_model_t m = model(64, KVT_DTYPE_F16); /* 32 KiB chunks, 36 KiB records */
@@ -389,11 +383,7 @@ static double fairness(const char *quota, const char *at_run_time, double *befor
  * bad tenant.quota stops the start (every attach would fail on it). */
 static void test_tenants_quota_fairness(void **state)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr,
-		        "note: not root, cannot act as a second uid; fairness test skipped\n");
-		return;
-	}
+	skip_unless_root();
 	const double set_bytes = FAIR_PREFIXES * 4 * (36 << 10);
 	static const char *const quotas[] = {NULL, "tenant.quota=0=0/2MiB",
 	                                     "tenant.quota=65534=4MiB/8MiB", NULL, NULL};
@@ -435,22 +425,12 @@ static void test_tenants_map(void **state)
 		assert_true(kvt_test_daemon_start(&bd, bad[i]) != 0);
 		kvt_test_daemon_destroy(&bd);
 	}
-	if (geteuid() != 0) {
-		fprintf(stderr, "note: not root, cannot act as a second uid; map test skipped\n");
-		return;
-	}
+	skip_unless_root();
 	const char *sets[] = {"tenant.map=0=team,65534=team", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
 	kvt_test_open_to_others(&d);
-	pid_t a = fork();
-	if (!a)
-		_exit(put_prefix(d.sock, 12));
-	assert_int_equal(child_wait(a), 0);
-	pid_t o = kvt_test_fork_as_nobody();
-	if (!o)
-		_exit(get_prefix(d.sock, 12, N_CHUNKS));
-	assert_int_equal(child_wait(o), 0);
+	put_then_get_elsewhere(d.sock, 12, true); /* the other uid reads as the same tenant */
 	assert_int_equal(kvt_test_stat(&d, "tenants"), 1);
 	kvt_test_daemon_destroy(&d);
 }
@@ -519,11 +499,7 @@ static void test_tenants_namespaces(void **state)
  * shared memory tenant A is given, and A's lookups of B's keys miss. */
 static void test_tenants_canary(void **state)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr,
-		        "note: not root, cannot act as a second uid; canary test skipped\n");
-		return;
-	}
+	skip_unless_root();
 	const char *sets[] = {"host.bytes=4MiB", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
@@ -654,10 +630,7 @@ static int timing_oracle(const char *sock, const kvt_model_t *m, double out[2], 
  * tells its hits from the misses (the control: it can see a difference where there is one). */
 static void test_tenants_timing_oracle(void **state)
 {
-	if (geteuid() != 0) {
-		print_message("skipped: a second tenant needs root (to act as another uid)\n");
-		return;
-	}
+	skip_unless_root();
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
 	kvt_test_open_to_others(&d);
@@ -737,10 +710,7 @@ static void test_tenants_client_allow(void **state)
 		assert_true(kvt_test_daemon_start(&bd, bad[i]) != 0);
 		kvt_test_daemon_destroy(&bd);
 	}
-	if (geteuid() != 0) {
-		fprintf(stderr, "SKIP: not root, cannot act as a second uid (setuid needs root)\n");
-		skip();
-	}
+	skip_unless_root();
 	const char *sets[] = {"client.allow=1000, @4242", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
@@ -817,10 +787,7 @@ static void test_tenants_client_allow(void **state)
  * `kvtier inspect` shows it its own tenant's chunks only. */
 static void test_tenants_admin_needs_owner(void **state)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr, "SKIP: not root, cannot act as a second uid (setuid needs root)\n");
-		skip();
-	}
+	skip_unless_root();
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
 	kvt_test_open_to_others(&d);
@@ -975,10 +942,7 @@ static const struct admin_seed other_seeds[] = {
  * root's chunks, every tier enabled, as before), and the books check. */
 static void test_tenants_admin_fuzzer(void **state)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr, "SKIP: not root, cannot act as a second uid (setuid needs root)\n");
-		skip();
-	}
+	skip_unless_root();
 	const char *sets[] = {"tiers.order=host,nvme", "nvme.bytes=64MiB", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
