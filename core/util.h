@@ -30,6 +30,13 @@
 #endif
 #define KVT_PANIC(msg) kvt__panic(__FILE__, __LINE__, msg)
 
+/* Whether a tool's first word asks for its usage (-h, --help): the tool prints it on stdout
+ * and exits 0, where a word it does not know prints it on stderr and exits 2. */
+static inline int kvt_help_asked(int argc, char **argv)
+{
+	return argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
+}
+
 _Noreturn void kvt__panic(const char *file, int line, const char *what);
 
 static inline void kvt_store_le32(void *p, uint32_t v)

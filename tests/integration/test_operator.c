@@ -449,6 +449,16 @@ static void test_operator_command_lines_refused(void **state)
 		snprintf(line, sizeof(line), "\n  %-8s ", names[k]);
 		if (!strstr(none, line) || !strstr(strstr(none, line), "against"))
 			fail_msg("kvtier bench --help has no line for %s:\n%s", names[k], none);
+		/* and each one's --help, which that line points to, is its usage, not a refusal
+		 * (six of the eight printed it on stderr and exited 2) */
+		char cmd[32], own[2][32];
+		snprintf(cmd, sizeof(cmd), "bench %s --help", names[k]);
+		snprintf(own[0], sizeof(own[0]), "kvtier bench %s", names[k]);
+		snprintf(own[1], sizeof(own[1]), "kvtier-bench-%s", names[k]);
+		char help[4096];
+		int rc = kvt_test_cli(&d, cmd, help, sizeof(help));
+		if (rc || (!strstr(help, own[0]) && !strstr(help, own[1])))
+			fail_msg("kvtier %s: exit %d, '%s'", cmd, rc, help);
 	}
 	assert_int_equal(kvt_test_cli(&d, "bench policy 1000 0", none, sizeof(none)), 2);
 	assert_non_null(strstr(none, "usage: kvtier bench policy [OPS"));
@@ -476,9 +486,9 @@ static void test_operator_command_lines_refused(void **state)
 	    {"bench trace --bogus 1", "bench: --bogus: unknown option\nusage: kvtier bench trace"},
 	    {"bench trace --trace", "bench: --trace: needs a value\nusage: kvtier bench trace"},
 	    /* the gpu bench ran 0 runs (rows of 0 GB/s), 0 seconds, and dropped a last word */
-	    {"bench gpu --runs 0", "usage: kvtier-bench-gpu"},
-	    {"bench gpu --seconds x", "usage: kvtier-bench-gpu"},
-	    {"bench gpu --batch 64 --runs", "usage: kvtier-bench-gpu"}};
+	    {"bench gpu --runs 0", "usage: kvtier bench gpu"},
+	    {"bench gpu --seconds x", "usage: kvtier bench gpu"},
+	    {"bench gpu --batch 64 --runs", "usage: kvtier bench gpu"}};
 	for (size_t k = 0; k < sizeof(words_bad) / sizeof(words_bad[0]); k++) {
 		assert_int_equal(kvt_test_cli(&d, words_bad[k][0], none, sizeof(none)), 2);
 		if (strncmp(none, words_bad[k][1], strlen(words_bad[k][1])))

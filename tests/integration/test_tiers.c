@@ -1675,7 +1675,12 @@ static void test_tiers_keep_brings_up(void **state)
 	struct kvt_test_daemon *d = &sp.d;
 	kvt_client_t *c = sp.c;
 	kvt_id_t ns = sp.ns, *keys = sp.keys;
-	assert_int_equal(kvt_test_stat(d, "promoted"), 0); /* the oldest: long evicted */
+	/* the counts below take keys 0..15 and 32..63 to be only in nvme (the oldest of 128
+	 * against 32 at host): kvtier inspect says so, or the test says why it cannot go on */
+	size_t below[32];
+	keys_where(&sp, false, 0, 15, below, 16);
+	keys_where(&sp, false, 32, 63, below, 32);
+	assert_int_equal(kvt_test_stat(d, "promoted"), 0);
 	assert_int_equal(kvt_keep(c, ns, keys, 8, 60000), 8);
 	assert_int_equal(kvt_prefetch(c, ns, keys + 8, 8), 0);
 	wait_stat(d, "promoted", 16);

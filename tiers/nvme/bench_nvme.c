@@ -685,17 +685,19 @@ static size_t parse_list(const char *s, uint64_t *out, size_t max)
 	return n;
 }
 
-static int usage(void)
+/* The usage on stdout for --help (exit 0), else on stderr (exit 2). */
+static int usage(bool help)
 {
-	fprintf(stderr, "usage: kvtier bench nvme [--dir DIR] [--sizes 256K,2M,32M] [--qd 1,8,32] "
-	                "[--mib-per-case 512] [--backend uring|pio] [--fio]\n"
-	                "       kvtier bench nvme --quota [--dir DIR] [--sizes 2M] "
-	                "[--mib-per-case 512]\n"
-	                "       kvtier bench nvme --recover [--dir DIR] [--sizes 64K,512K,2M] "
-	                "[--mib-per-case 2048]\n"
-	                "(at most 8 sizes, each a multiple of 4 KiB for O_DIRECT; queue depths "
-	                "and MiB at least 1)\n");
-	return 2;
+	fprintf(help ? stdout : stderr,
+	        "usage: kvtier bench nvme [--dir DIR] [--sizes 256K,2M,32M] [--qd 1,8,32] "
+	        "[--mib-per-case 512] [--backend uring|pio] [--fio]\n"
+	        "       kvtier bench nvme --quota [--dir DIR] [--sizes 2M] "
+	        "[--mib-per-case 512]\n"
+	        "       kvtier bench nvme --recover [--dir DIR] [--sizes 64K,512K,2M] "
+	        "[--mib-per-case 2048]\n"
+	        "(at most 8 sizes, each a multiple of 4 KiB for O_DIRECT; queue depths "
+	        "and MiB at least 1)\n");
+	return help ? 0 : 2;
 }
 
 int main(int argc, char **argv)
@@ -706,6 +708,8 @@ int main(int argc, char **argv)
 	size_t n_sizes = 3, n_qds = 3;
 	uint64_t per_case = 512ull << 20;
 	bool fio = false, quota = false, recover = false, sized = false, sized_mib = false;
+	if (kvt_help_asked(argc, argv))
+		return usage(true);
 	static const struct option lo[] = {
 	    {"dir", 1, 0, 'd'},          {"sizes", 1, 0, 's'},   {"qd", 1, 0, 'q'},
 	    {"mib-per-case", 1, 0, 'm'}, {"backend", 1, 0, 'b'}, {"fio", 0, 0, 'f'},
@@ -720,25 +724,25 @@ int main(int argc, char **argv)
 			sized = true;
 			for (size_t k = 0; k < n_sizes; k++)
 				if (sizes[k] % 4096) /* O_DIRECT: the raw I/Os failed */
-					return usage();
+					return usage(false);
 			if (!n_sizes)
-				return usage();
+				return usage(false);
 			break;
 		case 'q':
 			n_qds = parse_list(optarg, qds, 8);
 			if (!n_qds)
-				return usage();
+				return usage(false);
 			break;
 		case 'm':
 			if (parse_list(optarg, &per_case, 1) != 1 || per_case > (1ull << 24))
-				return usage();
+				return usage(false);
 			per_case <<= 20;
 			sized_mib = true;
 			break;
 		case 'b':
 			backend = optarg;
 			if (strcmp(backend, "uring") && strcmp(backend, "pio"))
-				return usage();
+				return usage(false);
 			break;
 		case 'f':
 			fio = true;
@@ -750,11 +754,11 @@ int main(int argc, char **argv)
 			recover = true;
 			break;
 		default:
-			return usage();
+			return usage(false);
 		}
 	}
 	if (optind < argc)
-		return usage();
+		return usage(false);
 #ifndef KVT_HAVE_URING
 	fprintf(stderr, "kvtier-bench-nvme: built without liburing: no raw baseline\n");
 	return 77;

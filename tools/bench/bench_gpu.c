@@ -20,6 +20,7 @@
  * packages), so that tools/gpu-check.sh can carry it to a GPU machine without them; hence its
  * own now_s() and die().
  */
+#include "core/util.h"
 #include "gpu/gpu.h"
 
 #include <errno.h>
@@ -118,10 +119,18 @@ static bool whole(const char *v, long lo, long hi, long *out)
 	return true;
 }
 
+#define USAGE                                                                                      \
+	"usage: kvtier bench gpu [--seconds S (0-3600)] [--runs N (1-100)] [--device D] "          \
+	"[--batch 1-%d]"
+
 int main(int argc, char **argv)
 {
 	struct env e = {.seconds = 0.3, .runs = 3, .batch = 64};
 	int device = 0;
+	if (kvt_help_asked(argc, argv)) {
+		printf(USAGE "\n", MAX_BATCH);
+		return 0;
+	}
 	for (int i = 1; i < argc; i += 2) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
 		char *end;
@@ -137,10 +146,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(o, "--batch") && (ok = whole(v, 1, MAX_BATCH, &x)))
 			e.batch = (size_t)x;
 		if (!ok) { /* a word it does not know, or a value it cannot run: refused */
-			fprintf(stderr,
-			        "usage: kvtier-bench-gpu [--seconds S (0-3600)] [--runs N (1-100)] "
-			        "[--device D] [--batch 1-%d] (not '%s%s%s')\n",
-			        MAX_BATCH, o, *v ? " " : "", v);
+			fprintf(stderr, USAGE " (not '%s%s%s')\n", MAX_BATCH, o, *v ? " " : "", v);
 			return 2;
 		}
 	}

@@ -19,6 +19,7 @@
  * Starts its own kvtierd (next to this binary) on a temporary socket unless --socket is given.
  */
 #include "bench_util.h"
+#include "core/util.h"
 #include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "ipc/proto.h"
@@ -500,6 +501,8 @@ static void bench_scale(void)
 	free(keys);
 }
 
+#define USAGE "usage: kvtier bench host [--scale|--scale-only|--quota|--keep] [--socket PATH]\n"
+
 int main(int argc, char **argv)
 {
 	int scale = 0, only_scale = 0, quota = 0, keep = 0;
@@ -516,10 +519,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
 			given = argv[++i];
 		else {
-			fprintf(stderr,
-			        "usage: kvtier bench host [--scale|--scale-only|--quota|--keep] "
-			        "[--socket PATH]\n");
-			return 2;
+			fputs(USAGE, kvt_help_asked(argc, argv) ? stdout : stderr);
+			return kvt_help_asked(argc, argv) ? 0 : 2;
 		}
 	}
 	if (given)

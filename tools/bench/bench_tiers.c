@@ -473,10 +473,11 @@ int main(int argc, char **argv)
 {
 	size_t chunk;
 	if (!args_ok(argc, argv, &chunk)) {
-		fprintf(stderr,
-		        "usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]\n"
-		        "       kvtier bench tiers cascade|busy [CHUNK_KIB (4 to 65536)]\n");
-		return 2;
+		bool help = kvt_help_asked(argc, argv);
+		fputs("usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]\n"
+		      "       kvtier bench tiers cascade|busy [CHUNK_KIB (4 to 65536)]\n",
+		      help ? stdout : stderr);
+		return help ? 0 : 2;
 	}
 	if (argc > 1 && !strcmp(argv[1], "busy"))
 		return both_placements(

@@ -15,6 +15,7 @@
  * Usage: kvtier-bench-policy [ops (default 20000000)] [capacity (default 65536)]
  *                            [policy|mrc|switch|minisim...]
  */
+#include "core/util.h"
 #include "policy/minisim.h"
 #include "policy/mrc.h"
 #include "policy/policy.h"
@@ -177,10 +178,12 @@ int main(int argc, char **argv)
 {
 	size_t ops = argc > 1 ? count_arg(argv[1]) : 20000000;
 	size_t cap = argc > 2 ? count_arg(argv[2]) : 65536;
-	if (!ops || !cap || !rows_known(argc, argv)) {
-		fprintf(stderr, "usage: kvtier bench policy [OPS (20000000)] [CAPACITY (65536)] "
-		                "[POLICY|mrc|switch|minisim ...]\n");
-		return 2;
+	bool help = kvt_help_asked(argc, argv);
+	if (help || !ops || !cap || !rows_known(argc, argv)) {
+		fputs("usage: kvtier bench policy [OPS (20000000)] [CAPACITY (65536)] "
+		      "[POLICY|mrc|switch|minisim ...]\n",
+		      help ? stdout : stderr);
+		return help ? 0 : 2;
 	}
 	size_t universe = 4 * cap, n_keys = 1 << 22;
 	uint32_t *keys = malloc(n_keys * sizeof(*keys));

@@ -12,6 +12,7 @@
  * and 32.
  * Usage: kvtier-bench-quota [capacity (default 65536)] [victims (default 2000000)] [policy (lru)]
  */
+#include "core/util.h"
 #include "policy/policy.h"
 #include "policy/quota.h"
 
@@ -102,11 +103,13 @@ int main(int argc, char **argv)
 	size_t cap = argc > 1 ? strtoull(argv[1], &e1, 10) : 65536;
 	size_t victims = argc > 2 ? strtoull(argv[2], &e2, 10) : 2000000;
 	const struct kvt_policy_ops *o = kvt_policy_find(argc > 3 ? argv[3] : "lru");
-	if (cap < 64 || cap > (1u << 30) || !victims || !o || argc > 4 || (e1 && *e1) ||
+	bool help = kvt_help_asked(argc, argv);
+	if (help || cap < 64 || cap > (1u << 30) || !victims || !o || argc > 4 || (e1 && *e1) ||
 	    (e2 && *e2)) {
-		fprintf(stderr, "usage: kvtier bench quota [CAPACITY >= 64 (65536)] [VICTIMS "
-		                "(2000000)] [POLICY (lru)]\n");
-		return 2;
+		fputs("usage: kvtier bench quota [CAPACITY >= 64 (65536)] [VICTIMS (2000000)] "
+		      "[POLICY (lru)]\n",
+		      help ? stdout : stderr);
+		return help ? 0 : 2;
 	}
 	owner = calloc(cap, sizeof(*owner));
 	if (!owner)
