@@ -220,7 +220,7 @@ static void test_operator_scrape_matches_stats(void **state)
 	char text[4096];
 	assert_int_equal(kvt_test_cli(&d, "stats", text, sizeof(text)), 0);
 	assert_non_null(strstr(text, "engine hints: kept 3 chunks ("));
-	assert_non_null(strstr(text, "bytes), 0 on their way up; keeps 3, refused 0; done 0\n"));
+	assert_non_null(strstr(text, "KiB), 0 on their way up; keeps 3, refused 0; done 0\n"));
 	/* the tiers' table: sizes for a reader, the hit ratio worked out from the counts */
 	const char *host = strstr(text, "\nhost "), *nvme = strstr(text, "\nnvme ");
 	assert_true(host && nvme);

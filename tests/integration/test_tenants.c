@@ -152,7 +152,7 @@ static int nvme_flood_survivors(const char *quota, bool runtime, long long *move
 		assert_non_null(strstr(js, "tenants 2,")); /* the summary still counts them */
 		assert_non_null(strstr(js, "nvme     guaranteed"));
 		assert_non_null(
-		    strstr(js, "\n0                  442368        3145728       16777216\n"));
+		    strstr(js, "\n0               432.0 KiB        3.0 MiB       16.0 MiB\n"));
 	}
 	free(bufs);
 	free(got);
@@ -251,7 +251,7 @@ static void test_tenants_host_quota(void **state)
 	/* the table: a row per tenant, the guarantee and maximum as set */
 	assert_int_equal(kvt_test_cli(&d, "stats", js, sizeof(js)), 0);
 	assert_non_null(strstr(js, "guaranteed            max\n"));
-	assert_non_null(strstr(js, "       2097152        4194304\n")); /* tenant 0 */
+	assert_non_null(strstr(js, "        2.0 MiB        4.0 MiB\n")); /* tenant 0 */
 	assert_non_null(strstr(js, "\n65534 "));
 	free(buf);
 	kvt_close(c);

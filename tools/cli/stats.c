@@ -16,6 +16,12 @@ static long long num(const char *json, const char *key)
 	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
 }
 
+/* bytes for a reader (--json has them exact): "-" for -1 (absent, or no maximum). */
+static const char *size_of(long long bytes, char buf[24])
+{
+	return bytes < 0 ? "-" : kvt_fmt_bytes((uint64_t)bytes, buf, 24);
+}
+
 /* A tenant object's max_bytes: -1 for null (no maximum). */
 static long long max_of(const char *t)
 {
@@ -36,11 +42,10 @@ static void lower_tenants(const char *tiers, const char *tiers_end)
 		const char *end = strchr(ts, ']');
 		printf("%-10s %14s %14s %14s\n", "tenant", name, "guaranteed", "max");
 		for (const char *e = ts; (e = strstr(e + 1, "{\"tenant\":")) && e < end;) {
-			char mx[24] = "-";
-			if (max_of(e) >= 0)
-				snprintf(mx, sizeof(mx), "%lld", max_of(e));
-			printf("%-10lld %14lld %14lld %14s\n", num(e, "tenant"),
-			       num(e, "used_bytes"), num(e, "guaranteed_bytes"), mx);
+			char used[24], g[24], mx[24];
+			printf("%-10lld %14s %14s %14s\n", num(e, "tenant"),
+			       size_of(num(e, "used_bytes"), used),
+			       size_of(num(e, "guaranteed_bytes"), g), size_of(max_of(e), mx));
 		}
 	}
 }
@@ -85,11 +90,12 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 		       kvt_fmt_bytes(u < 0 ? 0 : (uint64_t)u, used, sizeof(used)), fill,
 		       num(t, "chunks"), h, m, hit, num(t, "evictions"));
 	}
+	char b[24];
 	if (strstr(json, "\"name\":\"nvme\"") || strstr(json, "\"name\":\"rocksdb\""))
-		printf("below host: %lld bytes waiting for demotion; demoted %lld, promoted %lld, "
+		printf("below host: %s waiting for demotion; demoted %lld, promoted %lld, "
 		       "cascaded %lld; failed: demote %lld, promote %lld, cascade %lld\n",
-		       num(json, "dirty_bytes"), num(json, "demoted"), num(json, "promoted"),
-		       num(json, "cascaded"), num(json, "demote_failed"),
+		       size_of(num(json, "dirty_bytes"), b), num(json, "demoted"),
+		       num(json, "promoted"), num(json, "cascaded"), num(json, "demote_failed"),
 		       num(json, "promote_failed"), num(json, "cascade_failed"));
 	const char *nv = strstr(json, "{\"name\":\"nvme\"");
 	if (nv)
@@ -101,10 +107,11 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	       "protocol errors %lld\n",
 	       num(json, "leases"), num(json, "leases_revoked"), num(json, "clients"),
 	       num(json, "tenants"), num(json, "corruptions"), num(json, "protocol_errors"));
-	printf("engine hints: kept %lld chunks (%lld bytes), %lld on their way up; keeps %lld, "
+	printf("engine hints: kept %lld chunks (%s), %lld on their way up; keeps %lld, "
 	       "refused %lld; done %lld\n",
-	       num(json, "kept_chunks"), num(json, "kept_bytes"), num(json, "keep_pending"),
-	       num(json, "keeps"), num(json, "keep_refused"), num(json, "done_hints"));
+	       num(json, "kept_chunks"), size_of(num(json, "kept_bytes"), b),
+	       num(json, "keep_pending"), num(json, "keeps"), num(json, "keep_refused"),
+	       num(json, "done_hints"));
 	/* requests' latency since the start (bucket bounds: an upper estimate) */
 	printf("latency p50 / p99 / max (us):");
 	const char *ops[] = {"acquire", "put", "lookup", "delete"};
@@ -129,12 +136,11 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	printf("%-10s %14s %10s %10s %10s %10s %14s %14s\n", "tenant", "host used", "chunks",
 	       "hits", "misses", "evictions", "guaranteed", "max");
 	for (const char *t = ts; (t = strstr(t + 1, "{\"tenant\":")) && t < end;) {
-		char mx[24] = "-";
-		if (max_of(t) >= 0)
-			snprintf(mx, sizeof(mx), "%lld", max_of(t));
-		printf("%-10lld %14lld %10lld %10lld %10lld %10lld %14lld %14s\n", num(t, "tenant"),
-		       num(t, "used_bytes"), num(t, "chunks"), num(t, "hits"), num(t, "misses"),
-		       num(t, "evictions"), num(t, "guaranteed_bytes"), mx);
+		char used[24], g[24], mx[24];
+		printf("%-10lld %14s %10lld %10lld %10lld %10lld %14s %14s\n", num(t, "tenant"),
+		       size_of(num(t, "used_bytes"), used), num(t, "chunks"), num(t, "hits"),
+		       num(t, "misses"), num(t, "evictions"),
+		       size_of(num(t, "guaranteed_bytes"), g), size_of(max_of(t), mx));
 	}
 	return 0;
 }
