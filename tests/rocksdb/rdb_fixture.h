@@ -10,6 +10,7 @@
 #include "testlib.h"
 #include "tiers/rocksdb/rocksdb_int.h"
 #include "core/chunk.h"
+#include "core/log.h"
 #include "core/options.h"
 #include "core/util.h"
 
@@ -249,6 +250,72 @@ static inline int rdb_teardown(void **state)
 	(void)state;
 	kvt_test_rmtree(dir);
 	return 0;
+}
+
+static int rdb_passed_lines; /* "passed over a block it cannot read" lines logged */
+
+/* A log sink that counts rdb_passed_lines (a walk passing over damage). */
+static inline void rdb_passed_log(enum kvt_log_level lvl, const char *msg)
+{
+	(void)lvl;
+	rdb_passed_lines += strstr(msg, "passed over a block it cannot read") != NULL;
+	if (getenv("KVT_TEST_VERBOSE"))
+		fprintf(stderr, "log: %s\n", msg);
+}
+
+/* Opens the tier at o; it must open. */
+static inline struct kvt_tier *rdb_open_tier(struct kvt_options *o, struct rdb_drops *d)
+{
+	struct kvt_tier_env env = rdb_env(o, d);
+	struct kvt_tier *t = NULL;
+	assert_int_equal(kvt_tier_rocksdb.open(&env, &t), 0);
+	return t;
+}
+
+/* iterate()'s visits of records 0..max-1 (64 when max is 0), each at most once. */
+struct rdb_visit_ctx {
+	uint64_t n, bytes, max;
+	uint8_t *seen;
+};
+
+static inline int rdb_visit(void *arg, const struct kvt_chunk_hdr *h, uint64_t loc)
+{
+	struct rdb_visit_ctx *v = arg;
+	(void)loc;
+	assert_int_equal(h->tenant, RDB_TENANT);
+	assert_true(h->key.w[0] < (v->max ? v->max : 64));
+	assert_false(v->seen[h->key.w[0]]);
+	v->seen[h->key.w[0]] = 1;
+	v->n++;
+	v->bytes += KVT_CHUNK_HDR_BYTES + h->payload_bytes;
+	return 0;
+}
+
+/* Writes val under record i's key, or its metadata's (meta), with the raw C API (the tier is
+ * closed); val NULL deletes it. */
+static inline void rdb_raw_record_set(const char *path, bool meta, uint64_t i, const void *val,
+                                      size_t len)
+{
+	struct rdb_raw r;
+	uint8_t k[KVT__RDB_KEY_BYTES], mk[KVT__RDB_META_KEY_BYTES];
+	struct kvt_tier_id id = rdb_id(i);
+	kvt__rdb_key_encode(k, &id);
+	kvt__rdb_meta_key(mk, k);
+	rdb_raw_open(&r, path);
+	if (meta)
+		rdb_raw_set(&r, mk, sizeof(mk), val, len);
+	else
+		rdb_raw_set(&r, k, sizeof(k), val, len);
+	rdb_raw_close(&r);
+}
+
+/* Opens the tier at o after a "crash": the index a clean close saved is removed first. */
+static inline struct kvt_tier *rdb_open_unsaved(struct kvt_options *o, struct rdb_drops *d)
+{
+	char ix[600];
+	snprintf(ix, sizeof(ix), "%s/db.index", dir);
+	unlink(ix);
+	return rdb_open_tier(o, d);
 }
 
 #endif
