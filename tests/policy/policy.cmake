@@ -1,5 +1,7 @@
 # Policies, admission, quotas, miss-ratio curves and the trace simulator (issue 6).
 kvt_add_test(NAME test_policy SOURCES policy/test_policy.c LIBS kvt_policy LABELS unit TIMEOUT 120)
+kvt_add_test(NAME test_policy_conv SOURCES policy/test_policy_conv.c LIBS kvt_policy LABELS unit TIMEOUT 60)
+kvt_add_test(NAME test_policy_quota SOURCES policy/test_policy_quota.c LIBS kvt_policy LABELS unit TIMEOUT 60)
 kvt_add_test(NAME test_policy_prop SOURCES policy/test_policy_prop.c LIBS kvt_sim LABELS unit TIMEOUT 60)
 kvt_add_test(NAME test_policy_mrc SOURCES policy/test_policy_mrc.c LIBS kvt_sim LABELS unit TIMEOUT 60)
 kvt_add_test(NAME test_policy_sim SOURCES policy/test_policy_sim.c LIBS kvt_sim LABELS integration TIMEOUT 150)
