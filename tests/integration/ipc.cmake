@@ -4,6 +4,8 @@ kvt_add_test(NAME test_tenants SOURCES integration/test_tenants.c LIBS kvtier_st
   LABELS integration TIMEOUT 120)
 kvt_add_test(NAME test_robust SOURCES integration/test_robust.c LIBS kvtier_static
   LABELS integration TIMEOUT 120)
+kvt_add_test(NAME test_start SOURCES integration/test_start.c LIBS kvtier_static
+  LABELS integration TIMEOUT 120)
 # about 40 s; 170 s under ASan with two tests at once, so the limit leaves room for CI's
 kvt_add_test(NAME test_tiers SOURCES integration/test_tiers.c LIBS kvtier_static
   LABELS integration TIMEOUT 480)
