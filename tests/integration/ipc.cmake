@@ -9,6 +9,8 @@ kvt_add_test(NAME test_start SOURCES integration/test_start.c LIBS kvtier_static
 # about 40 s; 170 s under ASan with two tests at once, so the limit leaves room for CI's
 kvt_add_test(NAME test_tiers SOURCES integration/test_tiers.c LIBS kvtier_static
   LABELS integration TIMEOUT 480)
+kvt_add_test(NAME test_tiers_devices SOURCES integration/test_tiers_devices.c
+  LIBS kvtier_static LABELS integration TIMEOUT 480)
 kvt_add_test(NAME test_policyctl SOURCES integration/test_policyctl.c LIBS kvtier_static
   LABELS integration TIMEOUT 60)
 kvt_add_test(NAME test_stress SOURCES integration/test_stress.c LIBS kvtier_static
