@@ -47,7 +47,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: kvtierd [--socket PATH] [--data-dir DIR] [--config FILE] [--set "
 	        "name=value]...\n"
-	        "               [--print-config] [--help]\n"
+	        "               [--print-config] [--help] [--version]\n"
 	        "SIGTERM or SIGINT drains and stops; SIGHUP reads the options again and applies\n"
 	        "the (runtime) ones that changed.\n\noptions (also KVTIER_<NAME>, dots as "
 	        "underscores):\n");
@@ -56,13 +56,11 @@ static void usage(FILE *f)
 
 static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 {
-	static const struct option lo[] = {{"socket", required_argument, 0, 's'},
-	                                   {"data-dir", required_argument, 0, 'd'},
-	                                   {"config", required_argument, 0, 'c'},
-	                                   {"set", required_argument, 0, 'S'},
-	                                   {"print-config", no_argument, 0, 'p'},
-	                                   {"help", no_argument, 0, 'h'},
-	                                   {0, 0, 0, 0}};
+	static const struct option lo[] = {
+	    {"socket", required_argument, 0, 's'}, {"data-dir", required_argument, 0, 'd'},
+	    {"config", required_argument, 0, 'c'}, {"set", required_argument, 0, 'S'},
+	    {"print-config", no_argument, 0, 'p'}, {"help", no_argument, 0, 'h'},
+	    {"version", no_argument, 0, 'V'},      {0, 0, 0, 0}};
 	const char *config = NULL;
 	char err[512];
 	int o, nsets = 0;
@@ -90,6 +88,10 @@ static int parse_args(struct kvd *d, int argc, char **argv, bool *print)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("kvtierd %d.%d.%d (protocol %d)\n", KVT_VERSION_MAJOR,
+			       KVT_VERSION_MINOR, KVT_VERSION_PATCH, KVT_PROTO_MAJOR);
 			exit(0);
 		default:
 			usage(stderr);

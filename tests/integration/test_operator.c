@@ -437,6 +437,31 @@ static void test_operator_command_lines_refused(void **state)
 	assert_true(!strncmp(none, unknown, strlen(unknown)));
 	assert_int_equal(kvt_test_cli(&gone, "tier enable nvme", none, sizeof(none)), 1);
 	assert_non_null(strstr(none, "cannot reach kvtierd at"));
+	/* --version: the CLI's own, and the daemon's when one answers (none is said, exit 0) */
+	char ver[512], want[160];
+	snprintf(want, sizeof(want), "kvtier %d.%d.%d (libkvtier %d.%d.%d, protocol %d)\n",
+	         KVT_VERSION_MAJOR, KVT_VERSION_MINOR, KVT_VERSION_PATCH, KVT_VERSION_MAJOR,
+	         KVT_VERSION_MINOR, KVT_VERSION_PATCH, KVT_PROTO_MAJOR);
+	assert_int_equal(kvt_test_cli(&gone, "--version", none, sizeof(none)), 0);
+	if (strncmp(none, want, strlen(want)) || !strstr(none, "kvtierd: none answers at "))
+		fail_msg("kvtier --version, no daemon: '%s'", none);
+	snprintf(ver, sizeof(ver), "kvtierd %d.%d.%d (protocol %d) at %s\n", KVT_VERSION_MAJOR,
+	         KVT_VERSION_MINOR, KVT_VERSION_PATCH, KVT_PROTO_MAJOR, d.sock);
+	assert_int_equal(kvt_test_cli(&d, "--version", none, sizeof(none)), 0);
+	if (strncmp(none, want, strlen(want)) || strcmp(none + strlen(want), ver))
+		fail_msg("kvtier --version: '%s', want '%s%s'", none, want, ver);
+	assert_int_equal(kvt_test_cli(&d, "--version ping", none, sizeof(none)), 2);
+	char bin[512], run[600];
+	kvt_test_bin("kvtierd", bin, sizeof(bin));
+	snprintf(run, sizeof(run), "%s --version", bin);
+	FILE *p = popen(run, "r");
+	assert_non_null(p);
+	size_t got = fread(none, 1, sizeof(none) - 1, p);
+	none[got] = 0;
+	assert_int_equal(pclose(p), 0);
+	snprintf(ver, sizeof(ver), "kvtierd %d.%d.%d (protocol %d)\n", KVT_VERSION_MAJOR,
+	         KVT_VERSION_MINOR, KVT_VERSION_PATCH, KVT_PROTO_MAJOR);
+	assert_string_equal(none, ver);
 	/* and the benchmarks: a name or a word they do not know is refused before anything runs */
 	assert_int_equal(kvt_test_cli(&d, "bench nosuch", none, sizeof(none)), 2);
 	assert_non_null(strstr(none, "no benchmark named 'nosuch'\nusage: kvtier bench [NAME]"));

@@ -18,7 +18,8 @@
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: kvtier [--socket PATH] COMMAND [ARGS]\n\n"
+	    f, "usage: kvtier [--socket PATH] COMMAND [ARGS]\n"
+	       "       kvtier [--socket PATH] --version\n\n"
 	       "commands:\n"
 	       "  ping                      check that kvtierd answers\n"
 	       "  stats [--json]            tiers, leases, clients, corruptions\n"
@@ -117,13 +118,56 @@ static const char *misshapen(int argc, char **argv)
 	return "";
 }
 
+/* The socket kvtier talks to: sock, else where the library looks. */
+static void sock_path(const char *sock, char *path, size_t len)
+{
+	path[0] = 0;
+	if (sock)
+		snprintf(path, len, "%s", sock);
+	else
+		kvt_sockpath_client(path, len);
+}
+
+/* kvtier --version: this binary's version, its library's and protocol, then the daemon's when
+ * one answers at sock. None answering is said, not an error: the question was this binary's. */
+static int version(const char *sock)
+{
+	unsigned lib = kvt_version();
+	printf("kvtier %d.%d.%d (libkvtier %u.%u.%u, protocol %d)\n", KVT_VERSION_MAJOR,
+	       KVT_VERSION_MINOR, KVT_VERSION_PATCH, lib >> 16, (lib >> 8) & 255, lib & 255,
+	       KVT_PROTO_MAJOR);
+	char path[KVT_SOCK_PATH_MAX];
+	sock_path(sock, path, sizeof(path));
+	kvt_client_t *c;
+	int rc = kvt_connect(sock, &c);
+	if (rc) {
+		printf("kvtierd: none answers at %s (%s)\n", path, kvt_strerror(rc));
+		return 0;
+	}
+	static char json[KVT_MSG_MAX];
+	char ver[32] = "";
+	int proto = -1;
+	rc = kvt__client_simple(c, KVT_MSG_STATS, NULL, json, sizeof(json));
+	kvt_close(c);
+	if (rc || sscanf(json, "{\"version\":\"%31[^\"]\",\"protocol\":%d", ver, &proto) != 2) {
+		fprintf(stderr, "kvtier: --version: kvtierd at %s sent no version (%s)\n", path,
+		        rc ? kvt_strerror(rc) : "its stats lack it");
+		return 1;
+	}
+	printf("kvtierd %s (protocol %d) at %s\n", ver, proto, path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = NULL;
+	bool show_version = false;
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--socket") && i + 1 < argc)
 			sock = argv[++i];
+		else if (!strcmp(argv[i], "--version"))
+			show_version = true;
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return 0;
@@ -132,7 +176,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (i >= argc) {
+	if (show_version && i == argc)
+		return version(sock);
+	if (i >= argc || show_version) {
 		usage(stderr);
 		return 2;
 	}
@@ -154,11 +200,8 @@ int main(int argc, char **argv)
 	kvt_client_t *c;
 	int rc = kvt_connect(sock, &c);
 	if (rc) {
-		char path[KVT_SOCK_PATH_MAX] = "";
-		if (sock)
-			snprintf(path, sizeof(path), "%s", sock);
-		else
-			kvt_sockpath_client(path, sizeof(path));
+		char path[KVT_SOCK_PATH_MAX];
+		sock_path(sock, path, sizeof(path));
 		fprintf(stderr, "kvtier: cannot reach kvtierd at %s: %s\n", path, kvt_strerror(rc));
 		return 1;
 	}
