@@ -18,6 +18,7 @@
 #include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "ipc/proto.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -36,7 +37,7 @@
 #define PREFIXES 48
 #define DEPTH    8
 #define WORKERS  4
-#define OPS      1500
+#define OPS      1500 /* per worker; KVT_STRESS_OPS=N for longer runs (consistency, memory) */
 
 static kvt_model_t model(int big)
 {
@@ -165,6 +166,19 @@ static int load_op(struct load *L)
 	return wrong;
 }
 
+/* Operations per worker: OPS, or $KVT_STRESS_OPS (1 to 10^9) for a run longer than CI's. */
+static long ops_per_worker(void)
+{
+	const char *v = getenv("KVT_STRESS_OPS");
+	char *end;
+	long n = v ? strtol(v, &end, 10) : OPS;
+	if (v && (*end || n < 1 || n > 1000000000L)) {
+		fprintf(stderr, "KVT_STRESS_OPS=%s: not a count from 1 to 10^9; %d used\n", v, OPS);
+		return OPS;
+	}
+	return n;
+}
+
 /* @return : how many wrong bytes the worker saw (0), or 100+ on an API failure. */
 static int worker(const char *sock, unsigned seed)
 {
@@ -175,7 +189,7 @@ static int worker(const char *sock, unsigned seed)
 	if (load_open(&L, c, seed))
 		return 101;
 	int wrong = 0;
-	for (int op = 0; op < OPS; op++) {
+	for (long op = 0, ops = ops_per_worker(); op < ops; op++) {
 		int rc = load_op(&L);
 		if (rc >= 100) {
 			wrong = rc;
@@ -201,12 +215,12 @@ static int scribbler(const char *sock)
 	if (kvt_namespace(c, &m, &ns))
 		return 101;
 	size_t cb = kvt_chunk_bytes(&m);
-	for (int op = 0; op < OPS / 4; op++) {
+	for (long op = 0, ops = ops_per_worker() / 4; op < ops; op++) {
 		void *bufs[DEPTH];
 		int k = kvt_put_reserve(c, ns, DEPTH, bufs);
 		if (k <= 0)
 			return 102;
-		prefix_keys(ns, op % PREFIXES, keys);
+		prefix_keys(ns, (int)(op % PREFIXES), keys);
 		for (int i = 0; i < k; i++)
 			kvt_test_fill(bufs[i], cb, (uint64_t)op * 31 + (uint64_t)i);
 		int rc = kvt_put_commit(c, ns, NULL, keys, (size_t)k);
@@ -226,6 +240,8 @@ static void test_stress_consistency(void **state)
 	                      "demote.wait_ms=20", "host.policy=auto",      NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	long rss0 = kvt_test_rss_anon_kib(d.pid);
+	uint64_t t0 = kvt_now_ns();
 	pid_t pids[WORKERS + 1];
 	for (int w = 0; w <= WORKERS; w++) {
 		pids[w] = fork();
@@ -240,6 +256,11 @@ static void test_stress_consistency(void **state)
 		assert_int_equal(WEXITSTATUS(st), 0); /* 0 wrong bytes, no API failure */
 	}
 	assert_int_equal(kill(d.pid, 0), 0);
+	print_message("%d workers x %ld operations in %.1f s (%lld evictions, %lld demoted); the "
+	              "daemon's anonymous RSS %ld KiB before, %ld KiB after\n",
+	              WORKERS, ops_per_worker(), (double)(kvt_now_ns() - t0) / 1e9,
+	              kvt_test_stat(&d, "evictions"), kvt_test_stat(&d, "demoted"), rss0,
+	              kvt_test_rss_anon_kib(d.pid));
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
 	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
 	assert_true(kvt_test_stat(&d, "evictions") > 0);
