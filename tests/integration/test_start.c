@@ -100,16 +100,27 @@ static void assert_nobody_without_caps(pid_t pid)
 static void test_start_runs_unprivileged(void **state)
 {
 	(void)state;
-	if (geteuid() != 0 || getenv("KVT_TEST_DAEMON_WRAPPER")) {
-		print_message(
-		    "skipped: starting kvtierd as another uid needs root (and no wrapper: "
-		    "make valgrind's logs are root's)\n");
+	if (geteuid() != 0) {
+		print_message("skipped: starting kvtierd as another uid needs root\n");
 		skip(); /* reported as skipped, not passed */
 	}
 	const char *sets[] = {"tiers.order=host,nvme,rocksdb", "host.bytes=2MiB",
 	                      "nvme.bytes=32MiB", "rocksdb.bytes=32MiB", NULL};
 	struct kvt_test_daemon u;
-	assert_int_equal(kvt_test_daemon_start_as(&u, sets, 65534), 0);
+	/* make valgrind's wrapper writes its logs where only root may: this one daemon runs
+	 * without it (it was skipped under the wrapper, checking nothing) */
+	char *wrapper = getenv("KVT_TEST_DAEMON_WRAPPER");
+	wrapper = wrapper ? strdup(wrapper) : NULL;
+	if (wrapper) {
+		print_message("kvtierd as uid 65534 runs without KVT_TEST_DAEMON_WRAPPER\n");
+		unsetenv("KVT_TEST_DAEMON_WRAPPER");
+	}
+	int started = kvt_test_daemon_start_as(&u, sets, 65534);
+	if (wrapper) {
+		setenv("KVT_TEST_DAEMON_WRAPPER", wrapper, 1);
+		free(wrapper);
+	}
+	assert_int_equal(started, 0);
 	assert_nobody_without_caps(u.pid);
 	pid_t c = kvt_test_fork_as_nobody();
 	if (!c)
