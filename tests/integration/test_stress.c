@@ -169,14 +169,8 @@ static int load_op(struct load *L)
 /* Operations per worker: OPS, or $KVT_STRESS_OPS (1 to 10^9) for a run longer than CI's. */
 static long ops_per_worker(void)
 {
-	const char *v = getenv("KVT_STRESS_OPS");
-	char *end;
-	long n = v ? strtol(v, &end, 10) : OPS;
-	if (v && (*end || n < 1 || n > 1000000000L)) {
-		fprintf(stderr, "KVT_STRESS_OPS=%s: not a count from 1 to 10^9; %d used\n", v, OPS);
-		return OPS;
-	}
-	return n;
+	uint64_t n = kvt_test_env_u64("KVT_STRESS_OPS", OPS);
+	return (long)KVT_MAX(1, KVT_MIN(n, 1000000000u));
 }
 
 /* @return : how many wrong bytes the worker saw (0), or 100+ on an API failure. */
@@ -850,14 +844,8 @@ static double hot_p99(kvt_client_t *c, kvt_id_t ns, size_t cb, uint8_t *got, uin
 /* Seconds of churn: 6, or $KVT_STRESS_CHURN_S (1 to 86,400) for a run longer than CI's. */
 static int churn_seconds(void)
 {
-	const char *v = getenv("KVT_STRESS_CHURN_S");
-	char *end;
-	long n = v ? strtol(v, &end, 10) : 6;
-	if (v && (*end || n < 1 || n > 86400)) {
-		fprintf(stderr, "KVT_STRESS_CHURN_S=%s: not a count from 1 to 86400; 6 used\n", v);
-		return 6;
-	}
-	return (int)n;
+	uint64_t n = kvt_test_env_u64("KVT_STRESS_CHURN_S", 6);
+	return (int)KVT_MAX(1, KVT_MIN(n, 86400u));
 }
 
 static void test_stress_churn_hit_latency(void **state)

@@ -305,7 +305,18 @@ void kvt_test_sort_ms(double *ms, size_t n)
 uint64_t kvt_test_env_u64(const char *name, uint64_t dflt)
 {
 	const char *v = getenv(name);
-	return v && *v ? strtoull(v, NULL, 10) : dflt;
+	if (!v || !*v)
+		return dflt;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (errno || *end ||
+	    *v == '-') { /* "x" ran as 0: a search of no seeds, a load of nothing */
+		fprintf(stderr, "%s=%s: not a whole number; %llu used\n", name, v,
+		        (unsigned long long)dflt);
+		return dflt;
+	}
+	return n;
 }
 
 bool kvt_test_slowed(void)

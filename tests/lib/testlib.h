@@ -84,7 +84,7 @@ void kvt_test_sort_ms(double *ms, size_t n);
 /* Whether kvtierd runs slowed: under valgrind (make valgrind) or in a sanitizing build. */
 bool kvt_test_slowed(void);
 /* The number in environment variable name (a longer search's seeds, steps or stream), or dflt
- * when it is unset or empty. */
+ * when it is unset, empty or not a whole number (said on stderr). */
 uint64_t kvt_test_env_u64(const char *name, uint64_t dflt);
 /* Reads up to len - 1 bytes of path into buf, NUL-terminated. @return : the bytes read, or -1. */
 long kvt_test_read_file(const char *path, char *buf, size_t len);

@@ -519,8 +519,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--socket") && i + 1 < argc)
 			given = argv[++i];
 		else {
-			fputs(USAGE, kvt_help_asked(argc, argv) ? stdout : stderr);
-			return kvt_help_asked(argc, argv) ? 0 : 2;
+			bool help = kvt_help_asked(argc, argv);
+			fputs(USAGE, help ? stdout : stderr);
+			return help ? 0 : 2;
 		}
 	}
 	if (given)
