@@ -285,12 +285,14 @@ static void test_stress_consistency(void **state)
  */
 static void reads_back(const char *sock);
 
-#define THREADS  8
-#define T_OPS    300
-#define PRIVATE  4
-#define PRIV_KEY 100000 /* private prefixes start here, far from the shared ones */
+#define THREADS   8
+#define T_OPS     300 /* per thread; KVT_STRESS_THREAD_OPS=N for longer runs */
+#define PRIVATE   4
+#define PRIV_KEY  100000 /* private prefixes start here, far from the shared ones */
+#define MAX_PROCS 64     /* KVT_STRESS_PROCS=N (1 to 64) processes instead of WORKERS */
 
-#define SLOTS (WORKERS * THREADS * PRIVATE)
+static int n_procs = WORKERS;
+#define SLOTS (n_procs * THREADS * PRIVATE)
 
 /* What an owner tells every process about one private key (MAP_SHARED, made before the fork). */
 struct published {
@@ -417,7 +419,9 @@ static int private_op(struct tload *t)
 static void *thread_main(void *arg)
 {
 	struct tload *t = arg;
-	for (int op = 0; op < T_OPS && t->rc < 100; op++) {
+	long ops =
+	    (long)KVT_MAX(1, KVT_MIN(kvt_test_env_u64("KVT_STRESS_THREAD_OPS", T_OPS), 100000000u));
+	for (long op = 0; op < ops && t->rc < 100; op++) {
 		int rc = rnd(&t->L, 3) ? load_op(&t->L) : private_op(t);
 		t->rc = rc >= 100 ? rc : t->rc + rc;
 	}
@@ -480,16 +484,19 @@ static void test_stress_threads(void **state)
 	                      "demote.wait_ms=20", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	n_procs =
+	    (int)KVT_MAX(2, KVT_MIN(kvt_test_env_u64("KVT_STRESS_PROCS", WORKERS), MAX_PROCS));
+	uint64_t t0 = kvt_now_ns();
 	published = mmap(NULL, SLOTS * sizeof(*published), PROT_READ | PROT_WRITE,
 	                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(published != MAP_FAILED); /* zero: nothing deleted, version 0 begun */
-	pid_t pids[WORKERS];
-	for (int w = 0; w < WORKERS; w++) {
+	pid_t pids[MAX_PROCS];
+	for (int w = 0; w < n_procs; w++) {
 		pids[w] = fork();
 		if (!pids[w])
 			_exit(threaded_worker(d.sock, w));
 	}
-	for (int w = 0; w < WORKERS; w++) {
+	for (int w = 0; w < n_procs; w++) {
 		int st;
 		assert_int_equal(waitpid(pids[w], &st, 0), pids[w]);
 		assert_true(WIFEXITED(st));
@@ -504,6 +511,9 @@ static void test_stress_threads(void **state)
 	assert_int_equal(kvt_test_stat_wait(&d, "leases", 0, 0), 0);
 	assert_true(kvt_test_stat(&d, "evictions") > 0);
 	assert_true(kvt_test_stat(&d, "demoted") > 0);
+	print_message("%d processes x %d threads in %.1f s; %lld evictions, %lld demoted\n",
+	              n_procs, THREADS, (double)(kvt_now_ns() - t0) / 1e9,
+	              kvt_test_stat(&d, "evictions"), kvt_test_stat(&d, "demoted"));
 	reads_back(d.sock);
 	munmap(published, SLOTS * sizeof(*published));
 	kvt_test_check_books(&d, 1);
@@ -618,6 +628,13 @@ static long long memcg_hits(const struct memcg *m)
 	return max < 0 || oom < 0 ? -1 : max + oom;
 }
 
+/* Seconds each memory run goes on for past its rounds: 0, or $KVT_STRESS_MEMORY_S (up to a
+ * day) for F9's hour by hand. */
+static uint64_t memory_seconds(void)
+{
+	return KVT_MIN(kvt_test_env_u64("KVT_STRESS_MEMORY_S", 0), 86400u);
+}
+
 static void memory_rounds(const char *const *sets, int rounds, long max_growth_kib)
 {
 	struct kvt_test_daemon d;
@@ -630,16 +647,21 @@ static void memory_rounds(const char *const *sets, int rounds, long max_growth_k
 		print_message("no memory cgroup to write (%s): the daemon runs without a limit\n",
 		              strerror(-cg_rc));
 	long warm = 0, peak = 0;
-	for (int r = 0; r < rounds; r++) {
+	uint64_t t0 = kvt_now_ns(), until = t0 + memory_seconds() * 1000000000ull;
+	for (int r = 0; r < rounds || kvt_now_ns() < until; r++) {
 		load_round(d.sock, 5000u + 10u * (unsigned)r);
 		long rss = rss_anon_kib(d.pid);
-		print_message("%s, round %d: RssAnon %ld KiB\n", sets[1], r, rss);
+		if (r < rounds || r % 100 == 0)
+			print_message("%s, round %d (%.0f s): RssAnon %ld KiB\n", sets[1], r,
+			              (double)(kvt_now_ns() - t0) / 1e9, rss);
 		assert_true(rss < 256 * 1024 || !RSS_MEANS_SOMETHING);
 		if (r == 1)
 			warm = rss;
 		if (r > 1 && rss > peak)
 			peak = rss;
 	}
+	print_message("%s: RssAnon %ld KiB after round 1, at most %ld KiB after it\n", sets[1],
+	              warm, peak);
 	if (RSS_MEANS_SOMETHING && max_growth_kib >= 0 && peak - warm > max_growth_kib)
 		fail_msg("%s: RssAnon grew by %ld KiB after round 1 (%ld KiB then)", sets[1],
 		         peak - warm, warm);
