@@ -234,6 +234,13 @@ struct kvt_tier_ops {
 	 * @return : 0, or -EINVAL with err holding one line that names the option.
 	 */
 	int (*check)(const struct kvt_options *o, char *err, size_t err_len);
+	/*
+	 * Optional (added after check; NULL: ignored). The engine read the chunk of the record of
+	 * id at loc again, at host, after hint_done: the hint was wrong, and the tier takes it back
+	 * as it takes a read of the record (nvme: the mark goes and the record counts as read; a
+	 * policy that marked it done sees an access). Called on the tier's worker, under its lock.
+	 */
+	void (*hint_again)(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc);
 };
 /* The tier hands every record it evicts for room to env->evicted (a log at reclaim). */
 #define KVT_TIER_HANDS_OVER 1u

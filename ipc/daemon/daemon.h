@@ -49,6 +49,7 @@ struct kvd_entry {
 	uint8_t state, codec, where;
 	bool has_parent : 1;
 	bool put_guarded : 1; /* pinned by the put running now, as its own prefix (store.c) */
+	bool done_below : 1;  /* kvt_done reached a lower tier's copy, and no host hit since */
 };
 _Static_assert(sizeof(struct kvd_entry) == 104, "entry stays small");
 
@@ -381,6 +382,9 @@ void kvd_conn_unhold(struct kvd *d, struct kvd_conn *c);
 void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e);
 /* Queues kvt_done's hint for entry id on each lower tier that holds it and takes hints. */
 void kvd_tiers_done(struct kvd *d, uint32_t id);
+/* Entry id was read at host (or put again) after kvd_tiers_done: the lower tiers told take the
+ * hint back (JOB_AGAIN), so that nvme's log hands it over again instead of dropping it. */
+void kvd_tiers_again(struct kvd *d, uint32_t id);
 /* Handles the worker's completions (evfd readable). */
 void kvd_tiers_complete(struct kvd *d);
 /* Lower tier l's lock, from the loop thread: a write stream in progress stops pulling, so the

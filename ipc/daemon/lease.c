@@ -127,6 +127,7 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 		struct kvd_entry *e = &d->idx.e[id];
 		e->pins++;
 		d->pol_ops->on_access(d->pol, id);
+		kvd_tiers_again(d, id);
 		kvd_tiers_demote(d, id, false); /* second touch admission */
 		struct kvt_pool *p = &d->tenants[t].pool;
 		out[i] = (struct kvt_msg_lease){

@@ -402,6 +402,7 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 		kvd_admit_record(d, key.w[0] ^ t);
 	if (id != KVD_NIL) {
 		d->pol_ops->on_access(d->pol, id);
+		kvd_tiers_again(d, id);
 		*pid = id;
 		return 0;
 	}

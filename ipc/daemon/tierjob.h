@@ -21,7 +21,8 @@ enum job_kind {
 	JOB_DROPPED,
 	JOB_MOVED,
 	JOB_CASCADED,
-	JOB_DONE /* kvt_done: the tier's policy offers the record first */
+	JOB_DONE, /* kvt_done: the tier's policy offers the record first */
+	JOB_AGAIN /* read again at host after JOB_DONE: the hint was wrong */
 };
 
 struct kvd_job {

@@ -389,18 +389,24 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kv
 	return queued;
 }
 
-/* Queues a job of kind for entry id on each lower tier that holds it (JOB_DONE: and takes
- * hints). */
-static void submit_each(struct kvd *d, uint32_t id, uint8_t kind)
+/* Queues a job of kind for entry id on each lower tier that holds it (JOB_DONE, JOB_AGAIN:
+ * and takes that hint). @return : how many were queued. */
+static int submit_each(struct kvd *d, uint32_t id, uint8_t kind)
 {
 	uint8_t where = d->idx.e[id].where;
+	int queued = 0;
 	for (uint8_t k = 0; k < d->n_lower; k++) {
-		if (!(where & (2u << k)) || (kind == JOB_DONE && !d->lower[k].ops->hint_done))
+		const struct kvt_tier_ops *ops = d->lower[k].ops;
+		if (!(where & (2u << k)) || (kind == JOB_DONE && !ops->hint_done) ||
+		    (kind == JOB_AGAIN && !ops->hint_again))
 			continue;
 		struct kvd_job *j = job_for(d, id, kind, k);
-		if (j)
+		if (j) {
 			kvd_job_submit(d, j);
+			queued++;
+		}
 	}
+	return queued;
 }
 
 void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e)
@@ -410,5 +416,15 @@ void kvd_tiers_remove(struct kvd *d, const struct kvd_entry *e)
 
 void kvd_tiers_done(struct kvd *d, uint32_t id)
 {
-	submit_each(d, id, JOB_DONE);
+	if (submit_each(d, id, JOB_DONE))
+		d->idx.e[id].done_below = true;
+}
+
+void kvd_tiers_again(struct kvd *d, uint32_t id)
+{
+	struct kvd_entry *e = &d->idx.e[id];
+	if (!e->done_below)
+		return;
+	e->done_below = false;
+	submit_each(d, id, JOB_AGAIN);
 }

@@ -238,6 +238,9 @@ static void run_job(struct kvd *d, struct kvd_job *j)
 	case JOB_DONE:
 		l->ops->hint_done(l->t, &j->id, j->loc);
 		break;
+	case JOB_AGAIN:
+		l->ops->hint_again(l->t, &j->id, j->loc);
+		break;
 	default:
 		break;
 	}

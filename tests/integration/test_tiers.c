@@ -370,9 +370,14 @@ static size_t cascade_run(const char *placement, long long *cascaded, long long 
  * cascade; chain A (100 chunks) is put and demoted, the engine is done with it or not, and chain
  * B (300) pushes A out of nvme. Without the hint A goes on into rocksdb and is found there;
  * with it nvme drops A's records unread, so A is gone and rocksdb was not written with it.
- * @return : A's chunks found; *cascaded the hand-overs made.
+ * With again, the engine reads A's last AGAIN chunks after the hint, at host (no promotion):
+ * the hint was wrong for them, nvme takes it back (hint_again), and they go on into rocksdb.
+ * @return : A's chunks found; *cascaded the hand-overs made; *found_again those of the last
+ * AGAIN found.
  */
-static size_t cascade_done(bool hint, long long *cascaded, long long *told_dropped)
+enum { AGAIN = 16 };
+static size_t cascade_done(bool hint, bool again, long long *cascaded, long long *told_dropped,
+                           size_t *found_again)
 {
 	enum { A = 100 };
 	const char *sets[] = {"host.bytes=2MiB",
@@ -398,14 +403,28 @@ static size_t cascade_done(bool hint, long long *cascaded, long long *told_dropp
 		assert_int_equal(kvt_done(c, ns, keys, A), 0);
 		wait_stat(&d, "done_hints", A);
 	}
+	if (again) { /* the newest of A are still at host: read there, not promoted */
+		long long promoted = kvt_test_stat(&d, "promoted");
+		void *dst[AGAIN];
+		uint8_t *buf = malloc(AGAIN * cb);
+		for (size_t i = 0; i < AGAIN; i++)
+			dst[i] = buf + i * cb;
+		assert_int_equal(kvt_get(c, ns, keys + A - AGAIN, AGAIN, dst, cb), AGAIN);
+		assert_int_equal(kvt_test_stat(&d, "promoted"), promoted);
+		free(buf);
+	}
 	kvt_test_put_chain(c, ns, keys + A, NC - A, cb, 700 + A);
 	wait_stat(&d, "demoted", NC);
 	kvt_test_stat_wait(&d, "cascaded", hint ? 1 : A, 1); /* written after the demotions */
 	*cascaded = kvt_test_stat(&d, "cascaded");
 	*told_dropped = kvt_test_tier_stat(&d, "nvme", "told_evictions");
 	size_t found = 0;
-	for (size_t i = 0; i < A; i++)
-		found += kvt_lookup(c, ns, &keys[i], 1) == 1;
+	*found_again = 0;
+	for (size_t i = 0; i < A; i++) {
+		int one = kvt_lookup(c, ns, &keys[i], 1) == 1;
+		found += (size_t)one;
+		*found_again += i >= A - AGAIN ? (size_t)one : 0;
+	}
 	assert_int_equal(kvt_test_stat(&d, "corruptions"), 0);
 	kvt_close(c);
 	kvt_test_check_books(&d, 0);
@@ -415,17 +434,27 @@ static size_t cascade_done(bool hint, long long *cascaded, long long *told_dropp
 
 static void test_tiers_cascade_done_hint(void **state)
 {
-	long long plain_cascaded, told_cascaded, plain_dropped, told_dropped;
-	size_t plain = cascade_done(false, &plain_cascaded, &plain_dropped);
-	size_t told = cascade_done(true, &told_cascaded, &told_dropped);
-	print_message("A found: %zu of 100 without kvt_done, %zu with it; cascaded %lld / %lld; "
-	              "nvme told_evictions %lld / %lld\n",
-	              plain, told, plain_cascaded, told_cascaded, plain_dropped, told_dropped);
+	long long plain_cascaded, told_cascaded, again_cascaded;
+	long long plain_dropped, told_dropped, again_dropped;
+	size_t plain_last, told_last, again_last;
+	size_t plain = cascade_done(false, false, &plain_cascaded, &plain_dropped, &plain_last);
+	size_t told = cascade_done(true, false, &told_cascaded, &told_dropped, &told_last);
+	size_t again = cascade_done(true, true, &again_cascaded, &again_dropped, &again_last);
+	print_message("A found: %zu of 100 without kvt_done, %zu with it, %zu when its last %d "
+	              "were read again at host after it (%zu of them); cascaded %lld / %lld / "
+	              "%lld; nvme told_evictions %lld / %lld / %lld\n",
+	              plain, told, again, AGAIN, again_last, plain_cascaded, told_cascaded,
+	              again_cascaded, plain_dropped, told_dropped, again_dropped);
 	assert_true(plain >= 50); /* most of A went on into rocksdb */
 	assert_true(told <= 10);  /* told: dropped, not handed over */
 	assert_true(told_cascaded + 80 <= plain_cascaded);
 	assert_int_equal(plain_dropped, 0);
 	assert_true(told_dropped >= 90); /* the operator sees it in `kvtier stats` */
+	/* read again after the hint: taken back, so handed over and found as without it; the
+	 * others told still dropped */
+	assert_int_equal(again_last, AGAIN);
+	assert_true(again <= AGAIN + 10);
+	assert_true(again_dropped >= 90 - AGAIN && again_dropped <= 100 - AGAIN);
 }
 
 /*

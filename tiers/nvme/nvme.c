@@ -875,6 +875,17 @@ static void nvme_hint_done(struct kvt_tier *tier, const struct kvt_tier_id *id, 
 	}
 }
 
+/* The chunk was read again at host after hint_done: as a read of the record clears the mark. */
+static void nvme_hint_again(struct kvt_tier *tier, const struct kvt_tier_id *id, uint64_t loc)
+{
+	uint64_t r;
+	struct kvt__nvme_rec *rec = kvt__nvme_log_find(NV(tier), loc, &r);
+	if (rec && same_id(&rec->h, id) && rec->done) {
+		rec->done = false;
+		rec->hit = true;
+	}
+}
+
 static int nvme_iterate(struct kvt_tier *tier, kvt_tier_visit_fn visit, void *arg)
 {
 	struct kvt_nvme *t = NV(tier);
@@ -1043,5 +1054,6 @@ const struct kvt_tier_ops kvt_tier_nvme = {
     .flags = KVT_TIER_HANDS_OVER,
     .quota_set = nvme_quota_set,
     .hint_done = nvme_hint_done,
+    .hint_again = nvme_hint_again,
     .check = nvme_check,
 };

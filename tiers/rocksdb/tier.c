@@ -664,6 +664,15 @@ static void rdb_hint_done(struct kvt_tier *t, const struct kvt_tier_id *id, uint
 		t->pol_ops->on_done(t->pol, s);
 }
 
+/* The chunk was read again at host after hint_done: the policy that marked it sees an access. */
+static void rdb_hint_again(struct kvt_tier *t, const struct kvt_tier_id *id, uint64_t loc)
+{
+	(void)loc;
+	uint32_t s = kvt__rdb_index_find(&t->ix, id);
+	if (s != KVT__RDB_NIL && t->pol_ops->is_done && t->pol_ops->is_done(t->pol, s))
+		t->pol_ops->on_access(t->pol, s);
+}
+
 static int rdb_iterate(struct kvt_tier *t, kvt_tier_visit_fn visit, void *arg)
 {
 	if (!t->db.db)
@@ -982,5 +991,6 @@ const struct kvt_tier_ops kvt_tier_rocksdb = {
     .tenant_usage = rdb_tenant_usage,
     .quota_set = quota_set,
     .hint_done = rdb_hint_done,
+    .hint_again = rdb_hint_again,
     .check = rdb_check,
 };

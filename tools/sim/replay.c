@@ -269,6 +269,17 @@ static int bypass_blk(struct run *u, uint32_t blk)
 	return at;
 }
 
+/* A hit after kvt_done's hint reached the tiers below: each that marked blk done takes it back
+ * as a read (kvtierd's hint_again: the nvme log hands it over again instead of dropping it). */
+static void told_again(struct run *u, uint32_t blk)
+{
+	for (size_t k = 1; k < u->n; k++) {
+		struct tier *t = &u->t[k];
+		if (t->res[blk] && t->ops->is_done && t->ops->is_done(t->p, blk))
+			t->ops->on_access(t->p, blk);
+	}
+}
+
 /* @return : the tier that served blk, or -1 on a miss in every tier. */
 static int access_blk(struct run *u, uint32_t blk)
 {
@@ -279,6 +290,7 @@ static int access_blk(struct run *u, uint32_t blk)
 			continue;
 		t->r->hits++;
 		t->ops->on_access(t->p, blk);
+		told_again(u, blk); /* the tier read (i) has taken its mark back already */
 		if (i > 0 && !u->t[0].res[blk]) {
 			size_t before = u->t[0].r->inserts;
 			insert(u, 0, blk, u->tenant);
