@@ -664,7 +664,9 @@ static void count_tiers(struct run *r)
 /* After kill -9 the chunks only at host are gone, and a delete may not have reached a lower
  * tier: what is found must have been put, with the right bytes; the model takes what is found.
  * With durable (the kill came once every demotion had landed, and the lower tiers hold every
- * chunk) no chunk of the model may be missing: each was on nvme, which kill -9 cannot undo. */
+ * chunk) no chunk of the model may be missing: each was on nvme or, handed over, in RocksDB's
+ * WAL (make_sets), which kill -9 cannot undo -- unless it was told done and nvme's log has
+ * dropped told records since (told_gone). */
 static void resync(struct run *r, bool durable)
 {
 	int held = 0;
@@ -690,7 +692,7 @@ static void restart(struct run *r, bool kill9, bool durable)
 {
 	while (r->n_holds)
 		do_release(r);
-	if (durable) /* every demotion landed: what the model holds is on nvme */
+	if (durable) /* every demotion landed: what the model holds is below host */
 		assert_int_equal(kvt_test_stat_wait(&r->d, "dirty_bytes", 0, 0), 0);
 	count_tiers(r);
 	if (kill9) /* nvme's told evictions after count_tiers looked go uncounted: count one */
