@@ -22,7 +22,9 @@ kvt_add_test(NAME test_daemon_model SOURCES integration/test_daemon_model.c LIBS
   LABELS integration TIMEOUT 180)
 # The slow-device tests time single gets to within 25 ms of promote.wait_ms on 2 cores; beside
 # test_tiers or test_stress (each a daemon and several busy clients) one took 50.5 ms in CI, so
-# the three never run at once.
+# they never run at once. Nor does test_robust, whose healthy client's p99 may not pass 2x idle
+# + 1 ms: beside test_tiers its best of three windows read 1.357 ms against 0.070 idle in CI.
 kvt_add_test(NAME test_tiers_devices SOURCES integration/test_tiers_devices.c
   LIBS kvtier_static LABELS integration TIMEOUT 480)
-set_tests_properties(test_tiers test_tiers_devices test_stress PROPERTIES RESOURCE_LOCK busy_cpu)
+set_tests_properties(test_tiers test_tiers_devices test_stress test_robust
+  PROPERTIES RESOURCE_LOCK busy_cpu)
