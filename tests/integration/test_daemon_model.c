@@ -36,7 +36,6 @@
  * model is exact.
  */
 #include "testlib.h"
-#include "core/util.h"
 #include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "ipc/proto.h"
@@ -967,11 +966,9 @@ static void test_daemon_model_crash_loop(void **state)
 {
 	(void)state;
 	/* under valgrind, fewer rounds */
-	uint64_t rounds =
-	    kvt_test_env_u64("KVT_CRASH_ROUNDS", getenv("KVT_TEST_DAEMON_WRAPPER") ? 10 : 50);
-	uint64_t calls = kvt_test_env_u64("KVT_CRASH_CALLS", 50);
-	rounds = KVT_MAX(1, KVT_MIN(rounds, 10000u));
-	calls = KVT_MAX(1, KVT_MIN(calls, 1000000u));
+	uint64_t rounds = kvt_test_env_in("KVT_CRASH_ROUNDS",
+	                                  getenv("KVT_TEST_DAEMON_WRAPPER") ? 10 : 50, 1, 10000u);
+	uint64_t calls = kvt_test_env_in("KVT_CRASH_CALLS", 50, 1, 1000000u);
 	uint64_t first, last;
 	seeds_to_run(2, &first, &last);
 	for (uint64_t s = first; s <= last; s++)

@@ -169,8 +169,7 @@ static int load_op(struct load *L)
 /* Operations per worker: OPS, or $KVT_STRESS_OPS (1 to 10^9) for a run longer than CI's. */
 static long ops_per_worker(void)
 {
-	uint64_t n = kvt_test_env_u64("KVT_STRESS_OPS", OPS);
-	return (long)KVT_MAX(1, KVT_MIN(n, 1000000000u));
+	return (long)kvt_test_env_in("KVT_STRESS_OPS", OPS, 1, 1000000000u);
 }
 
 /* @return : how many wrong bytes the worker saw (0), or 100+ on an API failure. */
@@ -483,10 +482,9 @@ static void test_stress_threads(void **state)
 	                      "demote.wait_ms=20", NULL};
 	struct kvt_test_daemon d;
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	n_procs = /* at least 2: a thread reads the private keys of another process */
-	    (int)KVT_MAX(2, KVT_MIN(kvt_test_env_u64("KVT_STRESS_PROCS", WORKERS), MAX_PROCS));
-	thread_ops =
-	    (long)KVT_MAX(1, KVT_MIN(kvt_test_env_u64("KVT_STRESS_THREAD_OPS", T_OPS), 100000000u));
+	/* at least 2 processes: a thread reads the private keys of another process */
+	n_procs = (int)kvt_test_env_in("KVT_STRESS_PROCS", WORKERS, 2, MAX_PROCS);
+	thread_ops = (long)kvt_test_env_in("KVT_STRESS_THREAD_OPS", T_OPS, 1, 100000000u);
 	uint64_t t0 = kvt_now_ns();
 	published = mmap(NULL, SLOTS * sizeof(*published), PROT_READ | PROT_WRITE,
 	                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -634,7 +632,7 @@ static long long memcg_hits(const struct memcg *m)
  * day) for F9's hour by hand. */
 static uint64_t memory_seconds(void)
 {
-	return KVT_MIN(kvt_test_env_u64("KVT_STRESS_MEMORY_S", 0), 86400u);
+	return kvt_test_env_in("KVT_STRESS_MEMORY_S", 0, 0, 86400u);
 }
 
 static void memory_rounds(const char *const *sets, int rounds, long max_growth_kib)
@@ -757,8 +755,8 @@ static int watchdog(const char *sock, struct watch *w)
  * valgrind, or $KVT_STRESS_KILLS (5 to 10^7, in rounds of PER_ROUND). */
 static int kills_wanted(int per_round)
 {
-	uint64_t n = kvt_test_env_u64("KVT_STRESS_KILLS", kvt_test_slowed() ? 1000 : 10000);
-	n = KVT_MAX(KVT_MIN(n, 10000000u), (uint64_t)per_round);
+	uint64_t n = kvt_test_env_in("KVT_STRESS_KILLS", kvt_test_slowed() ? 1000 : 10000,
+	                             (uint64_t)per_round, 10000000u);
 	return (int)(n / (uint64_t)per_round * (uint64_t)per_round);
 }
 
@@ -877,8 +875,7 @@ static double hot_p99(kvt_client_t *c, kvt_id_t ns, size_t cb, uint8_t *got, uin
 /* Seconds of churn: 6, or $KVT_STRESS_CHURN_S (1 to 86,400) for a run longer than CI's. */
 static int churn_seconds(void)
 {
-	uint64_t n = kvt_test_env_u64("KVT_STRESS_CHURN_S", 6);
-	return (int)KVT_MAX(1, KVT_MIN(n, 86400u));
+	return (int)kvt_test_env_in("KVT_STRESS_CHURN_S", 6, 1, 86400u);
 }
 
 static void test_stress_churn_hit_latency(void **state)

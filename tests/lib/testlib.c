@@ -319,6 +319,12 @@ uint64_t kvt_test_env_u64(const char *name, uint64_t dflt)
 	return n;
 }
 
+uint64_t kvt_test_env_in(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi)
+{
+	uint64_t n = kvt_test_env_u64(name, dflt);
+	return n < lo ? lo : n > hi ? hi : n;
+}
+
 bool kvt_test_slowed(void)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
