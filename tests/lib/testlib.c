@@ -325,6 +325,13 @@ uint64_t kvt_test_env_in(const char *name, uint64_t dflt, uint64_t lo, uint64_t 
 	return n < lo ? lo : n > hi ? hi : n;
 }
 
+unsigned kvt_test_seed(const char *what)
+{
+	unsigned seed = (unsigned)kvt_test_env_u64("KVT_SEED", (uint64_t)time(NULL));
+	fprintf(stderr, "%s: seed %u (KVT_SEED=%u repeats it)\n", what, seed, seed);
+	return seed;
+}
+
 bool kvt_test_slowed(void)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -88,6 +88,9 @@ bool kvt_test_slowed(void);
 uint64_t kvt_test_env_u64(const char *name, uint64_t dflt);
 /* kvt_test_env_u64, held to [lo, hi] (a test's knob for longer runs by hand). */
 uint64_t kvt_test_env_in(const char *name, uint64_t dflt, uint64_t lo, uint64_t hi);
+/* A seed for rand() in a test whose rounds differ run to run: KVT_SEED when set, else the clock.
+ * Printed with what (the test's name), so that a failure names the seed that repeats it. */
+unsigned kvt_test_seed(const char *what);
 /* Reads up to len - 1 bytes of path into buf, NUL-terminated. @return : the bytes read, or -1. */
 long kvt_test_read_file(const char *path, char *buf, size_t len);
 /* Process pid's anonymous resident memory in KiB (RssAnon: not shared memory), or -1. */

@@ -408,7 +408,7 @@ static inline void nvt_kill9_rounds(struct nvt *n, nvt_writer_fn writer, size_t 
 	struct nvt_ack *acks = calloc(100000, sizeof(*acks));
 	assert_non_null(acks);
 	size_t n_acks = 0;
-	srand((unsigned)time(NULL));
+	srand(kvt_test_seed("kill -9 rounds"));
 	for (int round = 0; round < 3; round++) {
 		int p[2];
 		assert_int_equal(pipe(p), 0);

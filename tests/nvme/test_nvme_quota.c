@@ -277,7 +277,7 @@ static void test_nvme_quota_kill9(void **state)
 	struct nvt n;
 	open_q(&n, "7=2MiB/16MiB", 0);
 	nvt_close(&n);
-	srand((unsigned)time(NULL));
+	srand(kvt_test_seed("kill -9 mid-copy"));
 	for (int round = 0; round < 3; round++) {
 		int ready[2]; /* the child says when A is in and the flood has begun */
 		assert_int_equal(pipe(ready), 0);
