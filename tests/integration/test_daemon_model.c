@@ -54,8 +54,12 @@
 #define PREFIXES 24
 #define DEPTH    8
 #define STEPS    1500
-#define HOLDS    2 /* of at most ACQ_MAX chunks: a quarter of host stays leased at most */
-#define ACQ_MAX  2
+/* The fewest calls a seed makes for the checks that it reached every path (both tenants' keys
+ * met, the lower tiers used): a run shortened by hand (KVT_MODEL_STEPS, KVT_CRASH_ROUNDS) may
+ * not, and is held to the model alone. Valgrind's crash loop makes 500. */
+#define MIN_COVERED 500
+#define HOLDS       2 /* of at most ACQ_MAX chunks: a quarter of host stays leased at most */
+#define ACQ_MAX     2
 
 struct hold {
 	kvt_client_t *c; /* the client that took the leases */
@@ -901,7 +905,7 @@ static void run_seed(uint64_t seed, int steps, int crash_every)
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		assert_int_equal(L->wrong, 0);
 		assert_true(L->puts > kills && L->hits > kills);
-		assert_true(L->reconnects > kills / 2); /* it met the kills */
+		assert_true(2 * L->reconnects >= kills); /* it met the kills (half, of 2 too) */
 		munmap(L, 4096);
 	}
 	while (r.n_holds)
@@ -918,10 +922,10 @@ static void run_seed(uint64_t seed, int steps, int crash_every)
 		for (int p = 0; p < PREFIXES; p++)
 			for (int i = 0; i < DEPTH; i++)
 				both += r.ever[p][i] && r.other_ever[p][i];
-		assert_true(both > PREFIXES);
+		assert_true(both > PREFIXES || steps < MIN_COVERED);
 	}
 	count_tiers(&r); /* the lower tiers were used */
-	assert_true(r.evictions > 0 && r.demoted > 0 && r.promoted > 0);
+	assert_true((r.evictions > 0 && r.demoted > 0 && r.promoted > 0) || steps < MIN_COVERED);
 	assert_int_equal(kvt_test_stat(&r.d, "corruptions"), 0);
 	kvt_test_check_books(&r.d, 1);
 	for (int i = 0; i < DEPTH; i++)
