@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The backend under test: argv[1] ("uring" or "pio"); uring skips (77) where it is missing. */
