@@ -158,6 +158,10 @@ static int apply(struct kvd *d, int id, const struct kvt_options *want, const ch
 		kvt_log_set_level((enum kvt_log_level)lvl);
 		break;
 	}
+	case KVT_OPT_TRACE_FILE:
+		if ((rc = kvd_record_open(d, v, err, err_len)))
+			return rc;
+		break;
 	default:
 		break; /* read where it is used */
 	}
@@ -221,6 +225,8 @@ static int check(struct kvd *d, int id, const struct kvt_options *want, char *er
 		int lvl = log_level_of(name, v, err, err_len);
 		return lvl < 0 ? lvl : 0;
 	}
+	case KVT_OPT_TRACE_FILE:
+		return kvd_record_check(v, err, err_len);
 	default:
 		return 0; /* the options table checked it */
 	}

@@ -175,6 +175,7 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 	if (c->staging)
 		munmap(c->staging, c->staging_bytes);
 	free(c->parked);
+	kvd_record_conn_gone(d, i);
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	if (c->pidfd >= 0) {
@@ -368,6 +369,8 @@ static int on_keys(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const
 		got = kvd_acquire(d, i, k->ns, keys, n, out, &promote);
 		d->resume_final = d->resuming;
 	}
+	if (d->rec.fd >= 0)
+		kvd_record_acquire(d, i, k->ns, keys, n, got);
 	int rc = reply(d, i, h, got, out, (size_t)got * sizeof(out[0]), NULL, 0);
 	if (rc) /* the client will never learn these handles */
 		kvd_release_all(d, i);
@@ -384,6 +387,8 @@ static int on_put(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, const 
 	int rc = kvd_put(d, &d->conns[i], p, (const struct kvt_msg_put_item *)(p + 1), n);
 	if (rc == -EINPROGRESS) /* wait for demotions to make room, a bounded time */
 		return kvd_conn_park(d, i, h->len, kvt_opt_u64(&d->opts, KVT_OPT_DEMOTE_WAIT_MS));
+	if (d->rec.fd >= 0)
+		kvd_record_put(d, i, p, (const struct kvt_msg_put_item *)(p + 1), n);
 	return reply(d, i, h, rc, NULL, 0, NULL, 0);
 }
 
@@ -493,6 +498,8 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 		const struct kvt_msg_keys *k = body;
 		if (!d->draining) /* the workers are finishing up: nothing new for them */
 			kvd_done(d, d->conns[i].tenant, k->ns, (const kvt_id_t *)(k + 1), n);
+		if (d->rec.fd >= 0)
+			kvd_record_done(d, i, k->ns, (const kvt_id_t *)(k + 1), n);
 		return 0;
 	}
 	if (d->draining && h->type != KVT_MSG_STATS && h->type != KVT_MSG_PING)

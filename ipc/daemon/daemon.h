@@ -88,6 +88,15 @@ struct kvd_lease {
 };
 
 #define KVD_PEER_GROUPS 32
+/* A connection's request being recorded (record.c): its chunks' ids so far. */
+struct kvd_rec_req {
+	uint64_t *ids;
+	uint32_t n, cap;
+	uint64_t ms;    /* when it began (wall clock) */
+	bool all_found; /* every key it acquired was found: the client may ask on */
+	bool put;       /* the engine has put its chunks */
+};
+
 struct kvd_conn {
 	int fd;          /* -1 when the slot is free */
 	uint8_t *parked; /* a request waiting for tier jobs (its copy), or NULL */
@@ -109,6 +118,7 @@ struct kvd_conn {
 	uint32_t n_leases;
 	uint64_t req_ns;      /* when the request being served was read (kept while it is parked) */
 	uint64_t accepted_ns; /* when it connected: client.hello_ms counts from here */
+	struct kvd_rec_req *rec; /* while trace.file records: its request (record.c), or NULL */
 };
 
 /* keep.c: chunks kvt_keep holds at host, out of the policy until their keep ends */
@@ -210,6 +220,17 @@ struct kvd_keyq {
 	size_t n, reqs, cap_keys, cap_reqs;
 };
 
+/* trace.file's recording (record.c); loop thread only. */
+struct kvd_record {
+	int fd;              /* the file, or -1: not recording */
+	char *buf;           /* lines not yet written (64 KiB) */
+	size_t len;          /* ... bytes of them */
+	uint64_t file_bytes; /* the file's size, as this daemon has written it */
+	uint64_t requests;   /* request lines written since trace.file was last set to a file */
+	int stopped;         /* why the recording ended by itself: -EFBIG (trace.max_bytes), a
+	                      * write's -errno; 0: it did not */
+};
+
 /* The worker that replays host's own curve (curvework.c); sim_lock before q_lock. */
 struct kvd_curvework {
 	pthread_mutex_t q_lock;   /* in, stop */
@@ -252,6 +273,7 @@ struct kvd {
 	size_t pol_chunks; /* the capacity in chunks pol was built for (kvd_host_chunks) */
 	struct kvt_minisim *minisim; /* the host policy's own curve, or NULL (kvd_minisim_reset) */
 	struct kvd_curvework cw;     /* what replays it (curvework.c) */
+	struct kvd_record rec;       /* trace.file (record.c) */
 	uint64_t mini_chunk;     /* the smallest namespace's chunk bytes the curves are sized by */
 	struct kvt_mrc *mrc;     /* host tier's miss-ratio curve (sampled) */
 	struct kvt_admit *admit; /* host.admit's filter, or NULL (admit everything) */
@@ -456,6 +478,25 @@ void kvd_minisim_reset(struct kvd *d, int tier);
 /* A namespace of chunk_bytes registered: every curve is remade when its chunks are the smallest
  * yet (the tiers hold more of them). */
 void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes);
+/* record.c: trace.file, each engine request as a trace line for `kvtier sim`. open takes a
+ * path ("" or "none": stop), refused (-EINVAL, -errno of open, -EFBIG past trace.max_bytes)
+ * leaving the recording as it was; check only looks at the path. acquire (got: what it served),
+ * put and done add connection conn's calls to its request while a recording runs (callers test
+ * d->rec.fd >= 0); conn_gone writes conn's request out before the connection goes; tick writes
+ * what waits; close writes everything and ends the recording. */
+int kvd_record_check(const char *path, char *err, size_t err_len);
+int kvd_record_open(struct kvd *d, const char *path, char *err, size_t err_len);
+void kvd_record_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
+                        int got);
+void kvd_record_put(struct kvd *d, uint32_t conn, const struct kvt_msg_put *p,
+                    const struct kvt_msg_put_item *items, uint32_t n);
+void kvd_record_done(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
+void kvd_record_conn_gone(struct kvd *d, uint32_t conn);
+void kvd_record_tick(struct kvd *d);
+void kvd_record_close(struct kvd *d);
+/* the id a chunk has in the recording */
+uint64_t kvd_record_id(uint32_t tenant, kvt_id_t ns, kvt_id_t key);
+
 /* curvework.c: host's own curve, replayed on a worker thread. Every call from the loop thread.
  * init before any other, fini (joins the worker) after the last. */
 void kvd_curvework_init(struct kvd *d);

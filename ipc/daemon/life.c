@@ -173,19 +173,23 @@ static int setup_host(struct kvd *d)
 /*
  * Every check of the options a start makes that needs no file, socket, tier or change of user:
  * daemon.user names a user kvtierd may become, the host tier's options (setup_host, in memory),
- * the tiers' (kvd_tiers_check) and metrics.listen's form. A start runs them before it touches
- * anything, and --print-config runs them before it prints, so that a config it prints is one a
- * start takes. What only doing shows is left to the start: the data directory and the socket's
- * (made, locked, a live daemon on them), each tier's open (its device or file, its size, a
- * quota's guarantees against that size), metrics.listen's bind, and root becoming daemon.user.
+ * the tiers' (kvd_tiers_check), metrics.listen's form and trace.file's. A start runs them before it
+ * touches anything, and --print-config runs them before it prints, so that a config it prints is
+ * one a start takes. What only doing shows is left to the start: the data directory and the
+ * socket's (made, locked, a live daemon on them), each tier's open (its device or file, its size, a
+ * quota's guarantees against that size), metrics.listen's bind, trace.file's open, and root
+ * becoming daemon.user.
  */
 int kvd_daemon_check(struct kvd *d)
 {
 	int rc;
+	char err[160];
 	if ((rc = kvd_user_check(d)) || (rc = setup_host(d)) || (rc = kvd_tiers_check(&d->opts)) ||
 	    (rc = kvd_metrics_check(&d->opts)))
 		return rc;
-	return 0;
+	if ((rc = kvd_record_check(kvt_opt_str(&d->opts, KVT_OPT_TRACE_FILE), err, sizeof(err))))
+		kvt_log(KVT_LOG_ERROR, "%s", err);
+	return rc;
 }
 
 /* The rest of the start, after kvd_daemon_check and kvd_become_user. */
@@ -195,7 +199,7 @@ int kvd_daemon_setup(struct kvd *d)
 	if ((rc = kvd_index_init(&d->idx, 4096)))
 		return rc;
 	d->metrics_fd = -1;
-	d->owner_fd = d->lfd = d->sigfd = d->timerfd = d->ep = -1;
+	d->owner_fd = d->lfd = d->sigfd = d->timerfd = d->ep = d->rec.fd = -1;
 	d->free_lease = KVD_NIL;
 	d->age_head = d->age_tail = KVD_NIL;
 	d->evfd = -1;
@@ -221,6 +225,12 @@ int kvd_daemon_setup(struct kvd *d)
 		return -errno;
 	if ((rc = kvd_metrics_open(d))) /* before the socket: a client never meets a dying daemon */
 		return rc;
+	char err[320];
+	if ((rc =
+	         kvd_record_open(d, kvt_opt_str(&d->opts, KVT_OPT_TRACE_FILE), err, sizeof(err)))) {
+		kvt_log(KVT_LOG_ERROR, "%s", rc == -ENOMEM ? strerror(ENOMEM) : err);
+		return rc;
+	}
 	if ((d->lfd = listen_on(d->sock_path)) < 0) {
 		kvt_log(KVT_LOG_ERROR, "cannot listen on %s: %s", d->sock_path, strerror(-d->lfd));
 		return d->lfd;
@@ -284,6 +294,7 @@ int kvd_loop_once(struct kvd *d, int timeout_ms)
 			kvd_refusing_expire(d, kvt_now_ns(), false);
 			kvd_conn_resume_ready(d, kvt_now_ns());
 			kvd_metrics_tick(d, kvt_now_ns());
+			kvd_record_tick(d);
 		} else if (tag == KVD_EV_METRICS) {
 			kvd_metrics_accept(d);
 		} else if (tag >= KVD_EV_HTTP0 && tag < KVD_EV_HTTP0 + KVD_HTTP_MAX) {
@@ -354,6 +365,7 @@ void kvd_daemon_stop(struct kvd *d)
 	kvt_mrc_destroy(d->mrc);
 	kvd_curvework_fini(d);
 	kvt_minisim_destroy(d->minisim);
+	kvd_record_close(d);
 	kvt_admit_destroy(d->admit);
 	kvt_quota_destroy(d->quota);
 	kvd_keep_fini(d);

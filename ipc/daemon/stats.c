@@ -99,6 +99,11 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	        (unsigned long long)d->st.deletes, (unsigned long long)d->st.done_hints,
 	        (unsigned long long)d->st.keeps, (unsigned long long)d->st.keep_refused,
 	        d->keeps.chunks, (unsigned long long)d->keeps.bytes, d->keeps.pending_chunks);
+	kvd_out(&o,
+	        "\"trace_recording\":%d,\"trace_requests\":%llu,\"trace_bytes\":%llu,"
+	        "\"trace_stopped\":%d,",
+	        d->rec.fd >= 0, (unsigned long long)d->rec.requests,
+	        (unsigned long long)(d->rec.file_bytes + d->rec.len), -d->rec.stopped);
 	tenant_stats(d, &o);
 	kvd_latency_json(d, &o);
 	kvd_out(&o,

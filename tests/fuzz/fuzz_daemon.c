@@ -694,6 +694,10 @@ static const struct {
     {KVT_MSG_CONFIG, "set nvme.quota 0=0/1MiB"},
     {KVT_MSG_CONFIG, "set rocksdb.policy lfu"},
     {KVT_MSG_CONFIG, "set log.level debug"},
+    {KVT_MSG_CONFIG, "set trace.file FUZZDIR"}, /* F.dir/trace: any other path is made so */
+    {KVT_MSG_CONFIG, "set trace.file none"},
+    {KVT_MSG_CONFIG, "set trace.file /dev/full"},
+    {KVT_MSG_CONFIG, "set trace.max_bytes 4096"},
     {KVT_MSG_CONFIG, "reload"},
     {KVT_MSG_INSPECT, "inspect"},
     {KVT_MSG_INSPECT, "inspect m0"},
@@ -721,6 +725,11 @@ static size_t frame_admin(uint8_t *buf, bool *mutated)
 			t[at % (len + 1) == len ? len++ : at % len] = (char)v;
 	}
 	t[len] = 0;
+	/* kvtierd appends to the file trace.file names, as root here: not to one a mutation made
+	 * up, only to the fuzz directory's, or none, or /dev/full */
+	if (strstr(t, "trace.file") && strcmp(t, "set trace.file none") &&
+	    strcmp(t, "set trace.file /dev/full"))
+		len = (size_t)snprintf(t, 256, "set trace.file %s/trace", F.dir);
 	*h = (struct kvt_msg_hdr){
 	    .type = admin_seeds[a % n_seeds].type, .len = (uint32_t)(sizeof(*h) + len), .seq = 6};
 	return h->len;

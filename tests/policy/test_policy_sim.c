@@ -817,20 +817,38 @@ static void bench_trace(const char *args, char tmp[256], char out[300])
 }
 
 /* Runs kvtier-bench-trace on the first 1,500 requests with policies pols and clients engines;
- * every policy's daemon and simulator prefix hit ratios must be equal. @return : the rows. */
+ * every policy's daemon and simulator prefix hit ratios must be equal. Each daemon records its
+ * requests (trace.file, bench --record): the recording must be the requests sent (in order with
+ * one engine; with several, the same requests, in the order they ended) and replay through the
+ * simulator to the daemon's prefix hit ratio. @return : the rows. */
 static int daemon_agrees(const char *pols, int clients)
 {
-	char tmp[256], out[300], args[512], line[512];
+	char tmp[256], out[300], args[1024], line[768], rec[256];
+	kvt_test_tmpdir(rec, sizeof(rec));
 	snprintf(args, sizeof(args),
-	         "--requests 1500 --capacity 512 --chunk-kib 16 --policy %s --clients %d --check 0",
-	         pols, clients);
+	         "--requests 1500 --capacity 512 --chunk-kib 16 --policy %s --clients %d --check 0 "
+	         "--record %s/rec.trace",
+	         pols, clients, rec);
 	bench_trace(args, tmp, out);
 	FILE *f = fopen(out, "r");
 	assert_non_null(f);
-	int rows = 0;
+	int rows = 0, recorded = 0;
+	double daemon = -1;
 	while (fgets(line, sizeof(line), f)) {
 		char pol[32];
-		double daemon, sim;
+		double sim, replay;
+		const char *r = strstr(line, "; kvtier sim --engine on it | ");
+		if (r && sscanf(r, "; kvtier sim --engine on it | %lf |", &replay) == 1) {
+			print_message("%s", line);
+			assert_non_null(strstr(line, clients == 1
+			                                 ? "the requests sent, in order"
+			                                 : "the requests sent, as they ended"));
+			if (replay != daemon)
+				fail_msg("the recording replays to %.4f, the daemon served %.4f",
+				         replay, daemon);
+			recorded++;
+			continue;
+		}
 		if (sscanf(line, "| %31s | %lf | %lf |", pol, &daemon, &sim) != 3)
 			continue;
 		print_message("%s", line);
@@ -841,7 +859,9 @@ static int daemon_agrees(const char *pols, int clients)
 		rows++;
 	}
 	fclose(f);
+	assert_int_equal(recorded, rows);
 	kvt_test_rmtree(tmp);
+	kvt_test_rmtree(rec);
 	return rows;
 }
 

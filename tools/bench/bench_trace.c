@@ -30,7 +30,7 @@
  *
  * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
  *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T]
- *                           [--clients K (1)] [--rounds N (1)]
+ *                           [--clients K (1)] [--rounds N (1)] [--record FILE]
  * A policy may carry parameters, P:k=v[:k=v...] (conv:strict=0): host.policy_params in the
  * daemon, set_param in the simulator.
  * --rounds N replays the policies N times, in turn (lru, conv, lru, conv, ...), so that a
@@ -39,6 +39,12 @@
  * round: the comparison docs/policies.md makes by hand.
  * --check T exits 1 when a policy's daemon and simulator prefix hit ratios differ by more than
  * T (the test suite runs it so).
+ * --record FILE (an absolute path) has each daemon record its acquires there (trace.file, begun
+ * anew for each policy) and then compares the recording with the requests sent -- the same
+ * requests in the same order, up to the names of their chunks -- and replays it through the
+ * simulator: the prefix hit ratio an operator would get from `kvtier sim --engine` on what
+ * kvtierd recorded. With --check T, a recording that is not the requests sent, or whose replay
+ * is more than T from the daemon's, fails too.
  */
 #include "bench_util.h"
 #include "sim.h"
@@ -60,10 +66,13 @@ struct args {
 	size_t capacity, chunk, requests, clients, rounds;
 	char *pols[MAX_POL];
 	size_t n_pols;
-	double check; /* < 0: no check */
+	double check;       /* < 0: no check */
+	const char *record; /* --record: each daemon records its acquires here (trace.file) */
 };
 
 struct row {
+	int rec_same;   /* --record: 1 when the recording is the trace's requests, in order */
+	double rec_phr; /* ... and kvtier sim --engine's prefix hit ratio on the recording */
 	double daemon_phr, sim_phr, p50_us, p99_us, cold_p99_us, put_gbs, memcpy_gbs, total_s;
 	long long evictions, curve_worker, curve_loop, curve_bytes;
 };
@@ -162,6 +171,59 @@ static size_t warm_from(const struct kvt_trace *t, const struct args *a)
 	return q;
 }
 
+/* Whether recording rec holds the first n requests of t with every chunk asked for: in order
+ * (both number their blocks in order of first appearance, so the same requests give the same
+ * numbers), or, with several engines, whose requests end in another order than they began, as
+ * many requests of the same lengths over as many distinct blocks. */
+static bool same_requests(const struct kvt_trace *rec, const struct kvt_trace *t, size_t n,
+                          bool in_order)
+{
+	if (rec->n_req != n || rec->req_off[n] != t->req_off[n])
+		return false;
+	if (!in_order) {
+		size_t max = 0, *count;
+		for (size_t q = 0; q < n; q++)
+			max = KVT_MAX(max, (size_t)(t->req_off[q + 1] - t->req_off[q]));
+		if (!(count = calloc(max + 1, sizeof(*count))))
+			die("calloc", -ENOMEM);
+		bool same = true;
+		for (size_t q = 0; q < n; q++)
+			count[t->req_off[q + 1] - t->req_off[q]]++;
+		for (size_t q = 0; q < n && same; q++) {
+			uint64_t len = rec->req_off[q + 1] - rec->req_off[q];
+			same = len <= max && count[len]-- > 0;
+		}
+		free(count);
+		uint32_t blocks = 0;
+		for (uint64_t i = 0; i < t->req_off[n]; i++)
+			blocks = KVT_MAX(blocks, t->blk[i] + 1);
+		return same && rec->n_blocks == blocks;
+	}
+	for (size_t q = 0; q <= n; q++)
+		if (rec->req_off[q] != t->req_off[q])
+			return false;
+	return !memcmp(rec->blk, t->blk, t->req_off[n] * sizeof(*t->blk));
+}
+
+/* --record: the daemon's recording, compared with the requests it was sent and replayed by
+ * kvtier sim --engine at the same tier. */
+static void replay_recording(const struct args *a, const struct kvt_trace *t,
+                             const struct kvt_sim_tier *tier, struct row *r)
+{
+	struct kvt_trace rec;
+	int rc = kvt_trace_load(a->record, &rec);
+	if (rc)
+		die(a->record, rc);
+	r->rec_same = same_requests(&rec, t, a->requests, a->clients == 1);
+	rec.engine = true;
+	rec.streams = a->clients;
+	struct kvt_sim_result s;
+	if ((rc = kvt_sim_run(&rec, tier, 1, &s)))
+		die("kvtier sim (the recording)", rc);
+	r->rec_phr = s.accesses ? (double)s.prefix_hits / (double)s.accesses : 0;
+	kvt_trace_free(&rec);
+}
+
 static void replay(const struct args *a, const struct kvt_trace *t, const char *spec, struct row *r)
 {
 	char host[64], policy[128], pset[160] = "host.policy_params=", buf[96];
@@ -178,7 +240,13 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	uint64_t rec = (128 + a->chunk + 4095) & ~(uint64_t)4095; /* a record: header + payload */
 	snprintf(host, sizeof(host), "%llu", (unsigned long long)(rec * a->capacity));
 	snprintf(policy, sizeof(policy), "host.policy=%s", name);
-	const char *sets[] = {policy, np ? pset : NULL, NULL};
+	char rset[600];
+	snprintf(rset, sizeof(rset), "trace.file=%s", a->record ? a->record : "");
+	const char *sets[] = {policy, a->record ? rset : NULL, np ? pset : NULL, NULL};
+	if (!sets[1])
+		sets[1] = sets[2], sets[2] = NULL;
+	if (a->record)
+		unlink(a->record); /* the file is appended to: this run's alone */
 	start_daemon_with(host, sets);
 	struct engine *e = calloc(a->clients, sizeof(*e));
 	if (!e)
@@ -262,6 +330,8 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	if ((rc = kvt_sim_run(&same, &tier, 1, &s))) /* engine: puts end as the daemon's do */
 		die("kvtier sim", rc);
 	r->sim_phr = s.accesses ? (double)s.prefix_hits / (double)s.accesses : 0;
+	if (a->record)
+		replay_recording(a, t, &tier, r);
 }
 
 static size_t count_of(const char *v, size_t min)
@@ -278,13 +348,14 @@ static size_t count_of(const char *v, size_t min)
 static const char usage_text[] =
     "usage: kvtier bench trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]\n"
     "                          [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T]\n"
-    "                          [--clients K (1, at most 64)] [--rounds N (1)]\n"
+    "                          [--clients K (1, at most 64)] [--rounds N (1)] [--record FILE]\n"
     "  a Mooncake JSONL or native trace through a fresh kvtierd per policy (host tier of N\n"
     "  chunks of K KiB, no lower tier), beside kvtier sim's replay of the same requests;\n"
     "  P may carry parameters, P:k=v[:k=v...]; --check T exits 1 when the daemon's and the\n"
     "  simulator's prefix hit ratios differ by more than T; --rounds N runs the policies N\n"
-    "  times in turn and ends with their medians; the default trace is the shared\n"
-    "  conversation trace (KVT_SHARED_DATA, or ../shared/data)\n";
+    "  times in turn and ends with their medians; --record FILE (absolute) has each daemon\n"
+    "  record its acquires there (trace.file) and replays the recording beside them; the\n"
+    "  default trace is the shared conversation trace (KVT_SHARED_DATA, or ../shared/data)\n";
 
 /* A word parse() cannot take: the word, why, then the usage; exit 2. */
 static void refuse(const char *word, const char *why)
@@ -330,7 +401,11 @@ static void parse(int argc, char **argv, struct args *a)
 			}
 		} else if (!strcmp(o, "--rounds"))
 			a->rounds = count_of(v, 1);
-		else
+		else if (!strcmp(o, "--record")) {
+			if (v[0] != '/')
+				refuse(o, "needs an absolute path (the daemon writes it)");
+			a->record = v;
+		} else
 			refuse(o, "unknown option");
 		i++;
 	}
@@ -440,7 +515,24 @@ int main(int argc, char **argv)
 		    r->put_gbs, r->memcpy_gbs, r->memcpy_gbs > 0 ? r->put_gbs / r->memcpy_gbs : 0,
 		    r->total_s / first, r->evictions, r->curve_worker, r->curve_loop,
 		    r->curve_bytes / 1048576.0);
+		if (a.record)
+			printf("|  recorded (%s): %s; kvtier sim --engine on it | %.4f |\n",
+			       a.record,
+			       !r->rec_same     ? "NOT the requests sent"
+			       : a.clients == 1 ? "the requests sent, in order"
+			                        : "the requests sent, as they ended",
+			       r->rec_phr);
 		fflush(stdout);
+		if (a.record && a.check >= 0 &&
+		    (!r->rec_same || fabs(r->daemon_phr - r->rec_phr) > a.check)) {
+			fprintf(
+			    stderr,
+			    "bench: %s: the recording %s the requests sent, and replays to %.4f "
+			    "against the daemon's %.4f\n",
+			    a.pols[k], r->rec_same ? "holds" : "does not hold", r->rec_phr,
+			    r->daemon_phr);
+			bad = 1;
+		}
 		if (a.check >= 0 && fabs(r->daemon_phr - r->sim_phr) > a.check) {
 			fprintf(stderr,
 			        "bench: %s: the daemon's prefix hit ratio %.4f is not within %g of "

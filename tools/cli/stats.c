@@ -112,6 +112,13 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	       num(json, "kept_chunks"), size_of(num(json, "kept_bytes"), b),
 	       num(json, "keep_pending"), num(json, "keeps"), num(json, "keep_refused"),
 	       num(json, "done_hints"));
+	if (num(json, "trace_recording") > 0 || num(json, "trace_stopped") > 0)
+		printf("trace.file: %s, %lld requests written, %s%s%s\n",
+		       num(json, "trace_recording") > 0 ? "recording" : "stopped",
+		       num(json, "trace_requests"), size_of(num(json, "trace_bytes"), b),
+		       num(json, "trace_stopped") > 0 ? ": " : "",
+		       num(json, "trace_stopped") > 0 ? strerror((int)num(json, "trace_stopped"))
+		                                      : "");
 	/* requests' latency since the start (bucket bounds: an upper estimate) */
 	printf("latency p50 / p99 / max (us):");
 	const char *ops[] = {"acquire", "put", "lookup", "delete"};

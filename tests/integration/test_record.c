@@ -1,0 +1,369 @@
+/*
+ * test_record.c -- trace.file: kvtierd records its engines' requests as a trace `kvtier sim`
+ * reads (ipc/daemon/record.c). A real daemon, real clients through libkvtier, the file read back
+ * by the simulator's own loader: each request is pieced together from the engine's get and the
+ * put of what it missed, a long request asked in batches is one line, a kvt_done is a done line
+ * after its request, lookups are not recorded, two connections' requests stay apart, another
+ * tenant's chunks have other ids. The file is appended across restarts with the times running
+ * on. A relative or unopenable path is refused with the recording left as it was (and stops a
+ * start); trace.max_bytes and a full device (/dev/full) end the recording with the file whole
+ * line by line, `kvtier stats` saying why, and the daemon serving every byte as before.
+ * (kvtier bench trace --record, run by test_policy_sim, checks that a recording of the Mooncake
+ * trace is that trace, request for request, and replays to the daemon's hit ratio.)
+ */
+#include "testlib.h"
+#include "ipc/client/simple.h"
+#include "ipc/proto.h"
+#include "kvtier.h"
+#include "sim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNKS 300 /* keys of one token chain: more than one 256-key batch */
+
+static kvt_model_t model(void)
+{
+	kvt_model_t m = {.name = "rec",
+	                 .dtype = KVT_DTYPE_F16,
+	                 .n_layers = 1,
+	                 .n_kv_heads = 1,
+	                 .head_dim = 64,
+	                 .tokens_per_chunk = 16}; /* 4 KiB chunks */
+	return m;
+}
+
+struct engine {
+	kvt_client_t *c;
+	kvt_id_t ns, keys[CHUNKS];
+	size_t cb;
+	uint8_t *buf; /* CHUNKS chunks: what a get copies out, and what a put stores */
+};
+
+/* Connects e to d and makes the keys of one chain of `salt` tokens. */
+static void engine_open(struct engine *e, const struct kvt_test_daemon *d, uint32_t salt)
+{
+	assert_int_equal(kvt_connect(d->sock, &e->c), 0);
+	kvt_model_t m = model();
+	assert_int_equal(kvt_namespace(e->c, &m, &e->ns), 0);
+	uint32_t toks[CHUNKS * 16];
+	for (size_t i = 0; i < CHUNKS * 16; i++)
+		toks[i] = (uint32_t)i * 7 + salt;
+	assert_int_equal(kvt_chunk_keys(e->ns, toks, CHUNKS * 16, 16, e->keys, CHUNKS), CHUNKS);
+	e->cb = kvt_chunk_bytes(&m);
+	e->buf = malloc(CHUNKS * e->cb);
+	assert_non_null(e->buf);
+	for (size_t i = 0; i < CHUNKS; i++)
+		kvt_test_fill(e->buf + i * e->cb, e->cb, salt * 1000 + i);
+}
+
+static void engine_close(struct engine *e)
+{
+	kvt_close(e->c);
+	free(e->buf);
+}
+
+/* One engine request for keys [0, n): kvt_get of all of them, then kvt_put of the rest from
+ * the first miss on, under the last hit. @return : how many the get found. */
+static int request(struct engine *e, size_t n)
+{
+	void *dst[CHUNKS];
+	uint8_t *got_buf = malloc(n * e->cb);
+	assert_non_null(got_buf);
+	for (size_t i = 0; i < n; i++)
+		dst[i] = got_buf + i * e->cb;
+	int got = kvt_get(e->c, e->ns, e->keys, n, dst, e->cb);
+	assert_true(got >= 0 && (size_t)got <= n);
+	for (int i = 0; i < got; i++) /* every byte served is the one put */
+		assert_memory_equal(got_buf + (size_t)i * e->cb, e->buf + (size_t)i * e->cb, e->cb);
+	free(got_buf);
+	if ((size_t)got < n) {
+		const void *ch[CHUNKS];
+		for (size_t i = (size_t)got; i < n; i++)
+			ch[i - (size_t)got] = e->buf + i * e->cb;
+		assert_int_equal(kvt_put(e->c, e->ns, got ? &e->keys[got - 1] : NULL, e->keys + got,
+		                         n - (size_t)got, ch, e->cb),
+		                 (int)(n - (size_t)got));
+	}
+	return got;
+}
+
+static int config(const struct kvt_test_daemon *d, const char *cmd, char *out, size_t len)
+{
+	char args[600];
+	snprintf(args, sizeof(args), "config %s", cmd);
+	return kvt_test_cli(d, args, out, len);
+}
+
+/* The file's lines that are not comments, each NUL-terminated in place; @return : how many. */
+static size_t lines_of(char *text, char **line, size_t max)
+{
+	size_t n = 0;
+	for (char *s = text, *nl; *s && (nl = strchr(s, '\n')); s = nl + 1) {
+		*nl = 0;
+		if (*s != '#' && n < max)
+			line[n++] = s;
+	}
+	return n;
+}
+
+static size_t words(const char *s)
+{
+	size_t n = 0;
+	for (const char *p = s; *p;) {
+		p += strspn(p, " ");
+		if (*p)
+			n++;
+		p += strcspn(p, " ");
+	}
+	return n;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Requests of one engine, a long one, a done hint, lookups and a second connection, read back
+ * by the simulator's loader. */
+static void test_record_requests(void **state)
+{
+	(void)state;
+	struct kvt_test_daemon d;
+	char path[400], out[4096];
+	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
+	snprintf(path, sizeof(path), "%s/requests.trace", d.dir);
+	uint64_t t0 = wall_ms();
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "set trace.file %s", path);
+	assert_int_equal(config(&d, cmd, out, sizeof(out)), 0);
+
+	struct engine a, b;
+	engine_open(&a, &d, 1);
+	engine_open(&b, &d, 1);              /* the same chain, another connection */
+	assert_int_equal(request(&a, 6), 0); /* 1: all missed, put */
+	assert_int_equal(request(&a, 8), 6); /* 2: 6 found, 2 put under the 6th */
+	assert_int_equal(kvt_done(a.c, a.ns, a.keys, 8), 0);
+	assert_int_equal(kvt_lookup(a.c, a.ns, a.keys, 8), 8); /* not an access */
+	assert_int_equal(request(&b, 4), 4);                   /* 3: all found, nothing put */
+	assert_int_equal(request(&a, CHUNKS), 8);      /* 4: 300 keys, asked and put in batches */
+	assert_int_equal(request(&a, CHUNKS), CHUNKS); /* 5: found in two batches of the client */
+	/* written: 1, 2 and 4; 5 and b's wait for their connection's next request */
+	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 1);
+	assert_int_equal(kvt_test_stat(&d, "trace_requests"), 3);
+	assert_int_equal(kvt_test_cli(&d, "stats", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "trace.file: recording, 3 requests written"));
+	assert_int_equal(config(&d, "set trace.file none", out, sizeof(out)), 0); /* written out */
+	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 0);
+	assert_int_equal(kvt_test_stat(&d, "trace_requests"), 5);
+	assert_int_equal(kvt_test_stat(&d, "trace_stopped"), 0);
+	uint64_t t1 = wall_ms();
+	assert_int_equal(request(&a, 4), 4); /* not recorded */
+
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_load(path, &t), 0);
+	static const uint64_t lens[] = {6, 8, CHUNKS, CHUNKS, 4};
+	/* b's request is written when the recording ends: it is the last line */
+	assert_int_equal(t.n_req, 5);
+	for (size_t q = 0; q < 5; q++) {
+		assert_int_equal(t.req_off[q + 1] - t.req_off[q], lens[q]);
+		for (uint64_t i = 0; i < lens[q]; i++) /* one chain: chunk i is block i */
+			assert_int_equal(t.blk[t.req_off[q] + i], i);
+		assert_true(t.ts_ms[q] >= t0 && t.ts_ms[q] <= t1);
+	}
+	assert_int_equal(t.n_blocks, CHUNKS);
+	/* the done hint after request 2, before request 3 */
+	assert_non_null(t.hint_off);
+	assert_int_equal(t.hint_off[2], 0);
+	assert_int_equal(t.hint_off[3], 8);
+	assert_int_equal(t.hint_off[5], 8);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(t.hint_blk[i], i);
+	kvt_trace_free(&t);
+	engine_close(&a);
+	engine_close(&b);
+	kvt_test_daemon_destroy(&d);
+}
+
+/* Appended across a restart, the times running on, the same chunk the same id; another tenant's
+ * chunks of the same keys are other ids, with its tenant on their lines (as root). */
+static void test_record_restart_and_tenants(void **state)
+{
+	(void)state;
+	struct kvt_test_daemon d;
+	char path[400], set[420], text[1 << 16], *line[16];
+	kvt_test_tmpdir(path, sizeof(path) - 20);
+	strcat(path, "/t.trace");
+	snprintf(set, sizeof(set), "trace.file=%s", path);
+	const char *sets[] = {set, NULL};
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	struct engine a;
+	engine_open(&a, &d, 3);
+	assert_int_equal(request(&a, 5), 0);
+	engine_close(&a); /* its request is written when it goes */
+	bool root = geteuid() == 0;
+	if (root) {
+		kvt_test_open_to_others(&d);
+		pid_t pid = kvt_test_fork_as_nobody();
+		if (pid == 0) {
+			kvt_client_t *c;
+			kvt_model_t m = model();
+			kvt_id_t ns, keys[5];
+			uint32_t toks[5 * 16];
+			for (size_t i = 0; i < 5 * 16; i++)
+				toks[i] = (uint32_t)i * 7 + 3;
+			if (kvt_connect(d.sock, &c) || kvt_namespace(c, &m, &ns) ||
+			    kvt_chunk_keys(ns, toks, 5 * 16, 16, keys, 5) != 5)
+				_exit(1);
+			kvt_lease_t l[5];
+			_exit(kvt_acquire(c, ns, keys, 5, l) == 0 ? 0 : 2); /* not this tenant's */
+		}
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_int_equal(kvt_test_daemon_stop(&d, SIGTERM), 0);
+	assert_int_equal(chmod(d.dir, 0750), 0); /* a restart refuses a more open directory */
+	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
+	engine_open(&a, &d, 3);
+	assert_int_equal(request(&a, 5), 0); /* host's chunks did not outlive the restart */
+	engine_close(&a);
+	assert_int_equal(kvt_test_daemon_stop(&d, SIGTERM), 0);
+
+	assert_true(kvt_test_read_file(path, text, sizeof(text)) > 0);
+	size_t comments = 0;
+	for (const char *s = text; (s = strstr(s, "# kvtierd ")); s++)
+		comments++;
+	assert_int_equal(comments, 2); /* one per start */
+	size_t n = lines_of(text, line, 16);
+	assert_int_equal(n, root ? 3 : 2);
+	char *first = line[0], *last = line[n - 1];
+	assert_int_equal(words(first), 6);
+	assert_string_equal(strchr(first, ' '), strchr(last, ' ')); /* the same five ids */
+	assert_true(strtoull(first, NULL, 10) <= strtoull(last, NULL, 10));
+	if (root) {
+		const char *other = line[1];
+		assert_int_equal(strncmp(strchr(other, ' '), " t=", 3), 0);
+		assert_int_equal(words(other), 7);
+		char ids[256];
+		snprintf(ids, sizeof(ids), "%s", strchr(strchr(other, ' ') + 1, ' '));
+		assert_string_not_equal(ids, strchr(first, ' '));
+		for (char *id = strtok(ids, " "); id; id = strtok(NULL, " "))
+			assert_null(strstr(strchr(first, ' '), id)); /* no id shared */
+	}
+	kvt_test_daemon_destroy(&d);
+	char dir[400];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
+	kvt_test_rmtree(dir);
+}
+
+/* Paths refused, the recording as it was; a start with a relative path does not happen. */
+static void test_record_refusals(void **state)
+{
+	(void)state;
+	struct kvt_test_daemon d;
+	char path[400], cmd[512], out[4096];
+	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
+	snprintf(path, sizeof(path), "%s/kept.trace", d.dir);
+	snprintf(cmd, sizeof(cmd), "set trace.file %s", path);
+	assert_int_equal(config(&d, cmd, out, sizeof(out)), 0);
+	assert_int_not_equal(config(&d, "set trace.file relative.trace", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "not an absolute path"));
+	assert_int_not_equal(
+	    config(&d, "set trace.file /nonexistent-kvtier/x.trace", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "No such file or directory"));
+	assert_int_equal(config(&d, "get trace.file", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, path)); /* still the first one */
+	struct engine a;
+	engine_open(&a, &d, 5);
+	assert_int_equal(request(&a, 3), 0);
+	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 1);
+	engine_close(&a); /* its request is written as the connection goes */
+	assert_int_equal(kvt_test_stat_wait(&d, "trace_requests", 1, 0), 1);
+	kvt_test_daemon_destroy(&d);
+
+	const char *bad[] = {"trace.file=relative.trace", NULL};
+	assert_true(kvt_test_daemon_start(&d, bad) != 0);
+	kvt_test_daemon_destroy(&d);
+}
+
+/* trace.max_bytes, then a device that is full: the recording ends, every line written is whole,
+ * stats say why, the daemon serves on, and setting the file again starts it again. */
+static void test_record_limits(void **state)
+{
+	(void)state;
+	struct kvt_test_daemon d;
+	char path[400], cmd[512], out[4096], text[8192], *line[256];
+	const char *sets[] = {"trace.max_bytes=4096", NULL};
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	snprintf(path, sizeof(path), "%s/small.trace", d.dir);
+	snprintf(cmd, sizeof(cmd), "set trace.file %s", path);
+	assert_int_equal(config(&d, cmd, out, sizeof(out)), 0);
+	struct engine a;
+	engine_open(&a, &d, 7);
+	for (int r = 0; r < 40; r++) /* ~20 ids of ~20 digits a line: past 4 KiB */
+		request(&a, 20);
+	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 0);
+	assert_int_equal(kvt_test_stat(&d, "trace_stopped"), EFBIG);
+	assert_int_equal(kvt_test_cli(&d, "stats", out, sizeof(out)), 0);
+	const char *said = strstr(out, "trace.file: stopped");
+	assert_non_null(said);
+	print_message("%.*s\n", (int)strcspn(said, "\n"), said);
+	assert_non_null(strstr(said, strerror(EFBIG)));
+	long len = kvt_test_read_file(path, text, sizeof(text));
+	assert_true(len > 2048 && len <= 4096);
+	assert_int_equal(text[len - 1], '\n');
+	size_t n = lines_of(text, line, 256);
+	assert_true(n >= 2);
+	assert_int_equal(kvt_test_stat(&d, "trace_requests"), (long long)n); /* what it wrote */
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(words(line[i]), 21);
+	assert_int_equal(request(&a, 20), 20); /* served on */
+	/* a file already past trace.max_bytes is refused; a new one starts again */
+	char full[420];
+	snprintf(full, sizeof(full), "%s/full.trace", d.dir);
+	FILE *f = fopen(full, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 5000; i++)
+		fputc('#', f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "set trace.file %s", full);
+	assert_int_not_equal(config(&d, cmd, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "trace.max_bytes"));
+	assert_int_equal(kvt_test_stat(&d, "trace_stopped"), EFBIG); /* as it was */
+	snprintf(cmd, sizeof(cmd), "set trace.file %s/again.trace", d.dir);
+	assert_int_equal(config(&d, cmd, out, sizeof(out)), 0);
+	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 1);
+	assert_int_equal(kvt_test_stat(&d, "trace_stopped"), 0);
+
+	/* a full device: the first write fails (at the 100 ms tick at the latest) */
+	assert_int_equal(config(&d, "set trace.file /dev/full", out, sizeof(out)), 0);
+	assert_int_equal(request(&a, 20), 20);
+	assert_int_equal(kvt_test_stat_wait(&d, "trace_stopped", ENOSPC, 0), ENOSPC);
+	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 0);
+	assert_int_equal(request(&a, 20), 20);
+	assert_int_equal(config(&d, "set trace.file none", out, sizeof(out)), 0);
+	engine_close(&a);
+	assert_int_equal(kvt_test_daemon_stop(&d, SIGTERM), 0); /* exits 0 */
+	kvt_test_daemon_destroy(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_record_requests),
+	    cmocka_unit_test(test_record_restart_and_tenants),
+	    cmocka_unit_test(test_record_refusals),
+	    cmocka_unit_test(test_record_limits),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
