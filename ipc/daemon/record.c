@@ -28,10 +28,10 @@
  * says who wrote what from when. Lines are built in a 64 KiB buffer on the loop thread and
  * written when it fills (in the call that fills it), at each 100 ms tick and when the recording
  * ends (trace.file set to "" or "none", another path, SIGTERM): a write(2) into the page cache
- * per 64 KiB at most, ~120 requests of 25 chunks. A line that would take the file past trace.max_bytes ends the
- * recording, as does a write that fails (a full disk: ENOSPC); the daemon logs why, `kvtier
- * stats` shows it, and serving goes on, since nothing of the cache depends on the file. A
- * recording that stopped starts again only when trace.file is set again.
+ * per 64 KiB at most, ~120 requests of 25 chunks. A line that would take the file past
+ * trace.max_bytes ends the recording, as does a write that fails (a full disk: ENOSPC); the daemon
+ * logs why, `kvtier stats` shows it, and serving goes on, since nothing of the cache depends on the
+ * file. A recording that stopped starts again only when trace.file is set again.
  *
  * Cost while recording: a hash per key acquired or put, ~21 bytes of decimal per chunk written,
  * and the connection's open request (8 bytes a chunk); when not, one branch per call.
@@ -319,7 +319,9 @@ int kvd_record_open(struct kvd *d, const char *path, char *err, size_t err_len)
 		return 0;
 	}
 	/* the new file first: a set that is refused leaves the recording as it was */
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0640); /* its last byte */
+	if (fd < 0 && errno == EACCES) /* write-only to us: no look at the last byte */
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st)) {
 		rc = -errno;
@@ -345,14 +347,17 @@ int kvd_record_open(struct kvd *d, const char *path, char *err, size_t err_len)
 	char when[32] = "?";
 	if (gmtime_r(&now, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	int n =
-	    snprintf(buf, REC_BUF,
-	             "# kvtierd %d.%d.%d (pid %d) from %s: a line per engine request (what it "
-	             "got, then put), <epoch ms> [t=<tenant>] <chunk ids>, and 'done <ids>' per "
-	             "kvt_done; host %llu bytes, policy %s. Replay: kvtier sim --engine --trace "
-	             "%s --capacity CHUNKS --policy P\n",
-	             KVT_VERSION_MAJOR, KVT_VERSION_MINOR, KVT_VERSION_PATCH, (int)getpid(), when,
-	             (unsigned long long)d->host_cap, d->pol_ops->name, path);
+	char last = '\n'; /* a line cut short by a kill -9 is ended before the comment */
+	if (st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) != 1)
+		last = '\n';
+	int n = snprintf(
+	    buf, REC_BUF,
+	    "%s# kvtierd %d.%d.%d (pid %d) from %s: a line per engine request (what it "
+	    "got, then put), <epoch ms> [t=<tenant>] <chunk ids>, and 'done <ids>' per "
+	    "kvt_done; host %llu bytes, policy %s. Replay: kvtier sim --engine --trace "
+	    "%s --capacity CHUNKS --policy P\n",
+	    last == '\n' ? "" : "\n", KVT_VERSION_MAJOR, KVT_VERSION_MINOR, KVT_VERSION_PATCH,
+	    (int)getpid(), when, (unsigned long long)d->host_cap, d->pol_ops->name, path);
 	r->len = n > 0 && (size_t)n < REC_BUF ? (size_t)n : 0;
 	if (r->file_bytes + r->len > max)
 		r->len = 0; /* no room for a comment: the first line stops it */

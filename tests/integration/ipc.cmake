@@ -20,7 +20,7 @@ kvt_add_test(NAME test_operator SOURCES integration/test_operator.c LIBS kvtier_
 # the metrics flattener on its own (a daemon file, compiled into the test)
 kvt_add_test(NAME test_prom SOURCES unit/test_prom.c ${CMAKE_SOURCE_DIR}/ipc/daemon/prom.c
   LABELS unit)
-kvt_add_test(NAME test_daemon_model SOURCES integration/test_daemon_model.c LIBS kvtier_static
+kvt_add_test(NAME test_daemon_model SOURCES integration/test_daemon_model.c LIBS kvtier_static kvt_sim
   LABELS integration TIMEOUT 180)
 # The slow-device tests time single gets to within 25 ms of promote.wait_ms on 2 cores; beside
 # test_tiers or test_stress (each a daemon and several busy clients) one took 50.5 ms in CI, so

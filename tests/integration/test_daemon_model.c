@@ -39,6 +39,7 @@
 #include "ipc/client/simple.h"
 #include "kvtier.h"
 #include "ipc/proto.h"
+#include "sim.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -78,6 +79,7 @@ struct run {
 	uint8_t told[PREFIXES][DEPTH];
 	long long told_at[PREFIXES][DEPTH], told_before, told_seen;
 	int told_taken; /* told chunks found gone (told_gone) */
+	int switches;   /* do_policy calls: every other one starts a recording, the next ends it */
 	const char *sets[12];
 	/* the other tenant (root only): its process, the pipes to it, and its own model */
 	pid_t other;
@@ -458,6 +460,45 @@ static void do_policy(struct run *r)
 		FAIL(r, "policy %s: %d (%s)", cmd, rc, out);
 	if (!strncmp(cmd, "set host", 8) && strstr(h, "admit="))
 		r->admission = !strstr(h, "admit=none");
+	/* and trace.file on or off, by turns (no draw: the seeds' calls stay as they were) */
+	char set[400];
+	if (r->switches++ % 2)
+		snprintf(set, sizeof(set), "set trace.file none");
+	else
+		snprintf(set, sizeof(set), "set trace.file %s/model.trace", r->d.dir);
+	if ((rc = kvt__client_simple(r->c, KVT_MSG_CONFIG, set, out, sizeof(out))))
+		FAIL(r, "config %s: %d (%s)", set, rc, out);
+}
+
+/* What trace.file recorded over every life of the daemon, kill -9s included: a trace the
+ * simulator loads, of no chunks but the run's keys (two tenants: at most twice them), and with
+ * requests in it once the run is long enough to have switched (reach). */
+static void check_recording(struct run *r, bool reach)
+{
+	char path[400], out[512];
+	snprintf(path, sizeof(path), "%s/model.trace", r->d.dir);
+	assert_int_equal(kvt__client_simple(r->c, KVT_MSG_CONFIG, "set trace.file none", out,
+	                                    sizeof(out)),
+	                 0);
+	struct stat st;
+	if (stat(path, &st)) {
+		assert_true(!reach || !r->switches);
+		return; /* no switch came */
+	}
+	struct kvt_trace t;
+	int rc = kvt_trace_load(path, &t);
+	if (rc)
+		FAIL(r, "the recording %s does not load: %d", path, rc);
+	if (t.n_blocks > 2 * PREFIXES * DEPTH)
+		FAIL(r, "the recording names %zu chunks, the run has %d keys", t.n_blocks,
+		     PREFIXES * DEPTH);
+	for (size_t q = 0; q < t.n_req; q++)
+		if (t.req_off[q + 1] == t.req_off[q])
+			FAIL(r, "request %zu of the recording is empty", q);
+	print_message("seed %llu: %d switches; the recording holds %zu requests of %zu chunks\n",
+	              (unsigned long long)r->seed, r->switches, t.n_req, t.n_blocks);
+	assert_true(t.n_req > 0 || !reach);
+	kvt_trace_free(&t);
 }
 
 /* Every key: found exactly when the model holds it, and its bytes right. */
@@ -929,6 +970,7 @@ static void run_seed(uint64_t seed, int steps, int crash_every)
 	assert_true((r.evictions > 0 && r.demoted > 0 && r.promoted > 0) || !reach);
 	assert_int_equal(kvt_test_stat(&r.d, "corruptions"), 0);
 	kvt_test_check_books(&r.d, 1);
+	check_recording(&r, reach);
 	for (int i = 0; i < DEPTH; i++)
 		free(r.buf[i]);
 	free(r.want);

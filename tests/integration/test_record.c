@@ -194,7 +194,8 @@ static void test_record_requests(void **state)
 }
 
 /* Appended across a restart, the times running on, the same chunk the same id; another tenant's
- * chunks of the same keys are other ids, with its tenant on their lines (as root). */
+ * chunks of the same keys are other ids, with its tenant on their lines (as root). A line cut
+ * short (as by a kill -9) is ended before the next start's comment. */
 static void test_record_restart_and_tenants(void **state)
 {
 	(void)state;
@@ -232,6 +233,10 @@ static void test_record_restart_and_tenants(void **state)
 		assert_int_equal(WEXITSTATUS(st), 0);
 	}
 	assert_int_equal(kvt_test_daemon_stop(&d, SIGTERM), 0);
+	FILE *f = fopen(path, "a"); /* a line a kill -9 cut short: the start's comment goes after */
+	assert_non_null(f);
+	fputs("17 42", f);
+	fclose(f);
 	assert_int_equal(chmod(d.dir, 0750), 0); /* a restart refuses a more open directory */
 	assert_int_equal(kvt_test_daemon_restart(&d, sets), 0);
 	engine_open(&a, &d, 3);
@@ -245,7 +250,8 @@ static void test_record_restart_and_tenants(void **state)
 		comments++;
 	assert_int_equal(comments, 2); /* one per start */
 	size_t n = lines_of(text, line, 16);
-	assert_int_equal(n, root ? 3 : 2);
+	assert_int_equal(n, root ? 4 : 3);
+	assert_string_equal(line[n - 2], "17 42"); /* ended, then the comment on a line its own */
 	char *first = line[0], *last = line[n - 1];
 	assert_int_equal(words(first), 6);
 	assert_string_equal(strchr(first, ' '), strchr(last, ' ')); /* the same five ids */
