@@ -477,9 +477,8 @@ static void check_recording(struct run *r, bool reach)
 {
 	char path[400], out[512];
 	snprintf(path, sizeof(path), "%s/model.trace", r->d.dir);
-	assert_int_equal(kvt__client_simple(r->c, KVT_MSG_CONFIG, "set trace.file none", out,
-	                                    sizeof(out)),
-	                 0);
+	assert_int_equal(
+	    kvt__client_simple(r->c, KVT_MSG_CONFIG, "set trace.file none", out, sizeof(out)), 0);
 	struct stat st;
 	if (stat(path, &st)) {
 		assert_true(!reach || !r->switches);

@@ -15,4 +15,4 @@ kvt_add_test(NAME test_minillm_cli SOURCES minillm/test_minillm_cli.c
 kvt_add_test(NAME test_minillm_json SOURCES minillm/test_minillm_json.c
   LIBS ${KVT_MLLM_LIBS} LABELS unit TIMEOUT 30)
 kvt_add_test(NAME test_minillm_reuse SOURCES minillm/test_minillm_reuse.c
-  LIBS ${KVT_MLLM_LIBS} LABELS integration TIMEOUT 120)
+  LIBS ${KVT_MLLM_LIBS} kvt_sim LABELS integration TIMEOUT 120)

@@ -1,8 +1,11 @@
 /* test_minillm_reuse.c -- engines in separate processes share prefix KV through kvtierd:
  * bit-identical output with and without reuse, partial prefix hits, prompts shorter than a
- * chunk, and namespaces (tokens_per_chunk, dtype, model name) that must never hit. */
+ * chunk, and namespaces (tokens_per_chunk, dtype, model name) that must never hit. The
+ * daemon's recording of such engines (trace.file) replays through the simulator to the chunks
+ * they reused. */
 #include "testlib.h"
 #include "mllm_util.h"
+#include "sim.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -216,6 +219,55 @@ static void distinct_prompt(int *q, int n, int seed)
 	q[0] = 1;
 	for (int i = 1; i < n; i++)
 		q[i] = 3 + (seed * 131 + i * 17) % 500;
+}
+
+/* kvtierd records three real engines (trace.file): A computes and puts a prompt's two chunks,
+ * B reuses them, C reuses them and puts the two that extend them. The recording is one line per
+ * engine, each what the engine asked for and stored, the same chunk the same id, and the
+ * simulator's replay of it (as an engine drives kvtierd) serves the prefixes they reused. */
+static void test_minillm_reuse_recorded(void **state)
+{
+	char dir[256], path[300], cmd[400], said[512];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/engines.trace", dir);
+	snprintf(cmd, sizeof(cmd), "config set trace.file %s", path);
+	assert_int_equal(kvt_test_cli(&daemon_, cmd, said, sizeof(said)), 0);
+	int a[64], c[64];
+	distinct_prompt(a, 40, 91); /* two full chunks: 39 tokens are looked up, 40 put */
+	memcpy(c, a, 40 * sizeof(int));
+	for (int i = 40; i < 64; i++)
+		c[i] = 3 + (i * 29) % 500; /* four: three looked up (two found), two put */
+	struct run r;
+	long reused = 0;
+	run(a, 40, 1, NULL, &r);
+	assert_int_equal(r.reused, 0);
+	assert_int_equal(r.put, 2);
+	run(a, 40, 1, NULL, &r);
+	assert_int_equal(r.reused, 32);
+	reused += r.reused;
+	run(c, 64, 1, NULL, &r);
+	assert_int_equal(r.reused, 32);
+	assert_int_equal(r.put, 2);
+	reused += r.reused;
+	assert_int_equal(kvt_test_cli(&daemon_, "config set trace.file none", said, sizeof(said)),
+	                 0);
+
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_load(path, &t), 0);
+	static const uint64_t off[] = {0, 2, 4, 8};
+	assert_int_equal(t.n_req, 3);
+	assert_int_equal(t.n_blocks, 4);
+	for (size_t q = 0; q <= 3; q++)
+		assert_int_equal(t.req_off[q], off[q]);
+	for (uint64_t i = 0; i < t.n_acc; i++) /* a0 a1, a0 a1, a0 a1 c2 c3 */
+		assert_int_equal(t.blk[i], i < 6 ? i % 2 : i - 4);
+	t.engine = true;
+	struct kvt_sim_tier tier = {.name = "host", .policy = "lru", .capacity_blocks = 64};
+	struct kvt_sim_result s;
+	assert_int_equal(kvt_sim_run(&t, &tier, 1, &s), 0);
+	assert_int_equal(s.prefix_hits, (uint64_t)reused / 16);
+	kvt_trace_free(&t);
+	kvt_test_rmtree(dir);
 }
 
 /* A --requests file in a scratch directory, written line by line, then run by one engine. */
@@ -479,6 +531,7 @@ int main(void)
 	    cmocka_unit_test(test_minillm_reuse_short_prompt),
 	    cmocka_unit_test(test_minillm_reuse_namespace_mismatch),
 	    cmocka_unit_test(test_minillm_reuse_requests_file),
+	    cmocka_unit_test(test_minillm_reuse_recorded),
 	    cmocka_unit_test(test_minillm_session_end),
 	    cmocka_unit_test(test_minillm_keep),
 	    cmocka_unit_test(test_minillm_keep_cap),
