@@ -23,8 +23,8 @@
 	  "acquired keys waiting for the thread that replays host's mini-simulations (0: at "      \
 	  "once, in the acquire)")                                                                 \
 	X(TRACE_FILE, "trace.file", STR, "", 0, 0, 1,                                              \
-	  "record every acquire of the host tier to this absolute path as a trace for kvtier sim " \
-	  "(appended; empty or none: off)")                                                        \
+	  "record the engines' requests (a get and the put of what it missed) to this absolute "   \
+	  "path, a trace for kvtier sim --engine (appended; empty or none: off)")                  \
 	X(TRACE_MAX_BYTES, "trace.max_bytes", SIZE, "1GiB", 4096, 1ull << 50, 1,                   \
 	  "the recording stops before trace.file grows past this")                                 \
 	X(TENANT_MAP, "tenant.map", STR, "", 0, 0, 0,                                              \

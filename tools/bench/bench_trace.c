@@ -39,9 +39,10 @@
  * round: the comparison docs/policies.md makes by hand.
  * --check T exits 1 when a policy's daemon and simulator prefix hit ratios differ by more than
  * T (the test suite runs it so).
- * --record FILE (an absolute path) has each daemon record its acquires there (trace.file, begun
+ * --record FILE (an absolute path) has each daemon record its requests there (trace.file, begun
  * anew for each policy) and then compares the recording with the requests sent -- the same
- * requests in the same order, up to the names of their chunks -- and replays it through the
+ * requests in the same order, up to the names of their chunks (with several engines, in the
+ * order they ended: the same requests' lengths) -- and replays it through the
  * simulator: the prefix hit ratio an operator would get from `kvtier sim --engine` on what
  * kvtierd recorded. With --check T, a recording that is not the requests sent, or whose replay
  * is more than T from the daemon's, fails too.
@@ -67,11 +68,11 @@ struct args {
 	char *pols[MAX_POL];
 	size_t n_pols;
 	double check;       /* < 0: no check */
-	const char *record; /* --record: each daemon records its acquires here (trace.file) */
+	const char *record; /* --record: each daemon records its requests here (trace.file) */
 };
 
 struct row {
-	int rec_same;   /* --record: 1 when the recording is the trace's requests, in order */
+	int rec_same;   /* --record: 1 when the recording is the requests sent (same_requests) */
 	double rec_phr; /* ... and kvtier sim --engine's prefix hit ratio on the recording */
 	double daemon_phr, sim_phr, p50_us, p99_us, cold_p99_us, put_gbs, memcpy_gbs, total_s;
 	long long evictions, curve_worker, curve_loop, curve_bytes;
@@ -241,12 +242,15 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	snprintf(host, sizeof(host), "%llu", (unsigned long long)(rec * a->capacity));
 	snprintf(policy, sizeof(policy), "host.policy=%s", name);
 	char rset[600];
-	snprintf(rset, sizeof(rset), "trace.file=%s", a->record ? a->record : "");
-	const char *sets[] = {policy, a->record ? rset : NULL, np ? pset : NULL, NULL};
-	if (!sets[1])
-		sets[1] = sets[2], sets[2] = NULL;
-	if (a->record)
+	const char *sets[4] = {policy};
+	size_t n_sets = 1;
+	if (a->record) {
+		snprintf(rset, sizeof(rset), "trace.file=%s", a->record);
+		sets[n_sets++] = rset;
 		unlink(a->record); /* the file is appended to: this run's alone */
+	}
+	if (np)
+		sets[n_sets++] = pset;
 	start_daemon_with(host, sets);
 	struct engine *e = calloc(a->clients, sizeof(*e));
 	if (!e)
@@ -354,7 +358,7 @@ static const char usage_text[] =
     "  P may carry parameters, P:k=v[:k=v...]; --check T exits 1 when the daemon's and the\n"
     "  simulator's prefix hit ratios differ by more than T; --rounds N runs the policies N\n"
     "  times in turn and ends with their medians; --record FILE (absolute) has each daemon\n"
-    "  record its acquires there (trace.file) and replays the recording beside them; the\n"
+    "  record its requests there (trace.file) and replays the recording beside them; the\n"
     "  default trace is the shared conversation trace (KVT_SHARED_DATA, or ../shared/data)\n";
 
 /* A word parse() cannot take: the word, why, then the usage; exit 2. */
