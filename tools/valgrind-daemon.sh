@@ -8,7 +8,7 @@ BUILD=${1:-build}
 LOGS=$(mktemp -d /tmp/kvt-valgrind-XXXXXX)
 export KVT_BIN_DIR="$PWD/$BUILD/bin" KVTIER_NVME_BACKEND=pio
 export KVT_TEST_DAEMON_WRAPPER="valgrind --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --log-file=$LOGS/kvtierd.%p.log"
-for t in test_ipc test_robust test_tiers test_policyctl test_operator test_daemon_model; do
+for t in test_ipc test_robust test_tiers test_policyctl test_operator test_record test_daemon_model; do
 	"$BUILD/tests/$t" > "$LOGS/$t.out" 2>&1 || { echo "$t failed (see $LOGS/$t.out)"; exit 1; }
 done
 bad=$(grep -lE "ERROR SUMMARY: [1-9]|definitely lost: [1-9]" "$LOGS"/kvtierd.*.log || true)

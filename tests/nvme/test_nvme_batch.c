@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define BATCH 16
