@@ -405,6 +405,20 @@ static void test_operator_command_lines_refused(void **state)
 	    {"flush all extra", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
 	    {"flush tenant", "usage: kvtier flush all | NAMESPACE | tenant UID\n", "alone"},
 	    {"check extra", "usage: kvtier check\n", "alone"},
+	    {"record", "usage: kvtier record FILE [SECONDS] (until Ctrl-C without SECONDS)\n",
+	     "alone"},
+	    {"record x.trace 0",
+	     "usage: kvtier record FILE [SECONDS] (until Ctrl-C without "
+	     "SECONDS)\n",
+	     "alone"},
+	    {"record x.trace nan",
+	     "usage: kvtier record FILE [SECONDS] (until Ctrl-C without "
+	     "SECONDS)\n",
+	     "alone"},
+	    {"record x.trace 1 extra",
+	     "usage: kvtier record FILE [SECONDS] (until Ctrl-C "
+	     "without SECONDS)\n",
+	     "alone"},
 	    {"policy get host nvme",
 	     "usage: kvtier policy get TIER | kvtier policy set TIER NAME [defaults] [k=v ...]\n",
 	     "alone"},

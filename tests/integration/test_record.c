@@ -18,6 +18,7 @@
 #include "sim.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,6 +364,81 @@ static void test_record_limits(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* `kvtier record FILE [SECONDS]` started from dir (FILE relative to it), its output to out;
+ * seconds NULL: until Ctrl-C. @return : its pid. */
+static pid_t record_cli(const struct kvt_test_daemon *d, const char *dir, const char *file,
+                        const char *seconds, const char *out)
+{
+	char bin[512];
+	kvt_test_bin("kvtier", bin, sizeof(bin));
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (chdir(dir) || !freopen(out, "w", stdout) || !freopen(out, "a", stderr))
+			_exit(99);
+		execl(bin, bin, "--socket", d->sock, "record", file, seconds, (char *)NULL);
+		_exit(98);
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
+static int exit_of(pid_t pid)
+{
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* kvtier record: a relative file made absolute from the shell's directory, the requests of the
+ * seconds it ran, refused while a recording runs, ended by Ctrl-C as well as on time. */
+static void test_record_cli(void **state)
+{
+	(void)state;
+	struct kvt_test_daemon d;
+	char out[400], path[400], text[4096];
+	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
+	snprintf(out, sizeof(out), "%s/record.out", d.dir);
+	pid_t pid = record_cli(&d, d.dir, "cli.trace", "1.5", out);
+	assert_int_equal(kvt_test_stat_wait(&d, "trace_recording", 1, 0), 1);
+	struct engine a;
+	engine_open(&a, &d, 11);
+	for (int r = 0; r < 5; r++)
+		request(&a, 3 + (size_t)r); /* five requests, each one chunk longer */
+	char other[420];
+	snprintf(other, sizeof(other), "%s/other.out", d.dir);
+	assert_int_equal(exit_of(record_cli(&d, d.dir, "other.trace", "1", other)), 1);
+	assert_true(kvt_test_read_file(other, text, sizeof(text)) > 0);
+	assert_non_null(strstr(text, "recording already"));
+	engine_close(&a);
+	assert_int_equal(exit_of(pid), 0);
+	assert_true(kvt_test_read_file(out, text, sizeof(text)) > 0);
+	print_message("%s", text);
+	snprintf(path, sizeof(path), "%s/cli.trace", d.dir);
+	char said[480];
+	snprintf(said, sizeof(said), "5 requests written to %s", path);
+	assert_non_null(strstr(text, said));
+	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 0);
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_load(path, &t), 0);
+	assert_int_equal(t.n_req, 5);
+	for (size_t q = 0; q < 5; q++)
+		assert_int_equal(t.req_off[q + 1] - t.req_off[q], 3 + q);
+	kvt_trace_free(&t);
+
+	/* a file kvtierd cannot open: its words, exit 1, nothing recording */
+	assert_int_equal(exit_of(record_cli(&d, d.dir, "/nonexistent-kvtier/x", "1", other)), 1);
+	assert_true(kvt_test_read_file(other, text, sizeof(text)) > 0);
+	assert_non_null(strstr(text, "kvtier record: trace.file: /nonexistent-kvtier/x: No such "
+	                             "file or directory"));
+	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 0);
+	pid = record_cli(&d, d.dir, "/dev/null", NULL, out); /* until Ctrl-C */
+	assert_int_equal(kvt_test_stat_wait(&d, "trace_recording", 1, 0), 1);
+	kill(pid, SIGINT);
+	assert_int_equal(exit_of(pid), 0);
+	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 0);
+	kvt_test_daemon_destroy(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +446,7 @@ int main(void)
 	    cmocka_unit_test(test_record_restart_and_tenants),
 	    cmocka_unit_test(test_record_refusals),
 	    cmocka_unit_test(test_record_limits),
+	    cmocka_unit_test(test_record_cli),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,9 @@ const char *cli_top_misshapen(int argc, char **argv);
 int cli_stats(kvt_client_t *c, int argc, char **argv);
 int cli_top(kvt_client_t *c, int argc, char **argv);
 int cli_bench(const char *sock, int argc, char **argv);
+/* kvtier record FILE [SECONDS]: trace.file for a while (record.c) */
+const char *cli_record_misshapen(int argc, char **argv);
+int cli_record(kvt_client_t *c, int argc, char **argv);
 /* Runs build/bin/kvtier-<name> with argv; @return : its exit status. */
 int cli_exec_sibling(const char *name, int argc, char **argv);
 #endif

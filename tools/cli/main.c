@@ -37,6 +37,7 @@ static void usage(FILE *f)
 	       "  flush all|NS|tenant UID   drop those chunks from every tier\n"
 	       "  check                     audit kvtierd's books against its index (exit 1: a "
 	       "mismatch)\n"
+	       "  record FILE [SECONDS]     record the engines' requests as a trace (trace.file)\n"
 	       "  sim ARGS                  replay a trace through the daemon's policies\n"
 	       "  bench [NAME] [ARGS]       benchmarks with their baselines (host, tiers, nvme, "
 	       "rocksdb,\n"
@@ -93,6 +94,8 @@ static const char *misshapen(int argc, char **argv)
 		return cli_stats_misshapen(argc, argv);
 	if (is(cmd, "top"))
 		return cli_top_misshapen(argc, argv);
+	if (is(cmd, "record"))
+		return cli_record_misshapen(argc, argv);
 	if (is(cmd, "ping") || is(cmd, "check")) /* "check extra" checked */
 		return argc == 1         ? NULL
 		       : is(cmd, "ping") ? "usage: kvtier ping"
@@ -213,6 +216,8 @@ int main(int argc, char **argv)
 		rc = cli_stats(c, argc - i, argv + i);
 	} else if (!strcmp(cmd, "top")) {
 		rc = cli_top(c, argc - i, argv + i);
+	} else if (!strcmp(cmd, "record")) {
+		rc = cli_record(c, argc - i, argv + i);
 	} else if (!strcmp(cmd, "policy") || !strcmp(cmd, "mrc") || !strcmp(cmd, "config") ||
 	           !strcmp(cmd, "inspect") || !strcmp(cmd, "flush") || !strcmp(cmd, "check")) {
 		char body[1024] = "", out[8192] = "";
