@@ -15,6 +15,8 @@ const char *cli_top_misshapen(int argc, char **argv);
 int cli_stats(kvt_client_t *c, int argc, char **argv);
 int cli_top(kvt_client_t *c, int argc, char **argv);
 int cli_bench(const char *sock, int argc, char **argv);
+/* The number after "key": in a stats object (the first one), or -1 (stats.c). */
+long long cli_json_num(const char *json, const char *key);
 /* kvtier record FILE [SECONDS]: trace.file for a while (record.c) */
 const char *cli_record_misshapen(int argc, char **argv);
 int cli_record(kvt_client_t *c, int argc, char **argv);

@@ -44,15 +44,6 @@ const char *cli_record_misshapen(int argc, char **argv)
 	return NULL;
 }
 
-/* A number after "key": in the stats object, or -1. */
-static long long stat_of(const char *json, const char *key)
-{
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	const char *p = strstr(json, pat);
-	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
-}
-
 static int stats(kvt_client_t *c, char *json, size_t len)
 {
 	return kvt__client_simple(c, KVT_MSG_STATS, NULL, json, len);
@@ -87,7 +78,7 @@ int cli_record(kvt_client_t *c, int argc, char **argv)
 	int rc = stats(c, json, sizeof(json));
 	if (rc)
 		return rc;
-	if (stat_of(json, "trace_recording") > 0) {
+	if (cli_json_num(json, "trace_recording") > 0) {
 		fprintf(stderr,
 		        "kvtier record: kvtierd is recording already (kvtier config get "
 		        "trace.file says where; kvtier config set trace.file none ends it)\n");
@@ -117,14 +108,14 @@ int cli_record(kvt_client_t *c, int argc, char **argv)
 		nanosleep(&ts, NULL);
 		if ((rc = stats(c, json, sizeof(json))))
 			return rc;
-		if ((ended = stat_of(json, "trace_recording") == 0))
+		if ((ended = cli_json_num(json, "trace_recording") == 0))
 			break;
 	}
 	if (!ended && (rc = set_file(c, "none")))
 		return rc; /* writes out what waits */
 	if ((rc = stats(c, json, sizeof(json))))
 		return rc;
-	long long why = stat_of(json, "trace_stopped");
+	long long why = cli_json_num(json, "trace_stopped");
 	if (ended && why > 0)
 		printf("the recording stopped by itself: %s (kvtierd's log says more)\n",
 		       strerror((int)why));
@@ -133,6 +124,6 @@ int cli_record(kvt_client_t *c, int argc, char **argv)
 	printf("%lld requests written to %s (%lld bytes); replay them with\n"
 	       "  kvtier sim --engine --trace %s --capacity CHUNKS[,CHUNKS...] --policy "
 	       "lru,arc,conv,duel\n",
-	       stat_of(json, "trace_requests"), path, stat_of(json, "trace_bytes"), path);
+	       cli_json_num(json, "trace_requests"), path, cli_json_num(json, "trace_bytes"), path);
 	return 0;
 }

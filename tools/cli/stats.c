@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long long num(const char *json, const char *key)
+long long cli_json_num(const char *json, const char *key)
 {
 	char pat[64];
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
@@ -43,9 +43,10 @@ static void lower_tenants(const char *tiers, const char *tiers_end)
 		printf("%-10s %14s %14s %14s\n", "tenant", name, "guaranteed", "max");
 		for (const char *e = ts; (e = strstr(e + 1, "{\"tenant\":")) && e < end;) {
 			char used[24], g[24], mx[24];
-			printf("%-10lld %14s %14s %14s\n", num(e, "tenant"),
-			       size_of(num(e, "used_bytes"), used),
-			       size_of(num(e, "guaranteed_bytes"), g), size_of(max_of(e), mx));
+			printf("%-10lld %14s %14s %14s\n", cli_json_num(e, "tenant"),
+			       size_of(cli_json_num(e, "used_bytes"), used),
+			       size_of(cli_json_num(e, "guaranteed_bytes"), g),
+			       size_of(max_of(e), mx));
 		}
 	}
 }
@@ -78,8 +79,8 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 		sscanf(t + 9, "%31[^\"]", name);
 		if (pp && pp < strstr(t + 1, "}"))
 			sscanf(pp + 10, "%31[^\"]", pol);
-		long long cb = num(t, "capacity_bytes"), u = num(t, "used_bytes");
-		long long h = num(t, "hits"), m = num(t, "misses");
+		long long cb = cli_json_num(t, "capacity_bytes"), u = cli_json_num(t, "used_bytes");
+		long long h = cli_json_num(t, "hits"), m = cli_json_num(t, "misses");
 		double pct = cb > 0 && u >= 0 ? 100.0 * (double)u / (double)cb : -1;
 		if (pct >= 0)
 			snprintf(fill, sizeof(fill), u && pct < 0.5 ? "<1%%" : "%.0f%%", pct);
@@ -88,37 +89,42 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 		printf("%-8s %-11s %10s %10s %5s %10lld %10lld %10lld %6s %10lld\n", name, pol,
 		       kvt_fmt_bytes(cb < 0 ? 0 : (uint64_t)cb, cap, sizeof(cap)),
 		       kvt_fmt_bytes(u < 0 ? 0 : (uint64_t)u, used, sizeof(used)), fill,
-		       num(t, "chunks"), h, m, hit, num(t, "evictions"));
+		       cli_json_num(t, "chunks"), h, m, hit, cli_json_num(t, "evictions"));
 	}
 	char b[24];
 	if (strstr(json, "\"name\":\"nvme\"") || strstr(json, "\"name\":\"rocksdb\""))
 		printf("below host: %s waiting for demotion; demoted %lld, promoted %lld, "
 		       "cascaded %lld; failed: demote %lld, promote %lld, cascade %lld\n",
-		       size_of(num(json, "dirty_bytes"), b), num(json, "demoted"),
-		       num(json, "promoted"), num(json, "cascaded"), num(json, "demote_failed"),
-		       num(json, "promote_failed"), num(json, "cascade_failed"));
+		       size_of(cli_json_num(json, "dirty_bytes"), b), cli_json_num(json, "demoted"),
+		       cli_json_num(json, "promoted"), cli_json_num(json, "cascaded"),
+		       cli_json_num(json, "demote_failed"), cli_json_num(json, "promote_failed"),
+		       cli_json_num(json, "cascade_failed"));
 	const char *nv = strstr(json, "{\"name\":\"nvme\"");
 	if (nv)
 		printf("nvme engine: %lld I/Os queued, %lld reaped, slowest %lld us, %lld not from "
 		       "registered buffers, books wrong %lld\n",
-		       num(nv, "ios_queued"), num(nv, "ios_reaped"), num(nv, "io_max_us"),
-		       num(nv, "plain_ios"), num(nv, "io_books_wrong"));
+		       cli_json_num(nv, "ios_queued"), cli_json_num(nv, "ios_reaped"),
+		       cli_json_num(nv, "io_max_us"), cli_json_num(nv, "plain_ios"),
+		       cli_json_num(nv, "io_books_wrong"));
 	printf("leases %lld (revoked %lld), clients %lld, tenants %lld, corruptions %lld, "
 	       "protocol errors %lld\n",
-	       num(json, "leases"), num(json, "leases_revoked"), num(json, "clients"),
-	       num(json, "tenants"), num(json, "corruptions"), num(json, "protocol_errors"));
+	       cli_json_num(json, "leases"), cli_json_num(json, "leases_revoked"),
+	       cli_json_num(json, "clients"), cli_json_num(json, "tenants"),
+	       cli_json_num(json, "corruptions"), cli_json_num(json, "protocol_errors"));
 	printf("engine hints: kept %lld chunks (%s), %lld on their way up; keeps %lld, "
 	       "refused %lld; done %lld\n",
-	       num(json, "kept_chunks"), size_of(num(json, "kept_bytes"), b),
-	       num(json, "keep_pending"), num(json, "keeps"), num(json, "keep_refused"),
-	       num(json, "done_hints"));
-	if (num(json, "trace_recording") > 0 || num(json, "trace_stopped") > 0)
+	       cli_json_num(json, "kept_chunks"), size_of(cli_json_num(json, "kept_bytes"), b),
+	       cli_json_num(json, "keep_pending"), cli_json_num(json, "keeps"),
+	       cli_json_num(json, "keep_refused"), cli_json_num(json, "done_hints"));
+	if (cli_json_num(json, "trace_recording") > 0 || cli_json_num(json, "trace_stopped") > 0)
 		printf("trace.file: %s, %lld requests written, %s%s%s\n",
-		       num(json, "trace_recording") > 0 ? "recording" : "stopped",
-		       num(json, "trace_requests"), size_of(num(json, "trace_bytes"), b),
-		       num(json, "trace_stopped") > 0 ? ": " : "",
-		       num(json, "trace_stopped") > 0 ? strerror((int)num(json, "trace_stopped"))
-		                                      : "");
+		       cli_json_num(json, "trace_recording") > 0 ? "recording" : "stopped",
+		       cli_json_num(json, "trace_requests"),
+		       size_of(cli_json_num(json, "trace_bytes"), b),
+		       cli_json_num(json, "trace_stopped") > 0 ? ": " : "",
+		       cli_json_num(json, "trace_stopped") > 0
+		           ? strerror((int)cli_json_num(json, "trace_stopped"))
+		           : "");
 	/* requests' latency since the start (bucket bounds: an upper estimate) */
 	printf("latency p50 / p99 / max (us):");
 	const char *ops[] = {"acquire", "put", "lookup", "delete"};
@@ -128,8 +134,8 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 		const char *l = strstr(json, pat);
 		if (l)
 			printf("%s %s %lld / %lld / %lld (%lld)", o ? "," : "", ops[o],
-			       num(l, "p50_us"), num(l, "p99_us"), num(l, "max_us"),
-			       num(l, "count"));
+			       cli_json_num(l, "p50_us"), cli_json_num(l, "p99_us"),
+			       cli_json_num(l, "max_us"), cli_json_num(l, "count"));
 	}
 	printf("\n");
 	/* the host tier per tenant, when there is more than one or a quota */
@@ -137,17 +143,18 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	lower_tenants(tiers, ts ? ts : json + strlen(json));
 	bool quota = false;
 	for (const char *t = ts; t && (t = strstr(t + 1, "{\"tenant\":")) && t < end;)
-		quota = quota || num(t, "guaranteed_bytes") > 0 || max_of(t) >= 0;
-	if (!ts || (num(json, "tenants") < 2 && !quota))
+		quota = quota || cli_json_num(t, "guaranteed_bytes") > 0 || max_of(t) >= 0;
+	if (!ts || (cli_json_num(json, "tenants") < 2 && !quota))
 		return 0;
 	printf("%-10s %14s %10s %10s %10s %10s %14s %14s\n", "tenant", "host used", "chunks",
 	       "hits", "misses", "evictions", "guaranteed", "max");
 	for (const char *t = ts; (t = strstr(t + 1, "{\"tenant\":")) && t < end;) {
 		char used[24], g[24], mx[24];
-		printf("%-10lld %14s %10lld %10lld %10lld %10lld %14s %14s\n", num(t, "tenant"),
-		       size_of(num(t, "used_bytes"), used), num(t, "chunks"), num(t, "hits"),
-		       num(t, "misses"), num(t, "evictions"),
-		       size_of(num(t, "guaranteed_bytes"), g), size_of(max_of(t), mx));
+		printf("%-10lld %14s %10lld %10lld %10lld %10lld %14s %14s\n",
+		       cli_json_num(t, "tenant"), size_of(cli_json_num(t, "used_bytes"), used),
+		       cli_json_num(t, "chunks"), cli_json_num(t, "hits"),
+		       cli_json_num(t, "misses"), cli_json_num(t, "evictions"),
+		       size_of(cli_json_num(t, "guaranteed_bytes"), g), size_of(max_of(t), mx));
 	}
 	return 0;
 }
