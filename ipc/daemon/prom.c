@@ -23,13 +23,14 @@
 #define MAX_DEPTH   4
 
 static const char *const gauge_names[] = {
-    "protocol",         "policy_bytes", "capacity_bytes", "used_bytes",
-    "chunks",           "queue_depth",  "disabled",       "full",
-    "leases",           "clients",      "tenants",        "namespaces",
-    "guaranteed_bytes", "max_bytes",    "index_bytes",    "index_bytes_per_chunk",
-    "metrics_port",     "draining",     "lru_hit_ratio",  "policy_hit_ratio",
-    "mrc_samples",      "kept_chunks",  "kept_bytes",     "keep_pending",
-    "io_max_us",        "curve_bytes",
+    "protocol",         "policy_bytes",  "capacity_bytes",  "used_bytes",
+    "chunks",           "queue_depth",   "disabled",        "full",
+    "leases",           "clients",       "tenants",         "namespaces",
+    "guaranteed_bytes", "max_bytes",     "index_bytes",     "index_bytes_per_chunk",
+    "metrics_port",     "draining",      "lru_hit_ratio",   "policy_hit_ratio",
+    "mrc_samples",      "kept_chunks",   "kept_bytes",      "keep_pending",
+    "io_max_us",        "curve_bytes",   "trace_recording", "trace_requests",
+    "trace_bytes",      "trace_stopped",
 };
 
 /* An array of objects: its metric prefix, its label, and the field that gives the label. */

@@ -260,6 +260,9 @@ static void test_operator_scrape_matches_stats(void **state)
 	assert_int_equal(sample(body, "kvtier_leases_granted_total"), 8);
 	assert_int_equal(sample(body, "kvtier_kept_chunks"), 3);  /* a gauge: no _total */
 	assert_int_equal(sample(body, "kvtier_keep_pending"), 0); /* a gauge too */
+	assert_int_equal(sample(body, "kvtier_trace_recording"), 0); /* trace.file: gauges */
+	assert_int_equal(sample(body, "kvtier_trace_stopped"), 0);
+	assert_non_null(strstr(body, "# TYPE kvtier_trace_requests gauge\n"));
 	assert_int_equal(sample(body, "kvtier_keeps_total"), 3);
 	assert_int_equal(sample(body, "kvtier_demoted_total"), kvt_test_stat(&d, "demoted"));
 	assert_int_equal(sample(body, "kvtier_tier_writes_total{tier=\"nvme\"}"),
