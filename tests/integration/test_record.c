@@ -417,6 +417,19 @@ static void test_record_cli(void **state)
 	char said[480];
 	snprintf(said, sizeof(said), "5 requests written to %s", path);
 	assert_non_null(strstr(text, said));
+	/* the sizes to replay at: host's capacity in chunks of the size it holds (64 MiB of 8 KiB
+	 * records: 4 KiB chunks and their headers), halved and doubled */
+	long long cap = kvt_test_tier_stat(&d, "host", "capacity_bytes"),
+	          used = kvt_test_tier_stat(&d, "host", "used_bytes"),
+	          held = kvt_test_tier_stat(&d, "host", "chunks");
+	assert_true(cap > 0 && used > 0 && held == 7);
+	long long full = cap * held / used;
+	snprintf(said, sizeof(said), "--capacity %lld,%lld,%lld --policy", full / 2, full,
+	         full * 2);
+	assert_non_null(strstr(text, said));
+	snprintf(said, sizeof(said), "(host holds %lld chunks now, about %lld when full", held,
+	         full);
+	assert_non_null(strstr(text, said));
 	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 0);
 	struct kvt_trace t;
 	assert_int_equal(kvt_trace_load(path, &t), 0);

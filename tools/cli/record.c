@@ -121,9 +121,24 @@ int cli_record(kvt_client_t *c, int argc, char **argv)
 		       strerror((int)why));
 	else if (ended)
 		printf("the recording was ended by another command\n");
+	/* the host tier's size in chunks, from its bytes per chunk now: the sizes to replay */
+	long long cap = cli_json_num(json, "capacity_bytes"),
+	          used = cli_json_num(json, "used_bytes"),
+	          chunks = cli_json_num(json, "chunks"); /* the first tier's: host's */
+	long long full = cap > 0 && used > 0 && chunks > 0
+	                     ? (long long)((double)cap * (double)chunks / (double)used)
+	                     : 0;
+	char sizes[96] = "CHUNKS[,CHUNKS...]";
+	if (full >= 2)
+		snprintf(sizes, sizeof(sizes), "%lld,%lld,%lld", full / 2, full, full * 2);
 	printf("%lld requests written to %s (%lld bytes); replay them with\n"
-	       "  kvtier sim --engine --trace %s --capacity CHUNKS[,CHUNKS...] --policy "
-	       "lru,arc,conv,duel\n",
-	       cli_json_num(json, "trace_requests"), path, cli_json_num(json, "trace_bytes"), path);
+	       "  kvtier sim --engine --trace %s --capacity %s --policy lru,arc,conv,duel\n",
+	       cli_json_num(json, "trace_requests"), path, cli_json_num(json, "trace_bytes"), path,
+	       sizes);
+	if (full >= 2)
+		printf(
+		    "(host holds %lld chunks now, about %lld when full: the sizes are 1/2x, 1x and "
+		    "2x that)\n",
+		    chunks, full);
 	return 0;
 }
