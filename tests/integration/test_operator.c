@@ -258,8 +258,8 @@ static void test_operator_scrape_matches_stats(void **state)
 	                 kvt_test_stat(&d, "hits"));
 	assert_true(sample(body, "kvtier_tier_hits_total{tier=\"host\"}") >= 8);
 	assert_int_equal(sample(body, "kvtier_leases_granted_total"), 8);
-	assert_int_equal(sample(body, "kvtier_kept_chunks"), 3);  /* a gauge: no _total */
-	assert_int_equal(sample(body, "kvtier_keep_pending"), 0); /* a gauge too */
+	assert_int_equal(sample(body, "kvtier_kept_chunks"), 3);     /* a gauge: no _total */
+	assert_int_equal(sample(body, "kvtier_keep_pending"), 0);    /* a gauge too */
 	assert_int_equal(sample(body, "kvtier_trace_recording"), 0); /* trace.file: gauges */
 	assert_int_equal(sample(body, "kvtier_trace_stopped"), 0);
 	assert_non_null(strstr(body, "# TYPE kvtier_trace_requests gauge\n"));
