@@ -494,8 +494,6 @@ void kvd_record_done(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *
 void kvd_record_conn_gone(struct kvd *d, uint32_t conn);
 void kvd_record_tick(struct kvd *d);
 void kvd_record_close(struct kvd *d);
-/* the id a chunk has in the recording */
-uint64_t kvd_record_id(uint32_t tenant, kvt_id_t ns, kvt_id_t key);
 
 /* curvework.c: host's own curve, replayed on a worker thread. Every call from the loop thread.
  * init before any other, fini (joins the worker) after the last. */

@@ -228,7 +228,7 @@ int kvd_daemon_setup(struct kvd *d)
 	char err[320];
 	if ((rc =
 	         kvd_record_open(d, kvt_opt_str(&d->opts, KVT_OPT_TRACE_FILE), err, sizeof(err)))) {
-		kvt_log(KVT_LOG_ERROR, "%s", rc == -ENOMEM ? strerror(ENOMEM) : err);
+		kvt_log(KVT_LOG_ERROR, "%s", err);
 		return rc;
 	}
 	if ((d->lfd = listen_on(d->sock_path)) < 0) {

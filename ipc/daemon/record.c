@@ -73,7 +73,8 @@ static char *put_u64(char *p, uint64_t v)
 	return p;
 }
 
-uint64_t kvd_record_id(uint32_t tenant, kvt_id_t ns, kvt_id_t key)
+/* the id a chunk has in the recording */
+static uint64_t kvd_record_id(uint32_t tenant, kvt_id_t ns, kvt_id_t key)
 {
 	uint64_t w[5] = {tenant, ns.w[0], ns.w[1], key.w[0], key.w[1]};
 	return XXH3_64bits(w, sizeof(w));
@@ -334,8 +335,10 @@ int kvd_record_open(struct kvd *d, const char *path, char *err, size_t err_len)
 	char *buf = (uint64_t)st.st_size < max ? malloc(REC_BUF) : NULL;
 	if (!buf) {
 		close(fd);
-		if ((uint64_t)st.st_size < max)
+		if ((uint64_t)st.st_size < max) {
+			snprintf(err, err_len, "trace.file: %s: %s", path, strerror(ENOMEM));
 			return -ENOMEM;
+		}
 		snprintf(err, err_len, "trace.file: %s holds %llu bytes, trace.max_bytes is %llu",
 		         path, (unsigned long long)st.st_size, (unsigned long long)max);
 		return -EFBIG;

@@ -201,9 +201,9 @@ static void test_record_restart_and_tenants(void **state)
 {
 	(void)state;
 	struct kvt_test_daemon d;
-	char path[400], set[420], text[1 << 16], *line[16];
-	kvt_test_tmpdir(path, sizeof(path) - 20);
-	strcat(path, "/t.trace");
+	char dir[256], path[300], set[320], text[1 << 16], *line[16];
+	kvt_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/t.trace", dir);
 	snprintf(set, sizeof(set), "trace.file=%s", path);
 	const char *sets[] = {set, NULL};
 	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
@@ -268,8 +268,6 @@ static void test_record_restart_and_tenants(void **state)
 			assert_null(strstr(strchr(first, ' '), id)); /* no id shared */
 	}
 	kvt_test_daemon_destroy(&d);
-	char dir[400];
-	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
 	kvt_test_rmtree(dir);
 }
 

@@ -116,15 +116,14 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	       cli_json_num(json, "kept_chunks"), size_of(cli_json_num(json, "kept_bytes"), b),
 	       cli_json_num(json, "keep_pending"), cli_json_num(json, "keeps"),
 	       cli_json_num(json, "keep_refused"), cli_json_num(json, "done_hints"));
-	if (cli_json_num(json, "trace_recording") > 0 || cli_json_num(json, "trace_stopped") > 0)
+	long long recording = cli_json_num(json, "trace_recording"),
+	          why = cli_json_num(json, "trace_stopped");
+	if (recording > 0 || why > 0)
 		printf("trace.file: %s, %lld requests written, %s%s%s\n",
-		       cli_json_num(json, "trace_recording") > 0 ? "recording" : "stopped",
+		       recording > 0 ? "recording" : "stopped",
 		       cli_json_num(json, "trace_requests"),
-		       size_of(cli_json_num(json, "trace_bytes"), b),
-		       cli_json_num(json, "trace_stopped") > 0 ? ": " : "",
-		       cli_json_num(json, "trace_stopped") > 0
-		           ? strerror((int)cli_json_num(json, "trace_stopped"))
-		           : "");
+		       size_of(cli_json_num(json, "trace_bytes"), b), why > 0 ? ": " : "",
+		       why > 0 ? strerror((int)why) : "");
 	/* requests' latency since the start (bucket bounds: an upper estimate) */
 	printf("latency p50 / p99 / max (us):");
 	const char *ops[] = {"acquire", "put", "lookup", "delete"};
