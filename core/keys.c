@@ -147,3 +147,9 @@ size_t kvt_chunk_keys(kvt_id_t ns, const uint32_t *tokens, size_t n_tokens,
 	}
 	return n;
 }
+
+uint64_t kvt__chunk_id(uint32_t tenant, kvt_id_t ns, kvt_id_t key)
+{
+	uint64_t w[5] = {tenant, ns.w[0], ns.w[1], key.w[0], key.w[1]};
+	return XXH3_64bits(w, sizeof(w));
+}

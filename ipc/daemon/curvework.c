@@ -208,7 +208,7 @@ void kvd_minisim_release(struct kvd *d)
 	pthread_mutex_unlock(&d->cw.sim_lock);
 }
 
-void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n)
+void kvd_minisim_feed(struct kvd *d, uint32_t t, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)
 {
 	struct kvd_curvework *w = &d->cw;
 	size_t most = kvt_opt_u64(&d->opts, KVT_OPT_MRC_MINISIM_QUEUE);
@@ -225,7 +225,7 @@ void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t 
 	bool fed = keyq_reserve(&w->in, w->in.n + n, w->in.reqs + 1);
 	if (fed) {
 		for (uint32_t i = 0; i < n; i++)
-			w->in.keys[w->in.n + i] = keys[i].w[0] ^ t;
+			w->in.keys[w->in.n + i] = kvd_key_hash(t, ns, keys[i]);
 		w->in.n += n;
 		w->in.ends[w->in.reqs++] = (uint32_t)w->in.n;
 	}

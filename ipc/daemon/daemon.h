@@ -10,6 +10,7 @@
 #ifndef KVT_DAEMON_H
 #define KVD_STATS_TENANTS 64 /* tenants itemised by kvtier stats, per tier */
 #define KVT_DAEMON_H
+#include "core/keys.h"
 #include "core/options.h"
 #include "ipc/proto.h"
 #include "policy/policy.h"
@@ -95,6 +96,10 @@ struct kvd_rec_req {
 	uint64_t ms;    /* when it began (wall clock) */
 	bool all_found; /* every key it acquired was found: the client may ask on */
 	bool put;       /* the engine has put its chunks */
+	/* > 0: ids from here on are an acquire that found nothing after one that found all, the
+	 * request's next batch or a request of its own; the put that follows says which */
+	uint32_t maybe_at;
+	uint64_t maybe_ms; /* when that acquire came */
 };
 
 struct kvd_conn {
@@ -312,6 +317,13 @@ struct kvd {
 int kvd_index_init(struct kvd_index *x, uint32_t cap);
 void kvd_index_fini(struct kvd_index *x);
 uint32_t kvd_index_find(const struct kvd_index *x, uint32_t tenant, kvt_id_t ns, kvt_id_t key);
+/* The key hash every policy, admission sketch and curve is shown for a chunk: that of its id
+ * (kvt__chunk_id, the id trace.file records), so `kvtier sim` replays a recording with the
+ * same hashes. */
+static inline uint64_t kvd_key_hash(uint32_t tenant, kvt_id_t ns, kvt_id_t key)
+{
+	return kvt_policy_key_hash(kvt__chunk_id(tenant, ns, key));
+}
 /* @return : a fresh entry id (not yet in the hash), or KVD_NIL when the index is full. */
 uint32_t kvd_index_alloc(struct kvd_index *x, uint32_t max);
 void kvd_index_insert(struct kvd_index *x, uint32_t id);
@@ -499,9 +511,10 @@ void kvd_record_close(struct kvd *d);
  * init before any other, fini (joins the worker) after the last. */
 void kvd_curvework_init(struct kvd *d);
 void kvd_curvework_fini(struct kvd *d);
-/* An acquire of keys[0..n) of tenant t, a prefix chain: the miniature simulations replay it on
- * the worker, or at once while more than mrc.minisim_queue keys wait (or there is no worker). */
-void kvd_minisim_feed(struct kvd *d, uint32_t t, const kvt_id_t *keys, uint32_t n);
+/* An acquire of keys[0..n) of tenant t in namespace ns, a prefix chain: the miniature simulations
+ * replay it on the worker, or at once while more than mrc.minisim_queue keys wait (or there is no
+ * worker). */
+void kvd_minisim_feed(struct kvd *d, uint32_t t, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 /* Replays every waiting key now, after the worker's batch: d->minisim then holds every acquire
  * so far, and the worker leaves it alone until the next feed. */
 void kvd_minisim_drain(struct kvd *d);

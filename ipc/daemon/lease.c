@@ -103,19 +103,21 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 	}
 	for (uint32_t k = 0; d->n_lower && !d->resuming && k < n; k++) {
 		uint32_t id = k < found ? ids[k] : kvd_index_find(&d->idx, t, ns, keys[k]);
-		kvd_tiers_note_read(d, keys[k].w[0] ^ t, id == KVD_NIL ? 0 : d->idx.e[id].where);
+		kvd_tiers_note_read(d, kvd_key_hash(t, ns, keys[k]),
+		                    id == KVD_NIL ? 0 : d->idx.e[id].where);
 	}
 	/* a leading chunk only in a lower tier: promote first (unless this is the last try) */
 	*promote = lower_only && !d->resume_final;
 	if (*promote)
 		return 0;
 	for (uint32_t k = 0; k < n; k++) {
+		uint64_t kh = kvd_key_hash(t, ns, keys[k]);
 		if (d->mrc)
-			kvt_mrc_access(d->mrc, keys[k].w[0] ^ t);
-		kvd_admit_record(d, keys[k].w[0] ^ t);
+			kvt_mrc_access(d->mrc, kh);
+		kvd_admit_record(d, kh);
 	}
 	if (d->minisim)
-		kvd_minisim_feed(d, t, keys, n);
+		kvd_minisim_feed(d, t, ns, keys, n);
 	uint32_t i = 0;
 	for (; i < found; i++) {
 		uint32_t id = ids[i];

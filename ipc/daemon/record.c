@@ -12,11 +12,15 @@
  * A request is pieced together per connection from what the engine sends, since the daemon is
  * never told where one starts: the keys of an acquire (the policy's accesses; counted after any
  * promotion it waited for, once), the next acquire's too while every key so far was found (the
- * client library asks a long prefix 256 keys at a time, and asks on only while it finds them),
- * then the keys of the puts that store what the engine computed: a put whose first key was
- * asked takes the request's place from that key on (the engine puts from its first miss), one
- * whose parent is the request's last key goes on from it (a long put's next message), and any
- * other put is a request of its own (a prefill that read nothing first). The request is written
+ * client library's kvt_get asks a long prefix 64 keys at a time, and asks on only while it finds
+ * them), then the keys of the puts that store what the engine computed: a put whose first key
+ * was asked takes the request's place from that key on (the engine puts from its first miss),
+ * one whose parent is the request's last key goes on from it (a long put's next message), and
+ * any other put is a request of its own (a prefill that read nothing first). An acquire that
+ * finds nothing right after one that found all is either the request's next batch, whose first
+ * key is missing, or a new request whose root is: the put after it decides (it goes on from the
+ * batch before: the same request; anything else: two), and without a put it is a request of its
+ * own. The request is written
  * when the connection's next one begins, at a done hint, when the connection closes or when the
  * recording ends. So the line holds what the engine asked for and what it computed, as a trace
  * does, whatever this policy served: another policy replayed on it may serve more of it. Lookups
@@ -47,7 +51,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #define REC_BUF     (64u << 10)
 #define REC_IDS_MAX (1u << 20) /* chunks of one open request (8 MiB); the rest is not recorded */
@@ -71,13 +74,6 @@ static char *put_u64(char *p, uint64_t v)
 	while (n)
 		*p++ = tmp[--n];
 	return p;
-}
-
-/* the id a chunk has in the recording */
-static uint64_t kvd_record_id(uint32_t tenant, kvt_id_t ns, kvt_id_t key)
-{
-	uint64_t w[5] = {tenant, ns.w[0], ns.w[1], key.w[0], key.w[1]};
-	return XXH3_64bits(w, sizeof(w));
 }
 
 /* Ends the recording: what is buffered is dropped (the caller wrote it, or could not). */
@@ -158,21 +154,41 @@ static bool line(struct kvd *d, const char *head, const uint64_t *ids, size_t n)
 	return true;
 }
 
+/* A request's line: begun at ms, tenant t, ids[0..n). */
+static void request_line(struct kvd *d, uint64_t ms, uint32_t t, const uint64_t *ids, uint32_t n)
+{
+	char head[40], *p = put_u64(head, ms);
+	if (t) {
+		memcpy(p, " t=", 3);
+		p = put_u64(p + 3, t);
+	}
+	*p = 0;
+	d->rec.requests += line(d, head, ids, n);
+}
+
+/* The part of q before maybe_at written out as a request of its own; q keeps the rest, as the
+ * request that began at maybe_ms. */
+static void split(struct kvd *d, uint32_t conn, struct kvd_rec_req *q)
+{
+	uint32_t at = q->maybe_at;
+	request_line(d, q->ms, d->conns[conn].tenant, q->ids, at);
+	memmove(q->ids, q->ids + at, (size_t)(q->n - at) * sizeof(*q->ids));
+	q->n -= at;
+	q->ms = q->maybe_ms;
+	q->maybe_at = 0;
+}
+
 /* Connection conn's open request written out (if it has one) and emptied. */
 static void emit(struct kvd *d, uint32_t conn)
 {
 	struct kvd_rec_req *q = d->conns[conn].rec;
 	if (!q || !q->n)
 		return;
-	uint32_t t = d->conns[conn].tenant;
-	char head[40], *p = put_u64(head, q->ms);
-	if (t) {
-		memcpy(p, " t=", 3);
-		p = put_u64(p + 3, t);
-	}
-	*p = 0;
-	d->rec.requests += line(d, head, q->ids, q->n);
+	if (q->maybe_at && q->maybe_at < q->n) /* no put said: two requests */
+		split(d, conn, q);
+	request_line(d, q->ms, d->conns[conn].tenant, q->ids, q->n);
 	q->n = 0;
+	q->maybe_at = 0;
 }
 
 /* conn's open request, made when it has none. @return : NULL without memory (not recorded). */
@@ -199,7 +215,7 @@ static bool append(struct kvd_rec_req *q, uint32_t tenant, kvt_id_t ns, const kv
 		q->cap = c;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		q->ids[q->n++] = kvd_record_id(tenant, ns, keys ? keys[i] : items[i].key);
+		q->ids[q->n++] = kvt__chunk_id(tenant, ns, keys ? keys[i] : items[i].key);
 	return true;
 }
 
@@ -223,7 +239,7 @@ static bool asks_on(const struct kvd *d, const struct kvd_rec_req *q, uint32_t t
 		return false;
 	uint32_t id = kvd_index_find(&d->idx, t, ns, key);
 	const struct kvd_entry *e = id == KVD_NIL ? NULL : &d->idx.e[id];
-	return e && e->has_parent && kvd_record_id(t, ns, e->parent) == q->ids[q->n - 1];
+	return e && e->has_parent && kvt__chunk_id(t, ns, e->parent) == q->ids[q->n - 1];
 }
 
 void kvd_record_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
@@ -233,7 +249,11 @@ void kvd_record_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_
 	if (!q || !n)
 		return;
 	uint32_t t = d->conns[conn].tenant;
-	if (!asks_on(d, q, t, ns, keys[0]))
+	bool maybe = !got && q->n && q->all_found && !q->put && !q->maybe_at &&
+	             kvd_index_find(&d->idx, t, ns, keys[0]) == KVD_NIL;
+	if (maybe)
+		q->maybe_at = q->n, q->maybe_ms = wall_ms();
+	else if (!asks_on(d, q, t, ns, keys[0]))
 		begin(d, conn, q);
 	q->all_found = got >= 0 && (uint32_t)got == n;
 	append(q, t, ns, keys, NULL, n);
@@ -246,13 +266,24 @@ void kvd_record_put(struct kvd *d, uint32_t conn, const struct kvt_msg_put *p,
 	if (!q || !n)
 		return;
 	uint32_t t = d->conns[conn].tenant;
-	bool on = q->n && (p->flags & KVT_PUT_F_PARENT) &&
-	          q->ids[q->n - 1] == kvd_record_id(t, p->ns, p->parent);
+	bool has_parent = p->flags & KVT_PUT_F_PARENT;
+	uint64_t parent = has_parent ? kvt__chunk_id(t, p->ns, p->parent) : 0;
+	bool on = q->n && has_parent && q->ids[q->n - 1] == parent;
 	if (!on && q->n && !q->put) { /* from the engine's first miss on, if it was asked */
-		uint64_t first = kvd_record_id(t, p->ns, items[0].key);
-		for (uint32_t j = 0; j < q->n && !on; j++)
-			if (q->ids[j] == first)
-				q->n = j, on = true;
+		uint64_t first = kvt__chunk_id(t, p->ns, items[0].key);
+		uint32_t j = 0;
+		while (j < q->n && q->ids[j] != first)
+			j++;
+		uint32_t at = q->maybe_at;
+		if (at && j < q->n && j >= at &&
+		    !(j == at && has_parent && q->ids[j - 1] == parent)) {
+			split(d, conn, q); /* the batch found nothing and the put does not go on */
+			j -= at;
+		}
+		if (j < q->n)
+			q->n = j, on = true;
+		if (q->maybe_at >= q->n)
+			q->maybe_at = 0; /* the put went on from the batch before, or before it */
 	}
 	if (!on)
 		begin(d, conn, q);
@@ -266,7 +297,7 @@ void kvd_record_done(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *
 	uint64_t ids[KVT_BATCH_MAX];
 	n = KVT_MIN(n, KVT_BATCH_MAX);
 	for (uint32_t i = 0; i < n; i++)
-		ids[i] = kvd_record_id(d->conns[conn].tenant, ns, keys[i]);
+		ids[i] = kvt__chunk_id(d->conns[conn].tenant, ns, keys[i]);
 	line(d, "done", ids, n);
 }
 

@@ -387,7 +387,7 @@ static bool admitted(struct kvd *d, uint64_t key_hash, uint64_t need)
 	bool full = d->host_used + need > d->host_cap;
 	if (!full || d->pol_ops->pick_victims(d->pol, &v, 1, evictable, &f) != 1)
 		return kvt_admit_check(d->admit, key_hash, NULL);
-	uint64_t vh = d->idx.e[v].key.w[0] ^ d->idx.e[v].tenant;
+	uint64_t vh = kvd_key_hash(d->idx.e[v].tenant, d->idx.e[v].ns, d->idx.e[v].key);
 	return kvt_admit_check(d->admit, key_hash, &vh);
 }
 
@@ -398,8 +398,9 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 {
 	uint32_t t = c->tenant;
 	uint32_t id = kvd_index_find(&d->idx, t, ns->ns, key);
+	uint64_t kh = kvd_key_hash(t, ns->ns, key);
 	if (!d->resuming) /* a parked put that is retried was counted once */
-		kvd_admit_record(d, key.w[0] ^ t);
+		kvd_admit_record(d, kh);
 	if (id != KVD_NIL) {
 		d->pol_ops->on_access(d->pol, id);
 		kvd_tiers_again(d, id);
@@ -409,7 +410,7 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	uint64_t len = ns->chunk_bytes;
 	if (soff > c->staging_bytes || len > c->staging_bytes - soff)
 		return -EINVAL;
-	if (!admitted(d, key.w[0] ^ t, kvd_rec_bytes(len)))
+	if (!admitted(d, kh, kvd_rec_bytes(len)))
 		return -ECANCELED;
 	if (d->idx.used >= kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS))
 		evict_some(d, KVD_NIL, 1);
@@ -453,7 +454,7 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	kvd_index_insert(&d->idx, id);
 	kvd_shmidx_insert(d, t, key);
 	uint64_t rb = kvd_rec_bytes(len);
-	struct kvt_policy_meta m = {.key_hash = key.w[0] ^ t,
+	struct kvt_policy_meta m = {.key_hash = kh,
 	                            .bytes = rb,
 	                            .parent = *pid == KVD_NIL ? KVT_POLICY_NONE : *pid,
 	                            .depth = depth,

@@ -524,6 +524,8 @@ static void test_operator_command_lines_refused(void **state)
 	    {"bench tiers nvme 1000", "usage: kvtier bench tiers [nvme|rocksdb [256|2048|32768]]"},
 	    {"bench tiers cascade 99999999999", "usage: kvtier bench tiers"},
 	    {"bench trace --check x", "bench: --check 'x' is not a tolerance from 0 to 1"},
+	    {"bench trace --check 0,", "bench: --check '0,' is not a tolerance from 0 to 1"},
+	    {"bench trace --check 0,2", "bench: --check '0,2' is not a tolerance from 0 to 1"},
 	    /* its usage was "see the top of tools/bench/bench_trace.c" */
 	    {"bench trace --bogus 1", "bench: --bogus: unknown option\nusage: kvtier bench trace"},
 	    {"bench trace --trace", "bench: --trace: needs a value\nusage: kvtier bench trace"},

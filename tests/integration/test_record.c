@@ -47,16 +47,22 @@ struct engine {
 	uint8_t *buf; /* CHUNKS chunks: what a get copies out, and what a put stores */
 };
 
+/* e's keys become those of the chain of `salt` tokens. */
+static void chain(struct engine *e, uint32_t salt)
+{
+	uint32_t toks[CHUNKS * 16];
+	for (size_t i = 0; i < CHUNKS * 16; i++)
+		toks[i] = (uint32_t)i * 7 + salt;
+	assert_int_equal(kvt_chunk_keys(e->ns, toks, CHUNKS * 16, 16, e->keys, CHUNKS), CHUNKS);
+}
+
 /* Connects e to d and makes the keys of one chain of `salt` tokens. */
 static void engine_open(struct engine *e, const struct kvt_test_daemon *d, uint32_t salt)
 {
 	assert_int_equal(kvt_connect(d->sock, &e->c), 0);
 	kvt_model_t m = model();
 	assert_int_equal(kvt_namespace(e->c, &m, &e->ns), 0);
-	uint32_t toks[CHUNKS * 16];
-	for (size_t i = 0; i < CHUNKS * 16; i++)
-		toks[i] = (uint32_t)i * 7 + salt;
-	assert_int_equal(kvt_chunk_keys(e->ns, toks, CHUNKS * 16, 16, e->keys, CHUNKS), CHUNKS);
+	chain(e, salt);
 	e->cb = kvt_chunk_bytes(&m);
 	e->buf = malloc(CHUNKS * e->cb);
 	assert_non_null(e->buf);
@@ -102,6 +108,18 @@ static int config(const struct kvt_test_daemon *d, const char *cmd, char *out, s
 	return kvt_test_cli(d, args, out, len);
 }
 
+/* Starts d (with sets, NULL-terminated, or NULL) and its recording to path, d's dir/name
+ * (path 400 bytes), set at run time. */
+static void start_recording(struct kvt_test_daemon *d, const char **sets, const char *name,
+                            char *path)
+{
+	char cmd[512], out[4096];
+	assert_int_equal(kvt_test_daemon_start(d, sets), 0);
+	snprintf(path, 400, "%s/%s", d->dir, name);
+	snprintf(cmd, sizeof(cmd), "set trace.file %s", path);
+	assert_int_equal(config(d, cmd, out, sizeof(out)), 0);
+}
+
 /* The file's lines that are not comments, each NUL-terminated in place; @return : how many. */
 static size_t lines_of(char *text, char **line, size_t max)
 {
@@ -140,12 +158,8 @@ static void test_record_requests(void **state)
 	(void)state;
 	struct kvt_test_daemon d;
 	char path[400], out[4096];
-	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
-	snprintf(path, sizeof(path), "%s/requests.trace", d.dir);
 	uint64_t t0 = wall_ms();
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "set trace.file %s", path);
-	assert_int_equal(config(&d, cmd, out, sizeof(out)), 0);
+	start_recording(&d, NULL, "requests.trace", path);
 
 	struct engine a, b;
 	engine_open(&a, &d, 1);
@@ -191,6 +205,59 @@ static void test_record_requests(void **state)
 	kvt_trace_free(&t);
 	engine_close(&a);
 	engine_close(&b);
+	kvt_test_daemon_destroy(&d);
+}
+
+/* An acquire that finds nothing right after one that found every key it asked: kvt_get's next
+ * batch of one request (it asks 64 keys at a time) when the put after it goes on from the batch
+ * before, a request of its own otherwise -- a put from a root, a put under another parent, or
+ * no put at all. */
+static void test_record_batches(void **state)
+{
+	(void)state;
+	struct kvt_test_daemon d;
+	char path[400], out[4096];
+	start_recording(&d, NULL, "batches.trace", path);
+	struct engine a;
+	engine_open(&a, &d, 11);
+	assert_int_equal(request(&a, 64), 0);    /* 1: one batch, put */
+	assert_int_equal(request(&a, 128), 64);  /* 2: the second batch finds nothing: one line */
+	assert_int_equal(request(&a, 128), 128); /* 3: all found, nothing put */
+	kvt_id_t first[16];
+	chain(&a, 12);
+	memcpy(first, a.keys, sizeof(first));
+	assert_int_equal(request(&a, 10), 0);  /* 4: another chain, put from its root */
+	assert_int_equal(request(&a, 10), 10); /* 5: all found */
+	chain(&a, 13);
+	kvt_lease_t l[4];
+	assert_int_equal(kvt_acquire(a.c, a.ns, a.keys, 4, l), 0); /* 6: nothing found, no put */
+	memcpy(a.keys, first, sizeof(first));
+	assert_int_equal(request(&a, 10), 10); /* 7: all found */
+	chain(&a, 13);
+	assert_int_equal(kvt_acquire(a.c, a.ns, a.keys + 4, 4, l), 0);
+	const void *ch[4] = {a.buf, a.buf, a.buf, a.buf};
+	/* 8: put under the 4th chunk of request 7, not its last */
+	assert_int_equal(kvt_put(a.c, a.ns, &first[3], a.keys + 4, 4, ch, a.cb), 4);
+	assert_int_equal(config(&d, "set trace.file none", out, sizeof(out)), 0);
+	assert_int_equal(kvt_test_stat(&d, "trace_requests"), 8);
+
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_load(path, &t), 0);
+	/* blocks are numbered as they first appear: chain 11's 0-127, chain 12's 128-137, chain
+	 * 13's 0-3 as 138-141 and 4-7 as 142-145 */
+	static const uint64_t lens[] = {64, 128, 128, 10, 10, 4, 10, 4};
+	static const uint32_t from[] = {0, 0, 0, 128, 128, 138, 128, 142};
+	assert_int_equal(t.n_req, 8);
+	for (size_t q = 0; q < 8; q++) {
+		assert_int_equal(t.req_off[q + 1] - t.req_off[q], lens[q]);
+		for (uint64_t i = 0; i < lens[q]; i++)
+			assert_int_equal(t.blk[t.req_off[q] + i], from[q] + i);
+		if (q)
+			assert_true(t.ts_ms[q] >= t.ts_ms[q - 1]);
+	}
+	assert_int_equal(t.n_blocks, 146);
+	kvt_trace_free(&t);
+	engine_close(&a);
 	kvt_test_daemon_destroy(&d);
 }
 
@@ -276,11 +343,8 @@ static void test_record_refusals(void **state)
 {
 	(void)state;
 	struct kvt_test_daemon d;
-	char path[400], cmd[512], out[4096];
-	assert_int_equal(kvt_test_daemon_start(&d, NULL), 0);
-	snprintf(path, sizeof(path), "%s/kept.trace", d.dir);
-	snprintf(cmd, sizeof(cmd), "set trace.file %s", path);
-	assert_int_equal(config(&d, cmd, out, sizeof(out)), 0);
+	char path[400], out[4096];
+	start_recording(&d, NULL, "kept.trace", path);
 	assert_int_not_equal(config(&d, "set trace.file relative.trace", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "not an absolute path"));
 	assert_int_not_equal(
@@ -309,10 +373,7 @@ static void test_record_limits(void **state)
 	struct kvt_test_daemon d;
 	char path[400], cmd[512], out[4096], text[8192], *line[256];
 	const char *sets[] = {"trace.max_bytes=4096", NULL};
-	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
-	snprintf(path, sizeof(path), "%s/small.trace", d.dir);
-	snprintf(cmd, sizeof(cmd), "set trace.file %s", path);
-	assert_int_equal(config(&d, cmd, out, sizeof(out)), 0);
+	start_recording(&d, sets, "small.trace", path);
 	struct engine a;
 	engine_open(&a, &d, 7);
 	for (int r = 0; r < 40; r++) /* ~20 ids of ~20 digits a line: past 4 KiB */
@@ -454,6 +515,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_record_requests),
+	    cmocka_unit_test(test_record_batches),
 	    cmocka_unit_test(test_record_restart_and_tenants),
 	    cmocka_unit_test(test_record_refusals),
 	    cmocka_unit_test(test_record_limits),

@@ -243,8 +243,9 @@ static void test_policy_prop_opt_by_hand(void **state)
 	kvt_trace_free(&t);
 }
 
-/* The native format: comments, tenants, arbitrary u64 ids remapped densely; bad input in
- * either format is refused. */
+/* The native format: comments, tenants, arbitrary u64 ids remapped densely, each dense id's own
+ * id kept (the key the policies hash, as kvtierd hashes the ids it records) and written back;
+ * bad input in either format is refused. */
 static void test_policy_prop_native_trace(void **state)
 {
 	char dir[256], path[300];
@@ -262,10 +263,20 @@ static void test_policy_prop_native_trace(void **state)
 	assert_int_equal(t.tenant[1], 2);
 	assert_int_equal(t.ts_ms[1], 5);
 	assert_int_equal(t.blk[3], 0);
+	static const uint64_t own[] = {UINT64_MAX, 2, 3, 9};
+	assert_non_null(t.key);
+	for (int i = 0; i < 4; i++)
+		assert_true(t.key[i] == own[i]);
 	struct kvt_sim_result r;
 	assert_int_equal(kvt_sim_opt(&t, 8, &r), 0);
 	assert_int_equal(r.hits, 2);
 	assert_int_equal(r.prefix_hits, 2);
+	char text[256];
+	f = fopen(path, "w"); /* written back with its own ids */
+	assert_int_equal(kvt_trace_write(&t, f), 0);
+	fclose(f);
+	assert_true(kvt_test_read_file(path, text, sizeof(text)) > 0);
+	assert_string_equal(text, "0 18446744073709551615 2 3\n5 t=2 18446744073709551615 2 9\n");
 	kvt_trace_free(&t);
 	/* bad input is refused, each with its own error, never read as some other number */
 	static const struct {
@@ -299,6 +310,7 @@ static void test_policy_prop_native_trace(void **state)
 	assert_int_equal(kvt_trace_load(path, &t), 0);
 	assert_int_equal(t.n_acc, 3);
 	assert_int_equal(t.ts_ms[0], 7);
+	assert_null(t.key); /* the dense ids are the keys, as the documented figures were made */
 	kvt_trace_free(&t);
 	kvt_test_rmtree(dir);
 }

@@ -820,15 +820,18 @@ static void bench_trace(const char *args, char tmp[256], char out[300])
  * every policy's daemon and simulator prefix hit ratios must be equal. Each daemon records its
  * requests (trace.file, bench --record): the recording must be the requests sent (in order with
  * one engine; with several, the same requests, in the order they ended) and replay through the
- * simulator to the daemon's prefix hit ratio. @return : the rows. */
+ * simulator to the daemon's prefix hit ratio -- exactly with one engine (the same chunk ids,
+ * so the same hashes in every hashed structure), within 0.002 with several (replayed in the
+ * order requests ended, not quite the daemon's interleaving). @return : the rows. */
 static int daemon_agrees(const char *pols, int clients)
 {
 	char tmp[256], out[300], args[1024], line[768], rec[256];
+	double tol = clients == 1 ? 0 : 0.002;
 	kvt_test_tmpdir(rec, sizeof(rec));
 	snprintf(args, sizeof(args),
-	         "--requests 1500 --capacity 512 --chunk-kib 16 --policy %s --clients %d --check 0 "
-	         "--record %s/rec.trace",
-	         pols, clients, rec);
+	         "--requests 1500 --capacity 512 --chunk-kib 16 --policy %s --clients %d "
+	         "--check 0,%g --record %s/rec.trace",
+	         pols, clients, tol, rec);
 	bench_trace(args, tmp, out);
 	FILE *f = fopen(out, "r");
 	assert_non_null(f);
@@ -843,7 +846,7 @@ static int daemon_agrees(const char *pols, int clients)
 			assert_non_null(strstr(line, clients == 1
 			                                 ? "the requests sent, in order"
 			                                 : "the requests sent, as they ended"));
-			if (replay != daemon)
+			if (fabs(replay - daemon) > tol)
 				fail_msg("the recording replays to %.4f, the daemon served %.4f",
 				         replay, daemon);
 			recorded++;

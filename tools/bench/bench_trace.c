@@ -29,7 +29,7 @@
  * per request is then its own two calls.
  *
  * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
- *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T]
+ *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T[,U]]
  *                           [--clients K (1)] [--rounds N (1)] [--record FILE]
  * A policy may carry parameters, P:k=v[:k=v...] (conv:strict=0): host.policy_params in the
  * daemon, set_param in the simulator.
@@ -45,9 +45,12 @@
  * order they ended: the same requests' lengths) -- and replays it through the
  * simulator: the prefix hit ratio an operator would get from `kvtier sim --engine` on what
  * kvtierd recorded. With --check T, a recording that is not the requests sent, or whose replay
- * is more than T from the daemon's, fails too.
+ * is more than T from the daemon's, fails too; --check T,U allows the replay U instead (with
+ * several engines the recording's lines come as requests ended, and its replay interleaves them
+ * in that order, not quite as the daemon saw them).
  */
 #include "bench_util.h"
+#include "core/keys.h"
 #include "sim.h"
 #include "sim_int.h"
 
@@ -68,6 +71,7 @@ struct args {
 	char *pols[MAX_POL];
 	size_t n_pols;
 	double check;       /* < 0: no check */
+	double check_rec;   /* --check T,U: U, the recording's replay against the daemon */
 	const char *record; /* --record: each daemon records its requests here (trace.file) */
 };
 
@@ -78,12 +82,15 @@ struct row {
 	long long evictions, curve_worker, curve_loop, curve_bytes;
 };
 
-/* Block blk's key. Its first word is the simulator's hash of blk (replay.c), and the daemon
- * hashes a chunk by that word (its tenant, 0 here, mixed in), so hashed structures -- conv's
- * history, wtinylfu's sketch -- see the same hashes in both replays. */
+/* Block blk's key: 128 bits that look like an engine's chained hash. The daemon shows its
+ * policy a hash of the chunk's id (tenant 0 here, the namespace and this key: kvt__chunk_id),
+ * and the simulator's replay is given the same ids (replay()), as a recording is, so hashed
+ * structures -- conv's history, wtinylfu's sketch, hindsight's table -- see the same hashes in
+ * the daemon and in both replays. */
 static kvt_id_t key_of(uint32_t blk)
 {
-	kvt_id_t k = {{kvt__sim_mix((uint64_t)blk + 0x9e3779b97f4a7c15ULL), 0x6b76746965727472ULL}};
+	kvt_id_t k = {
+	    {kvt__sim_mix(blk ^ 0x6b76746965726b31ULL), kvt__sim_mix(blk ^ 0x6b7674696572ULL)}};
 	return k;
 }
 
@@ -331,7 +338,13 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	struct kvt_sim_result s;
 	struct kvt_trace same = *t;
 	same.streams = a->clients; /* the engines' turns, as the daemon saw them */
-	if ((rc = kvt_sim_run(&same, &tier, 1, &s))) /* engine: puts end as the daemon's do */
+	if (!(same.key = malloc(t->n_blocks * sizeof(*same.key))))
+		die("malloc", -ENOMEM);
+	for (uint32_t b = 0; b < t->n_blocks; b++)
+		same.key[b] = kvt__chunk_id(0, ns, key_of(b)); /* as the daemon names them */
+	rc = kvt_sim_run(&same, &tier, 1, &s); /* engine: puts end as the daemon's do */
+	free(same.key);
+	if (rc)
 		die("kvtier sim", rc);
 	r->sim_phr = s.accesses ? (double)s.prefix_hits / (double)s.accesses : 0;
 	if (a->record)
@@ -351,14 +364,16 @@ static size_t count_of(const char *v, size_t min)
 
 static const char usage_text[] =
     "usage: kvtier bench trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]\n"
-    "                          [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T]\n"
+    "                          [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check "
+    "T[,U]]\n"
     "                          [--clients K (1, at most 64)] [--rounds N (1)] [--record FILE]\n"
     "  a Mooncake JSONL or native trace through a fresh kvtierd per policy (host tier of N\n"
     "  chunks of K KiB, no lower tier), beside kvtier sim's replay of the same requests;\n"
     "  P may carry parameters, P:k=v[:k=v...]; --check T exits 1 when the daemon's and the\n"
     "  simulator's prefix hit ratios differ by more than T; --rounds N runs the policies N\n"
     "  times in turn and ends with their medians; --record FILE (absolute) has each daemon\n"
-    "  record its requests there (trace.file) and replays the recording beside them; the\n"
+    "  record its requests there (trace.file) and replays the recording beside them (with\n"
+    "  --check, within T of the daemon's ratio, or U when given); the\n"
     "  default trace is the shared conversation trace (KVT_SHARED_DATA, or ../shared/data)\n";
 
 /* A word parse() cannot take: the word, why, then the usage; exit 2. */
@@ -398,9 +413,19 @@ static void parse(int argc, char **argv, struct args *a)
 		else if (!strcmp(o, "--check")) {
 			char *end;
 			a->check = strtod(v, &end); /* "x" was 0: any difference failed */
-			if (end == v || *end || !(a->check >= 0 && a->check <= 1)) {
+			a->check_rec = a->check;
+			if (end != v && *end == ',') {
+				const char *u = end + 1;
+				a->check_rec = strtod(u, &end);
+				if (end == u)
+					end = (char *)v; /* "T," */
+			}
+			if (end == v || *end || !(a->check >= 0 && a->check <= 1) ||
+			    !(a->check_rec >= 0 && a->check_rec <= 1)) {
 				fprintf(stderr,
-				        "bench: --check '%s' is not a tolerance from 0 to 1\n", v);
+				        "bench: --check '%s' is not a tolerance from 0 to 1 (T or "
+				        "T,U)\n",
+				        v);
 				exit(2);
 			}
 		} else if (!strcmp(o, "--rounds"))
@@ -528,7 +553,7 @@ int main(int argc, char **argv)
 			       r->rec_phr);
 		fflush(stdout);
 		if (a.record && a.check >= 0 &&
-		    (!r->rec_same || fabs(r->daemon_phr - r->rec_phr) > a.check)) {
+		    (!r->rec_same || fabs(r->daemon_phr - r->rec_phr) > a.check_rec)) {
 			fprintf(
 			    stderr,
 			    "bench: %s: the recording %s the requests sent, and replays to %.4f "

@@ -56,18 +56,19 @@ struct run {
 	const uint32_t *own;
 	uint64_t n_own;
 	bool engine, putting, cut;
-	uint32_t *depth_of; /* engine mode: the depth each block was stored at */
+	uint32_t *depth_of;  /* engine mode: the depth each block was stored at */
+	const uint64_t *key; /* kvt_trace.key */
 };
 
-static inline uint64_t key_hash(uint32_t blk)
+static inline uint64_t key_hash(const struct run *u, uint32_t blk)
 {
-	return kvt__sim_mix((uint64_t)blk + 0x9e3779b97f4a7c15ULL);
+	return kvt_policy_key_hash(u->key ? u->key[blk] : blk);
 }
 
 static void make_meta(const struct run *u, const struct tier *t, uint32_t blk, uint32_t tenant,
                       struct kvt_policy_meta *m)
 {
-	m->key_hash = key_hash(blk);
+	m->key_hash = key_hash(u, blk);
 	m->bytes = 1;
 	m->parent = KVT_POLICY_NONE;
 	m->depth = 0;
@@ -189,7 +190,7 @@ static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 		uint64_t vh, *vp = NULL;
 		uint32_t v;
 		if (t->used >= t->cap && t->ops->pick_victims(t->p, &v, 1, NULL, NULL) == 1) {
-			vh = key_hash(v);
+			vh = key_hash(u, v);
 			vp = &vh;
 		}
 		if (!kvt_admit_check(t->adm, m.key_hash, vp)) {
@@ -242,7 +243,7 @@ static void admit_record(struct run *u, uint32_t blk)
 {
 	for (size_t i = 0; i < u->n; i++)
 		if (u->t[i].adm)
-			kvt_admit_record(u->t[i].adm, key_hash(blk));
+			kvt_admit_record(u->t[i].adm, key_hash(u, blk));
 }
 
 /* A bypassed access (t->bypass): served where it is held, then dropped from every tier; a miss
@@ -387,6 +388,7 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
                  size_t n, struct kvt_sim_result *r)
 {
 	u->n = n;
+	u->key = tr->key;
 	for (size_t i = 0; i < n; i++) {
 		struct tier *t = &u->t[i];
 		t->r = &r->tier[i];

@@ -18,8 +18,12 @@ struct kvt_trace {
 	size_t n_req, n_acc, n_blocks;
 	uint64_t *req_off; /* n_req + 1 offsets into blk */
 	uint32_t *blk;     /* n_acc dense block ids, in request order */
-	uint64_t *ts_ms;   /* n_req arrival times */
-	uint32_t *tenant;  /* n_req tenants (0 when the format has none) */
+	/* n_blocks: each dense id's id as the native format named it, the key the policies hash
+	 * (kvt_policy_key_hash), as kvtierd hashes the chunk ids it records; NULL (Mooncake and
+	 * generated traces): the dense id is the key */
+	uint64_t *key;
+	uint64_t *ts_ms;  /* n_req arrival times */
+	uint32_t *tenant; /* n_req tenants (0 when the format has none) */
 	size_t
 	    warmup_req; /* requests replayed before scoring starts (--warmup; 0 by the loaders) */
 	/* the blocks an engine says it is done with before request i ("done" lines, or
@@ -71,7 +75,8 @@ int kvt_trace_ends(struct kvt_trace *t, double fraction, uint64_t seed, size_t d
  * t->n_acc or a byte other than 0 and 1 (named on stderr), -ENOMEM.
  */
 int kvt_trace_bypass(struct kvt_trace *t, const char *path);
-/* Writes t in the native text format (dense ids). @return : 0, -EIO. */
+/* Writes t in the native text format: each block by its own id (t->key), or its dense id.
+ * @return : 0, -EIO. */
 int kvt_trace_write(const struct kvt_trace *t, FILE *f);
 
 /*

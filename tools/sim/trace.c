@@ -3,7 +3,10 @@
  * through an open-addressing map to dense ids (first appearance order), so policies can keep
  * per-id arrays. Mooncake lines are parsed by looking for the "timestamp" and "hash_ids" keys
  * only; the rest of the object is ignored. A native line "done <id>..." is an engine's kvt_done
- * before the next request (t->hint_off / hint_blk).
+ * before the next request (t->hint_off / hint_blk). A file with native lines keeps each dense
+ * id's own id (t->key): the policies hash it, as kvtierd hashes the ids it records, so a
+ * recording replays with kvtierd's hashes. Mooncake ids are numbers given in order, and there
+ * the dense id is the key (the figures in docs/policies.md were measured so).
  */
 #include "sim.h"
 #include "sim_int.h"
@@ -19,7 +22,25 @@ struct idmap {
 	size_t cap, n;
 	uint32_t max_val; /* the id of key UINT64_MAX (whose key + 1 would be 0) */
 	bool has_max;
+	uint64_t *raw; /* raw[dense id]: the id it stands for */
+	size_t cap_raw;
 };
+
+/* A new dense id n for key: remembered in raw. */
+static int idmap_new(struct idmap *m, uint64_t key, uint32_t *out)
+{
+	if (m->n == m->cap_raw) {
+		size_t nc = m->cap_raw ? m->cap_raw * 2 : 1024;
+		uint64_t *r = realloc(m->raw, nc * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		m->raw = r;
+		m->cap_raw = nc;
+	}
+	m->raw[m->n] = key;
+	*out = (uint32_t)m->n++;
+	return 0;
+}
 
 static uint64_t mix(uint64_t x)
 {
@@ -32,12 +53,10 @@ static uint64_t mix(uint64_t x)
 static int idmap_get(struct idmap *m, uint64_t key, uint32_t *out)
 {
 	if (key == UINT64_MAX) {
-		if (!m->has_max) {
-			m->has_max = true;
-			m->max_val = (uint32_t)m->n++;
-		}
+		int rc = m->has_max ? 0 : idmap_new(m, key, &m->max_val);
+		m->has_max = !rc;
 		*out = m->max_val;
-		return 0;
+		return rc;
 	}
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t nc = m->cap ? m->cap * 2 : 1024;
@@ -67,8 +86,10 @@ static int idmap_get(struct idmap *m, uint64_t key, uint32_t *out)
 	while (m->keys[j] && m->keys[j] != k1)
 		j = (j + 1) & (m->cap - 1);
 	if (!m->keys[j]) {
+		int rc = idmap_new(m, key, &m->vals[j]);
+		if (rc)
+			return rc;
 		m->keys[j] = k1;
-		m->vals[j] = (uint32_t)m->n++;
 	}
 	*out = m->vals[j];
 	return 0;
@@ -82,6 +103,7 @@ struct builder {
 	uint32_t *hint_id;
 	uint64_t *hint_req;
 	size_t n_hint, cap_hint;
+	bool native; /* a native line was read: the trace keeps its ids (t->key) */
 };
 
 static int push_req(struct builder *b, uint64_t ts, uint32_t tenant)
@@ -228,6 +250,7 @@ static int parse_native(struct builder *b, char *line)
 		p++;
 	if (!*p)
 		return 0;
+	b->native = true;
 	if (!strncmp(p, "done", 4) && (!p[4] || p[4] == ' ' || p[4] == '\t'))
 		return ids(b, p + 4, push_hint); /* the engine is done with these (kvt_done) */
 	uint64_t ts, tenant = 0;
@@ -273,6 +296,9 @@ static int builder_done(struct builder *b)
 {
 	b->t->n_blocks = b->map.n;
 	int rc = hints_done(b);
+	if (b->native)
+		b->t->key = b->map.raw, b->map.raw = NULL;
+	free(b->map.raw);
 	free(b->map.keys);
 	free(b->map.vals);
 	free(b->hint_id);
@@ -372,20 +398,26 @@ int kvt_trace_from(struct kvt_trace *t, size_t n_req, const uint32_t *lens, cons
 	return kvt__tb_done(b, rc);
 }
 
+/* The id block blk is written as: its own (t->key), or its dense id. */
+static uint64_t id_of(const struct kvt_trace *t, uint32_t blk)
+{
+	return t->key ? t->key[blk] : blk;
+}
+
 int kvt_trace_write(const struct kvt_trace *t, FILE *f)
 {
 	for (size_t q = 0; q < t->n_req; q++) {
 		if (t->hint_off && t->hint_off[q + 1] > t->hint_off[q]) {
 			fputs("done", f);
 			for (uint64_t i = t->hint_off[q]; i < t->hint_off[q + 1]; i++)
-				fprintf(f, " %u", t->hint_blk[i]);
+				fprintf(f, " %llu", (unsigned long long)id_of(t, t->hint_blk[i]));
 			fputc('\n', f);
 		}
 		fprintf(f, "%llu", (unsigned long long)t->ts_ms[q]);
 		if (t->tenant[q])
 			fprintf(f, " t=%u", t->tenant[q]);
 		for (uint64_t i = t->req_off[q]; i < t->req_off[q + 1]; i++)
-			fprintf(f, " %u", t->blk[i]);
+			fprintf(f, " %llu", (unsigned long long)id_of(t, t->blk[i]));
 		fputc('\n', f);
 	}
 	return ferror(f) ? -EIO : 0;
@@ -395,6 +427,7 @@ void kvt_trace_free(struct kvt_trace *t)
 {
 	free(t->req_off);
 	free(t->blk);
+	free(t->key);
 	free(t->ts_ms);
 	free(t->tenant);
 	free(t->hint_off);
