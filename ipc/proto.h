@@ -33,7 +33,8 @@
 #endif
 
 #define KVT_PROTO_MAJOR 1
-#define KVT_PROTO_MINOR 4 /* 1: the shared lookup table; 2: DONE; 3: KEEP; 4: ACQUIRE's arg */
+/* minors: 1 the shared lookup table; 2 DONE; 3 KEEP; 4 ACQUIRE's arg; 5 UNSENT, reply flags */
+#define KVT_PROTO_MINOR 5
 #define KVT_MSG_MAX     65536u
 #define KVT_BATCH_MAX   256u  /* keys per request */
 #define KVT_GRANULE     4096u /* pool allocation granule and generation granularity */
@@ -55,6 +56,10 @@ enum kvt_msg_type {
 	KVT_MSG_INSPECT = 14, /* body: "inspect [NS [KEY]]", "flush all|NS|tenant UID", "check" */
 	KVT_MSG_DONE = 15, /* keys (as LOOKUP); no reply: the engine is done with them (kvt_done) */
 	KVT_MSG_KEEP = 16, /* keys, arg = ttl_ms; reply: how many are now kept at host (kvt_keep) */
+	/* keys (as LOOKUP); no reply: the rest of a kvt_put that a short reply with
+	 * KVT_REPLY_F_RECORDING cut, computed by the engine and never sent (recorded, nothing else)
+	 */
+	KVT_MSG_UNSENT = 17,
 	KVT_MSG__MAX
 };
 
@@ -62,7 +67,7 @@ enum kvt_msg_type {
  * does not know it. */
 static inline uint32_t kvt_proto_minor_of(uint16_t t)
 {
-	return t == KVT_MSG_KEEP ? 3 : t == KVT_MSG_DONE ? 2 : 0;
+	return t == KVT_MSG_UNSENT ? 5 : t == KVT_MSG_KEEP ? 3 : t == KVT_MSG_DONE ? 2 : 0;
 }
 
 struct kvt_msg_hdr {
@@ -73,6 +78,10 @@ struct kvt_msg_hdr {
 	int32_t status; /* replies: a count >= 0 or -errno; requests: 0 */
 };
 _Static_assert(sizeof(struct kvt_msg_hdr) == 16, "wire size");
+/* Reply flags (minor 5; an older peer sends 0 and ignores them). RECORDING, on a PUT's reply:
+ * the daemon records its engines' requests (trace.file), so a put its reply cuts short tells it
+ * the keys it will not send (UNSENT), and the recording holds the whole request. */
+enum { KVT_REPLY_F_RECORDING = 1 };
 
 struct kvt_msg_hello {
 	uint32_t major, minor;

@@ -99,12 +99,40 @@ static int commit_staged(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, c
 	return rc;
 }
 
+/* Writes a namespace and k keys into c->tx. Caller holds io. @return : the body's length. */
+static size_t keys_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, uint32_t k, uint32_t arg)
+{
+	struct kvt_msg_keys *m = (struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr));
+	*m = (struct kvt_msg_keys){.ns = ns, .n = k, .arg = arg};
+	memcpy(m + 1, keys, k * sizeof(kvt_id_t));
+	return sizeof(*m) + k * sizeof(kvt_id_t);
+}
+
+/* send_hints() on a connection. Caller holds io. @return : 0, -EOPNOTSUPP from a daemon older
+ * than the type, or the send's error. */
+static int send_hints_locked(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_t *keys,
+                             size_t n)
+{
+	if (c->daemon_minor < kvt_proto_minor_of(type))
+		return -EOPNOTSUPP;
+	for (size_t done = 0; done < n;) {
+		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
+		int64_t seq = kvt__cl_send_locked(c, type, keys_msg(c, ns, keys + done, k, 0));
+		if (seq < 0)
+			return (int)seq;
+		done += k;
+	}
+	return 0;
+}
+
 /*
  * kvt_put pipelines: the staging area is used as two halves, and while the daemon copies one
  * sub-batch out of one half, this thread copies the next into the other (replies come back in
  * order). Sub-batches are about 4 MiB, so both sides stay busy on large batches. After a short
  * or failed reply nothing more is sent; chunks of sub-batches already sent past the gap may be
- * stored, but they are not counted (only a prefix's leading chunks are useful).
+ * stored, but they are not counted (only a prefix's leading chunks are useful). When the short
+ * reply says the daemon records its engines' requests (KVT_REPLY_F_RECORDING), the keys never
+ * sent follow as a hint (UNSENT), so the recording holds all that the engine computed.
  */
 KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
                     size_t n, const void *const *chunks, size_t chunk_len)
@@ -136,7 +164,7 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 	} fly[2];
 	int nfly = 0, head = 0;
 	size_t sent = 0, done = 0;
-	bool stop = rc != 0;
+	bool stop = rc != 0, recorded = false;
 	while ((!stop && sent < n) || nfly) {
 		if (!stop && sent < n && nfly < slots) {
 			int slot = (head + nfly) % slots;
@@ -170,10 +198,15 @@ KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const 
 			else
 				done += (size_t)got;
 			stop = got < (int)fly[head].k;
+			recorded =
+			    stop && got >= 0 &&
+			    (((const struct kvt_msg_hdr *)c->rx)->flags & KVT_REPLY_F_RECORDING);
 		}
 		head = (head + 1) % slots;
 		nfly--;
 	}
+	if (recorded && sent < n && c->fd >= 0) /* a hint: its failure is the next call's */
+		(void)send_hints_locked(c, KVT_MSG_UNSENT, ns, keys + sent, n - sent);
 	pthread_mutex_unlock(&c->io);
 	pthread_mutex_unlock(&c->stage);
 	return done ? (int)done : rc;
@@ -229,16 +262,6 @@ KVT_API void kvt_put_abort(kvt_client_t *c)
 		return;
 	end_reservation(c);
 	pthread_mutex_unlock(&c->stage);
-}
-
-/* LOOKUP, DELETE or ACQUIRE of up to KVT_BATCH_MAX keys. Caller holds io. */
-/* Writes a namespace and k keys into c->tx. Caller holds io. @return : the body's length. */
-static size_t keys_msg(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *keys, uint32_t k, uint32_t arg)
-{
-	struct kvt_msg_keys *m = (struct kvt_msg_keys *)(c->tx + sizeof(struct kvt_msg_hdr));
-	*m = (struct kvt_msg_keys){.ns = ns, .n = k, .arg = arg};
-	memcpy(m + 1, keys, k * sizeof(kvt_id_t));
-	return sizeof(*m) + k * sizeof(kvt_id_t);
 }
 
 /* One keys request (arg: KEEP's ttl_ms, else 0), connecting first; -EOPNOTSUPP from a daemon
@@ -442,14 +465,8 @@ static int send_hints(kvt_client_t *c, uint16_t type, kvt_id_t ns, const kvt_id_
 		return -EINVAL;
 	pthread_mutex_lock(&c->io);
 	int rc = kvt__cl_ensure_locked(c);
-	if (!rc && c->daemon_minor < kvt_proto_minor_of(type))
-		rc = -EOPNOTSUPP;
-	for (size_t done = 0; !rc && done < n;) {
-		uint32_t k = (uint32_t)KVT_MIN(n - done, (size_t)KVT_BATCH_MAX);
-		int64_t seq = kvt__cl_send_locked(c, type, keys_msg(c, ns, keys + done, k, 0));
-		rc = seq < 0 ? (int)seq : 0;
-		done += k;
-	}
+	if (!rc)
+		rc = send_hints_locked(c, type, ns, keys, n);
 	pthread_mutex_unlock(&c->io);
 	return rc;
 }

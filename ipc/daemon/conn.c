@@ -225,6 +225,8 @@ static int reply(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *req, int32
 	                          .len = (uint32_t)(sizeof(*h) + body_len),
 	                          .seq = req->seq,
 	                          .status = status};
+	if (req->type == KVT_MSG_PUT && d->rec.fd >= 0)
+		h->flags = KVT_REPLY_F_RECORDING; /* a put cut short tells what it did not send */
 	if (body_len)
 		memcpy(h + 1, body, body_len);
 	int rc = kvt_proto_send(d->conns[i].fd, d->tx, h->len, fds, nfds);
@@ -500,6 +502,15 @@ static int dispatch(struct kvd *d, uint32_t i, size_t len)
 			kvd_done(d, d->conns[i].tenant, k->ns, (const kvt_id_t *)(k + 1), n);
 		if (d->rec.fd >= 0)
 			kvd_record_done(d, i, k->ns, (const kvt_id_t *)(k + 1), n);
+		return 0;
+	}
+	if (h->type == KVT_MSG_UNSENT) { /* a hint too: only a recording takes it */
+		uint32_t n;
+		if (kvt_proto_check_keys(body, blen, &n))
+			return -EPROTO;
+		const struct kvt_msg_keys *k = body;
+		if (d->rec.fd >= 0)
+			kvd_record_unsent(d, i, k->ns, (const kvt_id_t *)(k + 1), n);
 		return 0;
 	}
 	if (d->draining && h->type != KVT_MSG_STATS && h->type != KVT_MSG_PING)

@@ -124,6 +124,9 @@ struct kvd_conn {
 	uint64_t req_ns;      /* when the request being served was read (kept while it is parked) */
 	uint64_t accepted_ns; /* when it connected: client.hello_ms counts from here */
 	struct kvd_rec_req *rec; /* while trace.file records: its request (record.c), or NULL */
+	/* its last PUT stored fewer chunks than it carried: the messages of the same kvt_put
+	 * already on their way (KVT_PUT_F_CONTINUES) store nothing */
+	bool put_cut;
 };
 
 /* keep.c: chunks kvt_keep holds at host, out of the policy until their keep ends */
@@ -493,9 +496,9 @@ void kvd_minisim_chunk(struct kvd *d, uint64_t chunk_bytes);
 /* record.c: trace.file, each engine request as a trace line for `kvtier sim`. open takes a
  * path ("" or "none": stop), refused (-EINVAL, -errno of open, -EFBIG past trace.max_bytes)
  * leaving the recording as it was; check only looks at the path. acquire (got: what it served),
- * put and done add connection conn's calls to its request while a recording runs (callers test
- * d->rec.fd >= 0); conn_gone writes conn's request out before the connection goes; tick writes
- * what waits; close writes everything and ends the recording. */
+ * put, unsent and done add connection conn's calls to its request while a recording runs
+ * (callers test d->rec.fd >= 0); conn_gone writes conn's request out before the connection goes;
+ * tick writes what waits; close writes everything and ends the recording. */
 int kvd_record_check(const char *path, char *err, size_t err_len);
 int kvd_record_open(struct kvd *d, const char *path, char *err, size_t err_len);
 void kvd_record_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
@@ -503,6 +506,8 @@ void kvd_record_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_
 void kvd_record_put(struct kvd *d, uint32_t conn, const struct kvt_msg_put *p,
                     const struct kvt_msg_put_item *items, uint32_t n);
 void kvd_record_done(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
+/* The rest of conn's last put, which a short reply cut (UNSENT): the request goes on with it. */
+void kvd_record_unsent(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
 void kvd_record_conn_gone(struct kvd *d, uint32_t conn);
 void kvd_record_tick(struct kvd *d);
 void kvd_record_close(struct kvd *d);

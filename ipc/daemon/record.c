@@ -16,17 +16,19 @@
  * them), then the keys of the puts that store what the engine computed: a put whose first key
  * was asked takes the request's place from that key on (the engine puts from its first miss),
  * one whose parent is the request's last key goes on from it (a long put's next message), and
- * any other put is a request of its own (a prefill that read nothing first). An acquire that
- * finds nothing right after one that found all is either the request's next batch, whose first
- * key is missing, or a new request whose root is: the put after it decides (it goes on from the
- * batch before: the same request; anything else: two), and without a put it is a request of its
- * own. The request is written
- * when the connection's next one begins, at a done hint, when the connection closes or when the
- * recording ends. So the line holds what the engine asked for and what it computed, as a trace
- * does, whatever this policy served: another policy replayed on it may serve more of it. Lookups
- * are not accesses and are not recorded. With one engine the recording of a trace sent as
- * `kvtier bench trace` sends it is that trace, request for request (`kvtier bench trace
- * --record`); with several, each request is whole but the lines come in the order requests end.
+ * any other put is a request of its own (a prefill that read nothing first). A put that a short
+ * reply cut sends the keys it did not send (UNSENT; a put's reply says that the daemon records),
+ * and they end the request: a policy or admission that cuts puts still records what the engine
+ * computed. An acquire that finds nothing right after one that found all is either the
+ * request's next batch, whose first key is missing, or a new request whose root is: the put
+ * after it decides (it goes on from the batch before: the same request; anything else: two),
+ * and without a put it is a request of its own. The request is written when the connection's
+ * next one begins, at a done hint, when the connection closes or when the recording ends. So
+ * the line holds what the engine asked for and what it computed, as a trace does, whatever this
+ * policy served: another policy replayed on it may serve more of it. Lookups are not accesses
+ * and are not recorded. With one engine the recording of a trace sent as `kvtier bench trace`
+ * sends it is that trace, request for request (`kvtier bench trace --record`); with several,
+ * each request is whole but the lines come in the order requests end.
  *
  * The file. trace.file names an absolute path, opened O_APPEND (created 0640); a header comment
  * says who wrote what from when. Lines are built in a 64 KiB buffer on the loop thread and
@@ -289,6 +291,13 @@ void kvd_record_put(struct kvd *d, uint32_t conn, const struct kvt_msg_put *p,
 		begin(d, conn, q);
 	q->put = true;
 	append(q, t, p->ns, NULL, items, n);
+}
+
+void kvd_record_unsent(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)
+{
+	struct kvd_rec_req *q = d->conns[conn].rec;
+	if (q && q->n && q->put && n) /* after its put; without one there is nothing it ends */
+		append(q, d->conns[conn].tenant, ns, keys, NULL, n);
 }
 
 void kvd_record_done(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)

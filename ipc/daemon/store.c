@@ -556,14 +556,20 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
 		pid = kvd_index_find(&d->idx, c->tenant, p->ns, *parent);
 		depth = pid == KVD_NIL ? 1 : d->idx.e[pid].depth + 1;
 	}
-	if ((p->flags & KVT_PUT_F_CONTINUES) && parent && pid == KVD_NIL) {
-		d->st.puts_cut++; /* the message before was cut: these could not be reached */
+	/* the message before was cut (its reply short; or its last chunk is gone, as from a
+	 * daemon that did not say): these cannot be reached. Its last key may be held from an
+	 * earlier request while a chunk before it was refused, so the reply is what tells. */
+	if ((p->flags & KVT_PUT_F_CONTINUES) && (c->put_cut || (parent && pid == KVD_NIL))) {
+		d->st.puts_cut++;
+		c->put_cut = true;
 		return 0;
 	}
 	put_guard_ancestors(d, c->tenant, p->ns, pid);
 	kvd_policy_stream(d, (uint32_t)(c - d->conns));
 	int rc = put_chunks(d, c, ns, parent, pid, depth, items, n);
 	put_unguard(d);
+	if (rc != -EINPROGRESS) /* a parked message is tried again, and tells then */
+		c->put_cut = rc < (int)n;
 	return rc;
 }
 

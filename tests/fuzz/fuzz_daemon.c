@@ -735,16 +735,16 @@ static size_t frame_admin(uint8_t *buf, bool *mutated)
 	return h->len;
 }
 
-/* A request of type 2-8 (put, acquire, lookup, delete, keep, prefetch, done) mutated 1-4 times
- * as test_robust's mutation fuzzer does: bits flipped, bytes and 32-bit fields set to edge
- * values, cut short, grown; its header's length then told the truth, or not. */
+/* A request (put, acquire, lookup, delete, keep, prefetch, done, release, unsent) mutated 1-4
+ * times as test_robust's mutation fuzzer does: bits flipped, bytes and 32-bit fields set to
+ * edge values, cut short, grown; its header's length then told the truth, or not. */
 static size_t frame_mutated(struct client *c, uint8_t *buf)
 {
 	static const uint16_t types[] = {KVT_MSG_PUT,    KVT_MSG_ACQUIRE, KVT_MSG_LOOKUP,
 	                                 KVT_MSG_DELETE, KVT_MSG_KEEP,    KVT_MSG_PREFETCH,
-	                                 KVT_MSG_DONE,   KVT_MSG_RELEASE};
+	                                 KVT_MSG_DONE,   KVT_MSG_RELEASE, KVT_MSG_UNSENT};
 	unsigned a = next();
-	uint16_t type = types[a % 8];
+	uint16_t type = types[a % 9];
 	size_t len = type == KVT_MSG_PUT       ? frame_put(c, buf)
 	             : type == KVT_MSG_RELEASE ? frame_release(c, buf)
 	                                       : frame_keys(c, buf, type);

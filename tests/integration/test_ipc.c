@@ -1160,6 +1160,49 @@ static void test_ipc_put_longer_than_host(void **state)
 	}
 }
 
+/* A put cut short: the messages of the same kvt_put already on their way store nothing, also
+ * when the cut message's last chunk is held from before (the daemon looked only at that, and
+ * stored chunks past the gap and counted them as read). Chunks of 1 MiB: kvt_put sends 4 a
+ * message, two messages ahead of the replies. */
+static void test_ipc_put_after_a_cut(void **state)
+{
+	(void)state;
+	const char *sets[] = {"host.admit=second_touch", NULL};
+	struct kvt_test_daemon d;
+	kvt_client_t *c;
+	assert_int_equal(kvt_test_daemon_start(&d, sets), 0);
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model(16, KVT_DTYPE_F16);
+	m.n_layers = 16, m.n_kv_heads = 16, m.head_dim = 64;
+	kvt_id_t ns, keys[8];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	size_t cb = kvt_chunk_bytes(&m);
+	assert_int_equal(cb, 1u << 20);
+	assert_int_equal(prefix_keys(ns, 16, keys, 8, 31), 8);
+	uint8_t *buf = malloc(cb);
+	assert_non_null(buf);
+	kvt_test_fill(buf, cb, 31);
+	const void *ch[8];
+	for (int i = 0; i < 8; i++)
+		ch[i] = buf;
+	kvt_lease_t l[5];
+	assert_int_equal(kvt_acquire(c, ns, keys + 3, 5, l), 0); /* 3-7 seen once: admitted next */
+	assert_int_equal(kvt_put(c, ns, &keys[2], keys + 3, 1, ch, cb), 1); /* 3 held */
+	/* 0-3, then 4-7 under 3: the first touch of 0 is turned away, so the put stores nothing */
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 8, ch, cb), 0);
+	assert_int_equal(kvt_lookup(c, ns, keys + 3, 1), 1);
+	assert_int_equal(kvt_lookup(c, ns, keys + 4, 4), 0); /* nor did the message after it */
+	assert_true(kvt_test_stat(&d, "puts_cut") >= 1);
+	assert_true(kvt_test_stat(&d, "not_admitted") >= 1);
+	/* the next kvt_put starts afresh: 0 is seen twice now and stored, 1 once and turned away */
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 8, ch, cb), 1);
+	assert_int_equal(kvt_lookup(c, ns, keys, 8), 1);
+	assert_int_equal(kvt_lookup(c, ns, keys + 4, 4), 0);
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 /* A daemon with one chunk put and leased by one client (the shutdown tests). */
 struct leased {
 	struct kvt_test_daemon d;
@@ -1370,6 +1413,7 @@ int main(void)
 	    cmocka_unit_test(test_ipc_model_too_big_for_staging),
 	    cmocka_unit_test(test_ipc_stopped_daemon_times_out),
 	    cmocka_unit_test(test_ipc_put_longer_than_host),
+	    cmocka_unit_test(test_ipc_put_after_a_cut),
 	    cmocka_unit_test(test_ipc_sigterm_drains),
 	    cmocka_unit_test(test_ipc_sigterm_forced_after_timeout),
 	    cmocka_unit_test(test_ipc_shared_lookup),

@@ -261,6 +261,50 @@ static void test_record_batches(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
+/* A put that host.admit cuts short: the client sends the keys it did not send (a put's reply
+ * says the daemon records), and the line is the whole request. Chunks of 1 MiB, so kvt_put
+ * sends 4 a message, two messages ahead of the replies: 8 sent, 12 not. */
+static void test_record_cut_put(void **state)
+{
+	(void)state;
+	struct kvt_test_daemon d;
+	char path[400], out[4096];
+	const char *sets[] = {"host.admit=second_touch", NULL};
+	start_recording(&d, sets, "cut.trace", path);
+	kvt_client_t *c;
+	assert_int_equal(kvt_connect(d.sock, &c), 0);
+	kvt_model_t m = model();
+	m.n_layers = 16, m.n_kv_heads = 16;
+	kvt_id_t ns, keys[20];
+	assert_int_equal(kvt_namespace(c, &m, &ns), 0);
+	size_t cb = kvt_chunk_bytes(&m);
+	assert_int_equal(cb, 1u << 20);
+	uint32_t toks[20 * 16];
+	for (uint32_t i = 0; i < 20 * 16; i++)
+		toks[i] = i * 3 + 1;
+	assert_int_equal(kvt_chunk_keys(ns, toks, 20 * 16, 16, keys, 20), 20);
+	uint8_t *buf = malloc(cb);
+	assert_non_null(buf);
+	kvt_test_fill(buf, cb, 77);
+	const void *ch[20];
+	for (int i = 0; i < 20; i++)
+		ch[i] = buf;
+	assert_int_equal(kvt_put(c, ns, NULL, keys, 20, ch, cb), 0); /* a first touch each */
+	assert_int_equal(kvt_test_stat(&d, "puts_cut") + kvt_test_stat(&d, "not_admitted") > 0, 1);
+	assert_int_equal(kvt_lookup(c, ns, keys, 1), 0); /* a reply: the hint before it was read */
+	assert_int_equal(config(&d, "set trace.file none", out, sizeof(out)), 0);
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_load(path, &t), 0);
+	assert_int_equal(t.n_req, 1);
+	assert_int_equal(t.req_off[1], 20); /* not just the 8 sent */
+	for (uint32_t i = 0; i < 20; i++)
+		assert_int_equal(t.blk[i], i);
+	kvt_trace_free(&t);
+	free(buf);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+}
+
 /* Appended across a restart, the times running on, the same chunk the same id; another tenant's
  * chunks of the same keys are other ids, with its tenant on their lines (as root). A line cut
  * short (as by a kill -9) is ended before the next start's comment. */
@@ -516,6 +560,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_record_requests),
 	    cmocka_unit_test(test_record_batches),
+	    cmocka_unit_test(test_record_cut_put),
 	    cmocka_unit_test(test_record_restart_and_tenants),
 	    cmocka_unit_test(test_record_refusals),
 	    cmocka_unit_test(test_record_limits),
