@@ -208,7 +208,7 @@ void kvd_minisim_release(struct kvd *d)
 	pthread_mutex_unlock(&d->cw.sim_lock);
 }
 
-void kvd_minisim_feed(struct kvd *d, uint32_t t, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)
+void kvd_minisim_feed(struct kvd *d, const uint64_t *key_hash, uint32_t n)
 {
 	struct kvd_curvework *w = &d->cw;
 	size_t most = kvt_opt_u64(&d->opts, KVT_OPT_MRC_MINISIM_QUEUE);
@@ -224,8 +224,7 @@ void kvd_minisim_feed(struct kvd *d, uint32_t t, kvt_id_t ns, const kvt_id_t *ke
 	pthread_mutex_lock(&w->q_lock);
 	bool fed = keyq_reserve(&w->in, w->in.n + n, w->in.reqs + 1);
 	if (fed) {
-		for (uint32_t i = 0; i < n; i++)
-			w->in.keys[w->in.n + i] = kvd_key_hash(t, ns, keys[i]);
+		memcpy(w->in.keys + w->in.n, key_hash, n * sizeof(*key_hash));
 		w->in.n += n;
 		w->in.ends[w->in.reqs++] = (uint32_t)w->in.n;
 	}

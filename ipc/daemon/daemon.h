@@ -516,10 +516,10 @@ void kvd_record_close(struct kvd *d);
  * init before any other, fini (joins the worker) after the last. */
 void kvd_curvework_init(struct kvd *d);
 void kvd_curvework_fini(struct kvd *d);
-/* An acquire of keys[0..n) of tenant t in namespace ns, a prefix chain: the miniature simulations
- * replay it on the worker, or at once while more than mrc.minisim_queue keys wait (or there is no
- * worker). */
-void kvd_minisim_feed(struct kvd *d, uint32_t t, kvt_id_t ns, const kvt_id_t *keys, uint32_t n);
+/* An acquire of n keys, a prefix chain, by their hashes (kvd_key_hash): the miniature
+ * simulations replay it on the worker, or at once while more than mrc.minisim_queue keys wait
+ * (or there is no worker). */
+void kvd_minisim_feed(struct kvd *d, const uint64_t *key_hash, uint32_t n);
 /* Replays every waiting key now, after the worker's batch: d->minisim then holds every acquire
  * so far, and the worker leaves it alone until the next feed. */
 void kvd_minisim_drain(struct kvd *d);

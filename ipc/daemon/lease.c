@@ -93,9 +93,13 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 {
 	uint32_t t = d->conns[conn].tenant;
 	uint32_t ids[KVT_BATCH_MAX], found = 0; /* one index lookup per key */
+	uint64_t kh[KVT_BATCH_MAX];             /* and one key hash (kvd_key_hash) */
+	n = KVT_MIN(n, KVT_BATCH_MAX);          /* the message's limit (kvt_proto_check_keys) */
+	for (uint32_t k = 0; k < n; k++)
+		kh[k] = kvd_key_hash(t, ns, keys[k]);
 	kvd_policy_stream(d, conn);
 	bool lower_only = false;
-	for (; found < n && found < KVT_BATCH_MAX; found++) {
+	for (; found < n; found++) {
 		ids[found] = kvd_index_find(&d->idx, t, ns, keys[found]);
 		if (ids[found] == KVD_NIL)
 			break;
@@ -103,21 +107,19 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 	}
 	for (uint32_t k = 0; d->n_lower && !d->resuming && k < n; k++) {
 		uint32_t id = k < found ? ids[k] : kvd_index_find(&d->idx, t, ns, keys[k]);
-		kvd_tiers_note_read(d, kvd_key_hash(t, ns, keys[k]),
-		                    id == KVD_NIL ? 0 : d->idx.e[id].where);
+		kvd_tiers_note_read(d, kh[k], id == KVD_NIL ? 0 : d->idx.e[id].where);
 	}
 	/* a leading chunk only in a lower tier: promote first (unless this is the last try) */
 	*promote = lower_only && !d->resume_final;
 	if (*promote)
 		return 0;
 	for (uint32_t k = 0; k < n; k++) {
-		uint64_t kh = kvd_key_hash(t, ns, keys[k]);
 		if (d->mrc)
-			kvt_mrc_access(d->mrc, kh);
-		kvd_admit_record(d, kh);
+			kvt_mrc_access(d->mrc, kh[k]);
+		kvd_admit_record(d, kh[k]);
 	}
 	if (d->minisim)
-		kvd_minisim_feed(d, t, ns, keys, n);
+		kvd_minisim_feed(d, kh, n);
 	uint32_t i = 0;
 	for (; i < found; i++) {
 		uint32_t id = ids[i];
