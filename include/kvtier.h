@@ -154,7 +154,9 @@ KVT_API size_t kvt_chunk_keys(kvt_id_t ns, const uint32_t *tokens, size_t n_toke
  *           could be: -EINVAL, -ENOSPC (every byte of the tier is leased), -ENOTCONN. A chunk
  *           that the daemon's admission filter (host.admit) turns away, or that the host
  *           policy ends the put at, ends the count, so fewer than n, also 0, is a normal
- *           answer: the rest is not cached.
+ *           answer: the rest is not cached. (When the daemon records its engines' requests,
+ *           trace.file, the keys of the rest are sent to it after such an answer, so the
+ *           recording holds the whole request.)
  */
 KVT_API int kvt_put(kvt_client_t *c, kvt_id_t ns, const kvt_id_t *parent, const kvt_id_t *keys,
                     size_t n, const void *const *chunks, size_t chunk_len);
