@@ -41,17 +41,22 @@ struct kvt_policy_meta {
  * take it for one. */
 #define KVT_POLICY_META_REBUILT 1u
 
-/* The key hash (kvt_policy_meta.key_hash) of a chunk known by a 64-bit id: kvtierd's chunk id
- * (a hash of tenant, namespace and key; the id its recording, trace.file, writes) or a trace's
- * block id in kvtier sim. One function for both, so a replay of a recording shows every hashed
- * structure (conv's history, ghosts, sketches, samples) the hashes kvtierd showed it.
- * SplitMix64's output function of id + 2^64 / phi. */
-static inline uint64_t kvt_policy_key_hash(uint64_t id)
+/* SplitMix64's output function: z's bits spread over all 64 (kvt_policy_key_hash, and the
+ * simulator's generators, hashes of block ids and draws keyed by an index). */
+static inline uint64_t kvt_splitmix64(uint64_t z)
 {
-	uint64_t z = id + 0x9e3779b97f4a7c15ULL;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+/* The key hash (kvt_policy_meta.key_hash) of a chunk known by a 64-bit id: kvtierd's chunk id
+ * (a hash of tenant, namespace and key; the id its recording, trace.file, writes) or a trace's
+ * block id in kvtier sim. One function for both, so a replay of a recording shows every hashed
+ * structure (conv's history, ghosts, sketches, samples) the hashes kvtierd showed it. */
+static inline uint64_t kvt_policy_key_hash(uint64_t id)
+{
+	return kvt_splitmix64(id + 0x9e3779b97f4a7c15ULL);
 }
 
 typedef bool (*kvt_policy_evictable_fn)(void *arg, uint32_t id);

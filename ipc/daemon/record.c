@@ -43,6 +43,7 @@
  * and the connection's open request (8 bytes a chunk); when not, one branch per call.
  */
 #include "daemon.h"
+#include "core/file.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -93,24 +94,17 @@ static void stop(struct kvd *d, int why)
 static int flush(struct kvd *d)
 {
 	struct kvd_record *r = &d->rec;
-	size_t off = 0;
-	while (off < r->len) {
-		ssize_t w = write(r->fd, r->buf + off, r->len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int rc = w < 0 ? -errno : -EIO;
-			kvt_log(KVT_LOG_ERROR,
-			        "trace.file %s: %s after %llu requests: the recording has stopped "
-			        "(kvtierd serves on; set trace.file again to go on)",
-			        kvt_opt_str(&d->opts, KVT_OPT_TRACE_FILE), strerror(-rc),
-			        (unsigned long long)r->requests);
-			stop(d, rc);
-			return rc;
-		}
-		off += (size_t)w;
-		r->file_bytes += (uint64_t)w;
+	int rc = kvt_file_write_all(r->fd, r->buf, r->len);
+	if (rc) {
+		kvt_log(KVT_LOG_ERROR,
+		        "trace.file %s: %s after %llu requests: the recording has stopped "
+		        "(kvtierd serves on; set trace.file again to go on)",
+		        kvt_opt_str(&d->opts, KVT_OPT_TRACE_FILE), strerror(-rc),
+		        (unsigned long long)r->requests);
+		stop(d, rc);
+		return rc;
 	}
+	r->file_bytes += r->len;
 	r->len = 0;
 	return 0;
 }
@@ -230,16 +224,21 @@ static void begin(struct kvd *d, uint32_t conn, struct kvd_rec_req *q)
 	q->put = false;
 }
 
-/* Whether an acquire whose first key is key asks on for q (the client's next batch of one
- * request): all q asked for was found, nothing was put yet, and key's parent is q's last chunk.
- * A request begins at its prefix's root, which has no parent; a first key not found cannot tell,
- * and begins a request (its put, if it follows, then holds the rest). */
-static bool asks_on(const struct kvd *d, const struct kvd_rec_req *q, uint32_t t, kvt_id_t ns,
-                    kvt_id_t key)
+/* Whether an acquire whose first key is key (got: what it served) asks on for q, the client's
+ * next batch of one request: all q asked for was found and nothing was put yet, and key's
+ * parent is q's last chunk (a request begins at its prefix's root, which has no parent). A key
+ * not held at all cannot tell: the batch may be the next one, whose first chunk is missing, or a
+ * request whose root is; it goes on with q, marked (maybe_at) for the put after it to decide. */
+static bool asks_on(struct kvd *d, struct kvd_rec_req *q, uint32_t t, kvt_id_t ns, kvt_id_t key,
+                    int got)
 {
 	if (!q->n || !q->all_found || q->put)
 		return false;
 	uint32_t id = kvd_index_find(&d->idx, t, ns, key);
+	if (id == KVD_NIL && !got) {
+		q->maybe_at = q->n, q->maybe_ms = wall_ms();
+		return true;
+	}
 	const struct kvd_entry *e = id == KVD_NIL ? NULL : &d->idx.e[id];
 	return e && e->has_parent && kvt__chunk_id(t, ns, e->parent) == q->ids[q->n - 1];
 }
@@ -251,11 +250,7 @@ void kvd_record_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_
 	if (!q || !n)
 		return;
 	uint32_t t = d->conns[conn].tenant;
-	bool maybe = !got && q->n && q->all_found && !q->put && !q->maybe_at &&
-	             kvd_index_find(&d->idx, t, ns, keys[0]) == KVD_NIL;
-	if (maybe)
-		q->maybe_at = q->n, q->maybe_ms = wall_ms();
-	else if (!asks_on(d, q, t, ns, keys[0]))
+	if (!asks_on(d, q, t, ns, keys[0], got))
 		begin(d, conn, q);
 	q->all_found = got >= 0 && (uint32_t)got == n;
 	append(q, t, ns, keys, NULL, n);
@@ -340,9 +335,15 @@ void kvd_record_close(struct kvd *d)
 	d->rec.buf = NULL;
 }
 
+/* Whether path turns the recording off ("" or "none"). */
+static bool is_off(const char *path)
+{
+	return !*path || !strcmp(path, "none");
+}
+
 int kvd_record_check(const char *path, char *err, size_t err_len)
 {
-	if (!*path || !strcmp(path, "none") || (path[0] == '/' && !strpbrk(path, "\r\n")))
+	if (is_off(path) || (path[0] == '/' && !strpbrk(path, "\r\n")))
 		return 0; /* a line break would end the file's header comment early */
 	snprintf(err, err_len, "trace.file: '%s' is not an absolute path (or none)", path);
 	return -EINVAL;
@@ -354,7 +355,7 @@ int kvd_record_open(struct kvd *d, const char *path, char *err, size_t err_len)
 	if (rc)
 		return rc;
 	struct kvd_record *r = &d->rec;
-	if (!*path || !strcmp(path, "none")) {
+	if (is_off(path)) {
 		kvd_record_close(d); /* requests: what it wrote, until the next one starts */
 		r->stopped = 0;
 		return 0;

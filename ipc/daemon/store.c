@@ -556,9 +556,9 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
 		pid = kvd_index_find(&d->idx, c->tenant, p->ns, *parent);
 		depth = pid == KVD_NIL ? 1 : d->idx.e[pid].depth + 1;
 	}
-	/* the message before was cut (its reply short; or its last chunk is gone, as from a
-	 * daemon that did not say): these cannot be reached. Its last key may be held from an
-	 * earlier request while a chunk before it was refused, so the reply is what tells. */
+	/* these cannot be reached when the message before was cut (its reply was short: its last
+	 * key may be held from an earlier request while a chunk before it was refused) or its last
+	 * chunk has gone since */
 	if ((p->flags & KVT_PUT_F_CONTINUES) && (c->put_cut || (parent && pid == KVD_NIL))) {
 		d->st.puts_cut++;
 		c->put_cut = true;

@@ -90,7 +90,7 @@ struct row {
 static kvt_id_t key_of(uint32_t blk)
 {
 	kvt_id_t k = {
-	    {kvt__sim_mix(blk ^ 0x6b76746965726b31ULL), kvt__sim_mix(blk ^ 0x6b7674696572ULL)}};
+	    {kvt_splitmix64(blk ^ 0x6b76746965726b31ULL), kvt_splitmix64(blk ^ 0x6b7674696572ULL)}};
 	return k;
 }
 

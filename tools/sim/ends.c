@@ -31,7 +31,7 @@
 /* Uniform in [0, 1), fixed by seed and i. */
 static double draw(uint64_t seed, uint64_t i)
 {
-	return (double)(kvt__sim_mix(seed ^ (i * 0x9e3779b97f4a7c15ULL)) >> 11) * 0x1p-53;
+	return (double)(kvt_splitmix64(seed ^ (i * 0x9e3779b97f4a7c15ULL)) >> 11) * 0x1p-53;
 }
 
 static uint32_t len_of(const struct kvt_trace *t, size_t q)

@@ -7,15 +7,6 @@
 
 struct kvt_trace;
 
-/* SplitMix64's output function: z's bits spread over all 64 (the generators' steps, hashes of
- * block ids, and draws keyed by an index). */
-static inline uint64_t kvt__sim_mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Sets each "name=value" of params (NULL-terminated, may be NULL) on policy p of ops; the first
  * refused is said on stderr. @return : 0, -EINVAL (not name=value) or set_param's error. */
 struct kvt_policy;

@@ -41,7 +41,7 @@ struct rng {
 
 static uint64_t rnext(struct rng *r)
 {
-	return kvt__sim_mix(r->s += 0x9e3779b97f4a7c15ULL);
+	return kvt_splitmix64(r->s += 0x9e3779b97f4a7c15ULL);
 }
 
 /* uniform in (0, 1) */

@@ -22,25 +22,7 @@ struct idmap {
 	size_t cap, n;
 	uint32_t max_val; /* the id of key UINT64_MAX (whose key + 1 would be 0) */
 	bool has_max;
-	uint64_t *raw; /* raw[dense id]: the id it stands for */
-	size_t cap_raw;
 };
-
-/* A new dense id n for key: remembered in raw. */
-static int idmap_new(struct idmap *m, uint64_t key, uint32_t *out)
-{
-	if (m->n == m->cap_raw) {
-		size_t nc = m->cap_raw ? m->cap_raw * 2 : 1024;
-		uint64_t *r = realloc(m->raw, nc * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		m->raw = r;
-		m->cap_raw = nc;
-	}
-	m->raw[m->n] = key;
-	*out = (uint32_t)m->n++;
-	return 0;
-}
 
 static uint64_t mix(uint64_t x)
 {
@@ -53,10 +35,12 @@ static uint64_t mix(uint64_t x)
 static int idmap_get(struct idmap *m, uint64_t key, uint32_t *out)
 {
 	if (key == UINT64_MAX) {
-		int rc = m->has_max ? 0 : idmap_new(m, key, &m->max_val);
-		m->has_max = !rc;
+		if (!m->has_max) {
+			m->has_max = true;
+			m->max_val = (uint32_t)m->n++;
+		}
 		*out = m->max_val;
-		return rc;
+		return 0;
 	}
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t nc = m->cap ? m->cap * 2 : 1024;
@@ -86,10 +70,8 @@ static int idmap_get(struct idmap *m, uint64_t key, uint32_t *out)
 	while (m->keys[j] && m->keys[j] != k1)
 		j = (j + 1) & (m->cap - 1);
 	if (!m->keys[j]) {
-		int rc = idmap_new(m, key, &m->vals[j]);
-		if (rc)
-			return rc;
 		m->keys[j] = k1;
+		m->vals[j] = (uint32_t)m->n++;
 	}
 	*out = m->vals[j];
 	return 0;
@@ -292,13 +274,28 @@ static int hints_done(struct builder *b)
 	return 0;
 }
 
+/* Each dense id's own id, read back from the map (t->key), for a trace with native lines. */
+static int own_ids(struct builder *b)
+{
+	const struct idmap *m = &b->map;
+	uint64_t *key = m->n ? malloc(m->n * sizeof(*key)) : NULL;
+	if (m->n && !key)
+		return -ENOMEM;
+	for (size_t j = 0; j < m->cap; j++)
+		if (m->keys[j])
+			key[m->vals[j]] = m->keys[j] - 1;
+	if (m->has_max)
+		key[m->max_val] = UINT64_MAX;
+	b->t->key = key;
+	return 0;
+}
+
 static int builder_done(struct builder *b)
 {
 	b->t->n_blocks = b->map.n;
 	int rc = hints_done(b);
-	if (b->native)
-		b->t->key = b->map.raw, b->map.raw = NULL;
-	free(b->map.raw);
+	if (!rc && b->native)
+		rc = own_ids(b);
 	free(b->map.keys);
 	free(b->map.vals);
 	free(b->hint_id);
