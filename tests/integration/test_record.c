@@ -144,6 +144,14 @@ static size_t words(const char *s)
 	return n;
 }
 
+/* pid's exit status once it has ended, or -1 when a signal ended it. */
+static int exit_of(pid_t pid)
+{
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 static uint64_t wall_ms(void)
 {
 	struct timespec ts;
@@ -339,10 +347,7 @@ static void test_record_restart_and_tenants(void **state)
 			kvt_lease_t l[5];
 			_exit(kvt_acquire(c, ns, keys, 5, l) == 0 ? 0 : 2); /* not this tenant's */
 		}
-		int st;
-		assert_int_equal(waitpid(pid, &st, 0), pid);
-		assert_true(WIFEXITED(st));
-		assert_int_equal(WEXITSTATUS(st), 0);
+		assert_int_equal(exit_of(pid), 0);
 	}
 	assert_int_equal(kvt_test_daemon_stop(&d, SIGTERM), 0);
 	FILE *f = fopen(path, "a"); /* a line a kill -9 cut short: the start's comment goes after */
@@ -483,13 +488,6 @@ static pid_t record_cli(const struct kvt_test_daemon *d, const char *dir, const 
 	}
 	assert_true(pid > 0);
 	return pid;
-}
-
-static int exit_of(pid_t pid)
-{
-	int st;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* kvtier record: a relative file made absolute from the shell's directory, the requests of the
