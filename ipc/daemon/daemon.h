@@ -127,6 +127,9 @@ struct kvd_conn {
 	/* its last PUT stored fewer chunks than it carried: the messages of the same kvt_put
 	 * already on their way (KVT_PUT_F_CONTINUES) store nothing */
 	bool put_cut;
+	/* a parked PUT's leading chunks that its tries so far have shown to the policy (read or
+	 * stored) and counted for admission: a retry shows and counts each chunk once */
+	uint16_t put_shown, put_counted;
 };
 
 /* keep.c: chunks kvt_keep holds at host, out of the policy until their keep ends */
@@ -160,8 +163,10 @@ struct kvd_stats {
 	uint64_t lower_moved;    /* records a lower tier copied forward (nvme.quota, clock) */
 	uint64_t promote_resent; /* promotions sent again to where their record moved */
 	uint64_t not_admitted;
-	uint64_t puts_cut; /* puts that ended at their own prefix: host full of it, or the host
-	                    * policy's first victim (store.c) */
+	uint64_t puts_cut;    /* puts that ended at their own prefix: host full of it, or the host
+	                       * policy's first victim (store.c) */
+	uint64_t put_present; /* chunks a PUT carried that were held already (read, not stored) */
+	uint64_t puts_parked; /* PUT messages that waited for room (demotions), each once */
 	/* victims a policy proposed that were leased, in a tier's job or not at host: skipped,
 	 * never evicted. 0 unless a policy breaks the seam's promise (a debug build panics
 	 * instead). */

@@ -392,18 +392,23 @@ static bool admitted(struct kvd *d, uint64_t key_hash, uint64_t need)
 }
 
 /* Stores one chunk. *pid is the parent's entry id (KVD_NIL if not indexed) on entry and this
- * chunk's on return, so a batch looks each chunk up once. */
+ * chunk's on return, so a batch looks each chunk up once. shown / counted: an earlier try of
+ * this parked message showed the chunk to the policy / counted it for admission already. */
 static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, kvt_id_t key,
-                   const kvt_id_t *parent, uint32_t *pid, uint32_t depth, uint64_t soff)
+                   const kvt_id_t *parent, uint32_t *pid, uint32_t depth, uint64_t soff, bool shown,
+                   bool counted)
 {
 	uint32_t t = c->tenant;
 	uint32_t id = kvd_index_find(&d->idx, t, ns->ns, key);
 	uint64_t kh = kvd_key_hash(t, ns->ns, key);
-	if (!d->resuming) /* a parked put that is retried was counted once */
+	if (!counted)
 		kvd_admit_record(d, kh);
 	if (id != KVD_NIL) {
-		d->pol_ops->on_access(d->pol, id);
-		kvd_tiers_again(d, id);
+		if (!shown) {
+			d->pol_ops->on_access(d->pol, id);
+			kvd_tiers_again(d, id);
+			d->st.put_present++;
+		}
 		*pid = id;
 		return 0;
 	}
@@ -518,8 +523,13 @@ static int put_chunks(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns
 {
 	int done = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		int rc =
-		    put_one(d, c, ns, items[i].key, parent, &pid, depth + i, items[i].staging_off);
+		int rc = put_one(d, c, ns, items[i].key, parent, &pid, depth + i,
+		                 items[i].staging_off, i < c->put_shown, i < c->put_counted);
+		/* it parks: the chunks before it were shown to the policy, it was counted */
+		if (rc == -EINPROGRESS) {
+			c->put_shown = (uint16_t)KVT_MAX(c->put_shown, i);
+			c->put_counted = (uint16_t)KVT_MAX(c->put_counted, i + 1);
+		}
 		if (rc == -ECANCELED) { /* host.admit turned it away: the stored prefix ends */
 			d->st.not_admitted++;
 			return done;
@@ -562,14 +572,19 @@ int kvd_put(struct kvd *d, struct kvd_conn *c, const struct kvt_msg_put *p,
 	if ((p->flags & KVT_PUT_F_CONTINUES) && (c->put_cut || (parent && pid == KVD_NIL))) {
 		d->st.puts_cut++;
 		c->put_cut = true;
+		c->put_shown = c->put_counted = 0; /* a parked message's parent went meanwhile */
 		return 0;
 	}
 	put_guard_ancestors(d, c->tenant, p->ns, pid);
 	kvd_policy_stream(d, (uint32_t)(c - d->conns));
 	int rc = put_chunks(d, c, ns, parent, pid, depth, items, n);
 	put_unguard(d);
-	if (rc != -EINPROGRESS) /* a parked message is tried again, and tells then */
-		c->put_cut = rc < (int)n;
+	if (rc == -EINPROGRESS) { /* a parked message is tried again, and tells then */
+		d->st.puts_parked += !d->resuming;
+		return rc;
+	}
+	c->put_cut = rc < (int)n;
+	c->put_shown = c->put_counted = 0;
 	return rc;
 }
 

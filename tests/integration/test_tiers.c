@@ -582,6 +582,51 @@ static void test_tiers_dirty_share(void **state)
 }
 
 /*
+ * A PUT message that waits for demotions (host.dirty_pct) is tried again whenever a tier job
+ * finishes. Each try used to show the policy, as reads, the chunks its earlier tries had
+ * stored: a kvt_put of 8 held chunks and 24 new ones (8 messages of 4) showed 37 reads where
+ * it carried 8 held chunks (`0x25 != 0x8`). The connection now remembers how far its parked
+ * message got: each chunk is shown once and counted once for admission (the chunks after the
+ * one that parked were not counted at all), as `kvtier sim` replays that put.
+ */
+static void test_tiers_parked_put_shows_each_chunk_once(void **state)
+{
+	enum { HELD = 8, ALL = 32 };
+	const char *sets[] = {"host.bytes=16MiB", "tiers.order=host,rocksdb",
+	                      "rocksdb.bytes=512MiB", "host.dirty_pct=25", NULL};
+	struct kvt_test_daemon d;
+	kvt_model_t m = model(16); /* 1 MiB chunks: the dirty share holds 4 */
+	size_t cb = kvt_chunk_bytes(&m);
+	kvt_id_t ns, keys[ALL];
+	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
+	keys_of(ns, keys, ALL, 7); /* the first 8 are the chain put first */
+	kvt_test_put_chain(c, ns, keys, HELD, cb, 700);
+	wait_stat(&d, "demoted", HELD);
+	uint8_t *buf = malloc(ALL * cb);
+	const void *ch[ALL];
+	assert_non_null(buf);
+	for (size_t i = 0; i < ALL; i++) {
+		kvt_test_fill(buf + i * cb, cb, 700 + i);
+		ch[i] = buf + i * cb;
+	}
+	assert_int_equal(kvt_put(c, ns, NULL, keys, ALL, ch, cb), ALL); /* 8 messages */
+	long long parked = kvt_test_stat(&d, "puts_parked");
+	print_message("puts_parked %lld, put_present %lld, puts %lld\n", parked,
+	              kvt_test_stat(&d, "put_present"), kvt_test_stat(&d, "puts"));
+	assert_true(parked >= 1);
+	assert_int_equal(kvt_test_stat(&d, "put_present"), HELD);
+	assert_int_equal(kvt_test_stat(&d, "puts"), ALL);
+	wait_stat(&d, "demoted", ALL);
+	assert_int_equal(kvt_lookup(c, ns, keys, ALL), ALL);
+	for (size_t i = 0; i < ALL; i += 7)
+		assert_int_equal(get_checked(c, ns, &keys[i], cb, 700 + i), 1);
+	free(buf);
+	kvt_close(c);
+	kvt_test_check_books(&d, 0);
+	kvt_test_daemon_destroy(&d);
+}
+
+/*
  * One kvt_get of a prefix four times the host tier, all of it below: the library acquires it in
  * batches and prefetches the next two, whose promotions evict what they must. A chunk of the
  * batch being acquired that such a promotion evicted after it had come up is promoted again,
@@ -1083,6 +1128,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_cascade_done_hint),
 	    cmocka_unit_test(test_tiers_cascade_second_touch),
 	    cmocka_unit_test(test_tiers_dirty_share),
+	    cmocka_unit_test(test_tiers_parked_put_shows_each_chunk_once),
 	    cmocka_unit_test(test_tiers_get_prefix_beyond_host),
 	    cmocka_unit_test(test_tiers_acquire_outlives_eviction),
 	    cmocka_unit_test(test_tiers_too_large_for_nvme_stays_at_host),
