@@ -816,30 +816,44 @@ static void bench_trace(const char *args, char tmp[256], char out[300])
 	assert_int_equal(bench_trace_rc(args, tmp, out), 0);
 }
 
-/* Runs kvtier-bench-trace with size (the requests, the host's chunks and their size) and
- * policies pols and clients engines;
+/* Runs kvtier-bench-trace with size (the requests, the host's chunks and their size, and the
+ * tier below host if any) and policies pols and clients engines;
  * every policy's daemon and simulator prefix hit ratios must be equal. Each daemon records its
  * requests (trace.file, bench --record): the recording must be the requests sent (in order with
  * one engine; with several, the same requests, in the order they ended) and replay through the
  * simulator to the daemon's prefix hit ratio -- exactly with one engine (the same chunk ids,
  * so the same hashes in every hashed structure), within 0.002 with several (replayed in the
- * order requests ended, not quite the daemon's interleaving). @return : the rows. */
-static int daemon_agrees(const char *size, const char *pols, int clients)
+ * order requests ended, not quite the daemon's interleaving). With a tier below (tol > 0),
+ * both within tol, and each promoting at least 100 chunks from it (how many moves more than the
+ * ratio: hindsight, which samples, promoted 304 against the simulator's 243 once at equal
+ * ratios): the daemon's demotions and promotions run on its workers, the simulator's at once.
+ * @return : the rows. */
+static int daemon_agrees_within(const char *size, const char *pols, int clients, double tol)
 {
 	char tmp[256], out[300], args[1024], line[768], rec[256];
-	double tol = clients == 1 ? 0 : 0.002;
+	tol = clients == 1 ? tol : 0.002;
 	kvt_test_tmpdir(rec, sizeof(rec));
 	snprintf(args, sizeof(args),
-	         "%s --policy %s --clients %d --check 0,%g --record %s/rec.trace", size, pols,
-	         clients, tol, rec);
+	         "%s --policy %s --clients %d --check %g,%g --record %s/rec.trace", size, pols,
+	         clients, tol, tol, rec);
 	bench_trace(args, tmp, out);
 	FILE *f = fopen(out, "r");
 	assert_non_null(f);
-	int rows = 0, recorded = 0;
+	int rows = 0, recorded = 0, promoted = 0;
 	double daemon = -1;
 	while (fgets(line, sizeof(line), f)) {
 		char pol[32];
 		double sim, replay;
+		long long pd, ps;
+		if (sscanf(line, "|  promoted from rocksdb: daemon %lld, kvtier sim %lld;", &pd,
+		           &ps) == 2) {
+			print_message("%s", line);
+			if (pd < 100 || ps < 100) /* the tier below served, in both */
+				fail_msg("the daemon promoted %lld chunks, the simulator %lld", pd,
+				         ps);
+			promoted++;
+			continue;
+		}
 		const char *r = strstr(line, "; kvtier sim --engine on it | ");
 		if (r && sscanf(r, "; kvtier sim --engine on it | %lf |", &replay) == 1) {
 			print_message("%s", line);
@@ -855,7 +869,7 @@ static int daemon_agrees(const char *size, const char *pols, int clients)
 		if (sscanf(line, "| %31s | %lf | %lf |", pol, &daemon, &sim) != 3)
 			continue;
 		print_message("%s", line);
-		if (daemon != sim)
+		if (fabs(daemon - sim) > tol)
 			fail_msg("%s: the daemon kept %.4f of the prefixes, the simulator %.4f",
 			         pol, daemon, sim);
 		assert_true(daemon > 0.02); /* the replay hit at all */
@@ -863,9 +877,15 @@ static int daemon_agrees(const char *size, const char *pols, int clients)
 	}
 	fclose(f);
 	assert_int_equal(recorded, rows);
+	assert_int_equal(promoted, strstr(size, "--rocksdb") ? rows : 0);
 	kvt_test_rmtree(tmp);
 	kvt_test_rmtree(rec);
 	return rows;
+}
+
+static int daemon_agrees(const char *size, const char *pols, int clients)
+{
+	return daemon_agrees_within(size, pols, clients, 0);
 }
 
 static void test_policy_sim_daemon_agrees(void **state)
@@ -885,6 +905,33 @@ static void test_policy_sim_daemon_agrees(void **state)
 	assert_int_equal(daemon_agrees("--requests 2000 --capacity 1024 --chunk-kib 64",
 	                               "lru,conv,wtinylfu,conv:strict=0", 1),
 	                 4);
+}
+
+/*
+ * The same with a rocksdb tier of 2,048 chunks below host, every policy: kvtierd demotes each
+ * chunk put and promotes what a get finds only below; the simulator replays that layout as the
+ * daemon runs it (tools/sim/replay.c in engine mode): a put goes on past a prefix chunk that
+ * rocksdb holds too (the daemon guards only chunks whose one copy is at host), a promotion lands
+ * as the daemon's own insert and is then read, and a put that finds a chunk only below leaves it
+ * there. Before, the simulator put these differently and read arc 0.0471 against the daemon's
+ * 0.0556, hindsight 0.0790 against 0.0500, wtinylfu 0.0772 against 0.0553. host.dirty_pct=1:
+ * a put waits for its demotions, so rocksdb holds what the simulator's does when the next
+ * request comes (at the default 50 %, host's copies wait for rocksdb by hundreds, and the
+ * daemon holds more than the simulator: lru 0.0993 against 0.0927 at 1,024 / 4,096 chunks).
+ * Seven runs on an idle machine were within 0.0013 (wtinylfu, hindsight: the order in which
+ * promotions land moves their sketch and samples); 0.003 is allowed.
+ */
+static void test_policy_sim_daemon_agrees_tiered(void **state)
+{
+	(void)state;
+	static const char *const all =
+	    "lru,arc,s3fifo,sieve,lfu,prefix,gdsf,lhd,hindsight,conv,wtinylfu,duel";
+	assert_int_equal(setenv("BENCH_SET", "host.dirty_pct=1", 1), 0);
+	assert_int_equal(daemon_agrees_within("--requests 1500 --capacity 512 --chunk-kib 16 "
+	                                      "--rocksdb 2048",
+	                                      all, 1, 0.003),
+	                 12);
+	unsetenv("BENCH_SET");
 }
 
 /* --rounds: each policy once a round, in turn, then each one's median and range against the
@@ -1085,6 +1132,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_bypass),
 	    cmocka_unit_test(test_policy_sim_streams),
 	    cmocka_unit_test(test_policy_sim_daemon_agrees),
+	    cmocka_unit_test(test_policy_sim_daemon_agrees_tiered),
 	    cmocka_unit_test(test_policy_sim_bench_rounds),
 	    cmocka_unit_test(test_policy_sim_bench_set),
 	};

@@ -7,7 +7,11 @@
  * cached prefix), then kvt_put of the rest from the first miss, under its parent, as an engine
  * stores what it computed. A trace block is one chunk of --chunk-kib; the host tier holds
  * exactly --capacity chunks (host.bytes is that many records) and there is no lower tier, so the
- * daemon's policy decides every hit. For each --policy the daemon is started afresh with
+ * daemon's policy decides every hit. --rocksdb M[:P] puts a rocksdb tier of M chunks below host
+ * (rocksdb.bytes that many records, rocksdb.policy P, lru unless named; demote.wait_ms at 60 s,
+ * so that a put waits for its demotions rather than end short), and the simulator replays the
+ * same two tiers; the chunks promoted from it are reported beside the simulator's, with the
+ * puts that waited for demotions. For each --policy the daemon is started afresh with
  * host.policy set, and reported are:
  *
  *  - the prefix hit ratio the engine got (chunks kvt_get returned / chunks asked for), beside the
@@ -30,7 +34,7 @@
  *
  * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
  *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T[,U]]
- *                           [--clients K (1)] [--rounds N (1)] [--record FILE]
+ *                           [--clients K (1)] [--rounds N (1)] [--record FILE] [--rocksdb M[:P]]
  * A policy may carry parameters, P:k=v[:k=v...] (conv:strict=0): host.policy_params in the
  * daemon, set_param in the simulator.
  * --rounds N replays the policies N times, in turn (lru, conv, lru, conv, ...), so that a
@@ -70,9 +74,11 @@ struct args {
 	size_t capacity, chunk, requests, clients, rounds;
 	char *pols[MAX_POL];
 	size_t n_pols;
-	double check;       /* < 0: no check */
-	double check_rec;   /* --check T,U: U, the recording's replay against the daemon */
-	const char *record; /* --record: each daemon records its requests here (trace.file) */
+	double check;          /* < 0: no check */
+	double check_rec;      /* --check T,U: U, the recording's replay against the daemon */
+	const char *record;    /* --record: each daemon records its requests here (trace.file) */
+	size_t lower;          /* --rocksdb N: a rocksdb tier of N chunks below host (0: none) */
+	const char *lower_pol; /* ... and its policy (rocksdb.policy; lru unless named) */
 };
 
 struct row {
@@ -80,6 +86,8 @@ struct row {
 	double rec_phr; /* ... and kvtier sim --engine's prefix hit ratio on the recording */
 	double daemon_phr, sim_phr, p50_us, p99_us, cold_p99_us, put_gbs, memcpy_gbs, total_s;
 	long long evictions, curve_worker, curve_loop, curve_bytes;
+	long long promoted, sim_promoted; /* --rocksdb: chunks brought up from it */
+	long long eagain, parked;         /* puts that waited for demotions: too long, at all */
 };
 
 /* Block blk's key: 128 bits that look like an engine's chained hash. The daemon shows its
@@ -216,7 +224,7 @@ static bool same_requests(const struct kvt_trace *rec, const struct kvt_trace *t
 /* --record: the daemon's recording, compared with the requests it was sent and replayed by
  * kvtier sim --engine at the same tier. */
 static void replay_recording(const struct args *a, const struct kvt_trace *t,
-                             const struct kvt_sim_tier *tier, struct row *r)
+                             const struct kvt_sim_tier *tier, size_t n_tiers, struct row *r)
 {
 	struct kvt_trace rec;
 	int rc = kvt_trace_load(a->record, &rec);
@@ -226,7 +234,7 @@ static void replay_recording(const struct args *a, const struct kvt_trace *t,
 	rec.engine = true;
 	rec.streams = a->clients;
 	struct kvt_sim_result s;
-	if ((rc = kvt_sim_run(&rec, tier, 1, &s)))
+	if ((rc = kvt_sim_run(&rec, tier, n_tiers, &s)))
 		die("kvtier sim (the recording)", rc);
 	r->rec_phr = s.accesses ? (double)s.prefix_hits / (double)s.accesses : 0;
 	kvt_trace_free(&rec);
@@ -248,9 +256,20 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	uint64_t rec = (128 + a->chunk + 4095) & ~(uint64_t)4095; /* a record: header + payload */
 	snprintf(host, sizeof(host), "%llu", (unsigned long long)(rec * a->capacity));
 	snprintf(policy, sizeof(policy), "host.policy=%s", name);
-	char rset[600];
-	const char *sets[4] = {policy};
+	char rset[600], lbytes[64], lpol[96];
+	const char *sets[8] = {policy};
 	size_t n_sets = 1;
+	if (a->lower) {
+		snprintf(lbytes, sizeof(lbytes), "rocksdb.bytes=%llu",
+		         (unsigned long long)((128 + a->chunk) * a->lower)); /* header + payload */
+		snprintf(lpol, sizeof(lpol), "rocksdb.policy=%s", a->lower_pol);
+		sets[n_sets++] = "tiers.order=host,rocksdb";
+		sets[n_sets++] = lbytes;
+		sets[n_sets++] = lpol;
+		/* a put waits for its demotions rather than end short (-EAGAIN after 100 ms by
+		 * default): how fast the disk is is not the policies' to answer for */
+		sets[n_sets++] = "demote.wait_ms=60000";
+	}
 	if (a->record) {
 		snprintf(rset, sizeof(rset), "trace.file=%s", a->record);
 		sets[n_sets++] = rset;
@@ -314,6 +333,9 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	r->curve_worker = stat_in(js, NULL, "curve_keys_worker");
 	r->curve_bytes = stat_in(js, NULL, "curve_bytes");
 	r->evictions = stat_in(js, NULL, "evictions");
+	r->promoted = stat_in(js, NULL, "promoted");
+	r->eagain = stat_in(js, NULL, "eagain");
+	r->parked = stat_in(js, NULL, "puts_parked");
 	for (size_t k = 0; k < a->clients; k++)
 		kvt_close(e[k].c);
 	free(e);
@@ -333,8 +355,10 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	munmap(dbuf, maxlen * a->chunk);
 	munmap(sbuf, a->chunk);
 
-	struct kvt_sim_tier tier = {
-	    .name = "host", .policy = name, .params = params, .capacity_blocks = a->capacity};
+	struct kvt_sim_tier tier[2] = {
+	    {.name = "host", .policy = name, .params = params, .capacity_blocks = a->capacity},
+	    {.name = "rocksdb", .policy = a->lower_pol, .capacity_blocks = a->lower}};
+	size_t n_tiers = a->lower ? 2 : 1;
 	struct kvt_sim_result s;
 	struct kvt_trace same = *t;
 	same.streams = a->clients; /* the engines' turns, as the daemon saw them */
@@ -342,13 +366,14 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 		die("malloc", -ENOMEM);
 	for (uint32_t b = 0; b < t->n_blocks; b++)
 		same.key[b] = kvt__chunk_id(0, ns, key_of(b)); /* as the daemon names them */
-	rc = kvt_sim_run(&same, &tier, 1, &s); /* engine: puts end as the daemon's do */
+	rc = kvt_sim_run(&same, tier, n_tiers, &s); /* engine: puts end as the daemon's do */
 	free(same.key);
 	if (rc)
 		die("kvtier sim", rc);
 	r->sim_phr = s.accesses ? (double)s.prefix_hits / (double)s.accesses : 0;
+	r->sim_promoted = a->lower ? (long long)s.tier[1].hits : 0;
 	if (a->record)
-		replay_recording(a, t, &tier, r);
+		replay_recording(a, t, tier, n_tiers, r);
 }
 
 static size_t count_of(const char *v, size_t min)
@@ -367,8 +392,10 @@ static const char usage_text[] =
     "                          [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check "
     "T[,U]]\n"
     "                          [--clients K (1, at most 64)] [--rounds N (1)] [--record FILE]\n"
+    "                          [--rocksdb M[:P] (none)]\n"
     "  a Mooncake JSONL or native trace through a fresh kvtierd per policy (host tier of N\n"
-    "  chunks of K KiB, no lower tier), beside kvtier sim's replay of the same requests;\n"
+    "  chunks of K KiB; below it nothing, or with --rocksdb a rocksdb tier of M chunks\n"
+    "  running P, lru unless named), beside kvtier sim's replay of the same requests;\n"
     "  P may carry parameters, P:k=v[:k=v...]; --check T exits 1 when the daemon's and the\n"
     "  simulator's prefix hit ratios differ by more than T; --rounds N runs the policies N\n"
     "  times in turn and ends with their medians; --record FILE (absolute) has each daemon\n"
@@ -430,7 +457,15 @@ static void parse(int argc, char **argv, struct args *a)
 			}
 		} else if (!strcmp(o, "--rounds"))
 			a->rounds = count_of(v, 1);
-		else if (!strcmp(o, "--record")) {
+		else if (!strcmp(o, "--rocksdb")) {
+			static char lw[128];
+			snprintf(lw, sizeof(lw), "%s", v);
+			char *colon = strchr(lw, ':');
+			if (colon)
+				*colon = 0;
+			a->lower = count_of(lw, 1);
+			a->lower_pol = colon && colon[1] ? colon + 1 : "lru";
+		} else if (!strcmp(o, "--record")) {
 			if (v[0] != '/')
 				refuse(o, "needs an absolute path (the daemon writes it)");
 			a->record = v;
@@ -513,9 +548,13 @@ int main(int argc, char **argv)
 	t.n_req = a.requests; /* the simulator replays the same requests, as the engine drives */
 	t.n_acc = t.req_off[a.requests];
 	t.engine = true;
+	char below[160] = "no lower tier";
+	if (a.lower)
+		snprintf(below, sizeof(below), "rocksdb below it of %zu chunks (rocksdb.policy=%s)",
+		         a.lower, a.lower_pol);
 	printf("# kvtier bench trace: %s, %zu requests, %zu chunk reads, host of %zu chunks of "
-	       "%zu KiB, no lower tier, %zu engine%s\n\n",
-	       a.trace, a.requests, t.n_acc, a.capacity, a.chunk >> 10, a.clients,
+	       "%zu KiB, %s, %zu engine%s\n\n",
+	       a.trace, a.requests, t.n_acc, a.capacity, a.chunk >> 10, below, a.clients,
 	       a.clients > 1 ? "s taking turns" : "");
 	printf("(request p50 / p99: the requests after the first %zu chunk reads; the %zu before "
 	       "them fill the host tier's memory for the first time: their p99 apart)\n\n",
@@ -544,6 +583,10 @@ int main(int argc, char **argv)
 		    r->put_gbs, r->memcpy_gbs, r->memcpy_gbs > 0 ? r->put_gbs / r->memcpy_gbs : 0,
 		    r->total_s / first, r->evictions, r->curve_worker, r->curve_loop,
 		    r->curve_bytes / 1048576.0);
+		if (a.lower)
+			printf("|  promoted from rocksdb: daemon %lld, kvtier sim %lld; puts that "
+			       "waited for demotions %lld, past demote.wait_ms %lld |\n",
+			       r->promoted, r->sim_promoted, r->parked, r->eagain);
 		if (a.record)
 			printf("|  recorded (%s): %s; kvtier sim --engine on it | %.4f |\n",
 			       a.record,

@@ -15,8 +15,12 @@
  * dropped from every tier, or, missed, stored nowhere. In engine mode (kvt_trace.engine) a
  * miss is a put, and where the top tier's policy would first evict a block of the request the
  * put ends: the rest of the request is neither stored nor read, as in kvtierd. For one tier
- * that is the daemon exactly (`kvtier bench trace`); below it, a chunk the engine puts that a
- * lower tier holds is promoted here and not in the daemon. With t->streams engines, requests
+ * that is the daemon exactly (`kvtier bench trace`). With tiers below it, engine mode runs them
+ * as kvtierd does: a put guards only the blocks whose one copy is at the top (guarded()), a
+ * promotion lands as the daemon's own insert and is then read (promote()), and a put that finds
+ * a block only below leaves it there; the daemon's demotions and promotions run on its workers,
+ * so it agrees within ~0.002 when its puts wait for their demotions (`kvtier bench trace
+ * --rocksdb`, host.dirty_pct=1), and holds more while they queue. With t->streams engines, requests
  * are made as kvtierd sees several engines make them: a read, then a put, other engines'
  * messages between (turn()).
  */
@@ -56,6 +60,8 @@ struct run {
 	const uint32_t *own;
 	uint64_t n_own;
 	bool engine, putting, cut;
+	bool in_put;         /* engine mode: the access is the put's (the request has missed) */
+	uint32_t stream;     /* the engine's stream for on_stream: 1 + its lane (0: kvtierd's) */
 	uint32_t *depth_of;  /* engine mode: the depth each block was stored at */
 	const uint64_t *key; /* kvt_trace.key */
 };
@@ -147,12 +153,23 @@ static bool quota_room(struct run *u, size_t ti, uint32_t tenant)
 	return t->used < t->cap;
 }
 
+/* Whether a tier below the top one holds blk. */
+static bool held_below(const struct run *u, uint32_t blk)
+{
+	for (size_t k = 1; k < u->n; k++)
+		if (u->t[k].res[blk])
+			return true;
+	return false;
+}
+
 /* Whether v is one of the blocks a put guards in kvtierd (ipc/daemon/store.c, put_guard): the
- * request's blocks before this one, walked back while tier t holds them (at most KVD_PUT_GUARD
- * ancestors and a batch). */
+ * request's blocks before this one, walked back while tier t holds them and no tier below does
+ * (at most KVD_PUT_GUARD ancestors and a batch). A block a lower tier holds too may give up its
+ * top copy: the prefix stays whole across the tiers, and the put goes on. */
 static bool guarded(const struct run *u, const struct tier *t, uint32_t v)
 {
-	for (uint64_t k = u->n_own, n = 0; k-- > 0 && n < 1024 + 256 && t->res[u->own[k]]; n++)
+	for (uint64_t k = u->n_own, n = 0;
+	     k-- > 0 && n < 1024 + 256 && t->res[u->own[k]] && !held_below(u, u->own[k]); n++)
 		if (u->own[k] == v)
 			return true;
 	return false;
@@ -281,7 +298,35 @@ static void told_again(struct run *u, uint32_t blk)
 	}
 }
 
-/* @return : the tier that served blk, or -1 on a miss in every tier. */
+/* Tells the top tier's policy which stream the calls that follow come from. */
+static void top_stream(struct run *u, uint32_t s)
+{
+	if (u->t[0].ops->on_stream)
+		u->t[0].ops->on_stream(u->t[0].p, s);
+}
+
+/* blk, read in a lower tier, comes up into the top one. In engine mode as in kvtierd: the copy
+ * lands as the daemon's own insert (stream 0, the depth it was stored at), then the acquire that
+ * waited for it reads it (ipc/daemon/tierdone.c, lease.c). */
+static void promote(struct run *u, uint32_t blk)
+{
+	if (!u->engine) {
+		insert(u, 0, blk, u->tenant);
+		return;
+	}
+	uint32_t depth = u->depth;
+	u->depth = u->depth_of[blk];
+	top_stream(u, 0);
+	insert(u, 0, blk, u->tenant);
+	top_stream(u, u->stream);
+	u->depth = depth;
+	if (u->t[0].res[blk])
+		u->t[0].ops->on_access(u->t[0].p, blk);
+}
+
+/* @return : the tier that served blk, or -1 on a miss in every tier. In engine mode a put (after
+ * the request's first miss) that finds blk in a lower tier only leaves it there: kvtierd's put
+ * counts a chunk it indexes as held, and neither reads nor stores it (store.c, put_one). */
 static int access_blk(struct run *u, uint32_t blk)
 {
 	admit_record(u, blk);
@@ -290,11 +335,15 @@ static int access_blk(struct run *u, uint32_t blk)
 		if (!t->res[blk])
 			continue;
 		t->r->hits++;
+		if (i > 0 && u->in_put) { /* kvtierd's put finds it indexed: held, not read */
+			told_again(u, blk);
+			return (int)i;
+		}
 		t->ops->on_access(t->p, blk);
 		told_again(u, blk); /* the tier read (i) has taken its mark back already */
 		if (i > 0 && !u->t[0].res[blk]) {
 			size_t before = u->t[0].r->inserts;
-			insert(u, 0, blk, u->tenant);
+			promote(u, blk);
 			t->r->promoted_blocks += u->t[0].r->inserts - before;
 		} else if (i == 0) {
 			write_through(u, blk);
@@ -486,6 +535,7 @@ static bool step(struct run *u, const struct kvt_trace *tr, struct lane *l,
 	u->own = &tr->blk[tr->req_off[q]];
 	u->n_own = i - tr->req_off[q];
 	u->cut = false;
+	u->in_put = u->engine && l->put;
 	bool skip = tr->bypass && tr->bypass[i];
 	int at = skip ? bypass_blk(u, tr->blk[i]) : access_blk(u, tr->blk[i]);
 	l->missed = l->missed || at < 0;
@@ -532,8 +582,8 @@ static void turn(struct run *u, const struct kvt_trace *tr, struct lane *l,
 	if (l->put && u->engine && l->i < end) { /* as kvtierd numbers a put: from its parent */
 		uint32_t pa = l->i > tr->req_off[l->q] ? tr->blk[l->i - 1] : KVT_POLICY_NONE;
 		l->put_at = l->i;
-		l->put_depth = pa == KVT_POLICY_NONE ? 0
-		               : u->t[0].res[pa]     ? u->depth_of[pa] + 1
+		l->put_depth = pa == KVT_POLICY_NONE ? 0 /* a parent any tier holds is indexed */
+		               : held(u, pa)         ? u->depth_of[pa] + 1
 		                                     : 1;
 	}
 	while (l->i < end)
@@ -576,10 +626,11 @@ int kvt_sim_run(const struct kvt_trace *tr, const struct kvt_sim_tier *tiers, si
 			if (l->q == SIZE_MAX)
 				continue;
 			busy++;
-			if (nl > 1) /* the engine the calls come from */
+			u.stream = (uint32_t)s + 1;          /* 0 is kvtierd's own (promote()) */
+			if (nl > 1 || (u.engine && u.n > 1)) /* the engine the calls come from */
 				for (size_t t = 0; t < u.n; t++)
 					if (u.t[t].ops->on_stream)
-						u.t[t].ops->on_stream(u.t[t].p, (uint32_t)s);
+						u.t[t].ops->on_stream(u.t[t].p, u.stream);
 			turn(&u, tr, l, r);
 		}
 	} while (busy);
