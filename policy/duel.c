@@ -185,7 +185,7 @@ static void du_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 {
 	if (ensure(p, id))
 		return;
-	p->key[id] = m->key_hash;
+	p->key[id] = m->key_hash ? m->key_hash : 1; /* 0: not resident */
 	p->depth[id] = m->depth;
 	for (int k = 0; k < 2; k++)
 		p->ops[k]->on_insert(p->e[k], id, m);
@@ -194,7 +194,7 @@ static void du_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 
 static void du_access(struct kvt_policy *p, uint32_t id)
 {
-	if (id >= p->cap)
+	if (id >= p->cap || !p->key[id]) /* a stale id would feed the shadows its old key */
 		return;
 	for (int k = 0; k < 2; k++)
 		p->ops[k]->on_access(p->e[k], id);
@@ -205,6 +205,8 @@ static void du_remove(struct kvt_policy *p, uint32_t id)
 {
 	for (int k = 0; k < 2; k++)
 		p->ops[k]->on_remove(p->e[k], id);
+	if (id < p->cap)
+		p->key[id] = 0;
 }
 
 static size_t du_victims(struct kvt_policy *p, uint32_t *out, size_t max,

@@ -403,9 +403,10 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 	uint64_t kh = kvd_key_hash(t, ns->ns, key);
 	if (!counted)
 		kvd_admit_record(d, kh);
-	if (id != KVD_NIL) {
+	if (id != KVD_NIL) { /* held: read at host; only below, it stays there (not promoted) */
 		if (!shown) {
-			d->pol_ops->on_access(d->pol, id);
+			if (d->idx.e[id].where & KVD_AT_HOST)
+				d->pol_ops->on_access(d->pol, id);
 			kvd_tiers_again(d, id);
 			d->st.put_present++;
 		}

@@ -1014,6 +1014,13 @@ static void test_policy_sim_bench_set(void **state)
 	assert_true(kvt_test_read_file(err, text, sizeof(text)) > 0);
 	assert_non_null(strstr(text, "kvtierd exited with"));
 	kvt_test_rmtree(tmp);
+	/* one tier below host, named once */
+	rc = bench_trace_rc("--requests 10 --rocksdb 64 --nvme 64", tmp, out);
+	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	assert_true(kvt_test_read_file(err, text, sizeof(text)) > 0);
+	assert_non_null(strstr(text, "one tier below host"));
+	kvt_test_rmtree(tmp);
 }
 
 /* A tier named nvme runs fifo, as kvtierd's log does, whatever --policy names for the others

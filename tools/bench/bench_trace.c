@@ -9,8 +9,9 @@
  * exactly --capacity chunks (host.bytes is that many records) and there is no lower tier, so the
  * daemon's policy decides every hit. --rocksdb M[:P] puts a rocksdb tier of M chunks below host
  * (rocksdb.bytes that many records, rocksdb.policy P, lru unless named; demote.wait_ms at 60 s,
- * so that a put waits for its demotions rather than end short), and the simulator replays the
- * same two tiers; the chunks promoted from it are reported beside the simulator's, with the
+ * so that a put waits for its demotions rather than end short), --nvme M[:P] the nvme log
+ * instead (nvme.bytes that many 4 KiB-padded records, fifo unless named), and the simulator replays
+ * the same two tiers; the chunks promoted from it are reported beside the simulator's, with the
  * puts that waited for demotions. For each --policy the daemon is started afresh with
  * host.policy set, and reported are:
  *
@@ -34,7 +35,8 @@
  *
  * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
  *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T[,U]]
- *                           [--clients K (1)] [--rounds N (1)] [--record FILE] [--rocksdb M[:P]]
+ *                           [--clients K (1)] [--rounds N (1)] [--record FILE]
+ *                           [--rocksdb M[:P] | --nvme M[:P]]
  * A policy may carry parameters, P:k=v[:k=v...] (conv:strict=0): host.policy_params in the
  * daemon, set_param in the simulator.
  * --rounds N replays the policies N times, in turn (lru, conv, lru, conv, ...), so that a
@@ -74,11 +76,12 @@ struct args {
 	size_t capacity, chunk, requests, clients, rounds;
 	char *pols[MAX_POL];
 	size_t n_pols;
-	double check;          /* < 0: no check */
-	double check_rec;      /* --check T,U: U, the recording's replay against the daemon */
-	const char *record;    /* --record: each daemon records its requests here (trace.file) */
-	size_t lower;          /* --rocksdb N: a rocksdb tier of N chunks below host (0: none) */
-	const char *lower_pol; /* ... and its policy (rocksdb.policy; lru unless named) */
+	double check;           /* < 0: no check */
+	double check_rec;       /* --check T,U: U, the recording's replay against the daemon */
+	const char *record;     /* --record: each daemon records its requests here (trace.file) */
+	size_t lower;           /* --rocksdb / --nvme N: a tier of N chunks below host (0: none) */
+	const char *lower_name; /* "rocksdb" or "nvme" */
+	const char *lower_pol;  /* its policy: P of M[:P], else lru (rocksdb) or fifo (nvme) */
 };
 
 struct row {
@@ -86,7 +89,7 @@ struct row {
 	double rec_phr; /* ... and kvtier sim --engine's prefix hit ratio on the recording */
 	double daemon_phr, sim_phr, p50_us, p99_us, cold_p99_us, put_gbs, memcpy_gbs, total_s;
 	long long evictions, curve_worker, curve_loop, curve_bytes;
-	long long promoted, sim_promoted; /* --rocksdb: chunks brought up from it */
+	long long promoted, sim_promoted; /* --rocksdb, --nvme: chunks brought up from it */
 	long long eagain, parked;         /* puts that waited for demotions: too long, at all */
 };
 
@@ -256,14 +259,18 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	uint64_t rec = (128 + a->chunk + 4095) & ~(uint64_t)4095; /* a record: header + payload */
 	snprintf(host, sizeof(host), "%llu", (unsigned long long)(rec * a->capacity));
 	snprintf(policy, sizeof(policy), "host.policy=%s", name);
-	char rset[600], lbytes[64], lpol[96];
+	char rset[600], lbytes[64], lpol[96], order[64];
 	const char *sets[8] = {policy};
 	size_t n_sets = 1;
 	if (a->lower) {
-		snprintf(lbytes, sizeof(lbytes), "rocksdb.bytes=%llu",
-		         (unsigned long long)((128 + a->chunk) * a->lower)); /* header + payload */
-		snprintf(lpol, sizeof(lpol), "rocksdb.policy=%s", a->lower_pol);
-		sets[n_sets++] = "tiers.order=host,rocksdb";
+		/* rocksdb counts a record's header and payload, the nvme log each in 4 KiB blocks
+		 */
+		bool nvme = !strcmp(a->lower_name, "nvme");
+		snprintf(lbytes, sizeof(lbytes), "%s.bytes=%llu", a->lower_name,
+		         (unsigned long long)((nvme ? rec : 128 + a->chunk) * a->lower));
+		snprintf(lpol, sizeof(lpol), "%s.policy=%s", a->lower_name, a->lower_pol);
+		snprintf(order, sizeof(order), "tiers.order=host,%s", a->lower_name);
+		sets[n_sets++] = order;
 		sets[n_sets++] = lbytes;
 		sets[n_sets++] = lpol;
 		/* a put waits for its demotions rather than end short (-EAGAIN after 100 ms by
@@ -357,7 +364,7 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 
 	struct kvt_sim_tier tier[2] = {
 	    {.name = "host", .policy = name, .params = params, .capacity_blocks = a->capacity},
-	    {.name = "rocksdb", .policy = a->lower_pol, .capacity_blocks = a->lower}};
+	    {.name = a->lower_name, .policy = a->lower_pol, .capacity_blocks = a->lower}};
 	size_t n_tiers = a->lower ? 2 : 1;
 	struct kvt_sim_result s;
 	struct kvt_trace same = *t;
@@ -392,10 +399,10 @@ static const char usage_text[] =
     "                          [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check "
     "T[,U]]\n"
     "                          [--clients K (1, at most 64)] [--rounds N (1)] [--record FILE]\n"
-    "                          [--rocksdb M[:P] (none)]\n"
+    "                          [--rocksdb M[:P] | --nvme M[:P] (none)]\n"
     "  a Mooncake JSONL or native trace through a fresh kvtierd per policy (host tier of N\n"
-    "  chunks of K KiB; below it nothing, or with --rocksdb a rocksdb tier of M chunks\n"
-    "  running P, lru unless named), beside kvtier sim's replay of the same requests;\n"
+    "  chunks of K KiB; below it nothing, or a rocksdb tier or the nvme log of M chunks\n"
+    "  running P, lru or fifo unless named), beside kvtier sim's replay of the same requests;\n"
     "  P may carry parameters, P:k=v[:k=v...]; --check T exits 1 when the daemon's and the\n"
     "  simulator's prefix hit ratios differ by more than T; --rounds N runs the policies N\n"
     "  times in turn and ends with their medians; --record FILE (absolute) has each daemon\n"
@@ -457,14 +464,19 @@ static void parse(int argc, char **argv, struct args *a)
 			}
 		} else if (!strcmp(o, "--rounds"))
 			a->rounds = count_of(v, 1);
-		else if (!strcmp(o, "--rocksdb")) {
+		else if (!strcmp(o, "--rocksdb") || !strcmp(o, "--nvme")) {
 			static char lw[128];
+			if (a->lower)
+				refuse(o, "one tier below host: --rocksdb or --nvme");
+			a->lower_name = o + 2;
 			snprintf(lw, sizeof(lw), "%s", v);
 			char *colon = strchr(lw, ':');
 			if (colon)
 				*colon = 0;
 			a->lower = count_of(lw, 1);
-			a->lower_pol = colon && colon[1] ? colon + 1 : "lru";
+			a->lower_pol = colon && colon[1]         ? colon + 1
+			               : a->lower_name[0] == 'n' ? "fifo"
+			                                         : "lru";
 		} else if (!strcmp(o, "--record")) {
 			if (v[0] != '/')
 				refuse(o, "needs an absolute path (the daemon writes it)");
@@ -550,8 +562,8 @@ int main(int argc, char **argv)
 	t.engine = true;
 	char below[160] = "no lower tier";
 	if (a.lower)
-		snprintf(below, sizeof(below), "rocksdb below it of %zu chunks (rocksdb.policy=%s)",
-		         a.lower, a.lower_pol);
+		snprintf(below, sizeof(below), "%s below it of %zu chunks (%s.policy=%s)",
+		         a.lower_name, a.lower, a.lower_name, a.lower_pol);
 	printf("# kvtier bench trace: %s, %zu requests, %zu chunk reads, host of %zu chunks of "
 	       "%zu KiB, %s, %zu engine%s\n\n",
 	       a.trace, a.requests, t.n_acc, a.capacity, a.chunk >> 10, below, a.clients,
@@ -584,9 +596,9 @@ int main(int argc, char **argv)
 		    r->total_s / first, r->evictions, r->curve_worker, r->curve_loop,
 		    r->curve_bytes / 1048576.0);
 		if (a.lower)
-			printf("|  promoted from rocksdb: daemon %lld, kvtier sim %lld; puts that "
+			printf("|  promoted from %s: daemon %lld, kvtier sim %lld; puts that "
 			       "waited for demotions %lld, past demote.wait_ms %lld |\n",
-			       r->promoted, r->sim_promoted, r->parked, r->eagain);
+			       a.lower_name, r->promoted, r->sim_promoted, r->parked, r->eagain);
 		if (a.record)
 			printf("|  recorded (%s): %s; kvtier sim --engine on it | %.4f |\n",
 			       a.record,
