@@ -189,7 +189,7 @@ static void du_insert(struct kvt_policy *p, uint32_t id, const struct kvt_policy
 	p->depth[id] = m->depth;
 	for (int k = 0; k < 2; k++)
 		p->ops[k]->on_insert(p->e[k], id, m);
-	shadow(p, m->key_hash, m->depth);
+	shadow(p, p->key[id], m->depth);
 }
 
 static void du_access(struct kvt_policy *p, uint32_t id)

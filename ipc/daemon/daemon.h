@@ -165,7 +165,7 @@ struct kvd_stats {
 	uint64_t not_admitted;
 	uint64_t puts_cut;    /* puts that ended at their own prefix: host full of it, or the host
 	                       * policy's first victim (store.c) */
-	uint64_t put_present; /* chunks a PUT carried that were held already (read, not stored) */
+	uint64_t put_present; /* chunks a PUT carried that were held: read at host, or left below */
 	uint64_t puts_parked; /* PUT messages that waited for room (demotions), each once */
 	/* victims a policy proposed that were leased, in a tier's job or not at host: skipped,
 	 * never evicted. 0 unless a policy breaks the seam's promise (a debug build panics
