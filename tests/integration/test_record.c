@@ -159,6 +159,19 @@ static uint64_t wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* t holds n requests, request q lens[q] blocks numbered from[q] on (the loader numbers blocks
+ * as they first appear). */
+static void assert_requests(const struct kvt_trace *t, size_t n, const uint64_t *lens,
+                            const uint32_t *from)
+{
+	assert_int_equal(t->n_req, n);
+	for (size_t q = 0; q < n; q++) {
+		assert_int_equal(t->req_off[q + 1] - t->req_off[q], lens[q]);
+		for (uint64_t i = 0; i < lens[q]; i++)
+			assert_int_equal(t->blk[t->req_off[q] + i], from[q] + i);
+	}
+}
+
 /* Requests of one engine, a long one, a done hint, lookups and a second connection, read back
  * by the simulator's loader. */
 static void test_record_requests(void **state)
@@ -194,14 +207,11 @@ static void test_record_requests(void **state)
 	struct kvt_trace t;
 	assert_int_equal(kvt_trace_load(path, &t), 0);
 	static const uint64_t lens[] = {6, 8, CHUNKS, CHUNKS, 4};
+	static const uint32_t from[5] = {0}; /* one chain: chunk i is block i */
 	/* b's request is written when the recording ends: it is the last line */
-	assert_int_equal(t.n_req, 5);
-	for (size_t q = 0; q < 5; q++) {
-		assert_int_equal(t.req_off[q + 1] - t.req_off[q], lens[q]);
-		for (uint64_t i = 0; i < lens[q]; i++) /* one chain: chunk i is block i */
-			assert_int_equal(t.blk[t.req_off[q] + i], i);
+	assert_requests(&t, 5, lens, from);
+	for (size_t q = 0; q < 5; q++)
 		assert_true(t.ts_ms[q] >= t0 && t.ts_ms[q] <= t1);
-	}
 	assert_int_equal(t.n_blocks, CHUNKS);
 	/* the done hint after request 2, before request 3 */
 	assert_non_null(t.hint_off);
@@ -255,14 +265,9 @@ static void test_record_batches(void **state)
 	 * 13's 0-3 as 138-141 and 4-7 as 142-145 */
 	static const uint64_t lens[] = {64, 128, 128, 10, 10, 4, 10, 4};
 	static const uint32_t from[] = {0, 0, 0, 128, 128, 138, 128, 142};
-	assert_int_equal(t.n_req, 8);
-	for (size_t q = 0; q < 8; q++) {
-		assert_int_equal(t.req_off[q + 1] - t.req_off[q], lens[q]);
-		for (uint64_t i = 0; i < lens[q]; i++)
-			assert_int_equal(t.blk[t.req_off[q] + i], from[q] + i);
-		if (q)
-			assert_true(t.ts_ms[q] >= t.ts_ms[q - 1]);
-	}
+	assert_requests(&t, 8, lens, from);
+	for (size_t q = 1; q < 8; q++)
+		assert_true(t.ts_ms[q] >= t.ts_ms[q - 1]);
 	assert_int_equal(t.n_blocks, 146);
 	kvt_trace_free(&t);
 	engine_close(&a);

@@ -496,10 +496,7 @@ struct lane {
 /* Whether a tier holds blk (the access will be a hit). */
 static bool held(const struct run *u, uint32_t blk)
 {
-	for (size_t k = 0; k < u->n; k++)
-		if (u->t[k].res[blk])
-			return true;
-	return false;
+	return u->t[0].res[blk] || held_below(u, blk);
 }
 
 /* Lane l takes request q: the warm-up ends at warmup_req, and the engine's hints due before
