@@ -148,6 +148,40 @@ static void test_nvme_fifo_reclaim(void **state)
 	nvt_fini(&n);
 }
 
+/*
+ * The log's geometry (tiers/nvme/geometry.h, what kvtier sim lays its nvme tier out with) is
+ * the log's own: a fresh log of nvme.bytes takes exactly n_regions x kvt_nvme_region_records
+ * records of a size before it drops any, and then drops one whole region's worth at once. Two
+ * shapes: 40 MiB of 16 KiB chunks (9 regions of 4 MiB, summaries of 7 entry blocks) and 16 MiB
+ * of 200 KiB ones (15 regions of 1 MiB).
+ */
+static void test_nvme_geometry_is_the_logs(void **state)
+{
+	static const struct {
+		const char *bytes;
+		uint64_t file, payload;
+	} shape[] = {{"40MiB", 40ull << 20, 16 << 10}, {"16MiB", 16ull << 20, 200 << 10}};
+	for (size_t k = 0; k < 2; k++) {
+		struct kvt_nvme_geometry g;
+		assert_int_equal(kvt_nvme_geometry(shape[k].file, 0, &g), 0);
+		uint64_t per =
+		    kvt_nvme_region_records(g.region_bytes, KVT_CHUNK_HDR_BYTES + shape[k].payload);
+		assert_true(per >= 4 && g.n_regions >= 8);
+		struct nvt n;
+		nvt_init(&n, shape[k].bytes, "4");
+		assert_int_equal(nvt_open(&n), 0);
+		assert_int_equal(nvt_stats(&n).capacity_bytes, g.n_regions * g.max_rec);
+		uint64_t loc, seed = 1;
+		for (; seed <= g.n_regions * per; seed++)
+			assert_int_equal(nvt_put(&n, seed, shape[k].payload, &loc), 0);
+		assert_int_equal(n.n_dropped, 0); /* every region full, none taken back */
+		assert_int_equal(nvt_put(&n, seed, shape[k].payload, &loc), 0);
+		assert_int_equal(n.n_dropped, per); /* the oldest region, whole */
+		assert_int_equal(nvt_stats(&n).chunks, (g.n_regions - 1) * per + 1);
+		nvt_fini(&n);
+	}
+}
+
 /* What env->evicted was given: each record's seed and loc, its bytes checked on the spot. */
 struct handed {
 	struct nvt *n;
@@ -711,6 +745,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_nvme_roundtrip_reopen),
 	    cmocka_unit_test(test_nvme_second_owner_refused),
 	    cmocka_unit_test(test_nvme_fifo_reclaim),
+	    cmocka_unit_test(test_nvme_geometry_is_the_logs),
 	    cmocka_unit_test(test_nvme_hands_over_evictions),
 	    cmocka_unit_test(test_nvme_hands_over_large_records),
 	    cmocka_unit_test(test_nvme_evicts_ahead),

@@ -33,8 +33,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define DATA_OFF (1ull << 20)
-
 /* Writes are cut into pieces of at least this: a stream's run starts with whatever record is
  * queued, often one, and later records join at the same cut, so the cut is set for throughput
  * (bytes in flight), not for the latency of the first record. */
@@ -63,16 +61,6 @@ void kvt__nvme_health(struct kvt_nvme *t, int rc)
 		        "'kvtier tier enable nvme'",
 		        t->consecutive_err, t->path);
 	}
-}
-
-static uint64_t pick_region_bytes(uint64_t space)
-{
-	if (space >= (1ull << 30))
-		return 64ull << 20;
-	uint64_t r = 1ull << 20;
-	while (r * 2 <= space / 8)
-		r *= 2;
-	return r;
 }
 
 static int size_file(struct kvt_nvme *t, uint64_t want)
@@ -283,16 +271,15 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	kvt__nvme_index_path(t);
 	if ((rc = size_file(t, want & ~(uint64_t)(KVT_NVME_BLOCK - 1))))
 		goto err;
-	rc = -ENOSPC;
-	if (t->file_bytes < DATA_OFF + 2 * (1ull << 20))
+	struct kvt_nvme_geometry g;
+	if (kvt_nvme_geometry(t->file_bytes, t->hooks.region_bytes, &g)) {
+		rc = -ENOSPC; /* too small, or a test's region_bytes that leaves under two */
 		goto err;
-	t->data_off = DATA_OFF;
-	t->region_bytes = t->hooks.region_bytes ? t->hooks.region_bytes
-	                                        : pick_region_bytes(t->file_bytes - DATA_OFF);
-	t->n_regions = (t->file_bytes - DATA_OFF) / t->region_bytes;
-	t->max_rec = t->region_bytes - KVT_NVME_BLOCK;
-	if (t->n_regions < 2 || t->region_bytes % KVT_NVME_BLOCK || t->max_rec > UINT32_MAX)
-		goto err;
+	}
+	t->data_off = KVT_NVME_DATA_OFF;
+	t->region_bytes = g.region_bytes;
+	t->n_regions = g.n_regions;
+	t->max_rec = g.max_rec;
 	KVT_NVME_SET(t, st.capacity_bytes, t->n_regions * t->max_rec);
 	if ((rc = open_engine(t)))
 		goto err;

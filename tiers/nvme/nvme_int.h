@@ -17,6 +17,7 @@
 #ifndef KVT_TIERS_NVME_INT_H
 #define KVT_TIERS_NVME_INT_H
 #include "tiers/tier.h"
+#include "tiers/nvme/geometry.h"
 #include "core/util.h"
 
 #include <pthread.h>
@@ -29,7 +30,6 @@
 struct kvt_quota;
 
 #define KVT_NVME_FORMAT        1u
-#define KVT_NVME_BLOCK         4096u  /* superblock, region header, terminator */
 #define KVT_NVME_PIN_SLOTS     16384u /* io_uring's most registered buffers per ring */
 #define KVT_NVME_MAX_AREAS     64u    /* areas declared with kvt__nvme_pins_add */
 #define KVT_NVME_AGAIN_RETRIES 16u    /* -EAGAIN on one I/O: resubmits before giving up */

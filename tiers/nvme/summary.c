@@ -45,36 +45,35 @@
 #define SE_MAGIC     0x45534d564e54564bull /* "KVTNVMSE": entries */
 #define SL_MAGIC     0x4c534d564e54564bull /* "KVTNVMSL": live map */
 #define ST_MAGIC     0x54534d564e54564bull /* "KVTNVMST": trailer */
-#define SUM_HEAD     32u                   /* magic, instance, seq, block index, count */
-#define SUM_ENTRY    (8u + KVT_CHUNK_HDR_BYTES)
-#define SUM_PER_BLK  ((KVT_NVME_BLOCK - 8u - SUM_HEAD) / SUM_ENTRY)    /* 29 */
-#define SUM_MAP_BITS ((uint64_t)(KVT_NVME_BLOCK - 8u - SUM_HEAD) * 8u) /* 32,448 */
-#define SUM_READ_MAX (16u << 20) /* bytes of summaries read at once at an open */
+#define SUM_HEAD     KVT_NVME_SUM_HEAD     /* geometry.h: the layout's numbers */
+#define SUM_ENTRY    KVT_NVME_SUM_ENTRY
+#define SUM_PER_BLK  KVT_NVME_SUM_PER_BLK  /* 29 */
+#define SUM_MAP_BITS KVT_NVME_SUM_MAP_BITS /* 32,448 */
+#define SUM_READ_MAX (16u << 20)           /* bytes of summaries read at once at an open */
+
+_Static_assert(SUM_ENTRY == 8u + KVT_CHUNK_HDR_BYTES, "a summary entry holds a chunk header");
 
 static uint32_t entry_blocks(uint32_t n)
 {
-	return (n + SUM_PER_BLK - 1) / SUM_PER_BLK;
+	return kvt_nvme_sum_entry_blocks(n);
 }
 
 static uint32_t map_blocks(const struct kvt_nvme *t)
 {
-	uint64_t bits = t->region_bytes / KVT_NVME_BLOCK;
-	return (uint32_t)((bits + SUM_MAP_BITS - 1) / SUM_MAP_BITS);
+	return kvt_nvme_sum_map_blocks(t->region_bytes);
 }
 
 static uint64_t sum_bytes(const struct kvt_nvme *t, uint32_t n)
 {
-	return ((uint64_t)entry_blocks(n) + map_blocks(t) + 1) * KVT_NVME_BLOCK;
+	return kvt_nvme_sum_bytes(t->region_bytes, n);
 }
 
 bool kvt__nvme_region_fits(const struct kvt_nvme *t, const struct kvt__nvme_region *R,
                            uint64_t need)
 {
-	if (R->wp + need > kvt__nvme_region_end(t, R))
-		return false;
-	if (R->sum_start || R->wp <= KVT_NVME_BLOCK)
-		return true;
-	return R->wp + need + sum_bytes(t, R->n_placed + 1) <= t->region_bytes;
+	if (R->sum_start)
+		return R->wp + need <= R->sum_start;
+	return kvt_nvme_fits(t->region_bytes, R->wp, R->n_placed, need);
 }
 
 static void head_fill(const struct kvt_nvme *t, uint8_t *b, uint64_t magic, uint64_t seq,

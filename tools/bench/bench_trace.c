@@ -366,6 +366,9 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	    {.name = "host", .policy = name, .params = params, .capacity_blocks = a->capacity},
 	    {.name = a->lower_name, .policy = a->lower_pol, .capacity_blocks = a->lower}};
 	size_t n_tiers = a->lower ? 2 : 1;
+	if (a->lower && !strcmp(a->lower_name, "nvme") &&
+	    kvt_sim_nvme_log(&tier[1], a->chunk, 0)) /* the log's regions, as the daemon's */
+		die("--nvme: no log kvtierd would open", -ENOSPC);
 	struct kvt_sim_result s;
 	struct kvt_trace same = *t;
 	same.streams = a->clients; /* the engines' turns, as the daemon saw them */

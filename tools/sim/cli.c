@@ -45,6 +45,8 @@ struct opts {
 	char *pols[MAX_LIST];
 	size_t n_pols;
 	struct kvt_sim_tier tiers[KVT_SIM_MAX_TIERS];
+	uint64_t
+	    tier_bytes[KVT_SIM_MAX_TIERS]; /* each --tier's size in bytes as given (0: blocks) */
 	size_t n_tiers;
 	const char *params[MAX_LIST + 1];
 	size_t n_params;
@@ -94,7 +96,8 @@ static void usage(FILE *f)
 	    "                  default); every one when a block enters the top tier; or each\n"
 	    "                  from the evictions of the tier above (on-evict);\n"
 	    "                  a tier named nvme runs fifo, as kvtierd's log, unless named;\n"
-	    "                  clock is the log with nvme.policy = clock)\n"
+	    "                  clock is the log with nvme.policy = clock; it is laid out as the\n"
+	    "                  log: nvme=N is N records of a block, nvme=64GiB nvme.bytes)\n"
 	    "       kvtier sim --list-policies\n"
 	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n"
 	    "        (and 'done <id>...': kvt_done before the next request)\n"
@@ -103,8 +106,9 @@ static void usage(FILE *f)
 }
 
 /* A size in blocks ("4096") or bytes ("2GiB", "512KiB", "100B"; whole blocks of block_bytes),
- * at most 2^32 - 1 blocks (block ids are u32). @return : 0, -EINVAL, -ERANGE. */
-static int parse_size(const char *s, uint64_t block_bytes, size_t *out)
+ * at most 2^32 - 1 blocks (block ids are u32); bytes, when not NULL, gets the size in bytes as
+ * given, or 0 for blocks. @return : 0, -EINVAL, -ERANGE. */
+static int parse_size_bytes(const char *s, uint64_t block_bytes, size_t *out, uint64_t *bytes)
 {
 	char *end;
 	if (*s < '0' || *s > '9')
@@ -127,13 +131,21 @@ static int parse_size(const char *s, uint64_t block_bytes, size_t *out)
 	if (!(blocks < 4294967296.0)) /* NaN too */
 		return -ERANGE;
 	*out = (size_t)blocks;
+	if (bytes)
+		*bytes = mul ? (uint64_t)(v * mul) : 0;
 	return 0;
 }
 
-/* A capacity: parse_size and at least one block; says what is wrong on stderr. */
-static int parse_capacity(const char *what, const char *s, uint64_t block_bytes, size_t *out)
+static int parse_size(const char *s, uint64_t block_bytes, size_t *out)
 {
-	int rc = parse_size(s, block_bytes, out);
+	return parse_size_bytes(s, block_bytes, out, NULL);
+}
+
+/* A capacity: parse_size and at least one block; says what is wrong on stderr. */
+static int parse_capacity(const char *what, const char *s, uint64_t block_bytes, size_t *out,
+                          uint64_t *bytes)
+{
+	int rc = parse_size_bytes(s, block_bytes, out, bytes);
 	if (!rc && !*out)
 		rc = -ERANGE;
 	if (rc)
@@ -372,7 +384,8 @@ static int finish(struct opts *o, struct raw *w)
 		return rc;
 	}
 	for (size_t k = 0; k < n && !rc; k++)
-		rc = parse_capacity("--capacity", l[k], o->block_bytes, &o->caps[o->n_caps++]);
+		rc =
+		    parse_capacity("--capacity", l[k], o->block_bytes, &o->caps[o->n_caps++], NULL);
 	for (size_t k = 0; k < w->n_tiers && !rc; k++) {
 		char *eq = strchr(w->tiers[k], '=');
 		struct kvt_sim_tier *t = &o->tiers[o->n_tiers++];
@@ -380,8 +393,11 @@ static int finish(struct opts *o, struct raw *w)
 			fprintf(stderr, "sim: --tier '%s': want NAME=CAPACITY\n", w->tiers[k]);
 			return -EINVAL;
 		}
-		if ((rc = parse_capacity("--tier", eq + 1, o->block_bytes, &t->capacity_blocks)))
+		uint64_t bytes;
+		if ((rc = parse_capacity("--tier", eq + 1, o->block_bytes, &t->capacity_blocks,
+		                         &bytes)))
 			return rc;
+		o->tier_bytes[o->n_tiers - 1] = bytes;
 		*eq = 0;
 		t->name = w->tiers[k];
 		for (size_t j = 0; j + 1 < o->n_tiers; j++)
@@ -406,6 +422,14 @@ static int finish(struct opts *o, struct raw *w)
 		rc = tier_pair(o, w->adm_pairs[k], 1);
 	for (size_t k = 0; k < w->n_quotas && !rc; k++)
 		rc = take_quota(o, w->quotas[k]);
+	for (size_t k = 0; k < o->n_tiers && !rc; k++)
+		if (!strcmp(o->tiers[k].name, "nvme") &&
+		    kvt_sim_nvme_log(&o->tiers[k], o->block_bytes, o->tier_bytes[k]))
+			fprintf(
+			    stderr,
+			    "sim: --tier nvme=%zu: no log kvtierd would open (3 MiB and a record "
+			    "at least): modelled a record at a time\n",
+			    o->tiers[k].capacity_blocks);
 	return rc;
 }
 
@@ -558,24 +582,28 @@ static int multi(struct opts *o, const struct kvt_trace *t)
 			    "{\"tier\":\"%s\",\"policy\":\"%s\",\"admission\":\"%s\","
 			    "\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,\"prefix_hit_ratio\":%.6f,"
 			    "\"bytes_promoted\":%llu,\"bytes_demoted\":%llu,\"rejected\":%llu,"
-			    "\"quota_rejected\":%llu,\"params\":\"%s\"}\n",
+			    "\"quota_rejected\":%llu,\"region_blocks\":%zu,\"params\":\"%s\"}\n",
 			    ti->name, ti->policy, ti->admission ? ti->admission : "none",
 			    ti->capacity_blocks, ratio(x->hits, r.accesses),
 			    ratio(x->prefix_hits, r.accesses),
 			    (unsigned long long)x->promoted_blocks * bb,
 			    (unsigned long long)x->demoted_blocks * bb,
 			    (unsigned long long)x->rejected, (unsigned long long)x->quota_rejected,
-			    r.params[i]);
+			    ti->region_blocks, r.params[i]);
 		else { /* --json has the exact byte counts */
 			char up[32], down[32];
 			printf(
 			    "tier %-8s %-10s %10zu blocks  hit %.4f  prefix hit %.4f  promoted %s  "
-			    "demoted %s  rejected %llu\n",
+			    "demoted %s  rejected %llu",
 			    ti->name, ti->policy, ti->capacity_blocks, ratio(x->hits, r.accesses),
 			    ratio(x->prefix_hits, r.accesses),
 			    kvt_fmt_bytes(x->promoted_blocks * bb, up, sizeof(up)),
 			    kvt_fmt_bytes(x->demoted_blocks * bb, down, sizeof(down)),
 			    (unsigned long long)x->rejected);
+			if (ti->region_blocks) /* a log: its regions */
+				printf("  (a log of %zu regions of %zu)",
+				       ti->capacity_blocks / ti->region_blocks, ti->region_blocks);
+			printf("\n");
 		}
 	}
 	if (o->json)

@@ -8,6 +8,8 @@
  * again to those that lack it (an earlier eviction, or second_touch waiting for the second
  * access); tier 0's eviction then only drops its copy. With fill_on_evict a tier is instead
  * filled by the evictions of the tier above. Eviction asks the policy for one victim at a time;
+ * a log (region_blocks, kvtierd's nvme with fifo: nvme_log.c) instead drops its oldest region
+ * whole when the head needs it (log_room);
  * a tier with quotas asks kvt_quota_pick_victims (policy/quota.h, as kvtierd does) instead, which
  * takes the policy's victims in order but skips what the quota protects, and a block it finds no
  * victim for is turned away (rejected, quota_rejected). Each block's tenant is its inserter's.
@@ -47,6 +49,15 @@ struct tier {
 	bool fill_on_evict;
 	struct kvt_quota *quota; /* NULL without quotas */
 	uint32_t *owner;         /* with quotas: each resident block's tenant */
+	/* a log reclaimed a region at a time (kvtierd's nvme with fifo): region records per
+	 * region (0: a record at a time), the block written in each of its cap slots, each
+	 * block's last write + 1 (0: none), the records written, and whether the next region's
+	 * records go from the moment the head is half written (a tier below takes them) */
+	uint32_t region;
+	uint32_t *ring;
+	uint64_t *wrote_at;
+	uint64_t written;
+	bool ahead;
 };
 
 struct run {
@@ -192,6 +203,35 @@ static bool put_room(struct run *u, struct tier *t)
 	return true;
 }
 
+/* The log's records written at slots [from, from + region) that are still there are dropped
+ * (handed to the tier below, as any tier's evictions). */
+static void drop_region(struct run *u, size_t ti, uint64_t from)
+{
+	struct tier *t = &u->t[ti];
+	for (uint64_t s = from; s < from + t->region; s++) {
+		uint32_t blk = t->ring[s % t->cap];
+		if (t->res[blk] && t->wrote_at[blk] == s + 1)
+			evict(u, ti, blk);
+	}
+}
+
+/*
+ * Room for one record in a log (tiers/nvme/log.c, kvt__nvme_log_place): records go at the head
+ * region; a full head moves on to the next region, and what that region held from its last trip
+ * round the ring is dropped whole. With a tier below to hand them to and four regions or more,
+ * kvtierd drops the next region's records ahead, from the moment the head is half written
+ * (kvt_tier_nvme_evict_ahead), so a write never waits for the read-back; here all at once then.
+ */
+static void log_room(struct run *u, size_t ti)
+{
+	struct tier *t = &u->t[ti];
+	uint64_t w = t->written, in = w % t->region, next = w - in + t->region;
+	if (in == 0 && w >= t->cap)
+		drop_region(u, ti, w - t->cap);
+	else if (t->ahead && in == t->region / 2 && next >= t->cap)
+		drop_region(u, ti, next - t->cap);
+}
+
 static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 {
 	struct tier *t = &u->t[ti];
@@ -224,9 +264,15 @@ static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 		t->r->quota_rejected++;
 		return;
 	}
+	if (t->region)
+		log_room(u, ti);
 	while (t->used >= t->cap)
 		evict_one(u, ti);
 	t->ops->on_insert(t->p, blk, &m);
+	if (t->region) {
+		t->ring[t->written % t->cap] = blk;
+		t->wrote_at[blk] = ++t->written;
+	}
 	if (ti == 0 && u->depth_of)
 		u->depth_of[blk] = m.depth;
 	t->res[blk] = 1;
@@ -391,6 +437,8 @@ static void teardown(struct run *u)
 		kvt_quota_destroy(u->t[i].quota);
 		free(u->t[i].owner);
 		free(u->t[i].res);
+		free(u->t[i].ring);
+		free(u->t[i].wrote_at);
 	}
 	free(u->depth_of);
 }
@@ -419,6 +467,29 @@ static int setup_quota(struct tier *t, const struct kvt_trace *tr, const struct 
 		}
 	}
 	return 0;
+}
+
+/* A tier with region_blocks: a log of capacity_blocks / region_blocks whole regions. With quotas
+ * kvtierd's log copies guarantees forward at reclaim, which this does not model: refused. */
+static int setup_log(struct tier *t, const struct kvt_trace *tr, const struct kvt_sim_tier *tiers,
+                     size_t n, size_t i)
+{
+	size_t per = tiers[i].region_blocks;
+	if (!per)
+		return 0;
+	if (per > UINT32_MAX || t->cap < 2 * per || tiers[i].n_quotas) {
+		fprintf(stderr,
+		        "sim: %s: a log needs two regions of %zu blocks or more (it has %zu) "
+		        "and no quota\n",
+		        tiers[i].name, per, t->cap);
+		return -EINVAL;
+	}
+	t->region = (uint32_t)per;
+	t->cap = t->cap / per * per; /* whole regions; the policy was made for the nominal size */
+	t->ahead = i + 1 < n && tiers[i + 1].fill_on_evict && t->cap / per >= 4;
+	t->ring = calloc(t->cap, sizeof(*t->ring));
+	t->wrote_at = calloc(tr->n_blocks + 1, sizeof(*t->wrote_at));
+	return t->ring && t->wrote_at ? 0 : -ENOMEM;
 }
 
 /* The result slot of tenant, or NULL once every slot is taken by others. */
@@ -464,6 +535,8 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 			return rc;
 		}
 		if (tiers[i].n_quotas && (rc = setup_quota(t, tr, &tiers[i])))
+			return rc;
+		if ((rc = setup_log(t, tr, tiers, n, i)))
 			return rc;
 	}
 	return 0;
