@@ -154,7 +154,7 @@ static void replay(struct kvt_trace *t, size_t cap, uint8_t layout, uint8_t draw
 	                                 .policy = "fifo",
 	                                 .capacity_blocks = 4 * cap,
 	                                 .fill_on_evict = true}};
-	if (layout & 0x80) { /* nvme as kvtierd's log: fifo, a region at a time (nvme_log.c) */
+	if (layout & 0x80) { /* nvme as kvtierd's log: fifo, a region at a time (layout.c) */
 		tiers[1].policy = "fifo";
 		tiers[1].region_blocks = cap > 4 ? cap / 4 : 1;
 	}

@@ -1089,9 +1089,56 @@ static void test_policy_sim_bench_set(void **state)
 	kvt_test_rmtree(tmp);
 }
 
+/* A tier given in bytes holds what kvtierd's tier of that name holds (tools/sim/layout.c): host
+ * 10 MiB of 16 KiB chunks in 20 KiB records (header, 4 KiB granules) is 512 blocks, rocksdb 40
+ * MiB of 16,512-byte records 2,540, another name 40 MiB / 16 KiB; a quota in bytes counts the
+ * same way (80 KiB of host: 4 blocks); a tier that holds not one record is refused. */
+static void test_policy_sim_tier_bytes(void **state)
+{
+	char tmp[256], path[300], out[300], line[512];
+	small_trace(tmp, path, out, 200);
+	assert_int_equal(sim_words(path, out,
+	                           "--tier host=10MiB --tier rocksdb=40MiB --tier disk=40MiB "
+	                           "--block-bytes 16KiB"),
+	                 0);
+	assert_true(line_with(out, "tier host", line, sizeof(line)));
+	assert_non_null(strstr(line, " 512 blocks "));
+	assert_true(line_with(out, "tier rocksdb", line, sizeof(line)));
+	assert_non_null(strstr(line, " 2540 blocks "));
+	assert_true(line_with(out, "tier disk", line, sizeof(line)));
+	assert_non_null(strstr(line, " 2560 blocks "));
+	assert_int_equal(sim_words(path, out, "--tier host=512 --block-bytes 16KiB"), 0);
+	assert_true(line_with(out, "tier host", line, sizeof(line)));
+	assert_non_null(strstr(line, " 512 blocks ")); /* blocks are blocks */
+	/* blocks 0-4 in turn, each a request: tenant 0 at most 80 KiB is 4 records of 20 KiB, and
+	 * LRU never hits (80 KiB / 16 KiB would be 5, and every request after the first 5 hit) */
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 100; i++)
+		fprintf(f, "%d %d\n", i, i % 5);
+	fclose(f);
+	static const char *const quota[] = {"80KiB", "100KiB"};
+	for (int k = 0; k < 2; k++) {
+		char args[128];
+		snprintf(args, sizeof(args),
+		         "--tier host=64 --block-bytes 16KiB --policy lru --quota host:0=0/%s",
+		         quota[k]);
+		assert_int_equal(sim_words(path, out, args), 0);
+		assert_true(line_with(out, "tier host", line, sizeof(line)));
+		assert_non_null(strstr(line, k ? " hit 0.9500 " : " hit 0.0000 "));
+	}
+	char err[300], said[512];
+	snprintf(err, sizeof(err), "%s/err", tmp);
+	assert_int_equal(
+	    sim_said(path, out, "--tier host=16KiB --block-bytes 16KiB", err, said, sizeof(said)),
+	    2);
+	assert_non_null(strstr(said, "holds no block"));
+	kvt_test_rmtree(tmp);
+}
+
 /* A tier named nvme runs fifo, as kvtierd's log does, whatever --policy names for the others
  * (and --param is not applied to it); --policy nvme=P still runs P there. Its size is the
- * log's (tools/sim/nvme_log.c). */
+ * log's (tools/sim/layout.c). */
 static void test_policy_sim_nvme_is_fifo(void **state)
 {
 	char tmp[256], path[300], out[300], line[512];
@@ -1227,6 +1274,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_cli_json),
 	    cmocka_unit_test(test_policy_sim_cli_refuses_bad_values),
 	    cmocka_unit_test(test_policy_sim_nvme_is_fifo),
+	    cmocka_unit_test(test_policy_sim_tier_bytes),
 	    cmocka_unit_test(test_policy_sim_cli_warmup),
 	    cmocka_unit_test(test_policy_sim_placement),
 	    cmocka_unit_test(test_policy_sim_cascade),

@@ -108,7 +108,7 @@ static void usage(FILE *f)
 /* A size in blocks ("4096") or bytes ("2GiB", "512KiB", "100B"; whole blocks of block_bytes),
  * at most 2^32 - 1 blocks (block ids are u32); bytes, when not NULL, gets the size in bytes as
  * given, or 0 for blocks. @return : 0, -EINVAL, -ERANGE. */
-static int parse_size_bytes(const char *s, uint64_t block_bytes, size_t *out, uint64_t *bytes)
+static int parse_size(const char *s, uint64_t block_bytes, size_t *out, uint64_t *bytes)
 {
 	char *end;
 	if (*s < '0' || *s > '9')
@@ -136,16 +136,11 @@ static int parse_size_bytes(const char *s, uint64_t block_bytes, size_t *out, ui
 	return 0;
 }
 
-static int parse_size(const char *s, uint64_t block_bytes, size_t *out)
-{
-	return parse_size_bytes(s, block_bytes, out, NULL);
-}
-
 /* A capacity: parse_size and at least one block; says what is wrong on stderr. */
 static int parse_capacity(const char *what, const char *s, uint64_t block_bytes, size_t *out,
                           uint64_t *bytes)
 {
-	int rc = parse_size_bytes(s, block_bytes, out, bytes);
+	int rc = parse_size(s, block_bytes, out, bytes);
 	if (!rc && !*out)
 		rc = -ERANGE;
 	if (rc)
@@ -201,8 +196,21 @@ struct raw {
 	size_t n_tiers, n_pp, n_ap, n_quotas;
 };
 
-/* "T=G/M[,T=G/M...]" into q[*n...]: tenant T's guaranteed and maximum blocks ('-': none). */
-static int parse_quotas(char *spec, uint64_t block_bytes, struct kvt_sim_quota *q, size_t *n)
+/* A quota's size: blocks, or bytes as the tier named tier holds them (kvt_sim_tier_blocks; the
+ * single tier's, tier NULL, in blocks of block_bytes). @return : 0, -EINVAL, -ERANGE. */
+static int quota_size(const char *v, const char *tier, uint64_t block_bytes, size_t *out)
+{
+	uint64_t bytes;
+	int rc = parse_size(v, block_bytes, out, &bytes);
+	if (!rc && bytes)
+		*out = kvt_sim_tier_blocks(tier ? tier : "", block_bytes, bytes);
+	return rc;
+}
+
+/* "T=G/M[,T=G/M...]" into q[*n...]: tenant T's guaranteed and maximum blocks ('-': none), of
+ * the tier named tier (NULL: the single tier). */
+static int parse_quotas(char *spec, const char *tier, uint64_t block_bytes, struct kvt_sim_quota *q,
+                        size_t *n)
 {
 	char *save = NULL;
 	for (char *it = strtok_r(spec, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
@@ -216,8 +224,9 @@ static int parse_quotas(char *spec, uint64_t block_bytes, struct kvt_sim_quota *
 		struct kvt_sim_quota *x = &q[(*n)++];
 		x->tenant = (uint32_t)t;
 		x->max_blocks = SIZE_MAX;
-		if (parse_size(eq + 1, block_bytes, &x->guaranteed_blocks) ||
-		    (strcmp(sl + 1, "-") && parse_size(sl + 1, block_bytes, &x->max_blocks)) ||
+		if (quota_size(eq + 1, tier, block_bytes, &x->guaranteed_blocks) ||
+		    (strcmp(sl + 1, "-") &&
+		     quota_size(sl + 1, tier, block_bytes, &x->max_blocks)) ||
 		    x->guaranteed_blocks > x->max_blocks)
 			return -EINVAL;
 	}
@@ -240,7 +249,8 @@ static int take_quota(struct opts *o, char *arg)
 		slot++;
 		arg = colon + 1;
 	}
-	if (parse_quotas(arg, o->block_bytes, o->quotas[slot], &o->n_quotas[slot])) {
+	if (parse_quotas(arg, slot ? o->tiers[slot - 1].name : NULL, o->block_bytes,
+	                 o->quotas[slot], &o->n_quotas[slot])) {
 		fprintf(stderr, "sim: --quota: want T=GUARANTEED/MAX,... (T a tenant below %d)\n",
 		        KVT_SIM_MAX_TENANT);
 		return -EINVAL;
@@ -398,8 +408,17 @@ static int finish(struct opts *o, struct raw *w)
 		                         &bytes)))
 			return rc;
 		o->tier_bytes[o->n_tiers - 1] = bytes;
+
 		*eq = 0;
 		t->name = w->tiers[k];
+		if (bytes) /* as the daemon's tier of that name holds chunks of a block */
+			t->capacity_blocks = kvt_sim_tier_blocks(t->name, o->block_bytes, bytes);
+		if (!t->capacity_blocks) {
+			fprintf(stderr,
+			        "sim: --tier %s=%s: holds no block of %llu bytes and its header\n",
+			        t->name, eq + 1, (unsigned long long)o->block_bytes);
+			return -ERANGE;
+		}
 		for (size_t j = 0; j + 1 < o->n_tiers; j++)
 			if (!strcmp(o->tiers[j].name, t->name)) {
 				fprintf(stderr, "sim: --tier %s given twice\n", t->name);

@@ -8,7 +8,7 @@
  * again to those that lack it (an earlier eviction, or second_touch waiting for the second
  * access); tier 0's eviction then only drops its copy. With fill_on_evict a tier is instead
  * filled by the evictions of the tier above. Eviction asks the policy for one victim at a time;
- * a log (region_blocks, kvtierd's nvme with fifo: nvme_log.c) instead drops its oldest region
+ * a log (region_blocks, kvtierd's nvme with fifo: layout.c) instead drops its oldest region
  * whole when the head needs it (log_room);
  * a tier with quotas asks kvt_quota_pick_victims (policy/quota.h, as kvtierd does) instead, which
  * takes the policy's victims in order but skips what the quota protects, and a block it finds no

@@ -160,6 +160,10 @@ int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, siz
  * once t's policy and quotas are set. @return : 0, -ENOSPC (no log kvtierd would open: under
  * 3 MiB, or a region too small for one record; t is left as it was). */
 int kvt_sim_nvme_log(struct kvt_sim_tier *t, uint64_t block_bytes, uint64_t bytes);
+/* The blocks a tier of bytes named name holds, as kvtierd's tier of that name holds chunks of
+ * block_bytes: host in records of the chunk and its 128-byte header in whole 4 KiB granules,
+ * rocksdb in the header and the chunk, any other name (nvme: kvt_sim_nvme_log) in blocks. */
+size_t kvt_sim_tier_blocks(const char *name, uint64_t block_bytes, uint64_t bytes);
 /* Belady's MIN (with bypass) at capacity blocks: O(n log n). Fills hits and prefix_hits, from
  * t->warmup_req on (-EINVAL when that is not a request of t). */
 int kvt_sim_opt(const struct kvt_trace *t, size_t capacity, struct kvt_sim_result *r);

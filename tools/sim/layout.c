@@ -1,0 +1,46 @@
+/*
+ * layout.c -- a tier given in bytes holds as many blocks as kvtierd's tier of that name would
+ * hold chunks of a block each: host a record of the chunk and its 128-byte header in whole
+ * 4 KiB granules (ipc/daemon/store.c, kvd_rec_bytes), rocksdb the header and the chunk
+ * (tiers/rocksdb/tier.c counts logical bytes), and nvme its log (tiers/nvme/geometry.h, the
+ * numbers the tier opens with): the log's whole regions, fewer records than its bytes would
+ * suggest (each region's header, tail and summary), and with fifo, the log's policy, reclaimed
+ * a region at a time (kvt_sim_tier's region_blocks; replay.c). With clock the log keeps a
+ * record at a time in the same room: kvtierd's clock copies read records forward at reclaim,
+ * which the replay does not model. Any other name holds bytes / block_bytes.
+ */
+#include "sim.h"
+
+#include "core/chunk.h"
+#include "tiers/nvme/geometry.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+int kvt_sim_nvme_log(struct kvt_sim_tier *t, uint64_t block_bytes, uint64_t bytes)
+{
+	uint64_t rec = KVT_CHUNK_HDR_BYTES + block_bytes; /* a record: header + payload */
+	uint64_t pad = (rec + KVT_NVME_BLOCK - 1) / KVT_NVME_BLOCK * KVT_NVME_BLOCK;
+	struct kvt_nvme_geometry g;
+	if (!bytes)
+		bytes = t->capacity_blocks * pad;
+	if (kvt_nvme_geometry(bytes / KVT_NVME_BLOCK * KVT_NVME_BLOCK, 0, &g))
+		return -ENOSPC;
+	uint64_t per = kvt_nvme_region_records(g.region_bytes, rec);
+	if (!per || g.n_regions * per > UINT32_MAX)
+		return -ENOSPC;
+	t->capacity_blocks = (size_t)(g.n_regions * per);
+	t->region_blocks = !strcmp(t->policy, "fifo") && !t->n_quotas ? (size_t)per : 0;
+	return 0;
+}
+
+size_t kvt_sim_tier_blocks(const char *name, uint64_t block_bytes, uint64_t bytes)
+{
+	uint64_t rec = block_bytes;
+	if (!strcmp(name, "host"))
+		rec = (KVT_CHUNK_HDR_BYTES + block_bytes + 4095) / 4096 * 4096;
+	else if (!strcmp(name, "rocksdb"))
+		rec = KVT_CHUNK_HDR_BYTES + block_bytes;
+	return (size_t)(bytes / rec);
+}
