@@ -672,6 +672,24 @@ static bool line_with(const char *path, const char *word, char *line, size_t len
 	return found;
 }
 
+/* The line of out that has word (a tier's "tier host", a JSON line's start) has each string of
+ * want up to a NULL, and none of those after it up to a second NULL. */
+static void line_says(const char *out, const char *word, const char *const *want)
+{
+	char line[768];
+	if (!line_with(out, word, line, sizeof(line)))
+		fail_msg("no line with '%s' in %s", word, out);
+	for (; *want; want++)
+		if (!strstr(line, *want))
+			fail_msg("'%s' not in: %s", *want, line);
+	for (want++; *want; want++)
+		if (strstr(line, *want))
+			fail_msg("'%s' in: %s", *want, line);
+}
+
+#define LINE_SAYS(out, word, ...)                                                                  \
+	line_says(out, word, (const char *const[]){__VA_ARGS__, NULL, NULL})
+
 /* Replays t once through one tier of cap blocks under pol. */
 static struct kvt_sim_result replay_one(const struct kvt_trace *t, const char *pol, size_t cap)
 {
@@ -1095,21 +1113,17 @@ static void test_policy_sim_bench_set(void **state)
  * same way (80 KiB of host: 4 blocks); a tier that holds not one record is refused. */
 static void test_policy_sim_tier_bytes(void **state)
 {
-	char tmp[256], path[300], out[300], line[512];
+	char tmp[256], path[300], out[300];
 	small_trace(tmp, path, out, 200);
 	assert_int_equal(sim_words(path, out,
 	                           "--tier host=10MiB --tier rocksdb=40MiB --tier disk=40MiB "
 	                           "--block-bytes 16KiB"),
 	                 0);
-	assert_true(line_with(out, "tier host", line, sizeof(line)));
-	assert_non_null(strstr(line, " 512 blocks "));
-	assert_true(line_with(out, "tier rocksdb", line, sizeof(line)));
-	assert_non_null(strstr(line, " 2540 blocks "));
-	assert_true(line_with(out, "tier disk", line, sizeof(line)));
-	assert_non_null(strstr(line, " 2560 blocks "));
+	LINE_SAYS(out, "tier host", " 512 blocks ");
+	LINE_SAYS(out, "tier rocksdb", " 2540 blocks ");
+	LINE_SAYS(out, "tier disk", " 2560 blocks ");
 	assert_int_equal(sim_words(path, out, "--tier host=512 --block-bytes 16KiB"), 0);
-	assert_true(line_with(out, "tier host", line, sizeof(line)));
-	assert_non_null(strstr(line, " 512 blocks ")); /* blocks are blocks */
+	LINE_SAYS(out, "tier host", " 512 blocks "); /* blocks are blocks */
 	/* blocks 0-4 in turn, each a request: tenant 0 at most 80 KiB is 4 records of 20 KiB, and
 	 * LRU never hits (80 KiB / 16 KiB would be 5, and every request after the first 5 hit) */
 	FILE *f = fopen(path, "w");
@@ -1124,8 +1138,7 @@ static void test_policy_sim_tier_bytes(void **state)
 		         "--tier host=64 --block-bytes 16KiB --policy lru --quota host:0=0/%s",
 		         quota[k]);
 		assert_int_equal(sim_words(path, out, args), 0);
-		assert_true(line_with(out, "tier host", line, sizeof(line)));
-		assert_non_null(strstr(line, k ? " hit 0.9500 " : " hit 0.0000 "));
+		LINE_SAYS(out, "tier host", k ? " hit 0.9500 " : " hit 0.0000 ");
 	}
 	char err[300], said[512];
 	snprintf(err, sizeof(err), "%s/err", tmp);
@@ -1141,19 +1154,16 @@ static void test_policy_sim_tier_bytes(void **state)
  * log's (tools/sim/layout.c). */
 static void test_policy_sim_nvme_is_fifo(void **state)
 {
-	char tmp[256], path[300], out[300], line[512];
+	char tmp[256], path[300], out[300];
 	small_trace(tmp, path, out, 200);
 	assert_int_equal(
 	    sim_words(path, out,
 	              "--tier host=2 --tier nvme=8 --policy s3fifo --param small_ratio=0.2"),
 	    0);
-	assert_true(line_with(out, "tier host", line, sizeof(line)));
-	assert_non_null(strstr(line, " s3fifo "));
-	assert_true(line_with(out, "tier nvme", line, sizeof(line)));
-	assert_non_null(strstr(line, " fifo "));
+	LINE_SAYS(out, "tier host", " s3fifo ");
+	LINE_SAYS(out, "tier nvme", " fifo ");
 	assert_int_equal(sim_words(path, out, "--tier host=2 --tier nvme=8 --policy nvme=lru"), 0);
-	assert_true(line_with(out, "tier nvme", line, sizeof(line)));
-	assert_non_null(strstr(line, " lru "));
+	LINE_SAYS(out, "tier nvme", " lru ");
 	/* laid out as kvtierd's log: 4,096 records of 64 KiB (272 MiB, the same given in bytes)
 	 * are 8 regions of 480, reclaimed whole with fifo; clock keeps a record at a time in the
 	 * same room; 4 records (under 3 MiB) are no log kvtierd opens: as named, and said so */
@@ -1162,30 +1172,23 @@ static void test_policy_sim_nvme_is_fifo(void **state)
 		char args[128];
 		snprintf(args, sizeof(args), "--tier host=2 %s --block-bytes 65536", as_log[k]);
 		assert_int_equal(sim_words(path, out, args), 0);
-		assert_true(line_with(out, "tier nvme", line, sizeof(line)));
-		assert_non_null(strstr(line, " 3840 blocks "));
-		assert_non_null(strstr(line, "(a log of 8 regions of 480)"));
+		LINE_SAYS(out, "tier nvme", " 3840 blocks ", "(a log of 8 regions of 480)");
 	}
 	assert_int_equal(
 	    sim_words(path, out, "--tier host=2 --tier nvme=4096 --block-bytes 65536 --json"), 0);
-	assert_true(line_with(out, "{\"tier\":\"nvme\"", line, sizeof(line)));
-	assert_non_null(strstr(line, "\"capacity_blocks\":3840,"));
-	assert_non_null(strstr(line, "\"region_blocks\":480,"));
+	LINE_SAYS(out, "{\"tier\":\"nvme\"", "\"capacity_blocks\":3840,", "\"region_blocks\":480,");
 	assert_int_equal(sim_words(path, out,
 	                           "--tier host=2 --tier nvme=4096 --block-bytes 65536 "
 	                           "--policy nvme=clock"),
 	                 0);
-	assert_true(line_with(out, "tier nvme", line, sizeof(line)));
-	assert_non_null(strstr(line, " 3840 blocks "));
-	assert_null(strstr(line, "a log of"));
+	LINE_SAYS(out, "tier nvme", " 3840 blocks ", NULL, "a log of");
 	char err[300], said[512];
 	snprintf(err, sizeof(err), "%s/err", tmp);
 	assert_int_equal(sim_said(path, out, "--tier host=2 --tier nvme=4 --block-bytes 65536", err,
 	                          said, sizeof(said)),
 	                 0);
 	assert_non_null(strstr(said, "no log kvtierd would open"));
-	assert_true(line_with(out, "tier nvme", line, sizeof(line)));
-	assert_non_null(strstr(line, " 4 blocks "));
+	LINE_SAYS(out, "tier nvme", " 4 blocks ");
 	kvt_test_rmtree(tmp);
 }
 
