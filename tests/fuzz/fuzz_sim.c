@@ -14,8 +14,9 @@
  *               mode, bit 3 two tiers and bit 4 three (below tier 0: second_touch lru, then a
  *               log filled on eviction), bit 5 quotas on tier 0 (guarantees and maxima from
  *               byte 3), bit 6 one parameter of each policy set (byte 3: which, and where
- *               in its range), bit 7 the second tier as kvtierd's nvme log (fifo, dropped a
- *               region of a quarter of the capacity at a time: region_blocks)
+ *               in its range), bit 7 the second tier as kvtierd's nvme log (regions of a
+ *               quarter of its capacity: region_blocks; clock when byte 4's bit 7 is set, else
+ *               fifo)
  *   byte 3      the quotas' and the parameter's draws
  *   byte 4      the policy of tier 0 (the registry's, b % how many)
  *   then        b < 0xf0: block b % 40 (0xef: id 2^64 - 1) in the current request;
@@ -154,8 +155,8 @@ static void replay(struct kvt_trace *t, size_t cap, uint8_t layout, uint8_t draw
 	                                 .policy = "fifo",
 	                                 .capacity_blocks = 4 * cap,
 	                                 .fill_on_evict = true}};
-	if (layout & 0x80) { /* nvme as kvtierd's log: fifo, a region at a time (layout.c) */
-		tiers[1].policy = "fifo";
+	if (layout & 0x80) { /* nvme as kvtierd's log, a region at a time (nvmelog.c) */
+		tiers[1].policy = pick & 0x80 ? "clock" : "fifo";
 		tiers[1].region_blocks = cap > 4 ? cap / 4 : 1;
 	}
 	struct kvt_sim_result r;

@@ -381,7 +381,7 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	if (rc)
 		die("kvtier sim", rc);
 	r->sim_phr = s.accesses ? (double)s.prefix_hits / (double)s.accesses : 0;
-	r->sim_promoted = a->lower ? (long long)s.tier[1].hits : 0;
+	r->sim_promoted = a->lower ? (long long)s.tier[1].promoted_blocks : 0;
 	if (a->record)
 		replay_recording(a, t, tier, n_tiers, r);
 }

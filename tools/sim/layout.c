@@ -4,10 +4,9 @@
  * 4 KiB granules (ipc/daemon/store.c, kvd_rec_bytes), rocksdb the header and the chunk
  * (tiers/rocksdb/tier.c counts logical bytes), and nvme its log (tiers/nvme/geometry.h, the
  * numbers the tier opens with): the log's whole regions, fewer records than its bytes would
- * suggest (each region's header, tail and summary), and with fifo, the log's policy, reclaimed
- * a region at a time (kvt_sim_tier's region_blocks; replay.c). With clock the log keeps a
- * record at a time in the same room: kvtierd's clock copies read records forward at reclaim,
- * which the replay does not model. Any other name holds bytes / block_bytes.
+ * suggest (each region's header, tail and summary), reclaimed a region at a time with fifo or
+ * clock, the log's two policies (kvt_sim_tier's region_blocks; nvmelog.c). Another policy named
+ * for nvme runs a record at a time in the same room. Any other name holds bytes / block_bytes.
  */
 #include "sim.h"
 
@@ -31,7 +30,8 @@ int kvt_sim_nvme_log(struct kvt_sim_tier *t, uint64_t block_bytes, uint64_t byte
 	if (!per || g.n_regions * per > UINT32_MAX)
 		return -ENOSPC;
 	t->capacity_blocks = (size_t)(g.n_regions * per);
-	t->region_blocks = !strcmp(t->policy, "fifo") && !t->n_quotas ? (size_t)per : 0;
+	bool log = !strcmp(t->policy, "fifo") || !strcmp(t->policy, "clock");
+	t->region_blocks = log && !t->n_quotas ? (size_t)per : 0;
 	return 0;
 }
 

@@ -8,8 +8,8 @@
  * again to those that lack it (an earlier eviction, or second_touch waiting for the second
  * access); tier 0's eviction then only drops its copy. With fill_on_evict a tier is instead
  * filled by the evictions of the tier above. Eviction asks the policy for one victim at a time;
- * a log (region_blocks, kvtierd's nvme with fifo: layout.c) instead drops its oldest region
- * whole when the head needs it (log_room);
+ * a log (region_blocks: kvtierd's nvme, laid out by layout.c) instead drops its oldest region
+ * whole when the head needs it, or with clock copies its reads forward (nvmelog.c);
  * a tier with quotas asks kvt_quota_pick_victims (policy/quota.h, as kvtierd does) instead, which
  * takes the policy's victims in order but skips what the quota protects, and a block it finds no
  * victim for is turned away (rejected, quota_rejected). Each block's tenant is its inserter's.
@@ -49,15 +49,7 @@ struct tier {
 	bool fill_on_evict;
 	struct kvt_quota *quota; /* NULL without quotas */
 	uint32_t *owner;         /* with quotas: each resident block's tenant */
-	/* a log reclaimed a region at a time (kvtierd's nvme with fifo): region records per
-	 * region (0: a record at a time), the block written in each of its cap slots, each
-	 * block's last write + 1 (0: none), the records written, and whether the next region's
-	 * records go from the moment the head is half written (a tier below takes them) */
-	uint32_t region;
-	uint32_t *ring;
-	uint64_t *wrote_at;
-	uint64_t written;
-	bool ahead;
+	struct kvt__sim_log log; /* a log (region_blocks: kvtierd's nvme) when log.per */
 };
 
 struct run {
@@ -203,33 +195,22 @@ static bool put_room(struct run *u, struct tier *t)
 	return true;
 }
 
-/* The log's records written at slots [from, from + region) that are still there are dropped
- * (handed to the tier below, as any tier's evictions). */
-static void drop_region(struct run *u, size_t ti, uint64_t from)
+/* What a log tier's records are to nvmelog.c: still held, or dropped (evicted) by the log. */
+struct log_ctx {
+	struct run *u;
+	size_t ti;
+};
+
+static bool log_held(void *arg, uint32_t blk)
 {
-	struct tier *t = &u->t[ti];
-	for (uint64_t s = from; s < from + t->region; s++) {
-		uint32_t blk = t->ring[s % t->cap];
-		if (t->res[blk] && t->wrote_at[blk] == s + 1)
-			evict(u, ti, blk);
-	}
+	const struct log_ctx *c = arg;
+	return c->u->t[c->ti].res[blk];
 }
 
-/*
- * Room for one record in a log (tiers/nvme/log.c, kvt__nvme_log_place): records go at the head
- * region; a full head moves on to the next region, and what that region held from its last trip
- * round the ring is dropped whole. With a tier below to hand them to and four regions or more,
- * kvtierd drops the next region's records ahead, from the moment the head is half written
- * (kvt_tier_nvme_evict_ahead), so a write never waits for the read-back; here all at once then.
- */
-static void log_room(struct run *u, size_t ti)
+static void log_drop(void *arg, uint32_t blk)
 {
-	struct tier *t = &u->t[ti];
-	uint64_t w = t->written, in = w % t->region, next = w - in + t->region;
-	if (in == 0 && w >= t->cap)
-		drop_region(u, ti, w - t->cap);
-	else if (t->ahead && in == t->region / 2 && next >= t->cap)
-		drop_region(u, ti, next - t->cap);
+	const struct log_ctx *c = arg;
+	evict(c->u, c->ti, blk);
 }
 
 static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
@@ -264,15 +245,15 @@ static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 		t->r->quota_rejected++;
 		return;
 	}
-	if (t->region)
-		log_room(u, ti);
+	if (t->log.per) {
+		struct log_ctx c = {u, ti};
+		kvt__sim_log_room(&t->log, log_held, log_drop, &c);
+	}
 	while (t->used >= t->cap)
 		evict_one(u, ti);
 	t->ops->on_insert(t->p, blk, &m);
-	if (t->region) {
-		t->ring[t->written % t->cap] = blk;
-		t->wrote_at[blk] = ++t->written;
-	}
+	if (t->log.per)
+		kvt__sim_log_append(&t->log, blk);
 	if (ti == 0 && u->depth_of)
 		u->depth_of[blk] = m.depth;
 	t->res[blk] = 1;
@@ -339,8 +320,11 @@ static void told_again(struct run *u, uint32_t blk)
 {
 	for (size_t k = 1; k < u->n; k++) {
 		struct tier *t = &u->t[k];
-		if (t->res[blk] && t->ops->is_done && t->ops->is_done(t->p, blk))
+		if (t->res[blk] && t->ops->is_done && t->ops->is_done(t->p, blk)) {
 			t->ops->on_access(t->p, blk);
+			if (t->log.per)
+				kvt__sim_log_read(&t->log, blk, true);
+		}
 	}
 }
 
@@ -386,6 +370,8 @@ static int access_blk(struct run *u, uint32_t blk)
 			return (int)i;
 		}
 		t->ops->on_access(t->p, blk);
+		if (t->log.per) /* clock keeps a record read since it was written */
+			kvt__sim_log_read(&t->log, blk, true);
 		told_again(u, blk); /* the tier read (i) has taken its mark back already */
 		if (i > 0 && !u->t[0].res[blk]) {
 			size_t before = u->t[0].r->inserts;
@@ -437,8 +423,7 @@ static void teardown(struct run *u)
 		kvt_quota_destroy(u->t[i].quota);
 		free(u->t[i].owner);
 		free(u->t[i].res);
-		free(u->t[i].ring);
-		free(u->t[i].wrote_at);
+		kvt__sim_log_free(&u->t[i].log);
 	}
 	free(u->depth_of);
 }
@@ -469,8 +454,9 @@ static int setup_quota(struct tier *t, const struct kvt_trace *tr, const struct 
 	return 0;
 }
 
-/* A tier with region_blocks: a log of capacity_blocks / region_blocks whole regions. With quotas
- * kvtierd's log copies guarantees forward at reclaim, which this does not model: refused. */
+/* A tier with region_blocks: a log of capacity_blocks / region_blocks whole regions, fifo or
+ * clock as its policy is named. With quotas kvtierd's log copies guarantees forward at reclaim,
+ * which this does not model: refused. */
 static int setup_log(struct tier *t, const struct kvt_trace *tr, const struct kvt_sim_tier *tiers,
                      size_t n, size_t i)
 {
@@ -484,12 +470,10 @@ static int setup_log(struct tier *t, const struct kvt_trace *tr, const struct kv
 		        tiers[i].name, per, t->cap);
 		return -EINVAL;
 	}
-	t->region = (uint32_t)per;
 	t->cap = t->cap / per * per; /* whole regions; the policy was made for the nominal size */
-	t->ahead = i + 1 < n && tiers[i + 1].fill_on_evict && t->cap / per >= 4;
-	t->ring = calloc(t->cap, sizeof(*t->ring));
-	t->wrote_at = calloc(tr->n_blocks + 1, sizeof(*t->wrote_at));
-	return t->ring && t->wrote_at ? 0 : -ENOMEM;
+	bool ahead = i + 1 < n && tiers[i + 1].fill_on_evict;
+	return kvt__sim_log_init(&t->log, (uint32_t)per, (uint32_t)(t->cap / per), tr->n_blocks,
+	                         !strcmp(t->ops->name, "clock"), ahead);
 }
 
 /* The result slot of tenant, or NULL once every slot is taken by others. */
@@ -549,9 +533,12 @@ static void tell_done(struct run *u, const struct kvt_trace *tr, size_t q, struc
 	for (uint64_t i = tr->hint_off[q]; i < tr->hint_off[q + 1]; i++) {
 		uint32_t blk = tr->hint_blk[i];
 		r->done_hints += u->t[0].res[blk];
-		for (size_t k = 0; k < u->n; k++)
+		for (size_t k = 0; k < u->n; k++) {
 			if (u->t[k].res[blk] && u->t[k].ops->on_done)
 				u->t[k].ops->on_done(u->t[k].p, blk);
+			if (u->t[k].res[blk] && u->t[k].log.per) /* no second chance either */
+				kvt__sim_log_read(&u->t[k].log, blk, false);
+		}
 	}
 }
 

@@ -98,11 +98,13 @@ struct kvt_sim_tier {
 	 * lacks (write-through: the daemon's placement), or, with fill_on_evict, when the tier
 	 * above evicts the block. */
 	bool fill_on_evict;
-	/* A log reclaimed a region at a time, as kvtierd's nvme tier with nvme.policy = fifo
-	 * (tiers/nvme/log.c): region_blocks records per region, capacity_blocks / region_blocks
-	 * regions; the oldest region's records are evicted together when the head needs it, and
-	 * earlier (from half way through the head) when the tier below fills on evict and there
-	 * are four regions or more. 0: a record at a time, as the policy picks. No quotas. */
+	/* A log reclaimed a region at a time, as kvtierd's nvme tier (tiers/nvme/log.c):
+	 * region_blocks records per region, capacity_blocks / region_blocks regions; the oldest
+	 * region's records are evicted together when the head needs it (with policy clock, those
+	 * read since written are copied forward, and a region more than half of which would be
+	 * kept is passed over), and with fifo earlier (from half way through the head) when the
+	 * tier below fills on evict and there are four regions or more (nvmelog.c). 0: a record
+	 * at a time, as the policy picks. No quotas. */
 	size_t region_blocks;
 	/* Per-tenant guaranteed / maximum blocks in this tier (policy/quota.h, as tenant.quota and
 	 * rocksdb.quota in kvtierd), n_quotas of them; tenants are the trace's (t=N), below
@@ -156,9 +158,9 @@ int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, siz
                 struct kvt_sim_result *r);
 /* Lays t out as kvtierd's nvme log of bytes (0: capacity_blocks records of a block and its
  * 128-byte header, 4 KiB-padded, as `kvtier bench trace --nvme` sizes nvme.bytes): its
- * capacity_blocks become the log's whole regions, and with fifo region_blocks is set. Call it
- * once t's policy and quotas are set. @return : 0, -ENOSPC (no log kvtierd would open: under
- * 3 MiB, or a region too small for one record; t is left as it was). */
+ * capacity_blocks become the log's whole regions, and with fifo or clock region_blocks is set. Call
+ * it once t's policy and quotas are set. @return : 0, -ENOSPC (no log kvtierd would open: under 3
+ * MiB, or a region too small for one record; t is left as it was). */
 int kvt_sim_nvme_log(struct kvt_sim_tier *t, uint64_t block_bytes, uint64_t bytes);
 /* The blocks a tier of bytes named name holds, as kvtierd's tier of that name holds chunks of
  * block_bytes: host in records of the chunk and its 128-byte header in whole 4 KiB granules,

@@ -36,4 +36,33 @@ struct kvt__tb *kvt__tb_new(struct kvt_trace *t);
 int kvt__tb_req(struct kvt__tb *b, uint64_t ts_ms, uint32_t tenant);
 int kvt__tb_blk(struct kvt__tb *b, uint64_t key);
 int kvt__tb_done(struct kvt__tb *b, int rc);
+
+/* kvtierd's nvme log as the replay models it (nvmelog.c): n regions of per records, written in
+ * order; room for a record drops what the log would (drop(arg, blk) for each record that
+ * held(arg, blk) says the tier still holds), append writes it. With clock, a record read since
+ * it was written (kvt__sim_log_read) is copied forward at reclaim; ahead (fifo only, four
+ * regions or more): the next region goes from the moment the head is half written. */
+struct kvt__sim_log {
+	uint32_t per, n, head;
+	uint32_t *fill;     /* each region's records written in its current use */
+	uint8_t *opened;    /* whether a region has been used */
+	uint32_t *ring;     /* the block written at each slot, region by region */
+	uint64_t *wrote_at; /* each block's latest slot + 1 (0: never written) */
+	uint8_t *hit;       /* clock: each block read since written; NULL with fifo */
+	bool ahead;
+};
+typedef bool (*kvt__sim_log_held_fn)(void *arg, uint32_t blk);
+typedef void (*kvt__sim_log_drop_fn)(void *arg, uint32_t blk);
+int kvt__sim_log_init(struct kvt__sim_log *l, uint32_t per, uint32_t n, size_t n_blocks, bool clock,
+                      bool ahead);
+void kvt__sim_log_free(struct kvt__sim_log *l);
+void kvt__sim_log_room(struct kvt__sim_log *l, kvt__sim_log_held_fn held, kvt__sim_log_drop_fn drop,
+                       void *arg);
+void kvt__sim_log_append(struct kvt__sim_log *l, uint32_t blk);
+/* A read of blk in the log (clock keeps it at reclaim), and kvt_done's hint (it does not). */
+static inline void kvt__sim_log_read(struct kvt__sim_log *l, uint32_t blk, bool read)
+{
+	if (l->hit)
+		l->hit[blk] = read;
+}
 #endif
