@@ -2,8 +2,9 @@
  * test_nvme_replay.c -- the real nvme tier replays the first half of the Mooncake conversation
  * trace (4 KiB records, a block per record: a read where the tier holds it, a write where not),
  * once as a plain FIFO log (nvme.policy = fifo) and once with nvme.policy = clock. Its hit ratios
- * must match kvtier sim's fifo and clock at the same capacity (the policies sim runs for it), and
- * hits must beat the FIFO: the simulator models the tier the daemon runs, and the reinsertion does
+ * must match kvtier sim's fifo and clock at the same capacity (the policies sim runs for it) to
+ * 0.01, and to the hit where the simulator replays the log's regions (region_blocks), and hits
+ * must beat the FIFO: the simulator models the tier the daemon runs, and the reinsertion does
  * what it says. The same for nvme.quota on a synthetic two-tenant trace: a guarantee and a
  * maximum through the real tier beside kvtier sim's quota.
  *
@@ -141,14 +142,16 @@ static double replay_tier(const struct kvt_trace *t, const char *policy, const c
 	return (double)hits / (double)t->n_acc;
 }
 
-/* kvtier sim at the same capacity, with quota q (NULL: none). @return : its hit ratio; hits1
+/* kvtier sim at the same capacity, a record at a time (per 0) or as the log's regions of per
+ * records, with quota q (NULL: none). @return : its hit ratio; hits1
  * (may be NULL): hits and accesses of trace tenant 1. */
-static double replay_sim(const struct kvt_trace *t, const char *policy, size_t capacity,
-                         const struct kvt_sim_quota *q, uint64_t hits1[2])
+static double replay_sim_log(const struct kvt_trace *t, const char *policy, size_t capacity,
+                             size_t per, const struct kvt_sim_quota *q, uint64_t hits1[2])
 {
 	struct kvt_sim_tier tier = {.name = "nvme",
 	                            .policy = policy,
 	                            .capacity_blocks = capacity,
+	                            .region_blocks = per,
 	                            .quotas = q,
 	                            .n_quotas = q != NULL};
 	struct kvt_sim_result res;
@@ -157,6 +160,12 @@ static double replay_sim(const struct kvt_trace *t, const char *policy, size_t c
 		if (res.tenants[i].tenant == 1)
 			hits1[0] = res.tenants[i].hits, hits1[1] = res.tenants[i].accesses;
 	return (double)res.hits / (double)res.accesses;
+}
+
+static double replay_sim(const struct kvt_trace *t, const char *policy, size_t capacity,
+                         const struct kvt_sim_quota *q, uint64_t hits1[2])
+{
+	return replay_sim_log(t, policy, capacity, 0, q, hits1);
 }
 
 static void test_nvme_replay_matches_sim(void **state)
@@ -177,12 +186,18 @@ static void test_nvme_replay_matches_sim(void **state)
 	double hits = replay_tier(&t, "clock", NULL, &cap_hits, &moved_hits, NULL);
 	double fifo = replay_sim(&t, "fifo", cap_none, NULL, NULL);
 	double clock = replay_sim(&t, "clock", cap_hits, NULL, NULL);
+	size_t per = kvt_nvme_region_records(1u << 20, KVT_TIER_ALIGN);
+	double fifo_log = replay_sim_log(&t, "fifo", 32 * per, per, NULL, NULL);
+	double clock_log = replay_sim_log(&t, "clock", 32 * per, per, NULL, NULL);
 	print_message("%zu records: tier none %.4f, sim fifo %.4f; tier hits %.4f (%llu moved), "
-	              "sim clock %.4f\n",
-	              cap_none, none, fifo, hits, (unsigned long long)moved_hits, clock);
+	              "sim clock %.4f; as the log's 32 regions of %zu: fifo %.4f, clock %.4f\n",
+	              cap_none, none, fifo, hits, (unsigned long long)moved_hits, clock, per,
+	              fifo_log, clock_log);
 	assert_int_equal(moved_none, 0);
 	assert_true(fabs(none - fifo) < 0.01);
 	assert_true(fabs(hits - clock) < 0.01);
+	/* as the log (kvt_sim_tier region_blocks: tools/sim/nvmelog.c), to the hit */
+	assert_true(none == fifo_log && hits == clock_log);
 	assert_true(hits > none + 0.005);
 	t.n_acc = full;
 	kvt_trace_free(&t);
