@@ -16,7 +16,7 @@
  *               byte 3), bit 6 one parameter of each policy set (byte 3: which, and where
  *               in its range), bit 7 the second tier as kvtierd's nvme log (regions of a
  *               quarter of its capacity: region_blocks; clock when byte 4's bit 7 is set, else
- *               fifo)
+ *               fifo; with bit 5 and byte 4's bit 6, the quotas on it too)
  *   byte 3      the quotas' and the parameter's draws
  *   byte 4      the policy of tier 0 (the registry's, b % how many)
  *   then        b < 0xf0: block b % 40 (0xef: id 2^64 - 1) in the current request;
@@ -158,6 +158,8 @@ static void replay(struct kvt_trace *t, size_t cap, uint8_t layout, uint8_t draw
 	if (layout & 0x80) { /* nvme as kvtierd's log, a region at a time (nvmelog.c) */
 		tiers[1].policy = pick & 0x80 ? "clock" : "fifo";
 		tiers[1].region_blocks = cap > 4 ? cap / 4 : 1;
+		if (layout & 0x20 && pick & 0x40) /* and nvme.quota: the same accounts */
+			tiers[1].quotas = q, tiers[1].n_quotas = 3;
 	}
 	struct kvt_sim_result r;
 	int rc = kvt_sim_run(t, tiers, n_tiers, &r);

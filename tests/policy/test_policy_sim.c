@@ -289,11 +289,28 @@ static void test_policy_sim_log_regions(void **state)
 	assert_int_equal(kvt_trace_from(&t, 10, lens, ids), 0);
 	three[1].capacity_blocks = 3; /* one region and a half */
 	assert_int_equal(kvt_sim_run(&t, three, 3, &r), -EINVAL);
-	struct kvt_sim_quota q = {.tenant = 0, .guaranteed_blocks = 1, .max_blocks = SIZE_MAX};
-	three[1].capacity_blocks = 8;
-	three[1].quotas = &q;
-	three[1].n_quotas = 1;
-	assert_int_equal(kvt_sim_run(&t, three, 3, &r), -EINVAL);
+	kvt_trace_free(&t);
+
+	/* nvme.quota, 4 regions of 2: tenant 1 writes 0 and 1, tenant 2 floods 2-13, tenant 1
+	 * reads 0 and 1. Without a quota 8 takes region 0 (0, 1 dropped) and both miss. With 1
+	 * guaranteed to tenant 1, reclaim drops 0 and copies 1 forward: one hit. With 2, region 0
+	 * would be kept whole and is passed over: both hit. */
+	uint32_t flood[16];
+	for (uint32_t i = 0; i < 16; i++)
+		flood[i] = i < 14 ? i : i - 14;
+	assert_int_equal(kvt_trace_from(&t, 16, ones, flood), 0);
+	for (size_t q = 0; q < 16; q++)
+		t.tenant[q] = q < 2 || q >= 14 ? 1 : 2;
+	struct kvt_sim_tier one = {
+	    .name = "nvme", .policy = "fifo", .capacity_blocks = 8, .region_blocks = 2};
+	for (size_t g = 0; g <= 2; g++) {
+		struct kvt_sim_quota q = {
+		    .tenant = 1, .guaranteed_blocks = g, .max_blocks = SIZE_MAX};
+		one.quotas = &q;
+		one.n_quotas = g > 0;
+		assert_int_equal(kvt_sim_run(&t, &one, 1, &r), 0);
+		assert_int_equal(r.hits, g);
+	}
 	kvt_trace_free(&t);
 }
 

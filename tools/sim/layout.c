@@ -5,7 +5,8 @@
  * (tiers/rocksdb/tier.c counts logical bytes), and nvme its log (tiers/nvme/geometry.h, the
  * numbers the tier opens with): the log's whole regions, fewer records than its bytes would
  * suggest (each region's header, tail and summary), reclaimed a region at a time with fifo or
- * clock, the log's two policies (kvt_sim_tier's region_blocks; nvmelog.c). Another policy named
+ * clock, the log's two policies, and quotas as nvme.quota (kvt_sim_tier's region_blocks and
+ * log bytes; nvmelog.c). Another policy named
  * for nvme runs a record at a time in the same room. Any other name holds bytes / block_bytes.
  */
 #include "sim.h"
@@ -31,7 +32,9 @@ int kvt_sim_nvme_log(struct kvt_sim_tier *t, uint64_t block_bytes, uint64_t byte
 		return -ENOSPC;
 	t->capacity_blocks = (size_t)(g.n_regions * per);
 	bool log = !strcmp(t->policy, "fifo") || !strcmp(t->policy, "clock");
-	t->region_blocks = log && !t->n_quotas ? (size_t)per : 0;
+	t->region_blocks = log ? (size_t)per : 0;
+	t->log_rec_bytes = log ? pad : 0;
+	t->log_region_bytes = log ? g.region_bytes : 0;
 	return 0;
 }
 

@@ -32,12 +32,20 @@
 #include "policy/admit.h"
 #include "policy/policy.h"
 #include "policy/quota.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+struct run;
+/* What a log tier's records are to nvmelog.c: still held, dropped (evicted), told done. */
+struct log_ctx {
+	struct run *u;
+	size_t ti;
+};
 
 struct tier {
 	const struct kvt_policy_ops *ops;
@@ -50,6 +58,7 @@ struct tier {
 	struct kvt_quota *quota; /* NULL without quotas */
 	uint32_t *owner;         /* with quotas: each resident block's tenant */
 	struct kvt__sim_log log; /* a log (region_blocks: kvtierd's nvme) when log.per */
+	struct log_ctx ctx;
 };
 
 struct run {
@@ -195,12 +204,6 @@ static bool put_room(struct run *u, struct tier *t)
 	return true;
 }
 
-/* What a log tier's records are to nvmelog.c: still held, or dropped (evicted) by the log. */
-struct log_ctx {
-	struct run *u;
-	size_t ti;
-};
-
 static bool log_held(void *arg, uint32_t blk)
 {
 	const struct log_ctx *c = arg;
@@ -211,6 +214,22 @@ static void log_drop(void *arg, uint32_t blk)
 {
 	const struct log_ctx *c = arg;
 	evict(c->u, c->ti, blk);
+}
+
+static bool log_told(void *arg, uint32_t blk)
+{
+	const struct log_ctx *c = arg;
+	const struct tier *t = &c->u->t[c->ti];
+	return t->ops->is_done && t->ops->is_done(t->p, blk);
+}
+
+/* A log with quotas refuses a record larger than its tenant's maximum (-EDQUOT): here, a
+ * maximum of no block. The rest is the log's (nvmelog.c: guarantees kept, maxima trimmed). */
+static bool log_fits(const struct tier *t, uint32_t tenant)
+{
+	uint64_t g, m;
+	kvt_quota_limits(t->quota, tenant, &g, &m);
+	return m >= 1;
 }
 
 static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
@@ -240,20 +259,16 @@ static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 		u->cut = true; /* the rest of the request is not cached */
 		return;
 	}
-	if (t->quota && !quota_room(u, ti, tenant)) {
+	if (t->quota && (t->log.per ? !log_fits(t, tenant) : !quota_room(u, ti, tenant))) {
 		t->r->rejected++;
 		t->r->quota_rejected++;
 		return;
 	}
-	if (t->log.per) {
-		struct log_ctx c = {u, ti};
-		kvt__sim_log_room(&t->log, log_held, log_drop, &c);
-	}
+	if (t->log.per)
+		kvt__sim_log_room(&t->log);
 	while (t->used >= t->cap)
 		evict_one(u, ti);
 	t->ops->on_insert(t->p, blk, &m);
-	if (t->log.per)
-		kvt__sim_log_append(&t->log, blk);
 	if (ti == 0 && u->depth_of)
 		u->depth_of[blk] = m.depth;
 	t->res[blk] = 1;
@@ -263,6 +278,8 @@ static void insert(struct run *u, size_t ti, uint32_t blk, uint32_t tenant)
 		t->owner[blk] = tenant;
 		kvt_quota_charge(t->quota, tenant, 1);
 	}
+	if (t->log.per) /* and a tenant past its maximum loses its oldest */
+		kvt__sim_log_append(&t->log, blk);
 }
 
 /* Writes blk through to every lower tier that lacks it (and admits it); not at all when a tier
@@ -454,26 +471,45 @@ static int setup_quota(struct tier *t, const struct kvt_trace *tr, const struct 
 	return 0;
 }
 
-/* A tier with region_blocks: a log of capacity_blocks / region_blocks whole regions, fifo or
- * clock as its policy is named. With quotas kvtierd's log copies guarantees forward at reclaim,
- * which this does not model: refused. */
-static int setup_log(struct tier *t, const struct kvt_trace *tr, const struct kvt_sim_tier *tiers,
-                     size_t n, size_t i)
+/* A tier with region_blocks: a log of capacity_blocks / region_blocks whole regions (nvmelog.c),
+ * fifo or clock as its policy is named, with the tier's quotas as nvme.quota. */
+static int setup_log(struct run *u, size_t i, const struct kvt_trace *tr,
+                     const struct kvt_sim_tier *tiers, size_t n)
 {
-	size_t per = tiers[i].region_blocks;
+	struct tier *t = &u->t[i];
+	const struct kvt_sim_tier *ti = &tiers[i];
+	size_t per = ti->region_blocks;
 	if (!per)
 		return 0;
-	if (per > UINT32_MAX || t->cap < 2 * per || tiers[i].n_quotas) {
+	if (per > UINT32_MAX || t->cap < 2 * per || t->cap / per > UINT32_MAX ||
+	    (ti->log_rec_bytes && ti->log_region_bytes < 4096 + per * ti->log_rec_bytes)) {
 		fprintf(stderr,
-		        "sim: %s: a log needs two regions of %zu blocks or more (it has %zu) "
-		        "and no quota\n",
-		        tiers[i].name, per, t->cap);
+		        "sim: %s: a log needs two regions of %zu blocks or more (it has %zu)\n",
+		        ti->name, per, t->cap);
 		return -EINVAL;
 	}
 	t->cap = t->cap / per * per; /* whole regions; the policy was made for the nominal size */
-	bool ahead = i + 1 < n && tiers[i + 1].fill_on_evict;
-	return kvt__sim_log_init(&t->log, (uint32_t)per, (uint32_t)(t->cap / per), tr->n_blocks,
-	                         !strcmp(t->ops->name, "clock"), ahead);
+	struct kvt__sim_log_shape shape = {.per = (uint32_t)per,
+	                                   .n = (uint32_t)(t->cap / per),
+	                                   .rec_bytes = ti->log_rec_bytes,
+	                                   .region_bytes = ti->log_region_bytes,
+	                                   .clock = !strcmp(t->ops->name, "clock"),
+	                                   .ahead = i + 1 < n && tiers[i + 1].fill_on_evict,
+	                                   .least_max_blocks = SIZE_MAX,
+	                                   .n_tenants = KVT_SIM_MAX_TENANT};
+	for (size_t k = 0; k < ti->n_quotas; k++) {
+		shape.least_max_blocks = KVT_MIN(shape.least_max_blocks, ti->quotas[k].max_blocks);
+		shape.guaranteed = shape.guaranteed || ti->quotas[k].guaranteed_blocks;
+	}
+	t->ctx = (struct log_ctx){u, i};
+	struct kvt__sim_log_env env = {.held = log_held,
+	                               .drop = log_drop,
+	                               .told = log_told,
+	                               .arg = &t->ctx,
+	                               .quota = t->quota,
+	                               .owner = t->owner,
+	                               .used = &t->used};
+	return kvt__sim_log_init(&t->log, &shape, tr->n_blocks, &env);
 }
 
 /* The result slot of tenant, or NULL once every slot is taken by others. */
@@ -520,7 +556,7 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 		}
 		if (tiers[i].n_quotas && (rc = setup_quota(t, tr, &tiers[i])))
 			return rc;
-		if ((rc = setup_log(t, tr, tiers, n, i)))
+		if ((rc = setup_log(u, i, tr, tiers, n)))
 			return rc;
 	}
 	return 0;

@@ -104,8 +104,15 @@ struct kvt_sim_tier {
 	 * read since written are copied forward, and a region more than half of which would be
 	 * kept is passed over), and with fifo earlier (from half way through the head) when the
 	 * tier below fills on evict and there are four regions or more (nvmelog.c). 0: a record
-	 * at a time, as the policy picks. No quotas. */
+	 * at a time, as the policy picks. Quotas are nvme.quota's: a record whose tenant would
+	 * go below its guarantee is copied forward, a tenant past its maximum loses its oldest
+	 * records after each write, and with a maximum below the log's size reclaim keeps records
+	 * while the live ones leave two regions free. */
 	size_t region_blocks;
+	/* With region_blocks, the log's sizes in bytes (layout.c): a record's padded bytes and a
+	 * region's, for the comparisons kvtierd's log makes in bytes (what a reclaim keeps against
+	 * half a region; the room a maximum leaves). 0: counted in records. */
+	uint64_t log_rec_bytes, log_region_bytes;
 	/* Per-tenant guaranteed / maximum blocks in this tier (policy/quota.h, as tenant.quota and
 	 * rocksdb.quota in kvtierd), n_quotas of them; tenants are the trace's (t=N), below
 	 * KVT_SIM_MAX_TENANT. */

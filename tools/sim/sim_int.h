@@ -38,26 +38,49 @@ int kvt__tb_blk(struct kvt__tb *b, uint64_t key);
 int kvt__tb_done(struct kvt__tb *b, int rc);
 
 /* kvtierd's nvme log as the replay models it (nvmelog.c): n regions of per records, written in
- * order; room for a record drops what the log would (drop(arg, blk) for each record that
- * held(arg, blk) says the tier still holds), append writes it. With clock, a record read since
- * it was written (kvt__sim_log_read) is copied forward at reclaim; ahead (fifo only, four
- * regions or more): the next region goes from the moment the head is half written. */
+ * order. kvt__sim_log_room makes room for one record as the log would (dropping through
+ * env->drop the records env->held says the tier still holds), kvt__sim_log_append writes it
+ * (and trims its tenant to its maximum). Sizes in the log's bytes where rec_bytes is set (a
+ * record's padded bytes, region_bytes a region's), else in records. */
+struct kvt_quota;
+struct kvt__sim_log_shape {
+	uint32_t per, n;
+	uint64_t rec_bytes, region_bytes; /* 0: counted in records */
+	bool clock;                       /* nvme.policy = clock: reads copied forward */
+	bool ahead;                       /* a tier below takes what the log drops */
+	size_t least_max_blocks;          /* with quotas: the least maximum (SIZE_MAX: none) */
+	bool guaranteed;                  /* with quotas: some tenant has a guarantee */
+	size_t n_tenants;                 /* with quotas: tenants are below this */
+};
+struct kvt__sim_log_env {
+	bool (*held)(void *arg, uint32_t blk); /* the tier still holds blk */
+	void (*drop)(void *arg, uint32_t blk); /* the log drops blk: the tier evicts it */
+	bool (*told)(void *arg, uint32_t blk); /* the engine said it is done with blk */
+	void *arg;
+	struct kvt_quota *quota; /* NULL: none; the tier's accounts, a block each */
+	const uint32_t *owner;   /* with quota: each block's tenant */
+	const size_t *used;      /* the tier's live records */
+};
+struct kvt__sim_log_cursor {
+	uint32_t r, s, gen; /* a tenant's oldest record was at slot s of region r in use gen */
+};
 struct kvt__sim_log {
 	uint32_t per, n, head;
 	uint32_t *fill;     /* each region's records written in its current use */
-	uint8_t *opened;    /* whether a region has been used */
+	uint32_t *gen;      /* each region's uses (0: never used) */
 	uint32_t *ring;     /* the block written at each slot, region by region */
 	uint64_t *wrote_at; /* each block's latest slot + 1 (0: never written) */
 	uint8_t *hit;       /* clock: each block read since written; NULL with fifo */
-	bool ahead;
+	uint64_t need, max_rec, keep_live; /* a record's, a region's usable, the room kept */
+	bool ahead, guaranteed;
+	struct kvt__sim_log_cursor *cursor; /* with quota: per tenant */
+	size_t n_tenants;
+	struct kvt__sim_log_env env;
 };
-typedef bool (*kvt__sim_log_held_fn)(void *arg, uint32_t blk);
-typedef void (*kvt__sim_log_drop_fn)(void *arg, uint32_t blk);
-int kvt__sim_log_init(struct kvt__sim_log *l, uint32_t per, uint32_t n, size_t n_blocks, bool clock,
-                      bool ahead);
+int kvt__sim_log_init(struct kvt__sim_log *l, const struct kvt__sim_log_shape *s, size_t n_blocks,
+                      const struct kvt__sim_log_env *env);
 void kvt__sim_log_free(struct kvt__sim_log *l);
-void kvt__sim_log_room(struct kvt__sim_log *l, kvt__sim_log_held_fn held, kvt__sim_log_drop_fn drop,
-                       void *arg);
+void kvt__sim_log_room(struct kvt__sim_log *l);
 void kvt__sim_log_append(struct kvt__sim_log *l, uint32_t blk);
 /* A read of blk in the log (clock keeps it at reclaim), and kvt_done's hint (it does not). */
 static inline void kvt__sim_log_read(struct kvt__sim_log *l, uint32_t blk, bool read)
