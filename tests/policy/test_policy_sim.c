@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *trace_path(char *buf, size_t len)
@@ -1156,6 +1157,35 @@ static void test_policy_sim_bench_set(void **state)
 	kvt_test_rmtree(tmp);
 }
 
+/* --prefill-us N: the engine computes each chunk it missed in N us before it puts them (an
+ * engine's prefill, slept in the bench's one thread). The first 10 requests put each of their
+ * distinct chunks at least once (a host of 4,096 cuts no put), so 5 ms a chunk takes at least
+ * 5 ms times as many (1.1 s; 0.2 s without); a count that is not one is refused. */
+static void test_policy_sim_bench_prefill(void **state)
+{
+	char tmp[256], out[300], buf[1024];
+	struct kvt_trace t;
+	assert_int_equal(kvt_trace_load(trace_path(buf, sizeof(buf)), &t), 0);
+	uint8_t *seen = calloc(t.n_blocks, 1);
+	assert_non_null(seen);
+	size_t distinct = 0;
+	for (uint64_t i = 0; i < t.req_off[10]; i++)
+		distinct += !seen[t.blk[i]]++;
+	free(seen);
+	kvt_trace_free(&t);
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	bench_trace("--requests 10 --policy lru --prefill-us 5000 --check 0", tmp, out);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+	print_message("%zu chunks put at least: %.2f s\n", distinct, s);
+	assert_true(distinct > 100 && s >= 0.005 * (double)distinct);
+	kvt_test_rmtree(tmp);
+	int rc = bench_trace_rc("--requests 10 --prefill-us -1", tmp, out);
+	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+	kvt_test_rmtree(tmp);
+}
+
 /* A tier given in bytes holds what kvtierd's tier of that name holds (tools/sim/layout.c): host
  * 10 MiB of 16 KiB chunks in 20 KiB records (header, 4 KiB granules) is 512 blocks, rocksdb 40
  * MiB of 16,512-byte records 2,540, another name 40 MiB / 16 KiB; a quota in bytes counts the
@@ -1350,6 +1380,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sim_daemon_agrees_tiered),
 	    cmocka_unit_test(test_policy_sim_bench_rounds),
 	    cmocka_unit_test(test_policy_sim_bench_set),
+	    cmocka_unit_test(test_policy_sim_bench_prefill),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

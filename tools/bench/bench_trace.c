@@ -27,6 +27,11 @@
  *    those the loop thread had to (a drain when the queue was full) by the end of the run, and
  *    what the own curve's miniature simulations hold then (the stats' curve_bytes).
  *
+ * --prefill-us N has the engine compute each chunk it missed in N us, slept between its get and
+ * its put (in the bench's one thread: with several engines the others wait too), and left out
+ * of the request times: replayed flat out, puts outrun the tier below and host's copies queue
+ * for demotion by the hundred, which a real engine's prefill gives the disk time to write.
+ *
  * With --clients K, K engines share the daemon, each its own connection making one request at
  * a time, and they take turns message by message: one engine's kvt_get or kvt_put, then the
  * next engine's, so other engines' messages come between a request's read and its put (where
@@ -36,7 +41,7 @@
  * usage: kvtier-bench-trace [--trace FILE] [--capacity N (4096)] [--chunk-kib K (64)]
  *                           [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check T[,U]]
  *                           [--clients K (1)] [--rounds N (1)] [--record FILE]
- *                           [--rocksdb M[:P] | --nvme M[:P]]
+ *                           [--rocksdb M[:P] | --nvme M[:P]] [--prefill-us N]
  * A policy may carry parameters, P:k=v[:k=v...] (conv:strict=0): host.policy_params in the
  * daemon, set_param in the simulator.
  * --rounds N replays the policies N times, in turn (lru, conv, lru, conv, ...), so that a
@@ -67,6 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_POL 16
@@ -76,6 +82,7 @@ struct args {
 	size_t capacity, chunk, requests, clients, rounds;
 	char *pols[MAX_POL];
 	size_t n_pols;
+	size_t prefill_us;      /* --prefill-us N: the engine computes a missed chunk in N us */
 	double check;           /* < 0: no check */
 	double check_rec;       /* --check T,U: U, the recording's replay against the daemon */
 	const char *record;     /* --record: each daemon records its requests here (trace.file) */
@@ -136,6 +143,7 @@ struct io {
 	const void **src;
 	size_t chunk;
 	kvt_id_t ns;
+	size_t prefill_us; /* per chunk put: the engine's prefill, slept before its put */
 	uint64_t asked, got, put_bytes;
 	double put_s;
 };
@@ -158,6 +166,12 @@ static bool engine_turn(const struct kvt_trace *t, struct io *io, struct engine 
 		e->put = true;
 		if (e->h == (int)n || yield)
 			return e->h == (int)n;
+	}
+	if (io->prefill_us && n > (size_t)e->h) { /* the engine computes what it missed */
+		uint64_t ns = (uint64_t)io->prefill_us * 1000u * (n - (size_t)e->h);
+		struct timespec d = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+		while (nanosleep(&d, &d) && errno == EINTR)
+			;
 	}
 	double t1 = now_s();
 	for (int rc;;) { /* a short count is a normal answer: the rest is not cached */
@@ -305,7 +319,8 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	                .dst = malloc(maxlen * sizeof(void *)),
 	                .src = malloc(maxlen * sizeof(void *)),
 	                .chunk = a->chunk,
-	                .ns = ns};
+	                .ns = ns,
+	                .prefill_us = a->prefill_us};
 	uint8_t *dbuf = prefaulted(maxlen * a->chunk), *sbuf = prefaulted(a->chunk);
 	double *lat = malloc(a->requests * sizeof(*lat));
 	if (!io.keys || !io.dst || !io.src || !lat)
@@ -402,7 +417,7 @@ static const char usage_text[] =
     "                          [--requests R (all)] [--policy P[,P...] (lru,conv)] [--check "
     "T[,U]]\n"
     "                          [--clients K (1, at most 64)] [--rounds N (1)] [--record FILE]\n"
-    "                          [--rocksdb M[:P] | --nvme M[:P] (none)]\n"
+    "                          [--rocksdb M[:P] | --nvme M[:P] (none)] [--prefill-us N (0)]\n"
     "  a Mooncake JSONL or native trace through a fresh kvtierd per policy (host tier of N\n"
     "  chunks of K KiB; below it nothing, or a rocksdb tier or the nvme log of M chunks\n"
     "  running P, lru or fifo unless named), beside kvtier sim's replay of the same requests;\n"
@@ -410,7 +425,9 @@ static const char usage_text[] =
     "  simulator's prefix hit ratios differ by more than T; --rounds N runs the policies N\n"
     "  times in turn and ends with their medians; --record FILE (absolute) has each daemon\n"
     "  record its requests there (trace.file) and replays the recording beside them (with\n"
-    "  --check, within T of the daemon's ratio, or U when given); the\n"
+    "  --check, within T of the daemon's ratio, or U when given); --prefill-us N has the\n"
+    "  engine compute each chunk it missed in N us before its put (slept; not in the\n"
+    "  request times), so that demotions may keep up as behind a real prefill; the\n"
     "  default trace is the shared conversation trace (KVT_SHARED_DATA, or ../shared/data)\n";
 
 /* A word parse() cannot take: the word, why, then the usage; exit 2. */
@@ -447,6 +464,8 @@ static void parse(int argc, char **argv, struct args *a)
 			pols = argv[i + 1];
 		else if (!strcmp(o, "--clients"))
 			a->clients = count_of(v, 1);
+		else if (!strcmp(o, "--prefill-us"))
+			a->prefill_us = count_of(v, 0);
 		else if (!strcmp(o, "--check")) {
 			char *end;
 			a->check = strtod(v, &end); /* "x" was 0: any difference failed */
