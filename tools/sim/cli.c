@@ -408,7 +408,6 @@ static int finish(struct opts *o, struct raw *w)
 		                         &bytes)))
 			return rc;
 		o->tier_bytes[o->n_tiers - 1] = bytes;
-
 		*eq = 0;
 		t->name = w->tiers[k];
 		if (bytes) /* as the daemon's tier of that name holds chunks of a block */

@@ -45,5 +45,8 @@ size_t kvt_sim_tier_blocks(const char *name, uint64_t block_bytes, uint64_t byte
 		rec = (KVT_CHUNK_HDR_BYTES + block_bytes + 4095) / 4096 * 4096;
 	else if (!strcmp(name, "rocksdb"))
 		rec = KVT_CHUNK_HDR_BYTES + block_bytes;
+	else if (!strcmp(name, "nvme")) /* a record in 4 KiB blocks (its quotas, or no log) */
+		rec = (KVT_CHUNK_HDR_BYTES + block_bytes + KVT_NVME_BLOCK - 1) / KVT_NVME_BLOCK *
+		      KVT_NVME_BLOCK;
 	return (size_t)(bytes / rec);
 }

@@ -9,8 +9,8 @@
  * access); tier 0's eviction then only drops its copy. With fill_on_evict a tier is instead
  * filled by the evictions of the tier above. Eviction asks the policy for one victim at a time;
  * a log (region_blocks: kvtierd's nvme, laid out by layout.c) instead drops its oldest region
- * whole when the head needs it, or with clock copies its reads forward (nvmelog.c);
- * a tier with quotas asks kvt_quota_pick_victims (policy/quota.h, as kvtierd does) instead, which
+ * whole when the head needs it, but for what clock or its quotas keep (nvmelog.c, as nvme.quota);
+ * another tier with quotas asks kvt_quota_pick_victims (policy/quota.h, as kvtierd does), which
  * takes the policy's victims in order but skips what the quota protects, and a block it finds no
  * victim for is turned away (rejected, quota_rejected). Each block's tenant is its inserter's.
  * An access the trace's bypass flags name (bypass.c) is served where it is held and then
@@ -484,7 +484,8 @@ static int setup_log(struct run *u, size_t i, const struct kvt_trace *tr,
 	if (per > UINT32_MAX || t->cap < 2 * per || t->cap / per > UINT32_MAX ||
 	    (ti->log_rec_bytes && ti->log_region_bytes < 4096 + per * ti->log_rec_bytes)) {
 		fprintf(stderr,
-		        "sim: %s: a log needs two regions of %zu blocks or more (it has %zu)\n",
+		        "sim: %s: a log needs two regions of %zu blocks or more (it has %zu), each "
+		        "holding them in its bytes\n",
 		        ti->name, per, t->cap);
 		return -EINVAL;
 	}

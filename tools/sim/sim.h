@@ -171,7 +171,8 @@ int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, siz
 int kvt_sim_nvme_log(struct kvt_sim_tier *t, uint64_t block_bytes, uint64_t bytes);
 /* The blocks a tier of bytes named name holds, as kvtierd's tier of that name holds chunks of
  * block_bytes: host in records of the chunk and its 128-byte header in whole 4 KiB granules,
- * rocksdb in the header and the chunk, any other name (nvme: kvt_sim_nvme_log) in blocks. */
+ * rocksdb in the header and the chunk, nvme in the header and chunk in 4 KiB blocks (its quotas;
+ * the tier itself is kvt_sim_nvme_log's), any other name in blocks. */
 size_t kvt_sim_tier_blocks(const char *name, uint64_t block_bytes, uint64_t bytes);
 /* Belady's MIN (with bypass) at capacity blocks: O(n log n). Fills hits and prefix_hits, from
  * t->warmup_req on (-EINVAL when that is not a request of t). */
