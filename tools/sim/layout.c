@@ -6,8 +6,8 @@
  * numbers the tier opens with): the log's whole regions, fewer records than its bytes would
  * suggest (each region's header, tail and summary), reclaimed a region at a time with fifo or
  * clock, the log's two policies, and quotas as nvme.quota (kvt_sim_tier's region_blocks and
- * log bytes; nvmelog.c). Another policy named
- * for nvme runs a record at a time in the same room. Any other name holds bytes / block_bytes.
+ * log bytes; nvmelog.c). Another policy named for nvme runs a record at a time in the same
+ * room. Any other name holds bytes / block_bytes.
  */
 #include "sim.h"
 

@@ -21,12 +21,11 @@
 #include "sim_int.h"
 
 #include "policy/quota.h"
+#include "tiers/nvme/geometry.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define BLOCK 4096u /* a region's header block */
 
 int kvt__sim_log_init(struct kvt__sim_log *l, const struct kvt__sim_log_shape *s, size_t n_blocks,
                       const struct kvt__sim_log_env *env)
@@ -36,7 +35,7 @@ int kvt__sim_log_init(struct kvt__sim_log *l, const struct kvt__sim_log_shape *s
 	l->n = s->n;
 	l->env = *env;
 	l->need = s->rec_bytes ? s->rec_bytes : 1;
-	l->max_rec = s->rec_bytes ? s->region_bytes - BLOCK : s->per;
+	l->max_rec = s->rec_bytes ? s->region_bytes - KVT_NVME_BLOCK : s->per;
 	l->ahead = s->ahead && !s->clock && !env->quota;
 	uint64_t cap = (uint64_t)l->n * l->max_rec,
 	         region = s->rec_bytes ? s->region_bytes : s->per;
