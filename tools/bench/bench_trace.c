@@ -270,18 +270,17 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 		size_t l = strlen(pset);
 		snprintf(pset + l, sizeof(pset) - l, "%s%s", np > 1 ? " " : "", kv);
 	}
-	uint64_t rec = (128 + a->chunk + 4095) & ~(uint64_t)4095; /* a record: header + payload */
-	snprintf(host, sizeof(host), "%llu", (unsigned long long)(rec * a->capacity));
+	/* each tier's bytes for its chunks, as it counts a record (header + payload) */
+	snprintf(host, sizeof(host), "%llu",
+	         (unsigned long long)(kvt_sim_rec_bytes("host", a->chunk) * a->capacity));
 	snprintf(policy, sizeof(policy), "host.policy=%s", name);
 	char rset[600], lbytes[64], lpol[96], order[64];
 	const char *sets[8] = {policy};
 	size_t n_sets = 1;
 	if (a->lower) {
-		/* rocksdb counts a record's header and payload, the nvme log each in 4 KiB blocks
-		 */
-		bool nvme = !strcmp(a->lower_name, "nvme");
-		snprintf(lbytes, sizeof(lbytes), "%s.bytes=%llu", a->lower_name,
-		         (unsigned long long)((nvme ? rec : 128 + a->chunk) * a->lower));
+		snprintf(
+		    lbytes, sizeof(lbytes), "%s.bytes=%llu", a->lower_name,
+		    (unsigned long long)(kvt_sim_rec_bytes(a->lower_name, a->chunk) * a->lower));
 		snprintf(lpol, sizeof(lpol), "%s.policy=%s", a->lower_name, a->lower_pol);
 		snprintf(order, sizeof(order), "tiers.order=host,%s", a->lower_name);
 		sets[n_sets++] = order;

@@ -18,16 +18,23 @@
 #include <stdint.h>
 #include <string.h>
 
+uint64_t kvt_sim_rec_bytes(const char *name, uint64_t block_bytes)
+{
+	uint64_t rec = KVT_CHUNK_HDR_BYTES + block_bytes;   /* a record: header + payload */
+	if (!strcmp(name, "host") || !strcmp(name, "nvme")) /* in 4 KiB granules, blocks */
+		return (rec + KVT_NVME_BLOCK - 1) / KVT_NVME_BLOCK * KVT_NVME_BLOCK;
+	return strcmp(name, "rocksdb") ? block_bytes : rec;
+}
+
 int kvt_sim_nvme_log(struct kvt_sim_tier *t, uint64_t block_bytes, uint64_t bytes)
 {
-	uint64_t rec = KVT_CHUNK_HDR_BYTES + block_bytes; /* a record: header + payload */
-	uint64_t pad = (rec + KVT_NVME_BLOCK - 1) / KVT_NVME_BLOCK * KVT_NVME_BLOCK;
+	uint64_t pad = kvt_sim_rec_bytes("nvme", block_bytes);
 	struct kvt_nvme_geometry g;
 	if (!bytes)
 		bytes = t->capacity_blocks * pad;
 	if (kvt_nvme_geometry(bytes / KVT_NVME_BLOCK * KVT_NVME_BLOCK, 0, &g))
 		return -ENOSPC;
-	uint64_t per = kvt_nvme_region_records(g.region_bytes, rec);
+	uint64_t per = kvt_nvme_region_records(g.region_bytes, pad);
 	if (!per || g.n_regions * per > UINT32_MAX)
 		return -ENOSPC;
 	t->capacity_blocks = (size_t)(g.n_regions * per);
@@ -40,13 +47,5 @@ int kvt_sim_nvme_log(struct kvt_sim_tier *t, uint64_t block_bytes, uint64_t byte
 
 size_t kvt_sim_tier_blocks(const char *name, uint64_t block_bytes, uint64_t bytes)
 {
-	uint64_t rec = block_bytes;
-	if (!strcmp(name, "host"))
-		rec = (KVT_CHUNK_HDR_BYTES + block_bytes + 4095) / 4096 * 4096;
-	else if (!strcmp(name, "rocksdb"))
-		rec = KVT_CHUNK_HDR_BYTES + block_bytes;
-	else if (!strcmp(name, "nvme")) /* a record in 4 KiB blocks (its quotas, or no log) */
-		rec = (KVT_CHUNK_HDR_BYTES + block_bytes + KVT_NVME_BLOCK - 1) / KVT_NVME_BLOCK *
-		      KVT_NVME_BLOCK;
-	return (size_t)(bytes / rec);
+	return (size_t)(bytes / kvt_sim_rec_bytes(name, block_bytes));
 }

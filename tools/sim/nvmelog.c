@@ -49,7 +49,6 @@ int kvt__sim_log_init(struct kvt__sim_log *l, const struct kvt__sim_log_shape *s
 	l->wrote_at = calloc(n_blocks + 1, sizeof(*l->wrote_at));
 	l->hit = s->clock ? calloc(n_blocks + 1, 1) : NULL;
 	l->cursor = env->quota ? calloc(s->n_tenants, sizeof(*l->cursor)) : NULL;
-	l->n_tenants = s->n_tenants;
 	if (!l->fill || !l->gen || !l->ring || !l->wrote_at || (s->clock && !l->hit) ||
 	    (env->quota && !l->cursor))
 		return -ENOMEM;

@@ -169,10 +169,12 @@ int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, siz
  * it once t's policy and quotas are set. @return : 0, -ENOSPC (no log kvtierd would open: under 3
  * MiB, or a region too small for one record; t is left as it was). */
 int kvt_sim_nvme_log(struct kvt_sim_tier *t, uint64_t block_bytes, uint64_t bytes);
-/* The blocks a tier of bytes named name holds, as kvtierd's tier of that name holds chunks of
- * block_bytes: host in records of the chunk and its 128-byte header in whole 4 KiB granules,
- * rocksdb in the header and the chunk, nvme in the header and chunk in 4 KiB blocks (its quotas;
- * the tier itself is kvt_sim_nvme_log's), any other name in blocks. */
+/* The bytes kvtierd's tier named name takes for a chunk of block_bytes: host's record (the
+ * chunk and its 128-byte header) in whole 4 KiB granules, the nvme log's in 4 KiB blocks,
+ * rocksdb's the header and the chunk; any other name block_bytes. */
+uint64_t kvt_sim_rec_bytes(const char *name, uint64_t block_bytes);
+/* The blocks a tier of bytes named name holds: bytes / kvt_sim_rec_bytes (for nvme its quotas;
+ * the tier itself is kvt_sim_nvme_log's). */
 size_t kvt_sim_tier_blocks(const char *name, uint64_t block_bytes, uint64_t bytes);
 /* Belady's MIN (with bypass) at capacity blocks: O(n log n). Fills hits and prefix_hits, from
  * t->warmup_req on (-EINVAL when that is not a request of t). */

@@ -74,7 +74,6 @@ struct kvt__sim_log {
 	uint64_t need, max_rec, keep_live; /* a record's, a region's usable, the room kept */
 	bool ahead, guaranteed;
 	struct kvt__sim_log_cursor *cursor; /* with quota: per tenant */
-	size_t n_tenants;
 	struct kvt__sim_log_env env;
 };
 int kvt__sim_log_init(struct kvt__sim_log *l, const struct kvt__sim_log_shape *s, size_t n_blocks,
