@@ -33,6 +33,7 @@
 #include "policy/policy.h"
 #include "policy/quota.h"
 #include "core/util.h"
+#include "tiers/nvme/geometry.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -331,17 +332,23 @@ static int bypass_blk(struct run *u, uint32_t blk)
 	return at;
 }
 
+/* Tier t reads blk: its policy sees the access, and a log marks the record read (clock keeps a
+ * record read since it was written). */
+static void tier_read(struct tier *t, uint32_t blk)
+{
+	t->ops->on_access(t->p, blk);
+	if (t->log.per)
+		kvt__sim_log_read(&t->log, blk, true);
+}
+
 /* A hit after kvt_done's hint reached the tiers below: each that marked blk done takes it back
  * as a read (kvtierd's hint_again: the nvme log hands it over again instead of dropping it). */
 static void told_again(struct run *u, uint32_t blk)
 {
 	for (size_t k = 1; k < u->n; k++) {
 		struct tier *t = &u->t[k];
-		if (t->res[blk] && t->ops->is_done && t->ops->is_done(t->p, blk)) {
-			t->ops->on_access(t->p, blk);
-			if (t->log.per)
-				kvt__sim_log_read(&t->log, blk, true);
-		}
+		if (t->res[blk] && t->ops->is_done && t->ops->is_done(t->p, blk))
+			tier_read(t, blk);
 	}
 }
 
@@ -386,9 +393,7 @@ static int access_blk(struct run *u, uint32_t blk)
 			told_again(u, blk);
 			return (int)i;
 		}
-		t->ops->on_access(t->p, blk);
-		if (t->log.per) /* clock keeps a record read since it was written */
-			kvt__sim_log_read(&t->log, blk, true);
+		tier_read(t, blk);
 		told_again(u, blk); /* the tier read (i) has taken its mark back already */
 		if (i > 0 && !u->t[0].res[blk]) {
 			size_t before = u->t[0].r->inserts;
@@ -482,7 +487,8 @@ static int setup_log(struct run *u, size_t i, const struct kvt_trace *tr,
 	if (!per)
 		return 0;
 	if (per > UINT32_MAX || t->cap < 2 * per || t->cap / per > UINT32_MAX ||
-	    (ti->log_rec_bytes && ti->log_region_bytes < 4096 + per * ti->log_rec_bytes)) {
+	    (ti->log_rec_bytes &&
+	     ti->log_region_bytes < KVT_NVME_BLOCK + per * ti->log_rec_bytes)) {
 		fprintf(stderr,
 		        "sim: %s: a log needs two regions of %zu blocks or more (it has %zu), each "
 		        "holding them in its bytes\n",
