@@ -1247,28 +1247,25 @@ static void test_policy_sim_nvme_is_fifo(void **state)
 	 * are 8 regions of 480, reclaimed a region at a time with fifo or clock; another policy
 	 * keeps a record at a time in the same room; 4 records (under 3 MiB) are no log kvtierd
 	 * opens: as named, and said so */
-	static const char *const as_log[] = {"--tier nvme=4096", "--tier nvme=272MiB"};
-	for (int k = 0; k < 2; k++) {
+	static const struct {
+		const char *args;
+		bool log;
+	} shape[] = {{"--tier nvme=4096", true},
+	             {"--tier nvme=272MiB", true},
+	             {"--tier nvme=4096 --policy nvme=clock", true},
+	             {"--tier nvme=4096 --policy nvme=lru", false}};
+	for (size_t k = 0; k < sizeof(shape) / sizeof(shape[0]); k++) {
 		char args[128];
-		snprintf(args, sizeof(args), "--tier host=2 %s --block-bytes 65536", as_log[k]);
+		snprintf(args, sizeof(args), "--tier host=2 %s --block-bytes 65536", shape[k].args);
 		assert_int_equal(sim_words(path, out, args), 0);
-		LINE_SAYS(out, "tier nvme", " 3840 blocks ", "(a log of 8 regions of 480)");
+		if (shape[k].log)
+			LINE_SAYS(out, "tier nvme", " 3840 blocks ", "(a log of 8 regions of 480)");
+		else
+			LINE_SAYS(out, "tier nvme", " 3840 blocks ", NULL, "a log of");
 	}
 	assert_int_equal(
 	    sim_words(path, out, "--tier host=2 --tier nvme=4096 --block-bytes 65536 --json"), 0);
 	LINE_SAYS(out, "{\"tier\":\"nvme\"", "\"capacity_blocks\":3840,", "\"region_blocks\":480,");
-	static const char *const pol[] = {"clock", "lru"};
-	for (int k = 0; k < 2; k++) {
-		char args[128];
-		snprintf(args, sizeof(args),
-		         "--tier host=2 --tier nvme=4096 --block-bytes 65536 --policy nvme=%s",
-		         pol[k]);
-		assert_int_equal(sim_words(path, out, args), 0);
-		if (k)
-			LINE_SAYS(out, "tier nvme", " 3840 blocks ", NULL, "a log of");
-		else
-			LINE_SAYS(out, "tier nvme", " 3840 blocks ", "(a log of 8 regions of 480)");
-	}
 	char err[300], said[512];
 	snprintf(err, sizeof(err), "%s/err", tmp);
 	assert_int_equal(sim_said(path, out, "--tier host=2 --tier nvme=4 --block-bytes 65536", err,
