@@ -15,6 +15,8 @@ kvt_add_test(NAME test_stress SOURCES integration/test_stress.c LIBS kvtier_stat
   LABELS integration TIMEOUT 300) # ~85 s here, 45 of them F3's 10^4 kills
 kvt_add_test(NAME test_record SOURCES integration/test_record.c LIBS kvtier_static kvt_sim
   LABELS integration TIMEOUT 60)
+kvt_add_test(NAME test_sim_daemon SOURCES integration/test_sim_daemon.c LIBS kvtier_static
+  LABELS integration TIMEOUT 60)
 kvt_add_test(NAME test_operator SOURCES integration/test_operator.c LIBS kvtier_static
   LABELS integration TIMEOUT 60)
 # the metrics flattener on its own (a daemon file, compiled into the test)

@@ -536,6 +536,8 @@ static void test_record_cli(void **state)
 	snprintf(said, sizeof(said), "(host holds %lld chunks now, about %lld when full", held,
 	         full);
 	assert_non_null(strstr(text, said));
+	snprintf(said, sizeof(said), "kvtier sim --daemon --trace %s\n", path);
+	assert_non_null(strstr(text, said));
 	assert_int_equal(kvt_test_stat(&d, "trace_recording"), 0);
 	struct kvt_trace t;
 	assert_int_equal(kvt_trace_load(path, &t), 0);

@@ -656,6 +656,10 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	    "--tier host=4 --mrc",
 	    "--capacity 4 --placement on-evict",
 	    "--capacity 4 --admission bogus",
+	    /* a tier's own parameter needs that tier */
+	    "--capacity 4 --param host:small_ratio=0.3",
+	    "--tier host=4 --param nvme:small_ratio=0.3",
+	    "--tier host=4 --param host:",
 	};
 	for (size_t i = 0; i < sizeof(usage) / sizeof(usage[0]); i++)
 		if (sim_words(path, out, usage[i]) != 2)
@@ -698,6 +702,21 @@ static void test_policy_sim_cli_refuses_bad_values(void **state)
 	                 1);
 	assert_int_equal(kvt_test_read_file(out, said, sizeof(said)), 0);
 	assert_int_equal(sim_words(path, out, "--capacity 4 --policy conv --param horizon=2"), 0);
+	/* --param TIER:k=v is that tier's alone, after the words every policy takes */
+	assert_int_equal(sim_words(path, out,
+	                           "--tier host=4 --tier rocksdb=8 --policy host=s3fifo --policy "
+	                           "rocksdb=s3fifo --param move_threshold=2 --param "
+	                           "host:small_ratio=0.3 --json"),
+	                 0);
+	char lines[2048];
+	assert_true(kvt_test_read_file(out, lines, sizeof(lines)) > 0);
+	assert_non_null(strstr(lines, "{\"tier\":\"host\""));
+	assert_non_null(strstr(strstr(lines, "{\"tier\":\"host\""),
+	                       "\"params\":\"small_ratio=0.3 move_threshold=2\"}"));
+	assert_non_null(strstr(strstr(lines, "{\"tier\":\"rocksdb\""),
+	                       "\"params\":\"small_ratio=0.1 move_threshold=2\"}"));
+	/* conv, the default, has no small_ratio: refused before the run, as a --param word is */
+	assert_int_equal(sim_words(path, out, "--tier host=4 --param host:small_ratio=0.3"), 1);
 	/* a run that cannot write its plot fails */
 	assert_int_equal(sim_words(path, out, "--capacity 4 --plot /nonexistent/dir/x.svg"), 1);
 	kvt_test_rmtree(tmp);
@@ -937,7 +956,9 @@ static void bench_trace(const char *args, char tmp[256], char out[300])
  * one engine; with several, the same requests, in the order they ended) and replay through the
  * simulator to the daemon's prefix hit ratio -- exactly with one engine (the same chunk ids,
  * so the same hashes in every hashed structure), within 0.002 with several (replayed in the
- * order requests ended, not quite the daemon's interleaving). With a tier below (tol > 0),
+ * order requests ended, not quite the daemon's interleaving), and kvtier sim --daemon, which
+ * reads the layout from the daemon that served (tools/cli/simd.c), replays it to the same ratio
+ * as the bench's own layout, to the last digit. With a tier below (tol > 0),
  * both within tol, and each promoting at least 50 chunks from it (how many moves more than the
  * ratio: hindsight, which samples, promoted 304 against the simulator's 243 once at equal
  * ratios, wtinylfu 84 against 178 from nvme): the daemon's demotions and promotions run on its
@@ -979,6 +1000,13 @@ static int daemon_agrees_within(const char *size, const char *pols, int clients,
 			if (fabs(replay - daemon) > rec_tol)
 				fail_msg("the recording replays to %.4f, the daemon served %.4f",
 				         replay, daemon);
+			/* kvtier sim --daemon, the layout read from the daemon: the bench's own */
+			double as_daemon = -1;
+			const char *d = strstr(line, "| kvtier sim --daemon on it | ");
+			assert_non_null(d);
+			assert_int_equal(
+			    sscanf(d, "| kvtier sim --daemon on it | %lf |", &as_daemon), 1);
+			assert_float_equal(as_daemon, replay, 1e-9);
 			recorded++;
 			continue;
 		}

@@ -55,17 +55,23 @@
  * requests in the same order, up to the names of their chunks (with several engines, in the
  * order they ended: the same requests' lengths) -- and replays it through the
  * simulator: the prefix hit ratio an operator would get from `kvtier sim --engine` on what
- * kvtierd recorded. With --check T, a recording that is not the requests sent, or whose replay
- * is more than T from the daemon's, fails too; --check T,U allows the replay U instead (with
- * several engines the recording's lines come as requests ended, and its replay interleaves them
- * in that order, not quite as the daemon saw them).
+ * kvtierd recorded; and, before the daemon stops, replays it through `kvtier sim --daemon`,
+ * which reads the tiers, policies and chunk size from that daemon as an operator's replay would.
+ * With --check T, a recording that is not the requests sent, whose replay is more than T from
+ * the daemon's, or whose two replays differ at all (--daemon read the layout wrong), fails too;
+ * --check T,U allows the replay U instead (with several engines the recording's lines come as
+ * requests ended, and its replay interleaves them in that order, not quite as the daemon saw them).
  */
 #include "bench_util.h"
 #include "core/keys.h"
+#include "ipc/client/simple.h"
+#include "ipc/proto.h"
 #include "sim.h"
 #include "sim_int.h"
 
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -94,6 +100,7 @@ struct args {
 struct row {
 	int rec_same;   /* --record: 1 when the recording is the requests sent (same_requests) */
 	double rec_phr; /* ... and kvtier sim --engine's prefix hit ratio on the recording */
+	double rec_daemon_phr; /* ... and kvtier sim --daemon's, the layout read from the daemon */
 	double daemon_phr, sim_phr, p50_us, p99_us, cold_p99_us, put_gbs, memcpy_gbs, total_s;
 	long long evictions, curve_worker, curve_loop, curve_bytes;
 	long long promoted, sim_promoted; /* --rocksdb, --nvme: chunks brought up from it */
@@ -257,6 +264,40 @@ static void replay_recording(const struct args *a, const struct kvt_trace *t,
 	kvt_trace_free(&rec);
 }
 
+/* --record, before the daemon stops: the recording ended, and replayed by `kvtier sim --daemon
+ * --json`, which reads the tiers, policies and chunk size from this daemon (tools/cli/simd.c) as
+ * an operator's replay of it would. @return : the prefix hit ratio of its "all" line. */
+static double replay_as_daemon(const struct args *a)
+{
+	kvt_client_t *c;
+	int rc = kvt_connect(sock, &c);
+	if (rc || (rc = kvt__client_simple(c, KVT_MSG_CONFIG, "set trace.file none", NULL, 0)))
+		die("ending the recording", rc);
+	kvt_close(c);
+	char self[PATH_MAX], cmd[2 * PATH_MAX + 256], line[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		die("readlink", -errno);
+	self[n] = 0;
+	snprintf(cmd, sizeof(cmd),
+	         "%s/kvtier --socket %s sim --daemon --trace %s --streams %zu --json",
+	         dirname(self), sock, a->record, a->clients);
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		die("kvtier sim --daemon", -errno);
+	double phr = -1;
+	while (fgets(line, sizeof(line), f)) {
+		const char *acc = strstr(line, "\"accesses\":"),
+		           *ph = strstr(line, "\"prefix_hits\":");
+		if (strstr(line, "\"tier\":\"all\"") && acc && ph) /* the counts: the ratio exact */
+			phr = (double)strtoull(ph + 14, NULL, 10) /
+			      (double)KVT_MAX(strtoull(acc + 11, NULL, 10), 1ull);
+	}
+	if (pclose(f) || phr < 0)
+		die("kvtier sim --daemon (no \"all\" line)", -EPROTO);
+	return phr;
+}
+
 static void replay(const struct args *a, const struct kvt_trace *t, const char *spec, struct row *r)
 {
 	char host[64], policy[128], pset[160] = "host.policy_params=", buf[96];
@@ -360,6 +401,8 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	for (size_t k = 0; k < a->clients; k++)
 		kvt_close(e[k].c);
 	free(e);
+	if (a->record)
+		r->rec_daemon_phr = replay_as_daemon(a);
 	stop_daemon();
 	size_t warm = warm_from(t, a);
 	double cold_p50;
@@ -621,12 +664,13 @@ int main(int argc, char **argv)
 			       "waited for demotions %lld, past demote.wait_ms %lld |\n",
 			       a.lower_name, r->promoted, r->sim_promoted, r->parked, r->eagain);
 		if (a.record)
-			printf("|  recorded (%s): %s; kvtier sim --engine on it | %.4f |\n",
+			printf("|  recorded (%s): %s; kvtier sim --engine on it | %.4f | kvtier "
+			       "sim --daemon on it | %.4f |\n",
 			       a.record,
 			       !r->rec_same     ? "NOT the requests sent"
 			       : a.clients == 1 ? "the requests sent, in order"
 			                        : "the requests sent, as they ended",
-			       r->rec_phr);
+			       r->rec_phr, r->rec_daemon_phr);
 		fflush(stdout);
 		if (a.record && a.check >= 0 &&
 		    (!r->rec_same || fabs(r->daemon_phr - r->rec_phr) > a.check_rec)) {
@@ -636,6 +680,14 @@ int main(int argc, char **argv)
 			    "against the daemon's %.4f\n",
 			    a.pols[k], r->rec_same ? "holds" : "does not hold", r->rec_phr,
 			    r->daemon_phr);
+			bad = 1;
+		}
+		if (a.record && a.check >= 0 && fabs(r->rec_daemon_phr - r->rec_phr) > 1e-6) {
+			fprintf(
+			    stderr,
+			    "bench: %s: kvtier sim --daemon replays the recording to %.6f, not the "
+			    "%.6f of the bench's own layout: it read the daemon's layout wrong\n",
+			    a.pols[k], r->rec_daemon_phr, r->rec_phr);
 			bad = 1;
 		}
 		if (a.check >= 0 && fabs(r->daemon_phr - r->sim_phr) > a.check) {

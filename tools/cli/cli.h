@@ -20,6 +20,9 @@ long long cli_json_num(const char *json, const char *key);
 /* kvtier record FILE [SECONDS]: trace.file for a while (record.c) */
 const char *cli_record_misshapen(int argc, char **argv);
 int cli_record(kvt_client_t *c, int argc, char **argv);
+/* kvtier sim --daemon [--show] ARGS: kvtier-sim with the running daemon's layout, then ARGS
+ * (simd.c); argv[0] is "sim". */
+int cli_sim_daemon(const char *sock, int argc, char **argv);
 /* Runs build/bin/kvtier-<name> with argv; @return : its exit status. */
 int cli_exec_sibling(const char *name, int argc, char **argv);
 #endif

@@ -39,6 +39,7 @@ static void usage(FILE *f)
 	       "mismatch)\n"
 	       "  record FILE [SECONDS]     record the engines' requests as a trace (trace.file)\n"
 	       "  sim ARGS                  replay a trace through the daemon's policies\n"
+	       "  sim --daemon [--show] ARGS  ... through this kvtierd's tiers and policies\n"
 	       "  bench [NAME] [ARGS]       benchmarks with their baselines (host, tiers, nvme, "
 	       "rocksdb,\n"
 	       "                            policy, quota, trace, gpu; kvtier bench --help)\n");
@@ -186,6 +187,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = argv[i];
+	for (int k = i + 1; !strcmp(cmd, "sim") && k < argc; k++)
+		if (!strcmp(argv[k], "--daemon")) {
+			int rc = cli_sim_daemon(sock, argc - i, argv + i);
+			if (rc < 0 && rc != KVT_CLI_SAID)
+				fprintf(stderr, "kvtier sim --daemon: %s\n", kvt_strerror(rc));
+			return rc < 0 ? 1 : rc; /* else kvtier-sim's own status */
+		}
 	if (!strcmp(cmd, "sim"))
 		return cli_exec_sibling("sim", argc - i, argv + i);
 	if (!strcmp(cmd, "bench"))

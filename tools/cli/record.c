@@ -140,5 +140,8 @@ int cli_record(kvt_client_t *c, int argc, char **argv)
 		    "(host holds %lld chunks now, about %lld when full: the sizes are 1/2x, 1x and "
 		    "2x that)\n",
 		    chunks, full);
+	printf("or through this kvtierd's tiers and policies as they are now (--tier host=SIZE, "
+	       "--policy host=P change one):\n  kvtier sim --daemon --trace %s\n",
+	       path);
 	return 0;
 }

@@ -50,6 +50,8 @@ struct opts {
 	size_t n_tiers;
 	const char *params[MAX_LIST + 1];
 	size_t n_params;
+	/* a tier's own: the --param words above, then its --param TIER:k=v ones */
+	const char *tier_params[KVT_SIM_MAX_TIERS][2 * MAX_LIST + 1];
 	const char *admission;
 	uint64_t block_bytes;
 	/* --quota: [0] for the single-tier form, [1 + i] for tier i */
@@ -89,7 +91,8 @@ static void usage(FILE *f)
 	    "                  beside exact replays of it)\n"
 	    "       kvtier sim --trace FILE --tier host=4096 --tier nvme=64GiB\n"
 	    "                  --policy host=s3fifo --policy nvme=lru\n"
-	    "                  [--admission nvme=second_touch] --block-bytes N\n"
+	    "                  [--admission nvme=second_touch] [--param host:k=v]\n"
+	    "                  --block-bytes N\n"
 	    "                  [--placement cascade|write-through|on-evict] (as kvtierd's\n"
 	    "                  tiers.placement: a lower tier is written when a block enters the\n"
 	    "                  top tier, but one below nvme from nvme's evictions (cascade, the\n"
@@ -98,6 +101,11 @@ static void usage(FILE *f)
 	    "                  a tier named nvme runs fifo, as kvtierd's log, unless named;\n"
 	    "                  clock is the log with nvme.policy = clock; it is laid out as the\n"
 	    "                  log: nvme=N is N records of a block, nvme=64GiB nvme.bytes)\n"
+	    "       kvtier [--socket PATH] sim --daemon [--show] --trace FILE [ARGS]\n"
+	    "                  (the running kvtierd's tiers, sizes, policies and their\n"
+	    "                  parameters, admissions, placement, quotas and chunk size as\n"
+	    "                  the --tier form's words, then ARGS, which may change them:\n"
+	    "                  --tier host=8GiB, --policy host=arc; --show prints the words)\n"
 	    "       kvtier sim --list-policies\n"
 	    "Traces: Mooncake JSONL, or native text: '<timestamp_ms> [t=<tenant>] <id> <id>...'\n"
 	    "        (and 'done <id>...': kvt_done before the next request)\n"
@@ -193,7 +201,8 @@ static int tier_pair(struct opts *o, const char *arg, int which)
 struct raw {
 	char *caps, *tiers[KVT_SIM_MAX_TIERS], *pol_pairs[MAX_LIST], *adm_pairs[MAX_LIST];
 	char *quotas[MAX_LIST];
-	size_t n_tiers, n_pp, n_ap, n_quotas;
+	char *tier_params[MAX_LIST]; /* --param TIER:k=v */
+	size_t n_tiers, n_pp, n_ap, n_quotas, n_tier_params;
 };
 
 /* A quota's size: blocks, or bytes as the tier named tier holds them (kvt_sim_tier_blocks; the
@@ -279,6 +288,13 @@ static int parse_fraction(const char *v, double *out)
 	return end != v && !*end && *out >= 0 && *out <= 1 ? 0 : -EINVAL;
 }
 
+/* "TIER:k=v", a parameter of one tier's policy ("k=v" of every policy run has no colon). */
+static bool tier_scoped(const char *v)
+{
+	const char *colon = strchr(v, ':'), *eq = strchr(v, '=');
+	return colon && (!eq || colon < eq);
+}
+
 static int take(struct opts *o, struct raw *w, const char *a, char *v)
 {
 	if (!strcmp(a, "--trace"))
@@ -313,7 +329,9 @@ static int take(struct opts *o, struct raw *w, const char *a, char *v)
 		w->adm_pairs[w->n_ap++] = v;
 	else if (!strcmp(a, "--admission"))
 		o->admission = v;
-	else if (!strcmp(a, "--param") && o->n_params < MAX_LIST)
+	else if (!strcmp(a, "--param") && tier_scoped(v) && w->n_tier_params < MAX_LIST)
+		w->tier_params[w->n_tier_params++] = v;
+	else if (!strcmp(a, "--param") && !tier_scoped(v) && o->n_params < MAX_LIST)
 		o->params[o->n_params++] = v;
 	else if (!strcmp(a, "--tier") && w->n_tiers < KVT_SIM_MAX_TIERS)
 		w->tiers[w->n_tiers++] = v;
@@ -381,6 +399,33 @@ static int one_form(const struct opts *o, const struct raw *w)
 	return -EINVAL;
 }
 
+/* Each --param TIER:k=v onto its tier's list, after the --param words every policy takes (a
+ * tier whose policy was not named, as nvme's fifo, takes only its own). kvtier sim --daemon
+ * gives each tier the parameters kvtierd's policy there runs with. @return : 0, -EINVAL. */
+static int take_tier_params(struct opts *o, struct raw *w)
+{
+	size_t n[KVT_SIM_MAX_TIERS] = {0};
+	for (size_t k = 0; k < w->n_tier_params; k++) {
+		char *v = w->tier_params[k], *colon = strchr(v, ':');
+		size_t i = 0;
+		while (i < o->n_tiers && (strlen(o->tiers[i].name) != (size_t)(colon - v) ||
+		                          strncmp(o->tiers[i].name, v, (size_t)(colon - v))))
+			i++;
+		if (i == o->n_tiers || !strchr(colon, '=')) {
+			fprintf(stderr, "sim: --param %s: want TIER:k=v, TIER a --tier's name\n",
+			        v);
+			return -EINVAL;
+		}
+		if (!n[i]) /* the words every policy takes come first */
+			for (size_t j = 0; o->tiers[i].params && o->tiers[i].params[j]; j++)
+				o->tier_params[i][n[i]++] = o->tiers[i].params[j];
+		o->tier_params[i][n[i]++] = colon + 1;
+		o->tier_params[i][n[i]] = NULL;
+		o->tiers[i].params = o->tier_params[i];
+	}
+	return 0;
+}
+
 static int finish(struct opts *o, struct raw *w)
 {
 	char *l[MAX_LIST];
@@ -440,6 +485,8 @@ static int finish(struct opts *o, struct raw *w)
 		rc = tier_pair(o, w->adm_pairs[k], 1);
 	for (size_t k = 0; k < w->n_quotas && !rc; k++)
 		rc = take_quota(o, w->quotas[k]);
+	if (!rc)
+		rc = take_tier_params(o, w);
 	for (size_t k = 0; k < o->n_tiers && !rc; k++)
 		if (!strcmp(o->tiers[k].name, "nvme") &&
 		    kvt_sim_nvme_log(&o->tiers[k], o->block_bytes, o->tier_bytes[k]))
@@ -474,6 +521,11 @@ static int parse(struct opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return 1;
+		} else if (!strcmp(a, "--daemon") || !strcmp(a, "--show")) {
+			fprintf(stderr,
+			        "sim: %s is kvtier's: kvtier [--socket PATH] sim --daemon ...\n",
+			        a);
+			return -EINVAL;
 		} else if (i + 1 >= argc || take(o, &w, a, argv[i + 1])) {
 			if (i + 1 < argc)
 				fprintf(stderr, "sim: bad option %s %s (--help lists them)\n", a,
@@ -626,9 +678,11 @@ static int multi(struct opts *o, const struct kvt_trace *t)
 	}
 	if (o->json)
 		printf("{\"tier\":\"all\",\"capacity_blocks\":%zu,\"hit_ratio\":%.6f,"
-		       "\"prefix_hit_ratio\":%.6f,\"opt_hit_ratio\":%.6f",
+		       "\"prefix_hit_ratio\":%.6f,\"opt_hit_ratio\":%.6f,\"accesses\":%llu,"
+		       "\"hits\":%llu,\"prefix_hits\":%llu",
 		       total, ratio(r.hits, r.accesses), ratio(r.prefix_hits, r.accesses),
-		       ratio(opt.hits, opt.accesses));
+		       ratio(opt.hits, opt.accesses), (unsigned long long)r.accesses,
+		       (unsigned long long)r.hits, (unsigned long long)r.prefix_hits);
 	else
 		printf("all  %zu blocks  hit %.4f  prefix hit %.4f  OPT %.4f\n", total,
 		       ratio(r.hits, r.accesses), ratio(r.prefix_hits, r.accesses),
