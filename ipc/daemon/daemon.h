@@ -325,12 +325,18 @@ struct kvd {
 int kvd_index_init(struct kvd_index *x, uint32_t cap);
 void kvd_index_fini(struct kvd_index *x);
 uint32_t kvd_index_find(const struct kvd_index *x, uint32_t tenant, kvt_id_t ns, kvt_id_t key);
-/* The key hash every policy, admission sketch and curve is shown for a chunk: that of its id
- * (kvt__chunk_id, the id trace.file records), so `kvtier sim` replays a recording with the
- * same hashes. */
-static inline uint64_t kvd_key_hash(uint32_t tenant, kvt_id_t ns, kvt_id_t key)
+/* A chunk's id, the one trace.file records: kvt__chunk_id of its tenant's key (a uid, or a
+ * tenant.map name's), not of the tenant's index, which is the order tenants came in this run:
+ * so a recording appended across restarts names each chunk (and each tenant, t=KEY) alike. */
+static inline uint64_t kvd_chunk_id(const struct kvd *d, uint32_t tenant, kvt_id_t ns, kvt_id_t key)
 {
-	return kvt_policy_key_hash(kvt__chunk_id(tenant, ns, key));
+	return kvt__chunk_id(d->tenants[tenant].key, ns, key);
+}
+/* The key hash every policy, admission sketch and curve is shown for a chunk: that of its id,
+ * so `kvtier sim` replays a recording with the same hashes. */
+static inline uint64_t kvd_key_hash(const struct kvd *d, uint32_t tenant, kvt_id_t ns, kvt_id_t key)
+{
+	return kvt_policy_key_hash(kvd_chunk_id(d, tenant, ns, key));
 }
 /* @return : a fresh entry id (not yet in the hash), or KVD_NIL when the index is full. */
 uint32_t kvd_index_alloc(struct kvd_index *x, uint32_t max);

@@ -96,7 +96,7 @@ int kvd_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys,
 	uint64_t kh[KVT_BATCH_MAX];             /* and one key hash (kvd_key_hash) */
 	n = KVT_MIN(n, KVT_BATCH_MAX);          /* the message's limit (kvt_proto_check_keys) */
 	for (uint32_t k = 0; k < n; k++)
-		kh[k] = kvd_key_hash(t, ns, keys[k]);
+		kh[k] = kvd_key_hash(d, t, ns, keys[k]);
 	kvd_policy_stream(d, conn);
 	bool lower_only = false;
 	for (; found < n; found++) {

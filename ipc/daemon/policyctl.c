@@ -31,7 +31,7 @@ void kvd_host_meta(void *arg, uint32_t id, struct kvt_policy_meta *m)
 	    e->has_parent ? kvd_index_find(&d->idx, e->tenant, e->ns, e->parent) : KVD_NIL;
 	if (pid != KVD_NIL && !(d->idx.e[pid].where & KVD_AT_HOST))
 		pid = KVD_NIL;
-	*m = (struct kvt_policy_meta){.key_hash = kvd_key_hash(e->tenant, e->ns, e->key),
+	*m = (struct kvt_policy_meta){.key_hash = kvd_key_hash(d, e->tenant, e->ns, e->key),
 	                              .bytes = kvd_rec_bytes(e->payload_bytes),
 	                              .parent = pid == KVD_NIL ? KVT_POLICY_NONE : pid,
 	                              .depth = e->depth,
@@ -119,7 +119,7 @@ static void minisim_warm(struct kvd *d)
 	size_t got = kvt_policy_order(d->pol_ops, d->pol, ids, n);
 	for (size_t i = 0; i < got; i++) {
 		const struct kvd_entry *e = &d->idx.e[ids[i]];
-		kvt_minisim_touch(d->minisim, kvd_key_hash(e->tenant, e->ns, e->key));
+		kvt_minisim_touch(d->minisim, kvd_key_hash(d, e->tenant, e->ns, e->key));
 	}
 	free(ids);
 }
@@ -151,7 +151,7 @@ static void minisim_warm_lower(struct kvd *d, uint32_t k)
 				break;
 			h = g, cap *= 2;
 		}
-		h[n++] = (struct held){e->seq, kvd_key_hash(e->tenant, e->ns, e->key)};
+		h[n++] = (struct held){e->seq, kvd_key_hash(d, e->tenant, e->ns, e->key)};
 	}
 	if (!h)
 		return;

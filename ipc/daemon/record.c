@@ -4,10 +4,12 @@
  *
  * What is recorded: each engine request as `kvtier sim` models one, a line of the simulator's
  * native format, "<ms> [t=<tenant>] <id> <id> ...": the wall clock in ms since the epoch when
- * the request began (a restart appends, and the times still run forward), the tenant when it is
- * not the first, and the request's chunks in prefix order, each a 64-bit hash of (tenant,
- * namespace, key): the same chunk has the same id in every line and across restarts, two chunks
- * two ids (a collision needs ~2^32 distinct chunks). Each kvt_done is a line "done <id> ...".
+ * the request began (a restart appends, and the times still run forward), the tenant's key (its
+ * uid, or a tenant.map name's 0x80000000 | hash) when it is not 0 (root's), and the request's
+ * chunks in prefix order, each a 64-bit hash of (tenant key, namespace, key): the same chunk
+ * has the same id in every line and across restarts, whatever order the tenants come in, two
+ * chunks two ids (a collision needs ~2^32 distinct chunks). Each kvt_done is a line "done <id>
+ * ...".
  *
  * A request is pieced together per connection from what the engine sends, since the daemon is
  * never told where one starts: the keys of an acquire (the policy's accesses; counted after any
@@ -150,13 +152,13 @@ static bool line(struct kvd *d, const char *head, const uint64_t *ids, size_t n)
 	return true;
 }
 
-/* A request's line: begun at ms, tenant t, ids[0..n). */
+/* A request's line: begun at ms, by tenant t (its key written, t=KEY, when not 0), ids[0..n). */
 static void request_line(struct kvd *d, uint64_t ms, uint32_t t, const uint64_t *ids, uint32_t n)
 {
 	char head[40], *p = put_u64(head, ms);
-	if (t) {
+	if (d->tenants[t].key) {
 		memcpy(p, " t=", 3);
-		p = put_u64(p + 3, t);
+		p = put_u64(p + 3, d->tenants[t].key);
 	}
 	*p = 0;
 	d->rec.requests += line(d, head, ids, n);
@@ -198,8 +200,8 @@ static struct kvd_rec_req *req_of(struct kvd *d, uint32_t conn)
 
 /* keys' ids appended to q; ids past REC_IDS_MAX are dropped (the line is written whole up to
  * there). @return : false without memory. */
-static bool append(struct kvd_rec_req *q, uint32_t tenant, kvt_id_t ns, const kvt_id_t *keys,
-                   const struct kvt_msg_put_item *items, uint32_t n)
+static bool append(const struct kvd *d, struct kvd_rec_req *q, uint32_t tenant, kvt_id_t ns,
+                   const kvt_id_t *keys, const struct kvt_msg_put_item *items, uint32_t n)
 {
 	n = KVT_MIN(n, REC_IDS_MAX - q->n);
 	if (q->n + n > q->cap) {
@@ -211,7 +213,7 @@ static bool append(struct kvd_rec_req *q, uint32_t tenant, kvt_id_t ns, const kv
 		q->cap = c;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		q->ids[q->n++] = kvt__chunk_id(tenant, ns, keys ? keys[i] : items[i].key);
+		q->ids[q->n++] = kvd_chunk_id(d, tenant, ns, keys ? keys[i] : items[i].key);
 	return true;
 }
 
@@ -240,7 +242,7 @@ static bool asks_on(struct kvd *d, struct kvd_rec_req *q, uint32_t t, kvt_id_t n
 		return true;
 	}
 	const struct kvd_entry *e = id == KVD_NIL ? NULL : &d->idx.e[id];
-	return e && e->has_parent && kvt__chunk_id(t, ns, e->parent) == q->ids[q->n - 1];
+	return e && e->has_parent && kvd_chunk_id(d, t, ns, e->parent) == q->ids[q->n - 1];
 }
 
 void kvd_record_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n,
@@ -253,7 +255,7 @@ void kvd_record_acquire(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_
 	if (!asks_on(d, q, t, ns, keys[0], got))
 		begin(d, conn, q);
 	q->all_found = got >= 0 && (uint32_t)got == n;
-	append(q, t, ns, keys, NULL, n);
+	append(d, q, t, ns, keys, NULL, n);
 }
 
 void kvd_record_put(struct kvd *d, uint32_t conn, const struct kvt_msg_put *p,
@@ -264,10 +266,10 @@ void kvd_record_put(struct kvd *d, uint32_t conn, const struct kvt_msg_put *p,
 		return;
 	uint32_t t = d->conns[conn].tenant;
 	bool has_parent = p->flags & KVT_PUT_F_PARENT;
-	uint64_t parent = has_parent ? kvt__chunk_id(t, p->ns, p->parent) : 0;
+	uint64_t parent = has_parent ? kvd_chunk_id(d, t, p->ns, p->parent) : 0;
 	bool on = q->n && has_parent && q->ids[q->n - 1] == parent;
 	if (!on && q->n && !q->put) { /* from the engine's first miss on, if it was asked */
-		uint64_t first = kvt__chunk_id(t, p->ns, items[0].key);
+		uint64_t first = kvd_chunk_id(d, t, p->ns, items[0].key);
 		uint32_t j = 0;
 		while (j < q->n && q->ids[j] != first)
 			j++;
@@ -285,14 +287,14 @@ void kvd_record_put(struct kvd *d, uint32_t conn, const struct kvt_msg_put *p,
 	if (!on)
 		begin(d, conn, q);
 	q->put = true;
-	append(q, t, p->ns, NULL, items, n);
+	append(d, q, t, p->ns, NULL, items, n);
 }
 
 void kvd_record_unsent(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)
 {
 	struct kvd_rec_req *q = d->conns[conn].rec;
 	if (q && q->n && q->put && n) /* after its put; without one there is nothing it ends */
-		append(q, d->conns[conn].tenant, ns, keys, NULL, n);
+		append(d, q, d->conns[conn].tenant, ns, keys, NULL, n);
 }
 
 void kvd_record_done(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *keys, uint32_t n)
@@ -301,7 +303,7 @@ void kvd_record_done(struct kvd *d, uint32_t conn, kvt_id_t ns, const kvt_id_t *
 	uint64_t ids[KVT_BATCH_MAX];
 	n = KVT_MIN(n, KVT_BATCH_MAX);
 	for (uint32_t i = 0; i < n; i++)
-		ids[i] = kvt__chunk_id(d->conns[conn].tenant, ns, keys[i]);
+		ids[i] = kvd_chunk_id(d, d->conns[conn].tenant, ns, keys[i]);
 	line(d, "done", ids, n);
 }
 

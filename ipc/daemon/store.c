@@ -387,7 +387,7 @@ static bool admitted(struct kvd *d, uint64_t key_hash, uint64_t need)
 	bool full = d->host_used + need > d->host_cap;
 	if (!full || d->pol_ops->pick_victims(d->pol, &v, 1, evictable, &f) != 1)
 		return kvt_admit_check(d->admit, key_hash, NULL);
-	uint64_t vh = kvd_key_hash(d->idx.e[v].tenant, d->idx.e[v].ns, d->idx.e[v].key);
+	uint64_t vh = kvd_key_hash(d, d->idx.e[v].tenant, d->idx.e[v].ns, d->idx.e[v].key);
 	return kvt_admit_check(d->admit, key_hash, &vh);
 }
 
@@ -400,7 +400,7 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 {
 	uint32_t t = c->tenant;
 	uint32_t id = kvd_index_find(&d->idx, t, ns->ns, key);
-	uint64_t kh = kvd_key_hash(t, ns->ns, key);
+	uint64_t kh = kvd_key_hash(d, t, ns->ns, key);
 	if (!counted)
 		kvd_admit_record(d, kh);
 	if (id != KVD_NIL) { /* held: read at host; only below, it stays there (not promoted) */

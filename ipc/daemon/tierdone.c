@@ -37,9 +37,9 @@ static void copy_landed(struct kvd *d, struct kvd_entry *e, uint8_t k, uint64_t 
 	e->where |= (uint8_t)(2u << k);
 	e->loc[k] = loc;
 	if (d->lower[k].mrc)
-		kvt_mrc_touch(d->lower[k].mrc, kvd_key_hash(e->tenant, e->ns, e->key));
+		kvt_mrc_touch(d->lower[k].mrc, kvd_key_hash(d, e->tenant, e->ns, e->key));
 	if (d->lower[k].minisim)
-		kvt_minisim_touch(d->lower[k].minisim, kvd_key_hash(e->tenant, e->ns, e->key));
+		kvt_minisim_touch(d->lower[k].minisim, kvd_key_hash(d, e->tenant, e->ns, e->key));
 }
 
 /* A demotion of entry id's host copy ended; with its last, the copy is clean (host.dirty_pct).
@@ -122,7 +122,7 @@ static void complete_promote(struct kvd *d, struct kvd_job *j)
 		e->where |= KVD_AT_HOST;
 		uint32_t pid =
 		    e->has_parent ? kvd_index_find(&d->idx, e->tenant, e->ns, e->parent) : KVD_NIL;
-		struct kvt_policy_meta m = {.key_hash = kvd_key_hash(e->tenant, e->ns, e->key),
+		struct kvt_policy_meta m = {.key_hash = kvd_key_hash(d, e->tenant, e->ns, e->key),
 		                            .bytes = kvd_rec_bytes(e->payload_bytes),
 		                            .parent = pid == KVD_NIL ? KVT_POLICY_NONE : pid,
 		                            .depth = e->depth,

@@ -521,9 +521,21 @@ static void test_policy_sim_quota(void **state)
 	const struct kvt_sim_quota bad = {.tenant = 1, .guaranteed_blocks = 5, .max_blocks = 4};
 	one.quotas = &bad;
 	assert_int_equal(kvt_sim_run(&t, &one, 1, &r), -EINVAL);
-	t.tenant[7] = KVT_SIM_MAX_TENANT; /* a quota's table is dense: tenants stay small */
-	one.quotas = &keep;
-	assert_int_equal(kvt_sim_run(&t, &one, 1, &r), -EINVAL);
+	/* tenants are labels (a recording's are kvtierd's tenant keys: a uid, or a tenant.map
+	 * name's 0x80000000 | hash): the same run with tenant 2 called 4000000000 is the same run,
+	 * and a quota of a tenant the trace does not have limits nothing */
+	for (uint32_t q = 0; q < N; q++)
+		t.tenant[q] = q % 2 ? 1 : 4000000000u;
+	const struct kvt_sim_quota keep_big[] = {
+	    {.tenant = 4000000000u, .guaranteed_blocks = 20, .max_blocks = SIZE_MAX},
+	    {.tenant = 2, .guaranteed_blocks = 0, .max_blocks = 0}};
+	one.quotas = keep_big;
+	one.n_quotas = 2;
+	assert_int_equal(kvt_sim_run(&t, &one, 1, &r), 0);
+	assert_int_equal(r.tenants[0].tenant, 4000000000u);
+	assert_int_equal(r.tenants[0].hits, N / 2 - 20);
+	assert_int_equal(r.tenants[1].hits, 0);
+	assert_int_equal(r.tier[0].quota_rejected, 0);
 	kvt_trace_free(&t);
 }
 

@@ -108,7 +108,8 @@ struct row {
 };
 
 /* Block blk's key: 128 bits that look like an engine's chained hash. The daemon shows its
- * policy a hash of the chunk's id (tenant 0 here, the namespace and this key: kvt__chunk_id),
+ * policy a hash of the chunk's id (kvt__chunk_id of the tenant's key, the bench's uid here, the
+ * namespace and this key),
  * and the simulator's replay is given the same ids (replay()), as a recording is, so hashed
  * structures -- conv's history, wtinylfu's sketch, hindsight's table -- see the same hashes in
  * the daemon and in both replays. */
@@ -432,7 +433,8 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	if (!(same.key = malloc(t->n_blocks * sizeof(*same.key))))
 		die("malloc", -ENOMEM);
 	for (uint32_t b = 0; b < t->n_blocks; b++)
-		same.key[b] = kvt__chunk_id(0, ns, key_of(b)); /* as the daemon names them */
+		same.key[b] =
+		    kvt__chunk_id(geteuid() & 0x7fffffffu, ns, key_of(b)); /* as kvtierd */
 	rc = kvt_sim_run(&same, tier, n_tiers, &s); /* engine: puts end as the daemon's do */
 	free(same.key);
 	if (rc)

@@ -14,12 +14,11 @@
  * from stats; nvme's size from nvme.bytes, since the simulator lays the log out from the file's
  * bytes as the tier does (stats' capacity is the log's data area); each policy's parameters as
  * set (host.policy_params, rocksdb.policy_params; a replay starts the policy as the daemon
- * did); host's running admission (policy get), nvme.admit and rocksdb.admit; tiers.placement; the
- * quotas of tenant.quota, nvme.quota and rocksdb.quota by tenant: a recording's t=N is the daemon's
- * Nth tenant of this run, as stats' tenant_stats lists them, so each quota's tenant key is looked
- * up there (a tenant not connected in this run is in no recording of it and is left out, with a
- * note); the block bytes from the namespaces kvtier inspect lists (the chunk size holding most
- * chunks, with a note when there are several).
+ * did); host's running admission (policy get), nvme.admit and rocksdb.admit; tiers.placement;
+ * the quotas of tenant.quota, nvme.quota and rocksdb.quota, each tenant by its key, as a
+ * recording's t= names it (a uid, or a tenant.map name's 0x80000000 | hash); the block bytes from
+ * the namespaces kvtier inspect lists (the chunk size holding most chunks, with a note when
+ * there are several).
  * --engine is added: a request reads its leading hits and puts the rest, as kvtierd serves one.
  *
  * Not carried: host.dirty_pct, host.keep_pct, promote.wait_ms and the other options of time
@@ -38,10 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SIMD_WORDS   160
-#define SIMD_WORD    320
-#define SIMD_TIERS   4
-#define SIMD_TENANTS 64 /* kvtier stats itemises this many (KVD_STATS_TENANTS) */
+#define SIMD_WORDS 160
+#define SIMD_WORD  320
+#define SIMD_TIERS 4
 
 struct simd {
 	char words[SIMD_WORDS][SIMD_WORD];
@@ -54,8 +52,6 @@ struct simd {
 	size_t n_policies;
 	char tier[SIMD_TIERS][16]; /* the daemon's tiers, top first */
 	size_t n_tiers;
-	uint32_t tenant_key[SIMD_TENANTS]; /* tenant_stats' order: a recording's t=N */
-	size_t n_tenants;
 	char stats[KVT_MSG_MAX], config[KVT_MSG_MAX], reply[KVT_MSG_MAX];
 };
 
@@ -178,9 +174,12 @@ static int one_tier(struct simd *s, kvt_client_t *c, const char *obj)
 	snprintf(s->tier[s->n_tiers++], sizeof(s->tier[0]), "%s", name);
 	const char *given = size_given(s, name);
 	long long cap = cli_json_num(obj, "capacity_bytes");
+	char file[32] = "";
 	if (!strcmp(name, "nvme")) /* the log's file; stats' capacity is its data area */
-		config_value(s, "nvme.bytes", size, sizeof(size)), strcat(size, "B");
-	else
+		config_value(s, "nvme.bytes", file, sizeof(file));
+	if (file[0] && strspn(file, "0123456789") == strlen(file))
+		snprintf(size, sizeof(size), "%sB", file);
+	else /* nvme.bytes not a count of bytes: the data area, a little short of the file */
 		snprintf(size, sizeof(size), "%lldB", cap);
 	word(s, "--tier");
 	word(s, "%s=%s", name, given ? given : size);
@@ -194,29 +193,21 @@ static int one_tier(struct simd *s, kvt_client_t *c, const char *obj)
 struct quota_walk {
 	struct simd *s;
 	const char *tier;
-	int left_out;
 };
 
+/* One quota item as --quota TIER:KEY=G/M: a recording's t= is the tenant's key. */
 static int quota_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
 {
 	struct quota_walk *q = arg;
-	size_t t = 0;
-	while (t < q->s->n_tenants && q->s->tenant_key[t] != key)
-		t++;
-	if (t == q->s->n_tenants) {
-		q->left_out++;
-		return 0;
-	}
 	word(q->s, "--quota");
 	if (m == UINT64_MAX)
-		word(q->s, "%s:%zu=%" PRIu64 "B/-", q->tier, t, g);
+		word(q->s, "%s:%" PRIu32 "=%" PRIu64 "B/-", q->tier, key, g);
 	else
-		word(q->s, "%s:%zu=%" PRIu64 "B/%" PRIu64 "B", q->tier, t, g, m);
+		word(q->s, "%s:%" PRIu32 "=%" PRIu64 "B/%" PRIu64 "B", q->tier, key, g, m);
 	return 0;
 }
 
-/* TIER's quota option (tenant.quota for host) as --quota TIER:N=G/M, N each tenant's place in
- * this run. */
+/* TIER's quota option (tenant.quota for host) as --quota words. */
 static void quotas(struct simd *s, const char *tier)
 {
 	char opt[32], list[KVT_OPT_STR_MAX];
@@ -224,27 +215,10 @@ static void quotas(struct simd *s, const char *tier)
 	config_value(s, opt, list, sizeof(list));
 	if (!list[0] || !strcmp(list, "none"))
 		return;
-	struct quota_walk q = {s, tier, 0};
+	struct quota_walk q = {s, tier};
 	char why[KVT_OPT_STR_MAX + 64];
 	if (kvt_quota_list_each(list, quota_item, &q, why, sizeof(why)) < 0)
 		fprintf(stderr, "kvtier sim --daemon: %s: %s (left out)\n", opt, why);
-	else if (q.left_out)
-		fprintf(
-		    stderr,
-		    "kvtier sim --daemon: %s: %d tenant(s) not connected in this run of kvtierd "
-		    "(in no recording of it): left out\n",
-		    opt, q.left_out);
-}
-
-/* stats' tenant_stats keys, in order. */
-static void tenants(struct simd *s)
-{
-	const char *p = strstr(s->stats, "\"tenant_stats\":[");
-	const char *end = p ? strchr(p, ']') : NULL;
-	while (p && (p = strstr(p, "{\"tenant\":")) && p < end && s->n_tenants < SIMD_TENANTS) {
-		p += strlen("{\"tenant\":");
-		s->tenant_key[s->n_tenants++] = (uint32_t)strtoul(p, NULL, 10);
-	}
 }
 
 /* The chunk size of the namespaces kvtier inspect lists that holds the most chunks.
@@ -315,7 +289,6 @@ static int daemon_words(struct simd *s, kvt_client_t *c, bool engine, bool given
 		if ((rc = one_tier(s, c, obj)))
 			return rc;
 	}
-	tenants(s);
 	for (size_t k = 0; k < s->n_tiers; k++)
 		quotas(s, s->tier[k]);
 	return s->err;

@@ -228,7 +228,7 @@ static int parse_quotas(char *spec, const char *tier, uint64_t block_bytes, stru
 			return -EINVAL;
 		*eq = *sl = 0;
 		unsigned long t = strtoul(it, &end, 10);
-		if (end == it || *end || t >= KVT_SIM_MAX_TENANT)
+		if (end == it || *end || *it < '0' || *it > '9' || t > UINT32_MAX)
 			return -EINVAL;
 		struct kvt_sim_quota *x = &q[(*n)++];
 		x->tenant = (uint32_t)t;
@@ -260,8 +260,8 @@ static int take_quota(struct opts *o, char *arg)
 	}
 	if (parse_quotas(arg, slot ? o->tiers[slot - 1].name : NULL, o->block_bytes,
 	                 o->quotas[slot], &o->n_quotas[slot])) {
-		fprintf(stderr, "sim: --quota: want T=GUARANTEED/MAX,... (T a tenant below %d)\n",
-		        KVT_SIM_MAX_TENANT);
+		fprintf(stderr, "sim: --quota: want T=GUARANTEED/MAX,... (T a tenant of the trace, "
+		                "as its t=T: 0 to 4294967295)\n");
 		return -EINVAL;
 	}
 	if (slot) {

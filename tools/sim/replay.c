@@ -77,6 +77,11 @@ struct run {
 	uint32_t stream;     /* the engine's stream for on_stream: 1 + its lane (0: kvtierd's) */
 	uint32_t *depth_of;  /* engine mode: the depth each block was stored at */
 	const uint64_t *key; /* kvt_trace.key */
+	/* the trace's tenants (t= labels, any u32: a recording's are kvtierd's tenant keys) as
+	 * dense indices, which policies, quota tables and the log's cursors are given, as kvtierd
+	 * gives its tenants' indices: labels[k] is index k's label, dense[q] request q's index */
+	uint32_t *labels, *dense;
+	size_t n_labels;
 };
 
 static inline uint64_t key_hash(const struct run *u, uint32_t blk)
@@ -448,26 +453,54 @@ static void teardown(struct run *u)
 		kvt__sim_log_free(&u->t[i].log);
 	}
 	free(u->depth_of);
+	free(u->labels);
+	free(u->dense);
 }
 
-/* The tier's quotas; every tenant of the trace must fit the quota's dense table. */
-static int setup_quota(struct tier *t, const struct kvt_trace *tr, const struct kvt_sim_tier *ti)
+static int cmp_u32(const void *a, const void *b)
 {
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The dense index of tenant label, or -1 when no request of the trace has it. */
+static long dense_of(const struct run *u, uint32_t label)
+{
+	const uint32_t *at = bsearch(&label, u->labels, u->n_labels, sizeof(label), cmp_u32);
+	return at ? (long)(at - u->labels) : -1;
+}
+
+/* u's labels (sorted, unique) and each request's dense index. */
+static int dense_tenants(struct run *u, const struct kvt_trace *tr)
+{
+	u->labels = malloc((tr->n_req + 1) * sizeof(*u->labels));
+	u->dense = malloc((tr->n_req + 1) * sizeof(*u->dense));
+	if (!u->labels || !u->dense)
+		return -ENOMEM;
+	memcpy(u->labels, tr->tenant, tr->n_req * sizeof(*u->labels));
+	qsort(u->labels, tr->n_req, sizeof(*u->labels), cmp_u32);
 	for (size_t q = 0; q < tr->n_req; q++)
-		if (tr->tenant[q] >= KVT_SIM_MAX_TENANT) {
-			fprintf(stderr, "sim: quotas need tenants below %d (request %zu has %u)\n",
-			        KVT_SIM_MAX_TENANT, q, tr->tenant[q]);
-			return -EINVAL;
-		}
+		if (!u->n_labels || u->labels[u->n_labels - 1] != u->labels[q])
+			u->labels[u->n_labels++] = u->labels[q];
+	for (size_t q = 0; q < tr->n_req; q++)
+		u->dense[q] = (uint32_t)dense_of(u, tr->tenant[q]);
+	return 0;
+}
+
+/* The tier's quotas, each set on its tenant's dense index; a quota of a tenant the trace does
+ * not have limits nothing. */
+static int setup_quota(struct run *u, struct tier *t, const struct kvt_trace *tr,
+                       const struct kvt_sim_tier *ti)
+{
 	t->owner = calloc(tr->n_blocks + 1, sizeof(*t->owner));
 	if (!t->owner || kvt_quota_create(&t->quota))
 		return -ENOMEM;
 	for (size_t k = 0; k < ti->n_quotas; k++) {
 		const struct kvt_sim_quota *q = &ti->quotas[k];
 		uint64_t max = q->max_blocks == SIZE_MAX ? KVT_QUOTA_UNLIMITED : q->max_blocks;
-		int rc = q->tenant < KVT_SIM_MAX_TENANT
-		             ? kvt_quota_set(t->quota, q->tenant, q->guaranteed_blocks, max)
-		             : -EINVAL;
+		long d = dense_of(u, q->tenant);
+		int rc =
+		    d < 0 ? 0 : kvt_quota_set(t->quota, (uint32_t)d, q->guaranteed_blocks, max);
 		if (rc) {
 			fprintf(stderr, "sim: %s: bad quota for tenant %u\n", ti->name, q->tenant);
 			return rc;
@@ -503,7 +536,7 @@ static int setup_log(struct run *u, size_t i, const struct kvt_trace *tr,
 	                                   .clock = !strcmp(t->ops->name, "clock"),
 	                                   .ahead = i + 1 < n && tiers[i + 1].fill_on_evict,
 	                                   .least_max_blocks = SIZE_MAX,
-	                                   .n_tenants = KVT_SIM_MAX_TENANT};
+	                                   .n_tenants = KVT_MAX(u->n_labels, 1)};
 	for (size_t k = 0; k < ti->n_quotas; k++) {
 		shape.least_max_blocks = KVT_MIN(shape.least_max_blocks, ti->quotas[k].max_blocks);
 		shape.guaranteed = shape.guaranteed || ti->quotas[k].guaranteed_blocks;
@@ -536,7 +569,8 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 {
 	u->n = n;
 	u->key = tr->key;
-	for (size_t i = 0; i < n; i++) {
+	int rc = dense_tenants(u, tr);
+	for (size_t i = 0; i < n && !rc; i++) {
 		struct tier *t = &u->t[i];
 		t->r = &r->tier[i];
 		t->cap = tiers[i].capacity_blocks;
@@ -549,8 +583,7 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 		t->res = calloc(tr->n_blocks + 1, 1);
 		if (!t->res)
 			return -ENOMEM;
-		int rc = t->ops->create(t->cap, &t->p);
-		if (rc) {
+		if ((rc = t->ops->create(t->cap, &t->p))) {
 			t->p = NULL;
 			return rc;
 		}
@@ -561,12 +594,11 @@ static int setup(struct run *u, const struct kvt_trace *tr, const struct kvt_sim
 			fprintf(stderr, "sim: unknown admission '%s'\n", tiers[i].admission);
 			return rc;
 		}
-		if (tiers[i].n_quotas && (rc = setup_quota(t, tr, &tiers[i])))
+		if (tiers[i].n_quotas && (rc = setup_quota(u, t, tr, &tiers[i])))
 			return rc;
-		if ((rc = setup_log(u, i, tr, tiers, n)))
-			return rc;
+		rc = setup_log(u, i, tr, tiers, n);
 	}
-	return 0;
+	return rc;
 }
 
 /* The engine's kvt_done hints due before request q reach the policy of every tier that holds
@@ -631,7 +663,7 @@ static bool step(struct run *u, const struct kvt_trace *tr, struct lane *l,
 	u->prev_blk = i > tr->req_off[q] ? tr->blk[i - 1] : KVT_POLICY_NONE;
 	u->depth = u->engine && l->put ? l->put_depth + (uint32_t)(i - l->put_at)
 	                               : (uint32_t)(i - tr->req_off[q]);
-	u->tenant = tr->tenant[q];
+	u->tenant = u->dense[q];
 	u->own = &tr->blk[tr->req_off[q]];
 	u->n_own = i - tr->req_off[q];
 	u->cut = false;

@@ -114,13 +114,13 @@ struct kvt_sim_tier {
 	 * half a region; the room a maximum leaves). 0: counted in records. */
 	uint64_t log_rec_bytes, log_region_bytes;
 	/* Per-tenant guaranteed / maximum blocks in this tier (policy/quota.h, as tenant.quota and
-	 * rocksdb.quota in kvtierd), n_quotas of them; tenants are the trace's (t=N), below
-	 * KVT_SIM_MAX_TENANT. */
+	 * rocksdb.quota in kvtierd), n_quotas of them; tenants are the trace's labels (t=N, any
+	 * u32: a recording's are kvtierd's tenant keys, a uid or a tenant.map name's key), and a
+	 * quota of a tenant the trace does not have limits nothing. */
 	const struct kvt_sim_quota *quotas;
 	size_t n_quotas;
 };
 
-#define KVT_SIM_MAX_TENANT 4096
 struct kvt_sim_quota {
 	uint32_t tenant;
 	size_t guaranteed_blocks, max_blocks; /* max: SIZE_MAX for none */
@@ -160,7 +160,7 @@ struct kvt_sim_result {
  * An access t->bypass flags is served where it is held, then dropped from every tier (a miss is
  * stored nowhere); r->bypassed counts them.
  * @return : 0, -ENOENT unknown policy, -EINVAL bad parameter, warmup_req >= n_req, or a quota
- * (or, with quotas, a trace tenant) at or above KVT_SIM_MAX_TENANT, or guaranteed > max. */
+ * with guaranteed > max. */
 int kvt_sim_run(const struct kvt_trace *t, const struct kvt_sim_tier *tiers, size_t n,
                 struct kvt_sim_result *r);
 /* Lays t out as kvtierd's nvme log of bytes (0: capacity_blocks records of a block and its
