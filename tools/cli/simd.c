@@ -50,7 +50,10 @@ struct simd {
 	size_t n_given;
 	const char *policies[SIMD_WORDS]; /* the operator's --policy TIER=P words */
 	size_t n_policies;
-	char tier[SIMD_TIERS][16]; /* the daemon's tiers, top first */
+	char *user[SIMD_WORDS]; /* the operator's words but those, after the daemon's */
+	size_t n_user;
+	bool show, engine, given_bytes; /* --show; --engine, --block-bytes given */
+	char tier[SIMD_TIERS][16];      /* the daemon's tiers, top first */
 	size_t n_tiers;
 	char stats[KVT_MSG_MAX], config[KVT_MSG_MAX], reply[KVT_MSG_MAX];
 };
@@ -76,12 +79,14 @@ static void config_value(const struct simd *s, const char *name, char *out, size
 {
 	size_t nl = strlen(name);
 	out[0] = 0;
-	for (const char *p = s->config; *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] != 0))
-		if (!strncmp(p, name, nl) && !strncmp(p + nl, " = ", 3)) {
-			int n = (int)strcspn(p + nl + 3, "\n");
-			snprintf(out, len, "%.*s", n, p + nl + 3);
+	for (const char *p = s->config; *p;) {
+		size_t line = strcspn(p, "\n");
+		if (line > nl + 3 && !strncmp(p, name, nl) && !strncmp(p + nl, " = ", 3)) {
+			snprintf(out, len, "%.*s", (int)(line - nl - 3), p + nl + 3);
 			return;
 		}
+		p += line + (p[line] == '\n');
+	}
 }
 
 /* The string value of "key" in obj into out. @return : 0 or -ENOENT. */
@@ -221,14 +226,14 @@ static void quotas(struct simd *s, const char *tier)
 		fprintf(stderr, "kvtier sim --daemon: %s: %s (left out)\n", opt, why);
 }
 
-/* The chunk size of the namespaces kvtier inspect lists that holds the most chunks.
- * @return : its bytes, or 0 when there is no namespace. */
+/* The chunk size of the namespaces kvtier inspect lists that holds the most chunks, summed
+ * over the namespaces of each size. @return : its bytes, or 0 when there is no namespace. */
 static uint64_t block_bytes(struct simd *s, kvt_client_t *c)
 {
 	if (kvt__client_simple(c, KVT_MSG_INSPECT, "inspect", s->reply, sizeof(s->reply)))
 		return 0;
-	uint64_t best = 0, best_chunks = 0, sizes[8];
-	size_t n_sizes = 0;
+	uint64_t sizes[8], held[8];
+	size_t n = 0, best = 0;
 	for (char *line = strchr(s->reply, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
 		char ns[40];
 		unsigned tenant, tokens;
@@ -237,32 +242,34 @@ static uint64_t block_bytes(struct simd *s, kvt_client_t *c)
 		           &bytes, &chunks) != 5)
 			continue;
 		size_t k = 0;
-		while (k < n_sizes && sizes[k] != bytes)
+		while (k < n && sizes[k] != bytes)
 			k++;
-		if (k == n_sizes && n_sizes < 8)
-			sizes[n_sizes++] = bytes;
-		if (chunks > best_chunks || !best)
-			best = bytes, best_chunks = chunks;
+		if (k == n && n == 8)
+			continue; /* a ninth size: rare enough to leave out of the count */
+		if (k == n)
+			sizes[n] = bytes, held[n++] = 0;
+		held[k] += chunks;
+		best = held[k] > held[best] ? k : best;
 	}
-	if (n_sizes > 1)
+	if (n > 1)
 		fprintf(
 		    stderr,
 		    "kvtier sim --daemon: namespaces of %zu chunk sizes; the blocks are %" PRIu64
 		    " bytes, the size holding most chunks (--block-bytes N to choose)\n",
-		    n_sizes, best);
-	return best;
+		    n, sizes[best]);
+	return n ? sizes[best] : 0;
 }
 
 /* The daemon's words, in s. @return : 0, -EPROTO (stats not as expected), -ENODATA (no block
  * size: no namespace and none given), or the connection's error. */
-static int daemon_words(struct simd *s, kvt_client_t *c, bool engine, bool given_bytes)
+static int daemon_words(struct simd *s, kvt_client_t *c)
 {
 	int rc = kvt__client_simple(c, KVT_MSG_STATS, NULL, s->stats, sizeof(s->stats));
 	if (rc || (rc = kvt__client_simple(c, KVT_MSG_CONFIG, "get", s->config, sizeof(s->config))))
 		return rc;
-	if (!engine)
+	if (!s->engine)
 		word(s, "--engine");
-	if (!given_bytes) {
+	if (!s->given_bytes) {
 		uint64_t b = block_bytes(s, c);
 		if (!b)
 			return -ENODATA;
@@ -294,21 +301,18 @@ static int daemon_words(struct simd *s, kvt_client_t *c, bool engine, bool given
 	return s->err;
 }
 
-int cli_sim_daemon(const char *sock, int argc, char **argv)
+/* The operator's words (argv[1..]): --daemon and --show taken out, --tier NAME=SIZE kept for
+ * the daemon's tier of that name, the rest to follow the daemon's. @return : 0, KVT_CLI_SAID
+ * (a --policy list, said), -E2BIG. */
+static int operator_words(struct simd *s, int argc, char **argv)
 {
-	static struct simd s;
-	memset(&s, 0, sizeof(s));
-	bool show = false, engine = false, given_bytes = false;
-	const char *user[SIMD_WORDS]; /* the operator's words, after the daemon's */
-	size_t n_user = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-		if (!strcmp(a, "--show"))
-			show = true;
+		s->show |= !strcmp(a, "--show");
+		s->engine |= !strcmp(a, "--engine");
+		s->given_bytes |= !strcmp(a, "--block-bytes");
 		if (!strcmp(a, "--daemon") || !strcmp(a, "--show"))
 			continue;
-		engine |= !strcmp(a, "--engine");
-		given_bytes |= !strcmp(a, "--block-bytes");
 		if (!strcmp(a, "--policy") && !strchr(v, '=')) {
 			fprintf(stderr,
 			        "kvtier sim --daemon: --policy %s: the daemon names each tier's "
@@ -316,25 +320,33 @@ int cli_sim_daemon(const char *sock, int argc, char **argv)
 			        v);
 			return KVT_CLI_SAID;
 		}
-		if (!strcmp(a, "--policy") && s.n_policies < SIMD_WORDS)
-			s.policies[s.n_policies++] = v;
-		if (!strcmp(a, "--tier") && s.n_given < SIMD_TIERS && strchr(v, '=')) {
-			s.given[s.n_given++] =
-			    argv[++i]; /* resizes the daemon's tier of that name */
+		if (!strcmp(a, "--policy") && s->n_policies < SIMD_WORDS)
+			s->policies[s->n_policies++] = v;
+		if (!strcmp(a, "--tier") && s->n_given < SIMD_TIERS && strchr(v, '=')) {
+			s->given[s->n_given++] = argv[++i];
 			continue;
 		}
-		if (n_user == SIMD_WORDS)
+		if (s->n_user == SIMD_WORDS)
 			return -E2BIG;
-		user[n_user++] = a;
+		s->user[s->n_user++] = argv[i];
 	}
+	return 0;
+}
+
+int cli_sim_daemon(const char *sock, int argc, char **argv)
+{
+	static struct simd s;
+	memset(&s, 0, sizeof(s));
+	int rc = operator_words(&s, argc, argv);
+	if (rc)
+		return rc;
 	kvt_client_t *c;
-	int rc = kvt_connect(sock, &c);
-	if (rc) {
+	if ((rc = kvt_connect(sock, &c))) {
 		fprintf(stderr, "kvtier sim --daemon: cannot reach kvtierd: %s\n",
 		        kvt_strerror(rc));
 		return KVT_CLI_SAID;
 	}
-	rc = daemon_words(&s, c, engine, given_bytes);
+	rc = daemon_words(&s, c);
 	kvt_close(c);
 	if (rc == -ENODATA) {
 		fprintf(stderr,
@@ -358,13 +370,13 @@ int cli_sim_daemon(const char *sock, int argc, char **argv)
 	out[n++] = "sim";
 	for (size_t k = 0; k < s.n; k++)
 		out[n++] = s.words[k];
-	for (size_t k = 0; k < n_user; k++)
-		out[n++] = (char *)user[k];
+	for (size_t k = 0; k < s.n_user; k++)
+		out[n++] = s.user[k];
 	out[n] = NULL;
-	FILE *f = show ? stdout : stderr;
-	fprintf(f, "%skvtier", show ? "" : "kvtier sim --daemon runs: ");
+	FILE *f = s.show ? stdout : stderr;
+	fprintf(f, "%skvtier", s.show ? "" : "kvtier sim --daemon runs: ");
 	for (size_t k = 0; k < n; k++)
 		fprintf(f, " %s", out[k]);
 	fprintf(f, "\n");
-	return show ? 0 : cli_exec_sibling("sim", (int)n, out);
+	return s.show ? 0 : cli_exec_sibling("sim", (int)n, out);
 }
