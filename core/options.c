@@ -328,16 +328,17 @@ int kvt_opts_load_env(struct kvt_options *o, char *err, size_t err_len)
  * read somewhere new is added here, or each start warns that it is ignored.
  */
 static const char *const env_others[] = {
-    "KVTIER_SOCKET",             /* the client and the CLI: the daemon's socket (sockpath.c) */
-    "KVTIER_TIMEOUT_MS",         /* the client: how long a call waits for the daemon */
-    "KVTIER_GPU",                /* gpu/runtime_cuda.c: off answers -ENODEV, as without CUDA */
-    "KVTIER_GPU_BATCH",          /* gpu/runtime_cuda.c: off copies a batch one piece a call */
-    "KVTIER_NVME_BACKEND",       /* tiers/nvme/nvme.c: uring or pio */
-    "KVTIER_NVME_FAULT_PPM",     /* tiers/nvme/nvme.c: injected faults, tests only */
-    "KVTIER_NVME_NOSPC_PPM",     /* ditto */
-    "KVTIER_NVME_READ_DELAY_MS", /* ditto */
-    "KVTIER_NVME_FAULT_FILE",    /* ditto */
-    "KVTIER_ROCKSDB_FAULT_PPM",  /* tiers/rocksdb/tier.c: injected faults, tests only */
+    "KVTIER_SOCKET",              /* the client and the CLI: the daemon's socket (sockpath.c) */
+    "KVTIER_TIMEOUT_MS",          /* the client: how long a call waits for the daemon */
+    "KVTIER_GPU",                 /* gpu/runtime_cuda.c: off answers -ENODEV, as without CUDA */
+    "KVTIER_GPU_BATCH",           /* gpu/runtime_cuda.c: off copies a batch one piece a call */
+    "KVTIER_NVME_BACKEND",        /* tiers/nvme/nvme.c: uring or pio */
+    "KVTIER_NVME_FAULT_PPM",      /* tiers/nvme/nvme.c: injected faults, tests only */
+    "KVTIER_NVME_NOSPC_PPM",      /* ditto */
+    "KVTIER_NVME_READ_DELAY_MS",  /* ditto */
+    "KVTIER_NVME_WRITE_DELAY_MS", /* ditto */
+    "KVTIER_NVME_FAULT_FILE",     /* ditto */
+    "KVTIER_ROCKSDB_FAULT_PPM",   /* tiers/rocksdb/tier.c: injected faults, tests only */
 };
 #define N_ENV_OTHERS (sizeof(env_others) / sizeof(env_others[0]))
 

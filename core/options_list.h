@@ -63,6 +63,10 @@
 	X(HOST_DIRTY_PCT, "host.dirty_pct", U64, "50", 1, 100, 1,                                  \
 	  "most of host, in percent, that chunks still waiting for demotion may fill; a put past " \
 	  "it waits as on a full host, so promotions and hits keep the rest")                      \
+	X(HOST_EVICT_WAITS, "host.evict_waits", BOOL, "true", 0, 1, 1,                             \
+	  "a put whose victim, host policy's first choice, is still being demoted waits for it "   \
+	  "(demote.wait_ms at most) rather than evict the next chunk: the policy's order, as "     \
+	  "kvtier sim replays it, for some put latency")                                           \
 	X(HOST_KEEP_PCT, "host.keep_pct", U64, "25", 0, 90, 1,                                     \
 	  "most of host, in percent, that chunks kept by kvt_keep may hold; 0 turns keeps off")    \
 	X(HOST_KEEP_MAX_MS, "host.keep_max_ms", U64, "3600000", 0, 604800000, 1,                   \

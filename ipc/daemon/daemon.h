@@ -17,6 +17,7 @@
 #include "policy/minisim.h"
 #include "policy/quota.h"
 #include "tiers/host/pool.h"
+#include "tiers/tier.h"
 
 _Static_assert(KVT_GRANULE == KVT_POOL_GRANULE, "the wire names pool granules");
 
@@ -198,6 +199,10 @@ struct kvd_lower {
 	struct kvt_minisim *minisim; /* owned, loop thread: its policy's own curve, or NULL */
 	uint64_t reads_again_ns;     /* loop thread: it answered a read -EAGAIN (disabled, closed);
 	                              * no promotion from it before this time or its enable */
+	/* loop thread: its tenants' accounts as last read (stats), shown again while the worker
+	 * holds lock for a slow device's I/O */
+	struct kvt_tier_tenant ten[KVD_STATS_TENANTS];
+	size_t n_ten;
 };
 
 struct kvd_job; /* tierjob.h */
@@ -401,9 +406,11 @@ static inline void kvd_policy_stream(struct kvd *d, uint32_t conn)
 void kvd_entry_drop(struct kvd *d, uint32_t id);
 /* Drops only the host copy (a lower tier keeps the chunk). */
 void kvd_entry_drop_host(struct kvd *d, uint32_t id);
-/* Finds room for a record of payload bytes in tenant t's pool, accounted as used.
- * @return : offset, -ENOSPC, -EFBIG, or -EINPROGRESS (full of chunks waiting for demotion). */
-int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload);
+/* Finds room for a record of payload bytes in tenant t's pool, accounted as used; for a put
+ * (put), evicting the host policy's choices in its order (put_evict_one in store.c).
+ * @return : offset, -ENOSPC, -EFBIG, or -EINPROGRESS (full of chunks waiting for demotion, or
+ * a put's victim is one). */
+int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload, bool put);
 uint64_t kvd_rec_bytes(uint64_t payload);
 int kvd_tenant_of_uid(const struct kvd *d, uint32_t uid);
 

@@ -196,8 +196,9 @@ void kvd_entry_unjob(struct kvd *d, uint32_t id)
 
 struct victim_filter {
 	struct kvd *d;
-	uint32_t tenant; /* KVD_NIL: any */
-	bool guarded_ok; /* the running put's own prefix counts too (put_evict_one) */
+	uint32_t tenant;  /* KVD_NIL: any */
+	bool guarded_ok;  /* the running put's own prefix counts too (put_evict_one) */
+	bool demoting_ok; /* ... and a host copy whose demotion is running (put_evict_one) */
 };
 
 static bool evictable(void *arg, uint32_t id)
@@ -205,7 +206,8 @@ static bool evictable(void *arg, uint32_t id)
 	struct victim_filter *f = arg;
 	const struct kvd_entry *e = &f->d->idx.e[id];
 	return e->state == KVD_PUBLISHED && (e->where & KVD_AT_HOST) &&
-	       (e->pins == 0 || (f->guarded_ok && e->put_guarded)) && e->jobs == 0 &&
+	       (e->pins == 0 || (f->guarded_ok && e->put_guarded)) &&
+	       (e->jobs == 0 || f->demoting_ok) && /* at host, jobs are demotions */
 	       (f->tenant == KVD_NIL || e->tenant == f->tenant);
 }
 
@@ -267,7 +269,7 @@ static uint32_t evict_some_for(struct kvd *d, uint32_t tenant, uint32_t requeste
                                uint64_t want_bytes)
 {
 	uint32_t v[32];
-	struct victim_filter f = {d, tenant, false};
+	struct victim_filter f = {d, tenant, false, false};
 	size_t n, k = victims_wanted(d, want_bytes);
 	kvd_keep_expire(d); /* ended keeps are evictable again (only evictions need to know) */
 	if (d->quota && requester != KVD_NIL) {
@@ -293,25 +295,36 @@ static uint32_t evict_some(struct kvd *d, uint32_t tenant, uint64_t want_bytes)
 }
 
 /*
- * Room for a put, one victim at a time, while the put guards its own prefix (put_guard below):
- * the host policy's first choice, the prefix counted in. When that choice is the put's own
- * prefix, the policy values every other chunk above the chunks this request has just read or
- * stored, and keeping them whole matters more than the rest of the request: the put ends there,
- * as when host.admit turns a chunk away, and the rest is not cached. Evicting other chunks
- * instead (what the guard alone did) cost conv a fifth of its prefix hits at 1,024 chunks of
- * the Mooncake trace; evicting the prefix itself (a plain cache) leaves the request's tail as
- * orphans no lookup reaches (`kvtier sim --engine`, docs/policies.md). Otherwise, unless
- * quotas choose the victims (kvt_quota_pick_victims), that choice is evicted: asked once, a
- * policy that samples (hindsight) proposes the victim the simulator's replay of it does.
- * @return : 1 evicted, 0 none (the caller evicts), -ENOSPC the put ends here.
+ * Room for a put, one victim at a time: the host policy's first choice, the put's own prefix
+ * (put_guard below) counted in. When that choice is the put's own prefix, the policy values
+ * every other chunk above the chunks this request has just read or stored, and keeping them
+ * whole matters more than the rest of the request: the put ends there, as when host.admit turns
+ * a chunk away, and the rest is not cached. Evicting other chunks instead (what the guard alone
+ * did) cost conv a fifth of its prefix hits at 1,024 chunks of the Mooncake trace; evicting the
+ * prefix itself (a plain cache) leaves the request's tail as orphans no lookup reaches (`kvtier
+ * sim --engine`, docs/policies.md). A chunk of the prefix that a lower tier holds too is not
+ * guarded (put_guard_ancestors): it may go, and the prefix stays whole across the tiers. When
+ * the choice is a host copy still being demoted, guarded or not, the put waits for the demotion
+ * (parked as on a dirty host, demote.wait_ms at most; past it, the next chunk that can go goes;
+ * host.evict_waits = false passes it over at once, as before 2026-12-07) and then evicts it, as the simulator does with the copy it wrote below at once: passing it
+ * over evicted a chunk the policy valued more (arc's newest T1 entries are such choices: the
+ * daemon's arc read 0.1067 over rocksdb where the simulator's read 0.1164), and cutting the put
+ * there cut a prefix that was about to be whole below. Otherwise, unless quotas choose the victims
+ * (kvt_quota_pick_victims), that choice is evicted: asked once, a policy that samples (hindsight)
+ * proposes the victim the simulator's replay of it does. @return : 1 evicted, 0 none (the caller
+ * evicts), -ENOSPC the put ends here, -EINPROGRESS the put waits for the choice's demotion.
  */
 static int put_evict_one(struct kvd *d)
 {
 	uint32_t v;
-	struct victim_filter f = {d, KVD_NIL, true};
+	struct victim_filter f = {d, KVD_NIL, true,
+	                          !d->resume_final && !d->quota &&
+	                              kvt_opt_u64(&d->opts, KVT_OPT_HOST_EVICT_WAITS)};
 	kvd_keep_expire(d);
 	if (d->pol_ops->pick_victims(d->pol, &v, 1, evictable, &f) != 1)
 		return 0;
+	if (d->idx.e[v].jobs) /* its demotion ends: then it goes, guarded or not */
+		return -EINPROGRESS;
 	if (d->idx.e[v].put_guarded)
 		return -ENOSPC;
 	if (d->quota)
@@ -320,7 +333,7 @@ static int put_evict_one(struct kvd *d)
 	return evict_one(d, &f, v) > 0;
 }
 
-int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
+int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload, bool put)
 {
 	uint64_t need = kvd_rec_bytes(payload);
 	if (need > d->host_cap)
@@ -332,7 +345,7 @@ int64_t kvd_make_room(struct kvd *d, uint32_t t, uint64_t payload)
 		if (!evict_some_for(d, t, t, need))
 			return busy;
 	while (d->host_used + need > d->host_cap) {
-		int rc = d->n_put_guard ? put_evict_one(d) : 0;
+		int rc = put ? put_evict_one(d) : 0;
 		if (rc < 0)
 			return rc; /* the put's prefix ends here (put_chunks) */
 		if (!rc && !evict_some_for(d, KVD_NIL, t, d->host_used + need - d->host_cap))
@@ -383,7 +396,7 @@ static bool admitted(struct kvd *d, uint64_t key_hash, uint64_t need)
 	if (!d->admit)
 		return true;
 	uint32_t v;
-	struct victim_filter f = {d, KVD_NIL, false};
+	struct victim_filter f = {d, KVD_NIL, false, false};
 	bool full = d->host_used + need > d->host_cap;
 	if (!full || d->pol_ops->pick_victims(d->pol, &v, 1, evictable, &f) != 1)
 		return kvt_admit_check(d->admit, key_hash, NULL);
@@ -422,7 +435,7 @@ static int put_one(struct kvd *d, struct kvd_conn *c, const struct kvd_ns *ns, k
 		evict_some(d, KVD_NIL, 1);
 	if (dirty_full(d, kvd_rec_bytes(len)))
 		return -EINPROGRESS; /* parked as on a full host (conn.c) */
-	int64_t off = kvd_make_room(d, t, len);
+	int64_t off = kvd_make_room(d, t, len, true);
 	if (off < 0)
 		return (int)off;
 	id = kvd_index_alloc(&d->idx, (uint32_t)kvt_opt_u64(&d->opts, KVT_OPT_INDEX_MAX_CHUNKS));

@@ -210,16 +210,19 @@ void kvd_tiers_note_read(struct kvd *d, uint64_t key_hash, uint8_t where)
 	}
 }
 
-/* Ends a lower tier's stats object with its tenants' accounts (TIER.quota), when it keeps them. */
+/* Ends a lower tier's stats object with its tenants' accounts (TIER.quota), when it keeps them:
+ * read under the tier's lock when it is free, else as last read. The worker holds it through a
+ * write's I/O, and on a device taking seconds an I/O, waiting for it held the loop -- every
+ * engine's request -- for as long as each `kvtier stats`, `kvtier top` tick or metrics scrape
+ * (6 s with writes of 1.5 s, test_tiers_put_waits_for_demoted_victim). */
 static void tenants_json(struct kvd_lower *l, char *buf, size_t len, size_t *pos)
 {
-	struct kvt_tier_tenant ten[KVD_STATS_TENANTS];
-	size_t n = 0;
-	if (l->ops->tenant_usage) {
-		kvd_lower_lock(l);
-		n = l->ops->tenant_usage(l->t, ten, KVD_STATS_TENANTS);
+	if (l->ops->tenant_usage && !pthread_mutex_trylock(&l->lock)) {
+		l->n_ten = l->ops->tenant_usage(l->t, l->ten, KVD_STATS_TENANTS);
 		pthread_mutex_unlock(&l->lock);
 	}
+	const struct kvt_tier_tenant *ten = l->ten;
+	size_t n = l->ops->tenant_usage ? l->n_ten : 0;
 	for (size_t i = 0; i <= n && *pos < len; i++) {
 		char mx[24] = "null";
 		int w;

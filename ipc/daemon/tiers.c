@@ -364,7 +364,7 @@ uint32_t kvd_tiers_promote(struct kvd *d, uint32_t tenant, kvt_id_t ns, const kv
 			k++; /* the first tier below that holds it and can read now */
 		if (k == d->n_lower)
 			break;
-		int64_t off = kvd_make_room(d, tenant, e->payload_bytes);
+		int64_t off = kvd_make_room(d, tenant, e->payload_bytes, false);
 		if (off < 0) { /* host is full of chunks on their way: try again when one lands */
 			queued += off == -EINPROGRESS;
 			break;

@@ -8,7 +8,8 @@
  * caller's struct kvt__nvme_fault, so tests can require the tier's counters to equal them.
  * It also counts every I/O that reaches it misaligned (it sits just above the kernel).
  * A slow device (RELIABILITY L7): with read_delay_us, a reap that returns reads takes that much
- * longer, so the tier's thread waits as it would on a device in gray failure.
+ * longer, so the tier's thread waits as it would on a device in gray failure; write_delay_us
+ * does the same for writes (host copies then stay dirty that long: kvtierd's demotions).
  * A torn write (RELIABILITY D4): with tear_at, the tear_at-th write lands as a random subset of
  * its 4 KiB blocks and the process exits at once, as when the power goes out mid-write (only
  * in a forked child of a test).
@@ -159,13 +160,17 @@ static int fault_reap(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsign
 {
 	struct kvt__nvme_fault *f = ctx;
 	int n = f->inner->reap(f->inner_ctx, out, max, min);
-	bool reads = false;
+	bool reads = false, writes = false;
 	for (int i = 0; i < n; i++) {
-		reads |= out[i].cookie < f->depth && f->op_of[out[i].cookie] == KVT_NVME_READ;
+		bool known = out[i].cookie < f->depth;
+		reads |= known && f->op_of[out[i].cookie] == KVT_NVME_READ;
+		writes |= known && f->op_of[out[i].cookie] == KVT_NVME_WRITE;
 		inject(f, &out[i]);
 	}
 	if (f->armed && f->read_delay_us && reads) /* the tier's thread waits, as on the device */
 		usleep(f->read_delay_us);
+	if (f->armed && f->write_delay_us && writes)
+		usleep(f->write_delay_us);
 	return n;
 }
 

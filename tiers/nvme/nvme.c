@@ -204,7 +204,8 @@ static void nvme_close(struct kvt_tier *tier)
  * EIO, EAGAIN, short transfers and busy submits at N per million I/Os each (io_fault.c), so a
  * test can run a whole kvtierd on a failing device; KVTIER_NVME_NOSPC_PPM=N fails N per million
  * writes with ENOSPC (a full device); KVTIER_NVME_READ_DELAY_MS=N makes every
- * batch of reads take N ms longer (a slow device); armed once the tier is open (a failed open
+ * batch of reads take N ms longer (a slow device), KVTIER_NVME_WRITE_DELAY_MS=N every batch of
+ * writes; armed once the tier is open (a failed open
  * stops the daemon's start, which is not what such a test is after), and with
  * KVTIER_NVME_FAULT_FILE=PATH only while PATH exists, so a test can make the device fail and
  * recover under a running daemon. Nothing else sets it. */
@@ -226,7 +227,8 @@ static void env_faults(struct kvt_nvme *t)
 	unsigned long ppm = env_ul("KVTIER_NVME_FAULT_PPM", 1000000);
 	unsigned long nospc = env_ul("KVTIER_NVME_NOSPC_PPM", 1000000);      /* F6: full device */
 	unsigned long delay_ms = env_ul("KVTIER_NVME_READ_DELAY_MS", 10000); /* L7: slow device */
-	if (t->hooks.fault || (!ppm && !nospc && !delay_ms))
+	unsigned long wdelay_ms = env_ul("KVTIER_NVME_WRITE_DELAY_MS", 10000);
+	if (t->hooks.fault || (!ppm && !nospc && !delay_ms && !wdelay_ms))
 		return;
 	t->env_fault = (struct kvt__nvme_fault){.ppm_eio = (uint32_t)ppm,
 	                                        .ppm_again = (uint32_t)ppm,
@@ -234,12 +236,14 @@ static void env_faults(struct kvt_nvme *t)
 	                                        .ppm_short = (uint32_t)ppm,
 	                                        .ppm_busy = (uint32_t)ppm,
 	                                        .read_delay_us = (uint32_t)delay_ms * 1000,
+	                                        .write_delay_us = (uint32_t)wdelay_ms * 1000,
 	                                        .seed = kvt_now_ns() | 1};
 	t->hooks.fault = &t->env_fault;
 	kvt_log(KVT_LOG_WARN,
 	        "nvme: KVTIER_NVME_FAULT_PPM=%lu, KVTIER_NVME_NOSPC_PPM=%lu, "
-	        "KVTIER_NVME_READ_DELAY_MS=%lu: injecting I/O faults (tests only)",
-	        ppm, nospc, delay_ms);
+	        "KVTIER_NVME_READ_DELAY_MS=%lu, KVTIER_NVME_WRITE_DELAY_MS=%lu: injecting I/O "
+	        "faults (tests only)",
+	        ppm, nospc, delay_ms, wdelay_ms);
 }
 
 int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme_hooks *hooks,

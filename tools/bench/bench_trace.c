@@ -399,6 +399,7 @@ static void replay(const struct args *a, const struct kvt_trace *t, const char *
 	r->promoted = stat_in(js, NULL, "promoted");
 	r->eagain = stat_in(js, NULL, "eagain");
 	r->parked = stat_in(js, NULL, "puts_parked");
+	if (getenv("BENCH_STATS")) fprintf(stderr, "%s\n", js);
 	for (size_t k = 0; k < a->clients; k++)
 		kvt_close(e[k].c);
 	free(e);
