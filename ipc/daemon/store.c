@@ -305,14 +305,15 @@ static uint32_t evict_some(struct kvd *d, uint32_t tenant, uint64_t want_bytes)
  * sim --engine`, docs/policies.md). A chunk of the prefix that a lower tier holds too is not
  * guarded (put_guard_ancestors): it may go, and the prefix stays whole across the tiers. When
  * the choice is a host copy still being demoted, guarded or not, the put waits for the demotion
- * (parked as on a dirty host, demote.wait_ms at most; past it, the next chunk that can go goes;
- * host.evict_waits = false passes it over at once, as before 2026-12-07) and then evicts it, as the simulator does with the copy it wrote below at once: passing it
- * over evicted a chunk the policy valued more (arc's newest T1 entries are such choices: the
- * daemon's arc read 0.1067 over rocksdb where the simulator's read 0.1164), and cutting the put
- * there cut a prefix that was about to be whole below. Otherwise, unless quotas choose the victims
- * (kvt_quota_pick_victims), that choice is evicted: asked once, a policy that samples (hindsight)
- * proposes the victim the simulator's replay of it does. @return : 1 evicted, 0 none (the caller
- * evicts), -ENOSPC the put ends here, -EINPROGRESS the put waits for the choice's demotion.
+ * (parked as on a dirty host, demote.wait_ms at most; past it, the next chunk that can go goes)
+ * and then evicts it, as the simulator does with the copy it wrote below at once: passing it
+ * over (host.evict_waits = false, and every put before 2026-12-07) evicts a chunk the policy
+ * values more -- arc's newest T1 entries are such choices, and the daemon's arc read 0.1074
+ * over rocksdb where the simulator's read 0.1164 -- and cutting the put there cut a prefix about
+ * to be whole below. Otherwise, unless quotas choose the victims (kvt_quota_pick_victims), that
+ * choice is evicted: asked once, a policy that samples (hindsight) proposes the victim the
+ * simulator's replay of it does. @return : 1 evicted, 0 none (the caller evicts), -ENOSPC the
+ * put ends here, -EINPROGRESS the put waits for the choice's demotion.
  */
 static int put_evict_one(struct kvd *d)
 {
