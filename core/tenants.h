@@ -11,6 +11,11 @@
 /* The key of the tenant named name (tenant.map): 0x80000000 | a hash of the name, stable across
  * restarts (keys are stored in record headers). A uid's own tenant has key uid & 0x7fffffff. */
 uint32_t kvt_tenant_key_of_name(const char *name, size_t len);
+/* The key of uid's own tenant (no tenant.map entry): uid & 0x7fffffff. */
+static inline uint32_t kvt_tenant_key_of_uid(uint32_t uid)
+{
+	return uid & 0x7fffffffu;
+}
 
 typedef int (*kvt_quota_item_fn)(void *arg, uint32_t key, uint64_t guaranteed_bytes,
                                  uint64_t max_bytes);

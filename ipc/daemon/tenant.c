@@ -132,7 +132,7 @@ uint32_t kvd_tenant_key(const struct kvd *d, uint32_t uid, uint32_t gid)
 	uint32_t key;
 	if (!map_find(map, 'u', uid, &key) || !map_find(map, '@', gid, &key))
 		return key;
-	return uid & 0x7fffffffu;
+	return kvt_tenant_key_of_uid(uid);
 }
 
 struct quota_for {

@@ -113,17 +113,6 @@ static void test_words(void **state)
 	kvt_test_daemon_destroy(&d);
 }
 
-/* Runs cmd (kvtier-sim itself, not through kvtier), its output in out.
- * @return : pclose's status. */
-static int sim_itself(const char *cmd, char *out, size_t len)
-{
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	size_t n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	return pclose(f);
-}
-
 /* The line of out that begins with prefix, NUL-terminated in place, or NULL. */
 static char *line_of(char *out, const char *prefix)
 {
@@ -161,7 +150,7 @@ static void test_overrides_replayed(void **state)
 	assert_null(strstr(words, "67108864B"));
 	kvt_test_bin("kvtier-sim", bin, sizeof(bin));
 	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", bin, words + strlen("kvtier sim "));
-	assert_int_equal(sim_itself(cmd, direct, sizeof(direct)), 0);
+	assert_int_equal(kvt_test_cmd(cmd, direct, sizeof(direct)), 0);
 
 	snprintf(args, sizeof(args),
 	         "sim --daemon --trace %s --tier host=128MiB --policy host=arc --json", path);
@@ -217,7 +206,7 @@ static void test_refusals(void **state)
 	char bin[512], cmd[1200];
 	kvt_test_bin("kvtier-sim", bin, sizeof(bin));
 	snprintf(cmd, sizeof(cmd), "%s --daemon --trace %s 2>&1", bin, path);
-	assert_int_not_equal(sim_itself(cmd, out, sizeof(out)), 0);
+	assert_int_not_equal(kvt_test_cmd(cmd, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "--daemon is kvtier's"));
 	kvt_test_daemon_destroy(&d);
 	/* no daemon */

@@ -414,6 +414,11 @@ int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, s
 	char bin[512], cmd[1200];
 	kvt_test_bin("kvtier", bin, sizeof(bin));
 	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", bin, d->sock, args);
+	return kvt_test_cmd(cmd, out, len);
+}
+
+int kvt_test_cmd(const char *cmd, char *out, size_t len)
+{
 	out[0] = 0;
 	FILE *f = popen(cmd, "r");
 	if (!f)

@@ -57,6 +57,9 @@ long long kvt_test_tier_stat(struct kvt_test_daemon *d, const char *tier, const 
 /* Runs `kvtier --socket d->sock ARGS`, its stdout and stderr into out (NUL-terminated).
  * @return : its exit status, or -1 when it could not run or did not exit. */
 int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len);
+/* Runs the shell command cmd, its output into out (NUL-terminated; what does not fit is read
+ * and let go). @return : as kvt_test_cli. */
+int kvt_test_cmd(const char *cmd, char *out, size_t len);
 /* `kvtier check` against d: the daemon's books against its index. A mismatch fails the test
  * with the daemon's words; the check's lines are printed when verbose. Retries while tier jobs
  * are in flight (the bytes are then compared as at most), 2 s at most. @return : what the check

@@ -45,14 +45,20 @@ void make_tmpdir(void)
 		die("mkdtemp", -errno);
 }
 
-void start_daemon_with(const char *host_bytes, const char *const *sets)
+void bin_path(const char *name, char *out, size_t len)
 {
-	char self[PATH_MAX], bin[PATH_MAX + 16], set[64];
+	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n < 0)
 		die("readlink", -errno);
 	self[n] = 0;
-	snprintf(bin, sizeof(bin), "%s/kvtierd", dirname(self));
+	snprintf(out, len, "%s/%s", dirname(self), name);
+}
+
+void start_daemon_with(const char *host_bytes, const char *const *sets)
+{
+	char bin[PATH_MAX + 16], set[64];
+	bin_path("kvtierd", bin, sizeof(bin));
 	make_tmpdir();
 	snprintf(sock, sizeof(sock), "%s/s", tmpdir);
 	snprintf(set, sizeof(set), "host.bytes=%s", host_bytes);

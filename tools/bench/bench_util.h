@@ -16,6 +16,8 @@ extern pid_t daemon_pid;
 
 double now_s(void);
 _Noreturn void die(const char *what, int rc);
+/* The path of the program name next to this binary (kvtierd, kvtier). */
+void bin_path(const char *name, char *out, size_t len);
 /* Creates tmpdir (under /var/tmp) unless it exists; start_daemon_with() calls it. */
 void make_tmpdir(void);
 /* Starts kvtierd (next to this binary) with host.bytes and extra "name=value" sets, then

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "core/options.h"
 #include "core/tenants.h"
+#include "core/util.h"
 #include "ipc/proto.h"
 
 #include <errno.h>
@@ -55,7 +56,8 @@ struct simd {
 	bool show, engine, given_bytes; /* --show; --engine, --block-bytes given */
 	char tier[SIMD_TIERS][16];      /* the daemon's tiers, top first */
 	size_t n_tiers;
-	char stats[KVT_MSG_MAX], config[KVT_MSG_MAX], reply[KVT_MSG_MAX];
+	struct kvt_options opts; /* the daemon's, as config get prints them */
+	char stats[KVT_MSG_MAX], reply[KVT_MSG_MAX];
 };
 
 __attribute__((format(printf, 2, 3))) static void word(struct simd *s, const char *fmt, ...)
@@ -74,56 +76,45 @@ __attribute__((format(printf, 2, 3))) static void word(struct simd *s, const cha
 		s->n++;
 }
 
-/* config get's value of name (its "name = value" line) into out; "" when absent. */
-static void config_value(const struct simd *s, const char *name, char *out, size_t len)
+/* The daemon's option TIER.WHAT (tenant.quota for host's quota), "" when there is none. */
+static const char *tier_opt(const struct simd *s, const char *tier, const char *what)
 {
-	size_t nl = strlen(name);
-	out[0] = 0;
-	for (const char *p = s->config; *p;) {
-		size_t line = strcspn(p, "\n");
-		if (line > nl + 3 && !strncmp(p, name, nl) && !strncmp(p + nl, " = ", 3)) {
-			snprintf(out, len, "%.*s", (int)(line - nl - 3), p + nl + 3);
-			return;
-		}
-		p += line + (p[line] == '\n');
-	}
+	char name[48];
+	snprintf(name, sizeof(name), "%s.%s",
+	         strcmp(tier, "host") || strcmp(what, "quota") ? tier : "tenant", what);
+	int id = kvt_opt_find(name);
+	return id < 0 ? "" : kvt_opt_str(&s->opts, (enum kvt_opt_id)id);
 }
 
-/* The string value of "key" in obj into out. @return : 0 or -ENOENT. */
-static int json_str(const char *obj, const char *key, char *out, size_t len)
+/* The last of words[0..n) that is "name=VALUE": its VALUE, or NULL; *at gets its index. */
+static const char *named(const char *const *words, size_t n, const char *name, size_t *at)
 {
-	char pat[64];
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	const char *p = strstr(obj, pat);
-	if (!p)
-		return -ENOENT;
-	p += strlen(pat);
-	snprintf(out, len, "%.*s", (int)strcspn(p, "\""), p);
-	return 0;
+	size_t len = strlen(name);
+	for (size_t k = n; k-- > 0;)
+		if (!strncmp(words[k], name, len) && words[k][len] == '=') {
+			*at = k;
+			return words[k] + len + 1;
+		}
+	return NULL;
 }
 
 /* The operator's size for the daemon's tier name (--tier NAME=SIZE), or NULL. */
 static const char *size_given(struct simd *s, const char *name)
 {
-	size_t len = strlen(name);
-	for (size_t k = 0; k < s->n_given; k++)
-		if (!strncmp(s->given[k], name, len) && s->given[k][len] == '=') {
-			s->used[k] = true;
-			return s->given[k] + len + 1;
-		}
-	return NULL;
+	size_t k;
+	const char *size = named(s->given, s->n_given, name, &k);
+	if (size)
+		s->used[k] = true;
+	return size;
 }
 
 /* Whether the operator named another policy than pol for tier: the daemon's parameters are
  * pol's, which another policy may not take (s3fifo's small_ratio is not arc's). */
 static bool policy_changed(const struct simd *s, const char *tier, const char *pol)
 {
-	size_t len = strlen(tier);
-	for (size_t k = 0; k < s->n_policies; k++)
-		if (!strncmp(s->policies[k], tier, len) && s->policies[k][len] == '=' &&
-		    strcmp(s->policies[k] + len + 1, pol))
-			return true;
-	return false;
+	size_t k;
+	const char *p = named(s->policies, s->n_policies, tier, &k);
+	return p && strcmp(p, pol);
 }
 
 /* The parameters set for tier's policy (TIER.policy_params, which kvtier policy set keeps), each
@@ -132,10 +123,8 @@ static bool policy_changed(const struct simd *s, const char *tier, const char *p
  * replay begins where the daemon began. */
 static void policy_params(struct simd *s, const char *tier, const char *pol)
 {
-	char opt[40], list[KVT_OPT_STR_MAX];
-	snprintf(opt, sizeof(opt), "%s.policy_params", tier);
-	config_value(s, opt, list, sizeof(list));
-	char *save = NULL;
+	char list[KVT_OPT_STR_MAX], *save = NULL;
+	snprintf(list, sizeof(list), "%s", tier_opt(s, tier, "policy_params"));
 	for (char *w = strtok_r(list, " ", &save); w && !policy_changed(s, tier, pol);
 	     w = strtok_r(NULL, " ", &save)) {
 		word(s, "--param");
@@ -161,9 +150,7 @@ static int host_admission(struct simd *s, kvt_client_t *c)
 /* A lower tier's admission, TIER.admit: all (none) or second_touch. */
 static void admission(struct simd *s, const char *tier)
 {
-	char opt[32], v[64];
-	snprintf(opt, sizeof(opt), "%s.admit", tier);
-	config_value(s, opt, v, sizeof(v));
+	const char *v = tier_opt(s, tier, "admit");
 	if (v[0] && strcmp(v, "all")) {
 		word(s, "--admission");
 		word(s, "%s=%s", tier, v);
@@ -173,21 +160,22 @@ static void admission(struct simd *s, const char *tier)
 /* One tier of stats' "tiers" array, obj its object: --tier, --policy, --param, --admission. */
 static int one_tier(struct simd *s, kvt_client_t *c, const char *obj)
 {
-	char name[16], pol[64], size[64];
-	if (json_str(obj, "name", name, sizeof(name)) || json_str(obj, "policy", pol, sizeof(pol)))
+	char name[16], pol[64];
+	if (cli_json_str(obj, "name", name, sizeof(name)) ||
+	    cli_json_str(obj, "policy", pol, sizeof(pol)))
 		return -EPROTO;
 	snprintf(s->tier[s->n_tiers++], sizeof(s->tier[0]), "%s", name);
 	const char *given = size_given(s, name);
-	long long cap = cli_json_num(obj, "capacity_bytes");
-	char file[32] = "";
-	if (!strcmp(name, "nvme")) /* the log's file; stats' capacity is its data area */
-		config_value(s, "nvme.bytes", file, sizeof(file));
-	if (file[0] && strspn(file, "0123456789") == strlen(file))
-		snprintf(size, sizeof(size), "%sB", file);
-	else /* nvme.bytes not a count of bytes: the data area, a little short of the file */
-		snprintf(size, sizeof(size), "%lldB", cap);
+	/* nvme: the log's file (stats' capacity is its data area, a little short of it) */
+	long long bytes =
+	    strcmp(name, "nvme") ? 0 : (long long)kvt_opt_u64(&s->opts, KVT_OPT_NVME_BYTES);
+	if (!bytes)
+		bytes = cli_json_num(obj, "capacity_bytes");
 	word(s, "--tier");
-	word(s, "%s=%s", name, given ? given : size);
+	if (given)
+		word(s, "%s=%s", name, given);
+	else
+		word(s, "%s=%lldB", name, bytes);
 	word(s, "--policy");
 	word(s, "%s=%s", name, pol);
 	if (strcmp(name, "nvme")) /* nvme's fifo and clock have no parameters */
@@ -215,15 +203,13 @@ static int quota_item(void *arg, uint32_t key, uint64_t g, uint64_t m)
 /* TIER's quota option (tenant.quota for host) as --quota words. */
 static void quotas(struct simd *s, const char *tier)
 {
-	char opt[32], list[KVT_OPT_STR_MAX];
-	snprintf(opt, sizeof(opt), "%s.quota", strcmp(tier, "host") ? tier : "tenant");
-	config_value(s, opt, list, sizeof(list));
+	const char *list = tier_opt(s, tier, "quota");
 	if (!list[0] || !strcmp(list, "none"))
 		return;
 	struct quota_walk q = {s, tier};
 	char why[KVT_OPT_STR_MAX + 64];
 	if (kvt_quota_list_each(list, quota_item, &q, why, sizeof(why)) < 0)
-		fprintf(stderr, "kvtier sim --daemon: %s: %s (left out)\n", opt, why);
+		fprintf(stderr, "kvtier sim --daemon: %s's quota: %s (left out)\n", tier, why);
 }
 
 /* The chunk size of the namespaces kvtier inspect lists that holds the most chunks, summed
@@ -265,8 +251,13 @@ static uint64_t block_bytes(struct simd *s, kvt_client_t *c)
 static int daemon_words(struct simd *s, kvt_client_t *c)
 {
 	int rc = kvt__client_simple(c, KVT_MSG_STATS, NULL, s->stats, sizeof(s->stats));
-	if (rc || (rc = kvt__client_simple(c, KVT_MSG_CONFIG, "get", s->config, sizeof(s->config))))
+	if (rc || (rc = kvt__client_simple(c, KVT_MSG_CONFIG, "get", s->reply, sizeof(s->reply))))
 		return rc;
+	/* config get prints a config file: read back through the one options table */
+	kvt_opts_defaults(&s->opts);
+	char *save = NULL;
+	for (char *line = strtok_r(s->reply, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		kvt_opts_set_pair(&s->opts, line); /* the daemon's own values: taken as they are */
 	if (!s->engine)
 		word(s, "--engine");
 	if (!s->given_bytes) {
@@ -276,26 +267,18 @@ static int daemon_words(struct simd *s, kvt_client_t *c)
 		word(s, "--block-bytes");
 		word(s, "%" PRIu64, b);
 	}
-	char v[64];
-	config_value(s, "tiers.placement", v, sizeof(v));
-	if (v[0]) {
-		word(s, "--placement");
-		word(s, "%s", v);
-	}
-	const char *p = strstr(s->stats, "\"tiers\":[");
-	const char *end = p ? strstr(p, "],\"demoted\"") : NULL;
-	if (!end)
-		return -EPROTO;
+	word(s, "--placement");
+	word(s, "%s", kvt_opt_str(&s->opts, KVT_OPT_TIERS_PLACEMENT));
 	char obj[4096];
-	for (p = strstr(p, "{\"name\":\""); p && p < end && s->n_tiers < SIMD_TIERS;
-	     p = strstr(p + 1, "{\"name\":\"")) {
-		const char *next = strstr(p + 1, "{\"name\":\"");
-		size_t len = (size_t)((next && next < end ? next : end) - p);
-		snprintf(obj, sizeof(obj), "%.*s", (int)(len < sizeof(obj) ? len : sizeof(obj) - 1),
-		         p);
+	for (const char *t = NULL, *end;
+	     s->n_tiers < SIMD_TIERS && cli_json_tier(s->stats, &t, &end);) {
+		size_t len = (size_t)(end - t);
+		snprintf(obj, sizeof(obj), "%.*s", (int)KVT_MIN(len, sizeof(obj) - 1), t);
 		if ((rc = one_tier(s, c, obj)))
 			return rc;
 	}
+	if (!s->n_tiers)
+		return -EPROTO;
 	for (size_t k = 0; k < s->n_tiers; k++)
 		quotas(s, s->tier[k]);
 	return s->err;

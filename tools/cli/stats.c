@@ -3,6 +3,7 @@
 #include "core/util.h"
 #include "ipc/proto.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,32 @@ long long cli_json_num(const char *json, const char *key)
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
 	const char *p = strstr(json, pat);
 	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+int cli_json_str(const char *obj, const char *key, char *out, size_t len)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+	const char *p = strstr(obj, pat);
+	if (!p)
+		return -ENOENT;
+	p += strlen(pat);
+	snprintf(out, len, "%.*s", (int)strcspn(p, "\""), p);
+	return 0;
+}
+
+bool cli_json_tier(const char *json, const char **t, const char **end)
+{
+	static const char tier[] = "{\"name\":\"";
+	const char *stop = strstr(json, "\"demoted\":");
+	const char *from = *t ? *t + 1 : strstr(json, "\"tiers\":[");
+	const char *next = from ? strstr(from, tier) : NULL;
+	if (!next || (stop && next > stop))
+		return false;
+	const char *after = strstr(next + 1, tier);
+	*t = next;
+	*end = after && (!stop || after < stop) ? after : stop ? stop : next + strlen(next);
+	return true;
 }
 
 /* bytes for a reader (--json has them exact): "-" for -1 (absent, or no maximum). */

@@ -87,12 +87,8 @@ static int take(kvt_client_t *c, struct snap *s)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	s->t = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 	s->n = 0;
-	const char *tiers = strstr(json, "\"tiers\":["), *after = strstr(json, "\"demoted\":");
-	for (const char *t = tiers;
-	     t && s->n < TOP_TIERS && (t = strstr(t, "{\"name\":\"")) && (!after || t < after);
-	     t++) {
-		const char *next = strstr(t + 1, "{\"name\":\"");
-		const char *end = next && (!after || next < after) ? next : after;
+	const char *after = strstr(json, "\"demoted\":");
+	for (const char *t = NULL, *end; s->n < TOP_TIERS && cli_json_tier(json, &t, &end);) {
 		sscanf(t + 9, "%31[^\"]", s->name[s->n]);
 		for (int k = 0; k < F__N; k++)
 			s->f[s->n][k] = field(t, end, tier_field[k]);

@@ -180,22 +180,31 @@ static int split_list(char *s, char **out, size_t *n)
 }
 
 /* "NAME=VAL" sets the policy (which 0) or admission (1) of the tier NAME. @return : 0, -EINVAL. */
+/* The index of the --tier named by the len bytes at name, or o->n_tiers when none is. */
+static size_t tier_named(const struct opts *o, const char *name, size_t len)
+{
+	size_t i = 0;
+	while (i < o->n_tiers &&
+	       (strlen(o->tiers[i].name) != len || strncmp(o->tiers[i].name, name, len)))
+		i++;
+	return i;
+}
+
 static int tier_pair(struct opts *o, const char *arg, int which)
 {
 	const char *eq = strchr(arg, '=');
-	for (size_t i = 0; eq && i < o->n_tiers; i++)
-		if (strlen(o->tiers[i].name) == (size_t)(eq - arg) &&
-		    !strncmp(o->tiers[i].name, arg, (size_t)(eq - arg))) {
-			if (which) {
-				o->tiers[i].admission = eq + 1;
-			} else {
-				o->tiers[i].policy = eq + 1;
-				o->tiers[i].params = o->params;
-			}
-			return 0;
-		}
-	fprintf(stderr, "sim: no tier for '%s'\n", arg);
-	return -EINVAL;
+	size_t i = eq ? tier_named(o, arg, (size_t)(eq - arg)) : o->n_tiers;
+	if (i == o->n_tiers) {
+		fprintf(stderr, "sim: no tier for '%s'\n", arg);
+		return -EINVAL;
+	}
+	if (which) {
+		o->tiers[i].admission = eq + 1;
+	} else {
+		o->tiers[i].policy = eq + 1;
+		o->tiers[i].params = o->params;
+	}
+	return 0;
 }
 
 struct raw {
@@ -248,11 +257,10 @@ static int take_quota(struct opts *o, char *arg)
 	size_t slot = o->n_tiers ? 1 : 0;
 	char *colon = strchr(arg, ':');
 	if (colon) {
-		*colon = 0;
-		for (slot = 0; slot < o->n_tiers && strcmp(o->tiers[slot].name, arg); slot++)
-			;
+		slot = tier_named(o, arg, (size_t)(colon - arg));
 		if (slot == o->n_tiers) {
-			fprintf(stderr, "sim: --quota: no tier named '%s'\n", arg);
+			fprintf(stderr, "sim: --quota: no tier named '%.*s'\n", (int)(colon - arg),
+			        arg);
 			return -EINVAL;
 		}
 		slot++;
@@ -407,10 +415,7 @@ static int take_tier_params(struct opts *o, struct raw *w)
 	size_t n[KVT_SIM_MAX_TIERS] = {0};
 	for (size_t k = 0; k < w->n_tier_params; k++) {
 		char *v = w->tier_params[k], *colon = strchr(v, ':');
-		size_t i = 0;
-		while (i < o->n_tiers && (strlen(o->tiers[i].name) != (size_t)(colon - v) ||
-		                          strncmp(o->tiers[i].name, v, (size_t)(colon - v))))
-			i++;
+		size_t i = tier_named(o, v, (size_t)(colon - v));
 		if (i == o->n_tiers || !strchr(colon, '=')) {
 			fprintf(stderr, "sim: --param %s: want TIER:k=v, TIER a --tier's name\n",
 			        v);
