@@ -60,6 +60,10 @@
 	X(PROMOTE_WAIT_MS, "promote.wait_ms", U64, "5000", 0, 60000, 1,                            \
 	  "how long a get or acquire waits for chunks coming up from a lower tier; past it, what " \
 	  "is at host is served and the rest is a miss (a slow device costs no more than this)")   \
+	X(TIERS_COMMAND_WAIT_MS, "tiers.command_wait_ms", U64, "10000", 0, 20000, 1,               \
+	  "how long an operator's command on a lower tier (tier enable, TIER.quota, TIER.policy) " \
+	  "waits, parked, while the tier is busy with I/O; past it -EBUSY and nothing changed "    \
+	  "(the daemon serves the engines meanwhile)")                                             \
 	X(HOST_DIRTY_PCT, "host.dirty_pct", U64, "50", 1, 100, 1,                                  \
 	  "most of host, in percent, that chunks still waiting for demotion may fill; a put past " \
 	  "it waits as on a full host, so promotions and hits keep the rest")                      \

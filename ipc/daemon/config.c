@@ -268,7 +268,8 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len)
 		return get(d, name, out, out_len);
 	if (verb && !strcmp(verb, "reload") && !name) {
 		struct kvd_out o = {out, out_len, 0};
-		return kvd_config_reload(d, &o);
+		int rc = kvd_lower_take_all(d); /* a file is taken whole: first every tier's lock */
+		return rc ? rc : kvd_config_reload(d, &o);
 	}
 	if (!verb || strcmp(verb, "set") || !name || !value) {
 		snprintf(out, out_len,

@@ -164,6 +164,13 @@ void kvd_conn_accept(struct kvd *d)
 	}
 }
 
+/* Whether c's parked request is a put or an acquire, not an operator's command (on_admin). */
+static bool parked_keys(const struct kvd_conn *c)
+{
+	uint16_t type = ((const struct kvt_msg_hdr *)c->parked)->type;
+	return type == KVT_MSG_ACQUIRE || type == KVT_MSG_PUT;
+}
+
 void kvd_conn_close(struct kvd *d, uint32_t i)
 {
 	struct kvd_conn *c = &d->conns[i];
@@ -174,6 +181,10 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 	free(c->held);
 	if (c->staging)
 		munmap(c->staging, c->staging_bytes);
+	if (c->parked_len && !parked_keys(c)) /* an operator's command: no tier waits for it */
+		for (uint32_t k = 0; k < d->n_lower; k++)
+			atomic_store_explicit(&d->lower[k].wanted_until_ns, 0,
+			                      memory_order_relaxed);
 	free(c->parked);
 	kvd_record_conn_gone(d, i);
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -428,6 +439,7 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	int rc;
 	uid_t uid = d->conns[i].uid;
 	bool owner = uid == 0 || uid == geteuid(); /* may change the daemon, sees every tenant */
+	d->lower_busy = -1;
 	if (h->type == KVT_MSG_INSPECT && verb_is(cmd, "check") && !owner) {
 		/* it holds the loop for ~0.3 s per 10^6 chunks: not for every client to call */
 		snprintf(out, sizeof(out), "kvtier check is for root or uid %u (it pauses kvtierd)",
@@ -462,6 +474,27 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 	}
 	if (d->conns[i].fd < 0) /* its own command closed it (client.allow no longer names it) */
 		return -ECONNRESET;
+	if (rc == -EBUSY && d->lower_busy >= 0) { /* a tier's lock was busy: nothing changed */
+		const char *tier = d->lower[d->lower_busy].ops->name;
+		uint64_t wait_ms = kvt_opt_u64(&d->opts, KVT_OPT_TIERS_COMMAND_WAIT_MS);
+		if (!d->resume_final && wait_ms) { /* run again once the tier's I/O lets it */
+			if ((rc = kvd_conn_park(d, i, h->len, wait_ms)))
+				return rc;
+			/* wanted until then: its stream stops pulling, its worker waits for it */
+			atomic_store_explicit(&d->lower[d->lower_busy].wanted_until_ns,
+			                      d->conns[i].park_deadline_ns, memory_order_relaxed);
+			return 0;
+		}
+		atomic_store_explicit(&d->lower[d->lower_busy].wanted_until_ns, 0,
+		                      memory_order_relaxed);
+		snprintf(
+		    out, sizeof(out),
+		    "the %s tier was busy with I/O for tiers.command_wait_ms (%llu ms): nothing "
+		    "changed; try again",
+		    tier, (unsigned long long)wait_ms);
+		kvt_log_rl(KVT_LOG_WARN, "pid %d: '%.64s' not run: %s busy with I/O for %llu ms",
+		           (int)d->conns[i].pid, cmd, tier, (unsigned long long)wait_ms);
+	}
 	return reply(d, i, h, rc, out, strlen(out), NULL, 0);
 }
 
@@ -624,8 +657,9 @@ void kvd_conn_resume_ready(struct kvd *d, uint64_t now_ns)
 		 * retry that still has to wait parks again with its first deadline */
 		const struct kvt_msg_hdr *h = (const struct kvt_msg_hdr *)c->parked;
 		bool late = now_ns >= c->park_deadline_ns;
-		int ready = late ? SERVE : h->type == KVT_MSG_PUT ? RETRY : acquire_ready(d, i, h);
-		if (ready != WAIT) /* a put is retried whenever anything finished */
+		bool acquire = h->type == KVT_MSG_ACQUIRE; /* else a put or an operator's command */
+		int ready = late ? SERVE : acquire ? acquire_ready(d, i, h) : RETRY;
+		if (ready != WAIT) /* the others are retried whenever anything finished */
 			resume(d, i, ready == SERVE); /* SERVE: what is at host, no more waiting */
 		else
 			wake_by(d, c->park_deadline_ns);

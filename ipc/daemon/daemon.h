@@ -195,7 +195,12 @@ struct kvd_lower {
 	char pol_auto_name[64];   /* ... and what it runs, for stats (no lock) */
 	_Atomic uint64_t busy_ns; /* the worker's time inside this tier's I/O (stats: busy_us) */
 	_Atomic unsigned waiters; /* loop-thread callers waiting for lock: a write stream yields */
-	struct kvt_mrc *mrc;      /* owned, loop thread: its reads' miss-ratio curve, or NULL */
+	/* the loop wants lock (kvd_lower_take found it busy): until then the tier's write stream
+	 * stops pulling and no worker starts I/O on the tier; 0: not wanted */
+	_Atomic uint64_t wanted_until_ns;
+	uint32_t pools_told; /* loop thread: tenants whose pools the tier was told of */
+	bool auto_owed;      /* loop thread: TIER.policy = auto found the lock busy; looks again */
+	struct kvt_mrc *mrc; /* owned, loop thread: its reads' miss-ratio curve, or NULL */
 	struct kvt_minisim *minisim; /* owned, loop thread: its policy's own curve, or NULL */
 	uint64_t reads_again_ns;     /* loop thread: it answered a read -EAGAIN (disabled, closed);
 	                              * no promotion from it before this time or its enable */
@@ -305,6 +310,9 @@ struct kvd {
 	int evfd;                   /* the workers' completions wake the loop */
 	uint32_t demotes_inflight, promotes_inflight;
 	uint64_t dirty_bytes;  /* host records of chunks with a demotion pending (host.dirty_pct) */
+	uint32_t lower_held;   /* loop thread: bit k, it holds lower[k].lock (kvd_lower_take) */
+	int lower_busy;        /* the lower tier kvd_lower_take last found busy, or -1 */
+	bool lower_wait;       /* kvd_lower_take waits for the lock (a start, a SIGHUP reload) */
 	bool resuming;         /* dispatching a parked request */
 	bool resume_final;     /* ... for the last time: no more waiting */
 	uint64_t park_next_ns; /* the earliest parked request's deadline (0: none); the loop
@@ -422,7 +430,9 @@ int kvd_tiers_check(const struct kvt_options *o);
 /* Opens the tiers of tiers.order (kvd_tiers_check first) and recovers their chunks. */
 int kvd_tiers_open(struct kvd *d);
 void kvd_tiers_close(struct kvd *d);
-void kvd_tiers_register_pool(struct kvd *d, struct kvt_pool *p);
+/* Tells the lower tiers of every tenant's pool not yet told (nvme's fixed buffers); a tier
+ * whose lock is busy is told later (kvd_tiers_complete), its I/O plain meanwhile. */
+void kvd_tiers_register_pools(struct kvd *d);
 /* Queues demotion of a host copy into the lower tiers (admission decides). */
 void kvd_tiers_demote(struct kvd *d, uint32_t id, bool put);
 /* Queues promotions for the leading keys lacking a host copy (for a parked request or a
@@ -442,9 +452,22 @@ void kvd_tiers_done(struct kvd *d, uint32_t id);
 void kvd_tiers_again(struct kvd *d, uint32_t id);
 /* Handles the worker's completions (evfd readable). */
 void kvd_tiers_complete(struct kvd *d);
-/* Lower tier l's lock, from the loop thread: a write stream in progress stops pulling, so the
- * wait is the I/O already in flight, not the whole backlog of demotions. */
-void kvd_lower_lock(struct kvd_lower *l);
+/*
+ * Lower tier k's lock, for the loop thread, held until kvd_lower_give_all (the end of the
+ * command or event it serves). The loop does not wait for it: a worker holds it through a
+ * device's I/O, seconds on a slow device, and every engine's request would wait as long. Found
+ * busy, the tier is wanted for KVD_WANT_NS: its write stream stops pulling, and its worker (or
+ * the one above, handing over) starts no I/O on it but wakes the loop, whose parked command
+ * then takes it. With d->lower_wait (a start, a SIGHUP reload: nothing to park) it waits for
+ * the I/O in flight, as before. @return : 0, or -EBUSY (d->lower_busy = k).
+ */
+#define KVD_WANT_NS (100 * 1000000ull)
+int kvd_lower_take(struct kvd *d, uint32_t k);
+/* Every lower tier's lock, or none: -EBUSY as kvd_lower_take. */
+int kvd_lower_take_all(struct kvd *d);
+void kvd_lower_give_all(struct kvd *d);
+/* Whether the loop waits for (or wants) l's lock: a write stream stops pulling. */
+bool kvd_lower_wanted(struct kvd_lower *l);
 
 /* tierctl.c: the lower tiers at run time (enable, quotas, policies), their curves' reads, stats */
 int kvd_tiers_enable(struct kvd *d, const char *name);

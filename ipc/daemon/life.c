@@ -281,9 +281,12 @@ int kvd_loop_once(struct kvd *d, int timeout_ms)
 		} else if (tag == EV_SIGNAL) {
 			struct signalfd_siginfo si;
 			while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGHUP)
+				if (si.ssi_signo == SIGHUP) { /* no command to park: it waits */
+					d->lower_wait = true;
 					kvd_config_reload(d, NULL);
-				else
+					d->lower_wait = false;
+					kvd_lower_give_all(d);
+				} else
 					kvd_drain(d);
 			}
 		} else if (tag == EV_TIMER) {
@@ -314,6 +317,7 @@ int kvd_loop_once(struct kvd *d, int timeout_ms)
 	if (d->park_next_ns && kvt_now_ns() >= d->park_next_ns)
 		kvd_conn_resume_ready(d, kvt_now_ns());
 	kvd_leases_expire(d, kvt_now_ns()); /* looks at the oldest lease only */
+	kvd_lower_give_all(d); /* the loop holds a lower tier's lock no longer than an event */
 	return n;
 }
 

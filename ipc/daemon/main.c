@@ -138,7 +138,11 @@ static void print_banner(struct kvd *d)
 		struct kvt_tier_stats s = {0};
 		char pol[96];
 		d->lower[k].ops->stats(d->lower[k].t, &s);
-		if (kvd_tiers_policy_get(d, k, pol, sizeof(pol)))
+		d->lower_wait = true; /* at start: nothing to park */
+		int rc = kvd_tiers_policy_get(d, k, pol, sizeof(pol));
+		d->lower_wait = false;
+		kvd_lower_give_all(d);
+		if (rc)
 			snprintf(pol, sizeof(pol), "%s write order", d->lower[k].ops->name);
 		printf("  %s tier: %s, %llu chunks recovered, policy %s\n", d->lower[k].ops->name,
 		       kvt_fmt_bytes(s.capacity_bytes, cap, sizeof(cap)),

@@ -173,14 +173,8 @@ void kvd_minisim_reset(struct kvd *d, int tier)
 		const char *pol = kvd_tiers_policy_opt(d, (uint32_t)tier, ""),
 		           *pp = kvd_tiers_policy_opt(d, (uint32_t)tier, "_params");
 		name = l->ops->name;
-		char running[KVT_POLICY_LINE_MAX] =
-		    ""; /* "rocksdb conv (auto) k=v": the name the tier runs */
-		if (l->pol_auto &&
-		    !kvd_tiers_policy_get(d, (uint32_t)tier, running, sizeof(running))) {
-			pol = strchr(running, ' ') ? strchr(running, ' ') + 1 : NULL;
-			if (pol && strchr(pol, ' '))
-				*strchr(pol, ' ') = 0;
-		}
+		if (l->pol_auto) /* what auto runs, at its defaults (kvd_tiers_policy_auto) */
+			pol = l->pol_auto_name;
 		ops =
 		    pol ? kvt_policy_find(pol) : NULL; /* nvme's fifo and clock are policies too */
 		params = pp ? pp : "";

@@ -52,8 +52,8 @@ int kvd_tenant_get(struct kvd *d, uint32_t uid, uint32_t *out)
 		return rc;
 	}
 	t->key = uid;
-	kvd_tiers_register_pool(d, &t->pool);
 	*out = d->n_tenants++;
+	kvd_tiers_register_pools(d);
 	if (d->quota && (rc = kvd_quota_apply(d, *out, uid)))
 		return rc;
 	if (slots)

@@ -2,7 +2,10 @@
  * tierctl.c -- the lower tiers as an operator sees them: enable after a failure, quotas and
  * policies set at run time (`kvtier quota`, `kvtier policy get|set TIER`, TIER.policy = auto),
  * the reads that feed their miss-ratio curves, and their stats. Loop thread only; every call
- * into a tier takes its lock (kvd_lower_lock), as the worker threads of tierwork.c do.
+ * into a tier takes its lock, as the worker threads of tierwork.c do, but without waiting for
+ * it (kvd_lower_take): a call that finds the tier busy with I/O returns -EBUSY before it has
+ * changed anything, and the operator's command that made it is parked and run again
+ * (conn.c). TIER.policy = auto, which no command waits for, looks again later.
  */
 #include "daemon.h"
 #include "core/log.h"
@@ -25,9 +28,9 @@ int kvd_tiers_enable(struct kvd *d, const char *name)
 			continue;
 		if (!l->ops->enable)
 			return -EOPNOTSUPP;
-		kvd_lower_lock(l);
-		int rc = l->ops->enable(l->t);
-		pthread_mutex_unlock(&l->lock);
+		int rc = kvd_lower_take(d, k);
+		if (!rc)
+			rc = l->ops->enable(l->t);
 		if (!rc)
 			l->reads_again_ns = 0;
 		return rc;
@@ -67,9 +70,10 @@ int kvd_tiers_quota_set(struct kvd *d, const char *tier, const char *list, char 
 		return -EOPNOTSUPP;
 	}
 	char why[KVT_OPT_STR_MAX + 160] = "";
-	kvd_lower_lock(l);
-	int rc = l->ops->quota_set(l->t, list, why, sizeof(why));
-	pthread_mutex_unlock(&l->lock);
+	int rc = kvd_lower_take(d, (uint32_t)k);
+	if (rc)
+		return rc;
+	rc = l->ops->quota_set(l->t, list, why, sizeof(why));
 	if (rc)
 		snprintf(err, err_len, "%s.quota: %s", tier, why);
 	return rc;
@@ -81,9 +85,10 @@ int kvd_tiers_policy_get(struct kvd *d, uint32_t k, char *out, size_t out_len)
 	if (!l->ops->policy_get)
 		return no_policy(l, out, out_len);
 	char name[KVT_POLICY_LINE_MAX];
-	kvd_lower_lock(l);
+	int rc = kvd_lower_take(d, k);
+	if (rc)
+		return rc;
 	l->ops->policy_get(l->t, name, sizeof(name));
-	pthread_mutex_unlock(&l->lock);
 	char *params = strchr(name, ' '); /* "conv k=v ...": "(auto)" goes after the name */
 	if (params)
 		*params++ = 0;
@@ -107,12 +112,12 @@ void kvd_tiers_policy_auto(struct kvd *d)
 		char name[KVT_POLICY_LINE_MAX], err[256], none[1] = "";
 		if (!l->pol_auto || !l->ops->policy_get || !l->ops->policy_set)
 			continue;
-		kvd_lower_lock(l);
+		if ((l->auto_owed = kvd_lower_take(d, k) != 0))
+			continue; /* busy with I/O: kvd_tiers_complete looks again */
 		l->ops->policy_get(l->t, name, sizeof(name));
 		name[strcspn(name, " ")] = 0; /* the name, without its parameters */
 		int rc =
 		    strcmp(name, want) ? l->ops->policy_set(l->t, want, none, err, sizeof(err)) : 1;
-		pthread_mutex_unlock(&l->lock);
 		if (rc == 1) { /* running it already */
 			snprintf(l->pol_auto_name, sizeof(l->pol_auto_name), "%.*s",
 			         (int)sizeof(l->pol_auto_name) - 1, name);
@@ -144,6 +149,9 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 	struct kvd_lower *l = &d->lower[k];
 	if (!l->ops->policy_set)
 		return no_policy(l, err, err_len);
+	int rc = kvd_lower_take(d, k); /* before anything changes */
+	if (rc)
+		return rc;
 	/* the running values, as --print-config and stats show them */
 	char *opt = kvd_tiers_policy_opt(d, k, ""),
 	     *opt_params = kvd_tiers_policy_opt(d, k, "_params");
@@ -156,10 +164,9 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 			return -EINVAL;
 		}
 		if (opt && opt_params && opt_params[0] && strcmp(opt, "auto")) {
-			char fresh[] = KVT_POLICY_DEFAULTS;
-			kvd_lower_lock(l); /* auto runs its choice at its defaults */
-			int rc = l->ops->policy_set(l->t, opt, fresh, err, err_len);
-			pthread_mutex_unlock(&l->lock);
+			char fresh[] =
+			    KVT_POLICY_DEFAULTS; /* auto runs its choice at its defaults */
+			rc = l->ops->policy_set(l->t, opt, fresh, err, err_len);
 			if (rc)
 				return rc;
 			kvd_minisim_reset(d, (int)k); /* other parameters: a new curve */
@@ -172,14 +179,11 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 		kvd_tiers_policy_auto(d);
 		return 0;
 	}
-	int rc = opt && opt_params
-	             ? kvd_params_record(opt_params, opt, name, params, rec, err, err_len)
-	             : 0;
+	rc = opt && opt_params ? kvd_params_record(opt_params, opt, name, params, rec, err, err_len)
+	                       : 0;
 	if (rc)
 		return rc;
-	kvd_lower_lock(l);
 	rc = l->ops->policy_set(l->t, name, params, err, err_len);
-	pthread_mutex_unlock(&l->lock);
 	if (rc)
 		return rc;
 	if (opt && opt_params)

@@ -301,5 +301,12 @@ void kvd_tiers_complete(struct kvd *d)
 		return;
 	for (uint8_t k = 0; k < d->n_lower; k++)
 		complete_list(d, take_done(&d->workers[k]));
+	/* what found a tier's lock busy and did not park (kvd_lower_take) looks again */
+	bool auto_owed = false;
+	for (uint8_t k = 0; k < d->n_lower; k++)
+		auto_owed |= d->lower[k].auto_owed;
+	if (auto_owed)
+		kvd_tiers_policy_auto(d);
+	kvd_tiers_register_pools(d);
 	kvd_conn_resume_ready(d, kvt_now_ns());
 }

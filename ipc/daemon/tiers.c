@@ -243,6 +243,7 @@ int kvd_tiers_open(struct kvd *d)
 
 void kvd_tiers_close(struct kvd *d)
 {
+	kvd_lower_give_all(d);
 	kvd_workers_close(d);
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		d->lower[k].ops->close(d->lower[k].t);
@@ -257,32 +258,78 @@ void kvd_tiers_close(struct kvd *d)
 		close(d->evfd);
 }
 
-/* The tier's lock, from the loop thread: a write stream in progress stops pulling, so the wait
- * is the I/O already in flight, not the whole backlog of demotions. */
-void kvd_lower_lock(struct kvd_lower *l)
+bool kvd_lower_wanted(struct kvd_lower *l)
 {
-	atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
-	pthread_mutex_lock(&l->lock);
-	atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
+	if (atomic_load_explicit(&l->waiters, memory_order_relaxed))
+		return true;
+	uint64_t until = atomic_load_explicit(&l->wanted_until_ns, memory_order_relaxed);
+	return until && kvt_now_ns() < until;
+}
+
+int kvd_lower_take(struct kvd *d, uint32_t k)
+{
+	struct kvd_lower *l = &d->lower[k];
+	if (d->lower_held & (1u << k))
+		return 0;
+	if (d->lower_wait) {
+		atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
+		pthread_mutex_lock(&l->lock);
+		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
+	} else if (pthread_mutex_trylock(&l->lock)) {
+		uint64_t until = kvt_now_ns() + KVD_WANT_NS; /* a parked command's is longer */
+		if (atomic_load_explicit(&l->wanted_until_ns, memory_order_relaxed) < until)
+			atomic_store_explicit(&l->wanted_until_ns, until, memory_order_relaxed);
+		d->lower_busy = (int)k;
+		return -EBUSY;
+	}
+	atomic_store_explicit(&l->wanted_until_ns, 0, memory_order_relaxed);
+	d->lower_held |= 1u << k;
+	return 0;
+}
+
+int kvd_lower_take_all(struct kvd *d)
+{
+	for (uint32_t k = 0; k < d->n_lower; k++) {
+		int rc = kvd_lower_take(d, k);
+		if (rc) {
+			kvd_lower_give_all(d);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void kvd_lower_give_all(struct kvd *d)
+{
+	for (uint32_t k = 0; d->lower_held; k++)
+		if (d->lower_held & (1u << k)) {
+			d->lower_held &= ~(1u << k);
+			pthread_mutex_unlock(&d->lower[k].lock);
+		}
 }
 
 /* A tenant's pool is declared, not pinned: the nvme tier pins it region by region as its I/O
  * needs them (nvme.h). Registered whole, every tenant's first hello pinned host.bytes (1/8 of
- * RAM by default) and held the loop ~11 s per 3 GiB while it did. */
-void kvd_tiers_register_pool(struct kvd *d, struct kvt_pool *p)
+ * RAM by default) and held the loop ~11 s per 3 GiB while it did. Nor does a hello wait for a
+ * tier busy with I/O (kvd_lower_take): the pool is told of at the next chance. */
+void kvd_tiers_register_pools(struct kvd *d)
 {
 #ifdef KVT_HAVE_TIER_NVME
 	for (uint32_t k = 0; k < d->n_lower; k++) {
-		if (d->lower[k].ops != &kvt_tier_nvme)
+		struct kvd_lower *l = &d->lower[k];
+		if (l->ops != &kvt_tier_nvme || l->pools_told == d->n_tenants ||
+		    kvd_lower_take(d, k))
 			continue;
-		kvd_lower_lock(&d->lower[k]);
-		int rc = kvt_tier_nvme_register(d->lower[k].t, p->base, p->bytes);
-		pthread_mutex_unlock(&d->lower[k].lock);
-		if (rc && rc != -EOPNOTSUPP)
-			kvt_log(KVT_LOG_WARN, "nvme: a pool is plain I/O: %s", strerror(-rc));
+		for (; l->pools_told < d->n_tenants; l->pools_told++) {
+			struct kvt_pool *p = &d->tenants[l->pools_told].pool;
+			int rc = kvt_tier_nvme_register(l->t, p->base, p->bytes);
+			if (rc && rc != -EOPNOTSUPP)
+				kvt_log(KVT_LOG_WARN, "nvme: a pool is plain I/O: %s",
+				        strerror(-rc));
+		}
 	}
 #else
-	(void)d, (void)p;
+	(void)d;
 #endif
 }
 

@@ -68,6 +68,25 @@ static void finish(struct kvd_worker *w, struct kvd_job *j)
 		kvt_log_rl(KVT_LOG_WARN, "eventfd: %s", strerror(errno));
 }
 
+/* Tier l's lock, for a worker. While the loop wants it (kvd_lower_take found it busy) the worker
+ * wakes the loop, so that the parked command takes it, and waits for that up to WANTED_WAIT_NS
+ * before it goes on with its I/O (the command's client may have gone). */
+#define WANTED_WAIT_NS (50 * 1000000ull)
+static void lock_tier(struct kvd *d, struct kvd_lower *l)
+{
+	bool told = false;
+	uint64_t until, now, end = kvt_now_ns() + WANTED_WAIT_NS;
+	while ((until = atomic_load_explicit(&l->wanted_until_ns, memory_order_relaxed)) &&
+	       (now = kvt_now_ns()) < until && now < end) {
+		uint64_t one = 1;
+		if (!told && write(d->evfd, &one, sizeof(one)) < 0)
+			kvt_log_rl(KVT_LOG_WARN, "eventfd: %s", strerror(errno));
+		told = true;
+		usleep(100);
+	}
+	pthread_mutex_lock(&l->lock);
+}
+
 /* env->dropped: called by a tier from inside the worker (or during open, from the loop). */
 struct dropped_ctx {
 	struct kvd *d;
@@ -104,10 +123,11 @@ static void on_moved(void *arg, const struct kvt_tier_id *id, uint64_t from, uin
 }
 
 /* Writes a handed-over record into tier l, on the worker. @return : as the tier's write. */
-static int write_handover(struct kvd_lower *l, const void *rec, size_t rec_len, uint64_t *loc)
+static int write_handover(struct kvd *d, struct kvd_lower *l, const void *rec, size_t rec_len,
+                          uint64_t *loc)
 {
 	uint64_t t0 = kvt_now_ns();
-	pthread_mutex_lock(&l->lock);
+	lock_tier(d, l);
 	int rc;
 	for (int tries = 0;; tries++) { /* a RocksDB write stall: a moment, then give up */
 		rc = l->ops->write(l->t, rec, rec_len,
@@ -194,7 +214,7 @@ static int on_evicted(void *arg, const struct kvt_tier_id *id, uint64_t loc, con
 		finish(w, j);
 		return 1; /* the tier keeps the record's place until kvd_handover_free */
 	}
-	j->result = write_handover(l, rec, rec_len, &j->loc);
+	j->result = write_handover(cx->d, l, rec, rec_len, &j->loc);
 	finish(w, j);
 	return 0;
 }
@@ -211,7 +231,7 @@ void kvd_work_env(struct kvd *d, uint8_t k, bool cascade, struct kvt_tier_env *e
 /* A hand-over's copy, queued by the loop: written into its tier, freed, and back to the loop. */
 static void run_handover(struct kvd_worker *w, struct kvd_job *j)
 {
-	j->result = write_handover(&w->d->lower[j->tier], j->buf, j->rec_len, &j->loc);
+	j->result = write_handover(w->d, &w->d->lower[j->tier], j->buf, j->rec_len, &j->loc);
 	kvd_handover_free(w, j);
 	finish(w, j);
 }
@@ -219,7 +239,7 @@ static void run_handover(struct kvd_worker *w, struct kvd_job *j)
 static void run_job(struct kvd *d, struct kvd_job *j)
 {
 	struct kvd_lower *l = &d->lower[j->tier];
-	pthread_mutex_lock(&l->lock);
+	lock_tier(d, l);
 	switch (j->kind) {
 	case JOB_DEMOTE: {
 		uint64_t loc = 0;
@@ -254,7 +274,7 @@ static void run_job(struct kvd *d, struct kvd_job *j)
 static void run_batch(struct kvd *d, struct kvd_job **jobs, size_t n)
 {
 	struct kvd_lower *l = &d->lower[jobs[0]->tier];
-	pthread_mutex_lock(&l->lock);
+	lock_tier(d, l);
 	if (jobs[0]->kind == JOB_DEMOTE) {
 		struct kvt_tier_wreq r[BATCH_MAX];
 		for (size_t i = 0; i < n; i++)
@@ -322,7 +342,7 @@ static bool evict_ahead_step(struct kvd_worker *w)
 	bool did = false;
 	pthread_mutex_unlock(&w->lock);
 	uint64_t t0 = kvt_now_ns();
-	pthread_mutex_lock(&l->lock);
+	lock_tier(w->d, l);
 #ifdef KVT_HAVE_TIER_NVME
 	did = l->ops == &kvt_tier_nvme && kvt_tier_nvme_evict_ahead(l->t, AHEAD_STEP_BYTES);
 #endif
@@ -334,8 +354,8 @@ static bool evict_ahead_step(struct kvd_worker *w)
 }
 
 /* A write stream (tier.h): the demotions take() gave, then those queued behind them while the
- * earlier ones are in flight, until a promotion waits, the loop waits for the tier's lock
- * (kvd_lower_lock) or none is left; each is finished as soon as the tier says it is done. */
+ * earlier ones are in flight, until a promotion waits, the loop wants the tier's lock
+ * (kvd_lower_take) or none is left; each is finished as soon as the tier says it is done. */
 struct stream {
 	struct kvd_worker *w;
 	struct kvd_lower *l;
@@ -352,7 +372,7 @@ static struct kvt_tier_wreq *stream_pull(void *arg)
 	struct kvd_job *j = NULL;
 	if (s->next < s->n) {
 		j = s->jobs[s->next++];
-	} else if (!atomic_load_explicit(&s->l->waiters, memory_order_relaxed)) {
+	} else if (!kvd_lower_wanted(s->l)) {
 		pthread_mutex_lock(&w->lock);
 		if (!w->promote_head && w->other_head && w->other_head->kind == JOB_DEMOTE &&
 		    !below_due(w) && ahead_due(s->l) < 2)
@@ -381,7 +401,7 @@ static bool run_stream(struct kvd_worker *w, struct kvd_job **jobs, size_t n)
 	struct kvd_lower *l = &w->d->lower[jobs[0]->tier];
 	struct stream s = {.w = w, .l = l, .jobs = jobs, .n = n, .tier = jobs[0]->tier};
 	const struct kvt_tier_wsource src = {stream_pull, stream_done, &s};
-	pthread_mutex_lock(&l->lock);
+	lock_tier(w->d, l);
 	l->ops->write_stream(l->t, &src);
 	pthread_mutex_unlock(&l->lock);
 	return s.again;
@@ -424,9 +444,9 @@ static bool held_back(struct kvd_worker *w)
 	       w->other_head->kind == JOB_DEMOTE && below_due(w);
 }
 
-static void remove_now(struct kvd_lower *l, struct kvd_job *j)
+static void remove_now(struct kvd *d, struct kvd_lower *l, struct kvd_job *j)
 {
-	pthread_mutex_lock(&l->lock);
+	lock_tier(d, l);
 	l->ops->remove(l->t, &j->id, j->loc);
 	pthread_mutex_unlock(&l->lock);
 	j->result = -ECANCELED; /* nothing left for the loop, were it to see it */
@@ -470,13 +490,13 @@ static bool stop_again(struct kvd_worker *w)
 		uint32_t id;
 		if (j->kind == JOB_CASCADED && j->buf) {
 			/* a deleted chunk's copy is not written: its old place is let go */
-			j->result =
-			    kvd_handover_entry(w->d, j, &id)
-			        ? write_handover(&w->d->lower[j->tier], j->buf, j->rec_len, &j->loc)
-			        : -ECANCELED;
+			j->result = kvd_handover_entry(w->d, j, &id)
+			                ? write_handover(w->d, &w->d->lower[j->tier], j->buf,
+			                                 j->rec_len, &j->loc)
+			                : -ECANCELED;
 			kvd_handover_free(&w->d->workers[j->tier], j);
 		} else if (owes_removal(w->d, j)) {
-			remove_now(&w->d->lower[j->tier], j);
+			remove_now(w->d, &w->d->lower[j->tier], j);
 		} else if (j->kind == JOB_DEMOTE && j->result == -EAGAIN &&
 		           (!j->again_since || now - j->again_since < DEMOTE_STALL_NS)) {
 			if (!j->again_since)

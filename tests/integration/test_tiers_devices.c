@@ -9,6 +9,7 @@
 #include "core/util.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -573,6 +574,35 @@ static void test_tiers_rocksdb_disk_full(void **state)
 	kvt_test_umount_tmpfs(dir, mnt);
 }
 
+/* A daemon started with sets whose nvme writes take 1.5 s while flag (in dir, a new tmpdir)
+ * exists, a client of the test model's namespace ns, and how many chunks host holds. */
+static kvt_client_t *start_slow_writes(struct kvt_test_daemon *d, const char *const *sets,
+                                       char *dir, size_t dir_len, char *flag, size_t flag_len,
+                                       kvt_id_t *ns, long long *fit)
+{
+	kvt_test_tmpdir(dir, dir_len);
+	snprintf(flag, flag_len, "%s/slow", dir);
+	setenv("KVTIER_NVME_WRITE_DELAY_MS", "1500", 1);
+	setenv("KVTIER_NVME_FAULT_FILE", flag, 1); /* slow while it exists */
+	kvt_model_t m = model(1);
+	kvt_client_t *c = start_ns(d, sets, &m, ns);
+	unsetenv("KVTIER_NVME_WRITE_DELAY_MS");
+	unsetenv("KVTIER_NVME_FAULT_FILE");
+	/* host's records of a 64 KiB chunk and its header, 4 KiB granules: 30 in 2 MiB */
+	*fit = kvt_test_tier_stat(d, "host", "capacity_bytes") /
+	       (long long)(kvt_chunk_bytes(&m) + 4096);
+	assert_true(*fit >= 4 && *fit < 62);
+	return c;
+}
+
+/* The nvme writes of start_slow_writes turn slow. */
+static void writes_turn_slow(const char *flag)
+{
+	int fd = open(flag, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
 /* A put whose victim, host's first choice (lru's oldest chunk), is a host copy still being
  * demoted waits for the demotion and then evicts that chunk (host.evict_waits, the default), as
  * kvtier sim does with the copy it wrote below at once, rather than pass it over for one the
@@ -592,26 +622,17 @@ static void demoted_victim(bool waits)
 	                      waits ? "host.evict_waits=true" : "host.evict_waits=false",
 	                      NULL};
 	char dir[256], flag[300];
-	kvt_test_tmpdir(dir, sizeof(dir));
-	snprintf(flag, sizeof(flag), "%s/slow", dir);
-	setenv("KVTIER_NVME_WRITE_DELAY_MS", "1500", 1);
-	setenv("KVTIER_NVME_FAULT_FILE", flag, 1); /* slow while it exists */
 	struct kvt_test_daemon d;
-	kvt_model_t m = model(1);
 	kvt_id_t ns, keys[64];
-	kvt_client_t *c = start_ns(&d, sets, &m, &ns);
-	unsetenv("KVTIER_NVME_WRITE_DELAY_MS");
-	unsetenv("KVTIER_NVME_FAULT_FILE");
+	long long fit;
+	kvt_client_t *c =
+	    start_slow_writes(&d, sets, dir, sizeof(dir), flag, sizeof(flag), &ns, &fit);
+	kvt_model_t m = model(1);
 	size_t cb = kvt_chunk_bytes(&m);
-	/* host's records of a 64 KiB chunk and its header, 4 KiB granules: 30 in 2 MiB */
-	long long fit = kvt_test_tier_stat(&d, "host", "capacity_bytes") / (long long)(cb + 4096);
-	assert_true(fit >= 4 && fit < 62);
 	keys_of(ns, keys, (size_t)fit + 1, 77);
 	kvt_test_put_chains(c, ns, keys, 1, cb, 7700, 1); /* X = keys[0], demoted at once */
 	wait_stat(&d, "demoted", 1);
-	int fd = open(flag, O_CREAT | O_WRONLY | O_CLOEXEC, 0600); /* nvme writes turn slow */
-	assert_true(fd >= 0);
-	close(fd);
+	writes_turn_slow(flag);
 	/* the rest of host, each chunk a request of its own, all being demoted for a while */
 	kvt_test_put_chains(c, ns, keys + 1, (size_t)fit - 1, cb, 7701, 1);
 	/* kvtier stats answers while the worker is in a 1.5 s write (it waited for the tier's
@@ -664,6 +685,115 @@ static void test_tiers_put_passes_demoted_victim(void **state)
 	demoted_victim(false);
 }
 
+/* The CLI with args, started now and read later (a command that parks). */
+static FILE *cli_start(const struct kvt_test_daemon *d, const char *args)
+{
+	char bin[512], cmd[1200];
+	kvt_test_bin("kvtier", bin, sizeof(bin));
+	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", bin, d->sock, args);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	return f;
+}
+
+/* Whether f's command has answered (its output or its end is readable). */
+static bool cli_answered(FILE *f)
+{
+	struct pollfd p = {.fd = fileno(f), .events = POLLIN};
+	return poll(&p, 1, 0) == 1;
+}
+
+static int cli_end(FILE *f, char *out, size_t len)
+{
+	size_t n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	int st = pclose(f);
+	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * An operator's command on a tier busy with I/O (here `config set nvme.quota`; tier enable and
+ * policy get|set TIER alike) is parked until the tier's worker is between writes, and the loop
+ * serves the engines meanwhile: a host hit is as fast as ever while the command waits. Until
+ * 2026-12-07 the loop took the tier's lock itself and every request waited with it, 3-10.5 s
+ * with writes of 1.5 s. Past tiers.command_wait_ms the command is answered -EBUSY, "busy
+ * with I/O", and nothing changed.
+ */
+static void test_tiers_commands_wait_off_loop(void **state)
+{
+	(void)state;
+	const char *sets[] = {"host.bytes=2MiB",    "tiers.order=host,nvme", "nvme.bytes=64MiB",
+	                      "host.dirty_pct=100", "demote.wait_ms=20000",  NULL};
+	char dir[256], flag[300], out[2048];
+	struct kvt_test_daemon d;
+	kvt_id_t ns, keys[64];
+	long long fit;
+	kvt_client_t *c =
+	    start_slow_writes(&d, sets, dir, sizeof(dir), flag, sizeof(flag), &ns, &fit);
+	kvt_model_t m = model(1);
+	size_t cb = kvt_chunk_bytes(&m);
+	keys_of(ns, keys, (size_t)fit, 91);
+	kvt_test_put_chains(c, ns, keys, 1, cb, 9100, 1); /* X = keys[0], at host, demoted */
+	wait_stat(&d, "demoted", 1);
+	writes_turn_slow(flag);
+	kvt_test_put_chains(c, ns, keys + 1, (size_t)fit - 1, cb, 9101, 1); /* ~3 s each below */
+	usleep(100000);
+	uint64_t t0 = kvt_now_ns();
+	FILE *cmd = cli_start(&d, "config set nvme.quota 0=1MiB/16MiB");
+	double worst = 0;
+	int hits = 0;
+	while (ms_since(t0) < 1000) {
+		uint64_t t1 = kvt_now_ns();
+		assert_int_equal(get_checked(c, ns, &keys[0], cb, 9100), 1);
+		worst = KVT_MAX(worst, ms_since(t1));
+		hits++;
+		usleep(20000);
+	}
+	bool parked = !cli_answered(cmd);
+	int rc = cli_end(cmd, out, sizeof(out));
+	double cmd_ms = ms_since(t0);
+	print_message(
+	    "config set nvme.quota during 1.5 s writes: rc %d after %.0f ms (%s); %d host "
+	    "hits meanwhile, the slowest %.2f ms\n",
+	    rc, cmd_ms, parked ? "parked for the first second" : "not parked", hits, worst);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "0=1MiB/16MiB"));
+	assert_true(parked);      /* the tier was busy: the command waited, ... */
+	assert_true(worst < 500); /* ... and the loop served (it waited as long: > 1000) */
+	/* past tiers.command_wait_ms: -EBUSY, and nothing changed */
+	assert_int_equal(kvt_test_cli(&d, "config set tiers.command_wait_ms 200", out, sizeof(out)),
+	                 0);
+	char last[64] = "0=1MiB/16MiB", val[64];
+	bool busy = false;
+	for (int a = 0; a < 5 && !busy; a++) { /* a set that finds the worker between writes runs */
+		snprintf(val, sizeof(val), "0=%dMiB/16MiB", 2 + a);
+		char args[128];
+		snprintf(args, sizeof(args), "config set nvme.quota %s", val);
+		uint64_t t1 = kvt_now_ns();
+		rc = kvt_test_cli(&d, args, out, sizeof(out));
+		double ms = ms_since(t1);
+		if (!rc) {
+			snprintf(last, sizeof(last), "%s", val);
+			continue;
+		}
+		busy = true;
+		print_message("with tiers.command_wait_ms=200: rc %d after %.0f ms: %s", rc, ms,
+		              out);
+		assert_non_null(strstr(out, "busy with I/O"));
+		assert_true(ms >= 190 && ms < 1500);
+	}
+	assert_true(busy);
+	assert_int_equal(kvt_test_cli(&d, "config get nvme.quota", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, last));
+	assert_int_equal(unlink(flag), 0); /* fast again: every chunk goes down, byte for byte */
+	wait_stat(&d, "demoted", fit);
+	for (long long i = 0; i < fit; i++)
+		assert_int_equal(get_checked(c, ns, &keys[i], cb, 9100 + (uint64_t)i), 1);
+	kvt_close(c);
+	kvt_test_daemon_destroy(&d);
+	kvt_test_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -671,6 +801,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_slow_device_50ms),
 	    cmocka_unit_test(test_tiers_put_waits_for_demoted_victim),
 	    cmocka_unit_test(test_tiers_put_passes_demoted_victim),
+	    cmocka_unit_test(test_tiers_commands_wait_off_loop),
 	    cmocka_unit_test(test_tiers_kill9_frees_waiting_client),
 	    cmocka_unit_test(test_tiers_failing_device_disables),
 	    cmocka_unit_test(test_tiers_disabled_tier_keeps_copies),

@@ -8,8 +8,10 @@
  * caller's struct kvt__nvme_fault, so tests can require the tier's counters to equal them.
  * It also counts every I/O that reaches it misaligned (it sits just above the kernel).
  * A slow device (RELIABILITY L7): with read_delay_us, a reap that returns reads takes that much
- * longer, so the tier's thread waits as it would on a device in gray failure; write_delay_us
- * does the same for writes (host copies then stay dirty that long: kvtierd's demotions).
+ * longer, so the tier's thread waits as it would on a device in gray failure. With
+ * write_delay_us a write completes that long after it was queued: the writes in flight together
+ * complete together, as on a slow device, rather than one delay per reap (host copies stay dirty
+ * that long: kvtierd's demotions).
  * A torn write (RELIABILITY D4): with tear_at, the tear_at-th write lands as a random subset of
  * its 4 KiB blocks and the process exits at once, as when the power goes out mid-write (only
  * in a forked child of a test).
@@ -21,7 +23,15 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static uint32_t fault_rand(struct kvt__nvme_fault *f)
 {
@@ -46,20 +56,16 @@ static int fault_open(const struct kvt__nvme_io_cfg *cfg, void **out)
 	f->rng = f->seed ? f->seed : 0x9e3779b97f4a7c15ull;
 	f->op_of = calloc(cfg->depth, 1);
 	f->len_of = calloc(cfg->depth, sizeof(*f->len_of));
-	if (!f->op_of || !f->len_of)
-		goto err;
-	int rc = f->inner->open(cfg, &f->inner_ctx);
+	f->queued_ns = calloc(cfg->depth, sizeof(*f->queued_ns));
+	int rc =
+	    f->op_of && f->len_of && f->queued_ns ? f->inner->open(cfg, &f->inner_ctx) : -ENOMEM;
 	if (rc) {
-		free(f->op_of), free(f->len_of);
-		f->op_of = NULL, f->len_of = NULL;
+		free(f->op_of), free(f->len_of), free(f->queued_ns);
+		f->op_of = NULL, f->len_of = NULL, f->queued_ns = NULL;
 		return rc;
 	}
 	*out = f;
 	return 0;
-err:
-	free(f->op_of), free(f->len_of);
-	f->op_of = NULL, f->len_of = NULL;
-	return -ENOMEM;
 }
 
 static void fault_close(void *ctx)
@@ -68,8 +74,8 @@ static void fault_close(void *ctx)
 	if (!f)
 		return;
 	f->inner->close(f->inner_ctx);
-	free(f->op_of), free(f->len_of);
-	f->op_of = NULL, f->len_of = NULL;
+	free(f->op_of), free(f->len_of), free(f->queued_ns);
+	f->op_of = NULL, f->len_of = NULL, f->queued_ns = NULL;
 }
 
 static int fault_buffer_table(void *ctx, unsigned n)
@@ -106,6 +112,7 @@ static int fault_queue(void *ctx, const struct kvt__nvme_io *io)
 	if (io->cookie < f->depth) {
 		f->op_of[io->cookie] = io->op;
 		f->len_of[io->cookie] = io->len;
+		f->queued_ns[io->cookie] = now_ns();
 	}
 	if (f->armed && io->op == KVT_NVME_WRITE && f->tear_at &&
 	    (!f->tear_len || io->len == f->tear_len) &&
@@ -160,17 +167,22 @@ static int fault_reap(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsign
 {
 	struct kvt__nvme_fault *f = ctx;
 	int n = f->inner->reap(f->inner_ctx, out, max, min);
-	bool reads = false, writes = false;
+	bool reads = false;
+	uint64_t written_by = 0; /* when the latest write returned completes on the slow device */
 	for (int i = 0; i < n; i++) {
 		bool known = out[i].cookie < f->depth;
 		reads |= known && f->op_of[out[i].cookie] == KVT_NVME_READ;
-		writes |= known && f->op_of[out[i].cookie] == KVT_NVME_WRITE;
+		if (known && f->op_of[out[i].cookie] == KVT_NVME_WRITE &&
+		    f->queued_ns[out[i].cookie] > written_by)
+			written_by = f->queued_ns[out[i].cookie];
 		inject(f, &out[i]);
 	}
 	if (f->armed && f->read_delay_us && reads) /* the tier's thread waits, as on the device */
 		usleep(f->read_delay_us);
-	if (f->armed && f->write_delay_us && writes)
-		usleep(f->write_delay_us);
+	uint64_t now = now_ns();
+	written_by += (uint64_t)f->write_delay_us * 1000u;
+	if (f->armed && f->write_delay_us && written_by > now)
+		usleep((useconds_t)((written_by - now) / 1000u));
 	return n;
 }
 

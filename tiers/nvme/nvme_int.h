@@ -92,8 +92,10 @@ bool kvt__nvme_uring_available(void);
 /* The fault injector's knobs and its own count of what it injected (tests compare). */
 struct kvt__nvme_fault {
 	uint32_t ppm_eio, ppm_again, ppm_nospc, ppm_short, ppm_busy; /* per million I/Os */
-	uint32_t read_delay_us;  /* a slow device: a reap that returns reads takes this long */
-	uint32_t write_delay_us; /* ... and one that returns writes, this long */
+	uint32_t read_delay_us; /* a slow device: a reap that returns reads takes this long */
+	/* ... and a write completes this long after it was queued, writes in flight together
+	 * (the device's latency, not the thread's: a reap waits for the latest it returns) */
+	uint32_t write_delay_us;
 	/* power lost in the middle of a write: the tear_at-th write queued while armed lands as a
 	 * random subset of its 4 KiB blocks (each with probability 1/2), then the process exits
 	 * with KVT_NVME_TORN_EXIT at once (what is in flight lands or not); 0: off. With
@@ -116,6 +118,7 @@ struct kvt__nvme_fault {
 	uint64_t rng;
 	uint8_t *op_of; /* cookie -> op, sized depth */
 	uint32_t *len_of;
+	uint64_t *queued_ns; /* cookie -> when it was queued (write_delay_us) */
 	unsigned depth;
 };
 
