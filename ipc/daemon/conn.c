@@ -164,11 +164,17 @@ void kvd_conn_accept(struct kvd *d)
 	}
 }
 
-/* Whether c's parked request is a put or an acquire, not an operator's command (on_admin). */
-static bool parked_keys(const struct kvd_conn *c)
+/* c's parked request ends or runs again: when it is an operator's command (on_admin), the tiers
+ * it wanted are not wanted by it any more (run again, it wants them again). */
+static void unwant(struct kvd *d, const struct kvd_conn *c)
 {
+	if (!c->parked_len)
+		return;
 	uint16_t type = ((const struct kvt_msg_hdr *)c->parked)->type;
-	return type == KVT_MSG_ACQUIRE || type == KVT_MSG_PUT;
+	if (type == KVT_MSG_ACQUIRE || type == KVT_MSG_PUT)
+		return;
+	for (uint32_t k = 0; k < d->n_lower; k++)
+		atomic_store_explicit(&d->lower[k].wanted_until_ns, 0, memory_order_relaxed);
 }
 
 void kvd_conn_close(struct kvd *d, uint32_t i)
@@ -181,10 +187,7 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 	free(c->held);
 	if (c->staging)
 		munmap(c->staging, c->staging_bytes);
-	if (c->parked_len && !parked_keys(c)) /* an operator's command: no tier waits for it */
-		for (uint32_t k = 0; k < d->n_lower; k++)
-			atomic_store_explicit(&d->lower[k].wanted_until_ns, 0,
-			                      memory_order_relaxed);
+	unwant(d, c);
 	free(c->parked);
 	kvd_record_conn_gone(d, i);
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -485,8 +488,6 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 			                      d->conns[i].park_deadline_ns, memory_order_relaxed);
 			return 0;
 		}
-		atomic_store_explicit(&d->lower[d->lower_busy].wanted_until_ns, 0,
-		                      memory_order_relaxed);
 		snprintf(
 		    out, sizeof(out),
 		    "the %s tier was busy with I/O for tiers.command_wait_ms (%llu ms): nothing "
@@ -607,6 +608,7 @@ static void resume(struct kvd *d, uint32_t i, bool final)
 {
 	struct kvd_conn *c = &d->conns[i];
 	kvd_conn_unhold(d, c); /* served (and leased) or held again by the retry */
+	unwant(d, c);
 	size_t len = c->parked_len;
 	c->parked_len = 0;
 	memcpy(d->rx, c->parked, len);

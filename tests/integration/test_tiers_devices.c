@@ -712,10 +712,10 @@ static int cli_end(FILE *f, char *out, size_t len)
 }
 
 /*
- * An operator's command on a tier busy with I/O (here `config set nvme.quota`; tier enable and
- * policy get|set TIER alike) is parked until the tier's worker is between writes, and the loop
- * serves the engines meanwhile: a host hit is as fast as ever while the command waits. Until
- * 2026-12-07 the loop took the tier's lock itself and every request waited with it, 3-10.5 s
+ * An operator's command on a tier busy with I/O (here `config set nvme.quota`, `tier enable
+ * nvme` and `policy get nvme`, at once) is parked until the tier's worker is between writes, and
+ * the loop serves the engines meanwhile: a host hit is as fast as ever while the commands wait.
+ * Until 2026-12-07 the loop took the tier's lock itself and every request waited with it, 3-10.5 s
  * with writes of 1.5 s. Past tiers.command_wait_ms the command is answered -EBUSY, "busy
  * with I/O", and nothing changed.
  */
@@ -739,7 +739,13 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	kvt_test_put_chains(c, ns, keys + 1, (size_t)fit - 1, cb, 9101, 1); /* ~3 s each below */
 	usleep(100000);
 	uint64_t t0 = kvt_now_ns();
-	FILE *cmd = cli_start(&d, "config set nvme.quota 0=1MiB/16MiB");
+	/* three commands at once, each parked, each run once the worker is between writes */
+	static const char *const cmds[] = {"config set nvme.quota 0=1MiB/16MiB", "tier enable nvme",
+	                                   "policy get nvme"};
+	static const char *const want[] = {"0=1MiB/16MiB", "tier nvme enabled", "nvme fifo"};
+	FILE *cmd[3];
+	for (int k = 0; k < 3; k++)
+		cmd[k] = cli_start(&d, cmds[k]);
 	double worst = 0;
 	int hits = 0;
 	while (ms_since(t0) < 1000) {
@@ -749,22 +755,26 @@ static void test_tiers_commands_wait_off_loop(void **state)
 		hits++;
 		usleep(20000);
 	}
-	bool parked = !cli_answered(cmd);
-	int rc = cli_end(cmd, out, sizeof(out));
-	double cmd_ms = ms_since(t0);
-	print_message(
-	    "config set nvme.quota during 1.5 s writes: rc %d after %.0f ms (%s); %d host "
-	    "hits meanwhile, the slowest %.2f ms\n",
-	    rc, cmd_ms, parked ? "parked for the first second" : "not parked", hits, worst);
-	assert_int_equal(rc, 0);
-	assert_non_null(strstr(out, "0=1MiB/16MiB"));
-	assert_true(parked);      /* the tier was busy: the command waited, ... */
+	bool parked[3];
+	for (int k = 0; k < 3; k++)
+		parked[k] = !cli_answered(cmd[k]);
+	for (int k = 0; k < 3; k++) {
+		int rc = cli_end(cmd[k], out, sizeof(out));
+		print_message("%s during 1.5 s writes: rc %d after %.0f ms (%s)\n", cmds[k], rc,
+		              ms_since(t0),
+		              parked[k] ? "parked for the first second" : "not parked");
+		assert_int_equal(rc, 0);
+		assert_non_null(strstr(out, want[k]));
+		assert_true(parked[k]); /* the tier was busy: the command waited, ... */
+	}
+	print_message("%d host hits meanwhile, the slowest %.2f ms\n", hits, worst);
 	assert_true(worst < 500); /* ... and the loop served (it waited as long: > 1000) */
 	/* past tiers.command_wait_ms: -EBUSY, and nothing changed */
 	assert_int_equal(kvt_test_cli(&d, "config set tiers.command_wait_ms 200", out, sizeof(out)),
 	                 0);
 	char last[64] = "0=1MiB/16MiB", val[64];
 	bool busy = false;
+	int rc;
 	for (int a = 0; a < 5 && !busy; a++) { /* a set that finds the worker between writes runs */
 		snprintf(val, sizeof(val), "0=%dMiB/16MiB", 2 + a);
 		char args[128];
