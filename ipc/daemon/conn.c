@@ -164,13 +164,11 @@ void kvd_conn_accept(struct kvd *d)
 	}
 }
 
-/* c's parked request ends or runs again: when it is an operator's command (on_admin), the tiers
- * it wanted are not wanted by it any more (run again, it wants them again). */
-static void unwant(struct kvd *d, const struct kvd_conn *c)
+/* A parked request of this type has ended: when it was an operator's command (on_admin), the
+ * tiers it wanted are not wanted any more. Not before it ends: were they not wanted while it
+ * runs again, a write stream could pull one more write meanwhile. */
+static void unwant(struct kvd *d, uint16_t type)
 {
-	if (!c->parked_len)
-		return;
-	uint16_t type = ((const struct kvt_msg_hdr *)c->parked)->type;
 	if (type == KVT_MSG_ACQUIRE || type == KVT_MSG_PUT)
 		return;
 	for (uint32_t k = 0; k < d->n_lower; k++)
@@ -187,7 +185,8 @@ void kvd_conn_close(struct kvd *d, uint32_t i)
 	free(c->held);
 	if (c->staging)
 		munmap(c->staging, c->staging_bytes);
-	unwant(d, c);
+	if (c->parked_len)
+		unwant(d, ((const struct kvt_msg_hdr *)c->parked)->type);
 	free(c->parked);
 	kvd_record_conn_gone(d, i);
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -608,8 +607,8 @@ static void resume(struct kvd *d, uint32_t i, bool final)
 {
 	struct kvd_conn *c = &d->conns[i];
 	kvd_conn_unhold(d, c); /* served (and leased) or held again by the retry */
-	unwant(d, c);
 	size_t len = c->parked_len;
+	uint16_t type = ((const struct kvt_msg_hdr *)c->parked)->type;
 	c->parked_len = 0;
 	memcpy(d->rx, c->parked, len);
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)i + 16};
@@ -618,6 +617,8 @@ static void resume(struct kvd *d, uint32_t i, bool final)
 	d->resume_final = final;
 	int rc = dispatch(d, i, len);
 	d->resuming = d->resume_final = false;
+	if (!c->parked_len) /* answered, or its connection closed: not parked again */
+		unwant(d, type);
 	if (rc) {
 		d->st.protocol_errors++;
 		kvd_conn_close(d, i);

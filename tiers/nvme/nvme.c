@@ -204,8 +204,8 @@ static void nvme_close(struct kvt_tier *tier)
  * EIO, EAGAIN, short transfers and busy submits at N per million I/Os each (io_fault.c), so a
  * test can run a whole kvtierd on a failing device; KVTIER_NVME_NOSPC_PPM=N fails N per million
  * writes with ENOSPC (a full device); KVTIER_NVME_READ_DELAY_MS=N makes every
- * batch of reads take N ms longer (a slow device), KVTIER_NVME_WRITE_DELAY_MS=N every batch of
- * writes; armed once the tier is open (a failed open
+ * batch of reads take N ms longer (a slow device), KVTIER_NVME_WRITE_DELAY_MS=N every write
+ * complete N ms after it was queued; armed once the tier is open (a failed open
  * stops the daemon's start, which is not what such a test is after), and with
  * KVTIER_NVME_FAULT_FILE=PATH only while PATH exists, so a test can make the device fail and
  * recover under a running daemon. Nothing else sets it. */
