@@ -164,8 +164,8 @@ int kvd_tiers_policy_set(struct kvd *d, uint32_t k, const char *name, char *para
 			return -EINVAL;
 		}
 		if (opt && opt_params && opt_params[0] && strcmp(opt, "auto")) {
-			char fresh[] =
-			    KVT_POLICY_DEFAULTS; /* auto runs its choice at its defaults */
+			/* auto runs its choice at its defaults */
+			char fresh[] = KVT_POLICY_DEFAULTS;
 			rc = l->ops->policy_set(l->t, opt, fresh, err, err_len);
 			if (rc)
 				return rc;

@@ -236,6 +236,7 @@ int kvd_tiers_open(struct kvd *d)
 		kvt_log(KVT_LOG_INFO, "tier %s: nothing below it to cascade into",
 		        d->lower[d->n_lower - 1].ops->name);
 	}
+	kvd_lower_give_all(d); /* the recovery told the tiers of the tenants' pools */
 	if (!d->n_lower)
 		return 0;
 	return kvd_workers_start(d);
