@@ -401,6 +401,31 @@ static void reload_words(const char *running, const char *want, char *out, size_
 	snprintf(out, len, "%s%s", all ? "" : KVT_POLICY_DEFAULTS " ", want);
 }
 
+void kvd_config_reload_owed(struct kvd *d)
+{
+	if (!d->reload_owed_ns)
+		return;
+	if (!kvd_lower_take_all(d)) {
+		d->reload_owed_ns = 0;
+		kvd_config_reload(d, NULL);
+		return;
+	}
+	struct kvd_lower *l = &d->lower[d->lower_busy];
+	uint64_t wait_ns = kvt_opt_u64(&d->opts, KVT_OPT_TIERS_COMMAND_WAIT_MS) * 1000000ull;
+	if (kvt_now_ns() - d->reload_owed_ns >= wait_ns) {
+		d->reload_owed_ns = 0;
+		atomic_store_explicit(&l->wanted_until_ns, 0, memory_order_relaxed);
+		kvt_log(KVT_LOG_WARN,
+		        "config reload (SIGHUP) not run: the %s tier was busy with I/O for "
+		        "tiers.command_wait_ms (%llu ms); nothing changed, send SIGHUP again",
+		        l->ops->name, (unsigned long long)(wait_ns / 1000000));
+		return;
+	}
+	/* wanted until the next look at the latest (the timer's 100 ms), not only KVD_WANT_NS */
+	atomic_store_explicit(&l->wanted_until_ns, d->reload_owed_ns + wait_ns,
+	                      memory_order_relaxed);
+}
+
 int kvd_config_reload(struct kvd *d, struct kvd_out *o)
 {
 	struct kvt_options *want = malloc(sizeof(*want)), *one = malloc(sizeof(*one));

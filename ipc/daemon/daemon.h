@@ -309,14 +309,15 @@ struct kvd {
 	struct kvd_worker *workers; /* tierwork.c: one per lower tier */
 	int evfd;                   /* the workers' completions wake the loop */
 	uint32_t demotes_inflight, promotes_inflight;
-	uint64_t dirty_bytes;  /* host records of chunks with a demotion pending (host.dirty_pct) */
-	uint32_t lower_held;   /* loop thread: bit k, it holds lower[k].lock (kvd_lower_take) */
-	int lower_busy;        /* the lower tier kvd_lower_take last found busy, or -1 */
-	bool lower_wait;       /* kvd_lower_take waits for the lock (a start, a SIGHUP reload) */
-	bool resuming;         /* dispatching a parked request */
-	bool resume_final;     /* ... for the last time: no more waiting */
-	uint64_t park_next_ns; /* the earliest parked request's deadline (0: none); the loop
-	                        * wakes for it (run) */
+	uint64_t dirty_bytes; /* host records of chunks with a demotion pending (host.dirty_pct) */
+	uint32_t lower_held;  /* loop thread: bit k, it holds lower[k].lock (kvd_lower_take) */
+	int lower_busy;       /* the lower tier kvd_lower_take last found busy, or -1 */
+	bool lower_wait;      /* kvd_lower_take waits for the lock (a start) */
+	uint64_t reload_owed_ns; /* a SIGHUP's reload waits for the lower tiers since (0: none) */
+	bool resuming;           /* dispatching a parked request */
+	bool resume_final;       /* ... for the last time: no more waiting */
+	uint64_t park_next_ns;   /* the earliest parked request's deadline (0: none); the loop
+	                          * wakes for it (run) */
 
 	/* the entries a put has pinned while it makes room (store.c, put_guard) */
 	uint32_t put_guard[KVD_PUT_GUARD + KVT_BATCH_MAX], n_put_guard;
@@ -458,7 +459,7 @@ void kvd_tiers_complete(struct kvd *d);
  * device's I/O, seconds on a slow device, and every engine's request would wait as long. Found
  * busy, the tier is wanted for KVD_WANT_NS: its write stream stops pulling, and its worker (or
  * the one above, handing over) starts no I/O on it but wakes the loop, whose parked command
- * then takes it. With d->lower_wait (a start, a SIGHUP reload: nothing to park) it waits for
+ * then takes it. With d->lower_wait (the banner at start: nothing to park) it waits for
  * the I/O in flight, as before. @return : 0, or -EBUSY (d->lower_busy = k).
  */
 #define KVD_WANT_NS (100 * 1000000ull)
@@ -597,6 +598,10 @@ int kvd_config_command(struct kvd *d, char *cmd, char *out, size_t out_len);
  * @return : 0, or -EINVAL with err saying where. */
 int kvd_options_read(struct kvt_options *o, const char *file, const char *const *sets, int n,
                      char *err, size_t err_len);
+/* SIGHUP: kvd_config_reload once every lower tier's lock is free (kvd_lower_take_all). A tier
+ * busy with I/O is wanted meanwhile and its worker wakes the loop, which calls this again (the
+ * tiers' completions, the timer); past tiers.command_wait_ms it is not run, and says so. */
+void kvd_config_reload_owed(struct kvd *d);
 /* SIGHUP (o NULL) and `kvtier config reload`: the options a start would read now, applied where
  * they may change at run time, all or none; what it did is logged and written to o.
  * @return : 0, -EINVAL (nothing changed: a value refused, or the file unreadable), -EIO (an

@@ -33,8 +33,8 @@
 enum { EV_LISTEN = 1, EV_SIGNAL = 2, EV_TIMER = 3, EV_TIERS = 4, EV_CONN0 = 16 };
 
 /* The signals the loop takes through its signalfd: SIGTERM and SIGINT drain, SIGHUP reloads
- * the options (kvd_config_reload). Blocked from the start, so one sent while the tiers recover
- * waits for the loop instead of killing the daemon. */
+ * the options (kvd_config_reload_owed: once no lower tier is inside an I/O). Blocked from the
+ * start, so one sent while the tiers recover waits for the loop instead of killing the daemon. */
 const sigset_t *kvd_loop_signals(sigset_t *ss)
 {
 	sigemptyset(ss);
@@ -281,11 +281,10 @@ int kvd_loop_once(struct kvd *d, int timeout_ms)
 		} else if (tag == EV_SIGNAL) {
 			struct signalfd_siginfo si;
 			while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGHUP) { /* no command to park: it waits */
-					d->lower_wait = true;
-					kvd_config_reload(d, NULL);
-					d->lower_wait = false;
-					kvd_lower_give_all(d);
+				if (si.ssi_signo == SIGHUP) { /* once the tiers' locks are free */
+					if (!d->reload_owed_ns)
+						d->reload_owed_ns = kvt_now_ns();
+					kvd_config_reload_owed(d);
 				} else
 					kvd_drain(d);
 			}
@@ -296,6 +295,7 @@ int kvd_loop_once(struct kvd *d, int timeout_ms)
 			kvd_conns_expire_hello(d, kvt_now_ns());
 			kvd_refusing_expire(d, kvt_now_ns(), false);
 			kvd_conn_resume_ready(d, kvt_now_ns());
+			kvd_config_reload_owed(d);
 			kvd_metrics_tick(d, kvt_now_ns());
 			kvd_record_tick(d);
 		} else if (tag == KVD_EV_METRICS) {

@@ -308,5 +308,6 @@ void kvd_tiers_complete(struct kvd *d)
 	if (auto_owed)
 		kvd_tiers_policy_auto(d);
 	kvd_tiers_register_pools(d);
+	kvd_config_reload_owed(d);
 	kvd_conn_resume_ready(d, kvt_now_ns());
 }

@@ -574,8 +574,9 @@ static void test_tiers_rocksdb_disk_full(void **state)
 	kvt_test_umount_tmpfs(dir, mnt);
 }
 
-/* A daemon started with sets whose nvme writes take 1.5 s while flag (in dir, a new tmpdir)
- * exists, a client of the test model's namespace ns, and how many chunks host holds. */
+/* A daemon started with sets (and a config file, for SIGHUP) whose nvme writes take 1.5 s while
+ * flag (in dir, a new tmpdir) exists, a client of the test model's namespace ns, and how many
+ * chunks host holds. */
 static kvt_client_t *start_slow_writes(struct kvt_test_daemon *d, const char *const *sets,
                                        char *dir, size_t dir_len, char *flag, size_t flag_len,
                                        kvt_id_t *ns, long long *fit)
@@ -585,7 +586,10 @@ static kvt_client_t *start_slow_writes(struct kvt_test_daemon *d, const char *co
 	setenv("KVTIER_NVME_WRITE_DELAY_MS", "1500", 1);
 	setenv("KVTIER_NVME_FAULT_FILE", flag, 1); /* slow while it exists */
 	kvt_model_t m = model(1);
-	kvt_client_t *c = start_ns(d, sets, &m, ns);
+	kvt_client_t *c;
+	assert_int_equal(kvt_test_daemon_start_config(d, "# slow writes\n", sets), 0);
+	assert_int_equal(kvt_connect(d->sock, &c), 0);
+	assert_int_equal(kvt_namespace(c, &m, ns), 0);
 	unsetenv("KVTIER_NVME_WRITE_DELAY_MS");
 	unsetenv("KVTIER_NVME_FAULT_FILE");
 	/* host's records of a 64 KiB chunk and its header, 4 KiB granules: 30 in 2 MiB */
@@ -739,6 +743,29 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	kvt_test_put_chains(c, ns, keys + 1, (size_t)fit - 1, cb, 9101, 1); /* ~3 s each below */
 	usleep(100000);
 	uint64_t t0 = kvt_now_ns();
+	/* SIGHUP's reload waits for the tier likewise, the loop serving */
+	FILE *f = fopen(d.config, "w");
+	assert_non_null(f);
+	assert_true(fputs("nvme.quota = 0=3MiB/16MiB\n", f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(kill(d.pid, SIGHUP), 0);
+	double worst_hup = 0;
+	bool reloaded = false;
+	while (!reloaded && ms_since(t0) < 10000) {
+		uint64_t t1 = kvt_now_ns();
+		assert_int_equal(get_checked(c, ns, &keys[0], cb, 9100), 1);
+		worst_hup = KVT_MAX(worst_hup, ms_since(t1));
+		assert_int_equal(kvt_test_cli(&d, "config get nvme.quota", out, sizeof(out)), 0);
+		reloaded = strstr(out, "0=3MiB/16MiB") != NULL;
+		usleep(20000);
+	}
+	print_message(
+	    "SIGHUP during 1.5 s writes: reloaded after %.0f ms; host hits meanwhile, the "
+	    "slowest %.2f ms\n",
+	    ms_since(t0), worst_hup);
+	assert_true(reloaded);
+	assert_true(worst_hup < 500);
+	t0 = kvt_now_ns();
 	/* three commands at once, each parked, each run once the worker is between writes */
 	static const char *const cmds[] = {"config set nvme.quota 0=1MiB/16MiB", "tier enable nvme",
 	                                   "policy get nvme"};
