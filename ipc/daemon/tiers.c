@@ -31,8 +31,14 @@
  * drops (FIFO reclaim, detected corruption) arrive from inside its worker through env->dropped
  * and travel back the same way, as do its moves (env->moved: nvme.quota copies guaranteed records
  * forward at reclaim). A promotion that read a moved record's old place is sent again to the new
- * one. Each tier has a mutex, since the loop may also call it (pool registration, enable) and,
- * for a hand-over past HANDOVER_HARD_BYTES, the worker of the tier above.
+ * one. Each tier has a mutex, since the loop may also call it (pool registration, enable, its
+ * quota and policy) and, for a hand-over past HANDOVER_HARD_BYTES, the worker of the tier above.
+ * The loop never waits for it (kvd_lower_take): a worker holds it through a device's I/O, and on
+ * a slow device every engine's request would wait too. Found busy, the tier is "wanted": its
+ * write stream stops pulling, and a worker about to lock it wakes the loop and waits for it
+ * (50 ms at most); the operator's command that wanted it is parked (conn.c) and runs again then,
+ * a SIGHUP's reload and TIER.policy = auto look again, and a new tenant's pool is told later.
+ * The loop gives the locks back at the end of the event (kvd_lower_give_all, life.c).
  */
 #include "tierjob.h"
 #include "core/chunk.h"
