@@ -482,11 +482,13 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 		if (!d->resume_final && wait_ms) { /* run again once the tier's I/O lets it */
 			if ((rc = kvd_conn_park(d, i, h->len, wait_ms)))
 				return rc;
+			d->st.commands_parked += !d->resuming;
 			/* wanted until then: its stream stops pulling, its worker waits for it */
 			atomic_store_explicit(&d->lower[d->lower_busy].wanted_until_ns,
 			                      d->conns[i].park_deadline_ns, memory_order_relaxed);
 			return 0;
 		}
+		d->st.commands_busy++;
 		snprintf(
 		    out, sizeof(out),
 		    "the %s tier was busy with I/O for tiers.command_wait_ms (%llu ms): nothing "

@@ -168,6 +168,9 @@ struct kvd_stats {
 	                       * policy's first victim (store.c) */
 	uint64_t put_present; /* chunks a PUT carried that were held: read at host, or left below */
 	uint64_t puts_parked; /* PUT messages that waited for room (demotions), each once */
+	/* operator's commands that waited for a lower tier busy with I/O, each once; and those
+	 * answered -EBUSY past tiers.command_wait_ms */
+	uint64_t commands_parked, commands_busy;
 	/* victims a policy proposed that were leased, in a tier's job or not at host: skipped,
 	 * never evicted. 0 unless a policy breaks the seam's promise (a debug build panics
 	 * instead). */

@@ -80,7 +80,8 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	        "\"promote_failed\":%llu,\"promote_resent\":%llu,\"lower_dropped\":%llu,"
 	        "\"lower_moved\":%llu,\"recovered\":%llu,\"eagain\":%llu,\"not_admitted\":%llu,"
 	        "\"cascaded\":%llu,\"cascade_failed\":%llu,\"puts_cut\":%llu,"
-	        "\"put_present\":%llu,\"puts_parked\":%llu,\"victims_refused\":%llu,",
+	        "\"put_present\":%llu,\"puts_parked\":%llu,\"victims_refused\":%llu,"
+	        "\"commands_parked\":%llu,\"commands_busy\":%llu,",
 	        (unsigned long long)d->st.demoted, (unsigned long long)d->st.promoted,
 	        (unsigned long long)d->st.demote_failed, (unsigned long long)d->st.promote_failed,
 	        (unsigned long long)d->st.promote_resent, (unsigned long long)d->st.lower_dropped,
@@ -88,7 +89,8 @@ int kvd_stats_json(struct kvd *d, char *buf, size_t len)
 	        (unsigned long long)d->st.eagain, (unsigned long long)d->st.not_admitted,
 	        (unsigned long long)d->st.cascaded, (unsigned long long)d->st.cascade_failed,
 	        (unsigned long long)d->st.puts_cut, (unsigned long long)d->st.put_present,
-	        (unsigned long long)d->st.puts_parked, (unsigned long long)d->st.victims_refused);
+	        (unsigned long long)d->st.puts_parked, (unsigned long long)d->st.victims_refused,
+	        (unsigned long long)d->st.commands_parked, (unsigned long long)d->st.commands_busy);
 	kvd_out(&o, "\"leases\":%u,\"leases_granted\":%llu,\"leases_revoked\":%llu,\"clients\":%u,",
 	        d->n_leases, (unsigned long long)d->st.leases_granted,
 	        (unsigned long long)d->st.leases_revoked, d->n_conns);

@@ -795,6 +795,8 @@ static void test_tiers_commands_wait_off_loop(void **state)
 		assert_true(parked[k]); /* the tier was busy: the command waited, ... */
 	}
 	print_message("%d host hits meanwhile, the slowest %.2f ms\n", hits, worst);
+	assert_int_equal(kvt_test_stat(&d, "commands_parked"), 3); /* each once */
+	assert_int_equal(kvt_test_stat(&d, "commands_busy"), 0);
 	assert_true(worst < 500); /* ... and the loop served (it waited as long: > 1000) */
 	/* past tiers.command_wait_ms: -EBUSY, and nothing changed */
 	long long n = fit;
@@ -825,6 +827,7 @@ static void test_tiers_commands_wait_off_loop(void **state)
 		assert_true(ms >= 190 && ms < 1500);
 	}
 	assert_true(busy);
+	assert_int_equal(kvt_test_stat(&d, "commands_busy"), 1);
 	assert_int_equal(kvt_test_cli(&d, "config get nvme.quota", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, last));
 	assert_int_equal(unlink(flag), 0); /* fast again: every chunk goes down, byte for byte */
