@@ -715,6 +715,17 @@ static int cli_end(FILE *f, char *out, size_t len)
 	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Keeps start_slow_writes's tier writing: when host has nothing left to demote (a build slowed
+ * by a sanitizer may have written it all), 4 more chains, keys[*n] on. */
+static void more_to_write(struct kvt_test_daemon *d, kvt_client_t *c, kvt_id_t ns,
+                          const kvt_id_t *keys, long long *n, size_t cb, uint64_t salt)
+{
+	if (kvt_test_tier_stat(d, "host", "dirty_bytes"))
+		return;
+	kvt_test_put_chains(c, ns, keys + *n, 4, cb, salt + (uint64_t)*n, 1);
+	*n += 4;
+}
+
 /*
  * An operator's command on a tier busy with I/O (here `config set nvme.quota`, `tier enable
  * nvme` and `policy get nvme`, at once) is parked until the tier's worker is between writes, and
@@ -736,7 +747,8 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	    start_slow_writes(&d, sets, dir, sizeof(dir), flag, sizeof(flag), &ns, &fit);
 	kvt_model_t m = model(1);
 	size_t cb = kvt_chunk_bytes(&m);
-	keys_of(ns, keys, (size_t)fit + 4, 91);
+	keys_of(ns, keys, (size_t)fit + 8, 91);
+	long long n = fit;                                /* chunks put */
 	kvt_test_put_chains(c, ns, keys, 1, cb, 9100, 1); /* X = keys[0], at host, demoted */
 	wait_stat(&d, "demoted", 1);
 	writes_turn_slow(flag);
@@ -765,6 +777,7 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	    ms_since(t0), worst_hup);
 	assert_true(reloaded);
 	assert_true(worst_hup < 500);
+	more_to_write(&d, c, ns, keys, &n, cb, 9100);
 	t0 = kvt_now_ns();
 	/* three commands at once, each parked, each run once the worker is between writes */
 	static const char *const cmds[] = {"config set nvme.quota 0=1MiB/16MiB", "tier enable nvme",
@@ -799,11 +812,7 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	assert_int_equal(kvt_test_stat(&d, "commands_busy"), 0);
 	assert_true(worst < 500); /* ... and the loop served (it waited as long: > 1000) */
 	/* past tiers.command_wait_ms: -EBUSY, and nothing changed */
-	long long n = fit;
-	if (!kvt_test_tier_stat(&d, "host", "dirty_bytes")) { /* all written (slowed): more */
-		kvt_test_put_chains(c, ns, keys + fit, 4, cb, 9100 + (uint64_t)fit, 1);
-		n += 4;
-	}
+	more_to_write(&d, c, ns, keys, &n, cb, 9100);
 	assert_int_equal(kvt_test_cli(&d, "config set tiers.command_wait_ms 200", out, sizeof(out)),
 	                 0);
 	char last[64] = "0=1MiB/16MiB", val[64];
