@@ -650,12 +650,22 @@ static void test_tenants_timing_oracle(void **state)
 	free(buf);
 	double *b = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(b != MAP_FAILED);
-	pid_t pid = kvt_test_fork_as_nobody();
-	if (!pid) {
-		int hits = 0, rc = timing_oracle(d.sock, &m, b, &hits);
-		_exit(rc ? 40 + rc : hits ? 45 : 0);
+	/* A second run when the first reads outside: |AUC - 0.5| has a standard error of ~0.006
+	 * here, and a loaded machine (an ASan run beside another job) read B's gets at 0.5205 and
+	 * A's own lookups at 0.4749 once, the control's gets at 0.76 (0.96 unloaded). A leak shows
+	 * in both runs. */
+	for (int run = 0; run < 2; run++) {
+		pid_t pid = kvt_test_fork_as_nobody();
+		if (!pid) {
+			int hits = 0, rc = timing_oracle(d.sock, &m, b, &hits);
+			_exit(rc ? 40 + rc : hits ? 45 : 0);
+		}
+		assert_int_equal(child_wait(pid), 0); /* B: misses only */
+		if (off_half(b[0]) < 0.02 && off_half(b[1]) < 0.02)
+			break;
+		print_message("timing oracle, tenant B, run %d: lookup %.4f, get %.4f: again\n",
+		              run + 1, b[0], b[1]);
 	}
-	assert_int_equal(child_wait(pid), 0); /* B: misses only */
 	double a[2];
 	int hits = 0;
 	assert_int_equal(timing_oracle(d.sock, &m, a, &hits), 0);
