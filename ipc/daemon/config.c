@@ -422,8 +422,7 @@ void kvd_config_reload_owed(struct kvd *d)
 		return;
 	}
 	/* wanted until the next look at the latest (the timer's 100 ms), not only KVD_WANT_NS */
-	atomic_store_explicit(&l->wanted_until_ns, d->reload_owed_ns + wait_ns,
-	                      memory_order_relaxed);
+	kvd_lower_want(l, d->reload_owed_ns + wait_ns);
 }
 
 int kvd_config_reload(struct kvd *d, struct kvd_out *o)

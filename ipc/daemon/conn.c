@@ -484,8 +484,7 @@ static int on_admin(struct kvd *d, uint32_t i, const struct kvt_msg_hdr *h, cons
 				return rc;
 			d->st.commands_parked += !d->resuming;
 			/* wanted until then: its stream stops pulling, its worker waits for it */
-			atomic_store_explicit(&d->lower[d->lower_busy].wanted_until_ns,
-			                      d->conns[i].park_deadline_ns, memory_order_relaxed);
+			kvd_lower_want(&d->lower[d->lower_busy], d->conns[i].park_deadline_ns);
 			return 0;
 		}
 		d->st.commands_busy++;

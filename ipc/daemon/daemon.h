@@ -197,7 +197,6 @@ struct kvd_lower {
 	bool pol_auto;            /* TIER.policy = auto: kvd_tiers_policy_auto picks */
 	char pol_auto_name[64];   /* ... and what it runs, for stats (no lock) */
 	_Atomic uint64_t busy_ns; /* the worker's time inside this tier's I/O (stats: busy_us) */
-	_Atomic unsigned waiters; /* loop-thread callers waiting for lock: a write stream yields */
 	/* the loop wants lock (kvd_lower_take found it busy): until then the tier's write stream
 	 * stops pulling and no worker starts I/O on the tier; 0: not wanted */
 	_Atomic uint64_t wanted_until_ns;
@@ -462,16 +461,18 @@ void kvd_tiers_complete(struct kvd *d);
  * device's I/O, seconds on a slow device, and every engine's request would wait as long. Found
  * busy, the tier is wanted for KVD_WANT_NS: its write stream stops pulling, and its worker (or
  * the one above, handing over) starts no I/O on it but wakes the loop, whose parked command
- * then takes it. With d->lower_wait (the banner at start: nothing to park) it waits for
- * the I/O in flight, as before. @return : 0, or -EBUSY (d->lower_busy = k).
+ * then takes it. With d->lower_wait (the banner at start: no I/O runs yet, nothing to park)
+ * it waits. @return : 0, or -EBUSY (d->lower_busy = k).
  */
 #define KVD_WANT_NS (100 * 1000000ull)
 int kvd_lower_take(struct kvd *d, uint32_t k);
 /* Every lower tier's lock, or none: -EBUSY as kvd_lower_take. */
 int kvd_lower_take_all(struct kvd *d);
 void kvd_lower_give_all(struct kvd *d);
-/* Whether the loop waits for (or wants) l's lock: a write stream stops pulling. */
+/* Whether the loop wants l's lock: a write stream stops pulling. */
 bool kvd_lower_wanted(struct kvd_lower *l);
+/* The loop wants l's lock until at least until_ns (kvt_now_ns). */
+void kvd_lower_want(struct kvd_lower *l, uint64_t until_ns);
 
 /* tierctl.c: the lower tiers at run time (enable, quotas, policies), their curves' reads, stats */
 int kvd_tiers_enable(struct kvd *d, const char *name);

@@ -134,20 +134,19 @@ static void print_banner(struct kvd *d)
 	       kvt_fmt_bytes(d->host_cap, cap, sizeof(cap)), d->pol_ops->name,
 	       d->pol_auto ? " (auto: conv once chunks are 64 KiB or more)" : "",
 	       d->admit ? ", admit " : "", d->admit ? kvt_admit_name(d->admit) : "", d->data_dir);
+	d->lower_wait = true; /* at start: no I/O runs yet, nothing to park */
 	for (uint32_t k = 0; k < d->n_lower; k++) {
 		struct kvt_tier_stats s = {0};
 		char pol[96];
 		d->lower[k].ops->stats(d->lower[k].t, &s);
-		d->lower_wait = true; /* at start: nothing to park */
-		int rc = kvd_tiers_policy_get(d, k, pol, sizeof(pol));
-		d->lower_wait = false;
-		kvd_lower_give_all(d);
-		if (rc)
+		if (kvd_tiers_policy_get(d, k, pol, sizeof(pol)))
 			snprintf(pol, sizeof(pol), "%s write order", d->lower[k].ops->name);
 		printf("  %s tier: %s, %llu chunks recovered, policy %s\n", d->lower[k].ops->name,
 		       kvt_fmt_bytes(s.capacity_bytes, cap, sizeof(cap)),
 		       (unsigned long long)s.chunks, strchr(pol, ' ') + 1);
 	}
+	d->lower_wait = false;
+	kvd_lower_give_all(d);
 	printf("  engines attach with kvt_connect(NULL, &c) and KVTIER_SOCKET=%s\n", d->sock_path);
 	printf(
 	    "  (link with `pkg-config --libs kvtier`); inspect with `kvtier --socket %s stats`\n",

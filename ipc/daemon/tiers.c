@@ -267,10 +267,14 @@ void kvd_tiers_close(struct kvd *d)
 
 bool kvd_lower_wanted(struct kvd_lower *l)
 {
-	if (atomic_load_explicit(&l->waiters, memory_order_relaxed))
-		return true;
 	uint64_t until = atomic_load_explicit(&l->wanted_until_ns, memory_order_relaxed);
 	return until && kvt_now_ns() < until;
+}
+
+void kvd_lower_want(struct kvd_lower *l, uint64_t until_ns)
+{
+	if (atomic_load_explicit(&l->wanted_until_ns, memory_order_relaxed) < until_ns)
+		atomic_store_explicit(&l->wanted_until_ns, until_ns, memory_order_relaxed);
 }
 
 int kvd_lower_take(struct kvd *d, uint32_t k)
@@ -279,13 +283,9 @@ int kvd_lower_take(struct kvd *d, uint32_t k)
 	if (d->lower_held & (1u << k))
 		return 0;
 	if (d->lower_wait) {
-		atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
 		pthread_mutex_lock(&l->lock);
-		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 	} else if (pthread_mutex_trylock(&l->lock)) {
-		uint64_t until = kvt_now_ns() + KVD_WANT_NS; /* a parked command's is longer */
-		if (atomic_load_explicit(&l->wanted_until_ns, memory_order_relaxed) < until)
-			atomic_store_explicit(&l->wanted_until_ns, until, memory_order_relaxed);
+		kvd_lower_want(l, kvt_now_ns() + KVD_WANT_NS); /* a parked command's is longer */
 		d->lower_busy = (int)k;
 		return -EBUSY;
 	}
