@@ -575,36 +575,47 @@ static void test_tiers_rocksdb_disk_full(void **state)
 }
 
 /* A daemon started with sets (and a config file, for SIGHUP) whose nvme writes take 1.5 s while
- * flag (in dir, a new tmpdir) exists, a client of the test model's namespace ns, and how many
- * chunks host holds. */
-static kvt_client_t *start_slow_writes(struct kvt_test_daemon *d, const char *const *sets,
-                                       char *dir, size_t dir_len, char *flag, size_t flag_len,
-                                       kvt_id_t *ns, long long *fit)
-{
-	kvt_test_tmpdir(dir, dir_len);
-	snprintf(flag, flag_len, "%s/slow", dir);
-	setenv("KVTIER_NVME_WRITE_DELAY_MS", "1500", 1);
-	setenv("KVTIER_NVME_FAULT_FILE", flag, 1); /* slow while it exists */
-	kvt_model_t m = model(1);
+ * flag (in dir, a new tmpdir) exists: a client of the test model's namespace ns, fit + extra
+ * keys, and X = keys[0] put (salt) and demoted while the writes are fast; then they turn slow. */
+struct slow {
+	struct kvt_test_daemon d;
 	kvt_client_t *c;
-	assert_int_equal(kvt_test_daemon_start_config(d, "# slow writes\n", sets), 0);
-	assert_int_equal(kvt_connect(d->sock, &c), 0);
-	assert_int_equal(kvt_namespace(c, &m, ns), 0);
+	kvt_id_t ns, keys[72];
+	size_t cb;
+	long long fit; /* the chunks host holds */
+	char dir[256], flag[300];
+};
+
+static void slow_writes_start(struct slow *s, const char *const *sets, size_t extra, uint64_t seed,
+                              uint64_t salt)
+{
+	kvt_test_tmpdir(s->dir, sizeof(s->dir));
+	snprintf(s->flag, sizeof(s->flag), "%s/slow", s->dir);
+	setenv("KVTIER_NVME_WRITE_DELAY_MS", "1500", 1);
+	setenv("KVTIER_NVME_FAULT_FILE", s->flag, 1); /* slow while it exists */
+	kvt_model_t m = model(1);
+	assert_int_equal(kvt_test_daemon_start_config(&s->d, "# slow writes\n", sets), 0);
+	assert_int_equal(kvt_connect(s->d.sock, &s->c), 0);
+	assert_int_equal(kvt_namespace(s->c, &m, &s->ns), 0);
 	unsetenv("KVTIER_NVME_WRITE_DELAY_MS");
 	unsetenv("KVTIER_NVME_FAULT_FILE");
+	s->cb = kvt_chunk_bytes(&m);
 	/* host's records of a 64 KiB chunk and its header, 4 KiB granules: 30 in 2 MiB */
-	*fit = kvt_test_tier_stat(d, "host", "capacity_bytes") /
-	       (long long)(kvt_chunk_bytes(&m) + 4096);
-	assert_true(*fit >= 4 && *fit < 62);
-	return c;
-}
-
-/* The nvme writes of start_slow_writes turn slow. */
-static void writes_turn_slow(const char *flag)
-{
-	int fd = open(flag, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	s->fit = kvt_test_tier_stat(&s->d, "host", "capacity_bytes") / (long long)(s->cb + 4096);
+	assert_true(s->fit >= 4 && (size_t)s->fit + extra <= sizeof(s->keys) / sizeof(s->keys[0]));
+	keys_of(s->ns, s->keys, (size_t)s->fit + extra, seed);
+	kvt_test_put_chains(s->c, s->ns, s->keys, 1, s->cb, salt, 1); /* X */
+	wait_stat(&s->d, "demoted", 1);
+	int fd = open(s->flag, O_CREAT | O_WRONLY | O_CLOEXEC, 0600); /* writes turn slow */
 	assert_true(fd >= 0);
 	close(fd);
+}
+
+static void slow_writes_end(struct slow *s)
+{
+	kvt_close(s->c);
+	kvt_test_daemon_destroy(&s->d);
+	kvt_test_rmtree(s->dir);
 }
 
 /* A put whose victim, host's first choice (lru's oldest chunk), is a host copy still being
@@ -625,55 +636,44 @@ static void demoted_victim(bool waits)
 	                      "demote.wait_ms=20000",
 	                      waits ? "host.evict_waits=true" : "host.evict_waits=false",
 	                      NULL};
-	char dir[256], flag[300];
-	struct kvt_test_daemon d;
-	kvt_id_t ns, keys[64];
-	long long fit;
-	kvt_client_t *c =
-	    start_slow_writes(&d, sets, dir, sizeof(dir), flag, sizeof(flag), &ns, &fit);
-	kvt_model_t m = model(1);
-	size_t cb = kvt_chunk_bytes(&m);
-	keys_of(ns, keys, (size_t)fit + 1, 77);
-	kvt_test_put_chains(c, ns, keys, 1, cb, 7700, 1); /* X = keys[0], demoted at once */
-	wait_stat(&d, "demoted", 1);
-	writes_turn_slow(flag);
+	struct slow s;
+	slow_writes_start(&s, sets, 1, 77, 7700); /* X = keys[0], demoted at once */
 	/* the rest of host, each chunk a request of its own, all being demoted for a while */
-	kvt_test_put_chains(c, ns, keys + 1, (size_t)fit - 1, cb, 7701, 1);
+	kvt_test_put_chains(s.c, s.ns, s.keys + 1, (size_t)s.fit - 1, s.cb, 7701, 1);
 	/* kvtier stats answers while the worker is in a 1.5 s write (it waited for the tier's
 	 * lock: 6 s, the loop held) */
 	uint64_t t0 = kvt_now_ns();
-	long long dirty = kvt_test_tier_stat(&d, "host", "dirty_bytes");
+	long long dirty = kvt_test_tier_stat(&s.d, "host", "dirty_bytes");
 	double stats_ms = ms_since(t0);
 	print_message("kvtier stats during slow writes: %.1f ms (dirty %lld bytes)\n", stats_ms,
 	              dirty);
 	assert_true(dirty > 0);
 	assert_true(stats_ms < 1000.0);
-	assert_int_equal(kvt_test_tier_stat(&d, "host", "chunks"), fit);
-	assert_int_equal(kvt_test_tier_stat(&d, "host", "evictions"), 0);
-	assert_int_equal(get_checked(c, ns, &keys[0], cb, 7700), 1); /* X: lru's newest now */
-	long long parked = kvt_test_stat(&d, "puts_parked");
-	kvt_test_put_chains(c, ns, keys + fit, 1, cb, 7700 + (uint64_t)fit, 1);
+	assert_int_equal(kvt_test_tier_stat(&s.d, "host", "chunks"), s.fit);
+	assert_int_equal(kvt_test_tier_stat(&s.d, "host", "evictions"), 0);
+	assert_int_equal(get_checked(s.c, s.ns, &s.keys[0], s.cb, 7700),
+	                 1); /* X: lru's newest now */
+	long long parked = kvt_test_stat(&s.d, "puts_parked");
+	kvt_test_put_chains(s.c, s.ns, s.keys + s.fit, 1, s.cb, 7700 + (uint64_t)s.fit, 1);
 	char x[64], oldest[64];
-	assert_int_equal(kvt_test_chunk_in(&d, ns, keys[0], x, sizeof(x)), 0);
-	assert_int_equal(kvt_test_chunk_in(&d, ns, keys[1], oldest, sizeof(oldest)), 0);
+	assert_int_equal(kvt_test_chunk_in(&s.d, s.ns, s.keys[0], x, sizeof(x)), 0);
+	assert_int_equal(kvt_test_chunk_in(&s.d, s.ns, s.keys[1], oldest, sizeof(oldest)), 0);
 	print_message("host.evict_waits=%d: X in %s, the oldest in %s\n", waits, x, oldest);
 	if (waits) {
 		assert_non_null(strstr(x, "host"));      /* kept: the policy's last choice */
 		assert_null(strstr(oldest, "host"));     /* evicted, once below: its first */
 		assert_non_null(strstr(oldest, "nvme")); /* ... */
-		assert_true(kvt_test_stat(&d, "puts_parked") > parked); /* the put waited */
+		assert_true(kvt_test_stat(&s.d, "puts_parked") > parked); /* the put waited */
 	} else { /* passed over at once: X, the one chunk not being demoted, went */
 		assert_null(strstr(x, "host"));
 		assert_non_null(strstr(oldest, "host"));
-		assert_int_equal(kvt_test_stat(&d, "puts_parked"), parked);
+		assert_int_equal(kvt_test_stat(&s.d, "puts_parked"), parked);
 	}
-	assert_int_equal(unlink(flag), 0);
-	wait_stat(&d, "demoted", fit + 1);
-	for (long long i = 0; i <= fit; i++) /* every chunk, every byte, wherever it is */
-		assert_int_equal(get_checked(c, ns, &keys[i], cb, 7700 + (uint64_t)i), 1);
-	kvt_close(c);
-	kvt_test_daemon_destroy(&d);
-	kvt_test_rmtree(dir);
+	assert_int_equal(unlink(s.flag), 0);
+	wait_stat(&s.d, "demoted", s.fit + 1);
+	for (long long i = 0; i <= s.fit; i++) /* every chunk, every byte, wherever it is */
+		assert_int_equal(get_checked(s.c, s.ns, &s.keys[i], s.cb, 7700 + (uint64_t)i), 1);
+	slow_writes_end(&s);
 }
 
 static void test_tiers_put_waits_for_demoted_victim(void **state)
@@ -689,17 +689,6 @@ static void test_tiers_put_passes_demoted_victim(void **state)
 	demoted_victim(false);
 }
 
-/* The CLI with args, started now and read later (a command that parks). */
-static FILE *cli_start(const struct kvt_test_daemon *d, const char *args)
-{
-	char bin[512], cmd[1200];
-	kvt_test_bin("kvtier", bin, sizeof(bin));
-	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", bin, d->sock, args);
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	return f;
-}
-
 /* Whether f's command has answered (its output or its end is readable). */
 static bool cli_answered(FILE *f)
 {
@@ -707,22 +696,13 @@ static bool cli_answered(FILE *f)
 	return poll(&p, 1, 0) == 1;
 }
 
-static int cli_end(FILE *f, char *out, size_t len)
-{
-	size_t n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	int st = pclose(f);
-	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* Keeps start_slow_writes's tier writing: when host has nothing left to demote (a build slowed
+/* Keeps slow_writes_start's tier writing: when host has nothing left to demote (a build slowed
  * by a sanitizer may have written it all), 4 more chains, keys[*n] on. */
-static void more_to_write(struct kvt_test_daemon *d, kvt_client_t *c, kvt_id_t ns,
-                          const kvt_id_t *keys, long long *n, size_t cb, uint64_t salt)
+static void more_to_write(struct slow *s, long long *n, uint64_t salt)
 {
-	if (kvt_test_tier_stat(d, "host", "dirty_bytes"))
+	if (kvt_test_tier_stat(&s->d, "host", "dirty_bytes"))
 		return;
-	kvt_test_put_chains(c, ns, keys + *n, 4, cb, salt + (uint64_t)*n, 1);
+	kvt_test_put_chains(s->c, s->ns, s->keys + *n, 4, s->cb, salt + (uint64_t)*n, 1);
 	*n += 4;
 }
 
@@ -739,35 +719,27 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	(void)state;
 	const char *sets[] = {"host.bytes=2MiB",    "tiers.order=host,nvme", "nvme.bytes=64MiB",
 	                      "host.dirty_pct=100", "demote.wait_ms=20000",  NULL};
-	char dir[256], flag[300], out[2048];
-	struct kvt_test_daemon d;
-	kvt_id_t ns, keys[72];
-	long long fit;
-	kvt_client_t *c =
-	    start_slow_writes(&d, sets, dir, sizeof(dir), flag, sizeof(flag), &ns, &fit);
-	kvt_model_t m = model(1);
-	size_t cb = kvt_chunk_bytes(&m);
-	keys_of(ns, keys, (size_t)fit + 8, 91);
-	long long n = fit;                                /* chunks put */
-	kvt_test_put_chains(c, ns, keys, 1, cb, 9100, 1); /* X = keys[0], at host, demoted */
-	wait_stat(&d, "demoted", 1);
-	writes_turn_slow(flag);
-	kvt_test_put_chains(c, ns, keys + 1, (size_t)fit - 1, cb, 9101, 1); /* ~3 s each below */
+	char out[2048];
+	struct slow s;
+	slow_writes_start(&s, sets, 8, 91, 9100); /* X = keys[0], at host, demoted */
+	long long n = s.fit;                      /* chunks put */
+	/* the rest of host, ~3 s each below */
+	kvt_test_put_chains(s.c, s.ns, s.keys + 1, (size_t)s.fit - 1, s.cb, 9101, 1);
 	usleep(100000);
 	uint64_t t0 = kvt_now_ns();
 	/* SIGHUP's reload waits for the tier likewise, the loop serving */
-	FILE *f = fopen(d.config, "w");
+	FILE *f = fopen(s.d.config, "w");
 	assert_non_null(f);
 	assert_true(fputs("nvme.quota = 0=3MiB/16MiB\n", f) >= 0);
 	assert_int_equal(fclose(f), 0);
-	assert_int_equal(kill(d.pid, SIGHUP), 0);
+	assert_int_equal(kill(s.d.pid, SIGHUP), 0);
 	double worst_hup = 0;
 	bool reloaded = false;
 	while (!reloaded && ms_since(t0) < 10000) {
 		uint64_t t1 = kvt_now_ns();
-		assert_int_equal(get_checked(c, ns, &keys[0], cb, 9100), 1);
+		assert_int_equal(get_checked(s.c, s.ns, &s.keys[0], s.cb, 9100), 1);
 		worst_hup = KVT_MAX(worst_hup, ms_since(t1));
-		assert_int_equal(kvt_test_cli(&d, "config get nvme.quota", out, sizeof(out)), 0);
+		assert_int_equal(kvt_test_cli(&s.d, "config get nvme.quota", out, sizeof(out)), 0);
 		reloaded = strstr(out, "0=3MiB/16MiB") != NULL;
 		usleep(20000);
 	}
@@ -777,7 +749,7 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	    ms_since(t0), worst_hup);
 	assert_true(reloaded);
 	assert_true(worst_hup < 500);
-	more_to_write(&d, c, ns, keys, &n, cb, 9100);
+	more_to_write(&s, &n, 9100);
 	t0 = kvt_now_ns();
 	/* three commands at once, each parked, each run once the worker is between writes */
 	static const char *const cmds[] = {"config set nvme.quota 0=1MiB/16MiB", "tier enable nvme",
@@ -785,12 +757,12 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	static const char *const want[] = {"0=1MiB/16MiB", "tier nvme enabled", "nvme fifo"};
 	FILE *cmd[3];
 	for (int k = 0; k < 3; k++)
-		cmd[k] = cli_start(&d, cmds[k]);
+		assert_non_null(cmd[k] = kvt_test_cli_start(&s.d, cmds[k]));
 	double worst = 0;
 	int hits = 0;
 	while (ms_since(t0) < 1000) {
 		uint64_t t1 = kvt_now_ns();
-		assert_int_equal(get_checked(c, ns, &keys[0], cb, 9100), 1);
+		assert_int_equal(get_checked(s.c, s.ns, &s.keys[0], s.cb, 9100), 1);
 		worst = KVT_MAX(worst, ms_since(t1));
 		hits++;
 		usleep(20000);
@@ -799,7 +771,7 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	for (int k = 0; k < 3; k++)
 		parked[k] = !cli_answered(cmd[k]);
 	for (int k = 0; k < 3; k++) {
-		int rc = cli_end(cmd[k], out, sizeof(out));
+		int rc = kvt_test_cmd_end(cmd[k], out, sizeof(out));
 		print_message("%s during 1.5 s writes: rc %d after %.0f ms (%s)\n", cmds[k], rc,
 		              ms_since(t0),
 		              parked[k] ? "parked for the first second" : "not parked");
@@ -808,13 +780,13 @@ static void test_tiers_commands_wait_off_loop(void **state)
 		assert_true(parked[k]); /* the tier was busy: the command waited, ... */
 	}
 	print_message("%d host hits meanwhile, the slowest %.2f ms\n", hits, worst);
-	assert_int_equal(kvt_test_stat(&d, "commands_parked"), 3); /* each once */
-	assert_int_equal(kvt_test_stat(&d, "commands_busy"), 0);
+	assert_int_equal(kvt_test_stat(&s.d, "commands_parked"), 3); /* each once */
+	assert_int_equal(kvt_test_stat(&s.d, "commands_busy"), 0);
 	assert_true(worst < 500); /* ... and the loop served (it waited as long: > 1000) */
 	/* past tiers.command_wait_ms: -EBUSY, and nothing changed */
-	more_to_write(&d, c, ns, keys, &n, cb, 9100);
-	assert_int_equal(kvt_test_cli(&d, "config set tiers.command_wait_ms 200", out, sizeof(out)),
-	                 0);
+	more_to_write(&s, &n, 9100);
+	assert_int_equal(
+	    kvt_test_cli(&s.d, "config set tiers.command_wait_ms 200", out, sizeof(out)), 0);
 	char last[64] = "0=1MiB/16MiB", val[64];
 	bool busy = false;
 	int rc;
@@ -823,7 +795,7 @@ static void test_tiers_commands_wait_off_loop(void **state)
 		char args[128];
 		snprintf(args, sizeof(args), "config set nvme.quota %s", val);
 		uint64_t t1 = kvt_now_ns();
-		rc = kvt_test_cli(&d, args, out, sizeof(out));
+		rc = kvt_test_cli(&s.d, args, out, sizeof(out));
 		double ms = ms_since(t1);
 		if (!rc) {
 			snprintf(last, sizeof(last), "%s", val);
@@ -836,16 +808,14 @@ static void test_tiers_commands_wait_off_loop(void **state)
 		assert_true(ms >= 190 && ms < 1500);
 	}
 	assert_true(busy);
-	assert_int_equal(kvt_test_stat(&d, "commands_busy"), 1);
-	assert_int_equal(kvt_test_cli(&d, "config get nvme.quota", out, sizeof(out)), 0);
+	assert_int_equal(kvt_test_stat(&s.d, "commands_busy"), 1);
+	assert_int_equal(kvt_test_cli(&s.d, "config get nvme.quota", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, last));
-	assert_int_equal(unlink(flag), 0); /* fast again: every chunk goes down, byte for byte */
-	wait_stat(&d, "demoted", n);
+	assert_int_equal(unlink(s.flag), 0); /* fast again: every chunk goes down, byte for byte */
+	wait_stat(&s.d, "demoted", n);
 	for (long long i = 0; i < n; i++)
-		assert_int_equal(get_checked(c, ns, &keys[i], cb, 9100 + (uint64_t)i), 1);
-	kvt_close(c);
-	kvt_test_daemon_destroy(&d);
-	kvt_test_rmtree(dir);
+		assert_int_equal(get_checked(s.c, s.ns, &s.keys[i], s.cb, 9100 + (uint64_t)i), 1);
+	slow_writes_end(&s);
 }
 
 int main(void)

@@ -409,18 +409,27 @@ void kvt_test_ballast(const char *path, size_t bytes)
 	close(fd);
 }
 
-int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len)
+FILE *kvt_test_cli_start(const struct kvt_test_daemon *d, const char *args)
 {
 	char bin[512], cmd[1200];
 	kvt_test_bin("kvtier", bin, sizeof(bin));
 	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", bin, d->sock, args);
-	return kvt_test_cmd(cmd, out, len);
+	return popen(cmd, "r");
+}
+
+int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, size_t len)
+{
+	return kvt_test_cmd_end(kvt_test_cli_start(d, args), out, len);
 }
 
 int kvt_test_cmd(const char *cmd, char *out, size_t len)
 {
+	return kvt_test_cmd_end(popen(cmd, "r"), out, len);
+}
+
+int kvt_test_cmd_end(FILE *f, char *out, size_t len)
+{
 	out[0] = 0;
-	FILE *f = popen(cmd, "r");
 	if (!f)
 		return -1;
 	size_t n = fread(out, 1, len - 1, f);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <cmocka.h>
 
@@ -60,6 +61,10 @@ int kvt_test_cli(const struct kvt_test_daemon *d, const char *args, char *out, s
 /* Runs the shell command cmd, its output into out (NUL-terminated; what does not fit is read
  * and let go). @return : as kvt_test_cli. */
 int kvt_test_cmd(const char *cmd, char *out, size_t len);
+/* kvt_test_cli in two halves, for a command that waits: started (popen; NULL when it could
+ * not be), then its output into out and its exit status, as kvt_test_cli's (pclose). */
+FILE *kvt_test_cli_start(const struct kvt_test_daemon *d, const char *args);
+int kvt_test_cmd_end(FILE *f, char *out, size_t len);
 /* `kvtier check` against d: the daemon's books against its index. A mismatch fails the test
  * with the daemon's words; the check's lines are printed when verbose. Retries while tier jobs
  * are in flight (the bytes are then compared as at most), 2 s at most. @return : what the check
