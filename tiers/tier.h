@@ -58,6 +58,8 @@ struct kvt_tier_stats {
 	 * (reaped read first, so never more than queued), the slowest I/O since the open, and
 	 * completions at which queued - reaped was not what the engine had in flight (0) */
 	uint64_t ios_queued, ios_reaped, io_max_us, io_books_wrong;
+	/* nvme: reads (promotions) that rode a write stream instead of waiting behind it */
+	uint64_t reads_beside_writes;
 	bool disabled, full;
 };
 
@@ -128,11 +130,19 @@ struct kvt_tier_rreq {
  * Where write_stream() takes its records from. pull(arg) hands over the next record (borrowed
  * until done() is called for it) or NULL when there is none now; done(arg, q) says that q's res
  * and loc are final. Both run on the calling thread, from inside write_stream().
+ * Optional (NULL: none), reads that ride the stream: pull_read(arg) hands over a read (as one
+ * of read_batch(), borrowed until read_done() is called for it) or NULL; a tier that can asks
+ * for them as its writes complete, issues them ahead of the writes it has not issued yet, and
+ * calls read_done(arg, q) once q->res is final, while its writes go on. A tier may never ask
+ * (the reads then wait for the stream, as without them); one that asks calls read_done for
+ * every read it took before write_stream returns.
  */
 struct kvt_tier_wsource {
 	struct kvt_tier_wreq *(*pull)(void *arg);
 	void (*done)(void *arg, struct kvt_tier_wreq *q);
 	void *arg;
+	struct kvt_tier_rreq *(*pull_read)(void *arg);
+	void (*read_done)(void *arg, struct kvt_tier_rreq *q);
 };
 
 /* One tenant's account in a tier (tenant_usage); max_bytes UINT64_MAX for none. */

@@ -274,7 +274,8 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		    "\"pinned_bytes\":%llu,\"pin_failures\":%llu,\"busy_us\":%llu,"
 		    "\"opened_from_index\":%llu,\"open_values_read\":%llu,"
 		    "\"opened_from_summaries\":%llu,\"repairs\":%llu,\"ios_queued\":%llu,"
-		    "\"ios_reaped\":%llu,\"io_max_us\":%llu,\"io_books_wrong\":%llu,\"disabled\":%"
+		    "\"ios_reaped\":%llu,\"io_max_us\":%llu,\"io_books_wrong\":%llu,"
+		    "\"reads_beside_writes\":%llu,\"disabled\":%"
 		    "s,"
 		    "\"full\":%s",
 		    d->lower[k].ops->name, backend,
@@ -298,7 +299,8 @@ void kvd_tiers_stats_json(struct kvd *d, char *buf, size_t len, size_t *pos)
 		    (unsigned long long)s.opened_from_summaries, (unsigned long long)s.repairs,
 		    (unsigned long long)s.ios_queued, (unsigned long long)s.ios_reaped,
 		    (unsigned long long)s.io_max_us, (unsigned long long)s.io_books_wrong,
-		    s.disabled ? "true" : "false", s.full ? "true" : "false");
+		    (unsigned long long)s.reads_beside_writes, s.disabled ? "true" : "false",
+		    s.full ? "true" : "false");
 		*pos += n > 0 ? (size_t)n : 0;
 		struct kvd_out o = {buf, len, *pos};
 		kvd_mrc_json(d, (int)k, &o);

@@ -42,6 +42,7 @@ struct kvd_job {
 	size_t rec_len, buf_len;
 	ssize_t result;
 	struct kvt_tier_wreq wr; /* a demotion in a write stream */
+	struct kvt_tier_rreq rd; /* a promotion riding a write stream */
 };
 
 /* How long a demotion the tier pushes back (-EAGAIN: a RocksDB write stall) is tried again
@@ -55,6 +56,7 @@ struct kvd_worker {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct kvd_job *promote_head, **promote_tail;
+	_Atomic unsigned promotes; /* in promote_head (a write stream looks without the lock) */
 	struct kvd_job *handover_head, **handover_tail; /* JOB_CASCADED with their copies */
 	struct kvd_job *other_head, **other_tail;
 	struct kvd_job *done;

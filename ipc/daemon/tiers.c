@@ -24,8 +24,9 @@
  *
  * Threads: the event loop owns the index and queues jobs; each lower tier has a worker thread
  * that runs its jobs in order (promotions before demotions and hand-overs, so a get does not wait
- * behind a write backlog: a write stream stops for a waiting promotion, and a reclaim's
- * hand-overs are queued as jobs of the next tier's worker, on_evicted) and hands finished jobs
+ * behind a write backlog: a promotion rides a write stream where the tier reads beside its
+ * writes (nvme: tier.h's pull_read), else the stream stops for it, and a reclaim's hand-overs
+ * are queued as jobs of the next tier's worker, on_evicted) and hands finished jobs
  * back through its list and the eventfd. So an nvme promotion never waits behind a RocksDB write,
  * and the tiers' I/O overlaps (write-through demotes ~2x faster, docs/bench.md). A tier's own
  * drops (FIFO reclaim, detected corruption) arrive from inside its worker through env->dropped

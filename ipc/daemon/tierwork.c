@@ -2,7 +2,8 @@
  * tierwork.c -- the worker thread of each lower tier (the design: tiers.c). It runs the loop's
  * jobs in order: promotions first, then hand-overs' copies (the tier above waits to reuse their
  * places), then demotions and removals; batched through the tier's batched ops, or as a write
- * stream that stops for a waiting promotion. It also brings the tier's own news to the loop (a
+ * stream that promotions ride (read beside its writes) or, where the tier cannot, that stops for
+ * a waiting promotion. It also brings the tier's own news to the loop (a
  * drop, a move, an eviction handed over to the next tier: on_evicted), evicts ahead in a
  * cascading nvme tier, and, at a graceful stop, writes what the stop owes the next start
  * (stop_again). Finished jobs go back through w->done and the eventfd (tierdone.c).
@@ -355,7 +356,10 @@ static bool evict_ahead_step(struct kvd_worker *w)
 
 /* A write stream (tier.h): the demotions take() gave, then those queued behind them while the
  * earlier ones are in flight, until a promotion waits, the loop wants the tier's lock
- * (kvd_lower_take) or none is left; each is finished as soon as the tier says it is done. */
+ * (kvd_lower_take) or none is left; each is finished as soon as the tier says it is done.
+ * Promotions ride it where the tier takes reads beside its writes (pull_read): a promotion
+ * "waits" only while the tier has not taken it, so the writes go on beside the reads, and
+ * stop when the tier takes no more reads in this run. */
 struct stream {
 	struct kvd_worker *w;
 	struct kvd_lower *l;
@@ -385,6 +389,35 @@ static struct kvt_tier_wreq *stream_pull(void *arg)
 	return &j->wr;
 }
 
+/* A promotion for the tier to read beside its writes, or NULL. */
+static struct kvt_tier_rreq *stream_pull_read(void *arg)
+{
+	struct stream *s = arg;
+	struct kvd_worker *w = s->w;
+	struct kvd_job *j = NULL;
+	if (!atomic_load_explicit(&w->promotes, memory_order_relaxed))
+		return NULL; /* asked at every completion: no lock for nothing */
+	pthread_mutex_lock(&w->lock);
+	if (!w->stop && (j = pop(&w->promote_head, &w->promote_tail)))
+		atomic_fetch_sub_explicit(&w->promotes, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&w->lock);
+	if (!j)
+		return NULL;
+	j->rd = (struct kvt_tier_rreq){
+	    .id = j->id, .loc = j->loc, .buf = j->buf, .buf_len = j->buf_len};
+	return &j->rd;
+}
+
+static void stream_read_done(void *arg, struct kvt_tier_rreq *q)
+{
+	struct stream *s = arg;
+	struct kvd_job *j = (struct kvd_job *)(void *)((char *)q - offsetof(struct kvd_job, rd));
+	j->result = q->res;
+	if (q->res >= 0 && (size_t)q->res != j->rec_len)
+		j->result = -EBADMSG;
+	finish(s->w, j);
+}
+
 static void stream_done(void *arg, struct kvt_tier_wreq *q)
 {
 	struct stream *s = arg;
@@ -400,7 +433,11 @@ static bool run_stream(struct kvd_worker *w, struct kvd_job **jobs, size_t n)
 {
 	struct kvd_lower *l = &w->d->lower[jobs[0]->tier];
 	struct stream s = {.w = w, .l = l, .jobs = jobs, .n = n, .tier = jobs[0]->tier};
-	const struct kvt_tier_wsource src = {stream_pull, stream_done, &s};
+	const struct kvt_tier_wsource src = {.pull = stream_pull,
+	                                     .done = stream_done,
+	                                     .arg = &s,
+	                                     .pull_read = stream_pull_read,
+	                                     .read_done = stream_read_done};
 	lock_tier(w->d, l);
 	l->ops->write_stream(l->t, &src);
 	pthread_mutex_unlock(&l->lock);
@@ -424,6 +461,7 @@ static size_t take(struct kvd_worker *w, struct kvd_job **jobs)
 	if (!j)
 		return 0;
 	jobs[0] = j;
+	bool promotes = head == &w->promote_head;
 	const struct kvt_tier_ops *ops = w->d->lower[j->tier].ops;
 	/* a write stream pulls the demotions behind the first itself, one by one, and stops
 	 * for a promotion; taken here, a batch would all be written first */
@@ -433,6 +471,8 @@ static size_t take(struct kvd_worker *w, struct kvd_job **jobs)
 	while (batchable && n < BATCH_MAX && *head && (*head)->kind == j->kind &&
 	       (*head)->tier == j->tier)
 		jobs[n++] = pop(head, tail);
+	if (promotes)
+		atomic_fetch_sub_explicit(&w->promotes, (unsigned)n, memory_order_relaxed);
 	return n;
 }
 
@@ -597,12 +637,14 @@ void kvd_job_submit(struct kvd *d, struct kvd_job *j)
 		return;
 	}
 	pthread_mutex_lock(&w->lock);
-	if (j->kind == JOB_PROMOTE)
+	if (j->kind == JOB_PROMOTE) {
 		push(&w->promote_head, &w->promote_tail, j);
-	else if (j->kind == JOB_CASCADED)
+		atomic_fetch_add_explicit(&w->promotes, 1, memory_order_relaxed);
+	} else if (j->kind == JOB_CASCADED) {
 		push(&w->handover_head, &w->handover_tail, j);
-	else
+	} else {
 		push(&w->other_head, &w->other_tail, j);
+	}
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }

@@ -818,6 +818,60 @@ static void test_tiers_commands_wait_off_loop(void **state)
 	slow_writes_end(&s);
 }
 
+/*
+ * A promotion while the nvme tier is inside writes 1.5 s slow rides the write stream: the tier
+ * reads it beside its writes (a slot kept for reads, issued ahead of the writes not yet issued)
+ * and the get is served in milliseconds. Until 2026-12-07 it waited for the writes in flight,
+ * 2.9 s here (a miss past promote.wait_ms). X = keys[0] and the oldest of a spill are only
+ * in nvme, put while the writes were fast; then the writes turn slow and a few puts keep the
+ * worker writing.
+ */
+static void test_tiers_promotion_beside_slow_writes(void **state)
+{
+	(void)state;
+	const char *sets[] = {"host.bytes=2MiB", "tiers.order=host,nvme", "nvme.bytes=64MiB",
+	                      "demote.wait_ms=20000", NULL};
+	struct slow s;
+	slow_writes_start(&s, sets, 20, 93, 9300); /* X = keys[0], demoted */
+	assert_int_equal(unlink(s.flag), 0);       /* fast again, for the spill */
+	long long n = s.fit + 4;
+	kvt_test_put_chains(s.c, s.ns, s.keys + 1, (size_t)n - 1, s.cb, 9301, 1);
+	wait_stat(&s.d, "demoted", n);
+	char where[64];
+	int below[3], nb = 0;
+	for (int i = 0; i < n && nb < 3; i++) /* the oldest: evicted, only in nvme */
+		if (!kvt_test_chunk_in(&s.d, s.ns, s.keys[i], where, sizeof(where)) &&
+		    !strstr(where, "host") && strstr(where, "nvme"))
+			below[nb++] = i;
+	assert_int_equal(nb, 3);
+	int fd = open(s.flag, O_CREAT | O_WRONLY | O_CLOEXEC, 0600); /* slow again */
+	assert_true(fd >= 0);
+	close(fd);
+	long long rode0 = kvt_test_tier_stat(&s.d, "nvme", "reads_beside_writes");
+	double worst = 0;
+	for (int k = 0; k < nb; k++) {
+		more_to_write(&s, &n, 9300); /* the worker writes (1.5 s) ... */
+		usleep(100000);
+		assert_true(kvt_test_tier_stat(&s.d, "host", "dirty_bytes") > 0);
+		uint64_t t0 = kvt_now_ns(); /* ... while the get promotes */
+		int rc = get_checked(s.c, s.ns, &s.keys[below[k]], s.cb, 9300 + (uint64_t)below[k]);
+		double ms = ms_since(t0);
+		print_message("get of a chunk only in nvme during 1.5 s writes: %d after %.1f ms\n",
+		              rc, ms);
+		assert_int_equal(rc, 1); /* served, byte for byte */
+		worst = KVT_MAX(worst, ms);
+	}
+	long long rode = kvt_test_tier_stat(&s.d, "nvme", "reads_beside_writes") - rode0;
+	print_message("the slowest %.1f ms; %lld reads rode the tier's writes\n", worst, rode);
+	assert_true(rode >= 1);
+	assert_true(worst < 1000);           /* behind the writes it took 1.5 s or more */
+	assert_int_equal(unlink(s.flag), 0); /* fast again: every chunk goes down, byte for byte */
+	wait_stat(&s.d, "demoted", n);
+	for (long long i = 0; i < n; i++)
+		assert_int_equal(get_checked(s.c, s.ns, &s.keys[i], s.cb, 9300 + (uint64_t)i), 1);
+	slow_writes_end(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -826,6 +880,7 @@ int main(void)
 	    cmocka_unit_test(test_tiers_put_waits_for_demoted_victim),
 	    cmocka_unit_test(test_tiers_put_passes_demoted_victim),
 	    cmocka_unit_test(test_tiers_commands_wait_off_loop),
+	    cmocka_unit_test(test_tiers_promotion_beside_slow_writes),
 	    cmocka_unit_test(test_tiers_kill9_frees_waiting_client),
 	    cmocka_unit_test(test_tiers_failing_device_disables),
 	    cmocka_unit_test(test_tiers_disabled_tier_keeps_copies),

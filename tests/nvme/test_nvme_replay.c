@@ -85,7 +85,7 @@ static double replay_tier(const struct kvt_trace *t, const char *policy, const c
 	/* runs of misses are streamed, and runs of blocks held are read as one batch; each run is
 	 * done before the next starts, so the tier sees the trace's order */
 	struct kvt_tier_rreq rd[RUN];
-	struct kvt_tier_wsource src = {pull, done, &r};
+	struct kvt_tier_wsource src = {.pull = pull, .done = done, .arg = &r};
 	uint8_t *bufs = aligned_alloc(KVT_TIER_ALIGN, (size_t)2 * RUN * KVT_TIER_ALIGN);
 	assert_non_null(bufs);
 	uint64_t hits = 0, one_hits = 0, one_acc = 0;

@@ -10,7 +10,11 @@
  * them ready (the write path issues a record's first block only after the rest of it is on
  * disk: see nvme.c). A batch with a more() callback grows while it runs: whenever slots are free
  * and nothing is left to issue, more() may append jobs, so a stream of records that arrive one
- * by one keeps the device as busy as a batch that was whole from the start. Every I/O gets a slot
+ * by one keeps the device as busy as a batch that was whole from the start. A batch with a poll()
+ * callback is asked at every turn, and at least every KVT_NVME_POLL_NS while it waits, whether
+ * jobs arrived that cannot wait: these are urgent, and take the next free slots ahead of every
+ * piece not yet issued (a promotion's read riding a write stream waits for one write piece to
+ * complete, not for the stream). Every I/O gets a slot
  * (cookie = slot index): depth slots, a free stack and a redo stack are allocated at open, so the
  * data path allocates nothing.
  *
@@ -80,6 +84,8 @@ struct run {
 	unsigned queued;   /* queued but not yet submitted */
 	unsigned first;    /* no job below this has pieces left to issue */
 	unsigned left;     /* jobs not finished */
+	bool urgent;       /* an urgent job may have pieces left to issue, none below ufirst */
+	unsigned ufirst;
 };
 
 static void count_error(struct kvt_nvme *t, int res)
@@ -218,7 +224,37 @@ static bool queue_slot(struct kvt_nvme *t, struct run *r, unsigned si)
 	return true;
 }
 
-/* Queues redo pieces first, then new pieces of ready jobs in job order, while slots are free. */
+/* Queues pieces of job i while more than keep slots are free. */
+static void issue(struct kvt_nvme *t, struct run *r, unsigned i, unsigned keep)
+{
+	struct kvt__nvme_engine *e = &t->eng;
+	struct kvt__nvme_batch *b = r->b;
+	struct kvt__nvme_job *j = &b->jobs[i];
+	while (r->n_free > keep && job_issuable(r, j)) {
+		unsigned si = e->free_stack[--r->n_free];
+		struct kvt__nvme_slot *s = &e->slots[si];
+		size_t len = KVT_MIN(b->piece, j->len - j->issued);
+		s->io.off = j->off + j->issued;
+		s->io.buf = (uint8_t *)j->buf + j->issued;
+		s->io.buf_index = kvt__nvme_pins_slot(&e->pins, s->io.buf, &len, e->align);
+		s->io.len = (uint32_t)len;
+		s->io.op = j->op;
+		s->job = i, s->tries = 0, s->zero_progress = 0;
+		s->piece_at = j->issued, s->piece_len = (uint32_t)len;
+		if (!queue_slot(t, r, si)) {
+			e->free_stack[r->n_free++] = si;
+			job_fail(r, j, -EIO);
+			return;
+		}
+		j->issued += len;
+		j->inflight++;
+	}
+}
+
+/* Queues redo pieces first, then new pieces of urgent jobs, then of the other ready jobs in
+ * job order, while slots are free. A batch that polls for urgent jobs keeps one slot for them
+ * (of two or more), so that one starts at once even when every other slot waits on a slow
+ * write. */
 static void refill(struct kvt_nvme *t, struct run *r)
 {
 	struct kvt__nvme_engine *e = &t->eng;
@@ -233,36 +269,32 @@ static void refill(struct kvt_nvme *t, struct run *r)
 		slot_release(e, r, si);
 		piece_over(r, ji);
 	}
-	for (unsigned i = r->first; i < b->n && r->n_free; i++) {
+	if (r->urgent) { /* cleared once none has a piece left to issue */
+		r->urgent = false;
+		for (unsigned i = r->ufirst; i < b->n; i++) {
+			if (!b->jobs[i].urgent)
+				continue;
+			issue(t, r, i, 0);
+			r->urgent |= job_issuable(r, &b->jobs[i]);
+		}
+	}
+	const unsigned keep = b->poll && e->depth > 1;
+	for (unsigned i = r->first; i < b->n && r->n_free > keep; i++) {
 		struct kvt__nvme_job *j = &b->jobs[i];
 		if (i == r->first && (j->done || j->issued == j->len))
 			r->first++;
-		while (r->n_free && job_issuable(r, j)) {
-			unsigned si = e->free_stack[--r->n_free];
-			struct kvt__nvme_slot *s = &e->slots[si];
-			size_t len = KVT_MIN(b->piece, j->len - j->issued);
-			s->io.off = j->off + j->issued;
-			s->io.buf = (uint8_t *)j->buf + j->issued;
-			s->io.buf_index = kvt__nvme_pins_slot(&e->pins, s->io.buf, &len, e->align);
-			s->io.len = (uint32_t)len;
-			s->io.op = j->op;
-			s->job = i, s->tries = 0, s->zero_progress = 0;
-			s->piece_at = j->issued, s->piece_len = (uint32_t)len;
-			if (!queue_slot(t, r, si)) {
-				e->free_stack[r->n_free++] = si;
-				job_fail(r, j, -EIO);
-				break;
-			}
-			j->issued += len;
-			j->inflight++;
-		}
+		issue(t, r, i, j->urgent ? 0 : keep);
 	}
 }
 
+/* Takes completions: at least min, or (with b->poll and a backend that can) whatever comes
+ * within KVT_NVME_POLL_NS, so that the run asks b->poll again. */
 static void reap(struct kvt_nvme *t, struct run *r, unsigned min)
 {
 	struct kvt__nvme_engine *e = &t->eng;
-	int n = e->ops->reap(e->ctx, e->cqes, e->depth, min);
+	int n = min && r->b->poll && e->ops->reap_timed
+	            ? e->ops->reap_timed(e->ctx, e->cqes, e->depth, KVT_NVME_POLL_NS)
+	            : e->ops->reap(e->ctx, e->cqes, e->depth, min);
 	if (n < 0) {
 		/* the ring itself failed: nothing else is safe; the I/Os are still the kernel's */
 		KVT_PANIC("nvme: reap failed with I/O in flight");
@@ -311,6 +343,8 @@ static void jobs_start(struct kvt_nvme *t, struct run *r, unsigned from)
 		j->issued = 0, j->inflight = 0, j->err = 0, j->done = false;
 		if (j->len && (j->err = check_job(t, j)))
 			b->err = b->err ? b->err : j->err;
+		if (j->urgent && !r->urgent)
+			r->urgent = true, r->ufirst = i;
 	}
 	for (unsigned i = from; i < n; i++) /* empty jobs are done at once */
 		if (!b->jobs[i].len && !b->jobs[i].done)
@@ -329,8 +363,13 @@ int kvt__nvme_run(struct kvt_nvme *t, struct kvt__nvme_batch *b)
 		e->free_stack[i] = e->depth - 1 - i, e->slots[i].busy = false;
 	r.n_free = e->depth;
 	for (;;) {
+		if (b->poll) {
+			unsigned from = b->n;
+			if (b->poll(b->arg, b))
+				jobs_start(t, &r, from);
+		}
 		refill(t, &r);
-		if (b->more && r.n_free) { /* room left: let the batch grow */
+		if (b->more && r.n_free > (b->poll && e->depth > 1)) { /* room left: grow */
 			unsigned from = b->n;
 			if (b->more(b->arg, b)) {
 				jobs_start(t, &r, from);

@@ -9,9 +9,10 @@
  * It also counts every I/O that reaches it misaligned (it sits just above the kernel).
  * A slow device (RELIABILITY L7): with read_delay_us, a reap that returns reads takes that much
  * longer, so the tier's thread waits as it would on a device in gray failure. With
- * write_delay_us a write completes that long after it was queued: the writes in flight together
- * complete together, as on a slow device, rather than one delay per reap (host copies stay dirty
- * that long: kvtierd's demotions).
+ * write_delay_us a write completes that long after it was queued: its completion is held back
+ * until then, so the writes in flight together complete together and a read issued beside them
+ * completes as it lands, as on a device whose writes are slow (host copies stay dirty that
+ * long: kvtierd's demotions). A reap waits for the earliest held write, or a real completion.
  * A torn write (RELIABILITY D4): with tear_at, the tear_at-th write lands as a random subset of
  * its 4 KiB blocks and the process exits at once, as when the power goes out mid-write (only
  * in a forked child of a test).
@@ -57,11 +58,14 @@ static int fault_open(const struct kvt__nvme_io_cfg *cfg, void **out)
 	f->op_of = calloc(cfg->depth, 1);
 	f->len_of = calloc(cfg->depth, sizeof(*f->len_of));
 	f->queued_ns = calloc(cfg->depth, sizeof(*f->queued_ns));
-	int rc =
-	    f->op_of && f->len_of && f->queued_ns ? f->inner->open(cfg, &f->inner_ctx) : -ENOMEM;
+	f->held = calloc(cfg->depth, sizeof(*f->held));
+	f->n_held = 0;
+	int rc = f->op_of && f->len_of && f->queued_ns && f->held
+	             ? f->inner->open(cfg, &f->inner_ctx)
+	             : -ENOMEM;
 	if (rc) {
-		free(f->op_of), free(f->len_of), free(f->queued_ns);
-		f->op_of = NULL, f->len_of = NULL, f->queued_ns = NULL;
+		free(f->op_of), free(f->len_of), free(f->queued_ns), free(f->held);
+		f->op_of = NULL, f->len_of = NULL, f->queued_ns = NULL, f->held = NULL;
 		return rc;
 	}
 	*out = f;
@@ -74,8 +78,8 @@ static void fault_close(void *ctx)
 	if (!f)
 		return;
 	f->inner->close(f->inner_ctx);
-	free(f->op_of), free(f->len_of), free(f->queued_ns);
-	f->op_of = NULL, f->len_of = NULL, f->queued_ns = NULL;
+	free(f->op_of), free(f->len_of), free(f->queued_ns), free(f->held);
+	f->op_of = NULL, f->len_of = NULL, f->queued_ns = NULL, f->held = NULL;
 }
 
 static int fault_buffer_table(void *ctx, unsigned n)
@@ -163,27 +167,95 @@ static void inject(struct kvt__nvme_fault *f, struct kvt__nvme_cqe *c)
 	}
 }
 
-static int fault_reap(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsigned min)
+/* When the write of cookie completes on the slow device. */
+static uint64_t write_due(const struct kvt__nvme_fault *f, uint32_t cookie)
 {
-	struct kvt__nvme_fault *f = ctx;
-	int n = f->inner->reap(f->inner_ctx, out, max, min);
+	return f->queued_ns[cookie] + (uint64_t)f->write_delay_us * 1000u;
+}
+
+static bool slow_write(const struct kvt__nvme_fault *f, uint32_t cookie)
+{
+	return f->armed && f->write_delay_us && cookie < f->depth &&
+	       f->op_of[cookie] == KVT_NVME_WRITE;
+}
+
+/* Takes the got completions the inner backend wrote at out[n..]: writes not yet due are held,
+ * the rest kept (injected); then held writes now due join, up to max. @return : n after. */
+static unsigned collect(struct kvt__nvme_fault *f, struct kvt__nvme_cqe *out, unsigned n,
+                        unsigned got, unsigned max)
+{
+	uint64_t now = now_ns();
 	bool reads = false;
-	uint64_t written_by = 0; /* when the latest write returned completes on the slow device */
-	for (int i = 0; i < n; i++) {
-		bool known = out[i].cookie < f->depth;
-		reads |= known && f->op_of[out[i].cookie] == KVT_NVME_READ;
-		if (known && f->op_of[out[i].cookie] == KVT_NVME_WRITE &&
-		    f->queued_ns[out[i].cookie] > written_by)
-			written_by = f->queued_ns[out[i].cookie];
-		inject(f, &out[i]);
+	for (unsigned i = n, end = n + got; i < end; i++) {
+		struct kvt__nvme_cqe c = out[i];
+		if (slow_write(f, c.cookie) && write_due(f, c.cookie) > now &&
+		    !KVT_NEVER(f->n_held == f->depth)) {
+			f->held[f->n_held++] = c;
+			continue;
+		}
+		reads |= c.cookie < f->depth && f->op_of[c.cookie] == KVT_NVME_READ;
+		inject(f, &c);
+		out[n++] = c;
+	}
+	for (unsigned i = 0; i < f->n_held && n < max;) {
+		if (slow_write(f, f->held[i].cookie) && write_due(f, f->held[i].cookie) > now) {
+			i++;
+			continue;
+		}
+		struct kvt__nvme_cqe c = f->held[i];
+		f->held[i] = f->held[--f->n_held];
+		inject(f, &c);
+		out[n++] = c;
 	}
 	if (f->armed && f->read_delay_us && reads) /* the tier's thread waits, as on the device */
 		usleep(f->read_delay_us);
-	uint64_t now = now_ns();
-	written_by += (uint64_t)f->write_delay_us * 1000u;
-	if (f->armed && f->write_delay_us && written_by > now)
-		usleep((useconds_t)((written_by - now) / 1000u));
 	return n;
+}
+
+/* The earliest time a held write is due (UINT64_MAX: none held). */
+static uint64_t next_due(const struct kvt__nvme_fault *f)
+{
+	uint64_t due = UINT64_MAX;
+	for (unsigned i = 0; i < f->n_held; i++)
+		if (write_due(f, f->held[i].cookie) < due)
+			due = write_due(f, f->held[i].cookie);
+	return due;
+}
+
+/* At least min completions, or as many as came by deadline (UINT64_MAX: none). */
+static int fault_wait(struct kvt__nvme_fault *f, struct kvt__nvme_cqe *out, unsigned max,
+                      unsigned min, uint64_t deadline)
+{
+	unsigned n = 0;
+	for (bool block = false;; block = true) {
+		uint64_t now = now_ns(), until = KVT_MIN(deadline, next_due(f));
+		int got;
+		if (!block)
+			got = f->inner->reap(f->inner_ctx, out + n, max - n, 0);
+		else if (until == UINT64_MAX)
+			got = f->inner->reap(f->inner_ctx, out + n, max - n, 1);
+		else if (until <= now)
+			got = 0;
+		else if (f->inner->reap_timed)
+			got = f->inner->reap_timed(f->inner_ctx, out + n, max - n, until - now);
+		else /* a backend that cannot wait so long: the held write's time first */
+			got = 0, usleep((useconds_t)((until - now) / 1000u + 1));
+		if (got < 0)
+			return n ? (int)n : got;
+		n = collect(f, out, n, (unsigned)got, max);
+		if (n >= min || n >= max || now_ns() >= deadline)
+			return (int)n;
+	}
+}
+
+static int fault_reap(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsigned min)
+{
+	return fault_wait(ctx, out, max, min, UINT64_MAX);
+}
+
+static int fault_reap_timed(void *ctx, struct kvt__nvme_cqe *out, unsigned max, uint64_t wait_ns)
+{
+	return fault_wait(ctx, out, max, 1, now_ns() + wait_ns);
 }
 
 const struct kvt__nvme_io_ops kvt__nvme_io_fault = {
@@ -196,4 +268,5 @@ const struct kvt__nvme_io_ops kvt__nvme_io_fault = {
     .queue = fault_queue,
     .submit = fault_submit,
     .reap = fault_reap,
+    .reap_timed = fault_reap_timed,
 };

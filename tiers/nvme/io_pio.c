@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PIO_MAX_THREADS 8
@@ -151,6 +152,22 @@ static int pio_reap(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsigned
 	return (int)n;
 }
 
+static int pio_reap_timed(void *ctx, struct kvt__nvme_cqe *out, unsigned max, uint64_t wait_ns)
+{
+	struct pio_ctx *c = ctx;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until); /* the condition variable's clock */
+	until.tv_sec += (time_t)(wait_ns / 1000000000u);
+	until.tv_nsec += (long)(wait_ns % 1000000000u);
+	if (until.tv_nsec >= 1000000000)
+		until.tv_sec++, until.tv_nsec -= 1000000000;
+	pthread_mutex_lock(&c->mu);
+	while (!c->done_n && pthread_cond_timedwait(&c->cv_done, &c->mu, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&c->mu);
+	return pio_reap(ctx, out, max, 0);
+}
+
 const struct kvt__nvme_io_ops kvt__nvme_io_pio = {
     .version = KVT_NVME_IO_OPS_VERSION,
     .name = "pio",
@@ -161,4 +178,5 @@ const struct kvt__nvme_io_ops kvt__nvme_io_pio = {
     .queue = pio_queue,
     .submit = pio_submit,
     .reap = pio_reap,
+    .reap_timed = pio_reap_timed,
 };

@@ -4,7 +4,8 @@
  * One ring per tier, sized to the queue depth, with the tier's file registered (fixed file) and
  * an empty (sparse) buffer table whose slots pin.c fills a region at a time, where RLIMIT_MEMLOCK
  * allows (READ_FIXED/WRITE_FIXED). queue() only fills SQEs; submit() is one io_uring_enter for
- * the whole batch; reap() waits for at least min CQEs and drains what else is ready. -EAGAIN/-EBUSY
+ * the whole batch; reap() waits for at least min CQEs and drains what else is ready (reap_timed()
+ * for one CQE at most so long). -EAGAIN/-EBUSY
  * from io_uring_enter is passed up as backpressure (the engine reaps and retries), never as an I/O
  * error.
  */
@@ -137,6 +138,27 @@ static int uring_reap(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsign
 	return (int)n;
 }
 
+/* As reap(min 1), but waits at most wait_ns (a kernel without IORING_FEAT_EXT_ARG would need a
+ * timeout SQE, which the ring has no room for: there it waits as reap does). */
+static int uring_reap_timed(void *ctx, struct kvt__nvme_cqe *out, unsigned max, uint64_t wait_ns)
+{
+	struct uring_ctx *c = ctx;
+	struct io_uring_cqe *cqe;
+	if (!(c->ring.features & IORING_FEAT_EXT_ARG))
+		return uring_reap(ctx, out, max, 1);
+	struct __kernel_timespec ts = {.tv_sec = (long long)(wait_ns / 1000000000u),
+	                               .tv_nsec = (long long)(wait_ns % 1000000000u)};
+	int rc;
+	do
+		rc = io_uring_wait_cqe_timeout(&c->ring, &cqe, &ts);
+	while (rc == -EINTR);
+	if (rc == -ETIME || rc == -EAGAIN)
+		return 0;
+	if (rc < 0)
+		return rc;
+	return uring_reap(ctx, out, max, 0);
+}
+
 const struct kvt__nvme_io_ops kvt__nvme_io_uring = {
     .version = KVT_NVME_IO_OPS_VERSION,
     .name = "uring",
@@ -147,4 +169,5 @@ const struct kvt__nvme_io_ops kvt__nvme_io_uring = {
     .queue = uring_queue,
     .submit = uring_submit,
     .reap = uring_reap,
+    .reap_timed = uring_reap_timed,
 };

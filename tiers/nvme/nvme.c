@@ -38,8 +38,10 @@
  * (bytes in flight), not for the latency of the first record. */
 #define WRITE_PIECE_MIN (1u << 20)
 
-/* the jobs of one record in a write batch (see write_run) */
+/* the jobs of one record in a write batch (see write_run); a job's tag is its record's index
+ * times J_PER_REC plus its kind, or READ_TAG plus the index of a read riding the run */
 enum { J_BODY, J_TERM, J_HEAD, J_PER_REC };
+#define READ_TAG (1u << 31)
 
 static struct kvt_nvme *NV(struct kvt_tier *t)
 {
@@ -193,6 +195,7 @@ static void nvme_close(struct kvt_tier *tier)
 	pthread_mutex_destroy(&t->bury_lock);
 	kvt__nvme_quota_close(t);
 	free(t->bjobs), free(t->bstate), free(t->bsum);
+	free(t->rstate), free(t->rsum), free(t->sread);
 	if (t->fd >= 0)
 		close(t->fd);
 	if (t->lock_fd >= 0)
@@ -288,11 +291,16 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	if ((rc = open_engine(t)))
 		goto err;
 	rc = -ENOMEM;
-	t->bjobs = calloc(KVT_NVME_BATCH_MAX * J_PER_REC, sizeof(*t->bjobs));
+	t->bjobs =
+	    calloc(KVT_NVME_BATCH_MAX * J_PER_REC + KVT_NVME_STREAM_READS, sizeof(*t->bjobs));
 	t->bstate = calloc(KVT_NVME_BATCH_MAX, sizeof(*t->bstate));
 	t->bsum = aligned_alloc(_Alignof(struct kvt_chunk_sum_state),
 	                        KVT_NVME_BATCH_MAX * sizeof(*t->bsum));
-	if (!t->bjobs || !t->bstate || !t->bsum)
+	t->rstate = calloc(KVT_NVME_STREAM_READS, sizeof(*t->rstate));
+	t->rsum = aligned_alloc(_Alignof(struct kvt_chunk_sum_state),
+	                        KVT_NVME_STREAM_READS * sizeof(*t->rsum));
+	t->sread = calloc(KVT_NVME_STREAM_READS, sizeof(*t->sread));
+	if (!t->bjobs || !t->bstate || !t->bsum || !t->rstate || !t->rsum || !t->sread)
 		goto err;
 	char perr[160];
 	if ((rc = kvt__nvme_policy_set(t, kvt_opt_str(env->opts, KVT_OPT_NVME_POLICY), NULL, perr,
@@ -389,7 +397,7 @@ static void head_maybe_ready(struct kvt_nvme *t, unsigned i)
 		return;
 	if (!s->first && !(t->bstate[i - 1].parts & 2))
 		return;
-	t->bjobs[i * J_PER_REC + J_HEAD].ready = true;
+	t->bjobs[s->job + J_HEAD].ready = true;
 }
 
 /* One engine run of writes: where its records come from, and how far it has got. */
@@ -398,6 +406,8 @@ struct wrun {
 	const struct kvt_tier_wsource *src;
 	struct kvt_tier_wreq *carry; /* pulled, left for the next run (a second region change) */
 	unsigned m;                  /* records placed in this run */
+	unsigned nj;                 /* jobs placed in this run (its records' and reads') */
+	unsigned nr;                 /* reads that joined this run (stream_read_join) */
 	uint64_t bytes, cap;         /* their bytes; the run stops taking records at cap */
 	bool moved;                  /* the run has changed region once */
 	bool running;                /* the engine runs: records join without region changes */
@@ -413,12 +423,21 @@ struct wrun {
 };
 
 static void finish_ready(struct wrun *w, const struct kvt__nvme_batch *b);
+static void stream_read_done(struct wrun *w, struct kvt__nvme_batch *b, unsigned j, unsigned k);
+static bool stream_read_join(void *arg, struct kvt__nvme_batch *b);
+static void stream_read_landed(void *arg, struct kvt__nvme_batch *b, unsigned j, size_t at,
+                               size_t len);
+static void stream_read_end(struct wrun *w, unsigned k);
 
 static void write_done(void *arg, struct kvt__nvme_batch *b, unsigned j)
 {
 	struct wrun *w = arg;
 	struct kvt_nvme *t = w->t;
-	unsigned i = j / J_PER_REC, kind = j % J_PER_REC;
+	if (b->jobs[j].tag & READ_TAG) {
+		stream_read_done(w, b, j, b->jobs[j].tag & ~READ_TAG);
+		return;
+	}
+	unsigned i = b->jobs[j].tag / J_PER_REC, kind = b->jobs[j].tag % J_PER_REC;
 	struct kvt__nvme_bstate *s = &t->bstate[i];
 	if (b->jobs[j].err) {
 		if (!s->err)
@@ -426,7 +445,7 @@ static void write_done(void *arg, struct kvt__nvme_batch *b, unsigned j)
 	} else if (kind != J_HEAD) {
 		s->parts |= (uint8_t)(1u << kind);
 		head_maybe_ready(t, i);
-		if (kind == J_TERM && (i + 1) * J_PER_REC < b->n && !t->bstate[i + 1].first)
+		if (kind == J_TERM && i + 1 < w->m && !t->bstate[i + 1].first)
 			head_maybe_ready(t, i + 1);
 	}
 	finish_ready(w, b);
@@ -481,25 +500,29 @@ static bool place(struct wrun *w, struct kvt_tier_wreq *q)
 	uint64_t r = region_of(t, (uint64_t)off);
 	uint64_t rstart = t->data_off + r * t->region_bytes;
 	struct kvt__nvme_bstate *s = &t->bstate[m];
-	*s = (struct kvt__nvme_bstate){.off = (uint64_t)off, .region = r, .q = q};
+	*s = (struct kvt__nvme_bstate){.off = (uint64_t)off, .region = r, .q = q, .job = w->nj};
 	s->first = !m || t->bstate[m - 1].region != r;
 	t->regions[r].wp = (uint64_t)off - rstart + need; /* provisional: undone on failure */
 	bool term = (uint64_t)off + need < rstart + kvt__nvme_region_end(t, &t->regions[r]);
-	struct kvt__nvme_job *j = &t->bjobs[m * J_PER_REC];
+	struct kvt__nvme_job *j = &t->bjobs[w->nj];
 	j[J_BODY] = (struct kvt__nvme_job){.off = (uint64_t)off + KVT_NVME_BLOCK,
 	                                   .buf = (uint8_t *)q->buf + KVT_NVME_BLOCK,
 	                                   .len = need - KVT_NVME_BLOCK,
 	                                   .op = KVT_NVME_WRITE,
-	                                   .ready = true};
+	                                   .ready = true,
+	                                   .tag = m * J_PER_REC + J_BODY};
 	j[J_TERM] = (struct kvt__nvme_job){.off = (uint64_t)off + need,
 	                                   .buf = t->blk + KVT_NVME_BLOCK,
 	                                   .len = term ? KVT_NVME_BLOCK : 0,
 	                                   .op = KVT_NVME_WRITE,
-	                                   .ready = true};
+	                                   .ready = true,
+	                                   .tag = m * J_PER_REC + J_TERM};
 	j[J_HEAD] = (struct kvt__nvme_job){.off = (uint64_t)off,
 	                                   .buf = (void *)q->buf,
 	                                   .len = KVT_NVME_BLOCK,
-	                                   .op = KVT_NVME_WRITE};
+	                                   .op = KVT_NVME_WRITE,
+	                                   .tag = m * J_PER_REC + J_HEAD};
+	w->nj += J_PER_REC;
 	w->bytes += need;
 	w->cap = KVT_MAX(w->cap, 4 * need);
 	w->m++;
@@ -532,7 +555,7 @@ static bool write_more(void *arg, struct kvt__nvme_batch *b)
 	struct wrun *w = arg;
 	if (b->err || !fill(w))
 		return false;
-	b->n = w->m * J_PER_REC;
+	b->n = w->nj;
 	return true;
 }
 
@@ -556,17 +579,19 @@ static void fence_failed(struct wrun *w)
 static bool write_run(struct wrun *w)
 {
 	struct kvt_nvme *t = w->t;
-	w->m = 0, w->fin = 0, w->bytes = 0, w->cap = 256u << 20;
+	w->m = 0, w->nj = 0, w->nr = 0, w->fin = 0, w->bytes = 0, w->cap = 256u << 20;
 	w->moved = false, w->closed = false, w->took = false, w->broken = false;
 	fill(w);
 	if (!w->m)
 		return w->took;
 	struct kvt__nvme_batch b = {
 	    .jobs = t->bjobs,
-	    .n = w->m * J_PER_REC,
+	    .n = w->nj,
 	    .piece = KVT_MAX((w->bytes + t->eng.depth - 1) / t->eng.depth, (size_t)WRITE_PIECE_MIN),
 	    .done = write_done,
 	    .more = write_more,
+	    .poll = w->src->pull_read ? stream_read_join : NULL,
+	    .landed = stream_read_landed,
 	    .arg = w};
 	w->running = true;
 	kvt__nvme_run(t, &b);
@@ -574,6 +599,9 @@ static bool write_run(struct wrun *w)
 	if (KVT_NEVER(w->fin < w->m)) /* every job ended inside the run, each reported there */
 		finish_ready(w, &b);
 	fence_failed(w);
+	for (unsigned k = 0; k < w->nr; k++)
+		if (t->sread[k].owed)
+			stream_read_end(w, k);
 	return true;
 }
 
@@ -585,7 +613,7 @@ static void finish_ready(struct wrun *w, const struct kvt__nvme_batch *b)
 	struct kvt_nvme *t = w->t;
 	for (; w->fin < w->m; w->fin++) {
 		unsigned k = w->fin;
-		const struct kvt__nvme_job *jb = &b->jobs[k * J_PER_REC];
+		const struct kvt__nvme_job *jb = &b->jobs[t->bstate[k].job];
 		if (!jb[J_BODY].done || !jb[J_TERM].done || !jb[J_HEAD].done)
 			return;
 		struct kvt__nvme_bstate *s = &t->bstate[k];
@@ -660,7 +688,7 @@ static void array_done(void *arg, struct kvt_tier_wreq *q)
 static size_t nvme_write_batch(struct kvt_tier *tier, struct kvt_tier_wreq *reqs, size_t n)
 {
 	struct wreq_array a = {reqs, n, 0};
-	const struct kvt_tier_wsource src = {array_pull, array_done, &a};
+	const struct kvt_tier_wsource src = {.pull = array_pull, .done = array_done, .arg = &a};
 	return nvme_write_stream(tier, &src);
 }
 
@@ -680,16 +708,13 @@ static bool same_id(const struct kvt_chunk_hdr *h, const struct kvt_tier_id *id)
 	       !memcmp(&h->key, &id->key, sizeof(h->key));
 }
 
-/* Checksums a record's pieces in file order as they land, while the rest of the batch is still
- * in flight, so that little is left to verify once its last piece is in. Pieces land in any
- * order: those ahead of the next one wait as bits (at most 64; past that the record is verified
- * at the end, as a whole). */
-static void read_landed(void *arg, struct kvt__nvme_batch *b, unsigned j, size_t at, size_t len)
+/* Checksums a read's pieces in file order as they land, while the rest of the batch is still in
+ * flight, so that little is left to verify once its last piece is in. Pieces land in any order:
+ * those ahead of the next one wait as bits (at most 64; past that the record is verified at the
+ * end, as a whole). */
+static void sum_landed(struct kvt__nvme_bstate *s, struct kvt_chunk_sum_state *sum,
+                       const uint8_t *buf, size_t piece, size_t at)
 {
-	struct kvt_nvme *t = arg;
-	struct kvt__nvme_bstate *s = &t->bstate[j];
-	const size_t piece = b->piece;
-	(void)len;
 	if (!s->summing)
 		return;
 	size_t k = (at - s->summed) / piece;
@@ -698,14 +723,38 @@ static void read_landed(void *arg, struct kvt__nvme_batch *b, unsigned j, size_t
 		return;
 	}
 	s->landed |= 1ull << k;
-	const uint8_t *buf = b->jobs[j].buf;
-	const size_t rec_len = s->rec->rec_len;
 	for (; s->landed & 1; s->landed >>= 1, s->summed += piece) {
 		size_t from = KVT_MAX(s->summed, (size_t)KVT_CHUNK_HDR_BYTES);
-		size_t end = KVT_MIN(s->summed + piece, rec_len);
+		size_t end = KVT_MIN(s->summed + piece, (size_t)s->rec_len);
 		if (end > from)
-			kvt_chunk_sum_add(&t->bsum[j], buf + from, end - from);
+			kvt_chunk_sum_add(sum, buf + from, end - from);
 	}
+}
+
+static void read_landed(void *arg, struct kvt__nvme_batch *b, unsigned j, size_t at, size_t len)
+{
+	struct kvt_nvme *t = arg;
+	(void)len;
+	sum_landed(&t->bstate[j], &t->bsum[j], b->jobs[j].buf, b->piece, at);
+}
+
+/* A read that landed whole: its header must be want's and its payload's checksum hold.
+ * @return : 0 or -EBADMSG. */
+static int read_verify(struct kvt_nvme *t, const struct kvt__nvme_bstate *s,
+                       struct kvt_chunk_sum_state *sum, const uint8_t *buf,
+                       const struct kvt_chunk_hdr *want)
+{
+	const size_t payload = s->rec_len - KVT_CHUNK_HDR_BYTES;
+	struct kvt_chunk_hdr h;
+	if (kvt_chunk_hdr_decode(buf, &h) || !kvt__nvme_same_record(&h, want))
+		return -EBADMSG;
+	if (s->summing && s->summed >= s->rec_len) {
+		KVT_NVME_ADD(t, xs.landed_sums, 1);
+		return h.payload_bytes != payload || kvt_chunk_sum_end(sum) != h.payload_sum
+		           ? -EBADMSG
+		           : 0;
+	}
+	return kvt_chunk_verify(&h, buf + KVT_CHUNK_HDR_BYTES, payload) ? -EBADMSG : 0;
 }
 
 /* Verifies a record as soon as its read completes, while the rest of the batch is in flight. */
@@ -713,20 +762,8 @@ static void read_done(void *arg, struct kvt__nvme_batch *b, unsigned j)
 {
 	struct kvt_nvme *t = arg;
 	struct kvt__nvme_bstate *s = &t->bstate[j];
-	const struct kvt__nvme_rec *rec = s->rec;
-	const uint8_t *buf = b->jobs[j].buf;
-	const size_t payload = rec->rec_len - KVT_CHUNK_HDR_BYTES;
-	struct kvt_chunk_hdr h;
-	if ((s->err = b->jobs[j].err))
-		return;
-	if (kvt_chunk_hdr_decode(buf, &h) || !kvt__nvme_same_record(&h, &rec->h))
-		s->err = -EBADMSG;
-	else if (s->summing && s->summed >= rec->rec_len) {
-		KVT_NVME_ADD(t, xs.landed_sums, 1);
-		if (h.payload_bytes != payload || kvt_chunk_sum_end(&t->bsum[j]) != h.payload_sum)
-			s->err = -EBADMSG;
-	} else if (kvt_chunk_verify(&h, buf + KVT_CHUNK_HDR_BYTES, payload))
-		s->err = -EBADMSG;
+	if (!(s->err = b->jobs[j].err))
+		s->err = read_verify(t, s, &t->bsum[j], b->jobs[j].buf, &s->rec->h);
 }
 
 /* Looks up reqs[i]. @return : 0 with the record and its region, or the request's error. */
@@ -779,6 +816,99 @@ static void read_finish(struct kvt_nvme *t, struct kvt_tier_rreq *q, struct kvt_
 	q->res = (ssize_t)rec->rec_len;
 }
 
+/*
+ * Reads riding a write stream (tier.h's pull_read). The engine asks for them at every turn of a
+ * write run and issues them ahead of the writes not yet issued, so a promotion waits for one
+ * write piece to complete rather than for the stream. A read beside the run's writes is safe:
+ * the run writes only past its regions' write pointers and reclaims nothing once it is in
+ * flight (place), so no record a read finds is written over before the run ends. The record
+ * may still be appended past (its region's array of records may move) or dropped meanwhile (a
+ * quota trim), so each read keeps a copy of what it reads (struct kvt__nvme_sread) and finds
+ * the record again when it ends. A read verified whole ends at once; one that failed ends after
+ * the run, since dropping its record writes a tombstone through the engine.
+ */
+static bool stream_read_join(void *arg, struct kvt__nvme_batch *b)
+{
+	struct wrun *w = arg;
+	struct kvt_nvme *t = w->t;
+	struct kvt_tier_rreq *q;
+	bool any = false;
+	while (w->nr < KVT_NVME_STREAM_READS && (q = w->src->pull_read(w->src->arg))) {
+		struct kvt__nvme_rec *rec;
+		uint64_t r;
+		int rc = read_check(t, q, &rec, &r);
+		if (rc) {
+			q->res = rc;
+			w->src->read_done(w->src->arg, q);
+			continue;
+		}
+		unsigned k = w->nr++;
+		uint64_t off = kvt__nvme_rec_off(t, r, rec);
+		t->sread[k] = (struct kvt__nvme_sread){.q = q, .h = rec->h, .loc = q->loc};
+		t->rstate[k] = (struct kvt__nvme_bstate){
+		    .off = off, .region = r, .rec_len = rec->rec_len, .summing = true};
+		kvt_chunk_sum_begin(&t->rsum[k]);
+		t->bjobs[w->nj++] = (struct kvt__nvme_job){
+		    .off = off,
+		    .buf = q->buf,
+		    .len = KVT_ALIGN_UP((size_t)rec->rec_len, (size_t)KVT_NVME_BLOCK),
+		    .op = KVT_NVME_READ,
+		    .ready = true,
+		    .urgent = true,
+		    .tag = READ_TAG | k};
+		KVT_NVME_ADD(t, xs.stream_reads, 1);
+		any = true;
+	}
+	if (any)
+		b->n = w->nj;
+	return any;
+}
+
+static void stream_read_landed(void *arg, struct kvt__nvme_batch *b, unsigned j, size_t at,
+                               size_t len)
+{
+	struct wrun *w = arg;
+	unsigned k = b->jobs[j].tag & ~READ_TAG;
+	(void)len;
+	if (b->jobs[j].tag & READ_TAG)
+		sum_landed(&w->t->rstate[k], &w->t->rsum[k], b->jobs[j].buf, b->piece, at);
+}
+
+/* Ends read k of the run: its record found again, the read counted (read_finish), and the
+ * source told. */
+static void stream_read_end(struct wrun *w, unsigned k)
+{
+	struct kvt_nvme *t = w->t;
+	struct kvt__nvme_sread *sr = &t->sread[k];
+	struct kvt__nvme_bstate *s = &t->rstate[k];
+	struct kvt_tier_rreq *q = sr->q;
+	uint64_t r;
+	sr->owed = false;
+	if (s->err == -ECANCELED) /* never issued: the record is kept, try again */
+		s->err = -EAGAIN;
+	s->rec = kvt__nvme_log_find(t, sr->loc, &r);
+	if (!s->rec || !kvt__nvme_same_record(&s->rec->h, &sr->h)) {
+		KVT_NVME_ADD(t, st.misses, 1); /* dropped while it was read: the daemon was told */
+		q->res = -ENOENT;
+	} else {
+		s->region = r;
+		read_finish(t, q, s);
+	}
+	w->src->read_done(w->src->arg, q);
+}
+
+static void stream_read_done(struct wrun *w, struct kvt__nvme_batch *b, unsigned j, unsigned k)
+{
+	struct kvt_nvme *t = w->t;
+	struct kvt__nvme_bstate *s = &t->rstate[k];
+	if (!(s->err = b->jobs[j].err))
+		s->err = read_verify(t, s, &t->rsum[k], b->jobs[j].buf, &t->sread[k].h);
+	if (s->err)
+		t->sread[k].owed = true; /* after the run (above) */
+	else
+		stream_read_end(w, k);
+}
+
 static size_t nvme_read_batch(struct kvt_tier *tier, struct kvt_tier_rreq *reqs, size_t n)
 {
 	struct kvt_nvme *t = NV(tier);
@@ -801,6 +931,7 @@ static size_t nvme_read_batch(struct kvt_tier *tier, struct kvt_tier_rreq *reqs,
 			                                         .region = r,
 			                                         .rec = rec,
 			                                         .req = (uint32_t)i,
+			                                         .rec_len = rec->rec_len,
 			                                         .summing = true};
 			kvt_chunk_sum_begin(&t->bsum[m]);
 			t->bjobs[m] = (struct kvt__nvme_job){.off = off,
@@ -913,6 +1044,7 @@ static void nvme_stats(struct kvt_tier *tier, struct kvt_tier_stats *o)
 	o->ios_queued = __atomic_load_n(&t->xs.ios_queued, __ATOMIC_ACQUIRE);
 	o->io_max_us = __atomic_load_n(&t->xs.io_max_us, __ATOMIC_RELAXED);
 	o->io_books_wrong = __atomic_load_n(&t->xs.io_books_wrong, __ATOMIC_RELAXED);
+	o->reads_beside_writes = __atomic_load_n(&t->xs.stream_reads, __ATOMIC_RELAXED);
 	o->disabled = KVT_NVME_GET(t, st.disabled);
 	o->full = KVT_NVME_GET(t, st.full);
 }

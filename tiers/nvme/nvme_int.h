@@ -82,6 +82,10 @@ struct kvt__nvme_io_ops {
 	/* Waits for at least min completions (0: poll). @return : number written to out, or -errno.
 	 */
 	int (*reap)(void *ctx, struct kvt__nvme_cqe *out, unsigned max, unsigned min);
+	/* Optional (added after reap; NULL: the engine waits in reap): waits at most wait_ns for
+	 * one completion, then takes what else is ready. @return : the number written to out (0:
+	 * none came in time), or -errno. */
+	int (*reap_timed)(void *ctx, struct kvt__nvme_cqe *out, unsigned max, uint64_t wait_ns);
 };
 
 extern const struct kvt__nvme_io_ops kvt__nvme_io_uring; /* absent without liburing */
@@ -94,7 +98,8 @@ struct kvt__nvme_fault {
 	uint32_t ppm_eio, ppm_again, ppm_nospc, ppm_short, ppm_busy; /* per million I/Os */
 	uint32_t read_delay_us; /* a slow device: a reap that returns reads takes this long */
 	/* ... and a write completes this long after it was queued, writes in flight together
-	 * (the device's latency, not the thread's: a reap waits for the latest it returns) */
+	 * (the device's latency, not the thread's: its completion is held back until then, while
+	 * reads in flight beside it complete as they land) */
 	uint32_t write_delay_us;
 	/* power lost in the middle of a write: the tear_at-th write queued while armed lands as a
 	 * random subset of its 4 KiB blocks (each with probability 1/2), then the process exits
@@ -118,8 +123,9 @@ struct kvt__nvme_fault {
 	uint64_t rng;
 	uint8_t *op_of; /* cookie -> op, sized depth */
 	uint32_t *len_of;
-	uint64_t *queued_ns; /* cookie -> when it was queued (write_delay_us) */
-	unsigned depth;
+	uint64_t *queued_ns;        /* cookie -> when it was queued (write_delay_us) */
+	struct kvt__nvme_cqe *held; /* write completions not yet due (write_delay_us), depth */
+	unsigned n_held, depth;
 };
 
 #define KVT_NVME_TORN_EXIT 75 /* the exit status of a process the injector tore a write in */
@@ -158,6 +164,7 @@ struct kvt__nvme_job {
 	size_t issued;
 	uint32_t inflight;
 	uint32_t tag;
+	bool urgent; /* issued ahead of every job that is not (a read riding a write stream) */
 };
 
 struct kvt__nvme_batch;
@@ -173,6 +180,10 @@ typedef void (*kvt__nvme_landed_fn)(void *arg, struct kvt__nvme_batch *b, unsign
  * jobs[n..] and raise n (the caller owns the array's room). @return : whether it appended. */
 typedef bool (*kvt__nvme_more_fn)(void *arg, struct kvt__nvme_batch *b);
 
+/* The longest the engine waits for a completion before it asks b->poll again (a read that
+ * arrives while every I/O in flight is a slow write starts within this). */
+#define KVT_NVME_POLL_NS (1000000ull)
+
 struct kvt__nvme_batch {
 	struct kvt__nvme_job *jobs; /* borrowed */
 	unsigned n;
@@ -180,6 +191,10 @@ struct kvt__nvme_batch {
 	bool stop_on_error; /* one failed piece stops every job (a single request) */
 	kvt__nvme_done_fn done;
 	kvt__nvme_more_fn more; /* NULL: the batch is what jobs[0..n) holds at the start */
+	/* Optional: called at every turn of the run, and at least every KVT_NVME_POLL_NS while
+	 * it waits (with a backend that has reap_timed); may append jobs as more() does, urgent
+	 * ones to be issued first. @return : whether it appended. */
+	kvt__nvme_more_fn poll;
 	kvt__nvme_landed_fn landed;
 	void *arg;
 	int err; /* out: the first error of any job */
@@ -191,6 +206,7 @@ struct kvt__nvme_xstats {
 	uint64_t misaligned, fixed_ios, plain_ios, dropped_io, resurrected_skip;
 	uint64_t pins, pin_failures; /* regions pinned; pins refused (memlock): pin.c's, copied */
 	uint64_t landed_sums;        /* reads verified by the checksum that followed their pieces */
+	uint64_t stream_reads;       /* reads that rode a write stream (pull_read), not behind it */
 	uint64_t moved, moved_bytes; /* records copied forward at reclaim (nvme.quota guarantees) */
 	uint64_t quota_trims;        /* records dropped because their tenant passed its maximum */
 	uint64_t guarantee_dropped;  /* guaranteed records dropped anyway (no room to keep them) */
@@ -340,6 +356,18 @@ struct kvt__nvme_hooks {
 };
 
 /* Per-record state of a batch being written or read (nvme.c). */
+/* Reads that may ride one engine run of a write stream (tier.h's pull_read). */
+#define KVT_NVME_STREAM_READS 16u
+
+/* A read riding a write stream: the record it reads may be appended past (the region's array
+ * of records may move) or dropped while it is in flight, so it keeps its own copy. */
+struct kvt__nvme_sread {
+	struct kvt_tier_rreq *q;
+	struct kvt_chunk_hdr h;
+	uint64_t loc;
+	bool owed; /* failed: reported after the run, where dropping it may write a tombstone */
+};
+
 struct kvt__nvme_bstate {
 	uint64_t off; /* file offset of the record */
 	uint64_t region;
@@ -349,6 +377,8 @@ struct kvt__nvme_bstate {
 	bool summing;              /* reads: the checksum follows the pieces (else: at the end) */
 	struct kvt_tier_wreq *q;   /* writes: the caller's request */
 	uint32_t req;              /* reads: index in the caller's array */
+	uint32_t job;              /* writes: the index of its first job in the run */
+	uint32_t rec_len;          /* reads */
 	uint8_t parts;             /* writes: body and terminator finished (bits 0, 1) */
 	bool first;                /* writes: first record of its region in this run */
 	int err;
@@ -376,6 +406,11 @@ struct kvt_nvme {
 	struct kvt__nvme_job *bjobs;
 	struct kvt__nvme_bstate *bstate;
 	struct kvt_chunk_sum_state *bsum; /* reads: one running checksum per record of a batch */
+	/* reads riding a write stream (nvme.c), KVT_NVME_STREAM_READS of them: each one's state,
+	 * running checksum, and what it reads */
+	struct kvt__nvme_bstate *rstate;
+	struct kvt_chunk_sum_state *rsum;
+	struct kvt__nvme_sread *sread;
 	struct kvt__nvme_hooks hooks;
 	const char *backend_name;
 	bool reinsert_hits; /* nvme.policy = clock (reclaim.c) */

@@ -129,10 +129,10 @@ int cli_stats(kvt_client_t *c, int argc, char **argv)
 	const char *nv = strstr(json, "{\"name\":\"nvme\"");
 	if (nv)
 		printf("nvme engine: %lld I/Os queued, %lld reaped, slowest %lld us, %lld not from "
-		       "registered buffers, books wrong %lld\n",
+		       "registered buffers, books wrong %lld, %lld reads beside writes\n",
 		       cli_json_num(nv, "ios_queued"), cli_json_num(nv, "ios_reaped"),
 		       cli_json_num(nv, "io_max_us"), cli_json_num(nv, "plain_ios"),
-		       cli_json_num(nv, "io_books_wrong"));
+		       cli_json_num(nv, "io_books_wrong"), cli_json_num(nv, "reads_beside_writes"));
 	printf("leases %lld (revoked %lld), clients %lld, tenants %lld, corruptions %lld, "
 	       "protocol errors %lld\n",
 	       cli_json_num(json, "leases"), cli_json_num(json, "leases_revoked"),
