@@ -27,16 +27,19 @@ asan: deps
 # The client library and kvtierd under ThreadSanitizer, through the tests whose clients run
 # threads (test_stress: 8 threads a client) or many processes at once (test_ipc, test_tenants),
 # the nvme tier with its pinning thread (test_nvme), kvtierd's own-curve worker (test_policyctl),
-# the loop and the tier workers sharing a slow tier's lock (test_tiers_devices), and
-# kvtierd started and stopped in-process with its threads, many times (fuzz_daemon). A report
-# fails the test (exit 66). librocksdb is not instrumented: tools/tsan.supp says why it is
-# suppressed.
-TSAN_TESTS = test_stress test_ipc test_tenants test_nvme test_policyctl test_tiers_devices fuzz_daemon
+# the loop and the tier workers sharing a slow tier's lock (test_tiers_devices), the nvme
+# engine with reads riding its write streams on both backends (test_nvme_stream, and its _pio
+# run: the pread/pwrite threads), and kvtierd started and stopped in-process with its threads,
+# many times (fuzz_daemon). A report fails the test (exit 66). librocksdb is not instrumented:
+# tools/tsan.supp says why it is suppressed.
+TSAN_TESTS = test_stress test_ipc test_tenants test_nvme test_policyctl test_tiers_devices \
+	test_nvme_stream fuzz_daemon
+TSAN_RUNS = $(TSAN_TESTS) test_nvme_stream_pio
 tsan: deps
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVT_TSAN=ON -DKVT_WERROR=ON
 	cmake --build $(BUILD)-tsan -j$(JOBS) --target kvtierd kvtier $(TSAN_TESTS)
 	cd $(BUILD)-tsan && TSAN_OPTIONS="suppressions=$(CURDIR)/tools/tsan.supp halt_on_error=1 exitcode=66" \
-		ctest --output-on-failure -j$(JOBS) -R '^($(subst $(eval) ,|,$(TSAN_TESTS)))$$'
+		ctest --output-on-failure -j$(JOBS) -R '^($(subst $(eval) ,|,$(TSAN_RUNS)))$$'
 
 # The daemon-level integration tests with kvtierd under valgrind memcheck.
 valgrind: build

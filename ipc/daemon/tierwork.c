@@ -463,8 +463,9 @@ static size_t take(struct kvd_worker *w, struct kvd_job **jobs)
 	jobs[0] = j;
 	bool promotes = head == &w->promote_head;
 	const struct kvt_tier_ops *ops = w->d->lower[j->tier].ops;
-	/* a write stream pulls the demotions behind the first itself, one by one, and stops
-	 * for a promotion; taken here, a batch would all be written first */
+	/* a write stream pulls the demotions behind the first itself, one by one, and takes the
+	 * promotions that come meanwhile (or, where the tier cannot, stops for them); taken
+	 * here, a batch would all be written first */
 	bool batchable = (j->kind == JOB_DEMOTE && ops->write_batch && !ops->write_stream) ||
 	                 (j->kind == JOB_PROMOTE && ops->read_batch);
 	size_t n = 1;
