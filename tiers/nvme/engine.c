@@ -86,6 +86,7 @@ struct run {
 	unsigned left;     /* jobs not finished */
 	bool urgent;       /* an urgent job may have pieces left to issue, none below ufirst */
 	unsigned ufirst;
+	unsigned keep; /* slots other jobs leave free for urgent ones (refill) */
 };
 
 static void count_error(struct kvt_nvme *t, int res)
@@ -278,12 +279,11 @@ static void refill(struct kvt_nvme *t, struct run *r)
 			r->urgent |= job_issuable(r, &b->jobs[i]);
 		}
 	}
-	const unsigned keep = b->poll && e->depth > 1;
-	for (unsigned i = r->first; i < b->n && r->n_free > keep; i++) {
+	for (unsigned i = r->first; i < b->n && r->n_free > r->keep; i++) {
 		struct kvt__nvme_job *j = &b->jobs[i];
 		if (i == r->first && (j->done || j->issued == j->len))
 			r->first++;
-		issue(t, r, i, j->urgent ? 0 : keep);
+		issue(t, r, i, j->urgent ? 0 : r->keep);
 	}
 }
 
@@ -354,7 +354,7 @@ static void jobs_start(struct kvt_nvme *t, struct run *r, unsigned from)
 int kvt__nvme_run(struct kvt_nvme *t, struct kvt__nvme_batch *b)
 {
 	struct kvt__nvme_engine *e = &t->eng;
-	struct run r = {.b = b};
+	struct run r = {.b = b, .keep = b->poll && e->depth > 1};
 	b->err = 0;
 	jobs_start(t, &r, 0);
 	b->piece = KVT_ALIGN_UP(KVT_MAX(b->piece, e->min_piece), (size_t)e->align);
@@ -369,7 +369,7 @@ int kvt__nvme_run(struct kvt_nvme *t, struct kvt__nvme_batch *b)
 				jobs_start(t, &r, from);
 		}
 		refill(t, &r);
-		if (b->more && r.n_free > (b->poll && e->depth > 1)) { /* room left: grow */
+		if (b->more && r.n_free > r.keep) { /* room left: let the batch grow */
 			unsigned from = b->n;
 			if (b->more(b->arg, b)) {
 				jobs_start(t, &r, from);

@@ -195,7 +195,7 @@ static void nvme_close(struct kvt_tier *tier)
 	pthread_mutex_destroy(&t->bury_lock);
 	kvt__nvme_quota_close(t);
 	free(t->bjobs), free(t->bstate), free(t->bsum);
-	free(t->rstate), free(t->rsum), free(t->sread);
+	free(t->sread);
 	if (t->fd >= 0)
 		close(t->fd);
 	if (t->lock_fd >= 0)
@@ -296,11 +296,9 @@ int kvt__nvme_open_hooked(const struct kvt_tier_env *env, const struct kvt__nvme
 	t->bstate = calloc(KVT_NVME_BATCH_MAX, sizeof(*t->bstate));
 	t->bsum = aligned_alloc(_Alignof(struct kvt_chunk_sum_state),
 	                        KVT_NVME_BATCH_MAX * sizeof(*t->bsum));
-	t->rstate = calloc(KVT_NVME_STREAM_READS, sizeof(*t->rstate));
-	t->rsum = aligned_alloc(_Alignof(struct kvt_chunk_sum_state),
-	                        KVT_NVME_STREAM_READS * sizeof(*t->rsum));
-	t->sread = calloc(KVT_NVME_STREAM_READS, sizeof(*t->sread));
-	if (!t->bjobs || !t->bstate || !t->bsum || !t->rstate || !t->rsum || !t->sread)
+	t->sread = aligned_alloc(_Alignof(struct kvt__nvme_sread),
+	                         KVT_NVME_STREAM_READS * sizeof(*t->sread));
+	if (!t->bjobs || !t->bstate || !t->bsum || !t->sread)
 		goto err;
 	char perr[160];
 	if ((rc = kvt__nvme_policy_set(t, kvt_opt_str(env->opts, KVT_OPT_NVME_POLICY), NULL, perr,
@@ -844,10 +842,11 @@ static bool stream_read_join(void *arg, struct kvt__nvme_batch *b)
 		}
 		unsigned k = w->nr++;
 		uint64_t off = kvt__nvme_rec_off(t, r, rec);
-		t->sread[k] = (struct kvt__nvme_sread){.q = q, .h = rec->h, .loc = q->loc};
-		t->rstate[k] = (struct kvt__nvme_bstate){
+		struct kvt__nvme_sread *sr = &t->sread[k];
+		sr->q = q, sr->h = rec->h, sr->loc = q->loc, sr->owed = false;
+		sr->s = (struct kvt__nvme_bstate){
 		    .off = off, .region = r, .rec_len = rec->rec_len, .summing = true};
-		kvt_chunk_sum_begin(&t->rsum[k]);
+		kvt_chunk_sum_begin(&sr->sum);
 		t->bjobs[w->nj++] = (struct kvt__nvme_job){
 		    .off = off,
 		    .buf = q->buf,
@@ -868,10 +867,11 @@ static void stream_read_landed(void *arg, struct kvt__nvme_batch *b, unsigned j,
                                size_t len)
 {
 	struct wrun *w = arg;
-	unsigned k = b->jobs[j].tag & ~READ_TAG;
 	(void)len;
-	if (b->jobs[j].tag & READ_TAG)
-		sum_landed(&w->t->rstate[k], &w->t->rsum[k], b->jobs[j].buf, b->piece, at);
+	if (b->jobs[j].tag & READ_TAG) {
+		struct kvt__nvme_sread *sr = &w->t->sread[b->jobs[j].tag & ~READ_TAG];
+		sum_landed(&sr->s, &sr->sum, b->jobs[j].buf, b->piece, at);
+	}
 }
 
 /* Ends read k of the run: its record found again, the read counted (read_finish), and the
@@ -880,7 +880,7 @@ static void stream_read_end(struct wrun *w, unsigned k)
 {
 	struct kvt_nvme *t = w->t;
 	struct kvt__nvme_sread *sr = &t->sread[k];
-	struct kvt__nvme_bstate *s = &t->rstate[k];
+	struct kvt__nvme_bstate *s = &sr->s;
 	struct kvt_tier_rreq *q = sr->q;
 	uint64_t r;
 	sr->owed = false;
@@ -899,12 +899,11 @@ static void stream_read_end(struct wrun *w, unsigned k)
 
 static void stream_read_done(struct wrun *w, struct kvt__nvme_batch *b, unsigned j, unsigned k)
 {
-	struct kvt_nvme *t = w->t;
-	struct kvt__nvme_bstate *s = &t->rstate[k];
-	if (!(s->err = b->jobs[j].err))
-		s->err = read_verify(t, s, &t->rsum[k], b->jobs[j].buf, &t->sread[k].h);
-	if (s->err)
-		t->sread[k].owed = true; /* after the run (above) */
+	struct kvt__nvme_sread *sr = &w->t->sread[k];
+	if (!(sr->s.err = b->jobs[j].err))
+		sr->s.err = read_verify(w->t, &sr->s, &sr->sum, b->jobs[j].buf, &sr->h);
+	if (sr->s.err)
+		sr->owed = true; /* after the run (above) */
 	else
 		stream_read_end(w, k);
 }

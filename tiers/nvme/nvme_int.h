@@ -359,15 +359,6 @@ struct kvt__nvme_hooks {
 /* Reads that may ride one engine run of a write stream (tier.h's pull_read). */
 #define KVT_NVME_STREAM_READS 16u
 
-/* A read riding a write stream: the record it reads may be appended past (the region's array
- * of records may move) or dropped while it is in flight, so it keeps its own copy. */
-struct kvt__nvme_sread {
-	struct kvt_tier_rreq *q;
-	struct kvt_chunk_hdr h;
-	uint64_t loc;
-	bool owed; /* failed: reported after the run, where dropping it may write a tombstone */
-};
-
 struct kvt__nvme_bstate {
 	uint64_t off; /* file offset of the record */
 	uint64_t region;
@@ -382,6 +373,18 @@ struct kvt__nvme_bstate {
 	uint8_t parts;             /* writes: body and terminator finished (bits 0, 1) */
 	bool first;                /* writes: first record of its region in this run */
 	int err;
+};
+
+/* A read riding a write stream: its running checksum and state as a batch read's, and, since
+ * the record it reads may be appended past (the region's array of records may move) or dropped
+ * while it is in flight, its own copy of what it reads. */
+struct kvt__nvme_sread {
+	struct kvt_chunk_sum_state sum;
+	struct kvt__nvme_bstate s;
+	struct kvt_tier_rreq *q;
+	struct kvt_chunk_hdr h;
+	uint64_t loc;
+	bool owed; /* failed: reported after the run, where dropping it may write a tombstone */
 };
 
 struct kvt_nvme {
@@ -406,11 +409,7 @@ struct kvt_nvme {
 	struct kvt__nvme_job *bjobs;
 	struct kvt__nvme_bstate *bstate;
 	struct kvt_chunk_sum_state *bsum; /* reads: one running checksum per record of a batch */
-	/* reads riding a write stream (nvme.c), KVT_NVME_STREAM_READS of them: each one's state,
-	 * running checksum, and what it reads */
-	struct kvt__nvme_bstate *rstate;
-	struct kvt_chunk_sum_state *rsum;
-	struct kvt__nvme_sread *sread;
+	struct kvt__nvme_sread *sread;    /* reads riding a write stream, KVT_NVME_STREAM_READS */
 	struct kvt__nvme_hooks hooks;
 	const char *backend_name;
 	bool reinsert_hits; /* nvme.policy = clock (reclaim.c) */
